@@ -1,0 +1,353 @@
+#include "costmodel/document.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "costmodel/errors.h"
+
+namespace hetplan {
+namespace {
+
+std::string lower_extension(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+// A plain YAML scalar as JSON: integer, float, bool or null where it reads as one (YAML 1.2 core
+// schema), else a string.
+Json plain_scalar(const std::string& s) {
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  int64_t i = 0;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, i);
+  if (ec == std::errc() && p == end) return i;
+  // Numbers such as 1e9, 2.5, -0.5, 1_000 is not accepted (YAML 1.2 has no separators).
+  double d = 0;
+  auto [q, ec2] = std::from_chars(s.data(), end, d);
+  if (ec2 == std::errc() && q == end) return d;
+  return s;
+}
+
+Json node_to_json(const YAML::Node& node, const std::string& origin) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      // yaml-cpp tags quoted scalars "!": those stay strings.
+      if (node.Tag() == "!") return node.Scalar();
+      return plain_scalar(node.Scalar());
+    case YAML::NodeType::Sequence: {
+      Json out = Json::array();
+      for (const auto& item : node) out.push_back(node_to_json(item, origin));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      Json out = Json::object();
+      for (const auto& kv : node) {
+        std::string key = kv.first.Scalar();
+        if (out.contains(key)) {
+          throw InputError(origin, key,
+                           fmt::format("duplicate key (line {})", kv.first.Mark().line + 1));
+        }
+        out[key] = node_to_json(kv.second, origin);
+      }
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Json yaml_to_json(std::string_view text, const std::string& origin) {
+  try {
+    return node_to_json(YAML::Load(std::string(text)), origin);
+  } catch (const YAML::Exception& e) {
+    throw InputError(origin, "", fmt::format("malformed YAML at line {}, column {}: {}",
+                                             e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
+
+Document parse_document(std::string_view text, std::string origin, DocumentFormat format) {
+  Document doc{std::move(origin), {}};
+  if (format == DocumentFormat::kYaml) {
+    doc.root = yaml_to_json(text, doc.origin);
+    return doc;
+  }
+  try {
+    doc.root = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw InputError(doc.origin, "", fmt::format("malformed JSON: {}", e.what()));
+  }
+  return doc;
+}
+
+Document load_document(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string(), "", "cannot open the file (does it exist?)");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string ext = lower_extension(path);
+  DocumentFormat format = DocumentFormat::kJson;
+  if (ext == ".yaml" || ext == ".yml") {
+    format = DocumentFormat::kYaml;
+  } else if (ext != ".json") {
+    // Sniff: JSON documents start with { or [.
+    const std::string text = buffer.str();
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || (text[first] != '{' && text[first] != '['))
+      format = DocumentFormat::kYaml;
+  }
+  return parse_document(buffer.str(), path.string(), format);
+}
+
+std::string describe_json(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return fmt::format("the boolean {}", value.get<bool>());
+    case Json::value_t::string:
+      return fmt::format("the string \"{}\"", value.get<std::string>());
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+    case Json::value_t::number_float:
+      return fmt::format("the number {}", value.dump());
+    case Json::value_t::array:
+      return fmt::format("a list of {}", value.size());
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported value";
+  }
+}
+
+ObjectReader::ObjectReader(const Json& object, std::string origin, std::string path)
+    : object_(object), origin_(std::move(origin)), path_(std::move(path)) {
+  if (!object_.is_object())
+    throw InputError(origin_, path_.empty() ? "(top level)" : path_,
+                     "expected an object (key: value mapping), found " + describe_json(object_));
+}
+
+std::string ObjectReader::key_path(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+void ObjectReader::fail(std::string_view key, const std::string& expected) const {
+  throw InputError(origin_, key.empty() ? path_ : key_path(key), expected);
+}
+
+bool ObjectReader::has(std::string_view key) const {
+  auto it = object_.find(std::string(key));
+  return it != object_.end() && !it->is_null();
+}
+
+const Json* ObjectReader::find(std::string_view key) {
+  read_.insert(std::string(key));
+  auto it = object_.find(std::string(key));
+  if (it == object_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const Json& ObjectReader::require(std::string_view key, const char* what) {
+  const Json* v = find(key);
+  if (!v) fail(key, fmt::format("missing: expected {}", what));
+  return *v;
+}
+
+namespace {
+
+double as_number(const ObjectReader& r, std::string_view key, const Json& v) {
+  if (!v.is_number()) r.fail(key, "expected a number, found " + describe_json(v));
+  return v.get<double>();
+}
+
+int64_t as_integer(const ObjectReader& r, std::string_view key, const Json& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
+  // Accept 1e9-style integers written as floats, when they are whole.
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
+  }
+  r.fail(key, "expected a whole number, found " + describe_json(v));
+}
+
+std::string as_string(const ObjectReader& r, std::string_view key, const Json& v) {
+  if (!v.is_string()) r.fail(key, "expected a string, found " + describe_json(v));
+  return v.get<std::string>();
+}
+
+bool as_bool(const ObjectReader& r, std::string_view key, const Json& v) {
+  if (!v.is_boolean()) r.fail(key, "expected true or false, found " + describe_json(v));
+  return v.get<bool>();
+}
+
+}  // namespace
+
+std::string ObjectReader::string(std::string_view key) {
+  return as_string(*this, key, require(key, "a string"));
+}
+double ObjectReader::number(std::string_view key) {
+  return as_number(*this, key, require(key, "a number"));
+}
+int64_t ObjectReader::integer(std::string_view key) {
+  return as_integer(*this, key, require(key, "a whole number"));
+}
+bool ObjectReader::boolean(std::string_view key) {
+  return as_bool(*this, key, require(key, "true or false"));
+}
+
+std::string ObjectReader::string_or(std::string_view key, std::string fallback) {
+  const Json* v = find(key);
+  return v ? as_string(*this, key, *v) : fallback;
+}
+double ObjectReader::number_or(std::string_view key, double fallback) {
+  const Json* v = find(key);
+  return v ? as_number(*this, key, *v) : fallback;
+}
+int64_t ObjectReader::integer_or(std::string_view key, int64_t fallback) {
+  const Json* v = find(key);
+  return v ? as_integer(*this, key, *v) : fallback;
+}
+bool ObjectReader::boolean_or(std::string_view key, bool fallback) {
+  const Json* v = find(key);
+  return v ? as_bool(*this, key, *v) : fallback;
+}
+std::optional<double> ObjectReader::optional_number(std::string_view key) {
+  const Json* v = find(key);
+  if (!v) return std::nullopt;
+  return as_number(*this, key, *v);
+}
+std::optional<int64_t> ObjectReader::optional_integer(std::string_view key) {
+  const Json* v = find(key);
+  if (!v) return std::nullopt;
+  return as_integer(*this, key, *v);
+}
+std::optional<std::string> ObjectReader::optional_string(std::string_view key) {
+  const Json* v = find(key);
+  if (!v) return std::nullopt;
+  return as_string(*this, key, *v);
+}
+
+double ObjectReader::positive(std::string_view key) {
+  const double v = number(key);
+  if (!(v > 0)) fail(key, fmt::format("expected a number > 0, found {}", v));
+  return v;
+}
+int64_t ObjectReader::positive_integer(std::string_view key) {
+  const int64_t v = integer(key);
+  if (v <= 0) fail(key, fmt::format("expected a whole number > 0, found {}", v));
+  return v;
+}
+double ObjectReader::positive_or(std::string_view key, double fallback) {
+  return has(key) ? positive(key) : (find(key), fallback);
+}
+int64_t ObjectReader::positive_integer_or(std::string_view key, int64_t fallback) {
+  return has(key) ? positive_integer(key) : (find(key), fallback);
+}
+double ObjectReader::non_negative_or(std::string_view key, double fallback) {
+  if (!has(key)) return find(key), fallback;
+  const double v = number(key);
+  if (!(v >= 0)) fail(key, fmt::format("expected a number >= 0, found {}", v));
+  return v;
+}
+
+std::string ObjectReader::choice(std::string_view key,
+                                 std::initializer_list<std::string_view> allowed) {
+  std::string v = string(key);
+  for (auto a : allowed)
+    if (v == a) return v;
+  std::string list;
+  for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  fail(key, fmt::format("expected one of {}, found \"{}\"", list, v));
+}
+std::string ObjectReader::choice_or(std::string_view key,
+                                    std::initializer_list<std::string_view> allowed,
+                                    std::string fallback) {
+  if (!has(key)) return find(key), fallback;
+  return choice(key, allowed);
+}
+
+ObjectReader ObjectReader::object(std::string_view key) {
+  const Json& v = require(key, "an object");
+  return ObjectReader(v, origin_, key_path(key));
+}
+std::optional<ObjectReader> ObjectReader::optional_object(std::string_view key) {
+  const Json* v = find(key);
+  if (!v) return std::nullopt;
+  return ObjectReader(*v, origin_, key_path(key));
+}
+
+namespace {
+const Json& require_array(const ObjectReader& r, std::string_view key, const Json& v) {
+  if (!v.is_array()) r.fail(key, "expected a list, found " + describe_json(v));
+  return v;
+}
+}  // namespace
+
+std::vector<ObjectReader> ObjectReader::objects(std::string_view key) {
+  const Json& arr = require_array(*this, key, require(key, "a list of objects"));
+  std::vector<ObjectReader> out;
+  out.reserve(arr.size());
+  for (size_t i = 0; i < arr.size(); ++i)
+    out.emplace_back(arr[i], origin_, fmt::format("{}[{}]", key_path(key), i));
+  return out;
+}
+std::vector<ObjectReader> ObjectReader::objects_or_empty(std::string_view key) {
+  if (!has(key)) return find(key), std::vector<ObjectReader>{};
+  return objects(key);
+}
+
+std::vector<double> ObjectReader::numbers(std::string_view key) {
+  const Json& arr = require_array(*this, key, require(key, "a list of numbers"));
+  std::vector<double> out;
+  for (size_t i = 0; i < arr.size(); ++i)
+    out.push_back(as_number(*this, fmt::format("{}[{}]", key, i), arr[i]));
+  return out;
+}
+std::vector<int64_t> ObjectReader::integers(std::string_view key) {
+  const Json& arr = require_array(*this, key, require(key, "a list of whole numbers"));
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < arr.size(); ++i)
+    out.push_back(as_integer(*this, fmt::format("{}[{}]", key, i), arr[i]));
+  return out;
+}
+std::vector<std::string> ObjectReader::strings(std::string_view key) {
+  const Json& arr = require_array(*this, key, require(key, "a list of strings"));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < arr.size(); ++i)
+    out.push_back(as_string(*this, fmt::format("{}[{}]", key, i), arr[i]));
+  return out;
+}
+
+const Json& ObjectReader::raw(std::string_view key) { return require(key, "a value"); }
+
+std::vector<std::string> ObjectReader::keys() {
+  std::vector<std::string> out;
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    read_.insert(it.key());
+    out.push_back(it.key());
+  }
+  return out;
+}
+
+void ObjectReader::finish() const {
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    if (read_.count(it.key()) == 0) {
+      std::string known;
+      for (const auto& k : read_) known += (known.empty() ? "" : ", ") + k;
+      throw InputError(origin_, key_path(it.key()),
+                       fmt::format("unknown key (known keys here: {})", known));
+    }
+  }
+}
+
+}  // namespace hetplan

@@ -1,0 +1,104 @@
+// Input documents (JSON or YAML) and a strict reader for their objects. Every loader in hetplan
+// reads through ObjectReader so that unknown keys, missing keys, wrong types and out-of-range values
+// are all reported the same way: file, key path, what was expected.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hetplan {
+
+using Json = nlohmann::json;
+
+// A parsed document and where it came from (a path, or "preset gpt2-medium").
+struct Document {
+  std::string origin;
+  Json root;
+};
+
+enum class DocumentFormat { kJson, kYaml };
+
+// Reads a .json, .yaml or .yml file. Throws InputError when it is missing or malformed.
+Document load_document(const std::filesystem::path& path);
+// Parses text; `origin` is used in error messages.
+Document parse_document(std::string_view text, std::string origin, DocumentFormat format);
+// Converts YAML text to JSON values: plain scalars become numbers, booleans or null where they
+// read as such; quoted scalars stay strings.
+Json yaml_to_json(std::string_view text, const std::string& origin);
+
+// Strict, typed view of one JSON object. Keys read through it are remembered; finish() rejects any
+// key that was never read, so typos do not become silent defaults.
+class ObjectReader {
+ public:
+  ObjectReader(const Json& object, std::string origin, std::string path = "");
+  ObjectReader(const Document& doc) : ObjectReader(doc.root, doc.origin) {}
+
+  bool has(std::string_view key) const;
+  const std::string& origin() const { return origin_; }
+  const std::string& path() const { return path_; }
+  std::string key_path(std::string_view key) const;
+
+  // Required values of a type; throw InputError naming the key when missing or mistyped.
+  std::string string(std::string_view key);
+  double number(std::string_view key);
+  int64_t integer(std::string_view key);
+  bool boolean(std::string_view key);
+  // Optional values: the fallback when the key is absent (or null), checked like required ones.
+  std::string string_or(std::string_view key, std::string fallback);
+  double number_or(std::string_view key, double fallback);
+  int64_t integer_or(std::string_view key, int64_t fallback);
+  bool boolean_or(std::string_view key, bool fallback);
+  std::optional<double> optional_number(std::string_view key);
+  std::optional<int64_t> optional_integer(std::string_view key);
+  std::optional<std::string> optional_string(std::string_view key);
+
+  // Range-checked numbers: > 0, >= 0.
+  double positive(std::string_view key);
+  int64_t positive_integer(std::string_view key);
+  double positive_or(std::string_view key, double fallback);
+  int64_t positive_integer_or(std::string_view key, int64_t fallback);
+  double non_negative_or(std::string_view key, double fallback);
+  // One of a fixed set of strings.
+  std::string choice(std::string_view key, std::initializer_list<std::string_view> allowed);
+  std::string choice_or(std::string_view key, std::initializer_list<std::string_view> allowed,
+                        std::string fallback);
+
+  // Nested objects and arrays.
+  ObjectReader object(std::string_view key);
+  std::optional<ObjectReader> optional_object(std::string_view key);
+  std::vector<ObjectReader> objects(std::string_view key);           // required array of objects
+  std::vector<ObjectReader> objects_or_empty(std::string_view key);  // absent = empty
+  std::vector<double> numbers(std::string_view key);
+  std::vector<int64_t> integers(std::string_view key);
+  std::vector<std::string> strings(std::string_view key);
+  // The raw value (marks the key as read). Throws when missing.
+  const Json& raw(std::string_view key);
+  // All keys of the object, marking them read (for maps keyed by name).
+  std::vector<std::string> keys();
+
+  // Throws InputError for the first key that was never read.
+  void finish() const;
+  [[noreturn]] void fail(std::string_view key, const std::string& expected) const;
+
+ private:
+  const Json* find(std::string_view key);
+  const Json& require(std::string_view key, const char* what);
+
+  const Json& object_;
+  std::string origin_;
+  std::string path_;
+  std::set<std::string, std::less<>> read_;
+};
+
+// Formats a JSON value briefly for an error message ("a string \"abc\"", "the number -3").
+std::string describe_json(const Json& value);
+
+}  // namespace hetplan

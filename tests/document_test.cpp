@@ -1,0 +1,76 @@
+#include "costmodel/document.h"
+
+#include <gtest/gtest.h>
+
+#include "costmodel/errors.h"
+
+namespace hetplan {
+namespace {
+
+TEST(Document, YamlScalarsBecomeTypedJson) {
+  Json j = yaml_to_json("a: 3\nb: 2.5\nc: true\nd: hello\ne: '7'\nf: ~\ng: 1e9\n", "t.yaml");
+  EXPECT_TRUE(j["a"].is_number_integer());
+  EXPECT_EQ(j["a"].get<int>(), 3);
+  EXPECT_DOUBLE_EQ(j["b"].get<double>(), 2.5);
+  EXPECT_EQ(j["c"].get<bool>(), true);
+  EXPECT_EQ(j["d"].get<std::string>(), "hello");
+  EXPECT_TRUE(j["e"].is_string());  // quoted stays a string
+  EXPECT_TRUE(j["f"].is_null());
+  EXPECT_DOUBLE_EQ(j["g"].get<double>(), 1e9);
+}
+
+TEST(Document, DuplicateYamlKeyIsAnError) {
+  EXPECT_THROW(yaml_to_json("a: 1\na: 2\n", "t.yaml"), InputError);
+}
+
+TEST(Document, MalformedInputNamesTheFile) {
+  try {
+    parse_document("{\"a\": ", "bad.json", DocumentFormat::kJson);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos);
+  }
+}
+
+TEST(ObjectReader, ReportsKeyPathAndExpectation) {
+  Document doc = parse_document(R"({"outer": {"items": [{"n": -2}]}})", "f.json",
+                                DocumentFormat::kJson);
+  ObjectReader r(doc);
+  auto items = r.object("outer").objects("items");
+  ASSERT_EQ(items.size(), 1u);
+  try {
+    items[0].positive_integer("n");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "f.json: outer.items[0].n: expected a whole number > 0, found -2");
+    EXPECT_EQ(e.key_path(), "outer.items[0].n");
+  }
+}
+
+TEST(ObjectReader, UnknownKeyIsRejectedByFinish) {
+  Document doc = parse_document("hidden: 10\nhiden: 3\n", "m.yaml", DocumentFormat::kYaml);
+  ObjectReader r(doc);
+  EXPECT_EQ(r.integer("hidden"), 10);
+  try {
+    r.finish();
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key_path(), "hiden");
+    EXPECT_NE(std::string(e.what()).find("unknown key"), std::string::npos);
+  }
+}
+
+TEST(ObjectReader, MissingAndMistypedValues) {
+  Document doc = parse_document(R"({"s": 3, "x": 1.5, "c": "zz"})", "f.json",
+                                DocumentFormat::kJson);
+  ObjectReader r(doc);
+  EXPECT_THROW(r.string("s"), InputError);
+  EXPECT_THROW(r.integer("x"), InputError);  // not whole
+  EXPECT_THROW(r.number("missing"), InputError);
+  EXPECT_THROW(r.choice("c", {"a", "b"}), InputError);
+  EXPECT_EQ(r.integer_or("absent", 7), 7);
+}
+
+}  // namespace
+}  // namespace hetplan
