@@ -16,15 +16,6 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// One layer on one GPU type for one micro-batch, as the pipeline and the memory model need it.
-struct LayerCost {
-  LayerTimes times;
-  double activation = 0;  // kept for backward under the strategy's recomputation
-  double transient = 0;   // working bytes while this layer runs
-  double params = 0;      // held on one rank
-  double output_bytes = 0;
-};
-
 LayerShape layer_shape(const Strategy& s, Dtype dtype) {
   LayerShape shape;
   shape.micro_batch = s.micro_batch;
@@ -58,10 +49,64 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
 
 double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
 
+bool same_layer(const LayerSpec& a, const LayerSpec& b) {
+  if (a.hidden != b.hidden || a.seq_len != b.seq_len || a.op.index() != b.op.index()) return false;
+  if (const auto* x = a.block()) {
+    const auto* y = b.block();
+    return x->heads == y->heads && x->kv_heads == y->kv_heads && x->head_dim == y->head_dim &&
+           x->ffn_hidden == y->ffn_hidden && x->activation == y->activation &&
+           x->norm == y->norm && x->bias == y->bias && x->rotary == y->rotary &&
+           x->causal == y->causal && x->dropout == y->dropout && x->experts == y->experts &&
+           x->top_k == y->top_k;
+  }
+  return false;  // embedding and head are one of a kind
+}
+
 }  // namespace
 
 Evaluator::Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const CostModel& cost)
-    : model_(model), cluster_(cluster), cost_(cost), devices_(cluster_devices(cluster)) {}
+    : model_(model), cluster_(cluster), cost_(cost), devices_(cluster_devices(cluster)) {
+  for (size_t i = 0; i < model_.layers.size(); ++i) {
+    int64_t canonical = static_cast<int64_t>(i);
+    for (size_t j = 0; j < i; ++j)
+      if (canonical_layer_[j] == static_cast<int64_t>(j) && same_layer(model_.layers[j], model_.layers[i])) {
+        canonical = static_cast<int64_t>(j);
+        break;
+      }
+    canonical_layer_.push_back(canonical);
+  }
+}
+
+const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_nodes,
+                                                     const Strategy& s) const {
+  const CacheKey key{group, tp_nodes, s.micro_batch, s.tp, s.sequence_parallel && s.tp > 1,
+                     static_cast<int>(s.recompute), s.flash_attention, s.zero >= 3};
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
+  }
+  // Computed outside the lock; a second thread computing the same entry wastes a little time but
+  // inserts an identical value, and the first insert wins.
+  const NodeGroup& ng = cluster_.groups[group];
+  const GpuSpec& gpu = ng.node.gpu;
+  const Dtype dtype = cost_.compute_dtype(gpu, model_.dtype);
+  // A representative tensor-parallel group on this node kind: tp devices over tp_nodes nodes.
+  int64_t first = 0;
+  for (int64_t g = 0; g < group; ++g) first += cluster_.groups[g].count * cluster_.groups[g].node.gpus;
+  std::vector<int64_t> tp_devices;
+  const int64_t per_node = (s.tp + tp_nodes - 1) / tp_nodes;
+  for (int64_t i = 0; i < s.tp; ++i)
+    tp_devices.push_back(first + (i / per_node) * ng.node.gpus + i % per_node);
+  const CommGroup tp = make_comm_group(cluster_, devices_, tp_devices);
+  auto costs = std::make_unique<std::vector<LayerCost>>(model_.layers.size());
+  for (size_t i = 0; i < model_.layers.size(); ++i) {
+    const size_t c = static_cast<size_t>(canonical_layer_[i]);
+    (*costs)[i] = c < i ? (*costs)[c] : cost_layer(model_.layers[i], s, gpu, tp, cost_, dtype);
+  }
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  auto [it, inserted] = cache_.emplace(key, std::move(costs));
+  return *it->second;
+}
 
 const GpuSpec& Evaluator::gpu_of(const StageSpec& st) const {
   return cluster_.groups[devices_[st.devices.front()].group].node.gpu;
@@ -169,13 +214,13 @@ Prediction Evaluator::predict(const Strategy& input) const {
   const int64_t P = s.pp, m = s.microbatches();
   Prediction out;
 
-  // Per stage: its GPU, tensor-parallel group and every layer's cost there.
+  // Per stage: its GPU, node kind and every layer's cost there.
   std::vector<const GpuSpec*> gpu(P);
-  std::vector<CommGroup> tp_group(P);
   std::vector<Dtype> dtype(P);
-  std::map<std::string, std::vector<LayerCost>> by_type;  // layer costs per GPU type
+  std::vector<const std::vector<LayerCost>*> stage_costs(P);
   for (int64_t st = 0; st < P; ++st) {
-    gpu[st] = &gpu_of(s.stages[st]);
+    const Device& lead = devices_[s.stages[st].devices.front()];
+    gpu[st] = &cluster_.groups[lead.group].node.gpu;
     dtype[st] = cost_.compute_dtype(*gpu[st], model_.dtype);
     if (dtype[st] != model_.dtype) {
       const std::string note = fmt::format("{} runs as {} on {}", to_string(model_.dtype),
@@ -185,11 +230,8 @@ Prediction Evaluator::predict(const Strategy& input) const {
     }
     std::vector<int64_t> tp_devices(s.stages[st].devices.begin(),
                                     s.stages[st].devices.begin() + s.tp);
-    tp_group[st] = make_comm_group(cluster_, devices_, tp_devices);
-    auto& costs = by_type[gpu[st]->name];
-    if (costs.empty())
-      for (const auto& layer : model_.layers)
-        costs.push_back(cost_layer(layer, s, *gpu[st], tp_group[st], cost_, dtype[st]));
+    const CommGroup tp = make_comm_group(cluster_, devices_, tp_devices);
+    stage_costs[st] = &layer_costs(lead.group, tp.nodes, s);
   }
 
   // Layer partition when the strategy leaves it open: fastest slowest stage under memory limits.
@@ -201,10 +243,9 @@ Prediction Evaluator::predict(const Strategy& input) const {
   if (s.stages.back().last_layer < 0) {
     PartitionInput in;
     for (int64_t st = 0; st < P; ++st) {
-      const auto& costs = by_type[gpu[st]->name];
       std::vector<double> t, stat, act, tr;
-      for (const auto& c : costs) {
-        t.push_back(c.times.pass_s[0] + c.times.pass_s[1] + c.times.pass_s[2]);
+      for (const auto& c : *stage_costs[st]) {
+        t.push_back(c.total_s());
         stat.push_back(device_memory({c.params, s.dp, s.zero, dtype[st], 0, 0, 0}).total());
         act.push_back(c.activation);
         tr.push_back(c.transient);
@@ -237,7 +278,7 @@ Prediction Evaluator::predict(const Strategy& input) const {
   for (int64_t st = 0; st < P; ++st) {
     StagePrediction& sp = stages[st];
     sp.stage = s.stages[st];
-    const auto& costs = by_type[gpu[st]->name];
+    const auto& costs = *stage_costs[st];
     for (int64_t i = sp.stage.first_layer; i <= sp.stage.last_layer; ++i) {
       const LayerCost& c = costs[i];
       sp.forward_s += c.times.pass_s[0];

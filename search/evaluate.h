@@ -2,7 +2,11 @@
 // Used by `hetplan predict` and by the search for every candidate.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "costmodel/cost_model.h"
@@ -11,6 +15,16 @@
 #include "search/strategy.h"
 
 namespace hetplan {
+
+// One layer on one node kind for one micro-batch, as the pipeline and the memory model need it.
+struct LayerCost {
+  LayerTimes times;
+  double activation = 0;  // kept for backward under the strategy's recomputation
+  double transient = 0;   // working bytes while this layer runs
+  double params = 0;      // held on one rank
+  double output_bytes = 0;
+  double total_s() const { return times.pass_s[0] + times.pass_s[1] + times.pass_s[2]; }
+};
 
 class Evaluator {
  public:
@@ -24,7 +38,14 @@ class Evaluator {
   // Sets `code` to a short key ("batch", "devices", "tp", "pp", "zero", "placement").
   std::string structural_problem(const Strategy& s, std::string& code) const;
 
+  // Every layer's cost on node kind `group` (an index into the cluster's groups) under the
+  // strategy's micro-batch, tensor width, recomputation and options; `tp_nodes` is how many nodes
+  // a tensor-parallel group spans. Cached: safe to call from several threads.
+  const std::vector<LayerCost>& layer_costs(int64_t group, int64_t tp_nodes,
+                                            const Strategy& s) const;
+
   const ModelSpec& model() const { return model_; }
+  const CostModel& cost() const { return cost_; }
   const ClusterSpec& cluster() const { return cluster_; }
   const std::vector<Device>& devices() const { return devices_; }
 
@@ -38,6 +59,11 @@ class Evaluator {
   const ClusterSpec& cluster_;
   const CostModel& cost_;
   std::vector<Device> devices_;
+  // Layer costs by (group, tp nodes, micro-batch, tp, sequence parallel, recompute, flash, ZeRO-3).
+  using CacheKey = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int, bool, bool>;
+  mutable std::mutex cache_mutex_;
+  mutable std::map<CacheKey, std::unique_ptr<std::vector<LayerCost>>> cache_;
+  std::vector<int64_t> canonical_layer_;  // index of the first layer identical to each layer
 };
 
 }  // namespace hetplan

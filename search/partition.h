@@ -31,3 +31,14 @@ struct PartitionResult {
 PartitionResult partition_layers(const PartitionInput& in);
 
 }  // namespace hetplan
+
+namespace hetplan {
+
+// The same minimum of the slowest stage (to a relative 1e-7), by bisection on the bound T: for each
+// T a backward sweep finds which suffixes of layers the remaining stages can hold (two pointers per
+// stage), O(stages x layers) per T instead of O(stages x layers^2); then each stage takes the
+// longest run that leaves a feasible rest. For the search's inner loop; ties may cut differently
+// from the DP.
+PartitionResult partition_layers_greedy(const PartitionInput& in);
+
+}  // namespace hetplan
