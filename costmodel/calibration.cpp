@@ -465,7 +465,6 @@ void tag_measurements_with_gpu_kind(CalibrationFile& file) {
 
 void merge_calibration(CalibrationFile& into, const CalibrationFile& other_in) {
   auto append = [](auto& a, const auto& b) { a.insert(a.end(), b.begin(), b.end()); };
-  tag_measurements_with_gpu_kind(into);
   CalibrationFile other = other_in;
   tag_measurements_with_gpu_kind(other);
   append(into.gemm, other.gemm);

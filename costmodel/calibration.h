@@ -171,8 +171,9 @@ CalibrationFile load_calibration(const std::filesystem::path& path);
 // Writes atomically (temporary file, then rename) so an interrupted write never leaves half a file.
 void save_calibration(const CalibrationFile& file, const std::filesystem::path& path);
 // Appends `other`'s measurements to `into` (for merging ranks' or nodes' files). Provenance of
-// `into` is kept; `other`'s is recorded in `into.context.notes`. Communication measurements without
-// `gpus` are first tagged with their own file's GPU kind, so node kinds stay apart.
+// `into` is kept; `other`'s is recorded in `into.context.notes`. `other`'s communication
+// measurements without `gpus` are tagged with its GPU kind, so node kinds stay apart (tag `into`'s
+// own with tag_measurements_with_gpu_kind before the first merge).
 void merge_calibration(CalibrationFile& into, const CalibrationFile& other);
 // The GPU kind a file's context names: gpu_type, else gpu_name; empty when neither is set.
 std::string context_gpu_kind(const Provenance& context);

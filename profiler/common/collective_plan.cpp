@@ -85,9 +85,9 @@ std::vector<double> collective_sizes(const CollectiveOptions& o) {
 }
 
 std::vector<double> p2p_sizes(const CollectiveOptions& o) {
-  // Enough for a latency-bandwidth fit per pair: x16 steps (x64 quick).
+  // Enough for a latency-bandwidth fit per pair: x8 steps (x64 quick), 4 KiB .. 256 MiB.
   return sweep_sizes(std::max(o.min_bytes, 4096.0), std::min(o.max_bytes, double(1 << 28)),
-                     o.quick ? 64 : 16);
+                     o.quick ? 64 : 8);
 }
 
 std::vector<CollectiveKind> planned_ops(const CollectiveOptions& o) {
