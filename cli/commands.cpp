@@ -5,6 +5,7 @@ namespace hetplan::cli {
 // One declaration and one table line per command (cli/cmd_<name>.cpp).
 CommandRunner declare_merge(CLI::App& app);
 CommandRunner declare_calibrate_collectives(CLI::App& app);
+CommandRunner declare_fit_collectives(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
@@ -14,6 +15,9 @@ const std::vector<CommandSpec>& all_commands() {
        "measure NCCL collectives, the p2p matrix and host-device copies (one node, or several "
        "processes under mpirun/srun)",
        declare_calibrate_collectives},
+      {"fit-collectives",
+       "fit latency and bandwidth (two regimes) per collective, group and link from calibrations",
+       declare_fit_collectives},
   };
   return kCommands;
 }
