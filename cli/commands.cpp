@@ -3,20 +3,26 @@
 namespace hetplan::cli {
 
 // One declaration and one table line per command (cli/cmd_<name>.cpp).
+CommandRunner declare_models(CLI::App& app);
+CommandRunner declare_clusters(CLI::App& app);
+CommandRunner declare_predict(CLI::App& app);
 CommandRunner declare_merge(CLI::App& app);
 CommandRunner declare_calibrate_collectives(CLI::App& app);
 CommandRunner declare_fit_collectives(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
-      {"merge", "merge calibration files (ranks, runs, node kinds, networks) into one",
+      {"models", "List the model presets", declare_models},
+      {"clusters", "List the GPU, node and cluster presets", declare_clusters},
+      {"predict", "Predict one strategy's iteration time, throughput, MFU and memory", declare_predict},
+      {"merge", "Merge calibration files (ranks, runs, node kinds, networks) into one",
        declare_merge},
       {"calibrate-collectives",
-       "measure NCCL collectives, the p2p matrix and host-device copies (one node, or several "
+       "Measure NCCL collectives, the p2p matrix and host-device copies (one node, or several "
        "processes under mpirun/srun)",
        declare_calibrate_collectives},
       {"fit-collectives",
-       "fit latency and bandwidth (two regimes) per collective, group and link from calibrations",
+       "Fit latency and bandwidth (two regimes) per collective, group and link from calibrations",
        declare_fit_collectives},
   };
   return kCommands;

@@ -1,0 +1,33 @@
+// Splits a model's layers into contiguous pipeline stages of unequal speed and memory: a dynamic
+// program that minimises the slowest stage's time under each stage's memory limit.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace hetplan {
+
+struct PartitionInput {
+  // Per stage (outer) and layer (inner): time of the layer on that stage's GPUs (one micro-batch,
+  // all passes), the bytes it holds regardless of micro-batches in flight (weights, gradients,
+  // optimizer state), the activation bytes of one micro-batch, and its transient working bytes.
+  std::vector<std::vector<double>> time_s;
+  std::vector<std::vector<double>> static_bytes;
+  std::vector<std::vector<double>> activation_bytes;
+  std::vector<std::vector<double>> transient_bytes;
+  std::vector<double> in_flight;    // micro-batch activations each stage holds at its peak
+  std::vector<double> limit_bytes;  // usable memory per stage (device memory minus reserve)
+};
+
+struct PartitionResult {
+  bool feasible = false;
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // [first, last] per stage
+  double max_stage_s = 0;
+};
+
+// Exact: O(stages x layers^2). Among partitions with the same slowest stage, prefers the one with
+// the smaller sum of stage times, then the earlier cut (deterministic).
+PartitionResult partition_layers(const PartitionInput& in);
+
+}  // namespace hetplan
