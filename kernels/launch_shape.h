@@ -15,8 +15,13 @@ struct LaunchShape {
   size_t smem = 0;   // dynamic shared memory bytes
 };
 
-constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+#if defined(__CUDACC__)
+#define HETPLAN_ANYWHERE __host__ __device__
+#else
+#define HETPLAN_ANYWHERE
+#endif
+HETPLAN_ANYWHERE constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+HETPLAN_ANYWHERE constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // Blocks for a grid-stride loop over `items` with `block` threads each: enough to fill every SM
 // `waves` times over, never more than the work needs.
