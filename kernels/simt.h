@@ -109,6 +109,15 @@ HETPLAN_DEVICE void block_sum2(float& a, float& b, float* scratch) {
   sync_threads();
 }
 
+// Orders the warp's shared-memory accesses (a warp-wide barrier).
+HETPLAN_DEVICE void sync_warp() {
+#if defined(__CUDACC__)
+  __syncwarp();
+#else
+  emu::shfl_idx(0, 0);
+#endif
+}
+
 // ---- math: the fast hardware forms on the GPU ----
 #if defined(__CUDACC__)
 HETPLAN_DEVICE float exp2_fast(float x) { return exp2f(x); }
@@ -245,6 +254,27 @@ HETPLAN_UNROLL
   Bits<N * sizeof(T)> b{};
   memcpy(b.w, v, sizeof v);
   store_bits<N * sizeof(T)>(p, b);
+}
+
+// Shared memory: 16-byte vector load and 4-byte store (aligned to their size).
+HETPLAN_DEVICE Bits<16> lds16(const void* p) {
+  Bits<16> b{};
+#if defined(__CUDACC__)
+  const uint4 v = *static_cast<const uint4*>(p);
+  b.w[0] = v.x, b.w[1] = v.y, b.w[2] = v.z, b.w[3] = v.w;
+#else
+  emu::check_shared(p, 16, 16);
+  std::memcpy(b.w, p, 16);
+#endif
+  return b;
+}
+HETPLAN_DEVICE void sts32(void* p, uint32_t v) {
+#if defined(__CUDACC__)
+  *static_cast<uint32_t*>(p) = v;
+#else
+  emu::check_shared(p, 4, 4);
+  std::memcpy(p, &v, 4);
+#endif
 }
 
 // ---- atomics ----

@@ -51,6 +51,7 @@ struct Run {
   std::vector<unsigned char> smem;
   Dim3 block_idx, block_dim, grid_dim;
   const std::function<void()>* body = nullptr;
+  bool eager_copies = false;
   std::string error;
 };
 
@@ -129,18 +130,38 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
   for (WarpState& w : r.warps) w = WarpState{};
   r.at_barrier = 0;
   r.done = 0;
-  std::vector<int> order(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  auto run_fiber = [&](int i) {
+    r.current = i;
+    swapcontext(&r.scheduler, &r.fibers[static_cast<size_t>(i)].context);
+  };
+  const int warps = (n + 31) / 32;
   while (r.done < n) {
-    if (shuffle) std::shuffle(order.begin(), order.end(), *shuffle);
     bool ran = false;
-    for (int i : order) {
-      if (r.fibers[static_cast<size_t>(i)].state != State::kReady) continue;
-      r.current = i;
-      swapcontext(&r.scheduler, &r.fibers[static_cast<size_t>(i)].context);
-      ran = true;
-      if (!r.error.empty()) return;
+    if (!shuffle) {
+      // Index order, one step (up to the next barrier or collective) per thread per pass.
+      for (int i = 0; i < n && r.error.empty(); ++i) {
+        if (r.fibers[static_cast<size_t>(i)].state != State::kReady) continue;
+        run_fiber(i);
+        ran = true;
+      }
+    } else {
+      // A random warp runs alone until it reaches a block barrier (or ends), then another: a
+      // warp reading what another warp writes without a barrier in between sees stale data.
+      std::vector<int> order(static_cast<size_t>(warps));
+      for (int w = 0; w < warps; ++w) order[static_cast<size_t>(w)] = w;
+      std::shuffle(order.begin(), order.end(), *shuffle);
+      for (int w : order) {
+        for (bool progress = true; progress && r.error.empty();) {
+          progress = false;
+          for (int i = w * 32; i < std::min(n, w * 32 + 32) && r.error.empty(); ++i) {
+            if (r.fibers[static_cast<size_t>(i)].state != State::kReady) continue;
+            run_fiber(i);
+            progress = ran = true;
+          }
+        }
+      }
     }
+    if (!r.error.empty()) return;
     if (!ran) {
       r.error = "deadlock: no thread can run; waiting:" + describe(r);
       return;
@@ -159,6 +180,7 @@ void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
     throw std::invalid_argument("emu::launch: empty grid");
   Run r;
   r.body = &thread_body;
+  r.eager_copies = options.eager_async_copies;
   r.block_dim = block;
   r.grid_dim = grid;
   r.fibers.resize(n);
@@ -326,6 +348,10 @@ void cp_async16(void* smem_dst, const void* global_src, int src_bytes) {
   if (src_bytes > 0) {
     check_global(global_src, static_cast<size_t>(src_bytes), 16);
     std::memcpy(c.data, global_src, static_cast<size_t>(src_bytes));
+  }
+  if (run().eager_copies) {
+    std::memcpy(c.dst, c.data, 16);
+    return;
   }
   me().copies.push_back(c);
 }

@@ -7,8 +7,9 @@
 // the emulator also reports what a GPU would only show as garbage: out-of-bounds or misaligned
 // vector accesses to registered buffers, divergent warp collectives, barrier deadlocks, and
 // shared memory read before a cp.async that fills it has been waited for (smem starts as NaN
-// bytes and cp.async data lands only at cp.async.wait_group). Between barriers threads run one
-// after another, in index order or, with `schedule_seed`, shuffled, to expose missing barriers.
+// bytes and cp.async data lands only at cp.async.wait_group). By default threads take turns in
+// index order, one step (up to the next barrier or collective) each; with `schedule_seed`, one
+// random warp at a time runs up to its next __syncthreads, which exposes missing barriers.
 // Not emulated: timing, memory-model subtleties beyond barriers, partial-warp collectives.
 #pragma once
 
@@ -23,7 +24,10 @@ struct Dim3 {
 };
 
 struct LaunchOptions {
-  uint64_t schedule_seed = 0;  // 0: threads run in index order between barriers; else shuffled
+  uint64_t schedule_seed = 0;  // 0: index order; else warps run alone between barriers, shuffled
+  // cp.async data lands when issued instead of at the wait: exposes a buffer refilled while
+  // another warp still reads it (a missing barrier), where the default exposes a missing wait.
+  bool eager_async_copies = false;
   size_t stack_bytes = 256 * 1024;
 };
 

@@ -17,10 +17,13 @@
 
 namespace hetplan::kernels::testing {
 
-// Launches `body` (the kernel's per-thread code) with the launcher's shape.
-inline void emulate(const LaunchShape& s, const std::function<void()>& body, uint64_t seed = 0) {
+// Launches `body` (the kernel's per-thread code) with the launcher's shape. A nonzero `seed`
+// runs warps alone between barriers in shuffled order; `eager` lands cp.async data at issue.
+inline void emulate(const LaunchShape& s, const std::function<void()>& body, uint64_t seed = 0,
+                    bool eager = false) {
   emu::LaunchOptions o;
   o.schedule_seed = seed;
+  o.eager_async_copies = eager;
   emu::launch({static_cast<unsigned>(s.grid_x), static_cast<unsigned>(s.grid_y),
                static_cast<unsigned>(s.grid_z)},
               {static_cast<unsigned>(s.block), 1, 1}, s.smem, body, o);
