@@ -33,6 +33,9 @@ void allow_dynamic_smem(const void* kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return;
   HETPLAN_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  // All of the unified L1/shared storage as shared memory, so that several such blocks fit per SM.
+  HETPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          cudaSharedmemCarveoutMaxShared));
 }
 
 }  // namespace hetplan::kernels

@@ -21,7 +21,8 @@ class KernelError : public std::runtime_error {
 // Multiprocessors of the current device (cached per device).
 int sm_count();
 
-// Raises a kernel's dynamic shared-memory limit when `bytes` is over the 48 KB default.
+// Raises a kernel's dynamic shared-memory limit when `bytes` is over the 48 KB default (and
+// prefers the largest shared-memory carveout for it).
 void allow_dynamic_smem(const void* kernel, size_t bytes);
 
 inline dim3 grid_of(const LaunchShape& s) {

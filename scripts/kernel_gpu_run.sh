@@ -16,7 +16,9 @@ summary="$out/summary.txt"
 ours timeout 180 "$here/hetplan_gpu_tests" --gtest_filter='*KernelCase*:*KernelProperties*' \
   > "$out/gpu_tests.log" 2>&1
 echo "gpu tests: exit $?" >> "$summary"
-grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]' "$out/gpu_tests.log" | head -60 >> "$summary"
+# Totals and the names of failed tests (their details are in gpu_tests.log).
+grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?|^\[  FAILED  \] .*\([0-9]+ ms\)' \
+  "$out/gpu_tests.log" | head -40 >> "$summary"
 
 ours timeout 300 "$here/hetplan_kernel_bench" --json "$out/kernel_bench.json" \
   > "$out/bench_table.txt" 2> "$out/bench.log"
@@ -27,4 +29,4 @@ PYTHONUNBUFFERED=1 timeout 100 python3 "$here/bench_attention_torch.py" \
   > "$out/attention_compare.txt" 2>&1
 echo "torch comparison: exit $?" >> "$summary"
 
-cat "$out/bench_table.txt" "$out/attention_compare.txt" "$summary"
+cat "$summary" "$out/bench_table.txt" "$out/attention_compare.txt"

@@ -61,6 +61,8 @@ Result measure(const Case& c, const Shape& shape, uint64_t seed, size_t rotate_b
       if (free < one + total / 4) break;
       instances.push_back(c.make(shape, seed + 1000 * instances.size()));
     }
+    // The instances' random fills ran on the default stream; timing runs on another.
+    HETPLAN_CUDA_CHECK(cudaDeviceSynchronize());
     r.timing = time_runs(instances, stream, timing);
   } catch (const std::invalid_argument& e) {
     r.status = "unsupported";
