@@ -1,7 +1,8 @@
 // hetplan's own serving cluster file (YAML or JSON):
 //
 //   machine_types:
-//     A100: {gpu: A100, gpus: 1, vram_GB: 40, nic_GBps: 10}   # nic_in_GBps / nic_out_GBps too
+//     A100: {gpu: a100-40gb, gpus: 1, nic_GBps: 10}   # nic_in_GBps / nic_out_GBps too; vram_GB
+//                                                      # defaults to gpus x the GPU preset's memory
 //   machines:
 //     - {name: a100, type: A100, count: 4}                     # a100-0 .. a100-3
 //   links:
@@ -20,6 +21,7 @@
 
 #include "costmodel/document.h"
 #include "costmodel/errors.h"
+#include "costmodel/hardware.h"
 #include "search/serve/serving_cluster.h"
 
 namespace hetplan::serve {
@@ -57,7 +59,13 @@ ServingCluster read_cluster_file(const std::filesystem::path& path) {
     TypeInfo info;
     info.gpu = t.string_or("gpu", type_name);
     info.gpus = static_cast<int>(t.positive_integer_or("gpus", 1));
-    info.vram_bytes = t.positive("vram_GB") * kGB;
+    if (t.has("vram_GB")) {
+      info.vram_bytes = t.positive("vram_GB") * kGB;
+    } else if (t.has("gpu")) {
+      info.vram_bytes = info.gpus * load_gpu(info.gpu).memory_bytes;
+    } else {
+      t.fail("vram_GB", "missing: expected vram_GB, or gpu naming a GPU preset (hetplan clusters)");
+    }
     const double nic = t.non_negative_or("nic_GBps", 0);
     info.nic_in_Bps = t.non_negative_or("nic_in_GBps", nic) * kGB;
     info.nic_out_Bps = t.non_negative_or("nic_out_GBps", nic) * kGB;

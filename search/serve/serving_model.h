@@ -3,7 +3,6 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 
 #include "costmodel/dtype.h"
 #include "costmodel/model.h"
@@ -21,10 +20,5 @@ struct ServingModel {
 
 // Derives the serving model from a model spec with weights, KV cache and activations in `dtype`.
 ServingModel serving_model_from(const ModelSpec& model, Dtype dtype);
-
-// TEMPORARY, until costmodel's load_model() lands on main: LLaMA-2 70B ("llama2-70b") and
-// LLaMA-1 30B ("llama1-30b") in fp16 from their published architectures. Replace the call in
-// cli/cmd_serve.cpp by serving_model_from(load_model(name), dtype) and delete this function.
-ServingModel builtin_serving_model(std::string_view name);
 
 }  // namespace hetplan::serve
