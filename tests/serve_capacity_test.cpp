@@ -17,8 +17,8 @@ namespace hetplan::serve {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::kHelix;
 using ::testing::HasSubstr;
+using testing::kHelix;
 
 TEST(ServeCapacity, FormulaByHand) {
   // VRAM 100 GB, 10 GB per layer, 1e6 KV bytes per token and layer, 10 layers; prompt time
@@ -39,7 +39,7 @@ TEST(ServeCapacity, FormulaByHand) {
   // Per request: 2 layers x (prompt 750 * 1e-5 + 240 steps * (0.01 + 0.001 * b) / b).
   const double request_s = 2 * (0.0075 + 240 * (0.01 + 0.001 * batch) / batch);
   EXPECT_NEAR(request_s, 2 * (0.0075 + 240 * 0.0065), 1e-9);  // = 3.135 s
-  EXPECT_NEAR(cap.tokens_per_s[2], 990 / 3.135, 1e-9);         // 315.79 tokens/s
+  EXPECT_NEAR(cap.tokens_per_s[2], 990 / 3.135, 1e-9);        // 315.79 tokens/s
   // k = 5: KV = 80e9 - 50e9 = 30e9 -> 6000 tokens per layer; resident 1.818; batch 0.909 -> 1.
   EXPECT_DOUBLE_EQ(cap.decode_batch[5], 1.0);
   EXPECT_NEAR(cap.tokens_per_s[5], 990 / (5 * (0.0075 + 240 * 0.011)), 1e-9);
@@ -50,10 +50,10 @@ TEST(ServeCapacity, Bs2TimeInterpolation) {
   // decode 2 -> 7.1 ms, 4 -> 7.2 ms, 480 -> 39 ms, 500 -> 40 ms.
   const ProfileDirectory dir(kHelix / "profiles/llama2_70b");
   const auto t4 = dir.for_machine_type("T4");
-  EXPECT_NEAR(t4->prompt_s(875), 0.0535, 1e-12);   // halfway between 48 and 59 ms
-  EXPECT_NEAR(t4->decode_s(3), 0.00715, 1e-12);    // halfway between 7.1 and 7.2 ms
-  EXPECT_NEAR(t4->decode_s(1), 0.0071, 1e-12);     // below the smallest measured batch: its time
-  EXPECT_NEAR(t4->decode_s(520), 0.041, 1e-12);    // the last segment extended: 40 + 1
+  EXPECT_NEAR(t4->prompt_s(875), 0.0535, 1e-12);  // halfway between 48 and 59 ms
+  EXPECT_NEAR(t4->decode_s(3), 0.00715, 1e-12);   // halfway between 7.1 and 7.2 ms
+  EXPECT_NEAR(t4->decode_s(1), 0.0071, 1e-12);    // below the smallest measured batch: its time
+  EXPECT_NEAR(t4->decode_s(520), 0.041, 1e-12);   // the last segment extended: 40 + 1
   EXPECT_DOUBLE_EQ(t4->max_decode_batch(), 500);
   // Machine types match folders without regard to case.
   EXPECT_NEAR(dir.for_machine_type("T4x2")->prompt_s(750), 0.028, 1e-12);
@@ -89,7 +89,7 @@ TEST(ServeCapacity, ServingModelFromPresets) {
   // 855,654,400 parameters, 2 bytes each.
   EXPECT_DOUBLE_EQ(m.layer_weight_bytes, 1711308800.0);
   EXPECT_DOUBLE_EQ(m.kv_bytes_per_token_layer, 2.0 * 8 * 128 * 2);  // K and V, 8 KV heads
-  EXPECT_DOUBLE_EQ(m.activation_bytes_per_token, 8192.0 * 2);      // Helix: 8192 x 2 bytes
+  EXPECT_DOUBLE_EQ(m.activation_bytes_per_token, 8192.0 * 2);       // Helix: 8192 x 2 bytes
   const ServingModel m30 = serving_model_from(load_model("llama1-30b"), Dtype::kFp16);
   EXPECT_EQ(m30.num_layers, 60);
   EXPECT_DOUBLE_EQ(m30.kv_bytes_per_token_layer, 2.0 * 52 * 128 * 2);  // no GQA

@@ -26,8 +26,8 @@ struct CliRun {
 
 CliRun run(const std::string& args) {
   const fs::path log = fs::temp_directory_path() / "hetplan_serve_cli.log";
-  const std::string cmd = std::string(HETPLAN_BINARY) + " serve " + args + " > " + log.string() +
-                          " 2>&1";
+  const std::string cmd =
+      std::string(HETPLAN_BINARY) + " serve " + args + " > " + log.string() + " 2>&1";
   const int raw = std::system(cmd.c_str());
   std::ifstream in(log);
   std::stringstream ss;
@@ -48,8 +48,8 @@ nlohmann::json read_json(const fs::path& path) {
 TEST(ServeCli, EvaluatesHelixPlacementWithJsonContract) {
   const fs::path out = fs::temp_directory_path() / "hetplan_serve_ilp.json";
   const CliRun r = run(common_args("clusters/cluster24.ini") + " --placement " +
-                    (kHelix / "layouts/single_cluster-llama70b/ilp/ilp_sol.ini").string() +
-                    " --requests 40 --json " + out.string());
+                       (kHelix / "layouts/single_cluster-llama70b/ilp/ilp_sol.ini").string() +
+                       " --requests 40 --json " + out.string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("ilp_sol: max flow 1104.4 tokens/s"));
   const auto j = read_json(out);
@@ -71,9 +71,9 @@ TEST(ServeCli, EvaluatesHelixPlacementWithJsonContract) {
 
 TEST(ServeCli, ShortSearchBeatsHelixIlpAndItsOutputIsAPlacementFile) {
   const fs::path out = fs::temp_directory_path() / "hetplan_serve_search.json";
-  const CliRun r = run(common_args("clusters/cluster24.ini") +
-                    " --time-limit 10 --evaluations 1000 --requests 20 --quiet --json " +
-                    out.string());
+  const CliRun r =
+      run(common_args("clusters/cluster24.ini") +
+          " --time-limit 10 --evaluations 1000 --requests 20 --quiet --json " + out.string());
   ASSERT_EQ(r.status, 0) << r.output;
   const auto j = read_json(out);
   EXPECT_GE(j["max_flow_tokens_per_s"].get<double>(), 1104.35);
@@ -82,7 +82,7 @@ TEST(ServeCli, ShortSearchBeatsHelixIlpAndItsOutputIsAPlacementFile) {
   // The JSON output can be evaluated again with --placement: same max flow.
   const fs::path again = fs::temp_directory_path() / "hetplan_serve_again.json";
   const CliRun r2 = run(common_args("clusters/cluster24.ini") + " --placement " + out.string() +
-                     " --no-simulation --json " + again.string());
+                        " --no-simulation --json " + again.string());
   ASSERT_EQ(r2.status, 0) << r2.output;
   EXPECT_DOUBLE_EQ(read_json(again)["max_flow_tokens_per_s"].get<double>(),
                    j["max_flow_tokens_per_s"].get<double>());
@@ -96,7 +96,7 @@ TEST(ServeCli, BadInputExitsWithStatus2) {
   std::ofstream(bad) << "[NodeNames]\ntotal_compute_nodes=1\n\n[ComputeNode-0]\ntype=H200\n"
                         "connected_nodes=[]\n";
   CliRun r = run("--model llama2-70b --cluster " + bad.string() + " --profiles " +
-              (kHelix / "profiles/llama2_70b").string());
+                 (kHelix / "profiles/llama2_70b").string());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("[ComputeNode-0] type (line 5): unknown machine type 'H200'"));
   r = run("--model llama2-70b --cluster " + (kHelix / "clusters/cluster24.ini").string());

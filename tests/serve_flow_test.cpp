@@ -94,10 +94,14 @@ TEST(ServeFlow, SolveFlowConservesFlow) {
   double from_source = 0, to_sink = 0;
   std::vector<double> in(4, 0.0), out(4, 0.0);
   for (const FlowEdge& e : r.edges) {
-    if (e.from == kSource) from_source += e.flow_tokens_per_s;
-    else out[e.from] += e.flow_tokens_per_s;
-    if (e.to == kSink) to_sink += e.flow_tokens_per_s;
-    else in[e.to] += e.flow_tokens_per_s;
+    if (e.from == kSource)
+      from_source += e.flow_tokens_per_s;
+    else
+      out[e.from] += e.flow_tokens_per_s;
+    if (e.to == kSink)
+      to_sink += e.flow_tokens_per_s;
+    else
+      in[e.to] += e.flow_tokens_per_s;
     EXPECT_LE(e.flow_tokens_per_s, e.capacity_tokens_per_s + 1e-9);
   }
   EXPECT_NEAR(from_source, r.max_flow_tokens_per_s, 1e-9);

@@ -117,8 +117,8 @@ TEST(ServeIni, SimulatorCluster) {
 
 TEST(ServeIni, HelixSolution) {
   const ServingCluster c = read_helix_cluster(kHelix / "clusters/cluster24.ini");
-  const Placement p = read_helix_solution(
-      kHelix / "layouts/single_cluster-llama70b/ilp/ilp_sol.ini", c, 80);
+  const Placement p =
+      read_helix_solution(kHelix / "layouts/single_cluster-llama70b/ilp/ilp_sol.ini", c, 80);
   ASSERT_EQ(p.ranges.size(), 24u);
   EXPECT_EQ(p.used_machines(), 24);
   // offset=2: compute_node_2=[7, 8, 9, 10] is ComputeNode-0.
@@ -127,8 +127,8 @@ TEST(ServeIni, HelixSolution) {
   // The same placement against its simulator cluster (names match directly).
   const ServingCluster sim =
       read_helix_cluster(kHelix / "layouts/single_cluster-llama70b/ilp/simulator_cluster.ini");
-  const Placement q = read_helix_solution(
-      kHelix / "layouts/single_cluster-llama70b/ilp/ilp_sol.ini", sim, 80);
+  const Placement q =
+      read_helix_solution(kHelix / "layouts/single_cluster-llama70b/ilp/ilp_sol.ini", sim, 80);
   EXPECT_EQ(q.ranges[sim.find("compute_node_2")], (LayerRange{7, 4}));
 }
 
@@ -164,15 +164,17 @@ const char* kGoodHead =
 
 TEST(ServeIni, GoodSmallFileParses) {
   const fs::path profiles = write_temp("machine_profiles.ini", kProfiles);
-  const fs::path cluster = write_temp(
-      "good.ini", std::string(kGoodHead) + "[Link-0-1]\nbandwidth=12.5 * mbps\nlatency=50 * MilliSec\n");
+  const fs::path cluster =
+      write_temp("good.ini", std::string(kGoodHead) +
+                                 "[Link-0-1]\nbandwidth=12.5 * mbps\nlatency=50 * MilliSec\n");
   const ServingCluster c = read_helix_cluster(cluster, profiles);
   EXPECT_DOUBLE_EQ(c.link(1, 0)->bandwidth_Bps, 12.5e6);
 }
 
 TEST(ServeIni, MissingSectionNamesIt) {
-  const std::string e = error_of("[NodeNames]\ntotal_compute_nodes=2\n\n"
-                                 "[ComputeNode-0]\ntype=T4\nconnected_nodes=[]\n");
+  const std::string e = error_of(
+      "[NodeNames]\ntotal_compute_nodes=2\n\n"
+      "[ComputeNode-0]\ntype=T4\nconnected_nodes=[]\n");
   EXPECT_THAT(e, HasSubstr("bad_cluster.ini"));
   EXPECT_THAT(e, HasSubstr("[ComputeNode-1]"));
   EXPECT_THAT(e, HasSubstr("missing section"));
@@ -185,8 +187,8 @@ TEST(ServeIni, MissingKeyNamesSectionAndLine) {
 }
 
 TEST(ServeIni, BadNumberNamesKeyAndLine) {
-  const std::string e =
-      error_of(std::string(kGoodHead) + "[Link-0-1]\nbandwidth=fast * mbps\nlatency=1 * MilliSec\n");
+  const std::string e = error_of(std::string(kGoodHead) +
+                                 "[Link-0-1]\nbandwidth=fast * mbps\nlatency=1 * MilliSec\n");
   EXPECT_THAT(e, HasSubstr("[Link-0-1] bandwidth (line 13)"));
   EXPECT_THAT(e, HasSubstr("expected a bandwidth such as '1000 * mbps'"));
 }
@@ -198,8 +200,9 @@ TEST(ServeIni, WrongUnitIsRejected) {
 }
 
 TEST(ServeIni, UnknownMachineTypeListsKnownOnes) {
-  const std::string e = error_of("[NodeNames]\ntotal_compute_nodes=1\n\n"
-                                 "[ComputeNode-0]\ntype=H200\nconnected_nodes=[]\n");
+  const std::string e = error_of(
+      "[NodeNames]\ntotal_compute_nodes=1\n\n"
+      "[ComputeNode-0]\ntype=H200\nconnected_nodes=[]\n");
   EXPECT_THAT(e, HasSubstr("[ComputeNode-0] type (line 5)"));
   EXPECT_THAT(e, HasSubstr("unknown machine type 'H200'"));
   EXPECT_THAT(e, HasSubstr("defines: T4"));
@@ -243,6 +246,56 @@ TEST(ServeIni, PlacementIsNotACluster) {
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("pass it with --placement"));
   }
+}
+
+}  // namespace
+}  // namespace hetplan::serve
+
+namespace hetplan::serve {
+namespace {
+
+TEST(ServeClusterFile, ReadsMachinesTypesAndLinks) {
+  const ServingCluster c =
+      load_serving_cluster(std::filesystem::path(HETPLAN_TEST_DATA) / "serve_cluster.yaml");
+  ASSERT_EQ(c.size(), 5);
+  EXPECT_EQ(c.machines()[0].name, "a100-0");
+  EXPECT_EQ(c.machines()[4].name, "t4pair-2");
+  EXPECT_EQ(c.machines()[4].gpus, 2);
+  EXPECT_DOUBLE_EQ(c.machines()[4].vram_bytes, 32e9);
+  EXPECT_DOUBLE_EQ(c.machines()[4].nic_out_Bps, 5e9);
+  // No vram_GB: 1 x the a100-40gb preset's memory.
+  EXPECT_GT(c.machines()[0].vram_bytes, 39e9);
+  EXPECT_LT(c.machines()[0].vram_bytes, 44e9);
+  EXPECT_DOUBLE_EQ(c.link(1, 2)->bandwidth_Bps, 1e9);
+  EXPECT_DOUBLE_EQ(c.link(kSource, 3)->latency_s, 0.002);
+  EXPECT_DOUBLE_EQ(c.link(4, 0)->bandwidth_Bps, 12.5e6);  // the pair, both ways
+  EXPECT_DOUBLE_EQ(c.link(0, 4)->latency_s, 0.05);
+  EXPECT_DOUBLE_EQ(c.source_nic_Bps, 10e9);
+}
+
+TEST(ServeClusterFile, ErrorsNameTheKey) {
+  const auto dir = std::filesystem::temp_directory_path() / "hetplan_serve_cluster_file";
+  std::filesystem::create_directories(dir);
+  auto error = [&](const std::string& text) -> std::string {
+    std::ofstream(dir / "c.yaml") << text;
+    try {
+      read_cluster_file(dir / "c.yaml");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string types = "machine_types:\n  A: {vram_GB: 16}\n";
+  EXPECT_THAT(error(types + "machines:\n  - {type: B}\nlinks:\n  default: {bandwidth_GBps: 1}\n"),
+              HasSubstr("unknown machine type 'B'"));
+  EXPECT_THAT(error(types + "machines:\n  - {type: A}\nlinks: {}\n"),
+              HasSubstr("links.clients: missing"));
+  EXPECT_THAT(error(types + "machines:\n  - {type: A, cuont: 2}\nlinks:\n  default: "
+                            "{bandwidth_GBps: 1}\n"),
+              HasSubstr("cuont"));
+  EXPECT_THAT(error("machine_types:\n  A: {}\nmachines:\n  - {type: A}\nlinks:\n  default: "
+                    "{bandwidth_GBps: 1}\n"),
+              HasSubstr("vram_GB"));
 }
 
 }  // namespace

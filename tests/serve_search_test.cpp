@@ -93,9 +93,8 @@ TEST(ServeSearch, LocalSearchNeverWorseThanItsStartAndValid) {
   LocalSearchOptions o;
   o.evaluations = 3000;
   o.seed = 5;
-  for (const Placement& start :
-       {helix_layout(p, "single_cluster", "ilp"), petals_placement(p, 3), swarm_placement(p),
-        greedy_placement(p)}) {
+  for (const Placement& start : {helix_layout(p, "single_cluster", "ilp"), petals_placement(p, 3),
+                                 swarm_placement(p), greedy_placement(p)}) {
     const double before = max_flow(p, start);
     const LocalSearchResult r = local_search(p, start, o);
     EXPECT_GE(r.max_flow_tokens_per_s, before);

@@ -40,8 +40,8 @@ inline ServingModel toy_model(int layers) {
 
 // `capacities[i]` = machine i's capacity in tokens/s for every layer count 1..max_layers; all
 // machines joined to each other and to the clients by links of `link_Bps`; NICs unlimited.
-inline ServingProblem toy_problem(int layers, const std::vector<double>& capacities,
-                                  int max_layers, double link_Bps = 1e15) {
+inline ServingProblem toy_problem(int layers, const std::vector<double>& capacities, int max_layers,
+                                  double link_Bps = 1e15) {
   std::vector<Machine> machines;
   for (size_t i = 0; i < capacities.size(); ++i)
     machines.push_back({"m" + std::to_string(i), "toy", "toy", 1, 1e12, 0, 0});
@@ -68,15 +68,17 @@ inline ServingProblem toy_problem(int layers, const std::vector<double>& capacit
   return p;
 }
 
-inline Placement ranges(std::vector<LayerRange> r) { return Placement{std::move(r)}; }
+inline Placement ranges(std::vector<LayerRange> r) {
+  return Placement{std::move(r)};
+}
 
 // LLaMA-2 70B on one of Helix's clusters (path under examples/external/helix) with Helix's
 // measured per-layer times.
 inline ServingProblem helix_problem(const std::string& cluster_file) {
   const ModelSpec spec = load_model("llama2-70b");
   const ProfileDirectory times(kHelix / "profiles/llama2_70b");
-  return make_problem(read_helix_cluster(kHelix / cluster_file), serving_model_from(spec, spec.dtype),
-                      times);
+  return make_problem(read_helix_cluster(kHelix / cluster_file),
+                      serving_model_from(spec, spec.dtype), times);
 }
 
 }  // namespace hetplan::serve::testing
