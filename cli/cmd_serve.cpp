@@ -135,9 +135,9 @@ CommandRunner declare_serve(CLI::App& app) {
                       {"threads", o->threads},
                       {"time_limit_s", o->time_limit_s}};
     if (!o->placement.empty()) {
-      report.chosen.evaluated = evaluate_placement(
-          problem, fs::path(o->placement).stem().string(),
-          load_placement(o->placement, problem.cluster, problem.num_layers()));
+      report.chosen.evaluated =
+          evaluate_placement(problem, fs::path(o->placement).stem().string(),
+                             load_placement(o->placement, problem.cluster, problem.num_layers()));
     } else {
       PlannerOptions po;
       po.time_limit_s = o->time_limit_s;
@@ -146,9 +146,7 @@ CommandRunner declare_serve(CLI::App& app) {
       po.local_search_evaluations = o->evaluations;
       po.use_milp = !o->no_milp;
       if (!o->quiet)
-        po.progress = [](const std::string& line) {
-          fmt::print(stderr, "serve: {}\n", line);
-        };
+        po.progress = [](const std::string& line) { fmt::print(stderr, "serve: {}\n", line); };
       report.plan = plan_serving(problem, po);
       report.chosen.evaluated = report.plan->best;
     }
@@ -161,13 +159,14 @@ CommandRunner declare_serve(CLI::App& app) {
       sc.mean_output_tokens = o->output_tokens;
       sc.seed = o->seed;
       sc.model_batch_limit = !o->optimistic_batching;
-      sc.rate_requests_per_s =
-          o->rate > 0 ? o->rate
-                      : 0.5 * report.chosen.evaluated.flow.max_flow_tokens_per_s /
-                            (o->prompt_tokens + o->output_tokens);
+      sc.rate_requests_per_s = o->rate > 0
+                                   ? o->rate
+                                   : 0.5 * report.chosen.evaluated.flow.max_flow_tokens_per_s /
+                                         (o->prompt_tokens + o->output_tokens);
       report.simulation_config = sc;
-      if (!o->quiet) fmt::print(stderr, "serve: simulating {} requests at {:.3f} requests/s\n",
-                                sc.requests, sc.rate_requests_per_s);
+      if (!o->quiet)
+        fmt::print(stderr, "serve: simulating {} requests at {:.3f} requests/s\n", sc.requests,
+                   sc.rate_requests_per_s);
       report.chosen.simulation = simulate(problem, report.chosen.evaluated, sc);
       for (auto& b : report.baselines) b.simulation = simulate(problem, b.evaluated, sc);
     }

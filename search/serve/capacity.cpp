@@ -33,8 +33,7 @@ MachineCapacity machine_capacity(const Machine& machine, const ServingModel& mod
     // the share of them that is at this machine, k of the model's L layers (Helix's workload
     // ratio with equal per-layer times along the path).
     const double resident = params.kv_high_water * kv_tokens / (prompt + output);
-    const double batch = std::clamp(resident * k / model.num_layers, 1.0,
-                                    times.max_decode_batch());
+    const double batch = std::clamp(resident * k / model.num_layers, 1.0, times.max_decode_batch());
     // An average request costs its prompt pass plus `output` decode steps, each step shared by
     // `batch` requests, on each of the k layers.
     const double request_s = k * (prompt_s + output * times.decode_s(batch) / batch);

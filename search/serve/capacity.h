@@ -34,9 +34,9 @@ struct CapacityParams {
 
 // Capacity of one machine by the number of layers k it holds (index k; k = 0 unused).
 struct MachineCapacity {
-  int max_layers = 0;                    // most layers whose weights fit (VRAM rule above)
-  std::vector<double> tokens_per_s;      // compute capacity, tokens (prompt + output) per second
-  std::vector<double> decode_batch;      // typical decode batch (requests per step)
+  int max_layers = 0;                       // most layers whose weights fit (VRAM rule above)
+  std::vector<double> tokens_per_s;         // compute capacity, tokens (prompt + output) per second
+  std::vector<double> decode_batch;         // typical decode batch (requests per step)
   std::vector<double> kv_tokens_per_layer;  // KV cache capacity, tokens per layer held
 };
 

@@ -81,8 +81,8 @@ ServingCluster read_cluster_file(const std::filesystem::path& path) {
     if (it == types.end()) {
       std::string known;
       for (const auto& [name, info] : types) known += (known.empty() ? "" : ", ") + name;
-      m.fail("type", fmt::format("unknown machine type '{}' (machine_types defines: {})", type,
-                                 known));
+      m.fail("type",
+             fmt::format("unknown machine type '{}' (machine_types defines: {})", type, known));
     }
     const int64_t count = m.positive_integer_or("count", 1);
     const std::string base = m.string_or("name", type);
@@ -119,8 +119,10 @@ ServingCluster read_cluster_file(const std::filesystem::path& path) {
     clients = read_link(*c);
     c->finish();
   }
-  if (!clients) links.fail("clients", "missing: expected the link from clients to machines "
-                                      "(or a default link)");
+  if (!clients)
+    links.fail("clients",
+               "missing: expected the link from clients to machines "
+               "(or a default link)");
   const int n = cluster.size();
   for (int i = 0; i < n; ++i) {
     cluster.set_link(kSource, i, *clients);

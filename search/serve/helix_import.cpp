@@ -40,7 +40,9 @@ fs::path find_machine_profiles(const fs::path& cluster_path) {
 }
 
 // Helix's -1 ("unlimited") becomes our 0 (unlimited).
-double limit_or_unlimited(double value) { return value < 0 ? 0 : value; }
+double limit_or_unlimited(double value) {
+  return value < 0 ? 0 : value;
+}
 
 Machine machine_of_type(std::string name, const std::string& type, double vram_bytes,
                         double nic_in_Bps, double nic_out_Bps) {
@@ -119,7 +121,8 @@ ServingCluster read_topology(const IniFile& ini, const fs::path& profiles_path) 
                        "[ComputeNode-i] or [Link-a-b])");
     const std::string rest = name.substr(5);
     const size_t dash = rest.find('-');
-    const std::string a = rest.substr(0, dash), b = dash == std::string::npos ? "" : rest.substr(dash + 1);
+    const std::string a = rest.substr(0, dash),
+                      b = dash == std::string::npos ? "" : rest.substr(dash + 1);
     const auto ia = a == "source" ? std::optional<int>(kSource) : parse_index(a);
     const auto ib = b == "sink" ? std::optional<int>(kSink) : parse_index(b);
     if (!ia || !ib || (*ia >= n) || (*ib >= n) || *ia == *ib)
@@ -158,13 +161,13 @@ ServingCluster read_simulator_cluster(const IniFile& ini) {
             "kv_cache_capacity", "activation_backup_capacity"});
     const std::string type = r.word("machine_type");
     if (std::find(types.begin(), types.end(), type) == types.end())
-      r.fail("machine_type", fmt::format("unknown machine type '{}' (not in [MachineTypes] types)",
-                                         type));
+      r.fail("machine_type",
+             fmt::format("unknown machine type '{}' (not in [MachineTypes] types)", type));
     const double vram = r.quantity("vram_size", HelixQuantity::kBytes);
     if (!(vram > 0)) r.fail("vram_size", "expected a VRAM size > 0");
-    machines.push_back(machine_of_type(name, type, vram,
-                                       r.quantity("inbound_nic_speed", HelixQuantity::kBandwidth),
-                                       r.quantity("outbound_nic_speed", HelixQuantity::kBandwidth)));
+    machines.push_back(machine_of_type(
+        name, type, vram, r.quantity("inbound_nic_speed", HelixQuantity::kBandwidth),
+        r.quantity("outbound_nic_speed", HelixQuantity::kBandwidth)));
   }
   ServingCluster cluster(ini.origin(), std::move(machines));
   cluster.source_nic_Bps =
@@ -228,8 +231,8 @@ std::map<std::string, HelixMachineProfile> read_helix_machine_profiles(const fs:
 ServingCluster read_helix_cluster(const fs::path& path, const fs::path& machine_profiles) {
   const IniFile ini = IniFile::load(path);
   if (ini.has_section("NodeNames"))
-    return read_topology(ini, machine_profiles.empty() ? find_machine_profiles(path)
-                                                       : machine_profiles);
+    return read_topology(ini,
+                         machine_profiles.empty() ? find_machine_profiles(path) : machine_profiles);
   if (ini.has_section("ComputeNodes")) return read_simulator_cluster(ini);
   if (ini.has_section("Solution"))
     throw InputError(path.string(), "",
@@ -240,8 +243,7 @@ ServingCluster read_helix_cluster(const fs::path& path, const fs::path& machine_
                    "pruned_cluster.ini) or [ComputeNodes] (simulator_cluster.ini)");
 }
 
-Placement read_helix_solution(const fs::path& path, const ServingCluster& cluster,
-                              int num_layers) {
+Placement read_helix_solution(const fs::path& path, const ServingCluster& cluster, int num_layers) {
   const IniFile ini = IniFile::load(path);
   IniSectionReader settings(ini, "Settings");
   settings.only({"offset"});
@@ -268,8 +270,8 @@ Placement read_helix_solution(const fs::path& path, const ServingCluster& cluste
     for (const auto& item : r.list(entry.key)) {
       const auto layer = parse_index(item);
       if (!layer || *layer >= num_layers)
-        r.fail(entry.key, fmt::format("expected layer numbers 0..{}, found {}", num_layers - 1,
-                                      item));
+        r.fail(entry.key,
+               fmt::format("expected layer numbers 0..{}, found {}", num_layers - 1, item));
       layers.push_back(*layer);
     }
     if (layers.empty()) continue;

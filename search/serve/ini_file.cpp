@@ -43,10 +43,10 @@ struct UnitInfo {
 // ten that Helix then treats as BYTES per second, so "12.5 * mbps" is 12.5e6 B/s = 100 Mbit/s
 // (the units trap in examples/external/helix/README.md). We keep Helix's meaning, not the name's.
 constexpr UnitInfo kUnits[] = {
-    {"kbps", HelixQuantity::kBandwidth, 1e3}, {"mbps", HelixQuantity::kBandwidth, 1e6},
-    {"gbps", HelixQuantity::kBandwidth, 1e9}, {"Byte", HelixQuantity::kBytes, 1},
-    {"KB", HelixQuantity::kBytes, 1e3},       {"MB", HelixQuantity::kBytes, 1e6},
-    {"GB", HelixQuantity::kBytes, 1e9},       {"Sec", HelixQuantity::kSeconds, 1},
+    {"kbps", HelixQuantity::kBandwidth, 1e3},    {"mbps", HelixQuantity::kBandwidth, 1e6},
+    {"gbps", HelixQuantity::kBandwidth, 1e9},    {"Byte", HelixQuantity::kBytes, 1},
+    {"KB", HelixQuantity::kBytes, 1e3},          {"MB", HelixQuantity::kBytes, 1e6},
+    {"GB", HelixQuantity::kBytes, 1e9},          {"Sec", HelixQuantity::kSeconds, 1},
     {"MilliSec", HelixQuantity::kSeconds, 1e-3},
 };
 
@@ -121,22 +121,22 @@ IniFile IniFile::parse(const std::string& text, std::string origin) {
                    trim(std::string_view(line).substr(eq + 1)), line_no};
     for (const auto& other : section.entries)
       if (other.key == entry.key)
-        throw InputError(file.origin_, fmt::format("[{}] {} (line {})", section.name, entry.key,
-                                                   line_no),
-                         fmt::format("key appears twice in the section (first at line {})",
-                                     other.line));
+        throw InputError(
+            file.origin_, fmt::format("[{}] {} (line {})", section.name, entry.key, line_no),
+            fmt::format("key appears twice in the section (first at line {})", other.line));
     section.entries.push_back(std::move(entry));
     last_entry = &section.entries.back();
   }
   return file;
 }
 
-bool IniFile::has_section(const std::string& name) const { return index_.count(name) > 0; }
+bool IniFile::has_section(const std::string& name) const {
+  return index_.count(name) > 0;
+}
 
 const IniSection& IniFile::section(const std::string& name) const {
   auto it = index_.find(name);
-  if (it == index_.end())
-    throw InputError(origin_, "[" + name + "]", "missing section");
+  if (it == index_.end()) throw InputError(origin_, "[" + name + "]", "missing section");
   return sections_[it->second];
 }
 
@@ -170,7 +170,9 @@ void IniSectionReader::only(std::initializer_list<const char*> allowed) const {
   }
 }
 
-int IniSectionReader::line_of(const std::string& key) const { return entry(key).line; }
+int IniSectionReader::line_of(const std::string& key) const {
+  return entry(key).line;
+}
 
 const std::string& IniSectionReader::text(const std::string& key) const {
   return entry(key).value;
@@ -194,8 +196,8 @@ double IniSectionReader::quantity(const std::string& key, HelixQuantity kind) co
   for (const auto& u : kUnits) {
     if (unit != u.name) continue;
     if (u.kind != kind)
-      fail(key, fmt::format("expected {}, found the unit '{}' in '{}'", example_of(kind), unit,
-                            value));
+      fail(key,
+           fmt::format("expected {}, found the unit '{}' in '{}'", example_of(kind), unit, value));
     return x * u.factor;
   }
   fail(key, fmt::format("expected {}, found the unknown unit '{}'", example_of(kind), unit));

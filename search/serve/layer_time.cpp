@@ -42,7 +42,8 @@ Bs2TimeTable Bs2TimeTable::load(const fs::path& path) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const size_t comma = line.find(',');
     double batch = 0, ms = 0;
-    if (comma == std::string::npos || !parse_number(std::string_view(line).substr(0, comma), batch) ||
+    if (comma == std::string::npos ||
+        !parse_number(std::string_view(line).substr(0, comma), batch) ||
         !parse_number(std::string_view(line).substr(comma + 1), ms))
       throw InputError(path.string(), fmt::format("line {}", line_no),
                        fmt::format("expected 'batch,milliseconds', found '{}'", line));
@@ -82,7 +83,9 @@ double Bs2TimeTable::seconds(double x) const {
 Bs2TimeProfile::Bs2TimeProfile(Bs2TimeTable prompt, Bs2TimeTable decode)
     : prompt_(std::move(prompt)), decode_(std::move(decode)) {}
 
-double Bs2TimeProfile::prompt_s(double tokens) const { return prompt_.seconds(tokens); }
+double Bs2TimeProfile::prompt_s(double tokens) const {
+  return prompt_.seconds(tokens);
+}
 
 double Bs2TimeProfile::decode_s(double batch) const {
   return decode_.seconds(std::max(batch, decode_.smallest_positive()));
@@ -109,11 +112,11 @@ std::shared_ptr<const LayerTimeModel> ProfileDirectory::for_machine_type(
     if (lower(p.filename().string()) == lower(machine_type)) found = p;
   }
   if (found.empty())
-    throw InputError(dir_.string(), "",
-                     fmt::format("no per-layer profile for machine type '{}' (expected a folder "
-                                 "{}/ with prompt_bs2time.csv and decode_bs2time.csv; found: {})",
-                                 machine_type, lower(machine_type),
-                                 available.empty() ? "none" : available));
+    throw InputError(
+        dir_.string(), "",
+        fmt::format("no per-layer profile for machine type '{}' (expected a folder "
+                    "{}/ with prompt_bs2time.csv and decode_bs2time.csv; found: {})",
+                    machine_type, lower(machine_type), available.empty() ? "none" : available));
   auto model = std::make_shared<Bs2TimeProfile>(Bs2TimeTable::load(found / "prompt_bs2time.csv"),
                                                 Bs2TimeTable::load(found / "decode_bs2time.csv"));
   cache_[machine_type] = model;

@@ -139,8 +139,10 @@ class Annealer {
       r = fit(i, r.start + delta, r.count);
     } else if (move < 50 && !r.empty()) {  // grow or shrink at one end
       const int delta = below(2) ? 1 : -1;
-      if (below(2)) r = fit(i, r.start, r.count + delta);
-      else r = fit(i, r.start - delta, r.count + delta);
+      if (below(2))
+        r = fit(i, r.start, r.count + delta);
+      else
+        r = fit(i, r.start - delta, r.count + delta);
     } else if (move < 65) {  // relocate with a random size
       const int count = below(kmax) + 1;
       r = fit(i, below(problem_.num_layers() - count + 1), count);
@@ -195,7 +197,8 @@ LocalSearchResult anneal_counts(const ServingProblem& problem, const Placement& 
   for (int i = 0; i < n; ++i) counts[i] = start.ranges[i].count;
   LocalSearchResult best{start, max_flow(problem, start), 0, 0};
   double cur = max_flow(problem, water_fill(problem, counts));
-  const double t_start = std::max(options.start_temperature * std::max(best.max_flow_tokens_per_s, 1.0), 1e-6);
+  const double t_start =
+      std::max(options.start_temperature * std::max(best.max_flow_tokens_per_s, 1.0), 1e-6);
   int64_t done = 0;
   for (; done < evaluations; ++done) {
     if ((done & 63) == 0 && Clock::now() > deadline) break;

@@ -34,7 +34,7 @@ struct Arc {
   int n_col = 0;    // integer: how many machines
   int g_first = 0;  // flows entering at boundaries s .. s + entries - 1
   int entries = 0;
-  double cap = 0;   // per machine, kilo-tokens/s
+  double cap = 0;  // per machine, kilo-tokens/s
 };
 
 struct Model {
@@ -70,8 +70,8 @@ void build(const ServingProblem& problem, const CountWindow& window, Model& m) {
   };
   // Rows: one capacity row per arc (added as arcs appear), then one count row per class and one
   // conservation row per inner boundary; their indices are assigned after the arcs are known.
-  std::vector<std::pair<int, int>> count_entries;        // (class, n column)
-  std::vector<std::pair<int, int>> ends_at, enters_at;   // (boundary, g column)
+  std::vector<std::pair<int, int>> count_entries;       // (class, n column)
+  std::vector<std::pair<int, int>> ends_at, enters_at;  // (boundary, g column)
   for (int c = 0; c < static_cast<int>(m.classes.size()); ++c) {
     const int rep = m.classes[c].front();
     const int kmax = problem.capacity[rep].max_layers;

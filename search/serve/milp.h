@@ -23,19 +23,19 @@ struct MilpOptions {
   int threads = 1;
   int64_t max_nodes = 20000;  // branch-and-bound nodes (a deterministic work limit)
   uint64_t seed = 1;
-  bool log = false;           // CBC's own log on stdout
+  bool log = false;  // CBC's own log on stdout
   // > 0: a neighbourhood MILP where each machine class may only hold layer counts within this
   // distance of the counts it holds in the best start (tighter LP, much faster); 0: all counts.
   int layer_count_window = 0;
 };
 
 struct MilpResult {
-  bool solved = false;        // a feasible placement was found (or the warm start was kept)
-  bool optimal = false;       // proven optimal (within CBC's default gap)
-  Placement placement;        // valid when solved
-  double objective_tokens_per_s = 0;    // the MILP's flow for that placement
-  double lp_bound_tokens_per_s = 0;     // LP relaxation of this MILP (of the neighbourhood)
-  double best_bound_tokens_per_s = 0;   // CBC's best bound when it stopped
+  bool solved = false;                // a feasible placement was found (or the warm start was kept)
+  bool optimal = false;               // proven optimal (within CBC's default gap)
+  Placement placement;                // valid when solved
+  double objective_tokens_per_s = 0;  // the MILP's flow for that placement
+  double lp_bound_tokens_per_s = 0;   // LP relaxation of this MILP (of the neighbourhood)
+  double best_bound_tokens_per_s = 0;  // CBC's best bound when it stopped
   int64_t nodes = 0;
   double elapsed_s = 0;
   int columns = 0, integer_columns = 0, rows = 0;

@@ -40,8 +40,8 @@ Placement read_placement_json(const std::filesystem::path& path, const ServingCl
     placement.ranges[machine] = {static_cast<int>(layers[0]),
                                  static_cast<int>(layers[1] - layers[0] + 1)};
     // Fields `serve --json` writes next to each range are accepted and ignored.
-    for (const char* key : {"machine_type", "layer_count", "flow_tokens_per_s",
-                            "capacity_tokens_per_s", "gpu_type"})
+    for (const char* key :
+         {"machine_type", "layer_count", "flow_tokens_per_s", "capacity_tokens_per_s", "gpu_type"})
       if (entry.has(key)) entry.raw(key);
     entry.finish();
   }

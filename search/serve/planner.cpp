@@ -60,8 +60,8 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
   };
 
   // Starts: the baselines and the greedy placement.
-  std::vector<Placement> starts = {greedy_placement(problem), petals_placement(problem, options.seed),
-                                   swarm_placement(problem)};
+  std::vector<Placement> starts = {
+      greedy_placement(problem), petals_placement(problem, options.seed), swarm_placement(problem)};
   const char* start_names[] = {"greedy", "petals", "swarm"};
   for (size_t i = 0; i < starts.size(); ++i)
     consider(start_names[i], starts[i], max_flow(problem, starts[i]), seconds_since(t0), 1);

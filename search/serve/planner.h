@@ -56,7 +56,7 @@ struct PlanResult {
   EvaluatedPlacement best;
   std::string method;  // the phase that found `best`
   std::vector<SearchPhase> phases;
-  MilpResult milp;     // when the MILP ran
+  MilpResult milp;                           // when the MILP ran
   double upper_bound_tokens_per_s = 0;       // Helix's bound: sum of max k * capacity(k) / L
   double milp_upper_bound_tokens_per_s = 0;  // the full MILP's LP bound (tighter)
   double elapsed_s = 0;

@@ -11,10 +11,10 @@ namespace hetplan::serve {
 
 // One out-edge of a node with its share of the node's outgoing flow.
 struct RouteChoice {
-  int to = 0;                     // machine index or kSink
+  int to = 0;  // machine index or kSink
   double flow_tokens_per_s = 0;
-  double share = 0;               // of the node's outgoing flow
-  int weight = 0;                 // IWRR weight (>= 1)
+  double share = 0;  // of the node's outgoing flow
+  int weight = 0;    // IWRR weight (>= 1)
 };
 
 // Interleaved weighted round robin: in cycle c = 1..max weight, every candidate whose weight is

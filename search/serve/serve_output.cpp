@@ -154,11 +154,11 @@ std::string serve_summary(const ServeReport& report) {
                    chosen.flow.max_flow_tokens_per_s * decode_share(problem));
   for (const auto& e : chosen.errors) s += "  invalid: " + e + "\n";
   if (report.plan)
-    s += fmt::format("search: best by {} in {:.1f} s; upper bound {:.1f} tokens/s (MILP LP "
-                     "bound {:.1f})\n",
-                     report.plan->method, report.plan->elapsed_s,
-                     report.plan->upper_bound_tokens_per_s,
-                     report.plan->milp_upper_bound_tokens_per_s);
+    s += fmt::format(
+        "search: best by {} in {:.1f} s; upper bound {:.1f} tokens/s (MILP LP "
+        "bound {:.1f})\n",
+        report.plan->method, report.plan->elapsed_s, report.plan->upper_bound_tokens_per_s,
+        report.plan->milp_upper_bound_tokens_per_s);
   s += "\nmachine              type    layers    capacity      flow (tokens/s)\n";
   for (int i = 0; i < problem.machines(); ++i) {
     const LayerRange& r = chosen.placement.ranges[i];
@@ -167,9 +167,9 @@ std::string serve_summary(const ServeReport& report) {
       s += fmt::format("{:<20} {:<7} {:>9}\n", m.name, m.machine_type, "-");
       continue;
     }
-    s += fmt::format("{:<20} {:<7} {:>4}-{:<4} {:>9.1f} {:>9.1f}\n", m.name, m.machine_type,
-                     r.start, r.end() - 1, chosen.flow.machine_capacity[i],
-                     chosen.flow.machine_flow[i]);
+    s +=
+        fmt::format("{:<20} {:<7} {:>4}-{:<4} {:>9.1f} {:>9.1f}\n", m.name, m.machine_type, r.start,
+                    r.end() - 1, chosen.flow.machine_capacity[i], chosen.flow.machine_flow[i]);
   }
   auto sim_cells = [](const std::optional<SimulationResult>& sim) {
     if (!sim) return std::string("          -         -         -");

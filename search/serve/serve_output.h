@@ -19,11 +19,11 @@ struct ServeEntry {
 
 // Everything one `serve` run produced.
 struct ServeReport {
-  Json context;                       // command line, inputs, seed, versions
+  Json context;  // command line, inputs, seed, versions
   const ServingProblem* problem = nullptr;
-  ServeEntry chosen;                  // hetplan's placement, or the one given with --placement
+  ServeEntry chosen;  // hetplan's placement, or the one given with --placement
   std::vector<ServeEntry> baselines;
-  std::optional<PlanResult> plan;     // absent when a placement was evaluated
+  std::optional<PlanResult> plan;  // absent when a placement was evaluated
   SimulationConfig simulation_config;
 };
 

@@ -16,8 +16,8 @@ struct Machine {
   std::string machine_type;  // selects the per-layer time profile ("A100", "T4x2")
   std::string gpu_type;      // "A100", "T4"
   int gpus = 1;
-  double vram_bytes = 0;       // all GPUs of the machine together
-  double nic_in_Bps = 0;       // bytes/s; <= 0: unlimited
+  double vram_bytes = 0;  // all GPUs of the machine together
+  double nic_in_Bps = 0;  // bytes/s; <= 0: unlimited
   double nic_out_Bps = 0;
 };
 

@@ -17,8 +17,9 @@ ServingModel serving_model_from(const ModelSpec& model, Dtype dtype) {
     out.layer_weight_bytes =
         std::max(out.layer_weight_bytes, static_cast<double>(layer_parameters(layer)) * bytes);
     const int64_t kv_heads = block->kv_heads > 0 ? block->kv_heads : block->heads;
-    out.kv_bytes_per_token_layer = std::max(
-        out.kv_bytes_per_token_layer, 2.0 * static_cast<double>(kv_heads * block->head_dim) * bytes);
+    out.kv_bytes_per_token_layer =
+        std::max(out.kv_bytes_per_token_layer,
+                 2.0 * static_cast<double>(kv_heads * block->head_dim) * bytes);
     out.activation_bytes_per_token =
         std::max(out.activation_bytes_per_token, static_cast<double>(layer.hidden) * bytes);
   }

@@ -47,7 +47,7 @@ struct Event {
   double time;
   int64_t seq;  // ties in time keep insertion order: the run is deterministic
   EventKind kind;
-  int target;   // request (arrival), machine or kSink (deliver), machine (batch done)
+  int target;  // request (arrival), machine or kSink (deliver), machine (batch done)
   Item item;
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
@@ -66,9 +66,12 @@ LatencyStats stats_of(std::vector<double> v) {
 
 class Simulation {
  public:
-  Simulation(const ServingProblem& problem, const Placement& placement,
-             const RoutingTable& routing, const SimulationConfig& config)
-      : problem_(problem), placement_(placement), routing_(routing), config_(config),
+  Simulation(const ServingProblem& problem, const Placement& placement, const RoutingTable& routing,
+             const SimulationConfig& config)
+      : problem_(problem),
+        placement_(placement),
+        routing_(routing),
+        config_(config),
         rng_(config.seed) {
     const int n = problem.machines();
     machines_.resize(n);
@@ -79,8 +82,8 @@ class Simulation {
       MachineState& m = machines_[i];
       m.layers = r.count;
       m.times = problem.times[i].get();
-      const double limit = config.model_batch_limit ? cap.decode_batch[r.count]
-                                                    : m.times->max_decode_batch();
+      const double limit =
+          config.model_batch_limit ? cap.decode_batch[r.count] : m.times->max_decode_batch();
       m.batch_limit = std::max(1, static_cast<int>(std::floor(limit)));
       m.kv_capacity = cap.kv_tokens_per_layer[r.count] * r.count;
     }

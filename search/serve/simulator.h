@@ -33,13 +33,13 @@ struct LatencyStats {
 struct SimulationResult {
   int64_t requests = 0;
   int64_t completed = 0;
-  int64_t rejected = 0;              // could never fit the KV cache of any path
-  double duration_s = 0;             // first arrival to last completion
+  int64_t rejected = 0;                       // could never fit the KV cache of any path
+  double duration_s = 0;                      // first arrival to last completion
   double throughput_tokens_per_s = 0;         // prompt + output tokens over the duration
   double decode_throughput_tokens_per_s = 0;  // output tokens over the duration
-  LatencyStats prompt_latency;       // arrival to first token
-  LatencyStats decode_latency;       // per output token after the first
-  LatencyStats admission_wait;       // arrival to admission (KV cache)
+  LatencyStats prompt_latency;                // arrival to first token
+  LatencyStats decode_latency;                // per output token after the first
+  LatencyStats admission_wait;                // arrival to admission (KV cache)
   int64_t batches = 0;
 };
 
