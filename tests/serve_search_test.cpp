@@ -136,7 +136,7 @@ TEST(ServeSearch, PlannerBeatsHelixIlpAndIsDeterministic) {
   PlannerOptions o;
   o.local_search_evaluations = 2000;
   o.milp_nodes = 50;
-  o.time_limit_s = 20;
+  o.time_limit_s = 10;
   o.seed = 3;
   const PlanResult a = plan_serving(p, o);
   EXPECT_TRUE(a.best.valid());
@@ -148,6 +148,18 @@ TEST(ServeSearch, PlannerBeatsHelixIlpAndIsDeterministic) {
   const PlanResult b = plan_serving(p, o);
   const PlanResult c = plan_serving(p, o);
   EXPECT_EQ(b.best.placement, c.best.placement);
+}
+
+TEST(ServeSearch, ModelThatCannotFitGivesZeroFlowNotACrash) {
+  // 2 machines holding at most 1 layer each cannot hold a 4-layer model.
+  const ServingProblem p = testing::toy_problem(4, {10, 10}, 1);
+  PlannerOptions o;
+  o.local_search_evaluations = 200;
+  o.time_limit_s = 5;
+  const PlanResult r = plan_serving(p, o);
+  EXPECT_EQ(r.best.placement.ranges.size(), 2u);
+  EXPECT_TRUE(r.best.valid());
+  EXPECT_DOUBLE_EQ(r.best.flow.max_flow_tokens_per_s, 0.0);
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ struct CapacityParams {
   // Share of a machine's KV cache its scheduler fills on average (Helix's KV_CACHE_HWM = 0.3).
   double kv_high_water = 0.3;
   // Share of VRAM for weights and KV cache together: vLLM's default 0.9 utilisation less about 0.1
-  // of workspace; matches Helix's measured vLLM KV block counts within about 25% (docs/serving.md).
+  // of workspace; within -17% to +29% of the KV block counts Helix measured with vLLM
+  // (docs/serving.md).
   double usable_fraction = 0.8;
   // Share of VRAM that weights must leave free for KV cache and workspace. 0.48 reproduces Helix's
   // hand-set layer limits for LLaMA-2 70B (T4 4, V100 4, L4 7, A100 12, L4x2 14, T4x2 9).

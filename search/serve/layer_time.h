@@ -66,7 +66,8 @@ class Bs2TimeProfile : public LayerTimeModel {
 };
 
 // A directory of profiles laid out as <dir>/<machine type>/{prompt,decode}_bs2time.csv; the
-// machine type's folder is matched without regard to case ("T4x2" -> t4x2/).
+// machine type's folder is matched without regard to case ("T4x2" -> t4x2/). Not thread-safe:
+// tables are loaded on first use (make_problem() loads them all before any search starts).
 class ProfileDirectory : public LayerTimeSource {
  public:
   explicit ProfileDirectory(std::filesystem::path dir);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include <CbcHeuristic.hpp>
 #include <CbcHeuristicLocal.hpp>

@@ -47,6 +47,7 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
   result.upper_bound_tokens_per_s = flow_upper_bound(problem);
 
   Placement best;
+  best.ranges.assign(problem.machines(), LayerRange{});  // all idle until a valid one is found
   double best_flow = -1;
   auto consider = [&](const std::string& name, const Placement& p, double flow, double elapsed,
                       int64_t evaluations) {
