@@ -16,6 +16,10 @@ MachineCapacity machine_capacity(const Machine& machine, const ServingModel& mod
   const double weight_budget = (1.0 - params.kv_reserve_fraction) * machine.vram_bytes;
   cap.max_layers = std::min(model.num_layers,
                             static_cast<int>(std::floor(weight_budget / model.layer_weight_bytes)));
+  // Whatever the reserve, some KV cache must be left within the usable share of VRAM.
+  const double usable = params.usable_fraction * machine.vram_bytes;
+  cap.max_layers =
+      std::min(cap.max_layers, static_cast<int>(std::ceil(usable / model.layer_weight_bytes)) - 1);
   cap.max_layers = std::max(cap.max_layers, 0);
   cap.tokens_per_s.assign(cap.max_layers + 1, 0.0);
   cap.decode_batch.assign(cap.max_layers + 1, 0.0);
