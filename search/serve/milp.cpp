@@ -210,7 +210,7 @@ MilpResult solve_placement_milp(const ServingProblem& problem, const std::vector
     }
   }
   CountWindow window;
-  if (options.layer_count_window > 0 && incumbent != nullptr) {
+  if (options.layer_count_window >= 0 && incumbent != nullptr) {
     const auto classes = machine_classes(problem);
     window.assign(classes.size(), {1 << 30, -1});
     for (size_t c = 0; c < classes.size(); ++c) {
@@ -220,7 +220,7 @@ MilpResult solve_placement_milp(const ServingProblem& problem, const std::vector
         window[c].first = std::min(window[c].first, k - options.layer_count_window);
         window[c].second = std::max(window[c].second, k + options.layer_count_window);
       }
-      if (window[c].second < 0) window[c] = {1, options.layer_count_window};  // unused class
+      if (window[c].second < 0) window[c] = {1, std::max(1, options.layer_count_window)};  // unused
     }
   }
   Model m;

@@ -24,9 +24,9 @@ struct MilpOptions {
   int64_t max_nodes = 20000;  // branch-and-bound nodes (a deterministic work limit)
   uint64_t seed = 1;
   bool log = false;  // CBC's own log on stdout
-  // > 0: a neighbourhood MILP where each machine class may only hold layer counts within this
-  // distance of the counts it holds in the best start (tighter LP, much faster); 0: all counts.
-  int layer_count_window = 0;
+  // >= 0: a neighbourhood MILP where each machine class may only hold layer counts within this
+  // distance of the counts it holds in the best start (tighter LP, much faster); < 0: all counts.
+  int layer_count_window = -1;
 };
 
 struct MilpResult {
