@@ -11,6 +11,7 @@
 #include "cli/common.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
+#include "search/serve/cost_layer_time.h"
 #include "search/serve/helix_import.h"
 #include "search/serve/planner.h"
 #include "search/serve/serve_output.h"
@@ -23,6 +24,8 @@ using namespace hetplan::serve;
 
 struct ServeCliOptions {
   std::string model, cluster, profiles, machine_profiles, placement, json;
+  std::vector<std::string> calibration;
+  bool no_default_calibration = false;
   double time_limit_s = 60;
   int threads = 1;
   uint64_t seed = 1;
@@ -69,6 +72,12 @@ CommandRunner declare_serve(CLI::App& app) {
       ->required();
   app.add_option("--profiles", o->profiles,
                  "Per-layer times: <dir>/<machine type>/{prompt,decode}_bs2time.csv (Helix)");
+  app.add_option("--calibration", o->calibration,
+                 "Without --profiles: calibration files, profiles or directories for the cost "
+                 "model that derives per-layer times (the shipped calibration_data/ is loaded "
+                 "first)");
+  app.add_flag("--no-default-calibration", o->no_default_calibration,
+               "Do not load the shipped calibration_data/");
   app.add_option("--machine-profiles", o->machine_profiles,
                  "Helix machine_profiles.ini for a cluster topology (default: found near it)");
   app.add_option("--placement", o->placement,
@@ -108,18 +117,21 @@ CommandRunner declare_serve(CLI::App& app) {
     const ModelSpec spec = load_model(o->model);
     ServingModel model = serving_model_from(spec, spec.dtype);
     ServingCluster cluster = load_cluster_for_serving(*o);
-    if (o->profiles.empty())
-      throw InputError(
-          "--profiles: per-layer prompt and decode times are needed, as a directory "
-          "<dir>/<machine type>/{prompt,decode}_bs2time.csv (for example "
-          "examples/external/helix/profiles/llama2_70b); times from hetplan's calibrated cost "
-          "model are not wired into `serve` yet");
-    const ProfileDirectory times(o->profiles);
+    // Per-layer times: Helix's measured tables, or hetplan's cost model at serving shapes.
+    std::unique_ptr<LayerTimeSource> times;
+    if (!o->profiles.empty()) {
+      times = std::make_unique<ProfileDirectory>(o->profiles);
+    } else {
+      // A decode step attends on average to the prompt and half the output.
+      times = std::make_unique<CostModelLayerTimes>(
+          spec, cli::load_run_profile(o->calibration, ClusterSpec{}, o->no_default_calibration),
+          o->prompt_tokens, o->prompt_tokens + o->output_tokens / 2);
+    }
     ServingWorkload workload{o->prompt_tokens, o->output_tokens};
     CapacityParams params;
     params.kv_reserve_fraction = o->kv_reserve;
     ServingProblem problem =
-        make_problem(std::move(cluster), std::move(model), times, workload, params);
+        make_problem(std::move(cluster), std::move(model), *times, workload, params);
     problem.partial_inference = !o->exact_boundaries;
 
     ServeReport report;
@@ -129,7 +141,7 @@ CommandRunner declare_serve(CLI::App& app) {
                       {"date", now_utc()},
                       {"model", o->model},
                       {"cluster", o->cluster},
-                      {"profiles", o->profiles},
+                      {"profiles", o->profiles.empty() ? Json("cost model") : Json(o->profiles)},
                       {"placement", o->placement.empty() ? Json(nullptr) : Json(o->placement)},
                       {"seed", o->seed},
                       {"threads", o->threads},
