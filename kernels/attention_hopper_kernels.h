@@ -1,0 +1,242 @@
+// Attention forward and backward for Hopper (sm_90a): the same computation as
+// attention_kernels.h / attention_backward_kernels.h, with every matrix product on warpgroup MMA
+// (wgmma, m64nNk16, operands from 128-byte-swizzled shared memory through descriptors, P and dS
+// from registers). In the spirit of FlashAttention-3 (Shah et al. 2024: wgmma, tiles of 128,
+// online softmax in registers, causal tiles skipped), without its producer warp, TMA and
+// ping-pong schedule: the two warpgroups of a block load their tiles with cp.async themselves.
+// Device code in the simt.h dialect: the CPU tests run it under the emulator, which models wgmma
+// from the PTX ISA (kernels/emulator/simt_wgmma.cpp). Launchers: attention_hopper.cu.
+//
+// Forward, one block of 2 warpgroups per (128 queries, head, batch), warpgroup w owning queries
+// 64 w .. 64 w + 63; for each 128-key tile (causal: up to the diagonal):
+//   S = Q K^T           wgmma_ss m64n128, A = Q (K-major), B = K (K-major), d / 16 k-steps
+//   online softmax of S in registers (rows g, g + 8 of each warp's 16, as in mma.sync)
+//   O += P V            wgmma_rs m64n{d}, A = P (registers), B = V (MN-major), 8 k-steps
+//   meanwhile the next K, V tile streams into the other buffer.
+// Backward, one block of 2 warpgroups per (128 keys, head, batch), warpgroup w owning keys
+// 64 w .. 64 w + 63; for each 64-query tile (causal: from the first that sees these keys):
+//   S^T = K Q^T, dP^T = V dO^T      wgmma_ss m64n64 (all K-major)
+//   P^T = exp(scale S^T - lse), dS^T = P^T (dP^T - D)    in registers; dS^T also to shared
+//   dV += P^T dO, dK += dS^T Q      wgmma_rs m64n{d}, B = dO, Q (MN-major)
+//   dQ_tile += dS K                 wgmma_ss m64n{d/2}: warpgroup w takes half the columns of dQ
+//                                   over all 128 keys, A = dS (dS^T stored: MN-major), B = K
+//                                   (MN-major); added to the fp32 accumulator with 16-byte atomics.
+#pragma once
+
+#include <cmath>
+
+#include "kernels/attention_kernels.h"
+#include "kernels/simt_wgmma.h"
+
+namespace hetplan::kernels {
+
+constexpr int kHopperThreads = 256;  // two warpgroups
+constexpr int kHopperTile = 128;     // forward: queries per block and keys per tile;
+                                     // backward: keys per block
+constexpr int kHopperBwdQ = 64;      // backward: queries per tile
+
+// Dynamic shared memory, with 1 KB of slack to align the tiles to 1024 bytes.
+template <class T, int kD>
+constexpr size_t attention_forward_hopper_smem_bytes() {
+  return 5 * size_t{kHopperTile} * kD * sizeof(T) + 1024;
+}
+template <class T, int kD>
+constexpr size_t attention_backward_hopper_smem_bytes() {
+  return (2 * size_t{kHopperTile} * kD + 4 * size_t{kHopperBwdQ} * kD +
+          size_t{kHopperTile} * kHopperBwdQ) * sizeof(T) + 4 * kHopperBwdQ * sizeof(float) + 1024;
+}
+
+// The dynamic shared memory, 1024-byte aligned.
+HETPLAN_DEVICE unsigned char* hopper_smem() {
+  unsigned char* raw = simt::dynamic_smem();
+  return raw + ((1024 - simt::smem_u32(raw) % 1024) % 1024);
+}
+
+// Starts the asynchronous load of rows [row0, row0 + kRows) of one head into a 128-byte-swizzled
+// tile (simt_wgmma.h); rows >= seq become zeros. Consecutive threads take consecutive chunks.
+template <class T, int kD, int kRows>
+HETPLAN_DEVICE void load_tile_sw128(unsigned char* tile, const T* head, int64_t stride_s, int row0,
+                                    int seq) {
+  constexpr int kChunks = kD / 8;
+  static_assert(kRows * kChunks % kHopperThreads == 0);
+  HETPLAN_UNROLL
+  for (int i = 0; i < kRows * kChunks / kHopperThreads; ++i) {
+    const int c = i * kHopperThreads + simt::thread_x();
+    const int r = c / kChunks, ch = c % kChunks;
+    const bool valid = row0 + r < seq;
+    const T* src = head + (valid ? row0 + r : 0) * stride_s + ch * 8;
+    simt::cp_async16(tile + simt::sw128_offset(kRows, r, ch * 8), src, valid);
+  }
+}
+
+// K-major operand at rows [row0, ...) of a tile of kRows rows, k-step kk (16 columns).
+template <int kRows>
+HETPLAN_DEVICE uint64_t kmajor_desc(const unsigned char* tile, int row0, int kk) {
+  return simt::wgmma_desc(tile + (kk >> 2) * kRows * 128 + row0 * 128 + (kk & 3) * 32, 16, 1024);
+}
+// MN-major operand: k-step kk covers tile rows 16 kk .. + 15, columns from col0 on.
+template <int kRows>
+HETPLAN_DEVICE uint64_t mnmajor_desc(const unsigned char* tile, int col0, int kk) {
+  return simt::wgmma_desc(tile + (col0 >> 6) * kRows * 128 + (col0 & 63) * 2 + kk * 16 * 128,
+                          kRows * 128, 1024);
+}
+
+// Writes a warp's 16 rows of an accumulator (wgmma layout: acc[4 j + e] at row g + 8 (e >> 1),
+// column 8 j + 2 q + (e & 1)), times scale0 (row g) / scale1 (row g + 8), to global rows
+// row0 + 0..15 (< seq), through the warp's 16 rows of `stage` (16-byte stores).
+template <class T, int kD>
+HETPLAN_DEVICE void store_acc_rows(const float (&acc)[kD / 2], float scale0, float scale1, T* stage,
+                                   int warp_row, T* dst, int64_t stride_s, int row0, int seq) {
+  constexpr int kChunks = kD / 8;
+  const int lane = simt::lane(), g = lane >> 2, q = lane & 3;
+  const int row_g = swz<kChunks>(warp_row + g, 0) + 2 * q;
+  HETPLAN_UNROLL
+  for (int j = 0; j < kD / 8; ++j) {
+    simt::sts32(stage + (row_g ^ (j << 3)), simt::pack2<T>(acc[4 * j] * scale0, acc[4 * j + 1] * scale0));
+    simt::sts32(stage + 8 * kD + (row_g ^ (j << 3)),
+                simt::pack2<T>(acc[4 * j + 2] * scale1, acc[4 * j + 3] * scale1));
+  }
+  simt::sync_warp();
+  HETPLAN_UNROLL
+  for (int c = lane; c < 16 * kChunks; c += 32) {
+    const int r = c / kChunks, ch = c % kChunks;
+    if (row0 + r < seq)
+      simt::store_bits<16>(dst + (row0 + r) * stride_s + ch * 8,
+                           simt::lds16(stage + swz<kChunks>(warp_row + r, ch)));
+  }
+  simt::sync_warp();
+}
+
+// P (or dS) accumulators of 16 columns kk as an A fragment (rows g, g + 8; mma.sync layout).
+template <class T, int kN>
+HETPLAN_DEVICE void acc_to_a(const float (&s)[kN / 2], int kk, uint32_t (&a)[4]) {
+  a[0] = simt::pack2<T>(s[8 * kk], s[8 * kk + 1]);
+  a[1] = simt::pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
+  a[2] = simt::pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
+  a[3] = simt::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
+}
+
+template <class T, int kD>
+HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) {
+  constexpr int kTileBytes = kHopperTile * kD * 2;
+  constexpr int kN = kHopperTile;  // keys per tile
+  unsigned char* sq = hopper_smem();
+  unsigned char* sk = sq + kTileBytes;      // two buffers
+  unsigned char* sv = sk + 2 * kTileBytes;  // two buffers
+  const int lane = simt::lane(), warp = simt::warp(), g = lane >> 2, q = lane & 3;
+  const int wg = warp >> 2, wq = warp & 3;
+  const int n_tiles = static_cast<int>(ceil_div(p.seq, kHopperTile));
+  const int qt = p.causal ? n_tiles - 1 - static_cast<int>(simt::block_x())
+                          : static_cast<int>(simt::block_x());
+  const int h = static_cast<int>(simt::block_y()), b = static_cast<int>(simt::block_z());
+  const int64_t head = b * p.stride_b + h * p.stride_h;
+  const int q0 = qt * kHopperTile;
+  const int kv_tiles = p.causal ? qt + 1 : n_tiles;
+  const int row_base = q0 + wg * 64 + wq * 16 + g;  // this thread's first query row
+
+  load_tile_sw128<T, kD, kHopperTile>(sq, p.q + head, p.stride_s, q0, p.seq);
+  load_tile_sw128<T, kD, kHopperTile>(sk, p.k + head, p.stride_s, 0, p.seq);
+  load_tile_sw128<T, kD, kHopperTile>(sv, p.v + head, p.stride_s, 0, p.seq);
+  simt::cp_async_commit();
+  simt::cp_async_wait<0>();
+  simt::fence_proxy_async();
+  simt::sync_threads();
+
+  float o[kD / 2] = {};
+  float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of rows g, g + 8
+  float l[2] = {0.0f, 0.0f};            // this thread's share of the running sums
+
+  for (int j = 0; j < kv_tiles; ++j) {
+    const int buf = j & 1;
+    if (j + 1 < kv_tiles) {
+      load_tile_sw128<T, kD, kHopperTile>(sk + (buf ^ 1) * kTileBytes, p.k + head, p.stride_s,
+                                          (j + 1) * kHopperTile, p.seq);
+      load_tile_sw128<T, kD, kHopperTile>(sv + (buf ^ 1) * kTileBytes, p.v + head, p.stride_s,
+                                          (j + 1) * kHopperTile, p.seq);
+      simt::cp_async_commit();
+    }
+    const unsigned char* kt = sk + buf * kTileBytes;
+    const unsigned char* vt = sv + buf * kTileBytes;
+
+    float s[kN / 2];
+    simt::wgmma_fence();
+    HETPLAN_UNROLL
+    for (int kk = 0; kk < kD / 16; ++kk)
+      simt::wgmma_ss<T, kN, 0, 0>(s, kmajor_desc<kHopperTile>(sq, wg * 64, kk),
+                                  kmajor_desc<kHopperTile>(kt, 0, kk), kk > 0);
+    simt::wgmma_commit();
+    simt::wgmma_wait<0>();
+    simt::fence_operand(s);
+
+    const int kv0 = j * kHopperTile;
+    const bool diagonal = p.causal && j == qt;
+    if (diagonal || kv0 + kHopperTile > p.seq) {
+      HETPLAN_UNROLL
+      for (int i = 0; i < kN / 2; ++i) {
+        const int key = kv0 + 8 * (i >> 2) + 2 * q + (i & 1);
+        const int query = row_base + 8 * ((i >> 1) & 1);
+        if (key >= p.seq || (diagonal && key > query)) s[i] = -INFINITY;
+      }
+    }
+
+    // Online softmax; rows g (r = 0) and g + 8 (r = 1), max over the quad.
+    float mx[2] = {-INFINITY, -INFINITY};
+    HETPLAN_UNROLL
+    for (int i = 0; i < kN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+    float base[2], alpha[2];
+    HETPLAN_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], simt::shfl_xor(mx[r], 1));
+      mx[r] = fmaxf(mx[r], simt::shfl_xor(mx[r], 2));
+      const float m_new = fmaxf(m[r], mx[r] * p.scale_log2);
+      base[r] = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing unmasked yet
+      alpha[r] = simt::exp2_fast(m[r] - base[r]);
+      m[r] = m_new;
+      l[r] *= alpha[r];
+    }
+    HETPLAN_UNROLL
+    for (int i = 0; i < kD / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
+    HETPLAN_UNROLL
+    for (int i = 0; i < kN / 2; ++i) {
+      s[i] = simt::exp2_fast(s[i] * p.scale_log2 - base[(i >> 1) & 1]);
+      l[(i >> 1) & 1] += s[i];
+    }
+    uint32_t pa[kN / 16][4];
+    HETPLAN_UNROLL
+    for (int kk = 0; kk < kN / 16; ++kk) acc_to_a<T, kN>(s, kk, pa[kk]);
+
+    simt::wgmma_fence();
+    HETPLAN_UNROLL
+    for (int kk = 0; kk < kN / 16; ++kk)
+      simt::wgmma_rs<T, kD, 1>(o, pa[kk], mnmajor_desc<kHopperTile>(vt, 0, kk), true);
+    simt::wgmma_commit();
+    simt::wgmma_wait<0>();
+    simt::fence_operand(o);
+    simt::fence_operand(pa);
+
+    simt::cp_async_wait<0>();  // tile j + 1 has landed (this thread's copies) ...
+    simt::fence_proxy_async();  // ... visible to the tensor cores ...
+    simt::sync_threads();       // ... everyone's, and nobody still reads buffer `buf`
+  }
+
+  HETPLAN_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    l[r] += simt::shfl_xor(l[r], 1);
+    l[r] += simt::shfl_xor(l[r], 2);
+  }
+  // O through this warp's 16 rows of the Q tile (free: every wgmma reading it has retired).
+  store_acc_rows<T, kD>(o, 1.0f / l[0], 1.0f / l[1], reinterpret_cast<T*>(sq), warp * 16,
+                        p.out + head, p.stride_s, q0 + warp * 16, p.seq);
+  if (q == 0) {
+    HETPLAN_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      const int row = row_base + 8 * r;
+      if (row < p.seq)
+        p.lse[(static_cast<int64_t>(b) * p.heads + h) * p.seq + row] = (m[r] + log2f(l[r])) * kAttnLn2;
+    }
+  }
+}
+
+}  // namespace hetplan::kernels
+
+#include "kernels/attention_hopper_backward_kernels.h"
