@@ -114,12 +114,8 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
       simt::wgmma_rs<T, kD, 1>(dk, sa[kk], mnmajor_desc<kQ>(qt, 0, kk), true);
     simt::wgmma_commit();
     simt::fence_proxy_async();  // dS^T (ordinary stores) is read by wgmma next
-    simt::wgmma_wait<0>();
-    simt::fence_operand(dv);
-    simt::fence_operand(dk);
-    simt::fence_operand(pa);
-    simt::fence_operand(sa);
-    simt::sync_threads();  // all of dS^T is in shared memory
+    // dV and dK run on while the warps meet at the barrier: all of dS^T is in shared memory.
+    simt::sync_threads();
 
     // dQ[:, col0 .. col0 + d/2) = dS K over the block's 128 keys: A = dS (dS^T stored, MN-major),
     // B = K (MN-major).
@@ -130,7 +126,11 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
       simt::wgmma_ss<T, kD / 2, 1, 1>(dq, mnmajor_desc<kHopperTile>(sds, 0, kk),
                                       mnmajor_desc<kHopperTile>(sk, col0, kk), kk > 0);
     simt::wgmma_commit();
-    simt::wgmma_wait<0>();
+    simt::wgmma_wait<0>();  // dV, dK and dQ
+    simt::fence_operand(dv);
+    simt::fence_operand(dk);
+    simt::fence_operand(pa);
+    simt::fence_operand(sa);
     simt::fence_operand(dq);
 
     // 16-byte reductions: lanes q and q ^ 1 swap halves so that each holds 4 consecutive
