@@ -47,15 +47,16 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     simt::cp_async_wait<0>();   // tile i has landed ...
     simt::fence_proxy_async();  // ... visible to the tensor cores, as is dS^T below ...
     simt::sync_threads();       // ... everyone's; iteration i - 1 is over in every warp
-    if (i + 1 < n_tiles) {
+    // The next tile streams in during this one. Its lse and D go through a register and reach
+    // shared memory only at the end of the iteration, so that no warp waits for the load here.
+    const bool has_next = i + 1 < n_tiles;
+    float next_stat = 0.0f;
+    if (has_next) {
       load_tile_sw128<T, kD, kQ>(sq + (buf ^ 1) * kQBytes, p.q + head, p.stride_s, (i + 1) * kQ, p.seq);
       load_tile_sw128<T, kD, kQ>(sdo + (buf ^ 1) * kQBytes, p.dout + head, p.stride_s, (i + 1) * kQ, p.seq);
       simt::cp_async_commit();
-      if (tid < 2 * kQ) {
-        const int r = (i + 1) * kQ + (tid & 63);
-        (tid < kQ ? slse : sd)[(buf ^ 1) * kQ + (tid & 63)] =
-            r < p.seq ? (tid < kQ ? p.lse : p.dvec)[row_stats + r] : 0.0f;
-      }
+      const int r = (i + 1) * kQ + (tid & 63);
+      if (tid < 2 * kQ && r < p.seq) next_stat = (tid < kQ ? p.lse : p.dvec)[row_stats + r];
     }
     const unsigned char* qt = sq + buf * kQBytes;
     const unsigned char* dot = sdo + buf * kQBytes;
@@ -151,6 +152,8 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
           simt::atomic_add4(dst, got0, got1, dq[4 * j + 2], dq[4 * j + 3]);
       }
     }
+    // The other stats buffer was last read before this iteration's first barrier.
+    if (has_next && tid < 2 * kQ) (tid < kQ ? slse : sd)[(buf ^ 1) * kQ + (tid & 63)] = next_stat;
   }
 
   simt::sync_threads();  // the Q and dO buffers become the output staging area

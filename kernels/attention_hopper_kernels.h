@@ -35,10 +35,13 @@ constexpr int kHopperTile = 128;     // forward: queries per block and keys per 
                                      // backward: keys per block
 constexpr int kHopperBwdQ = 64;      // backward: queries per tile
 
-// Dynamic shared memory, with 1 KB of slack to align the tiles to 1024 bytes.
+constexpr int kHopperStages = 3;     // forward: K/V buffers
+
+// Dynamic shared memory, with 1 KB of slack to align the tiles to 1024 bytes: forward Q and three
+// K/V stages (225 KB at d = 128, of the H100's 227 KB per block).
 template <class T, int kD>
 constexpr size_t attention_forward_hopper_smem_bytes() {
-  return 5 * size_t{kHopperTile} * kD * sizeof(T) + 1024;
+  return (1 + 2 * kHopperStages) * size_t{kHopperTile} * kD * sizeof(T) + 1024;
 }
 template <class T, int kD>
 constexpr size_t attention_backward_hopper_smem_bytes() {
@@ -116,13 +119,53 @@ HETPLAN_DEVICE void acc_to_a(const float (&s)[kN / 2], int kk, uint32_t (&a)[4])
   a[3] = simt::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
 }
 
+// Masks one tile of scores (keys past the end; causal: keys after the query) and folds it into
+// the running softmax: m, l updated, s becomes P = 2^(scale_log2 s - m) in place; returns the
+// factor by which the output accumulated so far must be rescaled, per row (g, g + 8).
+template <int kN>
+HETPLAN_DEVICE void softmax_tile(float (&s)[kN / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                 int kv0, int row_base, bool diagonal, int seq, float scale_log2) {
+  const int q = simt::lane() & 3;
+  if (diagonal || kv0 + kN > seq) {
+    HETPLAN_UNROLL
+    for (int i = 0; i < kN / 2; ++i) {
+      const int key = kv0 + 8 * (i >> 2) + 2 * q + (i & 1);
+      const int query = row_base + 8 * ((i >> 1) & 1);
+      if (key >= seq || (diagonal && key > query)) s[i] = -INFINITY;
+    }
+  }
+  float mx[2] = {-INFINITY, -INFINITY};
+  HETPLAN_UNROLL
+  for (int i = 0; i < kN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+  float base[2];
+  HETPLAN_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    mx[r] = fmaxf(mx[r], simt::shfl_xor(mx[r], 1));  // over the quad sharing the row
+    mx[r] = fmaxf(mx[r], simt::shfl_xor(mx[r], 2));
+    const float m_new = fmaxf(m[r], mx[r] * scale_log2);
+    base[r] = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing unmasked yet
+    alpha[r] = simt::exp2_fast(m[r] - base[r]);
+    m[r] = m_new;
+    l[r] *= alpha[r];
+  }
+  HETPLAN_UNROLL
+  for (int i = 0; i < kN / 2; ++i) {
+    s[i] = simt::exp2_fast(s[i] * scale_log2 - base[(i >> 1) & 1]);
+    l[(i >> 1) & 1] += s[i];
+  }
+}
+
+// Forward. Per warpgroup and key tile j, FlashAttention-3's intra-warpgroup overlap: S_{j+1} =
+// Q K_{j+1}^T is issued before O += P_j V_j, so the softmax of tile j + 1 runs on the CUDA cores
+// while the tensor cores do P_j V_j. K/V tiles are three-buffered: tile j + 2 streams in during
+// iteration j into the buffer of tile j - 1, which no wgmma reads any more.
 template <class T, int kD>
 HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) {
   constexpr int kTileBytes = kHopperTile * kD * 2;
   constexpr int kN = kHopperTile;  // keys per tile
   unsigned char* sq = hopper_smem();
-  unsigned char* sk = sq + kTileBytes;      // two buffers
-  unsigned char* sv = sk + 2 * kTileBytes;  // two buffers
+  unsigned char* sk = sq + kTileBytes;                   // kHopperStages buffers
+  unsigned char* sv = sk + kHopperStages * kTileBytes;  // kHopperStages buffers
   const int lane = simt::lane(), warp = simt::warp(), g = lane >> 2, q = lane & 3;
   const int wg = warp >> 2, wq = warp & 3;
   const int n_tiles = static_cast<int>(ceil_div(p.seq, kHopperTile));
@@ -133,98 +176,96 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
   const int q0 = qt * kHopperTile;
   const int kv_tiles = p.causal ? qt + 1 : n_tiles;
   const int row_base = q0 + wg * 64 + wq * 16 + g;  // this thread's first query row
-
-  load_tile_sw128<T, kD, kHopperTile>(sq, p.q + head, p.stride_s, q0, p.seq);
-  load_tile_sw128<T, kD, kHopperTile>(sk, p.k + head, p.stride_s, 0, p.seq);
-  load_tile_sw128<T, kD, kHopperTile>(sv, p.v + head, p.stride_s, 0, p.seq);
-  simt::cp_async_commit();
-  simt::cp_async_wait<0>();
-  simt::fence_proxy_async();
-  simt::sync_threads();
-
-  float o[kD / 2] = {};
-  float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of rows g, g + 8
-  float l[2] = {0.0f, 0.0f};            // this thread's share of the running sums
-
-  for (int j = 0; j < kv_tiles; ++j) {
-    const int buf = j & 1;
-    if (j + 1 < kv_tiles) {
-      load_tile_sw128<T, kD, kHopperTile>(sk + (buf ^ 1) * kTileBytes, p.k + head, p.stride_s,
-                                          (j + 1) * kHopperTile, p.seq);
-      load_tile_sw128<T, kD, kHopperTile>(sv + (buf ^ 1) * kTileBytes, p.v + head, p.stride_s,
-                                          (j + 1) * kHopperTile, p.seq);
-      simt::cp_async_commit();
-    }
-    const unsigned char* kt = sk + buf * kTileBytes;
-    const unsigned char* vt = sv + buf * kTileBytes;
-
-    float s[kN / 2];
-    simt::wgmma_fence();
+  auto load_kv = [&](int tile) {
+    const int st = tile % kHopperStages;
+    load_tile_sw128<T, kD, kHopperTile>(sk + st * kTileBytes, p.k + head, p.stride_s, tile * kN, p.seq);
+    load_tile_sw128<T, kD, kHopperTile>(sv + st * kTileBytes, p.v + head, p.stride_s, tile * kN, p.seq);
+  };
+  auto issue_s = [&](float (&s)[kN / 2], int tile) {
+    const unsigned char* kt = sk + (tile % kHopperStages) * kTileBytes;
     HETPLAN_UNROLL
     for (int kk = 0; kk < kD / 16; ++kk)
       simt::wgmma_ss<T, kN, 0, 0>(s, kmajor_desc<kHopperTile>(sq, wg * 64, kk),
                                   kmajor_desc<kHopperTile>(kt, 0, kk), kk > 0);
-    simt::wgmma_commit();
-    simt::wgmma_wait<0>();
-    simt::fence_operand(s);
+  };
 
-    const int kv0 = j * kHopperTile;
-    const bool diagonal = p.causal && j == qt;
-    if (diagonal || kv0 + kHopperTile > p.seq) {
-      HETPLAN_UNROLL
-      for (int i = 0; i < kN / 2; ++i) {
-        const int key = kv0 + 8 * (i >> 2) + 2 * q + (i & 1);
-        const int query = row_base + 8 * ((i >> 1) & 1);
-        if (key >= p.seq || (diagonal && key > query)) s[i] = -INFINITY;
-      }
-    }
-
-    // Online softmax; rows g (r = 0) and g + 8 (r = 1), max over the quad.
-    float mx[2] = {-INFINITY, -INFINITY};
-    HETPLAN_UNROLL
-    for (int i = 0; i < kN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
-    float base[2], alpha[2];
-    HETPLAN_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], simt::shfl_xor(mx[r], 1));
-      mx[r] = fmaxf(mx[r], simt::shfl_xor(mx[r], 2));
-      const float m_new = fmaxf(m[r], mx[r] * p.scale_log2);
-      base[r] = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing unmasked yet
-      alpha[r] = simt::exp2_fast(m[r] - base[r]);
-      m[r] = m_new;
-      l[r] *= alpha[r];
-    }
-    HETPLAN_UNROLL
-    for (int i = 0; i < kD / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
-    HETPLAN_UNROLL
-    for (int i = 0; i < kN / 2; ++i) {
-      s[i] = simt::exp2_fast(s[i] * p.scale_log2 - base[(i >> 1) & 1]);
-      l[(i >> 1) & 1] += s[i];
-    }
-    uint32_t pa[kN / 16][4];
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kN / 16; ++kk) acc_to_a<T, kN>(s, kk, pa[kk]);
-
-    simt::wgmma_fence();
+  float o[kD / 2] = {};
+  uint32_t pa[kN / 16][4];
+  auto issue_pv = [&](int tile) {
+    const unsigned char* vt = sv + (tile % kHopperStages) * kTileBytes;
     HETPLAN_UNROLL
     for (int kk = 0; kk < kN / 16; ++kk)
       simt::wgmma_rs<T, kD, 1>(o, pa[kk], mnmajor_desc<kHopperTile>(vt, 0, kk), true);
+  };
+
+  load_tile_sw128<T, kD, kHopperTile>(sq, p.q + head, p.stride_s, q0, p.seq);
+  load_kv(0);
+  simt::cp_async_commit();
+  if (kv_tiles > 1) {
+    load_kv(1);
+    simt::cp_async_commit();
+    simt::cp_async_wait<1>();  // Q and tile 0
+  } else {
+    simt::cp_async_wait<0>();
+  }
+  simt::fence_proxy_async();
+  simt::sync_threads();
+
+  float m[2] = {-INFINITY, -INFINITY};  // running max (log2 units) of rows g, g + 8
+  float l[2] = {0.0f, 0.0f};            // this thread's share of the running sums
+  float alpha[2];
+  float s[kN / 2];
+  simt::wgmma_fence();
+  issue_s(s, 0);
+  simt::wgmma_commit();
+  simt::wgmma_wait<0>();
+  simt::fence_operand(s);
+  softmax_tile<kN>(s, m, l, alpha, 0, row_base, p.causal && qt == 0, p.seq, p.scale_log2);
+  HETPLAN_UNROLL
+  for (int kk = 0; kk < kN / 16; ++kk) acc_to_a<T, kN>(s, kk, pa[kk]);
+
+  // Steady state: every iteration has a next tile (straight-line code between a wgmma and its
+  // wait, which ptxas needs to keep the wgmmas asynchronous); the last tile's P V follows.
+  for (int j = 0; j + 1 < kv_tiles; ++j) {
+    simt::cp_async_wait<0>();   // tile j + 1 has landed (this thread's copies) ...
+    simt::fence_proxy_async();  // ... visible to the tensor cores ...
+    simt::sync_threads();       // ... everyone's; iteration j - 1 is over in every warp
+    if (j + 2 < kv_tiles) {
+      load_kv(j + 2);
+      simt::cp_async_commit();
+    }
+    simt::wgmma_fence();
+    issue_s(s, j + 1);
     simt::wgmma_commit();
+    issue_pv(j);
+    simt::wgmma_commit();
+    simt::wgmma_wait<1>();  // S_{j+1}; P_j V_j may still run
+    simt::fence_operand(s);
+    softmax_tile<kN>(s, m, l, alpha, (j + 1) * kN, row_base, p.causal && j + 1 == qt, p.seq,
+                     p.scale_log2);
     simt::wgmma_wait<0>();
     simt::fence_operand(o);
     simt::fence_operand(pa);
-
-    simt::cp_async_wait<0>();  // tile j + 1 has landed (this thread's copies) ...
-    simt::fence_proxy_async();  // ... visible to the tensor cores ...
-    simt::sync_threads();       // ... everyone's, and nobody still reads buffer `buf`
+    HETPLAN_UNROLL
+    for (int i = 0; i < kD / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
+    HETPLAN_UNROLL
+    for (int kk = 0; kk < kN / 16; ++kk) acc_to_a<T, kN>(s, kk, pa[kk]);
   }
+  simt::wgmma_fence();
+  issue_pv(kv_tiles - 1);
+  simt::wgmma_commit();
+  simt::wgmma_wait<0>();
+  simt::fence_operand(o);
+  simt::fence_operand(pa);
 
   HETPLAN_UNROLL
   for (int r = 0; r < 2; ++r) {
     l[r] += simt::shfl_xor(l[r], 1);
     l[r] += simt::shfl_xor(l[r], 2);
   }
-  // O through this warp's 16 rows of the Q tile (free: every wgmma reading it has retired).
+  // O through this warp's 16 rows of the Q tile: every wgmma reading Q has retired in this
+  // warpgroup, but the other may still run its last S, so first a barrier.
+  simt::sync_threads();
   store_acc_rows<T, kD>(o, 1.0f / l[0], 1.0f / l[1], reinterpret_cast<T*>(sq), warp * 16,
                         p.out + head, p.stride_s, q0 + warp * 16, p.seq);
   if (q == 0) {

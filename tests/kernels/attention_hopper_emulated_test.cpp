@@ -99,6 +99,11 @@ TEST(AttentionHopperEmulated, Bf16ShuffledSchedule) { check_hopper<bf16, 64>(1, 
 TEST(AttentionHopperEmulated, Bf16ShuffledScheduleEagerCopies) {
   check_hopper<bf16, 128>(1, 1, 260, false, true, 8, true);
 }
+// Five key tiles: every forward K/V buffer refilled at least once, under both schedules.
+TEST(AttentionHopperEmulated, Bf16FiveTilesShuffledEager) {
+  check_hopper<bf16, 64>(1, 1, 520, false, true, 9, true);
+  check_hopper<bf16, 64>(1, 1, 600, true, true, 10, false);
+}
 
 // The emulator's wgmma itself, on a case worked out by hand: A = identity rows (A[m][k] = 1 when
 // k == m % 16), B[k][n] = k + 16 (n % 16), integers below 256 (exact in bf16), so D[m][n] =
