@@ -29,7 +29,13 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
   const int n_tiles = static_cast<int>(ceil_div(p.seq, kQ));
   const int first = p.causal ? k0 / kQ : 0;  // earlier query tiles see none of these keys
   const int key_local = wg * 64 + wq * 16 + g;  // this thread's first key row in the block
-  const int col0 = wg * (kD / 2);               // this warpgroup's columns of dQ
+  // dQ = dS K in m64n64 products: for d = 128 warpgroup w takes columns 64 w .. + 63 over all
+  // 128 keys; for d = 64 it takes all columns over its own 64 keys (both then add to the same
+  // accumulator). Either way every operand starts at a 64-column block, the canonical layout.
+  constexpr bool kSplitKeys = kD == 64;
+  constexpr int kDqSteps = kSplitKeys ? 4 : kHopperTile / 16;
+  const int col0 = kSplitKeys ? 0 : wg * 64;
+  const int dq_kk0 = kSplitKeys ? 4 * wg : 0;
 
   load_tile_sw128<T, kD, kHopperTile>(sk, p.k + head, p.stride_s, k0, p.seq);
   load_tile_sw128<T, kD, kHopperTile>(sv, p.v + head, p.stride_s, k0, p.seq);
@@ -118,14 +124,13 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     // dV and dK run on while the warps meet at the barrier: all of dS^T is in shared memory.
     simt::sync_threads();
 
-    // dQ[:, col0 .. col0 + d/2) = dS K over the block's 128 keys: A = dS (dS^T stored, MN-major),
-    // B = K (MN-major).
-    float dq[kD / 4];
+    // dQ[:, col0 .. col0 + 64) (+)= dS K: A = dS (dS^T stored, MN-major), B = K (MN-major).
+    float dq[32];
     simt::wgmma_fence();
     HETPLAN_UNROLL
-    for (int kk = 0; kk < kHopperTile / 16; ++kk)
-      simt::wgmma_ss<T, kD / 2, 1, 1>(dq, mnmajor_desc<kHopperTile>(sds, 0, kk),
-                                      mnmajor_desc<kHopperTile>(sk, col0, kk), kk > 0);
+    for (int kk = 0; kk < kDqSteps; ++kk)
+      simt::wgmma_ss<T, 64, 1, 1>(dq, mnmajor_desc<kHopperTile>(sds, 0, dq_kk0 + kk),
+                                  mnmajor_desc<kHopperTile>(sk, col0, dq_kk0 + kk), kk > 0);
     simt::wgmma_commit();
     simt::wgmma_wait<0>();  // dV, dK and dQ
     simt::fence_operand(dv);
@@ -138,7 +143,7 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     // columns of one row (even q: row g, odd q: row g + 8).
     const bool even = (q & 1) == 0;
     HETPLAN_UNROLL
-    for (int j = 0; j < kD / 16; ++j) {
+    for (int j = 0; j < 8; ++j) {
       const float give0 = even ? dq[4 * j + 2] : dq[4 * j];
       const float give1 = even ? dq[4 * j + 3] : dq[4 * j + 1];
       const float got0 = simt::shfl_xor(give0, 1), got1 = simt::shfl_xor(give1, 1);

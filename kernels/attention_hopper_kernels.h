@@ -18,9 +18,10 @@
 //   S^T = K Q^T, dP^T = V dO^T      wgmma_ss m64n64 (all K-major)
 //   P^T = exp(scale S^T - lse), dS^T = P^T (dP^T - D)    in registers; dS^T also to shared
 //   dV += P^T dO, dK += dS^T Q      wgmma_rs m64n{d}, B = dO, Q (MN-major)
-//   dQ_tile += dS K                 wgmma_ss m64n{d/2}: warpgroup w takes half the columns of dQ
-//                                   over all 128 keys, A = dS (dS^T stored: MN-major), B = K
-//                                   (MN-major); added to the fp32 accumulator with 16-byte atomics.
+//   dQ_tile += dS K                 wgmma_ss m64n64: warpgroup w takes half the columns of dQ
+//                                   over all 128 keys (d = 128) or all columns over its 64 keys
+//                                   (d = 64), A = dS (dS^T stored: MN-major), B = K (MN-major);
+//                                   added to the fp32 accumulator with 16-byte atomics.
 #pragma once
 
 #include <cmath>
