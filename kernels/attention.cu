@@ -60,23 +60,13 @@ void check_aligned(std::initializer_list<const void*> pointers) {
       throw std::invalid_argument("attention: tensors must be 16-byte aligned");
 }
 
-// The wgmma kernels run on compute capability 9.0 exactly (sm_90a code runs nowhere else) when
-// they were built; HETPLAN_ATTENTION_KERNEL=mma forces the mma.sync kernels (for comparison).
+// HETPLAN_ATTENTION_KERNEL=mma forces the mma.sync kernels (for comparison).
 bool use_hopper() {
-#if defined(HETPLAN_HOPPER_ATTENTION)
   static const bool forced_off = [] {
     const char* v = std::getenv("HETPLAN_ATTENTION_KERNEL");
     return v != nullptr && std::strcmp(v, "mma") == 0;
   }();
-  if (forced_off) return false;
-  int device = 0, major = 0, minor = 0;
-  HETPLAN_CUDA_CHECK(cudaGetDevice(&device));
-  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major == 9 && minor == 0;
-#else
-  return false;
-#endif
+  return !forced_off && hopper_attention_available();
 }
 
 template <class T, int kD>
@@ -113,6 +103,25 @@ void launch_backward(const AttentionParams<T>& p, cudaStream_t stream) {
 }
 
 }  // namespace
+
+// sm_90a code runs on compute capability 9.0 exactly.
+bool hopper_attention_available() {
+#if defined(HETPLAN_HOPPER_ATTENTION)
+  int device = 0, major = 0, minor = 0;
+  HETPLAN_CUDA_CHECK(cudaGetDevice(&device));
+  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
+#else
+  return false;
+#endif
+}
+
+#if !defined(HETPLAN_HOPPER_ATTENTION)
+std::vector<float> wgmma_selftest_run() {
+  throw std::invalid_argument("wgmma self-test: the sm_90a kernels were not built");
+}
+#endif
 
 float AttentionShape::softmax_scale() const {
   return scale != 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));

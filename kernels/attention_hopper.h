@@ -6,6 +6,8 @@
 
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "kernels/attention_kernels.h"
 
 namespace hetplan::kernels {
@@ -14,5 +16,11 @@ template <class T>
 void attention_forward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream);
 template <class T>
 void attention_backward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream);
+
+// Whether the wgmma kernels were built and the current device runs them (compute capability 9.0).
+bool hopper_attention_available();
+// Runs kernels/wgmma_selftest.h on the current device (which must be one where
+// hopper_attention_available()) and returns its output.
+std::vector<float> wgmma_selftest_run();
 
 }  // namespace hetplan::kernels

@@ -78,6 +78,8 @@ HETPLAN_DEVICE void fence_operand(float (&r)[N]) {
 #if defined(__CUDACC__)
   HETPLAN_UNROLL
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+#else
+  (void)r;
 #endif
 }
 template <int K>
@@ -87,6 +89,8 @@ HETPLAN_DEVICE void fence_operand(uint32_t (&r)[K][4]) {
   for (int k = 0; k < K; ++k)
     HETPLAN_UNROLL
     for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(r[k][i])::"memory");
+#else
+  (void)r;
 #endif
 }
 

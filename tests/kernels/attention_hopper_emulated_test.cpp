@@ -11,6 +11,7 @@
 #include "kernels/emulator/simt_emulator.h"
 #include "kernels/reference/attention_reference.h"
 #include "kernels/simt_wgmma.h"
+#include "kernels/wgmma_selftest.h"
 #include "tests/kernels/emulated.h"
 
 namespace hetplan::kernels {
@@ -105,62 +106,23 @@ TEST(AttentionHopperEmulated, Bf16FiveTilesShuffledEager) {
   check_hopper<bf16, 64>(1, 1, 600, true, true, 10, false);
 }
 
-// The emulator's wgmma itself, on a case worked out by hand: A = identity rows (A[m][k] = 1 when
-// k == m % 16), B[k][n] = k + 16 (n % 16), integers below 256 (exact in bf16), so D[m][n] =
-// (m % 16) + 16 (n % 16);
-// B is read once K-major and once MN-major from tiles written with sw128_offset, and A once from
-// registers. A wrong swizzle, stride or fragment layout gives other integers.
-TEST(WgmmaEmulated, DescriptorsAndFragmentsMatchHandComputedProduct) {
-  constexpr int kN = 64;
-  std::vector<float> got(128 * kN / 2 * 3, NAN);
+// The emulator's wgmma itself on the known-answer test of kernels/wgmma_selftest.h (the GPU
+// test KernelProperties.WgmmaOperandFormsGiveTheKnownProduct runs the same code on the hardware).
+TEST(WgmmaEmulated, OperandFormsGiveTheKnownProduct) {
+  std::vector<float> out(static_cast<size_t>(kWgmmaSelftestForms) * 128 * kWgmmaSelftestFloats, NAN);
   LaunchShape one;
   one.block = 128;
-  one.smem = 3 * 8192 + 1024;
-  emulate(one, [&] {
-    unsigned char* smem = hopper_smem();
-    unsigned char* a_tile = smem;             // A: 64 rows (m) x 16 columns (k), K-major
-    unsigned char* b_kmaj = smem + 8192;      // B^T: 64 rows (n) x 16 columns (k)
-    unsigned char* b_mnmaj = smem + 2 * 8192; // B: 16 rows (k) x 64 columns (n)
-    const int t = simt::thread_x();
-    for (int i = t; i < 64 * 16; i += 128) {
-      const int r = i / 16, c = i % 16;
-      const uint16_t one_or_zero = simt::from_f32<bf16>(c == r % 16 ? 1.0f : 0.0f).bits;
-      std::memcpy(a_tile + simt::sw128_offset(64, r, c), &one_or_zero, 2);
-      const uint16_t bkn = simt::from_f32<bf16>(static_cast<float>(c + 16 * (r % 16))).bits;  // n = r, k = c
-      std::memcpy(b_kmaj + simt::sw128_offset(64, r, c), &bkn, 2);
-      const int k = i / 64, nn = i % 64;
-      const uint16_t bmn = simt::from_f32<bf16>(static_cast<float>(k + 16 * (nn % 16))).bits;
-      std::memcpy(b_mnmaj + simt::sw128_offset(16, k, nn), &bmn, 2);
-    }
-    simt::sync_threads();
-    float d0[kN / 2], d1[kN / 2], d2[kN / 2];
-    simt::wgmma_ss<bf16, kN, 0, 0>(d0, simt::wgmma_desc(a_tile, 16, 1024),
-                                   simt::wgmma_desc(b_kmaj, 16, 1024), false);
-    simt::wgmma_ss<bf16, kN, 0, 1>(d1, simt::wgmma_desc(a_tile, 16, 1024),
-                                   simt::wgmma_desc(b_mnmaj, 16 * 128, 1024), false);
-    // A fragment of identity rows: a0 (row g, k 2q, 2q+1), a1 (row g+8), a2/a3 (k + 8).
-    const int lane = t % 32, g = lane / 4, q = lane % 4;
-    auto ident = [](int row, int k) { return row == k ? 1.0f : 0.0f; };
-    const uint32_t a[4] = {simt::pack2<bf16>(ident(g, 2 * q), ident(g, 2 * q + 1)),
-                           simt::pack2<bf16>(ident(g + 8, 2 * q), ident(g + 8, 2 * q + 1)),
-                           simt::pack2<bf16>(ident(g, 2 * q + 8), ident(g, 2 * q + 9)),
-                           simt::pack2<bf16>(ident(g + 8, 2 * q + 8), ident(g + 8, 2 * q + 9))};
-    simt::wgmma_rs<bf16, kN, 0>(d2, a, simt::wgmma_desc(b_kmaj, 16, 1024), false);
-    simt::wgmma_commit();
-    simt::wgmma_wait<0>();
-    for (int i = 0; i < kN / 2; ++i) {
-      got[static_cast<size_t>((0 * 128 + t) * kN / 2 + i)] = d0[i];
-      got[static_cast<size_t>((1 * 128 + t) * kN / 2 + i)] = d1[i];
-      got[static_cast<size_t>((2 * 128 + t) * kN / 2 + i)] = d2[i];
-    }
-  });
-  for (int which = 0; which < 3; ++which)
+  one.smem = kWgmmaSelftestSmem;
+  emulate(one, [&] { wgmma_selftest_block(out.data()); });
+  const int n_of_form[kWgmmaSelftestForms] = {64, 128, 64};
+  for (int form = 0; form < kWgmmaSelftestForms; ++form)
     for (int t = 0; t < 128; ++t)
-      for (int i = 0; i < kN / 2; ++i) {
-        const int g = (t % 32) / 4, q = t % 4;
-        const int row = 16 * (t / 32) + g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * q + (i & 1);
-        ASSERT_EQ(got[static_cast<size_t>((which * 128 + t) * kN / 2 + i)], (row % 16) + 16 * (col % 16))
-            << "operand form " << which << " thread " << t << " element " << i;
+      for (int i = 0; i < n_of_form[form] / 2; ++i) {
+        int m = 0, n = 0;
+        wgmma_selftest_position(t, i, m, n);
+        ASSERT_EQ(out[static_cast<size_t>((form * 128 + t) * kWgmmaSelftestFloats + i)],
+                  wgmma_selftest_expected(m, n))
+            << "form " << form << " thread " << t << " element " << i;
       }
 }
 
