@@ -111,7 +111,12 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
       simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c + 8), sa[kk][3]);
     }
 
-    // dV += P^T dO, dK += dS^T Q (B: the 64 x d tiles, MN-major).
+    // dV += P^T dO, dK += dS^T Q (B: the 64 x d tiles, MN-major). The fences pin the registers
+    // the tensor cores own until the wait below (CUTLASS's warpgroup_fence_operand).
+    simt::fence_operand(dv);
+    simt::fence_operand(dk);
+    simt::fence_operand(pa);
+    simt::fence_operand(sa);
     simt::wgmma_fence();
     HETPLAN_UNROLL
     for (int kk = 0; kk < kQ / 16; ++kk)
@@ -120,6 +125,10 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     for (int kk = 0; kk < kQ / 16; ++kk)
       simt::wgmma_rs<T, kD, 1>(dk, sa[kk], mnmajor_desc<kQ>(qt, 0, kk), true);
     simt::wgmma_commit();
+    simt::fence_operand(dv);
+    simt::fence_operand(dk);
+    simt::fence_operand(pa);
+    simt::fence_operand(sa);
     simt::fence_proxy_async();  // dS^T (ordinary stores) is read by wgmma next
     // dV and dK run on while the warps meet at the barrier: all of dS^T is in shared memory.
     simt::sync_threads();
@@ -132,6 +141,7 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
       simt::wgmma_ss<T, 64, 1, 1>(dq, mnmajor_desc<kHopperTile>(sds, 0, dq_kk0 + kk),
                                   mnmajor_desc<kHopperTile>(sk, col0, dq_kk0 + kk), kk > 0);
     simt::wgmma_commit();
+    simt::fence_operand(dq);
     simt::wgmma_wait<0>();  // dV, dK and dQ
     simt::fence_operand(dv);
     simt::fence_operand(dk);

@@ -235,11 +235,19 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
       load_kv(j + 2);
       simt::cp_async_commit();
     }
+    // The fences around the issue pin the accumulators and P's registers in place while the
+    // tensor cores own them (CUTLASS's warpgroup_fence_operand), so that the compiler neither
+    // moves nor reuses them before the waits.
+    simt::fence_operand(o);
+    simt::fence_operand(pa);
     simt::wgmma_fence();
     issue_s(s, j + 1);
     simt::wgmma_commit();
     issue_pv(j);
     simt::wgmma_commit();
+    simt::fence_operand(s);
+    simt::fence_operand(o);
+    simt::fence_operand(pa);
     simt::wgmma_wait<1>();  // S_{j+1}; P_j V_j may still run
     simt::fence_operand(s);
     softmax_tile<kN>(s, m, l, alpha, (j + 1) * kN, row_base, p.causal && j + 1 == qt, p.seq,
@@ -252,9 +260,13 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
     HETPLAN_UNROLL
     for (int kk = 0; kk < kN / 16; ++kk) acc_to_a<T, kN>(s, kk, pa[kk]);
   }
+  simt::fence_operand(o);
+  simt::fence_operand(pa);
   simt::wgmma_fence();
   issue_pv(kv_tiles - 1);
   simt::wgmma_commit();
+  simt::fence_operand(o);
+  simt::fence_operand(pa);
   simt::wgmma_wait<0>();
   simt::fence_operand(o);
   simt::fence_operand(pa);
