@@ -1,6 +1,7 @@
 // A CPU emulator of CUDA's execution model, just wide enough to run this folder's kernels in CPU
 // tests: every thread of a block is a fiber (ucontext) in one OS thread; __syncthreads, warp
-// shuffles, ldmatrix, mma.sync and cp.async are emulated from the PTX ISA's definitions.
+// shuffles, ldmatrix, mma.sync, cp.async and wgmma (simt_wgmma.cpp) are emulated from the PTX
+// ISA's definitions.
 //
 // Why: no GPU in CI (or on the development machine), and index math is where kernels go wrong.
 // Under emulation a kernel runs its real code on small inputs and is compared with its reference;
