@@ -8,6 +8,7 @@ CommandRunner declare_clusters(CLI::App& app);
 CommandRunner declare_predict(CLI::App& app);
 CommandRunner declare_search(CLI::App& app);
 CommandRunner declare_fit(CLI::App& app);
+CommandRunner declare_model_info(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
@@ -17,6 +18,8 @@ const std::vector<CommandSpec>& all_commands() {
       {"search", "Search ranked training strategies for a model on a cluster", declare_search},
       {"fit", "Fit calibration files into a profile and score the fit on held-out shapes",
        declare_fit},
+      {"model-info", "Print every layer of a model with all its fields (JSON for other tools)",
+       declare_model_info},
   };
   return kCommands;
 }
