@@ -7,6 +7,7 @@ CommandRunner declare_models(CLI::App& app);
 CommandRunner declare_clusters(CLI::App& app);
 CommandRunner declare_predict(CLI::App& app);
 CommandRunner declare_search(CLI::App& app);
+CommandRunner declare_import(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
@@ -14,6 +15,8 @@ const std::vector<CommandSpec>& all_commands() {
       {"clusters", "List the GPU, node and cluster presets", declare_clusters},
       {"predict", "Predict one strategy's iteration time, throughput, MFU and memory", declare_predict},
       {"search", "Search ranked training strategies for a model on a cluster", declare_search},
+      {"import", "Import training logs (measurements) or other tools' profiles (calibration)",
+       declare_import},
   };
   return kCommands;
 }
