@@ -8,6 +8,7 @@ CommandRunner declare_clusters(CLI::App& app);
 CommandRunner declare_predict(CLI::App& app);
 CommandRunner declare_search(CLI::App& app);
 CommandRunner declare_import(CLI::App& app);
+CommandRunner declare_export(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
@@ -17,6 +18,8 @@ const std::vector<CommandSpec>& all_commands() {
       {"search", "Search ranked training strategies for a model on a cluster", declare_search},
       {"import", "Import training logs (measurements) or other tools' profiles (calibration)",
        declare_import},
+      {"export", "Write a strategy as Megatron-LM arguments, a DeepSpeed or a torchtitan config",
+       declare_export},
   };
   return kCommands;
 }
