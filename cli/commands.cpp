@@ -9,6 +9,8 @@ CommandRunner declare_predict(CLI::App& app);
 CommandRunner declare_search(CLI::App& app);
 CommandRunner declare_fit(CLI::App& app);
 CommandRunner declare_model_info(CLI::App& app);
+CommandRunner declare_import(CLI::App& app);
+CommandRunner declare_export(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
@@ -20,6 +22,10 @@ const std::vector<CommandSpec>& all_commands() {
        declare_fit},
       {"model-info", "Print every layer of a model with all its fields (JSON for other tools)",
        declare_model_info},
+      {"import", "Import training logs (measurements) or other tools' profiles (calibration)",
+       declare_import},
+      {"export", "Write a strategy as Megatron-LM arguments, a DeepSpeed or a torchtitan config",
+       declare_export},
   };
   return kCommands;
 }
