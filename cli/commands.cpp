@@ -9,6 +9,7 @@ CommandRunner declare_predict(CLI::App& app);
 CommandRunner declare_search(CLI::App& app);
 CommandRunner declare_fit(CLI::App& app);
 CommandRunner declare_model_info(CLI::App& app);
+CommandRunner declare_measure(CLI::App& app);
 CommandRunner declare_import(CLI::App& app);
 CommandRunner declare_export(CLI::App& app);
 
@@ -22,6 +23,8 @@ const std::vector<CommandSpec>& all_commands() {
        declare_fit},
       {"model-info", "Print every layer of a model with all its fields (JSON for other tools)",
        declare_model_info},
+      {"measure", "Time real training iterations of a strategy with the PyTorch reference harness",
+       declare_measure},
       {"import", "Import training logs (measurements) or other tools' profiles (calibration)",
        declare_import},
       {"export", "Write a strategy as Megatron-LM arguments, a DeepSpeed or a torchtitan config",
