@@ -26,6 +26,8 @@ import os
 import socket
 import sys
 
+sys.dont_write_bytecode = True  # keep the source tree clean
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from reference import spec  # noqa: E402  (pure Python; torch is imported only when running)

@@ -13,6 +13,8 @@ import json
 import os
 import subprocess
 import sys
+
+sys.dont_write_bytecode = True  # keep the source tree clean
 import tempfile
 import unittest
 
