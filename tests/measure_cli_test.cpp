@@ -98,7 +98,7 @@ TEST(ReferenceHarness, PythonTestsPass) {
   std::string python = python_with_torch();
   if (python.empty()) python = "python3";  // the torch tests skip themselves
   const std::string cmd = "cd " + kRoot.string() + " && HETPLAN_BINARY=" + HETPLAN_BINARY + " " +
-                          python + " -m unittest tests/python/test_reference_harness.py 2>&1";
+                          python + " -B -m unittest discover -s tests/python -p 'test_*.py' 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;
