@@ -20,7 +20,12 @@ from .model import Model, init_weights
 
 
 class MixedPrecisionAdam:
-    def __init__(self, model, lr=1e-4, weight_decay=0.1):
+    """Flat buffers as Megatron-LM keeps them: every bf16 parameter is a view into one bf16
+    buffer, its fp32 main gradient a view into one fp32 buffer, and fused AdamW steps one fp32
+    master copy of the whole buffer (then one copy back to bf16 and one zeroing of the grads).
+    `pad_to`: buffer lengths rounded up to a multiple (for sharding over data-parallel ranks)."""
+
+    def __init__(self, model, lr=1e-4, weight_decay=0.1, pad_to=1):
         seen = set()
         self.params = []
         for p in model.parameters():
@@ -28,29 +33,38 @@ class MixedPrecisionAdam:
                 seen.add(id(p))
                 self.params.append(p)
         total = sum(p.numel() for p in self.params)
+        self.numel = (total + pad_to - 1) // pad_to * pad_to
         device = self.params[0].device
-        self.flat_grad = torch.zeros(total, dtype=torch.float32, device=device)
-        self.masters = []
+        self.flat_param = torch.zeros(self.numel, dtype=self.params[0].dtype, device=device)
+        self.flat_grad = torch.zeros(self.numel, dtype=torch.float32, device=device)
         self.hooks = []
-        self.fused = True
-        offset = 0
         self.use_hooks = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
-        for p in self.params:
-            n = p.numel()
-            main_grad = self.flat_grad[offset:offset + n].view_as(p)
-            offset += n
-            master = p.detach().float().clone()
-            master.grad = main_grad
-            p.main_grad = main_grad
-            self.masters.append(master)
-            if self.use_hooks:
-                self.hooks.append(p.register_post_accumulate_grad_hook(self._accumulate))
+        offset = 0
+        with torch.no_grad():
+            for p in self.params:
+                n = p.numel()
+                view = self.flat_param[offset:offset + n].view_as(p)
+                view.copy_(p)
+                p.data = view  # the parameter now lives in the flat buffer
+                p.main_grad = self.flat_grad[offset:offset + n].view_as(p)
+                offset += n
+                if self.use_hooks:
+                    self.hooks.append(p.register_post_accumulate_grad_hook(self._accumulate))
+        self.fused = True
+        self.opt = self.make_optimizer(lr, weight_decay)
+
+    def make_optimizer(self, lr, weight_decay):
+        self.master = torch.empty(self.numel, dtype=torch.float32, device=self.flat_param.device)
+        self.master.copy_(self.flat_param)
+        self.master.grad = self.flat_grad
+        return self.adamw([self.master], lr, weight_decay)
+
+    def adamw(self, params, lr, weight_decay):
         try:
-            self.opt = torch.optim.AdamW(self.masters, lr=lr, weight_decay=weight_decay,
-                                         fused=True)
-        except (RuntimeError, TypeError):
+            return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
+        except (RuntimeError, TypeError, ValueError):
             self.fused = False
-            self.opt = torch.optim.AdamW(self.masters, lr=lr, weight_decay=weight_decay)
+            return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
 
     @staticmethod
     def _accumulate(p):
@@ -69,11 +83,7 @@ class MixedPrecisionAdam:
     def step(self):
         self.opt.step()
         with torch.no_grad():
-            if hasattr(torch, "_foreach_copy_"):
-                torch._foreach_copy_(self.params, self.masters)
-            else:
-                for p, m in zip(self.params, self.masters):
-                    p.copy_(m)
+            self.flat_param.copy_(self.master)
         self.flat_grad.zero_()
 
     def close(self):
@@ -291,8 +301,9 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
         result["oom"] = True
         notes.append("out of memory: " + str(e).splitlines()[0][:200])
         log(f"  {cfg.label}: out of memory")
-    except RuntimeError as e:
-        result["error"] = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+    except Exception as e:  # noqa: BLE001 (one failed configuration must not end the sweep)
+        text = str(e).splitlines()[0][:300] if str(e) else ""
+        result["error"] = f"{type(e).__name__}: {text}"
         log(f"  {cfg.label}: failed: {result['error']}")
     finally:
         if opt is not None:

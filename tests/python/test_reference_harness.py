@@ -182,7 +182,11 @@ class TinyModels(unittest.TestCase):
             self.assertGreater(float(opt.flat_grad.abs().sum()), 0)
             for p in opt.params:
                 self.assertIsNone(p.grad)
+            before = m.blocks[0].mlp.fc1.weight.detach().clone()
             opt.step()
+            # The step reached the parameter through the flat buffer, and the grads were zeroed.
+            self.assertFalse(torch.equal(before, m.blocks[0].mlp.fc1.weight))
+            self.assertEqual(float(opt.flat_grad.abs().sum()), 0)
             losses.append(float(loss) * 2)
         self.assertTrue(all(l == l for l in losses))  # finite
         return losses
