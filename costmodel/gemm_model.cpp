@@ -22,7 +22,7 @@ constexpr size_t kNeighbours = 24;
 constexpr double kBandwidth = 1.0;       // Gaussian kernel width, log2 units
 constexpr double kLayoutDistance = 0.5;  // another operand layout counts as this far away
 constexpr double kSlopeRidge = 0.05;     // shrinks slopes towards 0 (a weighted mean)
-constexpr double kLayoutRidge = 0.02;    // shrinks layout offsets towards 0
+constexpr double kLayoutRidge = 0.002;   // keeps layout offsets defined (relative ridge)
 constexpr double kFadeStart = 2.5;       // beyond this distance the correction fades out
 constexpr double kFadeScale = 2.0;
 
@@ -88,7 +88,8 @@ bool local_fit(const std::vector<Row>& rows, size_t n, Coefficients& out) {
   }
   if (!(wsum > 0)) return false;
   for (size_t j = 1; j < 5; ++j) a[j][j] += kSlopeRidge * wsum;
-  for (size_t j = 5; j < n; ++j) a[j][j] += kLayoutRidge * wsum;
+  // A layout's offset is shrunk relative to the weight of its own points (a[j][j]).
+  for (size_t j = 5; j < n; ++j) a[j][j] *= 1 + kLayoutRidge;
   out = b;
   return solve(a, out, n);
 }
