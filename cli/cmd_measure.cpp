@@ -119,7 +119,9 @@ CommandRunner declare_measure(CLI::App& app) {
     if (devices > 1 && !o->dry_run)
       cmd += fmt::format("-m torch.distributed.run --standalone --nproc-per-node={} ", devices);
     cmd += quote(harness.string()) + " --model-info " + quote(info_path.string()) +
-           " --strategy " + quote(strategy_path.string()) + " --model-name " + quote(o->model);
+           " --strategy " + quote(strategy_path.string()) +
+           // The name `hetplan predict --json` writes, which `hetplan report` matches on.
+           " --model-name " + quote(model.name);
     if (o->dry_run) {
       cmd += " --dry-run";
     } else {
