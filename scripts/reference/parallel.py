@@ -143,9 +143,9 @@ class _Stage(nn.Module):
                                                                       min(last, n_layers - 2) + 1))
         self.head = full.head if last == n_layers - 1 else None
         if self.head is not None and self.embedding is None and self.head.output is None:
-            w = full.embedding.word.weight.detach().clone()
-            self.head.output = nn.Linear(w.shape[1], w.shape[0], bias=False)
-            self.head.output.weight = nn.Parameter(w)  # untied across stages
+            rows, hidden = full.embedding.word.weight.shape
+            with torch.device("meta"):  # untied across stages: the last stage gets its own table
+                self.head.output = nn.Linear(hidden, rows, bias=False)
         self.recompute = full.recompute
 
     def forward(self, x):
@@ -175,11 +175,15 @@ def _pipeline(cfg, device, rank, world, seed):
     with torch.device("meta"):
         full = Model(cfg.info, flash=s["flash_attention"], recompute=s["recompute"])
     stages, params = [], []
+    mb, seq, hidden = s["micro_batch"], cfg.info["seq_len"], cfg.info["layers"][0]["hidden"]
     for v in range(rank, virtual, world):
         module = _Stage(full, ranges[v][0], ranges[v][1], n_layers)
         module = module.to(dtype=torch.bfloat16).to_empty(device=device)
         init_weights(module)
-        stages.append(pl.PipelineStage(module, v, virtual, device))
+        # An example input of one micro-batch (torch 2.4 needs it; later versions infer it).
+        example = torch.zeros(mb, seq, dtype=torch.long, device=device) if ranges[v][0] == 0 \
+            else torch.zeros(mb, seq, hidden, dtype=torch.bfloat16, device=device)
+        stages.append(pl.PipelineStage(module, v, virtual, device, input_args=(example,)))
         params.append(module)
     holder = nn.ModuleList(params)
     opt = MixedPrecisionAdam(holder)
@@ -199,7 +203,7 @@ def _pipeline(cfg, device, rank, world, seed):
 
     def step():
         if rank == 0:
-            schedule.step(tokens, target=target if world == 1 else None)
+            schedule.step(tokens)
         elif rank == world - 1:
             schedule.step(target=target)
         else:
