@@ -56,8 +56,15 @@ CONFIGS = [
 QUICK = [0, 1, 3, 6, 7, 10, 13, 15, 18]
 
 
+# hetplan finds the shipped priors and the harness through its build-time source path unless told;
+# the sweep may run from a copy of the repository elsewhere (a GPU machine).
+ENV = dict(os.environ)
+ENV.setdefault("HETPLAN_CALIBRATION_DIR", os.path.join(ROOT, "calibration_data"))
+ENV.setdefault("HETPLAN_SCRIPTS_DIR", os.path.join(ROOT, "scripts"))
+
+
 def run(cmd, **kw):
-    return subprocess.run(cmd, check=True, text=True, **kw)
+    return subprocess.run(cmd, check=True, text=True, env=ENV, **kw)
 
 
 def hetplan_json(hetplan, args):

@@ -15,7 +15,14 @@
 namespace hetplan {
 namespace {
 
-const std::filesystem::path kRoot = HETPLAN_SOURCE_DIR;
+// The source tree: where it was built, or the working directory when the tests run from a copy
+// of the repository elsewhere (a GPU machine).
+std::filesystem::path source_root() {
+  const std::filesystem::path built = HETPLAN_SOURCE_DIR;
+  if (std::filesystem::exists(built / "scripts" / "reference_train.py")) return built;
+  return std::filesystem::current_path();
+}
+const std::filesystem::path kRoot = source_root();
 
 int shell(const std::string& cmd) {
   const int status = std::system(cmd.c_str());
