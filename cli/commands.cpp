@@ -12,6 +12,11 @@ CommandRunner declare_merge(CLI::App& app);
 CommandRunner declare_calibrate_collectives(CLI::App& app);
 CommandRunner declare_fit_collectives(CLI::App& app);
 CommandRunner declare_serve(CLI::App& app);
+CommandRunner declare_fit(CLI::App& app);
+CommandRunner declare_model_info(CLI::App& app);
+CommandRunner declare_measure(CLI::App& app);
+CommandRunner declare_import(CLI::App& app);
+CommandRunner declare_export(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
@@ -31,6 +36,16 @@ const std::vector<CommandSpec>& all_commands() {
        "Fit latency and bandwidth (two regimes) per collective, group and link from calibrations",
        declare_fit_collectives},
       {"serve", "Place a model for serving on heterogeneous GPUs by max flow (Helix)", declare_serve},
+      {"fit", "Fit calibration files into a profile and score the fit on held-out shapes",
+       declare_fit},
+      {"model-info", "Print every layer of a model with all its fields (JSON for other tools)",
+       declare_model_info},
+      {"measure", "Time real training iterations of a strategy with the PyTorch reference harness",
+       declare_measure},
+      {"import", "Import training logs (measurements) or other tools' profiles (calibration)",
+       declare_import},
+      {"export", "Write a strategy as Megatron-LM arguments, a DeepSpeed or a torchtitan config",
+       declare_export},
   };
   return kCommands;
 }

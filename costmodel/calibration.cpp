@@ -328,6 +328,48 @@ HostDeviceMeasurement host_device_from_json(ObjectReader r) {
   return m;
 }
 
+Json to_json(const LayerForwardMeasurement& m) {
+  return {{"model", m.model},   {"entry", m.entry},       {"layer", m.layer},
+          {"kind", m.kind},     {"hidden", m.hidden},     {"heads", m.heads},
+          {"seq_len", m.seq_len}, {"vocab", m.vocab},     {"micro_batch", m.micro_batch},
+          {"tp", m.tp},         {"dtype", to_string(m.dtype)}, {"forward", to_json(m.forward_s)}};
+}
+
+LayerForwardMeasurement layer_forward_from_json(ObjectReader r) {
+  LayerForwardMeasurement m;
+  m.model = r.string("model");
+  m.entry = r.integer("entry");
+  m.layer = r.integer_or("layer", -1);
+  m.kind = r.choice("kind", {"embedding", "transformer", "lm_head", "other"});
+  m.hidden = r.integer_or("hidden", 0);
+  m.heads = r.integer_or("heads", 0);
+  m.seq_len = r.integer_or("seq_len", 0);
+  m.vocab = r.integer_or("vocab", 0);
+  m.micro_batch = r.positive_integer_or("micro_batch", 1);
+  m.tp = r.positive_integer_or("tp", 1);
+  m.dtype = read_dtype(r, "dtype");
+  m.forward_s = distribution_from_json(r.object("forward"));
+  if (m.entry < 0 || m.layer < -1) r.fail("entry", "expected entry >= 0 and layer >= -1");
+  r.finish();
+  return m;
+}
+
+Json to_json(const ServingLayerMeasurement& m) {
+  return {{"model", m.model}, {"phase", m.phase}, {"tokens", m.tokens}, {"gpus", m.gpus},
+          {"time", to_json(m.time_s)}};
+}
+
+ServingLayerMeasurement serving_layer_from_json(ObjectReader r) {
+  ServingLayerMeasurement m;
+  m.model = r.string("model");
+  m.phase = r.choice("phase", {"prompt", "decode"});
+  m.tokens = r.positive_integer("tokens");
+  m.gpus = r.positive_integer_or("gpus", 1);
+  m.time_s = distribution_from_json(r.object("time"));
+  r.finish();
+  return m;
+}
+
 namespace {
 
 Json priors_to_json(const DatasheetPriors& p) {
@@ -388,6 +430,10 @@ Json to_json(const CalibrationFile& f) {
   j["collectives"] = list_to_json(f.collectives);
   j["p2p"] = list_to_json(f.p2p);
   j["host_device"] = list_to_json(f.host_device);
+  // Imported sections are written only when present, so files without them stay readable by
+  // readers that predate them.
+  if (!f.layer_forward.empty()) j["layer_forward"] = list_to_json(f.layer_forward);
+  if (!f.serving_layer.empty()) j["serving_layer"] = list_to_json(f.serving_layer);
   Json failures = Json::array();
   for (const auto& fm : f.failures) failures.push_back({{"what", fm.what}, {"error", fm.error}});
   j["failures"] = failures;
@@ -416,6 +462,10 @@ CalibrationFile calibration_from_document(const Document& doc) {
   f.collectives = read_list<CollectiveMeasurement>(r, "collectives", collective_from_json);
   f.p2p = read_list<P2pMeasurement>(r, "p2p", p2p_from_json);
   f.host_device = read_list<HostDeviceMeasurement>(r, "host_device", host_device_from_json);
+  f.layer_forward =
+      read_list<LayerForwardMeasurement>(r, "layer_forward", layer_forward_from_json);
+  f.serving_layer =
+      read_list<ServingLayerMeasurement>(r, "serving_layer", serving_layer_from_json);
   for (auto& item : r.objects_or_empty("failures")) {
     f.failures.push_back({item.string("what"), item.string("error")});
     item.finish();
@@ -473,6 +523,8 @@ void merge_calibration(CalibrationFile& into, const CalibrationFile& other_in) {
   append(into.collectives, other.collectives);
   append(into.p2p, other.p2p);
   append(into.host_device, other.host_device);
+  append(into.layer_forward, other.layer_forward);
+  append(into.serving_layer, other.serving_layer);
   append(into.failures, other.failures);
   const std::string note = fmt::format("merged {} (source {}, host {}, date {})",
                                        other.origin.empty() ? "a file" : other.origin,

@@ -117,6 +117,29 @@ struct HostDeviceMeasurement {
   std::vector<std::string> gpus;  // the GPU's kind; may be empty
 };
 
+// One layer's forward time imported from another tool's per-layer profile (AMP's known-cost
+// arrays): one record per entry of the tool's layer list, with the hetplan layer it maps to.
+struct LayerForwardMeasurement {
+  std::string model;    // the tool's model name, e.g. "gpt2"
+  int64_t entry = 0;    // index in the tool's layer list
+  int64_t layer = -1;   // hetplan layer index it belongs to; -1 when it maps to none
+  std::string kind;     // "embedding", "transformer", "lm_head" or "other"
+  int64_t hidden = 0, heads = 0, seq_len = 0, vocab = 0;  // 0 where not applicable or unknown
+  int64_t micro_batch = 1, tp = 1;
+  Dtype dtype = Dtype::kFp16;
+  Distribution forward_s;
+};
+
+// One point of a serving profile (Helix's prompt/decode batch-to-time tables): the time of one
+// transformer layer for a batch of `tokens` tokens on one machine of `gpus` GPUs.
+struct ServingLayerMeasurement {
+  std::string model;  // hetplan model preset the layer belongs to, e.g. "llama2-70b"
+  std::string phase;  // "prompt" or "decode"
+  int64_t tokens = 0;
+  int64_t gpus = 1;
+  Distribution time_s;
+};
+
 // A measurement that failed; kept so that a report can say what is missing and why.
 struct FailedMeasurement {
   std::string what;
@@ -139,6 +162,8 @@ struct CalibrationFile {
   std::vector<CollectiveMeasurement> collectives;
   std::vector<P2pMeasurement> p2p;
   std::vector<HostDeviceMeasurement> host_device;
+  std::vector<LayerForwardMeasurement> layer_forward;  // imported (imported:amp)
+  std::vector<ServingLayerMeasurement> serving_layer;  // imported (imported:helix)
   std::vector<FailedMeasurement> failures;
   std::optional<DatasheetPriors> datasheet;
   std::string origin;  // path it was read from
@@ -156,6 +181,8 @@ Json to_json(const LayerMeasurement& m);
 Json to_json(const CollectiveMeasurement& m);
 Json to_json(const P2pMeasurement& m);
 Json to_json(const HostDeviceMeasurement& m);
+Json to_json(const LayerForwardMeasurement& m);
+Json to_json(const ServingLayerMeasurement& m);
 Json to_json(const CalibrationFile& file);
 
 Provenance provenance_from_json(ObjectReader r);
@@ -165,6 +192,8 @@ LayerMeasurement layer_from_json(ObjectReader r);
 CollectiveMeasurement collective_from_json(ObjectReader r);
 P2pMeasurement p2p_from_json(ObjectReader r);
 HostDeviceMeasurement host_device_from_json(ObjectReader r);
+LayerForwardMeasurement layer_forward_from_json(ObjectReader r);
+ServingLayerMeasurement serving_layer_from_json(ObjectReader r);
 CalibrationFile calibration_from_document(const Document& doc);
 
 CalibrationFile load_calibration(const std::filesystem::path& path);

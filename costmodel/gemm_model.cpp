@@ -1,29 +1,116 @@
 #include "costmodel/gemm_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-
-#include "costmodel/stats.h"
+#include <limits>
+#include <map>
 
 namespace hetplan {
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Minimum split-K depth worth a split (cuBLAS-like heuristics keep K per split >= 256).
+// Split-K keeps at least this much K per split (cuBLAS-like heuristics).
 constexpr int64_t kMinSplitK = 256;
-// Measured corrections fade with distance: weight exp(-(d / kCorrectionScale)^2) in log2 units.
-constexpr double kCorrectionScale = 1.0;
-constexpr int kNeighbours = 4;
+constexpr int64_t kSplits[] = {1, 2, 3, 4, 6, 8, 12, 16};
+constexpr int64_t kTileSides[] = {64, 128, 256};
 
-double log2_distance(const GemmShape& a, const GemmShape& b) {
-  auto d = [](int64_t x, int64_t y) { return std::log2(double(x)) - std::log2(double(y)); };
-  const double dm = d(a.m, b.m), dn = d(a.n, b.n), dk = d(a.k, b.k), db = d(a.batch, b.batch);
-  const double dt = (a.trans_a != b.trans_a) + (a.trans_b != b.trans_b);  // layouts differ a bit
-  return std::sqrt(dm * dm + dn * dn + dk * dk + db * db + 0.25 * dt);
+// Correction by local regression. The held-out error on the synthetic tables of
+// tests/synthetic_gemm.h is flat around these values (docs/fit.md); none is finely tuned.
+constexpr size_t kNeighbours = 24;
+constexpr double kBandwidth = 1.0;       // Gaussian kernel width, log2 units
+constexpr double kLayoutDistance = 0.5;  // another operand layout counts as this far away
+constexpr double kSlopeRidge = 0.05;     // shrinks slopes towards 0 (a weighted mean)
+constexpr double kLayoutRidge = 0.002;   // keeps layout offsets defined (relative ridge)
+constexpr double kFadeStart = 2.5;       // beyond this distance the correction fades out
+constexpr double kFadeScale = 2.0;
+
+double tile_intensity(double m, double n) { return m * n / (m + n); }
+
+// (a^p + b^p)^(1/p), computed without overflow.
+double p_norm(double a, double b, double p) {
+  const double hi = std::max(a, b), lo = std::min(a, b);
+  if (hi <= 0) return 0;
+  return hi * std::pow(1 + std::pow(lo / hi, p), 1 / p);
+}
+
+int layout_of(const GemmShape& s) { return (s.trans_a ? 2 : 0) + (s.trans_b ? 1 : 0); }
+
+// Solves a x = b (n <= 8) by Gaussian elimination with partial pivoting; false when singular.
+template <size_t N>
+bool solve(std::array<std::array<double, N>, N>& a, std::array<double, N>& b, size_t n) {
+  for (size_t c = 0; c < n; ++c) {
+    size_t piv = c;
+    for (size_t r = c + 1; r < n; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
+    if (std::abs(a[piv][c]) < 1e-14) return false;
+    std::swap(a[c], a[piv]);
+    std::swap(b[c], b[piv]);
+    for (size_t r = c + 1; r < n; ++r) {
+      const double f = a[r][c] / a[c][c];
+      for (size_t k = c; k < n; ++k) a[r][k] -= f * a[c][k];
+      b[r] -= f * b[c];
+    }
+  }
+  for (size_t c = n; c-- > 0;) {
+    for (size_t k = c + 1; k < n; ++k) b[c] -= a[c][k] * b[k];
+    b[c] /= a[c][c];
+  }
+  return true;
+}
+
+// Weighted ridge regression of the local correction (at most 8 unknowns).
+constexpr size_t kMaxUnknowns = 8;
+using Coefficients = std::array<double, kMaxUnknowns>;
+struct Row {
+  Coefficients z{};  // 1, dx (4), layout indicators
+  double y = 0;      // log(measured / analytical)
+  double w = 0;
+};
+
+double predict(const Coefficients& c, const Row& r, size_t n) {
+  double v = 0;
+  for (size_t j = 0; j < n; ++j) v += c[j] * r.z[j];
+  return v;
+}
+
+bool local_fit(const std::vector<Row>& rows, size_t n, Coefficients& out) {
+  std::array<std::array<double, kMaxUnknowns>, kMaxUnknowns> a{};
+  Coefficients b{};
+  double wsum = 0;
+  for (const Row& r : rows) {
+    wsum += r.w;
+    for (size_t i = 0; i < n; ++i) {
+      b[i] += r.w * r.z[i] * r.y;
+      for (size_t j = 0; j < n; ++j) a[i][j] += r.w * r.z[i] * r.z[j];
+    }
+  }
+  if (!(wsum > 0)) return false;
+  for (size_t j = 1; j < 5; ++j) a[j][j] += kSlopeRidge * wsum;
+  // A layout's offset is shrunk relative to the weight of its own points (a[j][j]).
+  for (size_t j = 5; j < n; ++j) a[j][j] *= 1 + kLayoutRidge;
+  out = b;
+  return solve(a, out, n);
 }
 
 }  // namespace
+
+uint64_t gemm_shape_hash(const GemmShape& s) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<uint64_t>(s.m));
+  mix(static_cast<uint64_t>(s.n));
+  mix(static_cast<uint64_t>(s.k));
+  mix(static_cast<uint64_t>(s.batch));
+  mix(static_cast<uint64_t>(layout_of(s)));
+  return h;
+}
 
 GemmModel::GemmModel(GemmEfficiency eff, double peak_flops, double memory_GBps, int64_t sm_count,
                      int bytes_per_element)
@@ -31,101 +118,171 @@ GemmModel::GemmModel(GemmEfficiency eff, double peak_flops, double memory_GBps, 
       peak_flops_(peak_flops),
       memory_GBps_(memory_GBps),
       sm_count_(std::max<int64_t>(1, sm_count)),
-      bytes_(bytes_per_element) {}
+      bytes_(bytes_per_element) {
+  prepare_tiles();
+}
+
+void GemmModel::set_efficiency(const GemmEfficiency& eff) {
+  eff_ = eff;
+  prepare_tiles();
+  set_measurements(std::move(points_));
+}
+
+void GemmModel::prepare_tiles() {
+  tiles_.clear();
+  const int64_t area = eff_.tile_m * eff_.tile_n;
+  const int64_t side = std::max(eff_.tile_m, eff_.tile_n);
+  const double top = tile_intensity(double(eff_.tile_m), double(eff_.tile_n));
+  tiles_.push_back({eff_.tile_m, eff_.tile_n, 1.0});
+  for (int64_t tm : kTileSides)
+    for (int64_t tn : kTileSides) {
+      if (tm * tn > area || std::max(tm, tn) > side) continue;
+      if (tm == eff_.tile_m && tn == eff_.tile_n) continue;
+      const double rel = std::pow(tile_intensity(double(tm), double(tn)) / top, eff_.tile_exponent);
+      tiles_.push_back({tm, tn, std::min(1.0, rel)});
+    }
+}
 
 double GemmModel::analytical_s(const GemmShape& s) const {
-  const int64_t tm = ceil_div(s.m, eff_.tile_m), tn = ceil_div(s.n, eff_.tile_n);
-  const int64_t tiles = tm * tn * s.batch;
-  // Split-K when there are fewer tiles than SMs and K is deep enough.
-  int64_t splits = 1;
-  if (tiles < sm_count_) splits = std::max<int64_t>(1, std::min(sm_count_ / tiles, s.k / kMinSplitK));
-  const int64_t work = tiles * splits;
-  const int64_t waves = ceil_div(work, sm_count_);
-  const double wave_eff = double(work) / double(waves * sm_count_);
-  const double pad_eff = double(s.m) * double(s.n) /
-                         (double(tm * eff_.tile_m) * double(tn * eff_.tile_n));
-  const double k_split = double(s.k) / double(splits);
-  const double k_eff = k_split / (k_split + eff_.k_half);
-  const double compute_s =
-      s.flops() / (peak_flops_ * eff_.peak_fraction * wave_eff * pad_eff * k_eff);
-  const double bytes = double(bytes_) * s.batch *
-                       (double(s.m) * s.k + double(s.k) * s.n + double(s.m) * s.n);
-  const double memory_s = bytes / (memory_GBps_ * 1e9);
-  return eff_.overhead_s + std::max(compute_s, memory_s);
-}
-
-void GemmModel::set_measurements(std::vector<GemmPoint> points) {
-  points_ = std::move(points);
-  log_ratio_.clear();
-  for (const auto& p : points_) log_ratio_.push_back(std::log(p.time_s / analytical_s(p.shape)));
-}
-
-double GemmModel::time_s(const GemmShape& s) const {
-  const double base = analytical_s(s);
-  if (points_.empty()) return base;
-  // Nearest measured shapes.
-  std::vector<std::pair<double, size_t>> near;
-  near.reserve(points_.size());
-  for (size_t i = 0; i < points_.size(); ++i) near.emplace_back(log2_distance(s, points_[i].shape), i);
-  const size_t k = std::min<size_t>(kNeighbours, near.size());
-  std::partial_sort(near.begin(), near.begin() + k, near.end());
-  if (near[0].first == 0) return points_[near[0].second].time_s;
-  double wsum = 0, lsum = 0;
-  for (size_t i = 0; i < k; ++i) {
-    const double w = std::exp(-std::pow(near[i].first / kCorrectionScale, 2)) / near[i].first;
-    wsum += w;
-    lsum += w * log_ratio_[near[i].second];
-  }
-  // Far from every measurement the correction fades to the analytical model.
-  const double fade = std::exp(-std::pow(near[0].first / (2 * kCorrectionScale), 2));
-  return base * std::exp(fade * lsum / wsum);
-}
-
-GemmEfficiency fit_gemm_efficiency(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
-                                   double peak_flops, double memory_GBps, int64_t sm_count,
-                                   int bytes_per_element) {
-  if (points.size() < 8) return prior;
-  const std::pair<int64_t, int64_t> tiles[] = {{64, 64}, {128, 64}, {128, 128}, {128, 256},
-                                                {256, 128}};
-  const double k_halves[] = {16, 32, 64, 128, 256};
-  GemmEfficiency best = prior;
-  double best_err = 1e300;
-  for (auto [tm, tn] : tiles) {
-    for (double kh : k_halves) {
-      GemmEfficiency e = prior;
-      e.tile_m = tm;
-      e.tile_n = tn;
-      e.k_half = kh;
-      // Peak fraction: with fraction 1 and no overhead, the compute-bound points' ratio of model to
-      // measured time is their efficiency; take the median over the largest GEMMs.
-      e.peak_fraction = 1;
-      e.overhead_s = 0;
-      GemmModel unit(e, peak_flops, memory_GBps, sm_count, bytes_per_element);
-      std::vector<std::pair<double, double>> by_flops;
-      for (const auto& p : points) by_flops.emplace_back(p.shape.flops(), unit.analytical_s(p.shape) / p.time_s);
-      std::sort(by_flops.begin(), by_flops.end());
-      std::vector<double> top;
-      for (size_t i = by_flops.size() * 3 / 4; i < by_flops.size(); ++i) top.push_back(by_flops[i].second);
-      e.peak_fraction = std::clamp(summarize(top).median, 0.05, 1.0);
-      // Overhead: median residual of the smallest GEMMs.
-      std::vector<double> small;
-      GemmModel scaled(e, peak_flops, memory_GBps, sm_count, bytes_per_element);
-      for (const auto& p : points)
-        if (p.shape.flops() < 1e8) small.push_back(p.time_s - scaled.analytical_s(p.shape));
-      e.overhead_s = small.empty() ? prior.overhead_s : std::max(0.0, summarize(small).median);
-      GemmModel full(e, peak_flops, memory_GBps, sm_count, bytes_per_element);
-      double err = 0;
-      for (const auto& p : points) {
-        const double l = std::log(full.analytical_s(p.shape) / p.time_s);
-        err += l * l;
-      }
-      if (err < best_err) {
-        best_err = err;
-        best = e;
+  const double per_sm = peak_flops_ * eff_.peak_fraction / double(sm_count_);
+  const double bandwidth = memory_GBps_ * 1e9 * eff_.memory_fraction;
+  const double outputs = double(s.m) * double(s.n) * double(s.batch);
+  const double io_bytes = double(bytes_) * double(s.batch) *
+                          (double(s.m) * s.k + double(s.k) * s.n + double(s.m) * s.n);
+  const double sms = double(sm_count_);
+  // The library's choice: the configuration whose bound (compute or memory) plus split-K reduction
+  // is smallest.
+  double best = std::numeric_limits<double>::infinity(), best_c = 0, best_mem = 0, best_red = 0;
+  for (const Tile& t : tiles_) {
+    const int64_t tiles = ceil_div(s.m, t.m) * ceil_div(s.n, t.n) * s.batch;
+    const double tile_flops = 2.0 * double(t.m) * double(t.n) / (per_sm * t.rel);
+    for (int64_t splits : kSplits) {
+      if (splits > 1 && (tiles * splits > 2 * sm_count_ || s.k / splits < kMinSplitK)) break;
+      const int64_t k_split = ceil_div(s.k, splits);
+      const double units = double(tiles * splits);
+      // Waves over the SMs; persistent (stream-K) kernels smooth the last partial wave.
+      const double waves = units <= sms ? 1.0
+                                        : (1 - eff_.wave_smoothing) * std::ceil(units / sms) +
+                                              eff_.wave_smoothing * units / sms;
+      const double compute = waves * tile_flops * (double(k_split) + eff_.k_half);
+      const double mem = io_bytes / bandwidth;
+      // Split-K: a second kernel reads the fp32 partial products and writes the result.
+      const double reduce =
+          splits > 1 ? eff_.overhead_s + (4.0 * outputs * double(splits) + bytes_ * outputs) /
+                                             bandwidth
+                     : 0;
+      const double bound = std::max(compute, mem) + reduce;
+      if (bound < best) {
+        best = bound;
+        best_c = compute;
+        best_mem = mem;
+        best_red = reduce;
       }
     }
   }
-  return best;
+  return eff_.overhead_s + p_norm(best_c, best_mem, eff_.blend) + best_red;
+}
+
+void GemmModel::set_measurements(std::vector<GemmPoint> points) {
+  // Combine repeated shapes (several calibration files) by their geometric mean.
+  std::map<uint64_t, std::pair<GemmPoint, std::pair<double, int>>> merged;
+  for (const auto& p : points) {
+    if (!(p.time_s > 0)) continue;
+    auto& [pt, acc] = merged[gemm_shape_hash(p.shape)];
+    pt.shape = p.shape;
+    acc.first += std::log(p.time_s);
+    acc.second += 1;
+  }
+  points_.clear();
+  features_.clear();
+  exact_.clear();
+  for (auto& [hash, entry] : merged) {
+    GemmPoint p = entry.first;
+    p.time_s = std::exp(entry.second.first / entry.second.second);
+    exact_[hash] = points_.size();
+    Feature f;
+    f.x[0] = std::log2(double(p.shape.m));
+    f.x[1] = std::log2(double(p.shape.n));
+    f.x[2] = std::log2(double(p.shape.k));
+    f.x[3] = std::log2(double(p.shape.batch));
+    f.layout = layout_of(p.shape);
+    f.log_ratio = std::log(p.time_s / analytical_s(p.shape));
+    features_.push_back(f);
+    points_.push_back(p);
+  }
+}
+
+double GemmModel::log_correction(const GemmShape& s) const {
+  if (features_.empty()) return 0;
+  const double q[4] = {std::log2(double(s.m)), std::log2(double(s.n)), std::log2(double(s.k)),
+                       std::log2(double(s.batch))};
+  const int layout = layout_of(s);
+  std::vector<std::pair<double, size_t>> near;
+  near.reserve(features_.size());
+  for (size_t i = 0; i < features_.size(); ++i) {
+    const Feature& f = features_[i];
+    double d2 = f.layout == layout ? 0 : kLayoutDistance * kLayoutDistance;
+    for (int j = 0; j < 4; ++j) d2 += (f.x[j] - q[j]) * (f.x[j] - q[j]);
+    near.emplace_back(d2, i);
+  }
+  const size_t k = std::min(kNeighbours, near.size());
+  std::partial_sort(near.begin(), near.begin() + k, near.end());
+  const double nearest = std::sqrt(near[0].first);
+  const double h = std::max(kBandwidth, nearest);
+
+  // Unknowns: intercept, 4 slopes, one offset per other layout among the neighbours.
+  int layout_col[4] = {-1, -1, -1, -1};
+  size_t n = 5;
+  std::vector<Row> rows(k);
+  for (size_t i = 0; i < k; ++i) {
+    const Feature& f = features_[near[i].second];
+    if (f.layout != layout && layout_col[f.layout] < 0) layout_col[f.layout] = static_cast<int>(n++);
+    rows[i].z[0] = 1;
+    for (int j = 0; j < 4; ++j) rows[i].z[1 + j] = f.x[j] - q[j];
+    if (f.layout != layout) rows[i].z[layout_col[f.layout]] = 1;
+    rows[i].y = f.log_ratio;
+    rows[i].w = std::exp(-near[i].first / (h * h));
+  }
+  Coefficients coef{};
+  if (!local_fit(rows, n, coef)) {
+    double wsum = 0, lsum = 0;
+    for (const Row& r : rows) wsum += r.w, lsum += r.w * r.y;
+    return lsum / wsum;
+  }
+  // One robust pass (as LOESS does): neighbours far off the local trend, such as a shape on which
+  // the library picked an unlucky kernel, lose their weight.
+  std::vector<double> dev;
+  for (const Row& r : rows) dev.push_back(std::abs(r.y - predict(coef, r, n)));
+  std::vector<double> sorted = dev;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  const double scale = 6 * std::max(sorted[sorted.size() / 2], 0.005);
+  for (size_t i = 0; i < k; ++i) {
+    const double u = std::min(1.0, dev[i] / scale);
+    rows[i].w *= (1 - u * u) * (1 - u * u);
+  }
+  Coefficients robust{};
+  if (local_fit(rows, n, robust)) coef = robust;
+  double value = coef[0];
+  // No extrapolation beyond the (layout-adjusted) ratios of the neighbours that carry weight.
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo, wmax = 0;
+  for (const Row& r : rows) wmax = std::max(wmax, r.w);
+  for (const Row& r : rows) {
+    if (r.w < 1e-3 * wmax) continue;
+    double adjusted = r.y;
+    for (size_t j = 5; j < n; ++j) adjusted -= r.z[j] * coef[j];
+    lo = std::min(lo, adjusted);
+    hi = std::max(hi, adjusted);
+  }
+  if (lo <= hi) value = std::clamp(value, lo, hi);
+  if (nearest > kFadeStart) value *= std::exp(-std::pow((nearest - kFadeStart) / kFadeScale, 2));
+  return value;
+}
+
+double GemmModel::time_s(const GemmShape& s) const {
+  if (auto it = exact_.find(gemm_shape_hash(s)); it != exact_.end() &&
+                                                  points_[it->second].shape == s)
+    return points_[it->second].time_s;
+  return analytical_s(s) * std::exp(log_correction(s));
 }
 
 }  // namespace hetplan

@@ -1,9 +1,15 @@
-// Time of a GEMM on one GPU type: a roofline whose compute side loses efficiency to tile padding,
-// wave quantisation (tiles over SMs, with split-K for short, deep GEMMs) and short K loops, plus a
-// fixed overhead; corrected by measured shapes nearby where the profile has them.
+// Time of a GEMM on one GPU type. The analytical part is a tile and wave model: the library picks
+// the fastest of a few tile sizes (smaller tiles pad less but run less efficiently), each tile's
+// main loop pays a fixed prologue/epilogue cost expressed as `k_half` extra K steps, tiles run in
+// waves over the SMs (split-K when there are few tiles and K is deep), and the compute and memory
+// times are blended by a p-norm. Measured shapes then correct it: a shape measured exactly takes
+// its measured time; others take the analytical time times the local trend of the measured /
+// analytical ratio nearby (weighted local linear regression in log2 m, n, k, batch space, with an
+// offset per operand layout). docs/fit.md describes the fit and its held-out accuracy.
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "costmodel/calibration.h"
@@ -13,10 +19,14 @@ namespace hetplan {
 
 // Coefficients of the analytical model for one GPU type and dtype.
 struct GemmEfficiency {
-  double peak_fraction = 0.8;  // of the datasheet peak, reached by large well-shaped GEMMs
-  int64_t tile_m = 128, tile_n = 128;
-  double k_half = 64;       // K at which the main loop runs at half its asymptotic rate
+  double peak_fraction = 0.8;  // of the datasheet peak, reached by the largest tile on long K
+  int64_t tile_m = 128, tile_n = 128;  // the largest tile; smaller candidates have no larger side
+  double k_half = 64;        // per-tile fixed cost, in K steps of the main loop
   double overhead_s = 5e-6;  // launch and epilogue
+  double tile_exponent = 0.5;    // a smaller tile runs at (its intensity / the largest's)^this
+  double memory_fraction = 1.0;  // of the streaming bandwidth reached by memory-bound GEMMs
+  double blend = 8;              // p of the p-norm of compute and memory time (large = max)
+  double wave_smoothing = 0;     // 0: whole waves over the SMs; 1: work spread evenly (stream-K)
 };
 
 struct GemmPoint {
@@ -32,29 +42,49 @@ class GemmModel {
 
   // Analytical time, without measured corrections.
   double analytical_s(const GemmShape& s) const;
-  // Time: measured where the shape was measured, else analytical x the measured/analytical ratio
-  // of the nearest measured shapes (in log2 m, n, k, batch space), else analytical.
+  // Time: measured where the shape was measured, else analytical x the locally interpolated
+  // measured/analytical ratio, else (far from every measurement) analytical.
   double time_s(const GemmShape& s) const;
+  // log(measured / analytical) predicted at `s` from the measurements (0 without any).
+  double log_correction(const GemmShape& s) const;
 
-  // Measured points (replaces earlier ones).
+  // Measured points (replaces earlier ones; repeated shapes are combined by their geometric mean).
   void set_measurements(std::vector<GemmPoint> points);
   const std::vector<GemmPoint>& measurements() const { return points_; }
   const GemmEfficiency& efficiency() const { return eff_; }
-  void set_efficiency(const GemmEfficiency& eff) { eff_ = eff; }
+  void set_efficiency(const GemmEfficiency& eff);
   double peak_flops() const { return peak_flops_; }
 
  private:
+  struct Tile {
+    int64_t m, n;
+    double rel;  // efficiency relative to the largest tile
+  };
+  struct Feature {
+    double x[4];  // log2 m, n, k, batch
+    int layout;   // trans_a * 2 + trans_b
+    double log_ratio;
+  };
+  void prepare_tiles();
+
   GemmEfficiency eff_;
   double peak_flops_ = 0;
   double memory_GBps_ = 0;
   int64_t sm_count_ = 1;
   int bytes_ = 2;
+  std::vector<Tile> tiles_;
   std::vector<GemmPoint> points_;
-  std::vector<double> log_ratio_;  // log(measured / analytical) per point
+  std::vector<Feature> features_;
+  std::unordered_map<uint64_t, size_t> exact_;  // shape hash -> index into points_
 };
 
-// Fits tile, K ramp, overhead and peak fraction to measured points (least squares on log time).
-// Returns the fitted efficiency; `prior` is returned unchanged when there are too few points.
+// A stable 64-bit hash of a shape (FNV-1a over m, n, k, batch and the layout).
+uint64_t gemm_shape_hash(const GemmShape& s);
+
+// Fits peak fraction, overhead, k_half, tile exponent, memory fraction, blend and the largest tile
+// to measured points: robust (Huber) least squares on log time, Nelder-Mead over the continuous
+// coefficients for each candidate largest tile. `prior` is returned unchanged for fewer than 8
+// points, and is the starting point otherwise.
 GemmEfficiency fit_gemm_efficiency(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
                                    double peak_flops, double memory_GBps, int64_t sm_count,
                                    int bytes_per_element);

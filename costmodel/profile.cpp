@@ -74,18 +74,9 @@ void apply_priors(GpuFit& fit, const DatasheetPriors& p) {
 void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
   const bool known_gpu = is_gpu_preset(fit.gpu_type);
   const GpuSpec spec = known_gpu ? load_gpu(fit.gpu_type) : GpuSpec{};
-  // GEMMs: measured points per dtype, and the analytical model refitted to them.
-  std::map<Dtype, std::vector<GemmPoint>> points;
-  for (const auto& g : f.gemm) points[g.dtype].push_back({g.shape, g.time_s.median});
-  for (auto& [dtype, pts] : points) {
-    auto& stored = fit.gemm_points[dtype];
-    stored.insert(stored.end(), pts.begin(), pts.end());
-    if (known_gpu && spec.supports(dtype)) {
-      GemmEfficiency prior = fit.gemm.count(dtype) ? fit.gemm[dtype] : GemmEfficiency{};
-      fit.gemm[dtype] = fit_gemm_efficiency(stored, prior, spec.peak_flops(dtype),
-                                            spec.memory_GBps, spec.sm_count, dtype_bytes(dtype));
-    }
-  }
+  // GEMMs: measured points per dtype; the analytical model is fitted to them once every file is
+  // in (fit_gemms), with the streaming bandwidth the files settle on.
+  for (const auto& g : f.gemm) fit.gemm_points[g.dtype].push_back({g.shape, g.time_s.median});
   // Memory-bound kernels: a fit per kernel; the copy probe sets the streaming bandwidth.
   std::map<std::string, std::vector<std::pair<double, double>>> by_kernel;
   std::map<std::string, std::vector<std::pair<double, double>>> attention;  // flops, time
@@ -125,18 +116,30 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
   fit.layers.insert(fit.layers.end(), f.layers.begin(), f.layers.end());
 }
 
-void score_gemm_fit(GpuFit& fit) {
+// The bandwidth the cost model gives the GEMM model (cost_model.cpp): datasheet x the fitted
+// streaming efficiency.
+double gemm_bandwidth_GBps(const GpuSpec& spec, const GpuFit& fit) {
+  return spec.memory_GBps * fit.memory_efficiency;
+}
+
+// Fits each dtype's analytical GEMM model to its measured points and scores it in-sample
+// (`hetplan fit` replaces the score by a held-out one, costmodel/profile_quality.h).
+void fit_gemms(GpuFit& fit) {
   if (!is_gpu_preset(fit.gpu_type)) return;
   const GpuSpec spec = load_gpu(fit.gpu_type);
   for (const auto& [dtype, pts] : fit.gemm_points) {
     if (!spec.supports(dtype) || pts.empty()) continue;
-    GemmModel m(fit.gemm[dtype], spec.peak_flops(dtype), spec.memory_GBps, spec.sm_count,
-                dtype_bytes(dtype));
+    const GemmEfficiency prior = fit.gemm.count(dtype) ? fit.gemm[dtype] : GemmEfficiency{};
+    const double bandwidth = gemm_bandwidth_GBps(spec, fit);
+    fit.gemm[dtype] = fit_gemm_efficiency(pts, prior, spec.peak_flops(dtype), bandwidth,
+                                          spec.sm_count, dtype_bytes(dtype));
+    const GemmModel m(fit.gemm[dtype], spec.peak_flops(dtype), bandwidth, spec.sm_count,
+                      dtype_bytes(dtype));
     std::vector<double> errs;
     for (const auto& p : pts) errs.push_back(std::abs(m.analytical_s(p.shape) / p.time_s - 1));
     std::sort(errs.begin(), errs.end());
     fit.gemm_quality[dtype] = {static_cast<int64_t>(errs.size()), percentile_sorted(errs, 0.5),
-                               percentile_sorted(errs, 0.95)};
+                               percentile_sorted(errs, 0.95), "in-sample, analytical"};
   }
 }
 
@@ -173,7 +176,7 @@ Profile fit_profile(const std::vector<CalibrationFile>& files) {
     if (f->datasheet) apply_priors(fit, *f->datasheet);
     apply_measurements(fit, *f);
   }
-  for (auto& [type, fit] : profile.gpus) score_gemm_fit(fit);
+  for (auto& [type, fit] : profile.gpus) fit_gemms(fit);
   return profile;
 }
 
@@ -208,26 +211,35 @@ void merge_profile(Profile& into, const Profile& other) {
 
 }  // namespace
 
-Profile load_profile_inputs(const std::vector<std::string>& paths) {
+ProfileInputs read_profile_inputs(const std::vector<std::string>& paths) {
   std::vector<std::filesystem::path> files;
   for (const auto& p : paths) collect_json_files(p, files);
-  std::vector<CalibrationFile> calibrations;
-  std::vector<Profile> profiles;
+  ProfileInputs in;
   for (const auto& f : files) {
     Document doc = load_document(f);
     const std::string format = doc.root.is_object() ? doc.root.value("format", "") : "";
     if (format == kProfileFormat) {
-      profiles.push_back(profile_from_document(doc));
+      in.profiles.push_back(profile_from_document(doc));
     } else if (format == kCalibrationFormat) {
-      calibrations.push_back(calibration_from_document(doc));
+      in.calibrations.push_back(calibration_from_document(doc));
     } else {
       throw InputError(f.string(), "format",
                        fmt::format("expected \"{}\" or \"{}\"", kCalibrationFormat, kProfileFormat));
     }
   }
+  return in;
+}
+
+Profile merge_fitted(const std::vector<CalibrationFile>& calibrations,
+                     const std::vector<Profile>& profiles) {
   Profile profile = fit_profile(calibrations);
   for (const auto& p : profiles) merge_profile(profile, p);
   return profile;
+}
+
+Profile load_profile_inputs(const std::vector<std::string>& paths) {
+  const ProfileInputs in = read_profile_inputs(paths);
+  return merge_fitted(in.calibrations, in.profiles);
 }
 
 }  // namespace hetplan

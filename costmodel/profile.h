@@ -31,6 +31,7 @@ struct FitQuality {
   int64_t points = 0;
   double median_rel_error = 0;
   double p95_rel_error = 0;
+  std::string method;  // how it was scored, e.g. "held-out 1 in 5, with measured-table correction"
 };
 
 struct GpuFit {
@@ -39,7 +40,8 @@ struct GpuFit {
   std::vector<std::string> origins;  // files that contributed
   std::map<Dtype, GemmEfficiency> gemm;
   std::map<Dtype, std::vector<GemmPoint>> gemm_points;  // measured shapes
-  std::map<Dtype, FitQuality> gemm_quality;
+  std::map<Dtype, FitQuality> gemm_quality;  // held-out after `hetplan fit`, else in-sample
+  std::map<Dtype, FitQuality> gemm_analytical_quality;  // the analytical model alone (held-out)
   double memory_efficiency = 0.85;  // of the datasheet bandwidth, for streaming kernels
   double launch_s = 5e-6;
   std::map<std::string, KernelFit> kernels;  // by kernels/ registry name
@@ -67,6 +69,16 @@ Profile fit_profile(const std::vector<CalibrationFile>& files);
 // Reads calibration files and profiles from paths (files or directories, searched recursively for
 // *.json) and returns the fitted profile. Profiles are merged as they are.
 Profile load_profile_inputs(const std::vector<std::string>& paths);
+
+// The files behind load_profile_inputs, read but not fitted.
+struct ProfileInputs {
+  std::vector<CalibrationFile> calibrations;
+  std::vector<Profile> profiles;
+};
+ProfileInputs read_profile_inputs(const std::vector<std::string>& paths);
+// Fits `calibrations` and merges `profiles` into the result (better sources win per GPU type).
+Profile merge_fitted(const std::vector<CalibrationFile>& calibrations,
+                     const std::vector<Profile>& profiles);
 // The shipped calibration data (calibration_data/ of the source tree, or $HETPLAN_CALIBRATION_DIR).
 std::filesystem::path default_calibration_dir();
 

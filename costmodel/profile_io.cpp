@@ -29,17 +29,35 @@ Dtype dtype_key(ObjectReader& r, const std::string& key) {
   return d;
 }
 
+Json quality_json(const FitQuality& q) {
+  Json j = {{"points", q.points}, {"median_rel_error", q.median_rel_error},
+            {"p95_rel_error", q.p95_rel_error}};
+  if (!q.method.empty()) j["method"] = q.method;
+  return j;
+}
+
+FitQuality quality_from(ObjectReader& q) {
+  FitQuality out{q.integer("points"), q.number("median_rel_error"), q.number("p95_rel_error"),
+                 q.string_or("method", "")};
+  return out;
+}
+
 Json gpu_json(const GpuFit& g) {
   Json j;
   j["source"] = g.source;
   j["origins"] = g.origins;
   Json gemm = Json::object();
   for (const auto& [dtype, e] : g.gemm) {
-    Json d = {{"peak_fraction", e.peak_fraction}, {"tile_m", e.tile_m}, {"tile_n", e.tile_n},
-              {"k_half", e.k_half}, {"overhead_s", e.overhead_s}};
-    if (auto q = g.gemm_quality.find(dtype); q != g.gemm_quality.end())
-      d["quality"] = {{"points", q->second.points}, {"median_rel_error", q->second.median_rel_error},
-                      {"p95_rel_error", q->second.p95_rel_error}};
+    Json d = {{"peak_fraction", e.peak_fraction}, {"tile_m", e.tile_m},
+              {"tile_n", e.tile_n},               {"k_half", e.k_half},
+              {"overhead_s", e.overhead_s},       {"tile_exponent", e.tile_exponent},
+              {"memory_fraction", e.memory_fraction}, {"blend", e.blend},
+              {"wave_smoothing", e.wave_smoothing}};
+    if (auto q = g.gemm_quality.find(dtype); q != g.gemm_quality.end()) {
+      d["quality"] = quality_json(q->second);
+      if (auto a = g.gemm_analytical_quality.find(dtype); a != g.gemm_analytical_quality.end())
+        d["quality"]["analytical"] = quality_json(a->second);
+    }
     Json pts = Json::array();
     if (auto it = g.gemm_points.find(dtype); it != g.gemm_points.end())
       for (const auto& p : it->second) {
@@ -82,10 +100,18 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
     e.tile_n = d.positive_integer("tile_n");
     e.k_half = d.non_negative_or("k_half", 0);
     e.overhead_s = d.non_negative_or("overhead_s", 0);
+    // Added after schema 1 was first written; older profiles take the defaults.
+    e.tile_exponent = d.non_negative_or("tile_exponent", e.tile_exponent);
+    e.memory_fraction = d.positive_or("memory_fraction", e.memory_fraction);
+    e.blend = d.positive_or("blend", e.blend);
+    e.wave_smoothing = d.non_negative_or("wave_smoothing", e.wave_smoothing);
     g.gemm[dtype] = e;
     if (auto q = d.optional_object("quality")) {
-      g.gemm_quality[dtype] = {q->integer("points"), q->number("median_rel_error"),
-                               q->number("p95_rel_error")};
+      g.gemm_quality[dtype] = quality_from(*q);
+      if (auto a = q->optional_object("analytical")) {
+        g.gemm_analytical_quality[dtype] = quality_from(*a);
+        a->finish();
+      }
       q->finish();
     }
     for (auto& p : d.objects_or_empty("measured")) {

@@ -290,6 +290,12 @@ Prediction Evaluator::predict(const Strategy& input) const {
       transient[st] = std::max(transient[st], c.transient);
       params[st] += c.params;
     }
+    // A tied head on the embedding's own stage shares its table: held once, not twice.
+    const LayerSpec& last = model_.layers.back();
+    if (sp.stage.first_layer == 0 &&
+        sp.stage.last_layer == static_cast<int64_t>(model_.layers.size()) - 1 && last.head() &&
+        last.head()->tied)
+      params[st] -= static_cast<double>(last.head()->vocab) * last.hidden / s.tp;
     if (st + 1 < P) {
       const double bytes = costs[sp.stage.last_layer].output_bytes;
       sp.p2p_s = cost_.p2p_s(bytes, link_between(cluster_, devices_[sp.stage.devices.front()],

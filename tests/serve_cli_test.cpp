@@ -99,9 +99,10 @@ TEST(ServeCli, BadInputExitsWithStatus2) {
                  (kHelix / "profiles/llama2_70b").string());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("[ComputeNode-0] type (line 5): unknown machine type 'H200'"));
-  r = run("--model llama2-70b --cluster " + (kHelix / "clusters/cluster24.ini").string());
+  r = run("--model llama2-70b --cluster " + (kHelix / "clusters/cluster24.ini").string() +
+          " --profiles /nonexistent-profiles");
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.output, HasSubstr("--profiles"));
+  EXPECT_THAT(r.output, HasSubstr("/nonexistent-profiles: expected a directory"));
 }
 
 }  // namespace

@@ -1,0 +1,164 @@
+// hetplan measure: times real training iterations of a strategy with the PyTorch reference harness
+// (scripts/reference_train.py) and writes a measurements file. docs/measure.md.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "cli/cmd_model_info.h"
+#include "cli/command.h"
+#include "cli/common.h"
+#include "costmodel/errors.h"
+#include "costmodel/measurements.h"
+#include "costmodel/model.h"
+#include "search/strategy.h"
+
+namespace hetplan::cli {
+namespace {
+
+struct MeasureOptions {
+  std::string model, strategy, out, cluster, python, gpu_type;
+  int64_t seq_len = 0;
+  int warmup = 3, iters = 10;
+  double budget_s = 15;
+  bool dry_run = false;
+};
+
+// 'text' for /bin/sh, with embedded single quotes escaped.
+std::string quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Exit status of a shell command (-1 when it did not exit normally).
+int run_shell(const std::string& command) {
+  const int status = std::system(command.c_str());
+  if (status == -1 || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+std::filesystem::path harness_path() {
+  const char* dir = std::getenv("HETPLAN_SCRIPTS_DIR");
+  const std::filesystem::path base =
+      dir ? std::filesystem::path(dir) : std::filesystem::path(HETPLAN_SOURCE_DIR) / "scripts";
+  return base / "reference_train.py";
+}
+
+std::string python_of(const MeasureOptions& o) {
+  if (!o.python.empty()) return o.python;
+  if (const char* env = std::getenv("HETPLAN_PYTHON")) return env;
+  return "python3";
+}
+
+// Fails with a clear message when the interpreter cannot import torch or sees no GPU.
+void check_python(const std::string& python) {
+  const int rc = run_shell(quote(python) +
+                           " -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)'"
+                           " >/dev/null 2>&1");
+  if (rc == 3)
+    throw RuntimeFailure(fmt::format("PyTorch ({}) sees no CUDA GPU: hetplan measure needs one",
+                                     python));
+  if (rc != 0)
+    throw RuntimeFailure(fmt::format("no Python with PyTorch found (tried \"{}\"); install "
+                                     "PyTorch, or pass --python or set HETPLAN_PYTHON",
+                                     python));
+}
+
+}  // namespace
+
+CommandRunner declare_measure(CLI::App& app) {
+  auto o = std::make_shared<MeasureOptions>();
+  app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
+      ->required();
+  app.add_option("--strategy", o->strategy, "Strategy file (JSON or YAML)")->required();
+  app.add_option("--out", o->out, "Measurements file to write")->required();
+  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+  app.add_option("--cluster", o->cluster, "Cluster name to record with the measurement");
+  app.add_option("--python", o->python,
+                 "Python with PyTorch (default: $HETPLAN_PYTHON, else python3)");
+  app.add_option("--gpu-type", o->gpu_type, "hetplan GPU type to record (default: from the name)");
+  app.add_option("--warmup", o->warmup, "Warm-up iterations (default 3)")->check(CLI::Range(1, 100));
+  app.add_option("--iters", o->iters, "Timed iterations at most (default 10)")
+      ->check(CLI::Range(3, 10000));
+  app.add_option("--budget-s", o->budget_s,
+                 "Seconds of timed iterations at most (at least 3 iterations run; default 15)");
+  app.add_flag("--dry-run", o->dry_run,
+               "Print what the harness would build (no torch or GPU needed) and write nothing");
+  return [o]() {
+    const ModelSpec model = load_model(o->model, o->seq_len);
+    const Strategy strategy = load_strategy(o->strategy);
+    if (strategy.microbatches() == 0)
+      throw InputError(o->strategy, "global_batch",
+                       fmt::format("{} is not a multiple of dp x micro_batch = {} x {}",
+                                   strategy.global_batch, strategy.dp, strategy.micro_batch));
+    if (std::string why = tensor_parallel_problem(model, strategy.tp); !why.empty())
+      throw InputError(o->strategy, "tp", why);
+    const auto harness = harness_path();
+    if (!std::filesystem::exists(harness))
+      throw RuntimeFailure(fmt::format("the reference harness {} is missing (set "
+                                       "HETPLAN_SCRIPTS_DIR to the scripts/ folder)",
+                                       harness.string()));
+    const std::string python = python_of(*o);
+    if (!o->dry_run) check_python(python);
+
+    // The harness builds the model from hetplan's own layer list, and runs hetplan's strategy.
+    const auto tmp = std::filesystem::temp_directory_path() /
+                     fmt::format("hetplan_measure_{}", ::getpid());
+    std::filesystem::create_directories(tmp);
+    const auto info_path = tmp / "model.json";
+    const auto strategy_path = tmp / "strategy.json";
+    write_json_atomically(model_info_json(model), info_path);
+    write_json_atomically(to_json(strategy), strategy_path);
+
+    const int64_t devices = strategy.devices();
+    std::string cmd = quote(python) + " ";
+    if (devices > 1 && !o->dry_run)
+      cmd += fmt::format("-m torch.distributed.run --standalone --nproc-per-node={} ", devices);
+    cmd += quote(harness.string()) + " --model-info " + quote(info_path.string()) +
+           " --strategy " + quote(strategy_path.string()) +
+           // The name `hetplan predict --json` writes, which `hetplan report` matches on.
+           " --model-name " + quote(model.name);
+    if (o->dry_run) {
+      cmd += " --dry-run";
+    } else {
+      cmd += " --out " + quote(o->out) +
+             fmt::format(" --warmup {} --iters {} --budget-s {}", o->warmup, o->iters, o->budget_s);
+      if (!o->cluster.empty()) cmd += " --cluster " + quote(o->cluster);
+      if (!o->gpu_type.empty()) cmd += " --gpu-type " + quote(o->gpu_type);
+      cmd += " --hetplan-version 0.1.0 --command " +
+             quote(fmt::format("hetplan measure --model {} --strategy {} --out {}", o->model,
+                               o->strategy, o->out));
+    }
+    const int rc = run_shell(cmd);
+    std::filesystem::remove_all(tmp);
+    if (rc == 2) throw InputError("the reference harness rejected its input (see above)");
+    if (o->dry_run) {
+      if (rc != 0) throw RuntimeFailure(fmt::format("the reference harness failed (exit {})", rc));
+      return 0;
+    }
+    if (!std::filesystem::exists(o->out))
+      throw RuntimeFailure(fmt::format("the reference harness wrote no {} (exit {})", o->out, rc));
+    // Read back with the strict reader: what was written is a valid measurements file.
+    const MeasurementsFile file = load_measurements(o->out);
+    for (const auto& m : file.measurements) {
+      if (m.oom) {
+        fmt::print("{}: out of memory\n", m.model);
+      } else if (m.iteration_s) {
+        fmt::print("{}: iteration {} (median of {}), peak allocated {}\n", m.model,
+                   format_seconds(m.iteration_s->median), m.iteration_s->count,
+                   format_gib(max_peak_memory(m)));
+      }
+    }
+    if (rc != 0)
+      throw RuntimeFailure(fmt::format("the reference harness failed (exit {}); {} keeps what it "
+                                       "measured",
+                                       rc, o->out));
+    return 0;
+  };
+}
+
+}  // namespace hetplan::cli

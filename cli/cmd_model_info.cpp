@@ -1,0 +1,126 @@
+// hetplan model-info: every layer of a model with all its fields, so that other tools (the PyTorch
+// reference harness, scripts/reference_train.py) build exactly the model hetplan predicts.
+#include <fmt/format.h>
+
+#include "cli/cmd_model_info.h"
+#include "cli/command.h"
+#include "cli/common.h"
+#include "costmodel/model.h"
+
+namespace hetplan::cli {
+namespace {
+
+constexpr int kModelInfoSchema = 1;
+
+Json layer_json(const LayerSpec& l, size_t index) {
+  Json j = {{"index", index},
+            {"name", l.name},
+            {"kind", to_string(l.kind())},
+            {"hidden", l.hidden},
+            {"seq_len", l.seq_len},
+            {"parameters", layer_parameters(l, 1, /*unique=*/true)}};
+  if (const auto* e = l.embedding()) {
+    j["vocab"] = e->vocab;
+    j["max_positions"] = e->max_positions;
+    j["token_types"] = e->token_types;
+    j["norm"] = to_string(e->norm);
+    j["dropout"] = e->dropout;
+  } else if (const auto* b = l.block()) {
+    j["heads"] = b->heads;
+    j["kv_heads"] = b->kv_heads;
+    j["head_dim"] = b->head_dim;
+    j["ffn_hidden"] = b->ffn_hidden;
+    j["activation"] = to_string(b->activation);
+    j["norm"] = to_string(b->norm);
+    j["bias"] = b->bias;
+    j["rotary"] = b->rotary;
+    j["causal"] = b->causal;
+    j["dropout"] = b->dropout;
+    j["experts"] = b->experts;
+    j["top_k"] = b->top_k;
+  } else if (const auto* h = l.head()) {
+    j["vocab"] = h->vocab;
+    j["final_norm"] = to_string(h->final_norm);
+    j["tied"] = h->tied;
+    j["transform"] = h->transform;
+    j["output_bias"] = h->output_bias;
+    j["parameters_with_tied_copy"] = layer_parameters(l, 1, /*unique=*/false);
+  }
+  return j;
+}
+
+std::string layer_line(const LayerSpec& l) {
+  if (const auto* e = l.embedding())
+    return fmt::format("embedding  vocab {} positions {} token types {} norm {} dropout {}",
+                       e->vocab, e->max_positions, e->token_types, to_string(e->norm), e->dropout);
+  if (const auto* b = l.block())
+    return fmt::format("block      hidden {} seq {} heads {} kv heads {} head_dim {} ffn {} {} {}{}{}{} "
+                       "dropout {}{}",
+                       l.hidden, l.seq_len, b->heads, b->kv_heads, b->head_dim, b->ffn_hidden,
+                       to_string(b->activation), to_string(b->norm), b->bias ? " bias" : "",
+                       b->rotary ? " rotary" : "", b->causal ? " causal" : " bidirectional",
+                       b->dropout,
+                       b->experts > 1 ? fmt::format(" experts {} top-{}", b->experts, b->top_k)
+                                      : std::string());
+  const auto& h = std::get<LmHeadLayer>(l.op);
+  return fmt::format("lm_head    vocab {} final norm {}{}{}{}", h.vocab, to_string(h.final_norm),
+                     h.tied ? " tied" : "", h.transform ? " transform" : "",
+                     h.output_bias ? " output-bias" : "");
+}
+
+}  // namespace
+
+Json model_info_json(const ModelSpec& m) {
+  Json layers = Json::array();
+  for (size_t i = 0; i < m.layers.size(); ++i) layers.push_back(layer_json(m.layers[i], i));
+  return {{"format", "hetplan-model-info"},
+          {"schema_version", kModelInfoSchema},
+          {"name", m.name},
+          {"description", m.description},
+          {"source", m.source},
+          {"origin", m.origin},
+          {"seq_len", m.seq_len},
+          {"dtype", to_string(m.dtype)},
+          {"parameters", m.parameters()},
+          {"blocks", m.num_blocks()},
+          // Costs use Megatron-LM's padded vocabulary (a multiple of 128 x tp); parameter counts
+          // and model FLOPs the real one (costmodel/layer_ops.cpp).
+          {"vocab_pad_multiple", 128},
+          {"layers", layers}};
+}
+
+CommandRunner declare_model_info(CLI::App& app) {
+  struct Options {
+    std::string model, json;
+    int64_t seq_len = 0;
+  };
+  auto o = std::make_shared<Options>();
+  app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
+      ->required();
+  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+  app.add_option("--json", o->json, "Write the layer list as JSON to FILE ('-' for stdout)")
+      ->expected(0, 1)
+      ->default_str("-");
+  return [o]() {
+    const ModelSpec m = load_model(o->model, o->seq_len);
+    if (!o->json.empty()) {
+      write_json_output(model_info_json(m), o->json);
+      if (o->json == "-") return 0;
+    }
+    fmt::print("{}: {:.3f}B parameters, {} blocks, sequence {}, {} ({})\n", m.name,
+               m.parameters() / 1e9, m.num_blocks(), m.seq_len, to_string(m.dtype),
+               m.description);
+    // Consecutive identical layers are printed once.
+    for (size_t i = 0; i < m.layers.size();) {
+      size_t j = i + 1;
+      const std::string line = layer_line(m.layers[i]);
+      while (j < m.layers.size() && layer_line(m.layers[j]) == line) ++j;
+      const std::string range = j - i > 1 ? fmt::format("{}-{}", i, j - 1) : fmt::format("{}", i);
+      fmt::print("  {:>7} {}\n", range, line);
+      i = j;
+    }
+    return 0;
+  };
+}
+
+}  // namespace hetplan::cli

@@ -1,0 +1,224 @@
+#include "costmodel/profile_quality.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "costmodel/cost_model.h"
+#include "costmodel/hardware.h"
+#include "costmodel/layer_ops.h"
+#include "costmodel/preset_table.h"
+#include "costmodel/stats.h"
+
+namespace hetplan {
+namespace {
+
+bool is_gpu_preset(const std::string& name) {
+  for (const auto& p : embedded_presets())
+    if (p.kind == "gpus" && p.name == name) return true;
+  return false;
+}
+
+// The transformer block a layer measurement timed (profiler/common/layer_plan.h: gpt = LayerNorm,
+// GeLU, biases; llama = RMSNorm, SwiGLU, rotary, no biases; causal, no dropout).
+LayerSpec measured_block(const LayerMeasurement& m) {
+  LayerSpec layer;
+  layer.name = "measured";
+  layer.hidden = m.hidden;
+  layer.seq_len = m.seq_len;
+  TransformerLayer b;
+  const bool llama = m.style == "llama";
+  b.heads = m.heads;
+  b.kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  b.head_dim = m.hidden / m.heads;
+  b.ffn_hidden = m.ffn_hidden;
+  b.activation = llama ? MlpActivation::kSwiglu : MlpActivation::kGelu;
+  b.norm = llama ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  b.bias = !llama;
+  b.rotary = llama;
+  layer.op = b;
+  return layer;
+}
+
+Json quality_json(const FitQuality& q) {
+  return {{"points", q.points},
+          {"median_rel_error", q.median_rel_error},
+          {"p95_rel_error", q.p95_rel_error}};
+}
+
+}  // namespace
+
+bool is_held_out(const GemmShape& shape, int every) {
+  if (every <= 1) return false;
+  // Avalanche the FNV hash so that neighbouring shapes land in unrelated buckets.
+  uint64_t x = gemm_shape_hash(shape);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x % static_cast<uint64_t>(every) == 0;
+}
+
+FitQuality summarize_errors(std::vector<double> errors) {
+  FitQuality q;
+  std::sort(errors.begin(), errors.end());
+  q.points = static_cast<int64_t>(errors.size());
+  q.median_rel_error = percentile_sorted(errors, 0.5);
+  q.p95_rel_error = percentile_sorted(errors, 0.95);
+  return q;
+}
+
+GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
+                         double peak_flops, double memory_GBps, int64_t sm_count,
+                         int bytes_per_element, int every) {
+  GemmHoldout out;
+  std::vector<GemmPoint> fit_set, held;
+  for (const auto& p : points) (is_held_out(p.shape, every) ? held : fit_set).push_back(p);
+  out.fit_points = static_cast<int64_t>(fit_set.size());
+  out.fitted = fit_gemm_efficiency(fit_set, prior, peak_flops, memory_GBps, sm_count,
+                                   bytes_per_element);
+  GemmModel model(out.fitted, peak_flops, memory_GBps, sm_count, bytes_per_element);
+  model.set_measurements(fit_set);
+  std::vector<double> analytical, corrected;
+  for (const auto& p : held) {
+    analytical.push_back(std::abs(model.analytical_s(p.shape) / p.time_s - 1));
+    corrected.push_back(std::abs(model.time_s(p.shape) / p.time_s - 1));
+  }
+  out.analytical = summarize_errors(analytical);
+  out.corrected = summarize_errors(corrected);
+  const GemmEfficiency all = fit_gemm_efficiency(points, prior, peak_flops, memory_GBps, sm_count,
+                                                 bytes_per_element);
+  const GemmModel whole(all, peak_flops, memory_GBps, sm_count, bytes_per_element);
+  std::vector<double> in_sample;
+  for (const auto& p : points) in_sample.push_back(std::abs(whole.analytical_s(p.shape) / p.time_s - 1));
+  out.in_sample = summarize_errors(in_sample);
+  return out;
+}
+
+FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& files, int every) {
+  FitReport report;
+  report.holdout_every = every;
+  for (auto& [type, fit] : profile.gpus) {
+    GpuQuality q;
+    q.gpu_type = type;
+    q.kernels = fit.kernels;
+    q.attention_efficiency = fit.attention_efficiency;
+    q.attention_bwd_efficiency = fit.attention_bwd_efficiency;
+    for (const auto& f : files)
+      if (f.context.gpu_type == type)
+        for (const auto& k : f.kernels)
+          q.attention_points += k.kernel.rfind("attention", 0) == 0 && k.flops > 0;
+    if (!is_gpu_preset(type)) {
+      report.gpus.push_back(std::move(q));
+      continue;
+    }
+    const GpuSpec spec = load_gpu(type);
+    const double bandwidth = spec.memory_GBps * fit.memory_efficiency;
+    for (const auto& [dtype, pts] : fit.gemm_points) {
+      if (!spec.supports(dtype) || pts.size() < 10) continue;
+      GemmHoldout h = gemm_holdout(pts, GemmEfficiency{}, spec.peak_flops(dtype), bandwidth,
+                                   spec.sm_count, dtype_bytes(dtype), every);
+      h.dtype = dtype;
+      FitQuality stored = h.corrected;
+      stored.method = fmt::format("held-out 1 in {}, with measured-table correction", every);
+      fit.gemm_quality[dtype] = stored;
+      FitQuality analytical = h.analytical;
+      analytical.method = fmt::format("held-out 1 in {}, analytical", every);
+      fit.gemm_analytical_quality[dtype] = analytical;
+      q.gemm.push_back(h);
+    }
+    if (!fit.layers.empty()) {
+      ClusterSpec cluster;
+      cluster.name = "fit-check";
+      NodeGroup group;
+      group.node.name = type;
+      group.node.gpu = spec;
+      group.node.gpus = 1;
+      group.count = 1;
+      cluster.groups.push_back(group);
+      const CostModel cost(profile, cluster);
+      std::vector<double> errs[3];
+      for (const auto& m : fit.layers) {
+        LayerShape shape;
+        shape.micro_batch = m.micro_batch;
+        shape.tp = m.tp;
+        shape.dtype = m.dtype;
+        LayerCheck c;
+        c.measured = m;
+        const LayerSpec layer = measured_block(m);
+        if (!tensor_parallel_problem(ModelSpec{"", "", "", "", m.seq_len, m.dtype, {layer}}, m.tp)
+                 .empty())
+          continue;
+        const LayerTimes t = cost.layer_times(spec, layer_work(layer, shape), Recompute::kNone,
+                                              CommGroup{}, cost.compute_dtype(spec, m.dtype));
+        const double measured[3] = {m.forward_s.median, m.backward_input_s.median,
+                                    m.backward_weight_s.median};
+        for (int p = 0; p < 3; ++p) {
+          c.predicted_s[p] = t.pass_s[p];
+          c.rel_error[p] = measured[p] > 0 ? t.pass_s[p] / measured[p] - 1 : 0;
+          if (measured[p] > 0) errs[p].push_back(std::abs(c.rel_error[p]));
+        }
+        q.layers.push_back(c);
+      }
+      for (int p = 0; p < 3; ++p) q.layer_quality[p] = summarize_errors(errs[p]);
+    }
+    report.gpus.push_back(std::move(q));
+  }
+  return report;
+}
+
+Json to_json(const FitReport& report) {
+  Json gpus = Json::object();
+  for (const auto& g : report.gpus) {
+    Json gemm = Json::object();
+    for (const auto& h : g.gemm) {
+      const GemmEfficiency& e = h.fitted;
+      gemm[std::string(to_string(h.dtype))] = {
+          {"fit_points", h.fit_points},
+          {"held_out_corrected", quality_json(h.corrected)},
+          {"held_out_analytical", quality_json(h.analytical)},
+          {"in_sample_analytical", quality_json(h.in_sample)},
+          {"fitted_without_held_out",
+           {{"peak_fraction", e.peak_fraction}, {"tile_m", e.tile_m}, {"tile_n", e.tile_n},
+            {"k_half", e.k_half}, {"overhead_s", e.overhead_s}, {"tile_exponent", e.tile_exponent},
+            {"memory_fraction", e.memory_fraction}, {"blend", e.blend}}}};
+    }
+    Json kernels = Json::object();
+    for (const auto& [name, k] : g.kernels)
+      kernels[name] = {{"GBps", k.GBps}, {"overhead_s", k.overhead_s}, {"points", k.points},
+                       {"median_rel_error", k.median_rel_error}};
+    Json layers = Json::array();
+    for (const auto& c : g.layers) {
+      layers.push_back({{"style", c.measured.style},
+                        {"micro_batch", c.measured.micro_batch},
+                        {"seq_len", c.measured.seq_len},
+                        {"hidden", c.measured.hidden},
+                        {"tp", c.measured.tp},
+                        {"measured_s", {c.measured.forward_s.median,
+                                        c.measured.backward_input_s.median,
+                                        c.measured.backward_weight_s.median}},
+                        {"predicted_s", {c.predicted_s[0], c.predicted_s[1], c.predicted_s[2]}},
+                        {"rel_error", {c.rel_error[0], c.rel_error[1], c.rel_error[2]}}});
+    }
+    gpus[g.gpu_type] = {
+        {"gemm", gemm},
+        {"kernels", kernels},
+        {"attention", {{"efficiency", g.attention_efficiency},
+                       {"bwd_efficiency", g.attention_bwd_efficiency},
+                       {"points", g.attention_points}}},
+        {"layers", layers},
+        {"layer_quality", {{"forward", quality_json(g.layer_quality[0])},
+                           {"backward_input", quality_json(g.layer_quality[1])},
+                           {"backward_weight", quality_json(g.layer_quality[2])}}}};
+  }
+  return {{"format", "hetplan-fit-quality"},
+          {"schema_version", 1},
+          {"holdout", {{"every", report.holdout_every},
+                       {"rule", "a shape is held out when a stable hash of (m, n, k, batch, "
+                                "layout) is 0 modulo `every`"}}},
+          {"targets", {{"gemm_held_out_median_rel_error", 0.03},
+                       {"gemm_held_out_p95_rel_error", 0.08}}},
+          {"gpus", gpus}};
+}
+
+}  // namespace hetplan

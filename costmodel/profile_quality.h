@@ -1,0 +1,70 @@
+// How well a fitted profile predicts what was measured: the GEMM model on shapes held out of the
+// fit (analytical alone, and with the measured-table correction the cost model applies), the
+// memory-bound kernel fits, attention efficiency, and whole layers predicted from their ops against
+// measured layer timings. `hetplan fit` prints it and stores the GEMM numbers in the profile.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "costmodel/calibration.h"
+#include "costmodel/gemm_model.h"
+#include "costmodel/profile.h"
+
+namespace hetplan {
+
+// Every `every`-th shape, chosen by a stable hash of the shape, is held out of the fit.
+inline constexpr int kDefaultHoldoutEvery = 5;
+bool is_held_out(const GemmShape& shape, int every);
+
+// Relative errors |predicted / measured - 1| summarised.
+FitQuality summarize_errors(std::vector<double> errors);
+
+// The GEMM model of one GPU type and dtype, fitted without the held-out shapes.
+struct GemmHoldout {
+  Dtype dtype = Dtype::kBf16;
+  int64_t fit_points = 0;
+  FitQuality analytical;  // held-out shapes, analytical model alone
+  FitQuality corrected;   // held-out shapes, with the measured-table correction (what predicts)
+  FitQuality in_sample;   // every shape, analytical model fitted on every shape
+  GemmEfficiency fitted;  // fitted on the fit set
+};
+
+// Splits `points`, fits on the fit set (from `prior`), and scores the held-out shapes.
+GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
+                         double peak_flops, double memory_GBps, int64_t sm_count,
+                         int bytes_per_element, int every = kDefaultHoldoutEvery);
+
+// A measured transformer layer against the sum of its ops' predicted times.
+struct LayerCheck {
+  LayerMeasurement measured;
+  double predicted_s[3] = {0, 0, 0};  // F, B, W
+  double rel_error[3] = {0, 0, 0};    // predicted / measured - 1 (signed)
+};
+
+struct GpuQuality {
+  std::string gpu_type;
+  std::vector<GemmHoldout> gemm;
+  std::map<std::string, KernelFit> kernels;
+  double attention_efficiency = 0, attention_bwd_efficiency = 0;
+  int64_t attention_points = 0;
+  std::vector<LayerCheck> layers;
+  FitQuality layer_quality[3];  // |error| of F, B, W over the measured layers
+};
+
+struct FitReport {
+  int holdout_every = kDefaultHoldoutEvery;
+  std::vector<GpuQuality> gpus;
+};
+
+// Scores `profile` (fitted from `files`) per GPU type. GPU types that are not presets get no GEMM
+// or layer scores (their peaks are unknown). Also stores each held-out GEMM score in
+// `profile.gpus[type].gemm_quality`.
+FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& files,
+                         int every = kDefaultHoldoutEvery);
+
+Json to_json(const FitReport& report);
+
+}  // namespace hetplan

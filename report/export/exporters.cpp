@@ -1,0 +1,82 @@
+#include "report/export/exporters.h"
+
+#include <fmt/format.h>
+
+#include "costmodel/errors.h"
+
+namespace hetplan {
+
+const std::vector<ExporterSpec>& exporters() {
+  static const std::vector<ExporterSpec> kExporters = {
+      {"megatron", "Megatron-LM command-line arguments (a bash array)", export_megatron},
+      {"deepspeed", "a DeepSpeed config (JSON)", export_deepspeed},
+      {"torchtitan", "a torchtitan job config (TOML)", export_torchtitan},
+  };
+  return kExporters;
+}
+
+const ExporterSpec& find_exporter(std::string_view format) {
+  std::string names;
+  for (const auto& spec : exporters()) {
+    if (spec.format == format) return spec;
+    names += (names.empty() ? "" : ", ") + std::string(spec.format);
+  }
+  throw InputError(fmt::format("--format: unknown format \"{}\" (expected {})", format, names));
+}
+
+namespace export_detail {
+
+const LayerSpec* uniform_block(const ModelSpec& model, ExportResult& out) {
+  if (const std::string problem = layer_structure_problem(model); !problem.empty()) {
+    out.unsupported.push_back(problem);
+    return nullptr;
+  }
+  const LayerSpec& first = model.layers[1];
+  for (size_t i = 2; i + 1 < model.layers.size(); ++i) {
+    const LayerSpec& l = model.layers[i];
+    const TransformerLayer& a = *first.block();
+    const TransformerLayer& b = *l.block();
+    if (l.hidden != first.hidden || l.seq_len != first.seq_len || a.heads != b.heads ||
+        a.kv_heads != b.kv_heads || a.head_dim != b.head_dim || a.ffn_hidden != b.ffn_hidden ||
+        a.activation != b.activation || a.experts != b.experts) {
+      out.unsupported.push_back(fmt::format(
+          "model {}: block {} differs in shape from block 1; the frameworks build identical "
+          "transformer layers",
+          model.name, i));
+      break;
+    }
+  }
+  return &first;
+}
+
+std::vector<StageBlocks> pipeline_segments(const ModelSpec& model, const Strategy& s,
+                                           ExportResult& out, bool* from_strategy) {
+  if (from_strategy) *from_strategy = false;
+  if (s.pp <= 1) return {};
+  const int64_t blocks = model.num_blocks();
+  if (s.chunks <= 1) {
+    std::vector<StageBlocks> stages = strategy_stage_blocks(s, blocks);
+    if (from_strategy) *from_strategy = !stages.empty();
+    return stages;
+  }
+  if (!s.stages.empty() && s.stages.front().first_layer >= 0)
+    out.unsupported.push_back(fmt::format(
+        "the strategy gives one layer range per device, but schedule {} runs {} chunks per "
+        "device: the chunks' ranges are not in the strategy",
+        s.schedule, s.chunks));
+  const int64_t n = s.pp * s.chunks;
+  std::vector<int64_t> counts(n, blocks / n);
+  for (int64_t i = 0; i < blocks % n; ++i) ++counts[i];
+  return split_by_counts(counts);
+}
+
+std::string strategy_summary(const Strategy& s) {
+  return fmt::format("dp {} x tp {} x pp {} = {} GPUs, micro-batch {}, global batch {}, {}{}, "
+                     "recompute {}, ZeRO {}{}",
+                     s.dp, s.tp, s.pp, s.devices(), s.micro_batch, s.global_batch, s.schedule,
+                     s.chunks > 1 ? fmt::format(" x {} chunks", s.chunks) : "",
+                     to_string(s.recompute), s.zero, s.sequence_parallel ? ", sequence parallel" : "");
+}
+
+}  // namespace export_detail
+}  // namespace hetplan

@@ -1,0 +1,174 @@
+// Megatron-LM command-line arguments. Flag names as in megatron/training/arguments.py.
+#include <fmt/format.h>
+
+#include "report/export/exporters.h"
+#include "report/megatron_layout.h"
+
+namespace hetplan {
+namespace {
+
+struct Args {
+  std::vector<std::string> lines;
+  void add(const std::string& flag) { lines.push_back(flag); }
+  template <typename T>
+  void add(const std::string& flag, const T& value) {
+    lines.push_back(fmt::format("{} {}", flag, value));
+  }
+};
+
+void model_args(const ModelSpec& model, const LayerSpec& layer, Args& a, ExportResult& out) {
+  const TransformerLayer& b = *layer.block();
+  const EmbeddingLayer& emb = *model.layers.front().embedding();
+  const LmHeadLayer& head = *model.layers.back().head();
+  a.add("--num-layers", model.num_blocks());
+  a.add("--hidden-size", layer.hidden);
+  a.add("--ffn-hidden-size", b.ffn_hidden);
+  a.add("--num-attention-heads", b.heads);
+  if (b.head_dim * b.heads != layer.hidden) a.add("--kv-channels", b.head_dim);
+  if (b.kv_heads != b.heads) {
+    a.add("--group-query-attention");
+    a.add("--num-query-groups", b.kv_heads);
+  }
+  a.add("--seq-length", model.seq_len);
+  a.add("--max-position-embeddings", emb.max_positions > 0 ? emb.max_positions : model.seq_len);
+  if (b.rotary) a.add("--position-embedding-type", "rope");
+  else if (emb.max_positions == 0) a.add("--position-embedding-type", "none");
+  if (b.norm == NormKind::kRmsNorm) a.add("--normalization", "RMSNorm");
+  if (b.norm == NormKind::kNone) out.unsupported.push_back("blocks without normalisation");
+  if (b.activation == MlpActivation::kSwiglu) a.add("--swiglu");
+  if (b.activation == MlpActivation::kRelu)
+    out.unsupported.push_back("ReLU MLPs (Megatron-LM has GeLU, SwiGLU and squared ReLU)");
+  if (!b.bias) a.add("--disable-bias-linear");
+  if (!head.tied) a.add("--untie-embeddings-and-output-weights");
+  a.add("--hidden-dropout", b.dropout);
+  a.add("--attention-dropout", b.dropout);
+  if (b.experts > 1) {
+    a.add("--num-experts", b.experts);
+    a.add("--moe-router-topk", b.top_k);
+  }
+  if (!b.causal || head.transform || emb.token_types > 0 || emb.norm != NormKind::kNone)
+    out.unsupported.push_back(fmt::format(
+        "model {} is not a GPT-style decoder (pretrain_gpt.py); BERT-style models take "
+        "pretrain_bert.py's flags",
+        model.name));
+  switch (model.dtype) {
+    case Dtype::kBf16:
+      a.add("--bf16");
+      break;
+    case Dtype::kFp16:
+      a.add("--fp16");
+      break;
+    case Dtype::kFp32:
+    case Dtype::kTf32:
+      break;  // Megatron-LM's default precision
+    default:
+      out.unsupported.push_back(fmt::format("training in {}", to_string(model.dtype)));
+  }
+}
+
+// Pipeline partition flags: nothing for the even split, --decoder-first/last-pipeline-num-layers
+// for "uniform except first and last", else --pipeline-model-parallel-layout.
+void partition_args(const ModelSpec& model, const Strategy& s, Args& a, ExportResult& out) {
+  bool from_strategy = false;
+  const auto segments = export_detail::pipeline_segments(model, s, out, &from_strategy);
+  if (segments.empty()) {
+    if (s.pp > 1)
+      out.approximations.push_back(
+          "the strategy leaves the layer partition to hetplan: Megatron-LM's even split is used "
+          "(export a predict or search --json output to carry hetplan's partition)");
+    return;
+  }
+  const int64_t blocks = model.num_blocks();
+  const int64_t n = static_cast<int64_t>(segments.size());
+  const auto even = even_split(blocks, n);
+  auto same = [](const std::vector<StageBlocks>& x, const std::vector<StageBlocks>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i].blocks != y[i].blocks || x[i].embedding != y[i].embedding || x[i].head != y[i].head)
+        return false;
+    return true;
+  };
+  if (s.chunks > 1) {
+    if (same(segments, even)) {
+      a.add("--num-layers-per-virtual-pipeline-stage", blocks / n);
+    } else {
+      a.add("--pipeline-model-parallel-layout", fmt::format("\"{}\"", format_megatron_layout(segments)));
+      out.approximations.push_back(fmt::format(
+          "{} blocks do not divide into {} virtual stages: --pipeline-model-parallel-layout "
+          "(recent Megatron-LM) gives the first ones one block more",
+          blocks, n));
+    }
+    return;
+  }
+  if (same(segments, even)) return;
+  if (const auto fl = megatron_first_last(segments)) {
+    if (fl->first >= 0) a.add("--decoder-first-pipeline-num-layers", fl->first);
+    if (fl->second >= 0) a.add("--decoder-last-pipeline-num-layers", fl->second);
+    return;
+  }
+  // Not "uniform except first and last": only the layout flag can say it.
+  a.add("--pipeline-model-parallel-layout", fmt::format("\"{}\"", format_megatron_layout(segments)));
+  out.approximations.push_back(
+      "the partition is not uniform except the first and last stage, so it is written as "
+      "--pipeline-model-parallel-layout, which only recent Megatron-LM versions have (older ones "
+      "cannot express it)");
+}
+
+}  // namespace
+
+ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const ExportOptions&) {
+  ExportResult out;
+  Args a;
+  const LayerSpec* layer = export_detail::uniform_block(model, out);
+  if (layer) model_args(model, *layer, a, out);
+  a.add("--tensor-model-parallel-size", s.tp);
+  a.add("--pipeline-model-parallel-size", s.pp);
+  if (s.pp > 1) {
+    if (s.schedule == "gpipe")
+      out.approximations.push_back("schedule gpipe: Megatron-LM runs 1F1B (same bubble, fewer "
+                                   "activations held)");
+    else if (s.schedule != "1f1b" && s.schedule != "interleaved")
+      out.unsupported.push_back(fmt::format("schedule {}: Megatron-LM runs 1F1B and interleaved "
+                                            "1F1B only", s.schedule));
+    if (s.schedule == "interleaved" && s.chunks < 2)
+      out.unsupported.push_back("schedule interleaved with chunks 1");
+    if (layer) partition_args(model, s, a, out);
+  }
+  a.add("--micro-batch-size", s.micro_batch);
+  a.add("--global-batch-size", s.global_batch);
+  if (s.sequence_parallel && s.tp > 1) a.add("--sequence-parallel");
+  if (s.recompute == Recompute::kSelective) {
+    a.add("--recompute-granularity", "selective");
+  } else if (s.recompute == Recompute::kFull) {
+    a.add("--recompute-granularity", "full");
+    a.add("--recompute-method", "uniform");
+    a.add("--recompute-num-layers", 1);
+  }
+  if (s.zero == 1) {
+    a.add("--use-distributed-optimizer");
+  } else if (s.zero >= 2) {
+    a.add("--use-megatron-fsdp");
+    a.add("--data-parallel-sharding-strategy", s.zero == 2 ? "optim_grads" : "optim_grads_params");
+  }
+  if (s.flash_attention) a.add("--use-flash-attn");
+  else a.add("--attention-backend", "unfused");
+
+  std::string text = fmt::format(
+      "# Megatron-LM arguments for {}: {}\n"
+      "# exported by hetplan. Launch on {} GPUs (Megatron-LM derives the data-parallel size {} "
+      "from them), e.g.\n"
+      "#   torchrun --nproc-per-node <GPUs per node> --nnodes <nodes> pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\" "
+      "<data, tokenizer, optimizer flags>\n",
+      model.name, export_detail::strategy_summary(s), s.devices(), s.dp);
+  if (const auto* emb = model.layers.front().embedding())
+    text += fmt::format("# vocabulary {}: from the tokenizer\n", emb->vocab);
+  for (const auto& note : out.approximations) text += "# note: " + note + "\n";
+  for (const auto& no : out.unsupported) text += "# NOT EXPRESSED: " + no + "\n";
+  text += "MEGATRON_ARGS=(\n";
+  for (const auto& line : a.lines) text += "  " + line + "\n";
+  text += ")\n";
+  out.text = text;
+  return out;
+}
+
+}  // namespace hetplan

@@ -1,0 +1,297 @@
+#include "report/import/deepspeed_log.h"
+
+#include <algorithm>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "costmodel/errors.h"
+#include "report/import/log_strategy.h"
+#include "report/import/log_text.h"
+#include "search/strategy.h"
+
+namespace hetplan {
+namespace {
+
+using logs::contains;
+using logs::fail_at;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+using SvMatch = std::match_results<std::string_view::const_iterator>;
+
+bool search(std::string_view s, SvMatch& m, const std::regex& re) {
+  return std::regex_search(s.begin(), s.end(), m, re);
+}
+
+double number_at(const SvMatch& m, size_t i, const std::string& what, const std::string& origin,
+                 int64_t line) {
+  const auto v = logs::parse_number(std::string_view(&*m[i].first, m[i].length()));
+  if (!v) fail_at(origin, line, fmt::format("{}: expected a number, found \"{}\"", what, m[i].str()));
+  return *v;
+}
+
+const std::regex kStepRe(R"(steps:\s*(\d+)\s+loss:\s*\S+\s+iter time \(s\):\s*(\S+)\s+samples/sec:)");
+const std::regex kMemRe(R"(\bMA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB)");
+const std::regex kTimerRe(R"(global_step=(\d+), RunningAvgSamplesPerSec=[^,\s]+, CurrSamplesPerSec=([^,\s]+))");
+const std::regex kTimerMemRe(R"(MaxMemAllocated=([^G,\s]+)GB)");
+const std::regex kStageRe(R"(RANK=(\d+) STAGE=(\d+) LAYERS=(\d+))");
+const std::regex kVersionRe(R"(DeepSpeed info: version=([^,\s]+))");
+const std::regex kConfigLineRe(R"(print\]\s+(\w+)\s+\.*\s*(\S.*)$)");
+
+// Collects a JSON object starting at `text` (after "json = ") over the following lines.
+Json read_config_json(const std::vector<logs::Line>& lines, size_t& i, size_t brace,
+                      const std::string& origin) {
+  std::string text(lines[i].text.substr(brace));
+  int depth = 0;
+  bool in_string = false;
+  size_t j = i;
+  auto scan = [&](std::string_view s) {
+    for (size_t k = 0; k < s.size(); ++k) {
+      const char c = s[k];
+      if (in_string) {
+        if (c == '\\') ++k;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{') {
+        ++depth;
+      } else if (c == '}') {
+        --depth;
+      }
+    }
+  };
+  scan(text);
+  while (depth > 0 && ++j < lines.size()) {
+    text += '\n';
+    text += lines[j].text;
+    scan(lines[j].text);
+  }
+  if (depth > 0) fail_at(origin, lines[i].number, "the config JSON block never closes");
+  try {
+    Json config = Json::parse(text);
+    i = j;
+    return config;
+  } catch (const Json::parse_error& e) {
+    fail_at(origin, lines[i].number, fmt::format("malformed config JSON: {}", e.what()));
+  }
+}
+
+}  // namespace
+
+DeepSpeedLog parse_deepspeed_log(std::string_view text, const std::string& origin) {
+  DeepSpeedLog log;
+  const auto lines = logs::split_lines(text);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string_view s = lines[i].text;
+    const int64_t n = lines[i].number;
+    SvMatch m;
+    if (contains(s, "iter time (s)")) {
+      if (!search(s, m, kStepRe))
+        fail_at(origin, n, "expected \"steps: N loss: L iter time (s): T samples/sec: S\"");
+      DeepSpeedLog::Step st;
+      st.step = std::stoll(m[1].str());
+      st.iter_s = number_at(m, 2, "iter time (s)", origin, n);
+      st.line = n;
+      if (!(st.iter_s > 0))
+        fail_at(origin, n, fmt::format("iter time: expected a time > 0, found {}", st.iter_s));
+      if (!log.steps.empty() && st.step <= log.steps.back().step)
+        fail_at(origin, n, fmt::format("step {} follows step {}: give one run per log", st.step,
+                                       log.steps.back().step));
+      log.steps.push_back(st);
+    } else if (contains(s, "Max_MA")) {
+      if (!search(s, m, kMemRe))
+        fail_at(origin, n, "expected \"MA x GB Max_MA y GB CA z GB Max_CA w GB\"");
+      log.max_allocated_bytes =
+          std::max(log.max_allocated_bytes, number_at(m, 2, "Max_MA", origin, n) * kGiB);
+      log.max_reserved_bytes =
+          std::max(log.max_reserved_bytes, number_at(m, 4, "Max_CA", origin, n) * kGiB);
+    } else if (contains(s, "CurrSamplesPerSec=") || contains(s, "MaxMemAllocated=")) {
+      if (contains(s, "CurrSamplesPerSec=")) {
+        if (!search(s, m, kTimerRe))
+          fail_at(origin, n, "expected \"global_step=N, RunningAvgSamplesPerSec=x, "
+                             "CurrSamplesPerSec=y\"");
+        DeepSpeedLog::Throughput t{std::stoll(m[1].str()),
+                                   number_at(m, 2, "CurrSamplesPerSec", origin, n), n};
+        if (!(t.samples_per_s > 0))
+          fail_at(origin, n, fmt::format("CurrSamplesPerSec: expected > 0, found {}",
+                                         t.samples_per_s));
+        if (!log.throughput.empty() && t.step <= log.throughput.back().step)
+          fail_at(origin, n, fmt::format("step {} follows step {}: give one run per log", t.step,
+                                         log.throughput.back().step));
+        log.throughput.push_back(t);
+      }
+      if (contains(s, "MaxMemAllocated=")) {
+        if (!search(s, m, kTimerMemRe)) fail_at(origin, n, "expected \"MaxMemAllocated=<x>GB\"");
+        log.max_allocated_bytes = std::max(
+            log.max_allocated_bytes, number_at(m, 1, "MaxMemAllocated", origin, n) * kGiB);
+      }
+    } else if (const size_t pos = s.find("json = {"); pos != std::string_view::npos) {
+      if (!log.config.is_null())
+        fail_at(origin, n, fmt::format("a second config block (the first is at line {}): give "
+                                       "one run per log", log.config_line));
+      log.config_line = n;
+      log.config = read_config_json(lines, i, pos + 7, origin);
+    } else if (search(s, m, kStageRe)) {
+      log.pipeline_stages = std::max<int64_t>(log.pipeline_stages, std::stoll(m[2].str()) + 1);
+    } else if (search(s, m, kVersionRe)) {
+      log.version = m[1].str();
+    } else if (contains(s, "config.py") && search(s, m, kConfigLineRe)) {
+      log.engine_config[m[1].str()] = std::string(logs::trim(m[2].str()));
+    } else if (log.oom_line == 0 &&
+               (contains(s, "CUDA out of memory") || contains(s, "OutOfMemoryError"))) {
+      log.oom_line = n;
+    }
+  }
+  return log;
+}
+
+namespace {
+
+// A config value from the JSON block, else from the "name ..... value" lines.
+int64_t config_integer(const DeepSpeedLog& log, const std::string& origin,
+                       std::initializer_list<const char*> json_path, const char* engine_key,
+                       int64_t fallback) {
+  const Json* v = &log.config;
+  for (const char* key : json_path) {
+    if (!v->is_object() || !v->contains(key)) {
+      v = nullptr;
+      break;
+    }
+    v = &(*v)[key];
+  }
+  if (v && !v->is_null()) {
+    if (v->is_number_integer()) return v->get<int64_t>();
+    if (v->is_string() && *v == "auto") return fallback;
+    std::string path;
+    for (const char* key : json_path) {
+      if (!path.empty()) path += '.';
+      path += key;
+    }
+    throw InputError(fmt::format("{}:{}", origin, log.config_line), path,
+                     "expected a whole number, found " + describe_json(*v));
+  }
+  if (auto it = log.engine_config.find(engine_key); it != log.engine_config.end())
+    if (auto n = logs::parse_integer(it->second)) return *n;
+  return fallback;
+}
+
+}  // namespace
+
+Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& origin,
+                                  const LogImportOptions& options) {
+  if (log.config.is_null() && log.engine_config.empty())
+    throw InputError(origin, "", "no DeepSpeed config print (\"DeepSpeedEngine configuration\" "
+                                 "and its \"json = {...}\"): the batch sizes are unknown");
+  Measurement m;
+  m.model = checked_model_name(options.model, ModelShape{}, origin);
+  m.cluster = options.cluster;
+  m.source = "imported:deepspeed";
+  std::string notes;
+  Strategy s;
+  s.micro_batch = config_integer(log, origin, {"train_micro_batch_size_per_gpu"},
+                                 "train_micro_batch_size_per_gpu", 0);
+  const int64_t gas = config_integer(log, origin, {"gradient_accumulation_steps"},
+                                     "gradient_accumulation_steps", 1);
+  s.global_batch = config_integer(log, origin, {"train_batch_size"}, "train_batch_size", 0);
+  if (s.micro_batch <= 0 || s.global_batch <= 0)
+    throw InputError(origin, "", "the config gives no train_micro_batch_size_per_gpu and "
+                                 "train_batch_size");
+  s.zero = static_cast<int>(config_integer(log, origin, {"zero_optimization", "stage"},
+                                           "zero_optimization_stage", 0));
+  const int64_t autotp = config_integer(log, origin, {"tensor_parallel", "autotp_size"}, "", 0);
+  s.tp = autotp > 0 ? autotp : options.tp.value_or(1);
+  if (autotp > 0 && options.tp && *options.tp != autotp)
+    throw InputError(origin, "tensor_parallel.autotp_size",
+                     fmt::format("the log says {}, --tp says {}", autotp, *options.tp));
+  s.pp = log.pipeline_stages > 0 ? log.pipeline_stages : options.pp.value_or(1);
+  if (log.pipeline_stages > 0 && options.pp && *options.pp != log.pipeline_stages)
+    throw InputError(origin, "", fmt::format("the log shows {} pipeline stages, --pp says {}",
+                                             log.pipeline_stages, *options.pp));
+  if (s.global_batch % (s.micro_batch * gas) != 0)
+    throw InputError(origin, "train_batch_size",
+                     fmt::format("{} is not a multiple of micro-batch {} x accumulation {}",
+                                 s.global_batch, s.micro_batch, gas));
+  s.dp = s.global_batch / (s.micro_batch * gas);
+  if (options.recompute) {
+    if (!parse_recompute(*options.recompute, s.recompute))
+      throw InputError(fmt::format("--recompute: expected none, selective or full, found \"{}\"",
+                                   *options.recompute));
+  } else if (log.config.is_object() && log.config.contains("activation_checkpointing")) {
+    notes += "the config has an activation_checkpointing section but the log does not say which "
+             "layers the model checkpoints: recorded as recompute none (give --recompute); ";
+  }
+
+  // Iteration times: the pipeline engine's "iter time (s)" (a mean over steps_per_print steps),
+  // else the ThroughputTimer's samples/s of the step before each line (train_batch_size over it).
+  std::vector<DeepSpeedLog::Step> steps = log.steps;
+  const bool from_timer = steps.empty() && !log.throughput.empty();
+  if (from_timer)
+    for (const auto& t : log.throughput)
+      steps.push_back({t.step, static_cast<double>(s.global_batch) / t.samples_per_s, t.line});
+  const int64_t spacing = steps.size() > 1 ? steps[1].step - steps[0].step : 1;
+  const int64_t interval = from_timer ? 1 : spacing;  // steps each sample averages
+  std::vector<double> samples;
+  int64_t first_kept = 0, last_kept = 0;
+  if (!steps.empty()) {
+    // A sample is warm-up when the steps it covers include one of the run's first
+    // `warmup_iterations` steps.
+    const int64_t start = steps.front().step - spacing;
+    int64_t previous = start;
+    for (const auto& st : steps) {
+      const int64_t first_covered = from_timer ? st.step : previous + 1;
+      previous = st.step;
+      if (first_covered <= start + options.warmup_iterations) continue;
+      samples.push_back(st.iter_s);
+      if (first_kept == 0) first_kept = st.line;
+      last_kept = st.line;
+    }
+  }
+  if (log.oom_line > 0) {
+    m.oom = true;
+    m.origin = fmt::format("{}:{}", origin, log.oom_line);
+    notes += fmt::format("CUDA out of memory at line {}; ", log.oom_line);
+  } else if (samples.empty()) {
+    throw InputError(origin, "", fmt::format("no \"iter time (s)\" or \"CurrSamplesPerSec\" "
+                                             "lines after the {} warm-up steps (found {}); lower "
+                                             "--warmup or log more steps",
+                                             options.warmup_iterations, steps.size()));
+  } else {
+    m.iteration_s = summarize(samples);
+    m.iteration_samples_s = samples;
+    m.warmup_iterations = options.warmup_iterations;
+    m.origin = fmt::format("{}:{}-{}", origin, first_kept, last_kept);
+    if (interval > 1)
+      notes += fmt::format("each sample is DeepSpeed's mean over {} steps; ", interval);
+    if (from_timer)
+      notes += "each sample is one step's time (train_batch_size / CurrSamplesPerSec); ";
+  }
+  const double peak = options.memory_kind == "reserved" ? log.max_reserved_bytes
+                                                        : log.max_allocated_bytes;
+  if (peak >= 0) {
+    m.peak_memory_bytes = {peak};
+    m.peak_memory_kind = options.memory_kind;
+    if (s.pp > 1) notes += "memory as the logging rank (usually rank 0, the first stage) saw it; ";
+  }
+  m.strategy = to_json(s);
+  if (!notes.empty()) notes.resize(notes.size() - 2);
+  m.notes = notes;
+  return m;
+}
+
+MeasurementsFile import_deepspeed_logs(const std::vector<std::filesystem::path>& paths,
+                                       const LogImportOptions& options) {
+  MeasurementsFile f;
+  f.context.framework = "deepspeed";
+  f.context.gpu_type = options.gpu_type;
+  for (const auto& path : paths) {
+    const std::string origin = path.string();
+    const DeepSpeedLog log = parse_deepspeed_log(logs::read_text_file(path), origin);
+    f.measurements.push_back(deepspeed_measurement(log, origin, options));
+    if (f.context.framework_version.empty()) f.context.framework_version = log.version;
+    f.context.inputs.push_back(origin);
+  }
+  return f;
+}
+
+}  // namespace hetplan

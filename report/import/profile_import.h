@@ -1,0 +1,33 @@
+// Per-layer profiles made by other tools into hetplan calibration files (source imported:<tool>):
+// AMP's known-cost arrays and Helix's serving profiles. See docs/formats.md.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/calibration.h"
+
+namespace hetplan {
+
+struct ProfileImportOptions {
+  std::string gpu_type;  // override the GPU type read from the file or folder names
+  std::string model;     // override the model read from the file or folder names
+  std::optional<int64_t> tp;  // AMP: override the tensor-parallel degree of the file names
+};
+
+// AMP's src/known_cost/<model>_<machine>_<tp>.npy: per-layer forward seconds at micro-batch 1
+// (fp16, Megatron-LM v1.1.5 inside DeepSpeed). Machines: G4 = g4dn.12xlarge (T4), P3 = p3.8xlarge
+// (V100). gpt2's 30 entries map onto hetplan's gpt2-medium layers (embedding, 24 blocks, head);
+// other models' entries are kept with layer -1. All files must be of one machine type.
+CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& files,
+                                      const ProfileImportOptions& options);
+
+// Helix's profiles/<model>/<gpu>/{prompt,decode}_bs2time.csv (rows "tokens,milliseconds" for one
+// transformer layer served by vLLM on one machine). Inputs are such folders or the CSV files
+// themselves, all of one GPU type (a100, v100, l4, t4; "l4x2" = two L4s in one machine).
+CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& inputs,
+                                      const ProfileImportOptions& options);
+
+}  // namespace hetplan

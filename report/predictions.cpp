@@ -1,0 +1,106 @@
+#include "report/predictions.h"
+
+#include <fmt/format.h>
+
+#include "costmodel/errors.h"
+
+namespace hetplan {
+namespace {
+
+MemoryBreakdown memory_from_json(ObjectReader r) {
+  MemoryBreakdown m;
+  m.weights = r.number_or("weights_bytes", 0);
+  m.gradients = r.number_or("gradients_bytes", 0);
+  m.optimizer = r.number_or("optimizer_bytes", 0);
+  m.activations = r.number_or("activations_bytes", 0);
+  m.transient = r.number_or("transient_bytes", 0);
+  m.reserve = r.number_or("reserve_bytes", 0);
+  return m;
+}
+
+StagePrediction stage_from_json(ObjectReader r) {
+  StagePrediction s;
+  if (r.has("layers")) {
+    const auto layers = r.integers("layers");
+    if (layers.size() != 2) r.fail("layers", "expected [first, last]");
+    s.stage.first_layer = layers[0];
+    s.stage.last_layer = layers[1];
+  }
+  s.stage.gpu_type = r.string_or("gpu_type", "");
+  if (r.has("devices")) s.stage.devices = r.integers("devices");
+  s.forward_s = r.number_or("forward_s", 0);
+  s.backward_input_s = r.number_or("backward_input_s", 0);
+  s.backward_weight_s = r.number_or("backward_weight_s", 0);
+  s.tp_comm_s = r.number_or("tp_comm_s", 0);
+  s.recompute_s = r.number_or("recompute_s", 0);
+  s.p2p_s = r.number_or("p2p_s", 0);
+  s.dp_sync_s = r.number_or("dp_sync_s", 0);
+  s.optimizer_s = r.number_or("optimizer_s", 0);
+  s.in_flight = r.integer_or("in_flight_microbatches", 0);
+  if (auto m = r.optional_object("memory")) s.memory = memory_from_json(*m);
+  return s;
+}
+
+PredictedStrategy read_one(ObjectReader strategy, std::optional<ObjectReader> predicted,
+                           const std::string& model, const std::string& cluster,
+                           const std::string& origin) {
+  PredictedStrategy p;
+  p.model = model;
+  p.cluster = cluster;
+  p.origin = origin;
+  p.strategy = strategy_from_json(strategy);
+  if (predicted) p.predicted = prediction_from_json(*predicted);
+  // The prediction knows the partition and placement the strategy may have left open.
+  if (p.predicted && static_cast<int64_t>(p.predicted->stages.size()) == p.strategy.pp) {
+    const bool open = p.strategy.stages.empty() || p.strategy.stages.front().first_layer < 0;
+    if (open && p.predicted->stages.front().stage.first_layer >= 0) {
+      p.strategy.stages.clear();
+      for (const auto& st : p.predicted->stages) p.strategy.stages.push_back(st.stage);
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+Prediction prediction_from_json(ObjectReader r) {
+  Prediction p;
+  p.feasible = r.boolean("feasible");
+  p.reason = r.string_or("reason", "");
+  p.reason_code = r.string_or("reason_code", "");
+  p.iteration_s = r.number_or("iteration_s", 0);
+  p.samples_per_s = r.number_or("samples_per_s", 0);
+  p.tokens_per_s = r.number_or("tokens_per_s", 0);
+  p.mfu = r.number_or("mfu", 0);
+  if (r.has("peak_memory_bytes")) p.peak_memory_bytes = r.numbers("peak_memory_bytes");
+  if (auto b = r.optional_object("breakdown"))
+    for (const auto& key : b->keys()) p.breakdown.emplace_back(key, b->number(key));
+  p.bubble_rate = r.number_or("bubble_rate", 0);
+  for (auto& st : r.objects_or_empty("stages")) p.stages.push_back(stage_from_json(st));
+  if (r.has("notes")) p.notes = r.strings("notes");
+  return p;
+}
+
+std::vector<PredictedStrategy> load_predicted_strategies(const std::string& path) {
+  const Document doc = load_document(path);
+  ObjectReader r(doc);
+  const std::string model = r.string_or("model", "");
+  const std::string cluster = r.string_or("cluster", "");
+  std::vector<PredictedStrategy> out;
+  if (r.has("strategies")) {
+    auto list = r.objects("strategies");
+    for (size_t i = 0; i < list.size(); ++i) {
+      auto predicted = list[i].optional_object("predicted");
+      out.push_back(read_one(list[i], predicted, model, cluster,
+                             fmt::format("{}: strategies[{}]", path, i)));
+    }
+  } else if (r.has("strategy")) {
+    out.push_back(read_one(r.object("strategy"), r.optional_object("predicted"), model, cluster,
+                           path));
+  } else {
+    out.push_back(read_one(r, std::nullopt, model, cluster, path));
+  }
+  return out;
+}
+
+}  // namespace hetplan

@@ -1,0 +1,1 @@
+"""The PyTorch reference harness of hetplan (scripts/reference_train.py, docs/measure.md)."""

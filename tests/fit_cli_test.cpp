@@ -1,0 +1,164 @@
+// `hetplan fit` end to end on a synthetic calibration file, and the profile format it writes.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/document.h"
+#include "costmodel/profile.h"
+#include "costmodel/profile_quality.h"
+#include "synthetic_gemm.h"
+
+namespace hetplan {
+namespace {
+
+using testing::run_hetplan;
+using testing::temp_dir;
+
+// A measured-looking H100 calibration: synthetic GEMMs on a grid, two streaming kernels, one
+// attention kernel.
+CalibrationFile synthetic_calibration(bool with_grid) {
+  CalibrationFile f;
+  f.context.source = "measured";
+  f.context.gpu_type = "h100-sxm";
+  f.context.notes = "synthetic (tests/synthetic_gemm.h)";
+  testing::SyntheticGpu g;
+  const auto shapes = testing::profiler_like_shapes(with_grid, !with_grid);
+  for (const auto& p : testing::synthetic_table(g, shapes)) {
+    GemmMeasurement m;
+    m.dtype = Dtype::kBf16;
+    m.shape = p.shape;
+    m.origin = "grid";
+    m.time_s = summarize({p.time_s});
+    f.gemm.push_back(m);
+  }
+  // A copy kernel at 3.0 TB/s with 3 us overhead: memory efficiency 3000 / 3350.
+  for (double bytes : {1e6, 1e7, 1e8, 1e9}) {
+    KernelMeasurement k;
+    k.kernel = "copy";
+    k.bytes = bytes;
+    k.time_s = summarize({3e-6 + bytes / 3.0e12});
+    f.kernels.push_back(k);
+  }
+  for (double flops : {1e10, 1e11, 1e12, 1e13}) {
+    KernelMeasurement k;
+    k.kernel = "attention_fwd";
+    k.flops = flops;
+    k.time_s = summarize({flops / (0.5 * 989.4e12)});
+    f.kernels.push_back(k);
+  }
+  return f;
+}
+
+TEST(FitCli, WritesAProfileAndAHeldOutQualityReport) {
+  const auto dir = temp_dir("fit_cli");
+  CalibrationFile f = synthetic_calibration(true);
+  const auto calib = (dir / "h100.json").string();
+  save_calibration(f, calib);
+  const auto profile_path = (dir / "profile.json").string();
+  const auto quality_path = (dir / "quality.json").string();
+  auto r = run_hetplan("fit " + calib + " --out " + profile_path + " --json " + quality_path +
+                       " --require-targets");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("h100-sxm (measured)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("met"), std::string::npos) << r.output;
+
+  const Json q = load_document(quality_path).root;
+  EXPECT_EQ(q["format"], "hetplan-fit-quality");
+  const Json& bf16 = q["gpus"]["h100-sxm"]["gemm"]["bf16"];
+  const double median = bf16["held_out_corrected"]["median_rel_error"].get<double>();
+  const double p95 = bf16["held_out_corrected"]["p95_rel_error"].get<double>();
+  EXPECT_LE(median, 0.03);
+  EXPECT_LE(p95, 0.08);
+  EXPECT_GT(bf16["held_out_corrected"]["points"].get<int64_t>(), 400);
+  // Attention: 1e13 flops at half the peak.
+  EXPECT_NEAR(q["gpus"]["h100-sxm"]["attention"]["efficiency"].get<double>(), 0.5, 1e-9);
+
+  // The profile stores the same held-out score, and reads back.
+  const Profile p = profile_from_document(load_document(profile_path));
+  const GpuFit fit = p.gpu("h100-sxm");
+  EXPECT_EQ(fit.source, "measured");
+  ASSERT_TRUE(fit.gemm_quality.count(Dtype::kBf16));
+  EXPECT_DOUBLE_EQ(fit.gemm_quality.at(Dtype::kBf16).median_rel_error, median);
+  EXPECT_NE(fit.gemm_quality.at(Dtype::kBf16).method.find("held-out 1 in 5"), std::string::npos);
+  EXPECT_NEAR(fit.memory_efficiency, 3000.0 / 3350.0, 1e-6);
+  // The shipped datasheet priors were the starting point: fp16 keeps its prior peak fraction.
+  EXPECT_DOUBLE_EQ(fit.gemm.at(Dtype::kFp16).peak_fraction, 0.81);
+  std::filesystem::remove_all(dir);
+}
+
+// The layer check: a layer whose "measured" times are exactly what the fitted profile predicts
+// from its ops scores zero error, which proves the check builds the block the profiler timed.
+TEST(FitCli, LayerCheckComparesLayersBuiltFromTheirOps) {
+  const auto dir = temp_dir("fit_layers");
+  CalibrationFile f = synthetic_calibration(false);
+  std::vector<CalibrationFile> files = {load_calibration(
+      default_calibration_dir() / "datasheet" / "h100-sxm.json")};
+  files.push_back(f);
+  Profile fitted = fit_profile(files);
+  ClusterSpec cluster = load_cluster("p5.48xlarge:1");
+  const CostModel cost(fitted, cluster);
+  const GpuSpec& gpu = cluster.groups[0].node.gpu;
+  LayerMeasurement m;
+  m.style = "llama";
+  m.micro_batch = 2;
+  m.seq_len = 4096;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.ffn_hidden = 11008;
+  m.tp = 2;
+  const ModelSpec llama = load_model("llama2-7b");
+  LayerShape shape;
+  shape.micro_batch = 2;
+  shape.tp = 2;
+  const LayerTimes t = cost.layer_times(gpu, layer_work(llama.layers[1], shape), Recompute::kNone,
+                                        CommGroup{}, Dtype::kBf16);
+  m.forward_s = summarize({t.pass_s[0]});
+  m.backward_input_s = summarize({t.pass_s[1]});
+  m.backward_weight_s = summarize({t.pass_s[2] * 1.1});  // W measured 10% slower
+  f.layers.push_back(m);
+  const auto calib = (dir / "h100.json").string();
+  save_calibration(f, calib);
+  const auto quality_path = (dir / "quality.json").string();
+  auto r = run_hetplan("fit " + calib + " --out " + (dir / "p.json").string() + " --json " +
+                       quality_path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json q = load_document(quality_path).root["gpus"]["h100-sxm"];
+  ASSERT_EQ(q["layers"].size(), 1u);
+  EXPECT_NEAR(q["layers"][0]["rel_error"][0].get<double>(), 0, 1e-9);
+  EXPECT_NEAR(q["layers"][0]["rel_error"][1].get<double>(), 0, 1e-9);
+  EXPECT_NEAR(q["layers"][0]["rel_error"][2].get<double>(), 1 / 1.1 - 1, 1e-9);
+  EXPECT_NEAR(q["layer_quality"]["backward_weight"]["median_rel_error"].get<double>(),
+              1 - 1 / 1.1, 1e-9);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FitCli, BadInputExitsTwo) {
+  const auto dir = temp_dir("fit_bad");
+  auto r = run_hetplan("fit " + (dir / "missing.json").string() + " --out " +
+                       (dir / "p.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no such calibration file"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+// Profiles written before the tile exponent, memory fraction, blend and wave smoothing existed
+// still read, with the defaults.
+TEST(ProfileFormat, ReadsProfilesWithoutTheNewerGemmKeys) {
+  const char* text = R"({"format": "hetplan-profile", "schema_version": 1, "gpus": {"h100-sxm": {
+      "source": "measured", "gemm": {"bf16": {"peak_fraction": 0.8, "tile_m": 128,
+      "tile_n": 256, "k_half": 64, "overhead_s": 6e-6, "quality": {"points": 4,
+      "median_rel_error": 0.02, "p95_rel_error": 0.07}, "measured": []}},
+      "memory_efficiency": 0.9, "attention_efficiency": 0.45}}})";
+  const Profile p = profile_from_document(parse_document(text, "old.json", DocumentFormat::kJson));
+  const GemmEfficiency e = p.gpu("h100-sxm").gemm.at(Dtype::kBf16);
+  EXPECT_EQ(e.tile_n, 256);
+  EXPECT_DOUBLE_EQ(e.memory_fraction, 1.0);
+  EXPECT_DOUBLE_EQ(e.wave_smoothing, 0.0);
+  EXPECT_DOUBLE_EQ(p.gpu("h100-sxm").gemm_quality.at(Dtype::kBf16).p95_rel_error, 0.07);
+}
+
+}  // namespace
+}  // namespace hetplan

@@ -1,0 +1,263 @@
+// Log importers on the sample logs of tests/data/megatron and tests/data/deepspeed (hand-written in
+// the frameworks' formats, values invented; see tests/data/README.md). Expected values are read
+// off those files by hand.
+#include <functional>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "costmodel/errors.h"
+#include "report/import/deepspeed_log.h"
+#include "report/import/log_text.h"
+#include "report/import/megatron_log.h"
+#include "search/strategy.h"
+
+namespace hetplan {
+namespace {
+
+const std::string kData = HETPLAN_TEST_DATA;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = kMiB * 1024.0;
+
+Measurement megatron(const std::string& file, LogImportOptions o = {}) {
+  const std::string path = kData + "/megatron/" + file;
+  return megatron_measurement(parse_megatron_log(logs::read_text_file(path), path), path, o);
+}
+
+Measurement deepspeed(const std::string& file, LogImportOptions o) {
+  const std::string path = kData + "/deepspeed/" + file;
+  return deepspeed_measurement(parse_deepspeed_log(logs::read_text_file(path), path), path, o);
+}
+
+Strategy strategy_of(const Measurement& m) {
+  return strategy_from_json(ObjectReader(m.strategy, "measurement", "strategy"));
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MegatronLog, ReadsStrategyTimesAndMemoryPerStage) {
+  LogImportOptions o;
+  o.model = "gpt2-medium";
+  const Measurement m = megatron("gpt2-medium_tp2_pp2_dp2.log", o);
+  EXPECT_EQ(m.model, "gpt2-medium");
+  EXPECT_EQ(m.source, "imported:megatron");
+  const Strategy s = strategy_of(m);
+  EXPECT_EQ(s.dp, 2);
+  EXPECT_EQ(s.tp, 2);
+  EXPECT_EQ(s.pp, 2);
+  EXPECT_EQ(s.micro_batch, 4);
+  EXPECT_EQ(s.global_batch, 64);
+  EXPECT_EQ(s.recompute, Recompute::kSelective);
+  EXPECT_EQ(s.zero, 1);  // use_distributed_optimizer True
+  EXPECT_TRUE(s.sequence_parallel);
+  // Megatron-LM's even split of 24 blocks: embedding + 12 blocks, 12 blocks + head.
+  ASSERT_EQ(s.stages.size(), 2u);
+  EXPECT_EQ(s.stages[0].first_layer, 0);
+  EXPECT_EQ(s.stages[0].last_layer, 12);
+  EXPECT_EQ(s.stages[1].first_layer, 13);
+  EXPECT_EQ(s.stages[1].last_layer, 25);
+  // 20 iterations at log interval 1; the first two (2113.4 and 412.9 ms) are warm-up. The 18 kept
+  // sorted: ..., 196.0, 196.2, ... -> median 196.1 ms.
+  ASSERT_TRUE(m.iteration_s.has_value());
+  EXPECT_EQ(m.iteration_s->count, 18);
+  EXPECT_NEAR(m.iteration_s->median, 0.1961, 1e-12);
+  EXPECT_NEAR(m.iteration_s->min, 0.1943, 1e-12);
+  EXPECT_EQ(m.warmup_iterations, 2);
+  // Ranks 0, 1 are stage 0 and ranks 4, 5 stage 1 (rank = tp + 2 (dp + 2 pp)); max allocated.
+  ASSERT_EQ(m.peak_memory_bytes.size(), 2u);
+  EXPECT_DOUBLE_EQ(m.peak_memory_bytes[0], 3010.5625 * kMiB);
+  EXPECT_DOUBLE_EQ(m.peak_memory_bytes[1], 2870.8125 * kMiB);
+  EXPECT_EQ(m.peak_memory_kind, "allocated");
+  EXPECT_FALSE(m.oom);
+}
+
+TEST(MegatronLog, UnevenFirstLastStagesAndLogIntervals) {
+  const Measurement m = megatron("gpt2-medium_tp1_pp4_dp2_uneven.log");
+  EXPECT_EQ(m.model, "megatron:l24-h1024-a16-s1024");  // no --model: named after its shape
+  const Strategy s = strategy_of(m);
+  EXPECT_EQ(s.pp, 4);
+  EXPECT_EQ(s.recompute, Recompute::kNone);
+  EXPECT_EQ(s.zero, 0);
+  // decoder_first/last_pipeline_num_layers 5: blocks 5, 7, 7, 5.
+  ASSERT_EQ(s.stages.size(), 4u);
+  EXPECT_EQ(s.stages[0].last_layer, 5);
+  EXPECT_EQ(s.stages[1].first_layer, 6);
+  EXPECT_EQ(s.stages[1].last_layer, 12);
+  EXPECT_EQ(s.stages[2].last_layer, 19);
+  EXPECT_EQ(s.stages[3].first_layer, 20);
+  EXPECT_EQ(s.stages[3].last_layer, 25);
+  // Lines every 5 iterations: the first (iterations 1-5) holds the warm-up; 7 kept, sorted
+  // 202.2 202.8 203.7 204.4 205.5 207.2 207.9.
+  EXPECT_EQ(m.iteration_s->count, 7);
+  EXPECT_NEAR(m.iteration_s->median, 0.2044, 1e-12);
+  ASSERT_EQ(m.peak_memory_bytes.size(), 4u);  // ranks 0, 2, 4, 6 = stages 0-3
+  EXPECT_DOUBLE_EQ(m.peak_memory_bytes[2], 2499.25 * kMiB);
+  EXPECT_NE(m.notes.find("log interval of 5"), std::string::npos);
+}
+
+TEST(MegatronLog, ReservedMemoryAndFullRecompute) {
+  LogImportOptions o;
+  o.memory_kind = "reserved";
+  const Measurement m = megatron("gpt2-medium_tp4_dp2_full.log", o);
+  const Strategy s = strategy_of(m);
+  EXPECT_EQ(s.tp, 4);
+  EXPECT_EQ(s.recompute, Recompute::kFull);
+  EXPECT_TRUE(s.stages.empty());
+  EXPECT_NEAR(m.iteration_s->median, 0.2498, 1e-12);
+  EXPECT_EQ(m.peak_memory_bytes, std::vector<double>{2530.0 * kMiB});
+  EXPECT_EQ(m.peak_memory_kind, "reserved");
+  EXPECT_TRUE(m.notes.empty()) << m.notes;  // recompute_method uniform, 1 layer: exact
+}
+
+TEST(MegatronLog, OutOfMemoryRun) {
+  const Measurement m = megatron("gpt2-medium_dp8_mb32_oom.log");
+  EXPECT_TRUE(m.oom);
+  EXPECT_FALSE(m.iteration_s.has_value());
+  EXPECT_EQ(strategy_of(m).micro_batch, 32);
+  EXPECT_NE(m.origin.find("gpt2-medium_dp8_mb32_oom.log:"), std::string::npos);
+}
+
+TEST(MegatronLog, ChecksTheModelShape) {
+  LogImportOptions o;
+  o.model = "gpt3-1.3b";
+  const std::string e = error_of([&] { megatron("gpt2-medium_tp2_pp2_dp2.log", o); });
+  EXPECT_NE(e.find("gpt2-medium_tp2_pp2_dp2.log:2: the log trains a different model than "
+                   "gpt3-1.3b"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("hidden 1024 (model 2048)"), std::string::npos) << e;
+}
+
+const char* kArgs = R"(------------------------ arguments ------------------------
+  global_batch_size ............................... 8
+  hidden_size ..................................... 64
+  micro_batch_size ................................ 2
+  num_attention_heads ............................. 4
+  num_layers ...................................... 2
+  pipeline_model_parallel_size .................... 1
+  seq_length ...................................... 128
+  tensor_model_parallel_size ...................... 1
+  world_size ...................................... 4
+-------------------- end of arguments ---------------------
+)";
+
+std::string parse_error(const std::string& text) {
+  return error_of([&] {
+    const MegatronLog log = parse_megatron_log(text, "x.log");
+    megatron_measurement(log, "x.log", {});
+  });
+}
+
+TEST(MegatronLog, MalformedLinesNameFileAndLine) {
+  const std::string args = kArgs;
+  const std::string line = " iteration        3/      10 | consumed samples: 24 | ";
+  EXPECT_EQ(parse_error(args + line + "elapsed time per iteration (ms): fast | global batch "
+                                      "size:     8 |\n"),
+            "x.log:12: \"elapsed time per iteration (ms)\": expected a number, found \"fast\"");
+  EXPECT_EQ(parse_error(args + line + "learning rate: 1.0E-04 |\n"),
+            "x.log:12: expected a \"elapsed time per iteration (ms): <number>\" field");
+  EXPECT_EQ(parse_error(args + "[Rank 0] (after 3 iterations) memory (MB) | allocated: 1.0 | max "
+                               "allocated: 2.0 | reserved: 3.0\n"),
+            "x.log:12: expected a \"max reserved: <number>\" field");
+  EXPECT_EQ(parse_error(args + line + "elapsed time per iteration (ms): 5.0 |\n" +
+                        " iteration        2/      10 | elapsed time per iteration (ms): 5.0 |\n"),
+            "x.log:13: iteration 2 follows iteration 3: give one run per log (a restarted run "
+            "goes in its own file)");
+  const std::string args_start = args.substr(0, args.find("num_attention_heads"));
+  EXPECT_EQ(parse_error(args_start),
+            "x.log:1: the arguments block has no \"end of arguments\" line");
+  std::string bad_tp = args;
+  bad_tp.replace(bad_tp.find("tensor_model_parallel_size ...................... 1"), 51,
+                 "tensor_model_parallel_size ...................... two");
+  EXPECT_EQ(parse_error(bad_tp + line + "elapsed time per iteration (ms): 5.0 |\n"),
+            "x.log:1: arguments.tensor_model_parallel_size: expected a whole number, found "
+            "\"two\"");
+  EXPECT_EQ(parse_error(line + "elapsed time per iteration (ms): 5.0 |\n"),
+            "x.log: no Megatron-LM arguments block (\"---- arguments ----\"), so the strategy is "
+            "unknown: import rank 0's output");
+  // Two warm-up iterations and nothing after them.
+  EXPECT_NE(parse_error(args + line + "elapsed time per iteration (ms): 5.0 |\n")
+                .find("no iteration lines after the 2 warm-up iterations"),
+            std::string::npos);
+}
+
+TEST(MegatronLog, StripsLauncherPrefixes) {
+  std::string text;
+  for (const auto& l : logs::split_lines(kArgs)) text += "[default0]:" + std::string(l.text) + "\n";
+  for (int i = 1; i <= 4; ++i)
+    text += fmt::format("0:  iteration {:8d}/      10 | elapsed time per iteration (ms): {}.0 |\n",
+                        i, 10 * i);
+  const Measurement m = megatron_measurement(parse_megatron_log(text, "p.log"), "p.log", {});
+  EXPECT_EQ(strategy_of(m).dp, 4);  // world 4 / (tp 1 x pp 1)
+  EXPECT_EQ(m.iteration_s->count, 2);  // iterations 3 and 4
+  EXPECT_DOUBLE_EQ(m.iteration_s->median, 0.035);
+}
+
+TEST(DeepSpeedLog, PipelineEngineStepsConfigAndMemory) {
+  LogImportOptions o;
+  o.model = "gpt2-medium";
+  const Measurement m = deepspeed("gpt2-medium_pp2_dp4_zero1.log", o);
+  EXPECT_EQ(m.source, "imported:deepspeed");
+  const Strategy s = strategy_of(m);
+  EXPECT_EQ(s.pp, 2);  // RANK=0 STAGE=0 and RANK=4 STAGE=1
+  EXPECT_EQ(s.micro_batch, 4);
+  EXPECT_EQ(s.global_batch, 64);
+  EXPECT_EQ(s.dp, 4);  // 64 / (4 x accumulation 4)
+  EXPECT_EQ(s.zero, 1);
+  // Steps 5..30 every 5: the first line (steps 1-5, 0.842 s) is warm-up; 5 kept around 0.163.
+  EXPECT_EQ(m.iteration_s->count, 5);
+  EXPECT_DOUBLE_EQ(m.iteration_s->median, 0.163);
+  EXPECT_EQ(m.peak_memory_bytes, std::vector<double>{5.83 * kGiB});  // the larger Max_MA
+}
+
+TEST(DeepSpeedLog, ThroughputTimerLines) {
+  LogImportOptions o;
+  o.model = "gpt2-medium";
+  const Measurement m = deepspeed("gpt2-medium_dp8_zero2.log", o);
+  const Strategy s = strategy_of(m);
+  EXPECT_EQ(s.dp, 8);
+  EXPECT_EQ(s.pp, 1);
+  EXPECT_EQ(s.zero, 2);
+  // Five lines at steps 5-25, each one step: 64 / CurrSamplesPerSec; median of the five.
+  EXPECT_EQ(m.iteration_s->count, 5);
+  EXPECT_DOUBLE_EQ(m.iteration_s->median, 64 / 529.670);  // CurrSamplesPerSec 529.670
+  EXPECT_EQ(m.peak_memory_bytes, std::vector<double>{10.91 * kGiB});
+}
+
+TEST(DeepSpeedLog, MalformedLinesAndMissingModel) {
+  auto error = [](const std::string& text, const std::string& model) {
+    return error_of([&] {
+      LogImportOptions o;
+      o.model = model;
+      deepspeed_measurement(parse_deepspeed_log(text, "d.log"), "d.log", o);
+    });
+  };
+  const std::string config = "[x] [INFO] [config.py:991:print_user_config]   json = {\n"
+                             "    \"train_batch_size\": 16,\n"
+                             "    \"train_micro_batch_size_per_gpu\": 2\n}\n";
+  EXPECT_EQ(error(config + "[x] steps: 10 loss: 1.0 iter time (s): slow samples/sec: 3\n",
+                  "gpt2-medium"),
+            "d.log:5: iter time (s): expected a number, found \"slow\"");
+  EXPECT_EQ(error(config + "[x] steps: 10 iter time (s): 1.0\n", "gpt2-medium"),
+            "d.log:5: expected \"steps: N loss: L iter time (s): T samples/sec: S\"");
+  EXPECT_EQ(error("[x] [INFO] [config.py:991:print_user_config]   json = {\n  \"a\": 1,,\n}\n",
+                  "gpt2-medium")
+                .find("d.log:1: malformed config JSON: "),
+            0u);
+  EXPECT_EQ(error(config + "[x] MA 1.0 GB Max_MA lots GB\n", "gpt2-medium"),
+            "d.log:5: expected \"MA x GB Max_MA y GB CA z GB Max_CA w GB\"");
+  EXPECT_EQ(error(config, ""), "d.log: the log does not describe the model: give --model");
+  EXPECT_EQ(error("[x] steps: 10 loss: 1.0 iter time (s): 1.0 samples/sec: 3\n", "gpt2-medium"),
+            "d.log: no DeepSpeed config print (\"DeepSpeedEngine configuration\" and its "
+            "\"json = {...}\"): the batch sizes are unknown");
+}
+
+}  // namespace
+}  // namespace hetplan

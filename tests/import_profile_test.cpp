@@ -1,0 +1,166 @@
+// The .npy reader and the AMP and Helix profile importers on the real published files in
+// examples/external (their READMEs give the provenance); expected values read off those files.
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "costmodel/errors.h"
+#include "report/import/npy.h"
+#include "report/import/profile_import.h"
+
+namespace hetplan {
+namespace {
+
+const std::filesystem::path kExternal = HETPLAN_EXTERNAL_DATA;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string npy_bytes(const std::string& header, size_t data_bytes) {
+  std::string h = header;
+  while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out += static_cast<char>(h.size() & 0xff);
+  out += static_cast<char>(h.size() >> 8);
+  return out + h + std::string(data_bytes, '\0');
+}
+
+TEST(Npy, ReadsAmpKnownCostArrays) {
+  const NpyArray a = read_npy(kExternal / "amp/known_cost/gpt2_P3_1.npy");
+  EXPECT_EQ(a.shape, std::vector<int64_t>{30});
+  EXPECT_FALSE(a.fortran_order);
+  ASSERT_EQ(a.values.size(), 30u);
+  // The first, third and last doubles of the file (python3 struct.unpack('<30d', ...)).
+  EXPECT_DOUBLE_EQ(a.values[0], 0.00036597251892089844);
+  EXPECT_DOUBLE_EQ(a.values[2], 0.004277944564819336);
+  EXPECT_DOUBLE_EQ(a.values[29], 0.0008683204650878906);
+}
+
+TEST(Npy, ReadsShapesAndRejectsWhatItCannotRead) {
+  const NpyArray m = parse_npy(npy_bytes("{'descr': '<f4', 'fortran_order': False, "
+                                         "'shape': (2, 3), }", 24),
+                               "m.npy");
+  EXPECT_EQ(m.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(m.values, std::vector<double>(6, 0.0));
+  EXPECT_EQ(error_of([] { parse_npy("PK\x03\x04 not numpy", "z.npy"); }),
+            "z.npy: not a .npy file (no \\x93NUMPY magic)");
+  EXPECT_EQ(error_of([] {
+              parse_npy(npy_bytes("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", 24),
+                        "i.npy");
+            }),
+            "i.npy: header.descr: expected little-endian float64 '<f8' (or '<f4'), found '<i8'");
+  EXPECT_NE(error_of([] {
+              parse_npy(npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (30,), }", 80),
+                        "t.npy");
+            }).find("t.npy: expected 240 bytes of data"),
+            std::string::npos);
+}
+
+TEST(AmpImport, MapsGpt2EntriesOntoHetplanLayers) {
+  std::vector<std::filesystem::path> files;
+  for (int tp : {1, 2, 4}) files.push_back(kExternal / fmt::format("amp/known_cost/gpt2_P3_{}.npy", tp));
+  const CalibrationFile cal = import_amp_known_cost(files, {});
+  EXPECT_EQ(cal.context.source, "imported:amp");
+  EXPECT_EQ(cal.context.gpu_type, "v100");
+  EXPECT_EQ(cal.context.node_type, "p3.8xlarge");
+  ASSERT_EQ(cal.layer_forward.size(), 90u);
+  const auto& emb = cal.layer_forward[0];
+  EXPECT_EQ(emb.layer, 0);
+  EXPECT_EQ(emb.kind, "embedding");
+  EXPECT_EQ(emb.tp, 1);
+  EXPECT_EQ(emb.dtype, Dtype::kFp16);
+  const auto& block = cal.layer_forward[2];  // AMP entry 2 = the first transformer layer
+  EXPECT_EQ(block.layer, 1);
+  EXPECT_EQ(block.kind, "transformer");
+  EXPECT_EQ(block.hidden, 1024);
+  EXPECT_EQ(block.heads, 16);
+  EXPECT_DOUBLE_EQ(block.forward_s.median, 0.004277944564819336);
+  EXPECT_EQ(cal.layer_forward[25].layer, 24);  // entry 25 = the 24th block
+  EXPECT_EQ(cal.layer_forward[28].kind, "lm_head");
+  EXPECT_EQ(cal.layer_forward[28].layer, 25);
+  EXPECT_EQ(cal.layer_forward[30].tp, 2);  // the second file
+  EXPECT_EQ(cal.layer_forward[89].tp, 4);
+
+  // Written and read back through the calibration format.
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("hetplan_amp_" + std::to_string(::getpid()) + ".json");
+  save_calibration(cal, path);
+  const CalibrationFile back = load_calibration(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(back.layer_forward.size(), 90u);
+  EXPECT_EQ(back.layer_forward[28].kind, "lm_head");
+  EXPECT_DOUBLE_EQ(back.layer_forward[2].forward_s.median, 0.004277944564819336);
+}
+
+TEST(AmpImport, KeepsOtherModelsUnmappedAndRefusesMixedMachines) {
+  const CalibrationFile t = import_amp_known_cost({kExternal / "amp/known_cost/transgan_P3_1.npy"}, {});
+  ASSERT_EQ(t.layer_forward.size(), 56u);
+  EXPECT_EQ(t.layer_forward[10].layer, -1);
+  EXPECT_EQ(t.layer_forward[10].kind, "other");
+  EXPECT_NE(t.context.notes.find("56 entries kept unmapped"), std::string::npos);
+  EXPECT_NE(error_of([] {
+              import_amp_known_cost({kExternal / "amp/known_cost/gpt2_P3_1.npy",
+                                     kExternal / "amp/known_cost/gpt2_G4_1.npy"},
+                                    {});
+            }).find("machine G4 differs from P3: one calibration file holds one GPU type"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { import_amp_known_cost({kExternal / "amp/README.md"}, {}); })
+                .find("expected an AMP known-cost file named <model>_<machine>_<tp>.npy"),
+            std::string::npos);
+}
+
+TEST(HelixImport, ReadsPromptAndDecodeTables) {
+  const CalibrationFile cal =
+      import_helix_profiles({kExternal / "helix/profiles/llama2_70b/a100"}, {});
+  EXPECT_EQ(cal.context.source, "imported:helix");
+  EXPECT_EQ(cal.context.gpu_type, "a100-40gb");
+  // prompt_bs2time.csv: 45 rows after "0,0"; decode_bs2time.csv: 61.
+  ASSERT_EQ(cal.serving_layer.size(), 106u);
+  const auto& first = cal.serving_layer.front();
+  EXPECT_EQ(first.model, "llama2-70b");
+  EXPECT_EQ(first.phase, "prompt");
+  EXPECT_EQ(first.tokens, 250);  // row "250,2"
+  EXPECT_DOUBLE_EQ(first.time_s.median, 0.002);
+  EXPECT_EQ(first.gpus, 1);
+  const auto& last = cal.serving_layer.back();
+  EXPECT_EQ(last.phase, "decode");
+  EXPECT_EQ(last.tokens, 800);  // row "800,11"
+  EXPECT_DOUBLE_EQ(last.time_s.median, 0.011);
+
+  const CalibrationFile two = import_helix_profiles(
+      {kExternal / "helix/profiles/llama2_70b/l4x2/prompt_bs2time.csv"}, {});
+  EXPECT_EQ(two.context.gpu_type, "l4");
+  EXPECT_EQ(two.serving_layer.front().gpus, 2);
+}
+
+TEST(HelixImport, MalformedRowsAndMixedGpus) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("hetplan_helix_" + std::to_string(::getpid())) / "llama2_70b" / "t4";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "prompt_bs2time.csv") << "0,0\n250,7\n500,fast\n";
+  }
+  EXPECT_EQ(error_of([&] { import_helix_profiles({dir}, {}); }),
+            (dir / "prompt_bs2time.csv").string() +
+                ":3: expected \"tokens,milliseconds\" (two numbers >= 0), found \"500,fast\"");
+  EXPECT_NE(error_of([&] {
+              import_helix_profiles({kExternal / "helix/profiles/llama2_70b/a100",
+                                     kExternal / "helix/profiles/llama2_70b/v100"},
+                                    {});
+            }).find("GPU type v100 differs from a100-40gb"),
+            std::string::npos);
+  std::filesystem::remove_all(dir.parent_path().parent_path());
+}
+
+}  // namespace
+}  // namespace hetplan
