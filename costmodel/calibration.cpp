@@ -479,6 +479,16 @@ CalibrationFile load_calibration(const std::filesystem::path& path) {
 }
 
 void write_json_atomically(const Json& json, const std::filesystem::path& path) {
+  // A device or pipe (/dev/null, /dev/stdout) is written in place: renaming over it would
+  // replace it with a regular file.
+  std::error_code status_error;
+  const auto status = std::filesystem::status(path, status_error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    std::ofstream out(path, std::ios::binary);
+    out << json.dump(1) << '\n';
+    if (!out) throw RuntimeFailure(fmt::format("error while writing {}", path.string()));
+    return;
+  }
   const std::filesystem::path tmp = path.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
