@@ -1,0 +1,164 @@
+#include "profiler/common/layer_plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace hetplan::profiler {
+namespace {
+
+// Identity of a layer's shapes: two layers with the same signature have the same GEMMs.
+std::string signature(const LayerSpec& l) {
+  std::string s = fmt::format("{}:{}:{}", static_cast<int>(l.kind()), l.hidden, l.seq_len);
+  if (const auto* b = l.block()) {
+    s += fmt::format(":{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}", b->heads, b->kv_heads, b->head_dim,
+                     b->ffn_hidden, static_cast<int>(b->activation), static_cast<int>(b->norm),
+                     b->bias, b->rotary, b->causal, b->experts, b->top_k);
+  } else if (const auto* h = l.head()) {
+    s += fmt::format(":{}:{}", h->vocab, h->transform);
+  } else if (const auto* e = l.embedding()) {
+    s += fmt::format(":{}", e->vocab);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<LayerGroup> group_identical_layers(const ModelSpec& model) {
+  std::vector<LayerGroup> groups;
+  std::string last_sig;
+  std::string last_name;
+  for (const auto& layer : model.layers) {
+    const std::string sig = signature(layer);
+    if (!groups.empty() && sig == last_sig) {
+      ++groups.back().count;
+      groups.back().name =
+          fmt::format("{}..{}", groups.back().name.substr(0, groups.back().name.find("..")),
+                      layer.name);
+    } else {
+      groups.push_back({layer.name, &layer, 1});
+    }
+    last_sig = sig;
+  }
+  return groups;
+}
+
+std::vector<GemmCase> layer_gemm_cases(const ModelSpec& model,
+                                       const std::vector<int64_t>& micro_batches,
+                                       const std::vector<int64_t>& tensor_widths,
+                                       const std::vector<Dtype>& dtypes) {
+  std::vector<GemmCase> out;
+  for (const auto& group : group_identical_layers(model)) {
+    for (int64_t tp : tensor_widths) {
+      if (!tp_divides(*group.layer, tp)) continue;
+      for (int64_t mb : micro_batches) {
+        for (const auto& g : layer_gemms(*group.layer, mb, tp)) {
+          const std::string origin = fmt::format("{}/{}/{}/{}/mb{}/tp{}", model.name, group.name,
+                                                 g.name, to_string(g.pass), mb, tp);
+          for (Dtype d : dtypes) out.push_back({d, g.shape, origin});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<LayerTimingCase> layer_timing_cases(const ModelSpec& model,
+                                                const std::vector<int64_t>& micro_batches,
+                                                const std::vector<int64_t>& tensor_widths,
+                                                Dtype dtype) {
+  std::vector<LayerTimingCase> out;
+  std::set<std::string> seen;
+  for (const auto& group : group_identical_layers(model)) {
+    const LayerSpec& l = *group.layer;
+    const TransformerLayer* b = l.block();
+    if (b == nullptr || b->experts > 1) continue;
+    for (int64_t tp : tensor_widths) {
+      if (!tp_divides(l, tp)) continue;
+      for (int64_t mb : micro_batches) {
+        LayerTimingCase c;
+        c.model = model.name;
+        c.style = b->norm == NormKind::kRmsNorm ? "llama" : "gpt";
+        c.dtype = dtype;
+        c.micro_batch = mb;
+        c.seq_len = l.seq_len;
+        c.hidden = l.hidden;
+        c.heads = b->heads;
+        c.kv_heads = b->kv_heads > 0 ? b->kv_heads : b->heads;
+        c.head_dim = b->head_dim > 0 ? b->head_dim : l.hidden / b->heads;
+        c.ffn_hidden = b->ffn_hidden;
+        c.tp = tp;
+        c.bias = b->bias;
+        c.rotary = b->rotary;
+        c.causal = b->causal;
+        if (seen.insert(layer_key(c)).second) out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+std::string layer_key(const LayerTimingCase& c) {
+  return fmt::format("layer/{}/{}/b{}/s{}/h{}/a{}/g{}/d{}/f{}/tp{}{}{}", c.style,
+                     to_string(c.dtype), c.micro_batch, c.seq_len, c.hidden, c.heads, c.kv_heads,
+                     c.head_dim, c.ffn_hidden, c.tp, c.bias ? "" : "/nobias",
+                     c.causal ? "" : "/full");
+}
+
+double estimate_layer_s(const LayerTimingCase& c, bool quick) {
+  // GEMM FLOPs of one forward on one rank: 2 * tokens * (weights per rank), attention causal.
+  const double tokens = static_cast<double>(c.micro_batch) * c.seq_len;
+  const double q = static_cast<double>(c.heads) / c.tp * c.head_dim;
+  const double kv = std::max(1.0, static_cast<double>(c.kv_heads) / c.tp) * c.head_dim;
+  const double ffn = static_cast<double>(c.ffn_hidden) / c.tp;
+  const double mlp = c.style == "llama" ? 3 * ffn : 2 * ffn;
+  const double weights = c.hidden * (q + 2 * kv) + q * c.hidden + mlp * c.hidden;
+  const double attention = 4.0 * tokens * c.seq_len * q * (c.causal ? 0.5 : 1.0);
+  const double forward_s = (2 * tokens * weights + attention) / 400e12 + 30e-6;
+  const double fbw_s = forward_s * 3.5;  // B: dgrad GEMMs + 2.5x attention; W: wgrad GEMMs
+  const int reps = quick ? 6 : 13;       // warm-up, checked run, timed samples
+  return 0.05 + reps * fbw_s;
+}
+
+Json to_spec(const LayerTimingCase& c) {
+  return Json{{"model", c.model},       {"style", c.style},
+              {"dtype", to_string(c.dtype)}, {"micro_batch", c.micro_batch},
+              {"seq_len", c.seq_len},   {"hidden", c.hidden},
+              {"heads", c.heads},       {"kv_heads", c.kv_heads},
+              {"head_dim", c.head_dim}, {"ffn_hidden", c.ffn_hidden},
+              {"tp", c.tp},             {"bias", c.bias},
+              {"rotary", c.rotary},     {"causal", c.causal}};
+}
+
+LayerTimingCase layer_case_from_spec(const Json& s) {
+  LayerTimingCase c;
+  c.model = s.at("model").get<std::string>();
+  c.style = s.at("style").get<std::string>();
+  parse_dtype(s.at("dtype").get<std::string>(), c.dtype);
+  c.micro_batch = s.at("micro_batch").get<int64_t>();
+  c.seq_len = s.at("seq_len").get<int64_t>();
+  c.hidden = s.at("hidden").get<int64_t>();
+  c.heads = s.at("heads").get<int64_t>();
+  c.kv_heads = s.at("kv_heads").get<int64_t>();
+  c.head_dim = s.at("head_dim").get<int64_t>();
+  c.ffn_hidden = s.at("ffn_hidden").get<int64_t>();
+  c.tp = s.at("tp").get<int64_t>();
+  c.bias = s.at("bias").get<bool>();
+  c.rotary = s.at("rotary").get<bool>();
+  c.causal = s.at("causal").get<bool>();
+  return c;
+}
+
+std::vector<PlanItem> layer_timing_items(const std::vector<LayerTimingCase>& cases, bool quick) {
+  std::vector<PlanItem> out;
+  for (const auto& c : cases) {
+    out.push_back({"layers", layer_key(c),
+                   fmt::format("{} {} b{} s{} tp{}", c.model, c.style, c.micro_batch, c.seq_len,
+                               c.tp),
+                   estimate_layer_s(c, quick), to_spec(c)});
+  }
+  return deduplicate(std::move(out));
+}
+
+}  // namespace hetplan::profiler

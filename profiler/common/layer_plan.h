@@ -1,0 +1,75 @@
+// Layer sweeps of `--layers MODEL`: the exact GEMMs of the model's layers (forward, input-gradient
+// and weight-gradient, with their transposes) at the micro-batch sizes and tensor widths the search
+// considers, and the per-layer F/B/W timing cases of its transformer blocks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "costmodel/calibration.h"
+#include "costmodel/model.h"
+#include "profiler/common/gemm_plan.h"
+#include "profiler/common/plan.h"
+
+namespace hetplan::profiler {
+
+// Which pass a GEMM belongs to: F forward, B input gradient, W weight gradient.
+enum class Pass { kForward, kBackwardInput, kBackwardWeight };
+std::string_view to_string(Pass pass);  // "F", "B", "W"
+
+// One GEMM of one layer pass, in cuBLAS column-major terms (see layer_gemms.cpp for the mapping
+// from a framework's row-major Linear).
+struct LayerGemm {
+  std::string name;  // "qkv", "attn_out", "fc1", "fc2", "lm_head", ...
+  Pass pass = Pass::kForward;
+  GemmShape shape;
+};
+
+// The GEMMs of one layer on one tensor-parallel rank of width `tp`, for `micro_batch` samples.
+// Layers without GEMMs (embedding) give none. Throws InputError when `tp` does not divide the
+// layer's heads or FFN width (the caller skips that width).
+std::vector<LayerGemm> layer_gemms(const LayerSpec& layer, int64_t micro_batch, int64_t tp);
+// Whether `tp` splits the layer evenly (heads, KV heads and FFN width, vocabulary).
+bool tp_divides(const LayerSpec& layer, int64_t tp);
+
+// A run of consecutive identical layers, named by its first and last layer.
+struct LayerGroup {
+  std::string name;  // "h.0..h.23", or the layer's name when alone
+  const LayerSpec* layer = nullptr;
+  int64_t count = 0;
+};
+std::vector<LayerGroup> group_identical_layers(const ModelSpec& model);
+
+// Every layer GEMM of `model` for each micro-batch size, tensor width and dtype; origin
+// "<model>/<layer group>/<gemm>/<pass>/mb<b>/tp<t>". Widths that do not divide a layer are skipped.
+std::vector<GemmCase> layer_gemm_cases(const ModelSpec& model,
+                                       const std::vector<int64_t>& micro_batches,
+                                       const std::vector<int64_t>& tensor_widths,
+                                       const std::vector<Dtype>& dtypes);
+
+// One per-layer timing: a transformer block's shard on one GPU.
+struct LayerTimingCase {
+  std::string model;  // for the label
+  std::string style;  // "gpt" (LayerNorm, biases, GeLU) or "llama" (RMSNorm, SwiGLU, rotary)
+  Dtype dtype = Dtype::kBf16;
+  int64_t micro_batch = 1, seq_len = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t ffn_hidden = 0, tp = 1;
+  bool bias = true, rotary = false, causal = true;
+};
+
+// Timing cases of each distinct transformer block of `model` (MoE blocks are left out: their
+// experts' GEMMs are in the GEMM sweep). Style from the block: RMSNorm -> llama, else gpt.
+std::vector<LayerTimingCase> layer_timing_cases(const ModelSpec& model,
+                                                const std::vector<int64_t>& micro_batches,
+                                                const std::vector<int64_t>& tensor_widths,
+                                                Dtype dtype);
+// "layer/llama/bf16/b4/s4096/h4096/a32/g32/d128/f11008/tp2".
+std::string layer_key(const LayerTimingCase& c);
+// Expected seconds to build, check and time the F, B and W passes on an H100 (estimate only).
+double estimate_layer_s(const LayerTimingCase& c, bool quick);
+std::vector<PlanItem> layer_timing_items(const std::vector<LayerTimingCase>& cases, bool quick);
+Json to_spec(const LayerTimingCase& c);
+LayerTimingCase layer_case_from_spec(const Json& spec);
+
+}  // namespace hetplan::profiler
