@@ -159,7 +159,8 @@ GemmCase gemm_case_from_spec(const Json& spec) {
   c.shape.trans_b = spec.at("trans_b").get<bool>();
   std::string origin;
   for (const auto& o : spec.at("origins")) {
-    origin += (origin.empty() ? "" : ";") + o.get<std::string>();
+    if (!origin.empty()) origin += ';';
+    origin += o.get<std::string>();
   }
   c.origin = origin.empty() ? "grid" : origin;
   return c;

@@ -23,6 +23,19 @@ std::string signature(const LayerSpec& l) {
   return s;
 }
 
+// F, B, W: short tags keep the origin labels readable.
+const char* pass_tag(Pass p) {
+  switch (p) {
+    case Pass::kForward:
+      return "F";
+    case Pass::kBackwardInput:
+      return "B";
+    case Pass::kBackwardWeight:
+      return "W";
+  }
+  return "?";
+}
+
 }  // namespace
 
 std::vector<LayerGroup> group_identical_layers(const ModelSpec& model) {
@@ -47,16 +60,27 @@ std::vector<LayerGroup> group_identical_layers(const ModelSpec& model) {
 std::vector<GemmCase> layer_gemm_cases(const ModelSpec& model,
                                        const std::vector<int64_t>& micro_batches,
                                        const std::vector<int64_t>& tensor_widths,
-                                       const std::vector<Dtype>& dtypes) {
+                                       const std::vector<Dtype>& dtypes,
+                                       std::vector<std::string>* skipped) {
   std::vector<GemmCase> out;
-  for (const auto& group : group_identical_layers(model)) {
+  const auto groups = group_identical_layers(model);
+  for (Dtype d : dtypes) {
     for (int64_t tp : tensor_widths) {
-      if (!tp_divides(*group.layer, tp)) continue;
+      if (const std::string why = tensor_parallel_problem(model, tp); !why.empty()) {
+        if (skipped) skipped->push_back(fmt::format("{}: tp {} skipped: {}", model.name, tp, why));
+        continue;
+      }
       for (int64_t mb : micro_batches) {
-        for (const auto& g : layer_gemms(*group.layer, mb, tp)) {
-          const std::string origin = fmt::format("{}/{}/{}/{}/mb{}/tp{}", model.name, group.name,
-                                                 g.name, to_string(g.pass), mb, tp);
-          for (Dtype d : dtypes) out.push_back({d, g.shape, origin});
+        LayerShape shape;
+        shape.micro_batch = mb;
+        shape.tp = tp;
+        shape.dtype = d;
+        for (const auto& group : groups) {
+          for (const auto& g : layer_work(*group.layer, shape).gemms) {
+            out.push_back({d, g.shape,
+                           fmt::format("{}/{}/{}/{}/mb{}/tp{}", model.name, group.name, g.name,
+                                       pass_tag(g.pass), mb, tp)});
+          }
         }
       }
     }
@@ -75,7 +99,7 @@ std::vector<LayerTimingCase> layer_timing_cases(const ModelSpec& model,
     const TransformerLayer* b = l.block();
     if (b == nullptr || b->experts > 1) continue;
     for (int64_t tp : tensor_widths) {
-      if (!tp_divides(l, tp)) continue;
+      if (!tensor_parallel_problem(model, tp).empty()) continue;
       for (int64_t mb : micro_batches) {
         LayerTimingCase c;
         c.model = model.name;
@@ -97,6 +121,29 @@ std::vector<LayerTimingCase> layer_timing_cases(const ModelSpec& model,
     }
   }
   return out;
+}
+
+double expected_activation_bytes(const LayerTimingCase& c) {
+  LayerSpec layer;
+  layer.name = "block";
+  layer.hidden = c.hidden;
+  layer.seq_len = c.seq_len;
+  TransformerLayer b;
+  b.heads = c.heads;
+  b.kv_heads = c.kv_heads;
+  b.head_dim = c.head_dim;
+  b.ffn_hidden = c.ffn_hidden;
+  b.activation = c.style == "llama" ? MlpActivation::kSwiglu : MlpActivation::kGelu;
+  b.norm = c.style == "llama" ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  b.bias = c.bias;
+  b.rotary = c.rotary;
+  b.causal = c.causal;
+  layer.op = b;
+  LayerShape shape;
+  shape.micro_batch = c.micro_batch;
+  shape.tp = c.tp;
+  shape.dtype = c.dtype;
+  return layer_work(layer, shape).activation(Recompute::kNone);
 }
 
 std::string layer_key(const LayerTimingCase& c) {

@@ -8,30 +8,12 @@
 #include <vector>
 
 #include "costmodel/calibration.h"
+#include "costmodel/layer_ops.h"
 #include "costmodel/model.h"
 #include "profiler/common/gemm_plan.h"
 #include "profiler/common/plan.h"
 
 namespace hetplan::profiler {
-
-// Which pass a GEMM belongs to: F forward, B input gradient, W weight gradient.
-enum class Pass { kForward, kBackwardInput, kBackwardWeight };
-std::string_view to_string(Pass pass);  // "F", "B", "W"
-
-// One GEMM of one layer pass, in cuBLAS column-major terms (see layer_gemms.cpp for the mapping
-// from a framework's row-major Linear).
-struct LayerGemm {
-  std::string name;  // "qkv", "attn_out", "fc1", "fc2", "lm_head", ...
-  Pass pass = Pass::kForward;
-  GemmShape shape;
-};
-
-// The GEMMs of one layer on one tensor-parallel rank of width `tp`, for `micro_batch` samples.
-// Layers without GEMMs (embedding) give none. Throws InputError when `tp` does not divide the
-// layer's heads or FFN width (the caller skips that width).
-std::vector<LayerGemm> layer_gemms(const LayerSpec& layer, int64_t micro_batch, int64_t tp);
-// Whether `tp` splits the layer evenly (heads, KV heads and FFN width, vocabulary).
-bool tp_divides(const LayerSpec& layer, int64_t tp);
 
 // A run of consecutive identical layers, named by its first and last layer.
 struct LayerGroup {
@@ -41,12 +23,15 @@ struct LayerGroup {
 };
 std::vector<LayerGroup> group_identical_layers(const ModelSpec& model);
 
-// Every layer GEMM of `model` for each micro-batch size, tensor width and dtype; origin
-// "<model>/<layer group>/<gemm>/<pass>/mb<b>/tp<t>". Widths that do not divide a layer are skipped.
+// Every layer GEMM of `model` (costmodel's layer_work: forward, input-gradient and weight-gradient
+// GEMMs of each distinct layer, fused attention) for each micro-batch size, tensor width and dtype;
+// origin "<model>/<layers>/<gemm>/<F|B|W>/mb<b>/tp<t>". Widths that do not divide the model are
+// skipped, with the reason in `skipped` when given.
 std::vector<GemmCase> layer_gemm_cases(const ModelSpec& model,
                                        const std::vector<int64_t>& micro_batches,
                                        const std::vector<int64_t>& tensor_widths,
-                                       const std::vector<Dtype>& dtypes);
+                                       const std::vector<Dtype>& dtypes,
+                                       std::vector<std::string>* skipped = nullptr);
 
 // One per-layer timing: a transformer block's shard on one GPU.
 struct LayerTimingCase {
@@ -59,11 +44,14 @@ struct LayerTimingCase {
 };
 
 // Timing cases of each distinct transformer block of `model` (MoE blocks are left out: their
-// experts' GEMMs are in the GEMM sweep). Style from the block: RMSNorm -> llama, else gpt.
+// experts' GEMMs are in the GEMM sweep; so are widths that do not divide the model). Style from
+// the block: RMSNorm -> llama, else gpt.
 std::vector<LayerTimingCase> layer_timing_cases(const ModelSpec& model,
                                                 const std::vector<int64_t>& micro_batches,
                                                 const std::vector<int64_t>& tensor_widths,
                                                 Dtype dtype);
+// The activation bytes costmodel expects the case to keep for backward (no recomputation).
+double expected_activation_bytes(const LayerTimingCase& c);
 // "layer/llama/bf16/b4/s4096/h4096/a32/g32/d128/f11008/tp2".
 std::string layer_key(const LayerTimingCase& c);
 // Expected seconds to build, check and time the F, B and W passes on an H100 (estimate only).

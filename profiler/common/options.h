@@ -24,6 +24,8 @@ struct CalibrateOptions {
   std::vector<int64_t> tensor_widths = {1, 2, 4, 8};
   int64_t seq_len = 0;     // 0: each model's own sequence length
   int64_t stop_after = 0;  // > 0: stop after that many new measurements, as on SIGINT (tests)
+  bool cupti = true;       // --no-cupti turns kernel tracing off
+  bool retry_failed = false;  // with --resume: measure journalled failures again
   std::string command_line;
 
   // No section flag given: run every section.

@@ -51,14 +51,16 @@ std::vector<PlanItem> deduplicate(std::vector<PlanItem> items) {
   return out;
 }
 
-std::vector<PlanItem> remaining(const std::vector<PlanItem>& plan, const Journal& journal) {
+std::vector<PlanItem> remaining(const std::vector<PlanItem>& plan, const Journal& journal,
+                                bool retry_failed) {
   std::vector<PlanItem> out;
   for (const auto& item : plan)
-    if (!measured(journal, item.key)) out.push_back(item);
+    if (!finished(journal, item.key, retry_failed)) out.push_back(item);
   return out;
 }
 
-PlanSummary summarize_plan(const std::vector<PlanItem>& plan, const Journal* journal) {
+PlanSummary summarize_plan(const std::vector<PlanItem>& plan, const Journal* journal,
+                           bool retry_failed) {
   PlanSummary s;
   for (const auto& item : plan) {
     auto it = std::find_if(s.rows.begin(), s.rows.end(),
@@ -68,7 +70,7 @@ PlanSummary summarize_plan(const std::vector<PlanItem>& plan, const Journal* jou
       it = s.rows.end() - 1;
     }
     ++it->items;
-    if (journal && measured(*journal, item.key)) {
+    if (journal && finished(*journal, item.key, retry_failed)) {
       ++it->done;
     } else {
       it->estimate_s += item.estimate_s;

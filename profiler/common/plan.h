@@ -39,10 +39,13 @@ struct PlanSummary {
 // Drops items whose key repeats an earlier item's (the same GEMM shape from two layers, say); the
 // kept item's spec "origins" (when it has one) gains the dropped items' origins.
 std::vector<PlanItem> deduplicate(std::vector<PlanItem> items);
-// Items still to measure: those without a successful record in the journal. Failed records are
-// retried (the failure may have been transient), finished measurements never repeat.
-std::vector<PlanItem> remaining(const std::vector<PlanItem>& plan, const Journal& journal);
-PlanSummary summarize_plan(const std::vector<PlanItem>& plan, const Journal* journal);
+// Items still to measure: those the journal holds no record for. A journalled failure counts as
+// finished (a failure that lost the GPU context would otherwise stop every resumed run at the same
+// item) unless `retry_failed`.
+std::vector<PlanItem> remaining(const std::vector<PlanItem>& plan, const Journal& journal,
+                                bool retry_failed = false);
+PlanSummary summarize_plan(const std::vector<PlanItem>& plan, const Journal* journal,
+                           bool retry_failed = false);
 // The plan as printed at start: one line per section and a total.
 std::string format_plan(const PlanSummary& summary);
 

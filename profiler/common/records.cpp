@@ -20,6 +20,10 @@ bool measured(const Journal& journal, const std::string& key) {
   return r != nullptr && !is_failure_record(*r);
 }
 
+bool finished(const Journal& journal, const std::string& key, bool retry_failed) {
+  return retry_failed ? measured(journal, key) : journal.contains(key);
+}
+
 std::string context_key(const Provenance& p) { return "context/" + p.date; }
 
 namespace {

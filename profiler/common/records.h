@@ -26,6 +26,8 @@ Json failure_record(const std::string& what, const std::string& error);
 bool is_failure_record(const Json& record);
 // Whether the journal holds a successful measurement under `key`.
 bool measured(const Journal& journal, const std::string& key);
+// Whether `key` needs no measuring: measured, or failed when failures are not retried.
+bool finished(const Journal& journal, const std::string& key, bool retry_failed);
 // Journal key under which a run's provenance is kept ("context/<date>").
 std::string context_key(const Provenance& p);
 

@@ -96,7 +96,7 @@ GemmMeasurement GemmBench::measure(const GemmCase& c, SectionContext& ctx) {
   // Verify first: poisoned output (NaN in every float format), one product, reference check.
   CUDA_CHECK(cudaMemsetAsync(output_.get(), 0xFF, out_bytes, stream));
   gemm.run(a_of(0), b_of(0), output_.get(), workspace_.get(), stream);
-  const GemmCheck check = check_gemm(c.dtype, s, a_of(0), b_of(0), output_.get(), stream);
+  const GemmCheck check = check_gemm(c.dtype, GemmDims{s.m, s.n, s.k, s.batch, s.trans_a, s.trans_b}, a_of(0), b_of(0), output_.get(), stream);
   if (!check.passed)
     throw RuntimeFailure(fmt::format("incorrect: relative error {:.3g} over {} sampled outputs "
                                      "exceeds {:.1g}; not timed",

@@ -5,7 +5,7 @@
 
 #include "profiler/common/dtypes.h"
 #include "profiler/common/layer_plan.h"
-#include "profiler/common/model_source.h"
+#include "costmodel/model.h"
 #include "profiler/gemm/gemm_bench.h"
 
 namespace hetplan::profiler {
@@ -61,12 +61,15 @@ class LayerGemmSection : public GemmSection {
   std::vector<PlanItem> plan(SectionContext& ctx) override {
     std::vector<GemmCase> cases;
     for (const auto& name : models_) {
-      const ModelSpec model = load_layer_model(name, ctx.options.seq_len);
+      const ModelSpec model = load_model(name, ctx.options.seq_len);
       // The model's own dtype unless --dtypes says otherwise.
       const std::vector<Dtype> wanted =
           ctx.options.dtypes.empty() ? std::vector<Dtype>{model.dtype} : ctx.options.dtypes;
+      std::vector<std::string> skipped;
       const auto more = layer_gemm_cases(model, ctx.options.micro_batches,
-                                         ctx.options.tensor_widths, gemm_dtypes(ctx, wanted));
+                                         ctx.options.tensor_widths, gemm_dtypes(ctx, wanted),
+                                         &skipped);
+      for (const auto& line : skipped) ctx.progress.message("calibrate: " + line);
       cases.insert(cases.end(), more.begin(), more.end());
     }
     auto items = gemm_items(cases, name(), ctx.options.quick);

@@ -27,10 +27,12 @@ __device__ inline uint64_t hash64(uint64_t x) {
   return x ^ (x >> 33);
 }
 
+// One warp per sampled output element: lanes split the k-loop, then a shuffle reduction.
 template <typename TIn, typename TOut>
 __global__ void reference_kernel(Dims d, const TIn* a, const TIn* b, const TOut* c, int64_t samples,
                                  bool all, double* ref_out, double* got_out) {
-  const int64_t s = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t s = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
   if (s >= samples) return;
   const int64_t total = d.m * d.n * d.batch;
   const int64_t idx = all ? s : static_cast<int64_t>(hash64(static_cast<uint64_t>(s) + 1) %
@@ -41,20 +43,23 @@ __global__ void reference_kernel(Dims d, const TIn* a, const TIn* b, const TOut*
   const TIn* A = a + bt * d.m * d.k;
   const TIn* B = b + bt * d.k * d.n;
   double acc = 0;
-  for (int64_t l = 0; l < d.k; ++l) {
+  for (int64_t l = lane; l < d.k; l += 32) {
     const double x = static_cast<double>(static_cast<float>(d.ta ? A[l + i * d.k] : A[i + l * d.m]));
     const double y = static_cast<double>(static_cast<float>(d.tb ? B[j + l * d.n] : B[l + j * d.k]));
     acc += x * y;
   }
-  ref_out[s] = acc;
-  got_out[s] = static_cast<double>(static_cast<float>(c[bt * d.m * d.n + ij]));
+  for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_down_sync(0xffffffffu, acc, offset);
+  if (lane == 0) {
+    ref_out[s] = acc;
+    got_out[s] = static_cast<double>(static_cast<float>(c[bt * d.m * d.n + ij]));
+  }
 }
 
 template <typename TIn, typename TOut>
 void launch_reference(const Dims& d, const void* a, const void* b, const void* c, int64_t samples,
                       bool all, double* ref, double* got, cudaStream_t stream) {
-  constexpr int kThreads = 128;
-  const auto blocks = static_cast<unsigned>((samples + kThreads - 1) / kThreads);
+  constexpr int kThreads = 256;  // 8 samples per block
+  const auto blocks = static_cast<unsigned>((samples * 32 + kThreads - 1) / kThreads);
   reference_kernel<TIn, TOut><<<blocks, kThreads, 0, stream>>>(
       d, static_cast<const TIn*>(a), static_cast<const TIn*>(b), static_cast<const TOut*>(c),
       samples, all, ref, got);
@@ -77,7 +82,7 @@ double gemm_check_threshold(Dtype dtype) {
   return 2e-2;
 }
 
-GemmCheck check_gemm(Dtype dtype, const GemmShape& shape, const void* a, const void* b,
+GemmCheck check_gemm(Dtype dtype, const GemmDims& shape, const void* a, const void* b,
                      const void* c, cudaStream_t stream, int64_t max_samples) {
   const Dims d{shape.m, shape.n, shape.k, shape.batch, shape.trans_a, shape.trans_b};
   const int64_t total = d.m * d.n * d.batch;
