@@ -80,7 +80,7 @@ std::vector<GemmCase> gemm_grid(bool quick, const std::vector<Dtype>& dtypes) {
         break;
       case Dtype::kFp16:
       case Dtype::kFp8:
-        add_cube(out, d, p2, p2, p2, true, false);
+        add_cube(out, d, p2, p4, p4, true, false);
         break;
       case Dtype::kTf32:
       case Dtype::kFp32:

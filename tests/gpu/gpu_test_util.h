@@ -35,10 +35,17 @@ struct RunResult {
   std::string output;  // stdout and stderr
 };
 
+// The hetplan executable: $HETPLAN_BINARY when set (binaries carried to a GPU machine), else the
+// one this build made.
+inline std::string hetplan_binary() {
+  const char* env = std::getenv("HETPLAN_BINARY");
+  return env != nullptr && *env != '\0' ? env : HETPLAN_BINARY;
+}
+
 // Runs `hetplan <args>` and returns its exit status and output.
 inline RunResult run_hetplan(const std::string& args, const std::filesystem::path& dir) {
   const auto log = dir / "run.log";
-  const std::string cmd = std::string(HETPLAN_BINARY) + " " + args + " > " + log.string() + " 2>&1";
+  const std::string cmd = hetplan_binary() + " " + args + " > " + log.string() + " 2>&1";
   const int raw = std::system(cmd.c_str());
   RunResult r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
