@@ -116,6 +116,7 @@ std::vector<LayerTimingCase> layer_timing_cases(const ModelSpec& model,
         c.bias = b->bias;
         c.rotary = b->rotary;
         c.causal = b->causal;
+        c.dropout = b->dropout;
         if (seen.insert(layer_key(c)).second) out.push_back(c);
       }
     }
@@ -138,6 +139,7 @@ double expected_activation_bytes(const LayerTimingCase& c) {
   b.bias = c.bias;
   b.rotary = c.rotary;
   b.causal = c.causal;
+  b.dropout = c.dropout;
   layer.op = b;
   LayerShape shape;
   shape.micro_batch = c.micro_batch;
@@ -147,10 +149,13 @@ double expected_activation_bytes(const LayerTimingCase& c) {
 }
 
 std::string layer_key(const LayerTimingCase& c) {
-  return fmt::format("layer/{}/{}/b{}/s{}/h{}/a{}/g{}/d{}/f{}/tp{}{}{}", c.style,
-                     to_string(c.dtype), c.micro_batch, c.seq_len, c.hidden, c.heads, c.kv_heads,
-                     c.head_dim, c.ffn_hidden, c.tp, c.bias ? "" : "/nobias",
-                     c.causal ? "" : "/full");
+  std::string key = fmt::format("layer/{}/{}/b{}/s{}/h{}/a{}/g{}/d{}/f{}/tp{}", c.style,
+                                to_string(c.dtype), c.micro_batch, c.seq_len, c.hidden, c.heads,
+                                c.kv_heads, c.head_dim, c.ffn_hidden, c.tp);
+  if (!c.bias) key += "/nobias";
+  if (!c.causal) key += "/full";
+  if (c.dropout > 0) key += fmt::format("/p{}", c.dropout);
+  return key;
 }
 
 double estimate_layer_s(const LayerTimingCase& c, bool quick) {
@@ -175,7 +180,8 @@ Json to_spec(const LayerTimingCase& c) {
               {"heads", c.heads},       {"kv_heads", c.kv_heads},
               {"head_dim", c.head_dim}, {"ffn_hidden", c.ffn_hidden},
               {"tp", c.tp},             {"bias", c.bias},
-              {"rotary", c.rotary},     {"causal", c.causal}};
+              {"rotary", c.rotary},     {"causal", c.causal},
+              {"dropout", c.dropout}};
 }
 
 LayerTimingCase layer_case_from_spec(const Json& s) {
@@ -194,6 +200,7 @@ LayerTimingCase layer_case_from_spec(const Json& s) {
   c.bias = s.at("bias").get<bool>();
   c.rotary = s.at("rotary").get<bool>();
   c.causal = s.at("causal").get<bool>();
+  c.dropout = s.at("dropout").get<double>();
   return c;
 }
 

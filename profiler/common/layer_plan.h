@@ -41,6 +41,7 @@ struct LayerTimingCase {
   int64_t micro_batch = 1, seq_len = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0;
   int64_t ffn_hidden = 0, tp = 1;
   bool bias = true, rotary = false, causal = true;
+  double dropout = 0;  // residual dropouts (attention dropout is not modelled)
 };
 
 // Timing cases of each distinct transformer block of `model` (MoE blocks are left out: their
@@ -52,7 +53,8 @@ std::vector<LayerTimingCase> layer_timing_cases(const ModelSpec& model,
                                                 Dtype dtype);
 // The activation bytes costmodel expects the case to keep for backward (no recomputation).
 double expected_activation_bytes(const LayerTimingCase& c);
-// "layer/llama/bf16/b4/s4096/h4096/a32/g32/d128/f11008/tp2".
+// "layer/llama/bf16/b4/s4096/h4096/a32/g32/d128/f11008/tp2" (+ "/nobias", "/full" when not
+// causal, "/p0.1" with dropout).
 std::string layer_key(const LayerTimingCase& c);
 // Expected seconds to build, check and time the F, B and W passes on an H100 (estimate only).
 double estimate_layer_s(const LayerTimingCase& c, bool quick);

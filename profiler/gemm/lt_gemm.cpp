@@ -77,9 +77,11 @@ struct LtGemm::Impl {
   MatmulDesc op;
   Layout a, b, c;
   cublasLtMatmulHeuristicResult_t heuristic{};
+  bool bias_epilogue = false;
 };
 
-LtGemm::LtGemm(cublasLtHandle_t handle, Dtype dtype, const GemmShape& s, const float* scale_one)
+LtGemm::LtGemm(cublasLtHandle_t handle, Dtype dtype, const GemmShape& s, const float* scale_one,
+               bool bias_epilogue)
     : impl_(std::make_unique<Impl>()) {
   impl_->handle = handle;
   const cublasComputeType_t compute =
@@ -98,6 +100,12 @@ LtGemm::LtGemm(cublasLtHandle_t handle, Dtype dtype, const GemmShape& s, const f
                                                 &scale_one, sizeof(scale_one)));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
                                                 &scale_one, sizeof(scale_one)));
+  }
+  if (bias_epilogue) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                sizeof(epilogue)));
+    impl_->bias_epilogue = true;
   }
   const cudaDataType_t in = input_type(dtype);
   impl_->a = s.trans_a ? make_layout(in, s.k, s.m, s.batch) : make_layout(in, s.m, s.k, s.batch);
@@ -122,9 +130,14 @@ LtGemm::LtGemm(cublasLtHandle_t handle, Dtype dtype, const GemmShape& s, const f
 
 LtGemm::~LtGemm() = default;
 
-void LtGemm::run(const void* a, const void* b, void* c, void* workspace,
-                 cudaStream_t stream) const {
+void LtGemm::run(const void* a, const void* b, void* c, void* workspace, cudaStream_t stream,
+                 const void* bias) const {
   const float alpha = 1.0f, beta = 0.0f;
+  if (impl_->bias_epilogue) {
+    // A host-side descriptor update: cheap, and lets one GEMM serve rotated weight sets.
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(impl_->op.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                &bias, sizeof(bias)));
+  }
   CUBLAS_CHECK(cublasLtMatmul(impl_->handle, impl_->op.get(), &alpha, a, impl_->a.get(), b,
                               impl_->b.get(), &beta, c, impl_->c.get(), c, impl_->c.get(),
                               &impl_->heuristic.algo, workspace, kGemmWorkspaceBytes, stream));

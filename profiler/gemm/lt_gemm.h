@@ -44,14 +44,18 @@ class GemmNotSupported : public std::runtime_error {
 //               pointers, as Transformer Engine passes them); cuBLASLt needs TN for fp8.
 class LtGemm {
  public:
-  // `scale_one` is a device float holding 1.0 (fp8 scales); ignored for other dtypes.
-  LtGemm(cublasLtHandle_t handle, Dtype dtype, const GemmShape& shape, const float* scale_one);
+  // `scale_one` is a device float holding 1.0 (fp8 scales); ignored for other dtypes. With
+  // `bias_epilogue`, the product adds a bias vector of m values to every column (cuBLASLt's BIAS
+  // epilogue, as frameworks fuse a Linear's bias); pass the bias to run().
+  LtGemm(cublasLtHandle_t handle, Dtype dtype, const GemmShape& shape, const float* scale_one,
+         bool bias_epilogue = false);
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
-  // C = op(A) op(B), alpha 1, beta 0. `workspace` holds kGemmWorkspaceBytes.
-  void run(const void* a, const void* b, void* c, void* workspace, cudaStream_t stream) const;
+  // C = op(A) op(B) (+ bias), alpha 1, beta 0. `workspace` holds kGemmWorkspaceBytes.
+  void run(const void* a, const void* b, void* c, void* workspace, cudaStream_t stream,
+           const void* bias = nullptr) const;
   // The chosen algorithm: ids, tile, split-K, stages, workspace, waves.
   Json algo_json() const;
 
