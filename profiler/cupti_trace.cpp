@@ -69,6 +69,21 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   std::free(buffer);
 }
 
+// Kernel tracing switched on for a scope, and off again on every way out of it.
+class KernelActivityScope {
+ public:
+  KernelActivityScope() : result_(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {}
+  ~KernelActivityScope() {
+    if (result_ == CUPTI_SUCCESS) cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
+  KernelActivityScope(const KernelActivityScope&) = delete;
+  KernelActivityScope& operator=(const KernelActivityScope&) = delete;
+  CUptiResult result() const { return result_; }
+
+ private:
+  CUptiResult result_;
+};
+
 }  // namespace
 
 std::vector<std::string> TraceResult::names() const {
@@ -137,20 +152,21 @@ TraceResult CuptiTracer::trace(const std::function<void()>& region, cudaStream_t
     sink().dropped = 0;
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r != CUPTI_SUCCESS) {
-    available_ = false;
-    reason_ = "CUPTI kernel tracing could not be enabled: " + cupti_error_text(r);
-    return result;
-  }
   CudaEvent start, stop;
-  start.record(stream);
-  region();
-  stop.record(stream);
-  CUDA_CHECK(cudaEventSynchronize(stop.get()));
+  {
+    KernelActivityScope scope;
+    if (scope.result() != CUPTI_SUCCESS) {
+      available_ = false;
+      reason_ = "CUPTI kernel tracing could not be enabled: " + cupti_error_text(scope.result());
+      return result;
+    }
+    start.record(stream);
+    region();
+    stop.record(stream);
+    CUDA_CHECK(cudaEventSynchronize(stop.get()));
+  }
   result.event_s = stop.seconds_since(start);
-  r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r == CUPTI_SUCCESS) r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  const CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (r != CUPTI_SUCCESS) {
     available_ = false;
     reason_ = "CUPTI flush failed: " + cupti_error_text(r);

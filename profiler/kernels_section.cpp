@@ -48,8 +48,8 @@ class KernelsSection : public Section {
   Json measure_copy(int64_t bytes, SectionContext& ctx) {
     const cudaStream_t stream = ctx.device.stream();
     const int64_t l2 = ctx.device.info().l2_bytes;
-    // Rotate over more than twice the L2 for small copies.
-    const int64_t sets = std::max<int64_t>(1, (2 * l2 + bytes - 1) / bytes + 1);
+    // Rotate over more than twice the L2 for small copies; one set past that.
+    const int64_t sets = bytes >= 2 * l2 ? 1 : (2 * l2 + bytes - 1) / bytes + 1;
     const size_t need = static_cast<size_t>(sets * bytes);
     if (src_.bytes() < need) {
       src_ = DeviceBuffer();
