@@ -8,6 +8,7 @@
 
 #include "costmodel/errors.h"
 #include "costmodel/journal.h"
+#include "costmodel/model.h"
 #include "profiler/common/plan.h"
 #include "profiler/common/progress.h"
 #include "profiler/common/records.h"
@@ -105,6 +106,9 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   if (!std::filesystem::is_directory(folder))
     throw InputError(fmt::format("--out {}: the folder {} does not exist", o.out.string(),
                                  folder.string()));
+
+  // Bad input is reported as such (exit 2) before the GPU is looked at.
+  for (const auto& model : o.layer_models) (void)load_model(model, o.seq_len);
 
   Progress progress(stderr, ::isatty(fileno(stderr)) != 0);
   DeviceContext device(o.device);
