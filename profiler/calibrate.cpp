@@ -1,6 +1,7 @@
 #include "profiler/calibrate.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/journal.h"
 #include "costmodel/model.h"
+#include "profiler/common/launcher.h"
 #include "profiler/common/plan.h"
 #include "profiler/common/progress.h"
 #include "profiler/common/records.h"
@@ -98,17 +100,99 @@ std::string file_summary(const CalibrationFile& f, const std::filesystem::path& 
                      f.collectives.size(), f.p2p.size(), f.host_device.size(), f.failures.size());
 }
 
-}  // namespace
+// One run's shared state, for the section loops below.
+struct RunState {
+  const CalibrateOptions& o;
+  SectionContext& ctx;
+  Journal* journal;  // null on ranks other than 0
+  Progress& progress;
+  Provenance& prov;
+  CalibrationOutcome& out;
 
-CalibrationOutcome run_calibration(const CalibrateOptions& o) {
+  void journal_failure(const std::string& key, const std::string& what, const std::string& error) {
+    if (journal) journal->append(key, failure_record(what, error));
+  }
+};
+
+// A section that failed as a whole (begin() or run() threw): recorded under its own key.
+void section_failed(RunState& r, Section& section, const std::exception& e) {
+  const std::string what = fmt::format("section {}", section.name());
+  r.journal_failure(fmt::format("section/{}/{}", section.name(), r.prov.date), what, e.what());
+  r.progress.message(fmt::format("calibrate: {} failed: {}", what, e.what()));
+  std::string why;
+  if (!gpu_still_usable(&why)) r.out.gpu_lost = true;
+}
+
+void run_driving_section(RunState& r, Section& section) {
+  r.progress.start_section(section.name());
+  try {
+    const SectionCounts c = section.run(r.ctx);
+    r.out.measured += c.measured;
+    r.out.failed += c.failed;
+    r.out.resumed += c.reused;
+  } catch (const std::exception& e) {
+    section_failed(r, section, e);
+  }
+}
+
+void run_measured_section(RunState& r, Section& section, const std::vector<PlanItem>& todo) {
+  r.progress.start_section(section.name());
+  try {
+    section.begin(r.ctx, todo);
+  } catch (const std::exception& e) {
+    section_failed(r, section, e);
+    for (const auto& item : todo) r.progress.finished(item.label, item.estimate_s, true);
+    return;
+  }
+  for (const auto& item : todo) {
+    if (StopSignalGuard::requested()) break;
+    try {
+      const Json record = section.measure(item, r.ctx);
+      r.journal->append(item.key, record);
+      ++r.out.measured;
+      r.progress.finished(item.label, item.estimate_s);
+    } catch (const std::exception& e) {
+      r.journal_failure(item.key, item.label, e.what());
+      ++r.out.failed;
+      r.progress.finished(item.label, item.estimate_s, true);
+      r.progress.message(fmt::format("calibrate: {}: {}", item.label, e.what()));
+      std::string why;
+      if (!gpu_still_usable(&why)) {
+        r.out.gpu_lost = true;
+        r.progress.message(fmt::format("calibrate: the GPU context is lost ({}); stopping. "
+                                       "Everything measured so far is journalled: run again "
+                                       "with --resume",
+                                       why));
+        break;
+      }
+    }
+    if (r.o.stop_after > 0 && r.out.measured + r.out.failed >= r.o.stop_after)
+      StopSignalGuard::request();
+  }
+  try {
+    section.end(r.ctx);
+  } catch (const std::exception& e) {
+    r.progress.message(fmt::format("calibrate: {}: cleanup failed: {}", section.name(), e.what()));
+  }
+}
+
+void check_options(const CalibrateOptions& o) {
   if (o.out.empty()) throw InputError("--out: expected the calibration file to write");
   const auto folder = std::filesystem::absolute(o.out).parent_path();
   if (!std::filesystem::is_directory(folder))
     throw InputError(fmt::format("--out {}: the folder {} does not exist", o.out.string(),
                                  folder.string()));
-
   // Bad input is reported as such (exit 2) before the GPU is looked at.
   for (const auto& model : o.layer_models) (void)load_model(model, o.seq_len);
+}
+
+}  // namespace
+
+CalibrationOutcome run_calibration(const CalibrateOptions& o) {
+  check_options(o);
+  const LaunchInfo launch = detect_launch(process_environment());
+  const bool writer = launch.rank == 0;
+  auto sections = make_sections(o, launch.size > 1);
 
   Progress progress(stderr, ::isatty(fileno(stderr)) != 0);
   DeviceContext device(o.device);
@@ -124,84 +208,55 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
                                bytes_text(double(prov.l2_bytes)), prov.driver, prov.cuda_runtime,
                                prov.cublas, prov.nccl));
 
-  set_journal_aside(o, progress);
-  Journal journal(o.journal_path(), o.resume);
-  if (journal.dropped_lines() > 0)
-    progress.message(fmt::format("calibrate: {} torn or malformed journal line(s) ignored",
-                                 journal.dropped_lines()));
-  if (o.resume) check_same_gpu(journal, prov);
+  // Rank 0 alone keeps the journal and writes the file.
+  std::optional<Journal> journal;
+  if (writer) {
+    set_journal_aside(o, progress);
+    journal.emplace(o.journal_path(), o.resume);
+    if (journal->dropped_lines() > 0)
+      progress.message(fmt::format("calibrate: {} torn or malformed journal line(s) ignored",
+                                   journal->dropped_lines()));
+    if (o.resume) check_same_gpu(*journal, prov);
+  }
+  Journal* jp = journal ? &*journal : nullptr;
 
-  SectionContext ctx{o, device, tracer, prov, progress};
-  auto sections = make_sections(o);
+  SectionContext ctx{o, device, tracer, prov, progress, jp};
   auto plans = plan_sections(sections, ctx);
   std::vector<PlanItem> all;
   for (const auto& p : plans) all.insert(all.end(), p.items.begin(), p.items.end());
-  const PlanSummary summary = summarize_plan(all, &journal, o.retry_failed);
-  progress.message(format_plan(summary));
+  const PlanSummary summary = summarize_plan(all, jp, o.retry_failed);
+  if (!all.empty()) progress.message(format_plan(summary));
 
   CalibrationOutcome out;
   out.file = o.out;
   out.planned = summary.items();
   out.resumed = summary.done();
-  journal.append(context_key(prov), to_json(prov));
+  if (jp) jp->append(context_key(prov), to_json(prov));
   progress.add_planned(summary.items() - summary.done(), summary.estimate_s());
 
   StopSignalGuard stop_guard;
+  RunState state{o, ctx, jp, progress, prov, out};
   for (auto& plan : plans) {
-    const auto todo = remaining(plan.items, journal, o.retry_failed);
-    if (todo.empty()) continue;
     if (StopSignalGuard::requested() || out.gpu_lost) break;
-    Section& section = *plan.section;
-    progress.start_section(section.name());
-    try {
-      section.begin(ctx, todo);
-    } catch (const std::exception& e) {
-      const std::string what = fmt::format("section {}", section.name());
-      journal.append(fmt::format("section/{}/{}", section.name(), prov.date),
-                     failure_record(what, e.what()));
-      progress.message(fmt::format("calibrate: {} failed to start: {}", what, e.what()));
-      for (const auto& item : todo) progress.finished(item.label, item.estimate_s, true);
-      std::string why;
-      if (!gpu_still_usable(&why)) out.gpu_lost = true;
+    if (plan.section->drives_itself()) {
+      run_driving_section(state, *plan.section);
       continue;
     }
-    for (const auto& item : todo) {
-      if (StopSignalGuard::requested()) break;
-      try {
-        const Json record = section.measure(item, ctx);
-        journal.append(item.key, record);
-        ++out.measured;
-        progress.finished(item.label, item.estimate_s);
-      } catch (const std::exception& e) {
-        journal.append(item.key, failure_record(item.label, e.what()));
-        ++out.failed;
-        progress.finished(item.label, item.estimate_s, true);
-        progress.message(fmt::format("calibrate: {}: {}", item.label, e.what()));
-        std::string why;
-        if (!gpu_still_usable(&why)) {
-          out.gpu_lost = true;
-          progress.message(fmt::format("calibrate: the GPU context is lost ({}); stopping. "
-                                       "Everything measured so far is journalled: run again "
-                                       "with --resume",
-                                       why));
-          break;
-        }
-      }
-      if (o.stop_after > 0 && out.measured + out.failed >= o.stop_after) StopSignalGuard::request();
-    }
-    try {
-      section.end(ctx);
-    } catch (const std::exception& e) {
-      progress.message(fmt::format("calibrate: {}: cleanup failed: {}", section.name(), e.what()));
-    }
-    if (out.gpu_lost) break;
+    const auto todo = remaining(plan.items, *jp, o.retry_failed);
+    if (!todo.empty()) run_measured_section(state, *plan.section, todo);
   }
-  out.stopped = StopSignalGuard::requested() && !remaining(all, journal, o.retry_failed).empty();
+  out.stopped = StopSignalGuard::requested() &&
+                (jp == nullptr || !remaining(all, *jp, o.retry_failed).empty());
   progress.finish();
+  if (!writer) {
+    out.summary = fmt::format("rank {} of {}: its measurements went to rank 0, which writes {}",
+                              launch.rank, launch.size, o.out.string());
+    return out;
+  }
 
   if (!tracer.available()) add_note(prov, tracer.unavailable_reason());
   if (out.stopped) add_note(prov, "partial: the run was interrupted; --resume completes it");
-  const Assembly assembly = assemble(journal, prov);
+  const Assembly assembly = assemble(*journal, prov);
   save_calibration(assembly.file, o.out);
   out.summary = file_summary(assembly.file, o.out);
   return out;

@@ -17,6 +17,11 @@ namespace hetplan::profiler {
 
 class DeviceContext;
 class CuptiTracer;
+}  // namespace hetplan::profiler
+namespace hetplan {
+class Journal;
+}
+namespace hetplan::profiler {
 
 // What a section may use while it runs.
 struct SectionContext {
@@ -25,6 +30,12 @@ struct SectionContext {
   CuptiTracer& tracer;
   Provenance& provenance;  // sections add library versions and notes
   Progress& progress;      // for messages above the bar
+  Journal* journal;        // the run's journal; null on ranks other than 0 of a multi-process run
+};
+
+// What a section that drives its own sweep did.
+struct SectionCounts {
+  int64_t measured = 0, failed = 0, reused = 0;
 };
 
 class Section {
@@ -46,17 +57,28 @@ class Section {
   virtual Json measure(const PlanItem& item, SectionContext& ctx) = 0;
   // After the last measurement (also after a stop): release what begin() took.
   virtual void end(SectionContext& ctx) { (void)ctx; }
+
+  // Sections whose measurements run in lock step over several processes (the collectives) drive
+  // their own sweep: the harness calls run() once instead of measure(); such a section journals
+  // through ctx.journal and reports progress itself. A throw records the section as failed.
+  virtual bool drives_itself() const { return false; }
+  virtual SectionCounts run(SectionContext& ctx) {
+    (void)ctx;
+    return {};
+  }
 };
 
-// The sections of a run, in the order they run, for the options given.
-std::vector<std::unique_ptr<Section>> make_sections(const CalibrateOptions& options);
+// The sections of a run, in the order they run, for the options given. `multi_process`: launched
+// as one of several processes (mpirun, srun), where only the collectives run.
+std::vector<std::unique_ptr<Section>> make_sections(const CalibrateOptions& options,
+                                                    bool multi_process = false);
 
 // One factory per section (sections.cpp lists them).
 std::unique_ptr<Section> make_gemm_grid_section();
 std::unique_ptr<Section> make_layer_gemm_section(std::vector<std::string> models);
 std::unique_ptr<Section> make_kernels_section();
 std::unique_ptr<Section> make_layer_timing_section(std::vector<std::string> models);
-// NCCL collectives, p2p and host-device copies: profiler/collectives/ (issue 6).
+// NCCL collectives, p2p matrix and host-device copies (profiler/collectives/, issue 6).
 std::unique_ptr<Section> make_collectives_section();
 
 }  // namespace hetplan::profiler
