@@ -1,17 +1,118 @@
-// The kernels section: the device-to-device copy probe (the memory-bandwidth ceiling) and, once
-// kernels/registry.h lands, every registered kernel over its sizes.
+// The kernels section: the device-to-device copy probe (the memory-bandwidth ceiling) and every
+// case of the kernels/ registry over its sizes, small to large (profiler/common/kernel_sweep.h).
 #include <fmt/format.h>
+
+#include "profiler/common/kernel_sweep.h"
 
 #include "costmodel/errors.h"
 #include "profiler/cuda_check.h"
 #include "profiler/cupti_trace.h"
 #include "profiler/device.h"
 #include "profiler/device_fill.h"
+#include "profiler/gemm/lt_gemm.h"
 #include "profiler/section.h"
 #include "profiler/timing.h"
 
+#if __has_include("kernels/registry.h")
+#define HETPLAN_HAVE_KERNEL_REGISTRY 1
+#include "kernels/registry.h"
+#endif
+
 namespace hetplan::profiler {
 namespace {
+
+// Trace of `n` launches into a measurement's `trace` (when CUPTI is on).
+Json trace_json(SectionContext& ctx, const LaunchFn& launch, int64_t n, double median_s) {
+  if (!ctx.tracer.available()) return Json();
+  const TraceResult t = ctx.tracer.trace(
+      [&] {
+        for (int64_t i = 0; i < n; ++i) launch(i);
+      },
+      ctx.device.stream(), n);
+  return t.kernel_count > 0 ? t.to_json(median_s) : Json();
+}
+
+#ifdef HETPLAN_HAVE_KERNEL_REGISTRY
+namespace K = ::hetplan::kernels;
+
+Dtype to_dtype(K::DType d) {
+  switch (d) {
+    case K::DType::kF32:
+      return Dtype::kFp32;
+    case K::DType::kBF16:
+      return Dtype::kBf16;
+    case K::DType::kF16:
+      return Dtype::kFp16;
+  }
+  return Dtype::kFp32;
+}
+
+std::vector<PlanItem> registry_items(bool quick) {
+  std::vector<PlanItem> items;
+  for (const K::Case& c : K::all_cases()) {
+    for (const auto& shape : kernel_sweep_shapes(c.dims, c.bench_shapes, quick)) {
+      const std::string text = kernel_shape_text(c.dims, shape);
+      const K::Work w = c.work(shape);
+      // Check (CPU reference on samples) and allocation dominate small shapes; bytes at 2.5 TB/s
+      // and FLOPs at 300 TFLOP/s over the timing target the large ones.
+      const double run_s = std::max(w.bytes / 2.5e12, w.flops / 300e12) + 5e-6;
+      items.push_back({"kernels", fmt::format("kernel/{}/{}", c.name, text),
+                       fmt::format("{} {}", c.name, text),
+                       0.15 + std::max(quick ? 5e-3 : 20e-3, 8 * run_s),
+                       Json{{"case", c.name}, {"shape", shape}}});
+    }
+  }
+  return items;
+}
+
+// Checks one case at one shape against its CPU reference, then times it rotating instances past
+// three times the L2 (as kernels/bench does), then traces a batch.
+Json measure_case(const K::Case& c, const K::Shape& shape, SectionContext& ctx, uint64_t seed) {
+  if (const std::string why = c.unsupported(shape); !why.empty())
+    throw GemmNotSupported("not supported: " + why);
+  const cudaStream_t stream = ctx.device.stream();
+  std::vector<std::unique_ptr<K::Instance>> instances;
+  try {
+    instances.push_back(c.make(shape, seed));
+  } catch (const std::invalid_argument& e) {
+    throw GemmNotSupported(std::string("not supported: ") + e.what());
+  }
+  const K::CheckResult check = instances[0]->check();
+  if (!check.passed)
+    throw RuntimeFailure(fmt::format("incorrect (against the CPU reference): {}; not timed",
+                                     check.detail.substr(0, 300)));
+  const size_t one = std::max<size_t>(instances[0]->device_bytes(), 1);
+  const size_t rotate = 3 * static_cast<size_t>(ctx.device.info().l2_bytes);
+  while (instances.size() < 16 && instances.size() * one < rotate) {
+    const MemoryInfo m = device_memory();
+    if (m.free_bytes < static_cast<int64_t>(one) + m.total_bytes / 4) break;
+    instances.push_back(c.make(shape, seed + 1000 * instances.size()));
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());  // instances fill on the default stream
+  const LaunchFn launch = [&](int64_t i) {
+    instances[static_cast<size_t>(i) % instances.size()]->run(stream);
+  };
+  TimingOptions topt;
+  topt.target_s = ctx.options.quick ? 5e-3 : 20e-3;
+  const Timing t = time_launches(launch, stream, topt);
+  const K::Work w = c.work(shape);
+  KernelMeasurement m;
+  m.kernel = c.name;
+  m.dtype = to_dtype(c.dtype);
+  m.params = Json{{"family", c.family}, {"pass", c.pass}, {"note", c.note}};
+  for (size_t i = 0; i < shape.size() && i < c.dims.size(); ++i) m.params[c.dims[i]] = shape[i];
+  m.bytes = w.bytes;
+  m.flops = w.flops;
+  m.time_s = t.per_launch_s;
+  m.method = method_json(t, topt);
+  m.method["rotation"] = {{"instances", instances.size()}, {"instance_bytes", one}};
+  m.method["check"] = {{"worst_rel_l2", check.worst_rel_l2},
+                       {"reference", "kernels/reference CPU implementation"}};
+  m.trace = trace_json(ctx, launch, std::min<int64_t>(t.launches_per_sample, 100),
+                       m.time_s.median);
+  return to_json(m);
+}
+#endif
 
 // Copy sizes: launch-bound (64 KiB) to far beyond L2 (1 GiB); bytes counted read + write.
 std::vector<int64_t> copy_sizes(bool quick) {
@@ -26,6 +127,12 @@ class KernelsSection : public Section {
 
   std::vector<PlanItem> plan(SectionContext& ctx) override {
     std::vector<PlanItem> items;
+#ifdef HETPLAN_HAVE_KERNEL_REGISTRY
+    items = registry_items(ctx.options.quick);
+#else
+    ctx.progress.message("calibrate: kernels: this build has no kernels/ registry; only the copy "
+                         "probe runs");
+#endif
     for (int64_t b : copy_sizes(ctx.options.quick)) {
       items.push_back({name(), fmt::format("kernel/d2d_copy/{}", b),
                        fmt::format("d2d copy {}", bytes_text(double(b))),
@@ -35,6 +142,13 @@ class KernelsSection : public Section {
   }
 
   Json measure(const PlanItem& item, SectionContext& ctx) override {
+#ifdef HETPLAN_HAVE_KERNEL_REGISTRY
+    if (item.spec.contains("case")) {
+      const K::Case* c = K::find_case(item.spec["case"].get<std::string>());
+      if (c == nullptr) throw RuntimeFailure("kernels/ registry has no case " + item.label);
+      return measure_case(*c, item.spec["shape"].get<K::Shape>(), ctx, seed_ += 7919);
+    }
+#endif
     return measure_copy(item.spec.at("bytes").get<int64_t>(), ctx);
   }
 
@@ -87,19 +201,13 @@ class KernelsSection : public Section {
     m.time_s = t.per_launch_s;
     m.method = method_json(t, topt);
     m.method["rotation"] = {{"sets", sets}};
-    if (ctx.tracer.available()) {
-      const int64_t n = std::min<int64_t>(t.launches_per_sample, 100);
-      const TraceResult trace = ctx.tracer.trace(
-          [&] {
-            for (int64_t i = 0; i < n; ++i) launch(i);
-          },
-          stream, n);
-      if (trace.kernel_count > 0) m.trace = trace.to_json(m.time_s.median);
-    }
+    m.trace = trace_json(ctx, launch, std::min<int64_t>(t.launches_per_sample, 100),
+                         m.time_s.median);
     return to_json(m);
   }
 
   DeviceBuffer src_, dst_;
+  uint64_t seed_ = 1;
 };
 
 }  // namespace
