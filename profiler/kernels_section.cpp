@@ -50,6 +50,9 @@ Dtype to_dtype(K::DType d) {
 std::vector<PlanItem> registry_items(bool quick) {
   std::vector<PlanItem> items;
   for (const K::Case& c : K::all_cases()) {
+    // Quick: the training dtypes' kernels (bf16), the probes and the optimizer; not fp32 twins.
+    if (quick && c.dtype == K::DType::kF32 && c.family != "bandwidth" && c.pass != "optimizer")
+      continue;
     for (const auto& shape : kernel_sweep_shapes(c.dims, c.bench_shapes, quick)) {
       const std::string text = kernel_shape_text(c.dims, shape);
       const K::Work w = c.work(shape);

@@ -14,9 +14,9 @@ using KernelShape = std::vector<int64_t>;
 
 // Index of the dimension to scale, or -1 when the case has none of the size dimensions.
 int size_dimension(const std::vector<std::string>& dims);
-// The shapes to measure for a case with `dims` and benchmark shapes `bench` (first bench shape
-// first, then smaller, deduplicated): full: every bench shape and up to 6 smaller steps of each;
-// quick: the first bench shape and one step at 1/64 (1/8 for seq).
+// The shapes to measure for a case with `dims` and benchmark shapes `bench` (deduplicated):
+// full: the first bench shape, up to 4 smaller steps of it (1/4 each, 1/2 for seq), then the
+// other bench shapes; quick: the first bench shape and one step at 1/64 (1/8 for seq).
 std::vector<KernelShape> kernel_sweep_shapes(const std::vector<std::string>& dims,
                                              const std::vector<KernelShape>& bench, bool quick);
 // "rows=16384,cols=4096".

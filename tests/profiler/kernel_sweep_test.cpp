@@ -6,14 +6,14 @@
 namespace hetplan::profiler {
 namespace {
 
-TEST(KernelSweep, RowsShrinkByFourToOneRow) {
+TEST(KernelSweep, RowsShrinkByFourFromTheFirstBenchShape) {
   const auto shapes = kernel_sweep_shapes({"rows", "cols"}, {{16384, 4096}, {16384, 8192}}, false);
-  // 16384 / 4^k for k = 0..6 (16384 .. 4), for both bench shapes.
-  ASSERT_EQ(shapes.size(), 14u);
+  // 16384 / 4^k for k = 0..4 (16384 .. 64), then the second bench shape as it is.
+  ASSERT_EQ(shapes.size(), 6u);
   EXPECT_EQ(shapes[0], (KernelShape{16384, 4096}));
   EXPECT_EQ(shapes[1], (KernelShape{4096, 4096}));
-  EXPECT_EQ(shapes[6], (KernelShape{4, 4096}));
-  EXPECT_EQ(shapes[7], (KernelShape{16384, 8192}));
+  EXPECT_EQ(shapes[4], (KernelShape{64, 4096}));
+  EXPECT_EQ(shapes[5], (KernelShape{16384, 8192}));
 }
 
 TEST(KernelSweep, QuickTakesTheFirstShapeAndOneSmallerStep) {
@@ -26,8 +26,8 @@ TEST(KernelSweep, QuickTakesTheFirstShapeAndOneSmallerStep) {
 }
 
 TEST(KernelSweep, FloorsStopTheScaling) {
-  // bytes: 64 MiB / 4^k down to 4 KiB: 64M, 16M, 4M, 1M, 256K, 64K, 16K (6 steps).
-  EXPECT_EQ(kernel_sweep_shapes({"bytes"}, {{int64_t{64} << 20}}, false).size(), 7u);
+  // bytes: 64 KiB / 4^k with a 4 KiB floor: 64K, 16K, 4K.
+  EXPECT_EQ(kernel_sweep_shapes({"bytes"}, {{int64_t{64} << 10}}, false).size(), 3u);
   // seq: 1024 -> 512 -> 256 -> 128, then the floor.
   EXPECT_EQ(kernel_sweep_shapes({"batch", "heads", "seq", "head_dim", "causal"},
                                 {{1, 1, 1024, 64, 1}}, false)
