@@ -39,7 +39,8 @@ size_t gemm_set_bytes(Dtype dtype, const GemmShape& shape) {
 
 int64_t rotation_sets(size_t set_bytes, int64_t l2_bytes) {
   const double need = 2.0 * static_cast<double>(l2_bytes);
-  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(need / double(set_bytes))) + 1);
+  if (static_cast<double>(set_bytes) >= need) return 1;  // one set already flushes the L2
+  return static_cast<int64_t>(std::ceil(need / double(set_bytes))) + 1;
 }
 
 GemmBench::GemmBench(const DeviceInfo& device)
