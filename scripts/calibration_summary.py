@@ -81,4 +81,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "out/gpu/calibration.json"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "out/gpu-full/calibration.json"))

@@ -2,31 +2,41 @@
 # On a GPU machine: prints the GPU, runs the GPU tests, runs `hetplan calibrate` (every section
 # this build has), copies the results to $OUT (when set) and prints a short summary.
 #
-# Uses gpu-bundle/ (scripts/gpu_bundle.sh) when present, else build/. The calibration and its
-# journal live in out/gpu/ (ignored by git) and the run always resumes, so a second call on the same
-# machine continues where a time limit stopped the first: nothing measured is lost or repeated.
+#   bash scripts/gpu_calibrate.sh [full|quick|calibrate|tests]      (default full)
+#     full       GPU tests, then the full calibration (resumable) in out/gpu-full/
+#     quick      GPU tests, then `calibrate --quick` in out/gpu-quick/
+#     calibrate  no tests: continue the full calibration (a second call after a time limit)
+#     tests      GPU tests only
+#   HETPLAN_CALL_SECONDS       the time this call may take in all (default 570: the device tool's
+#                              600 s limit less a margin); calibration stops gracefully in time
+#   HETPLAN_CALIBRATE_ARGS     extra arguments for hetplan calibrate (e.g. "--gemm --kernels")
+#   HETPLAN_FRESH=1            delete the calibration folder first
 #
-#   bash scripts/gpu_calibrate.sh [full|quick|tests]      (default full)
-#   HETPLAN_CALIBRATE_SECONDS  stop calibrating gracefully after this many seconds (default 480)
-#   HETPLAN_CALIBRATE_ARGS     extra arguments for hetplan calibrate (e.g. "--gemm")
-#   HETPLAN_FRESH=1            delete out/gpu/ first
+# Uses gpu-bundle/ (scripts/gpu_bundle.sh) when present, else build/. The calibration and its
+# journal stay in out/ (ignored by git) and the run always resumes, so a second call on the same
+# machine continues where the first stopped: nothing measured is lost or measured twice.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-full}
 start_s=$(date +%s)
-work=out/gpu
+budget_s=${HETPLAN_CALL_SECONDS:-570}
+case "$mode" in
+  quick) work=out/gpu-quick ;;
+  full|calibrate|tests) work=out/gpu-full ;;
+  *) echo "usage: $0 [full|quick|calibrate|tests]" >&2; exit 2 ;;
+esac
 [ "${HETPLAN_FRESH:-0}" = 1 ] && rm -rf "$work"
 mkdir -p "$work"
 
 if [ -d gpu-bundle/bin ]; then
-  bin=gpu-bundle/bin
+  bin=$PWD/gpu-bundle/bin
   export LD_LIBRARY_PATH="$PWD/gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  gpu_tests=$bin/hetplan_gpu_tests
 else
-  bin=build/cli
+  bin=$PWD/build/cli
+  gpu_tests=$PWD/build/tests/hetplan_gpu_tests
 fi
-hetplan=$PWD/$bin/hetplan
-gpu_tests=$PWD/$bin/hetplan_gpu_tests
-[ -x "$gpu_tests" ] || gpu_tests=$PWD/build/tests/hetplan_gpu_tests
+hetplan=$bin/hetplan
 export HETPLAN_BINARY=$hetplan
 
 # CUDA libraries: wherever this machine has them (toolkit, CUPTI extras, pip's nvidia-* wheels).
@@ -53,29 +63,33 @@ if [ -n "$missing" ]; then
 fi
 ldd "$hetplan" | grep -E "cublas|cupti|nccl|yaml" | sed 's/ (0x.*//'
 
-echo "== GPU tests"
-if [ -x "$gpu_tests" ]; then
+if [ "$mode" != calibrate ]; then
+  echo "== GPU tests"
   "$gpu_tests" --gtest_color=no 2>&1 | tee "$work/gpu_tests.log" |
-    grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|rror" | awk 'NR <= 60' 
-  echo "gpu tests: exit ${PIPESTATUS[0]}"
-else
-  echo "gpu_calibrate: no GPU test binary" | tee "$work/gpu_tests.log"
+    grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|rror" | awk 'NR <= 80'
+  echo "gpu tests: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start_s )) s"
+  grep -E "^(bf16 4096\^3 kernels|best device copy|gpt F|llama F)" "$work/gpu_tests.log"
 fi
 
 if [ "$mode" != tests ]; then
-  echo "== hetplan calibrate ($mode)"
-  args=(calibrate --out "$work/calibration.json" --resume)
-  [ "$mode" = quick ] && args+=(--quick)
-  # shellcheck disable=SC2206
-  args+=(${HETPLAN_CALIBRATE_ARGS:-})
-  # SIGINT at the deadline: hetplan finishes the measurement in flight, writes the file, exits 1.
-  # awk, not head: the pipe must never close early (hetplan would die of SIGPIPE).
-  timeout --preserve-status --signal=INT --kill-after=60 "${HETPLAN_CALIBRATE_SECONDS:-480}" \
-    "$hetplan" "${args[@]}" 2>&1 | tee "$work/calibrate.log" | grep -v "^calibrate: \[" |
-    awk 'NR <= 120 { print } NR == 121 { print "... (more in calibrate.log)" }' 
-  status=${PIPESTATUS[0]}
-  echo "calibrate: exit $status (0 complete, 1 stopped or failed: run this script again to resume)"
-  grep "^calibrate: \[" "$work/calibrate.log" | tail -1
+  left_s=$(( budget_s - ($(date +%s) - start_s) - 45 ))
+  if [ "$left_s" -lt 60 ]; then
+    echo "== hetplan calibrate: only ${left_s} s left in this call; run '$0 calibrate' next"
+  else
+    echo "== hetplan calibrate ($mode, stops gracefully after ${left_s} s)"
+    args=(calibrate --out "$work/calibration.json" --resume)
+    [ "$mode" = quick ] && args+=(--quick)
+    # shellcheck disable=SC2206
+    args+=(${HETPLAN_CALIBRATE_ARGS:-})
+    # SIGINT at the deadline: hetplan finishes the measurement in flight, writes the file, exits 1.
+    # awk, not head: the pipe must never close early (hetplan would die of SIGPIPE).
+    timeout --preserve-status --signal=INT --kill-after=40 "$left_s" \
+      "$hetplan" "${args[@]}" 2>&1 | tee -a "$work/calibrate.log" | grep -v "^calibrate: \[" |
+      awk 'NR <= 100 { print } NR == 101 { print "... (more in calibrate.log)" }'
+    status=${PIPESTATUS[0]}
+    grep "^calibrate: \[" "$work/calibrate.log" | tail -1
+    echo "calibrate: exit $status (0 complete; 1 stopped or failed: '$0 calibrate' continues)"
+  fi
 fi
 
 echo "== summary"
@@ -83,7 +97,13 @@ python3 scripts/calibration_summary.py "$work/calibration.json" 2>&1 | tee "$wor
 echo "elapsed $(( $(date +%s) - start_s )) s"
 
 if [ -n "${OUT:-}" ]; then
-  cp "$work"/calibration.json "$work"/calibration.json.journal "$work"/calibrate.log \
-     "$work"/gpu_tests.log "$work"/summary.txt "$work"/nvidia-smi.txt "$OUT"/ 2>/dev/null
+  # Compressed: a full calibration and its journal are several MB each (the tool takes 16 MiB a
+  # file at most).
+  for f in calibration.json calibration.json.journal calibrate.log gpu_tests.log; do
+    [ -f "$work/$f" ] && gzip -9 -c "$work/$f" > "$OUT/$f.gz"
+  done
+  for f in summary.txt nvidia-smi.txt; do
+    [ -f "$work/$f" ] && cp "$work/$f" "$OUT/"
+  done
   ls -la "$OUT"
 fi
