@@ -13,10 +13,7 @@
 #include "profiler/section.h"
 #include "profiler/timing.h"
 
-#if __has_include("kernels/registry.h")
-#define HETPLAN_HAVE_KERNEL_REGISTRY 1
 #include "kernels/registry.h"
-#endif
 
 namespace hetplan::profiler {
 namespace {
@@ -32,7 +29,6 @@ Json trace_json(SectionContext& ctx, const LaunchFn& launch, int64_t n, double m
   return t.kernel_count > 0 ? t.to_json(median_s) : Json();
 }
 
-#ifdef HETPLAN_HAVE_KERNEL_REGISTRY
 namespace K = ::hetplan::kernels;
 
 Dtype to_dtype(K::DType d) {
@@ -115,7 +111,6 @@ Json measure_case(const K::Case& c, const K::Shape& shape, SectionContext& ctx, 
                        m.time_s.median);
   return to_json(m);
 }
-#endif
 
 // Copy sizes: launch-bound (64 KiB) to far beyond L2 (1 GiB); bytes counted read + write.
 std::vector<int64_t> copy_sizes(bool quick) {
@@ -129,13 +124,7 @@ class KernelsSection : public Section {
   std::string name() const override { return "kernels"; }
 
   std::vector<PlanItem> plan(SectionContext& ctx) override {
-    std::vector<PlanItem> items;
-#ifdef HETPLAN_HAVE_KERNEL_REGISTRY
-    items = registry_items(ctx.options.quick);
-#else
-    ctx.progress.message("calibrate: kernels: this build has no kernels/ registry; only the copy "
-                         "probe runs");
-#endif
+    std::vector<PlanItem> items = registry_items(ctx.options.quick);
     for (int64_t b : copy_sizes(ctx.options.quick)) {
       items.push_back({name(), fmt::format("kernel/d2d_copy/{}", b),
                        fmt::format("d2d copy {}", bytes_text(double(b))),
@@ -145,13 +134,11 @@ class KernelsSection : public Section {
   }
 
   Json measure(const PlanItem& item, SectionContext& ctx) override {
-#ifdef HETPLAN_HAVE_KERNEL_REGISTRY
     if (item.spec.contains("case")) {
       const K::Case* c = K::find_case(item.spec["case"].get<std::string>());
       if (c == nullptr) throw RuntimeFailure("kernels/ registry has no case " + item.label);
       return measure_case(*c, item.spec["shape"].get<K::Shape>(), ctx, seed_ += 7919);
     }
-#endif
     return measure_copy(item.spec.at("bytes").get<int64_t>(), ctx);
   }
 

@@ -11,13 +11,10 @@
 #include "profiler/device_fill.h"
 #include "profiler/layer/arena.h"
 
-#if __has_include("kernels/attention.h")
-#define HETPLAN_HAVE_KERNELS 1
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/norms.h"
 #include "kernels/rows.h"
-#endif
 
 namespace hetplan::profiler {
 
@@ -42,29 +39,6 @@ BlockDims block_dims(const LayerTimingCase& c) {
   d.dropout = static_cast<float>(c.dropout);
   return d;
 }
-
-#ifndef HETPLAN_HAVE_KERNELS
-
-std::string TransformerBlock::unsupported_reason(const LayerTimingCase&) {
-  return "per-layer timing needs kernels/ (norms, activations, attention), not in this build";
-}
-int64_t TransformerBlock::set_bytes(const LayerTimingCase&) { return 0; }
-struct TransformerBlock::Impl {};
-TransformerBlock::TransformerBlock(const LayerTimingCase& c, int, cudaStream_t) {
-  throw RuntimeFailure(unsupported_reason(c));
-}
-TransformerBlock::~TransformerBlock() = default;
-int TransformerBlock::sets() const { return 0; }
-void TransformerBlock::forward(int) {}
-void TransformerBlock::backward_input(int) {}
-void TransformerBlock::backward_weight(int) {}
-void TransformerBlock::poison(int) {}
-std::vector<CheckedTensor> TransformerBlock::outputs(int) const { return {}; }
-int64_t TransformerBlock::saved_bytes() const { return 0; }
-int64_t TransformerBlock::saved_memgetinfo_bytes() const { return 0; }
-int64_t TransformerBlock::b_to_w_bytes() const { return 0; }
-
-#else
 
 namespace {
 
@@ -499,7 +473,5 @@ int64_t TransformerBlock::b_to_w_bytes() const {
   bytes += static_cast<int64_t>(d.dropout > 0 ? s.dz.bytes() + s.dproj.bytes() : s.dx2.bytes());
   return bytes;
 }
-
-#endif  // HETPLAN_HAVE_KERNELS
 
 }  // namespace hetplan::profiler
