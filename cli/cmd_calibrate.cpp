@@ -40,21 +40,24 @@ int run(const profiler::CalibrateOptions& o) {
   fmt::print("{} measured now, {} failed, {} from the journal of an earlier run\n", r.measured,
              r.failed, r.resumed);
   if (r.gpu_lost) {
-    fmt::print(stderr, "hetplan: failed: the GPU context was lost; the file is partial. Run the "
-                       "same command with --resume to continue\n");
+    fmt::print(stderr,
+               "hetplan: failed: the GPU context was lost; the file is partial. Run the "
+               "same command with --resume to continue\n");
     return 1;
   }
   if (r.stopped) {
-    fmt::print(stderr, "hetplan: interrupted: the file is partial; run the same command with "
-                       "--resume to continue\n");
+    fmt::print(stderr,
+               "hetplan: interrupted: the file is partial; run the same command with "
+               "--resume to continue\n");
     return 1;
   }
   return 0;
 #else
   (void)o;
-  throw RuntimeFailure("this build of hetplan has no CUDA profiler (it was built without the "
-                       "CUDA toolkit, or with HETPLAN_CUDA=OFF). `hetplan calibrate` needs a "
-                       "CUDA build of hetplan on a machine with an NVIDIA GPU");
+  throw RuntimeFailure(
+      "this build of hetplan has no CUDA profiler (it was built without the "
+      "CUDA toolkit, or with HETPLAN_CUDA=OFF). `hetplan calibrate` needs a "
+      "CUDA build of hetplan on a machine with an NVIDIA GPU");
 #endif
 }
 
@@ -77,8 +80,9 @@ CommandRunner declare_calibrate(CLI::App& app) {
       ->type_name("MODEL");
   app.add_flag("--collectives", o->collectives, "NCCL collectives, p2p and host-device copies");
   app.add_option("--device", o->device, "GPU index (default 0)")->check(CLI::NonNegativeNumber);
-  app.add_option("--dtypes", *dtypes,
-                 "GEMM dtypes, comma-separated: fp32,tf32,fp16,bf16,fp8 (default: all the GPU has)");
+  app.add_option(
+      "--dtypes", *dtypes,
+      "GEMM dtypes, comma-separated: fp32,tf32,fp16,bf16,fp8 (default: all the GPU has)");
   app.add_option("--micro-batches", o->micro_batches,
                  "Micro-batch sizes for --layers (default 1 2 4 8)")
       ->delimiter(',')
@@ -88,7 +92,8 @@ CommandRunner declare_calibrate(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   app.add_option("--seq-len", o->seq_len, "Sequence length for --layers (default: the model's)")
       ->check(CLI::PositiveNumber);
-  app.add_flag_callback("--no-cupti", [o] { o->cupti = false; }, "Do not trace kernels with CUPTI");
+  app.add_flag_callback(
+      "--no-cupti", [o] { o->cupti = false; }, "Do not trace kernels with CUPTI");
   app.add_option("--stop-after", o->stop_after,
                  "Stop after N new measurements as if interrupted (for testing --resume)")
       ->check(CLI::PositiveNumber);

@@ -1,9 +1,9 @@
 #include "profiler/calibrate.h"
 
-#include <algorithm>
-#include <optional>
-#include <cstdio>
 #include <unistd.h>
+#include <algorithm>
+#include <cstdio>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -47,9 +47,10 @@ void set_journal_aside(const CalibrateOptions& o, Progress& progress) {
   if (o.resume || !std::filesystem::exists(path)) return;
   const std::filesystem::path old = path.string() + ".old";
   std::filesystem::rename(path, old);
-  progress.message(fmt::format("calibrate: starting afresh; the earlier journal is now {} "
-                               "(use --resume to continue one)",
-                               old.string()));
+  progress.message(
+      fmt::format("calibrate: starting afresh; the earlier journal is now {} "
+                  "(use --resume to continue one)",
+                  old.string()));
 }
 
 // A journal continued on another GPU would mix two GPUs' numbers in one file.
@@ -94,10 +95,11 @@ std::vector<SectionPlan> plan_sections(std::vector<std::unique_ptr<Section>>& se
 }
 
 std::string file_summary(const CalibrationFile& f, const std::filesystem::path& path) {
-  return fmt::format("{}: {} GEMMs, {} kernel measurements, {} layers, {} collectives, {} p2p, "
-                     "{} host-device, {} failures",
-                     path.string(), f.gemm.size(), f.kernels.size(), f.layers.size(),
-                     f.collectives.size(), f.p2p.size(), f.host_device.size(), f.failures.size());
+  return fmt::format(
+      "{}: {} GEMMs, {} kernel measurements, {} layers, {} collectives, {} p2p, "
+      "{} host-device, {} failures",
+      path.string(), f.gemm.size(), f.kernels.size(), f.layers.size(), f.collectives.size(),
+      f.p2p.size(), f.host_device.size(), f.failures.size());
 }
 
 // One run's shared state, for the section loops below.
@@ -159,10 +161,11 @@ void run_measured_section(RunState& r, Section& section, const std::vector<PlanI
       std::string why;
       if (!gpu_still_usable(&why)) {
         r.out.gpu_lost = true;
-        r.progress.message(fmt::format("calibrate: the GPU context is lost ({}); stopping. "
-                                       "Everything measured so far is journalled: run again "
-                                       "with --resume",
-                                       why));
+        r.progress.message(
+            fmt::format("calibrate: the GPU context is lost ({}); stopping. "
+                        "Everything measured so far is journalled: run again "
+                        "with --resume",
+                        why));
         break;
       }
     }
@@ -180,8 +183,8 @@ void check_options(const CalibrateOptions& o) {
   if (o.out.empty()) throw InputError("--out: expected the calibration file to write");
   const auto folder = std::filesystem::absolute(o.out).parent_path();
   if (!std::filesystem::is_directory(folder))
-    throw InputError(fmt::format("--out {}: the folder {} does not exist", o.out.string(),
-                                 folder.string()));
+    throw InputError(
+        fmt::format("--out {}: the folder {} does not exist", o.out.string(), folder.string()));
   // Bad input is reported as such (exit 2) before the GPU is looked at.
   for (const auto& model : o.layer_models) (void)load_model(model, o.seq_len);
 }
@@ -201,12 +204,11 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   for (const auto& w : warnings) progress.message("calibrate: warning: " + w);
   CuptiTracer tracer(o.cupti);
   if (tracer.available()) prov.cupti = tracer.version();
-  progress.message(fmt::format("calibrate: {} ({}), {} SMs, {} of memory, {} L2; driver {}, "
-                               "CUDA {}, cuBLAS {}, NCCL {}",
-                               prov.gpu_name, prov.gpu_type, prov.sm_count,
-                               bytes_text(double(prov.memory_bytes)),
-                               bytes_text(double(prov.l2_bytes)), prov.driver, prov.cuda_runtime,
-                               prov.cublas, prov.nccl));
+  progress.message(fmt::format(
+      "calibrate: {} ({}), {} SMs, {} of memory, {} L2; driver {}, "
+      "CUDA {}, cuBLAS {}, NCCL {}",
+      prov.gpu_name, prov.gpu_type, prov.sm_count, bytes_text(double(prov.memory_bytes)),
+      bytes_text(double(prov.l2_bytes)), prov.driver, prov.cuda_runtime, prov.cublas, prov.nccl));
 
   // Rank 0 alone keeps the journal and writes the file.
   std::optional<Journal> journal;

@@ -14,10 +14,10 @@ namespace hetplan::profiler {
 struct CalibrationOutcome {
   std::filesystem::path file;
   int64_t planned = 0;
-  int64_t resumed = 0;   // already in the journal at start
-  int64_t measured = 0;  // new measurements this run
-  int64_t failed = 0;    // new failures this run (recorded in the file)
-  bool stopped = false;  // interrupted (signal or --stop-after): the file is partial
+  int64_t resumed = 0;    // already in the journal at start
+  int64_t measured = 0;   // new measurements this run
+  int64_t failed = 0;     // new failures this run (recorded in the file)
+  bool stopped = false;   // interrupted (signal or --stop-after): the file is partial
   bool gpu_lost = false;  // the CUDA context failed; the rest was not attempted
   std::string summary;    // one line: what the file holds
 };

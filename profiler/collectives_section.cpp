@@ -15,8 +15,9 @@ class CollectivesSection : public Section {
   std::string name() const override { return "collectives"; }
 
   std::vector<PlanItem> plan(SectionContext& ctx) override {
-    ctx.progress.message("calibrate: collectives: planned when the processes have met (groups "
-                         "depend on every process's GPUs)");
+    ctx.progress.message(
+        "calibrate: collectives: planned when the processes have met (groups "
+        "depend on every process's GPUs)");
     return {};
   }
   Json measure(const PlanItem&, SectionContext&) override { return Json(); }

@@ -1,9 +1,9 @@
 #include "profiler/cuda_check.h"
 
+#include <unistd.h>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
-#include <unistd.h>
 
 #include <cupti.h>
 #include <fmt/format.h>

@@ -21,36 +21,35 @@ int launcher_rank();
 std::string where_text();
 
 // Throws RuntimeFailure: "<library> error in <call> at <file>:<line> on <where>: <error>".
-[[noreturn]] void throw_check_failure(const char* library, const char* call, const std::string& error,
-                                      const char* file, int line);
+[[noreturn]] void throw_check_failure(const char* library, const char* call,
+                                      const std::string& error, const char* file, int line);
 std::string cupti_error_text(CUptiResult result);
 
 }  // namespace hetplan::profiler
 
-#define CUDA_CHECK(call)                                                                    \
-  do {                                                                                      \
-    const cudaError_t hetplan_err_ = (call);                                                \
-    if (hetplan_err_ != cudaSuccess)                                                        \
+#define CUDA_CHECK(call)                                                                        \
+  do {                                                                                          \
+    const cudaError_t hetplan_err_ = (call);                                                    \
+    if (hetplan_err_ != cudaSuccess)                                                            \
       ::hetplan::profiler::throw_check_failure("CUDA", #call, cudaGetErrorString(hetplan_err_), \
-                                               __FILE__, __LINE__);                         \
+                                               __FILE__, __LINE__);                             \
   } while (0)
 
 // After a kernel launch: reports launch-configuration errors at the launch site.
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
-#define CUBLAS_CHECK(call)                                                             \
-  do {                                                                                 \
-    const cublasStatus_t hetplan_st_ = (call);                                         \
-    if (hetplan_st_ != CUBLAS_STATUS_SUCCESS)                                          \
-      ::hetplan::profiler::throw_check_failure("cuBLAS", #call,                        \
-                                               cublasLtGetStatusString(hetplan_st_),   \
-                                               __FILE__, __LINE__);                    \
+#define CUBLAS_CHECK(call)                                                            \
+  do {                                                                                \
+    const cublasStatus_t hetplan_st_ = (call);                                        \
+    if (hetplan_st_ != CUBLAS_STATUS_SUCCESS)                                         \
+      ::hetplan::profiler::throw_check_failure(                                       \
+          "cuBLAS", #call, cublasLtGetStatusString(hetplan_st_), __FILE__, __LINE__); \
   } while (0)
 
-#define CUPTI_CHECK(call)                                                                   \
-  do {                                                                                      \
-    const CUptiResult hetplan_cr_ = (call);                                                 \
-    if (hetplan_cr_ != CUPTI_SUCCESS)                                                       \
-      ::hetplan::profiler::throw_check_failure(                                             \
+#define CUPTI_CHECK(call)                                                                          \
+  do {                                                                                             \
+    const CUptiResult hetplan_cr_ = (call);                                                        \
+    if (hetplan_cr_ != CUPTI_SUCCESS)                                                              \
+      ::hetplan::profiler::throw_check_failure(                                                    \
           "CUPTI", #call, ::hetplan::profiler::cupti_error_text(hetplan_cr_), __FILE__, __LINE__); \
   } while (0)

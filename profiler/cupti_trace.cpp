@@ -1,9 +1,9 @@
 #include "profiler/cupti_trace.h"
 
+#include <cxxabi.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cxxabi.h>
 #include <mutex>
 
 #include <cupti.h>
@@ -58,7 +58,8 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   std::lock_guard<std::mutex> lock(s.mutex);
   CUpti_Activity* rec = nullptr;
   while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
-    if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+        rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
       s.records.push_back({demangle(k->name), k->start, k->end});
     }
@@ -92,14 +93,18 @@ std::vector<std::string> TraceResult::names() const {
   return out;
 }
 
-double TraceResult::event_vs_cupti() const { return span_s > 0 ? event_s / span_s - 1 : 0; }
+double TraceResult::event_vs_cupti() const {
+  return span_s > 0 ? event_s / span_s - 1 : 0;
+}
 
 Json TraceResult::to_json(double timed_median_s) const {
   const double n = static_cast<double>(std::max<int64_t>(1, launches));
   Json kernels_json = Json::array();
   for (const auto& k : kernels)
-    kernels_json.push_back({{"name", k.name}, {"count", k.count},
-                            {"mean_s", k.total_s / static_cast<double>(std::max<int64_t>(1, k.count))}});
+    kernels_json.push_back(
+        {{"name", k.name},
+         {"count", k.count},
+         {"mean_s", k.total_s / static_cast<double>(std::max<int64_t>(1, k.count))}});
   Json j{{"launches", launches},
          {"kernels_per_launch", static_cast<double>(kernel_count) / n},
          {"kernel_s_per_launch", kernel_s / n},

@@ -26,9 +26,9 @@ struct TraceResult {
   int64_t launches = 0;
   int64_t kernel_count = 0;
   int64_t dropped_records = 0;
-  double event_s = 0;   // CUDA-event time of the whole region
-  double kernel_s = 0;  // sum of kernel durations
-  double span_s = 0;    // first kernel start to last kernel end
+  double event_s = 0;                  // CUDA-event time of the whole region
+  double kernel_s = 0;                 // sum of kernel durations
+  double span_s = 0;                   // first kernel start to last kernel end
   std::vector<KernelSummary> kernels;  // by name, first seen first
 
   std::vector<std::string> names() const;

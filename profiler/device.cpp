@@ -54,21 +54,29 @@ DeviceInfo query_device(int index) {
   return d;
 }
 
-CudaStream::CudaStream() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+CudaStream::CudaStream() {
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
 
 CudaStream::~CudaStream() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-void CudaStream::synchronize() const { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaStream::synchronize() const {
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
-CudaEvent::CudaEvent() { CUDA_CHECK(cudaEventCreate(&event_)); }
+CudaEvent::CudaEvent() {
+  CUDA_CHECK(cudaEventCreate(&event_));
+}
 
 CudaEvent::~CudaEvent() {
   if (event_) cudaEventDestroy(event_);
 }
 
-void CudaEvent::record(cudaStream_t stream) const { CUDA_CHECK(cudaEventRecord(event_, stream)); }
+void CudaEvent::record(cudaStream_t stream) const {
+  CUDA_CHECK(cudaEventRecord(event_, stream));
+}
 
 double CudaEvent::seconds_since(const CudaEvent& start) const {
   float ms = 0;
@@ -127,9 +135,10 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
-DeviceContext::DeviceContext(int index) : info_(query_device(index)), stream_([&] {
-  CUDA_CHECK(cudaSetDevice(index));
-  return CudaStream();
-}()) {}
+DeviceContext::DeviceContext(int index)
+    : info_(query_device(index)), stream_([&] {
+        CUDA_CHECK(cudaSetDevice(index));
+        return CudaStream();
+      }()) {}
 
 }  // namespace hetplan::profiler

@@ -33,9 +33,10 @@ __global__ void count_kernel(const T* data, int64_t n, unsigned long long* out) 
 template <typename T>
 void launch(const void* data, int64_t n, unsigned long long* out, cudaStream_t stream) {
   constexpr int kThreads = 256;
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((n + kThreads - 1) / kThreads, 4096));
-  count_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      static_cast<const T*>(data), n, out);
+  const int64_t blocks =
+      std::max<int64_t>(1, std::min<int64_t>((n + kThreads - 1) / kThreads, 4096));
+  count_kernel<T>
+      <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(static_cast<const T*>(data), n, out);
   CUDA_CHECK_LAUNCH();
 }
 

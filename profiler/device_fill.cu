@@ -35,7 +35,7 @@ void launch_fill(void* data, int64_t count, uint64_t seed, float scale, cudaStre
   constexpr int kThreads = 256;
   const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, 65536);
   fill_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(static_cast<T*>(data),
-                                                                          count, seed, scale);
+                                                                         count, seed, scale);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -56,8 +56,12 @@ void fill_uniform(void* data, int64_t count, Dtype dtype, uint64_t seed, float s
   }
 }
 
-int gemm_input_bytes(Dtype dtype) { return dtype_bytes(dtype); }
+int gemm_input_bytes(Dtype dtype) {
+  return dtype_bytes(dtype);
+}
 
-int gemm_output_bytes(Dtype dtype) { return dtype == Dtype::kFp8 ? 2 : dtype_bytes(dtype); }
+int gemm_output_bytes(Dtype dtype) {
+  return dtype == Dtype::kFp8 ? 2 : dtype_bytes(dtype);
+}
 
 }  // namespace hetplan::profiler

@@ -107,15 +107,15 @@ Json measure_case(const K::Case& c, const K::Shape& shape, SectionContext& ctx, 
   m.method["rotation"] = {{"instances", instances.size()}, {"instance_bytes", one}};
   m.method["check"] = {{"worst_rel_l2", check.worst_rel_l2},
                        {"reference", "kernels/reference CPU implementation"}};
-  m.trace = trace_json(ctx, launch, std::min<int64_t>(t.launches_per_sample, 100),
-                       m.time_s.median);
+  m.trace = trace_json(ctx, launch, std::min<int64_t>(t.launches_per_sample, 100), m.time_s.median);
   return to_json(m);
 }
 
 // Copy sizes: launch-bound (64 KiB) to far beyond L2 (1 GiB); bytes counted read + write.
 std::vector<int64_t> copy_sizes(bool quick) {
   std::vector<int64_t> out;
-  for (int64_t b = int64_t{64} << 10; b <= (int64_t{1} << 30); b *= quick ? 16 : 4) out.push_back(b);
+  for (int64_t b = int64_t{64} << 10; b <= (int64_t{1} << 30); b *= quick ? 16 : 4)
+    out.push_back(b);
   return out;
 }
 
@@ -191,8 +191,8 @@ class KernelsSection : public Section {
     m.time_s = t.per_launch_s;
     m.method = method_json(t, topt);
     m.method["rotation"] = {{"sets", sets}};
-    m.trace = trace_json(ctx, launch, std::min<int64_t>(t.launches_per_sample, 100),
-                         m.time_s.median);
+    m.trace =
+        trace_json(ctx, launch, std::min<int64_t>(t.launches_per_sample, 100), m.time_s.median);
     return to_json(m);
   }
 
@@ -202,6 +202,8 @@ class KernelsSection : public Section {
 
 }  // namespace
 
-std::unique_ptr<Section> make_kernels_section() { return std::make_unique<KernelsSection>(); }
+std::unique_ptr<Section> make_kernels_section() {
+  return std::make_unique<KernelsSection>();
+}
 
 }  // namespace hetplan::profiler

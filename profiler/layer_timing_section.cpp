@@ -26,8 +26,8 @@ constexpr int kMaxSets = 4;
 // Enough weight and activation sets that a pass never finds the previous one's data in L2,
 // as far as memory allows.
 int choose_sets(int64_t set_bytes, int64_t l2_bytes) {
-  int sets = static_cast<int>(std::clamp<int64_t>((2 * l2_bytes) / std::max<int64_t>(1, set_bytes) + 1,
-                                                  1, kMaxSets));
+  int sets = static_cast<int>(
+      std::clamp<int64_t>((2 * l2_bytes) / std::max<int64_t>(1, set_bytes) + 1, 1, kMaxSets));
   const double free_bytes = static_cast<double>(device_memory().free_bytes);
   while (sets > 1 && static_cast<double>(sets) * set_bytes > 0.8 * free_bytes) --sets;
   return sets;
@@ -44,9 +44,10 @@ void verify(TransformerBlock& block, cudaStream_t stream) {
   for (const auto& t : block.outputs(0)) {
     const ValueCounts v = count_values(t.data, t.count, t.dtype, stream);
     if (v.nonfinite > 0)
-      throw RuntimeFailure(fmt::format("incorrect: {} has {} of {} values not finite (unwritten or "
-                                       "overflowed); not timed",
-                                       t.name, v.nonfinite, v.count));
+      throw RuntimeFailure(
+          fmt::format("incorrect: {} has {} of {} values not finite (unwritten or "
+                      "overflowed); not timed",
+                      t.name, v.nonfinite, v.count));
     if (v.zeros == v.count)
       throw RuntimeFailure(fmt::format("incorrect: {} is all zeros; not timed", t.name));
   }
@@ -82,8 +83,8 @@ class LayerTimingSection : public Section {
     topt.target_s = ctx.options.quick ? 10e-3 : 30e-3;
     topt.min_samples = ctx.options.quick ? 3 : 5;
     topt.sample_s = 1e-3;
-    const Timing f = time_launches([&](int64_t i) { block.forward(static_cast<int>(i % sets)); },
-                                   stream, topt);
+    const Timing f =
+        time_launches([&](int64_t i) { block.forward(static_cast<int>(i % sets)); }, stream, topt);
     const Timing b = time_launches(
         [&](int64_t i) { block.backward_input(static_cast<int>(i % sets)); }, stream, topt);
     const Timing w = time_launches(
@@ -119,9 +120,10 @@ class LayerTimingSection : public Section {
         {"costmodel_activation_bytes", expected_activation_bytes(c)},
         {"b_to_w_bytes", block.b_to_w_bytes()},
         {"check", "every output of F, B and W written (NaN-poisoned first), finite, not all zero"},
-        {"notes", "one tensor-parallel rank's shard without its collectives; dropout masks "
-                  "recomputed (Philox), not stored; no attention dropout; Q, K, V split from "
-                  "the fused QKV output with 2-D copies"}};
+        {"notes",
+         "one tensor-parallel rank's shard without its collectives; dropout masks "
+         "recomputed (Philox), not stored; no attention dropout; Q, K, V split from "
+         "the fused QKV output with 2-D copies"}};
     if (ctx.tracer.available()) {
       Json trace;
       const std::pair<const char*, std::function<void()>> passes[] = {

@@ -4,15 +4,15 @@
 
 namespace hetplan::profiler {
 
-std::vector<std::unique_ptr<Section>> make_sections(const CalibrateOptions& o,
-                                                    bool multi_process) {
+std::vector<std::unique_ptr<Section>> make_sections(const CalibrateOptions& o, bool multi_process) {
   std::vector<std::unique_ptr<Section>> out;
   if (multi_process) {
     // One GPU's GEMMs, kernels and layers are calibrated by a single process per GPU type; the
     // processes of a launch meet for the collectives only.
     if (o.gemm || o.kernels || !o.layer_models.empty())
-      throw InputError("--gemm, --kernels and --layers run in a single process (one per GPU "
-                       "type); under mpirun or srun only --collectives runs");
+      throw InputError(
+          "--gemm, --kernels and --layers run in a single process (one per GPU "
+          "type); under mpirun or srun only --collectives runs");
     out.push_back(make_collectives_section());
     return out;
   }

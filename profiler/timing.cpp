@@ -51,8 +51,9 @@ Timing time_launches(const LaunchFn& launch, cudaStream_t stream, const TimingOp
   std::vector<double> samples;
   samples.reserve(static_cast<size_t>(S));
   for (int64_t s = 0; s < S; ++s)
-    samples.push_back(events[static_cast<size_t>(s + 1)].seconds_since(events[static_cast<size_t>(s)]) /
-                      static_cast<double>(L));
+    samples.push_back(
+        events[static_cast<size_t>(s + 1)].seconds_since(events[static_cast<size_t>(s)]) /
+        static_cast<double>(L));
   t.per_launch_s = summarize(std::move(samples));
   t.launches_per_sample = L;
   t.launches = next;

@@ -15,7 +15,7 @@
 namespace hetplan::profiler {
 
 struct TimingOptions {
-  double target_s = 20e-3;  // timed launches add up to at least this long
+  double target_s = 20e-3;   // timed launches add up to at least this long
   double sample_s = 0.5e-3;  // one sample (a batch of launches) lasts at least this long
   int warmup_launches = 2;
   int min_samples = 5;

@@ -6,8 +6,8 @@
 
 namespace hetplan::profiler {
 
-std::vector<Dtype> supported_dtypes(const std::vector<Dtype>& requested, int cc_major,
-                                    int cc_minor, std::vector<std::string>* skipped) {
+std::vector<Dtype> supported_dtypes(const std::vector<Dtype>& requested, int cc_major, int cc_minor,
+                                    std::vector<std::string>* skipped) {
   const int cc = cc_major * 10 + cc_minor;
   std::vector<Dtype> out;
   const std::vector<Dtype> all(std::begin(kAllDtypes), std::end(kAllDtypes));
@@ -16,8 +16,9 @@ std::vector<Dtype> supported_dtypes(const std::vector<Dtype>& requested, int cc_
     if (cc >= needs) {
       out.push_back(d);
     } else if (skipped) {
-      skipped->push_back(fmt::format("{} skipped: needs compute capability {}.{}, this GPU has {}.{}",
-                                     to_string(d), needs / 10, needs % 10, cc_major, cc_minor));
+      skipped->push_back(
+          fmt::format("{} skipped: needs compute capability {}.{}, this GPU has {}.{}",
+                      to_string(d), needs / 10, needs % 10, cc_major, cc_minor));
     }
   }
   return out;
@@ -32,8 +33,10 @@ std::vector<Dtype> parse_dtype_list(const std::string& text) {
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     Dtype d;
     if (!parse_dtype(item, d))
-      throw InputError(fmt::format("--dtypes: expected a comma-separated list of fp32, tf32, "
-                                   "fp16, bf16, fp8; found \"{}\"", item));
+      throw InputError(
+          fmt::format("--dtypes: expected a comma-separated list of fp32, tf32, "
+                      "fp16, bf16, fp8; found \"{}\"",
+                      item));
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -11,8 +11,8 @@ namespace hetplan::profiler {
 
 // Dtypes to measure on a GPU of compute capability major.minor; `skipped` gets one line per
 // requested dtype the GPU cannot run.
-std::vector<Dtype> supported_dtypes(const std::vector<Dtype>& requested, int cc_major,
-                                    int cc_minor, std::vector<std::string>* skipped);
+std::vector<Dtype> supported_dtypes(const std::vector<Dtype>& requested, int cc_major, int cc_minor,
+                                    std::vector<std::string>* skipped);
 // Parses "bf16,fp8" (throws InputError naming --dtypes).
 std::vector<Dtype> parse_dtype_list(const std::string& text);
 

@@ -30,7 +30,9 @@ constexpr double kLaunch_s = 4e-6;
 constexpr double kOverhead_s = 4e-3;  // heuristic query, check, CUPTI trace, pilot
 
 // Largest FLOPs per product kept in the grid (about 25 ms per launch at the rates above).
-double flop_cap(Dtype d) { return rate_flops(d) * 25e-3; }
+double flop_cap(Dtype d) {
+  return rate_flops(d) * 25e-3;
+}
 
 std::vector<int64_t> powers_of_four(int64_t lo, int64_t hi) {
   std::vector<int64_t> out;
@@ -110,7 +112,9 @@ double gemm_bytes(Dtype dtype, const GemmShape& s) {
           static_cast<double>(s.m) * s.n * out);
 }
 
-double gemm_timing_target_s(bool quick) { return quick ? 5e-3 : 20e-3; }
+double gemm_timing_target_s(bool quick) {
+  return quick ? 5e-3 : 20e-3;
+}
 
 double estimate_gemm_s(Dtype dtype, const GemmShape& shape, bool quick) {
   const double launch_s =
@@ -122,10 +126,14 @@ double estimate_gemm_s(Dtype dtype, const GemmShape& shape, bool quick) {
 }
 
 Json case_to_spec(const GemmCase& c) {
-  return Json{{"dtype", to_string(c.dtype)}, {"m", c.shape.m},
-              {"n", c.shape.n},             {"k", c.shape.k},
-              {"batch", c.shape.batch},     {"trans_a", c.shape.trans_a},
-              {"trans_b", c.shape.trans_b}, {"origins", Json::array({c.origin})}};
+  return Json{{"dtype", to_string(c.dtype)},
+              {"m", c.shape.m},
+              {"n", c.shape.n},
+              {"k", c.shape.k},
+              {"batch", c.shape.batch},
+              {"trans_a", c.shape.trans_a},
+              {"trans_b", c.shape.trans_b},
+              {"origins", Json::array({c.origin})}};
 }
 
 std::vector<PlanItem> gemm_items(const std::vector<GemmCase>& cases, const std::string& section,

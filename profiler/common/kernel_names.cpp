@@ -30,9 +30,8 @@ bool tensor_core_kernel(std::string_view name) {
   const std::string n = lower(name);
   if (!gemm_main_kernel(n)) return false;
   if (contains_any(n, {"sgemm", "dgemm", "gemv", "gemmsn", "gemmk1", "ffma", "simt"})) return false;
-  return contains_any(n, {"xmma", "hmma", "wgmma", "gmma", "tensorop", "warpgroup", "nvjet",
-                          "tf32", "h884", "h1688", "h16816", "s884", "s1688", "s16816", "i8816",
-                          "i16832"});
+  return contains_any(n, {"xmma", "hmma", "wgmma", "gmma", "tensorop", "warpgroup", "nvjet", "tf32",
+                          "h884", "h1688", "h16816", "s884", "s1688", "s16816", "i8816", "i16832"});
 }
 
 bool any_tensor_core(const std::vector<std::string>& names) {

@@ -12,7 +12,7 @@ struct Scaling {
 };
 
 // In priority order; floors keep the smallest shapes meaningful (a few rows, 4 KiB, 128 tokens).
-constexpr Scaling kScalings[] = {{"rows", 4, 1},   {"tokens", 4, 1},   {"elements", 4, 1024},
+constexpr Scaling kScalings[] = {{"rows", 4, 1},      {"tokens", 4, 1},   {"elements", 4, 1024},
                                  {"params", 4, 1024}, {"bytes", 4, 4096}, {"seq", 2, 128},
                                  {"batch", 4, 1}};
 
@@ -50,8 +50,8 @@ std::vector<KernelShape> kernel_sweep_shapes(const std::vector<std::string>& dim
     if (scaling == nullptr || b > 0) continue;  // smaller copies of the first shape only
     const int steps = quick ? 1 : 4;
     // Quick: one step of divisor^3 (1/64, or 1/8 for seq); full: steps of the divisor.
-    const int64_t step = quick ? scaling->divisor * scaling->divisor * scaling->divisor
-                               : scaling->divisor;
+    const int64_t step =
+        quick ? scaling->divisor * scaling->divisor * scaling->divisor : scaling->divisor;
     KernelShape s = bench[b];
     for (int k = 0; k < steps; ++k) {
       const int64_t next = s[static_cast<size_t>(index)] / step;
@@ -66,8 +66,15 @@ std::vector<KernelShape> kernel_sweep_shapes(const std::vector<std::string>& dim
 std::string kernel_shape_text(const std::vector<std::string>& dims, const KernelShape& shape) {
   std::string out;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) out += ",";
-    out += (i < dims.size() ? dims[i] : "d" + std::to_string(i)) + "=" + std::to_string(shape[i]);
+    if (i) out += ',';
+    if (i < dims.size()) {
+      out += dims[i];
+    } else {
+      out += 'd';
+      out += std::to_string(i);
+    }
+    out += '=';
+    out += std::to_string(shape[i]);
   }
   return out;
 }

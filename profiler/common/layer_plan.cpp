@@ -46,9 +46,8 @@ std::vector<LayerGroup> group_identical_layers(const ModelSpec& model) {
     const std::string sig = signature(layer);
     if (!groups.empty() && sig == last_sig) {
       ++groups.back().count;
-      groups.back().name =
-          fmt::format("{}..{}", groups.back().name.substr(0, groups.back().name.find("..")),
-                      layer.name);
+      groups.back().name = fmt::format(
+          "{}..{}", groups.back().name.substr(0, groups.back().name.find("..")), layer.name);
     } else {
       groups.push_back({layer.name, &layer, 1});
     }
@@ -174,13 +173,20 @@ double estimate_layer_s(const LayerTimingCase& c, bool quick) {
 }
 
 Json to_spec(const LayerTimingCase& c) {
-  return Json{{"model", c.model},       {"style", c.style},
-              {"dtype", to_string(c.dtype)}, {"micro_batch", c.micro_batch},
-              {"seq_len", c.seq_len},   {"hidden", c.hidden},
-              {"heads", c.heads},       {"kv_heads", c.kv_heads},
-              {"head_dim", c.head_dim}, {"ffn_hidden", c.ffn_hidden},
-              {"tp", c.tp},             {"bias", c.bias},
-              {"rotary", c.rotary},     {"causal", c.causal},
+  return Json{{"model", c.model},
+              {"style", c.style},
+              {"dtype", to_string(c.dtype)},
+              {"micro_batch", c.micro_batch},
+              {"seq_len", c.seq_len},
+              {"hidden", c.hidden},
+              {"heads", c.heads},
+              {"kv_heads", c.kv_heads},
+              {"head_dim", c.head_dim},
+              {"ffn_hidden", c.ffn_hidden},
+              {"tp", c.tp},
+              {"bias", c.bias},
+              {"rotary", c.rotary},
+              {"causal", c.causal},
               {"dropout", c.dropout}};
 }
 
@@ -207,10 +213,10 @@ LayerTimingCase layer_case_from_spec(const Json& s) {
 std::vector<PlanItem> layer_timing_items(const std::vector<LayerTimingCase>& cases, bool quick) {
   std::vector<PlanItem> out;
   for (const auto& c : cases) {
-    out.push_back({"layers", layer_key(c),
-                   fmt::format("{} {} b{} s{} tp{}", c.model, c.style, c.micro_batch, c.seq_len,
-                               c.tp),
-                   estimate_layer_s(c, quick), to_spec(c)});
+    out.push_back(
+        {"layers", layer_key(c),
+         fmt::format("{} {} b{} s{} tp{}", c.model, c.style, c.micro_batch, c.seq_len, c.tp),
+         estimate_layer_s(c, quick), to_spec(c)});
   }
   return deduplicate(std::move(out));
 }

@@ -19,7 +19,7 @@ struct PlanItem {
   std::string key;      // journal key; unique within a plan
   std::string label;    // short human text for the progress line
   double estimate_s = 0;
-  Json spec;            // what to measure, read by the section that planned it
+  Json spec;  // what to measure, read by the section that planned it
 };
 
 // Per-section counts and estimated seconds, in first-seen section order.
@@ -27,7 +27,7 @@ struct PlanSummary {
   struct Row {
     std::string section;
     int64_t items = 0;
-    int64_t done = 0;  // already in the journal (resume)
+    int64_t done = 0;       // already in the journal (resume)
     double estimate_s = 0;  // of the items still to do
   };
   std::vector<Row> rows;

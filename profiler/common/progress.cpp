@@ -33,7 +33,9 @@ Progress::Progress(std::FILE* out, bool tty, Clock clock)
   start_s_ = now();
 }
 
-double Progress::now() const { return clock_(); }
+double Progress::now() const {
+  return clock_();
+}
 
 void Progress::add_planned(int64_t items, double estimate_s) {
   planned_ += items;
@@ -71,14 +73,15 @@ double Progress::eta_s() const {
 
 std::string Progress::status_line() const {
   const double frac =
-      planned_ > 0 ? std::clamp(static_cast<double>(done_) / static_cast<double>(planned_), 0.0, 1.0)
-                   : 0.0;
+      planned_ > 0
+          ? std::clamp(static_cast<double>(done_) / static_cast<double>(planned_), 0.0, 1.0)
+          : 0.0;
   const int filled = static_cast<int>(std::floor(frac * kBarWidth));
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(kBarWidth, '.');
-  std::string text = fmt::format("[{}] {}/{} {:>3.0f}%  {} elapsed, ETA {}", bar, done_, planned_,
-                                 frac * 100, format_duration(now() - start_s_),
-                                 format_duration(eta_s()));
+  std::string text =
+      fmt::format("[{}] {}/{} {:>3.0f}%  {} elapsed, ETA {}", bar, done_, planned_, frac * 100,
+                  format_duration(now() - start_s_), format_duration(eta_s()));
   if (failed_ > 0) text += fmt::format(", {} failed", failed_);
   if (!section_.empty()) text += "  " + section_;
   if (!label_.empty()) text += ": " + label_;

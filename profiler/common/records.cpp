@@ -24,7 +24,9 @@ bool finished(const Journal& journal, const std::string& key, bool retry_failed)
   return retry_failed ? measured(journal, key) : journal.contains(key);
 }
 
-std::string context_key(const Provenance& p) { return "context/" + p.date; }
+std::string context_key(const Provenance& p) {
+  return "context/" + p.date;
+}
 
 namespace {
 
@@ -64,8 +66,8 @@ Assembly assemble(const Journal& journal, Provenance context) {
     const std::string origin = fmt::format("{} (key {})", journal.path().string(), key);
     if (prefix == "context") {
       if (key != context_key(context)) {
-        earlier_runs.push_back(fmt::format("{} on {}", record.value("date", "?"),
-                                           record.value("host", "?")));
+        earlier_runs.push_back(
+            fmt::format("{} on {}", record.value("date", "?"), record.value("host", "?")));
       }
       continue;
     }
@@ -87,9 +89,10 @@ Assembly assemble(const Journal& journal, Provenance context) {
     }
   }
   if (!earlier_runs.empty()) {
-    std::string note = fmt::format("resumed: the journal also holds measurements of {} earlier "
-                                   "run(s): ",
-                                   earlier_runs.size());
+    std::string note = fmt::format(
+        "resumed: the journal also holds measurements of {} earlier "
+        "run(s): ",
+        earlier_runs.size());
     for (size_t i = 0; i < earlier_runs.size(); ++i) note += (i ? ", " : "") + earlier_runs[i];
     context.notes += (context.notes.empty() ? "" : "; ") + note;
   }

@@ -17,10 +17,14 @@ namespace hetplan::profiler {
 namespace {
 
 constexpr size_t kAlign = 256;  // cuBLASLt's default alignment assumption
-size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+size_t align_up(size_t v) {
+  return (v + kAlign - 1) / kAlign * kAlign;
+}
 
 // fp32 and tf32 share storage; pools are per storage type.
-Dtype storage_of(Dtype d) { return d == Dtype::kTf32 ? Dtype::kFp32 : d; }
+Dtype storage_of(Dtype d) {
+  return d == Dtype::kTf32 ? Dtype::kFp32 : d;
+}
 
 size_t a_bytes(Dtype d, const GemmShape& s) {
   return align_up(static_cast<size_t>(s.m * s.k * s.batch) * gemm_input_bytes(d));
@@ -84,7 +88,8 @@ GemmMeasurement GemmBench::measure(const GemmCase& c, SectionContext& ctx) {
   int64_t sets = rotation_sets(set, l2_bytes_);
   const DeviceBuffer& inputs = pool(storage_of(c.dtype), set, stream);
   sets = std::min<int64_t>(sets, static_cast<int64_t>(inputs.bytes() / set));
-  const size_t out_bytes = align_up(static_cast<size_t>(s.m * s.n * s.batch) * gemm_output_bytes(c.dtype));
+  const size_t out_bytes =
+      align_up(static_cast<size_t>(s.m * s.n * s.batch) * gemm_output_bytes(c.dtype));
   if (output_.bytes() < out_bytes) {
     output_ = DeviceBuffer();
     output_ = DeviceBuffer(out_bytes, "GEMM output");
@@ -97,11 +102,14 @@ GemmMeasurement GemmBench::measure(const GemmCase& c, SectionContext& ctx) {
   // Verify first: poisoned output (NaN in every float format), one product, reference check.
   CUDA_CHECK(cudaMemsetAsync(output_.get(), 0xFF, out_bytes, stream));
   gemm.run(a_of(0), b_of(0), output_.get(), workspace_.get(), stream);
-  const GemmCheck check = check_gemm(c.dtype, GemmDims{s.m, s.n, s.k, s.batch, s.trans_a, s.trans_b}, a_of(0), b_of(0), output_.get(), stream);
+  const GemmCheck check =
+      check_gemm(c.dtype, GemmDims{s.m, s.n, s.k, s.batch, s.trans_a, s.trans_b}, a_of(0), b_of(0),
+                 output_.get(), stream);
   if (!check.passed)
-    throw RuntimeFailure(fmt::format("incorrect: relative error {:.3g} over {} sampled outputs "
-                                     "exceeds {:.1g}; not timed",
-                                     check.relative_error, check.samples, check.threshold));
+    throw RuntimeFailure(
+        fmt::format("incorrect: relative error {:.3g} over {} sampled outputs "
+                    "exceeds {:.1g}; not timed",
+                    check.relative_error, check.samples, check.threshold));
 
   TimingOptions topt;
   topt.target_s = gemm_timing_target_s(ctx.options.quick);

@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/model.h"
 #include "profiler/common/dtypes.h"
 #include "profiler/common/layer_plan.h"
-#include "costmodel/model.h"
 #include "profiler/gemm/gemm_bench.h"
 
 namespace hetplan::profiler {
@@ -66,9 +66,9 @@ class LayerGemmSection : public GemmSection {
       const std::vector<Dtype> wanted =
           ctx.options.dtypes.empty() ? std::vector<Dtype>{model.dtype} : ctx.options.dtypes;
       std::vector<std::string> skipped;
-      const auto more = layer_gemm_cases(model, ctx.options.micro_batches,
-                                         ctx.options.tensor_widths, gemm_dtypes(ctx, wanted),
-                                         &skipped);
+      const auto more =
+          layer_gemm_cases(model, ctx.options.micro_batches, ctx.options.tensor_widths,
+                           gemm_dtypes(ctx, wanted), &skipped);
       for (const auto& line : skipped) ctx.progress.message("calibrate: " + line);
       cases.insert(cases.end(), more.begin(), more.end());
     }
@@ -83,7 +83,9 @@ class LayerGemmSection : public GemmSection {
 
 }  // namespace
 
-std::unique_ptr<Section> make_gemm_grid_section() { return std::make_unique<GemmGridSection>(); }
+std::unique_ptr<Section> make_gemm_grid_section() {
+  return std::make_unique<GemmGridSection>();
+}
 
 std::unique_ptr<Section> make_layer_gemm_section(std::vector<std::string> models) {
   return std::make_unique<LayerGemmSection>(std::move(models));

@@ -31,7 +31,9 @@ cudaDataType_t input_type(Dtype d) {
   return CUDA_R_32F;
 }
 
-cudaDataType_t output_type(Dtype d) { return d == Dtype::kFp8 ? CUDA_R_16BF : input_type(d); }
+cudaDataType_t output_type(Dtype d) {
+  return d == Dtype::kFp8 ? CUDA_R_16BF : input_type(d);
+}
 
 Layout make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t batch) {
   cublasLtMatrixLayout_t raw = nullptr;
@@ -43,8 +45,8 @@ Layout make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t batc
     const int64_t stride = rows * cols;
     CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                                                   sizeof(count)));
-    CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
-        raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                  &stride, sizeof(stride)));
   }
   return layout;
 }
@@ -61,7 +63,9 @@ T algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes
 
 }  // namespace
 
-LtHandle::LtHandle() { CUBLAS_CHECK(cublasLtCreate(&handle_)); }
+LtHandle::LtHandle() {
+  CUBLAS_CHECK(cublasLtCreate(&handle_));
+}
 
 LtHandle::~LtHandle() {
   if (handle_) cublasLtDestroy(handle_);
@@ -119,9 +123,9 @@ LtGemm::LtGemm(cublasLtHandle_t handle, Dtype dtype, const GemmShape& s, const f
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
   int returned = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-      handle, op, impl_->a.get(), impl_->b.get(), impl_->c.get(), impl_->c.get(), pref_raw, 1,
-      &impl_->heuristic, &returned);
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle, op, impl_->a.get(), impl_->b.get(), impl_->c.get(),
+                                     impl_->c.get(), pref_raw, 1, &impl_->heuristic, &returned);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && returned == 0))
     throw GemmNotSupported(fmt::format("not supported: cuBLASLt {} has no algorithm for {}",
                                        LtHandle::version(), to_string(dtype)));

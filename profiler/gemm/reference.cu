@@ -35,8 +35,9 @@ __global__ void reference_kernel(Dims d, const TIn* a, const TIn* b, const TOut*
   const int lane = threadIdx.x % 32;
   if (s >= samples) return;
   const int64_t total = d.m * d.n * d.batch;
-  const int64_t idx = all ? s : static_cast<int64_t>(hash64(static_cast<uint64_t>(s) + 1) %
-                                                     static_cast<uint64_t>(total));
+  const int64_t idx = all ? s
+                          : static_cast<int64_t>(hash64(static_cast<uint64_t>(s) + 1) %
+                                                 static_cast<uint64_t>(total));
   const int64_t bt = idx / (d.m * d.n);
   const int64_t ij = idx % (d.m * d.n);
   const int64_t i = ij % d.m, j = ij / d.m;
@@ -44,8 +45,10 @@ __global__ void reference_kernel(Dims d, const TIn* a, const TIn* b, const TOut*
   const TIn* B = b + bt * d.k * d.n;
   double acc = 0;
   for (int64_t l = lane; l < d.k; l += 32) {
-    const double x = static_cast<double>(static_cast<float>(d.ta ? A[l + i * d.k] : A[i + l * d.m]));
-    const double y = static_cast<double>(static_cast<float>(d.tb ? B[j + l * d.n] : B[l + j * d.k]));
+    const double x =
+        static_cast<double>(static_cast<float>(d.ta ? A[l + i * d.k] : A[i + l * d.m]));
+    const double y =
+        static_cast<double>(static_cast<float>(d.tb ? B[j + l * d.n] : B[l + j * d.k]));
     acc += x * y;
   }
   for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_down_sync(0xffffffffu, acc, offset);
@@ -60,9 +63,9 @@ void launch_reference(const Dims& d, const void* a, const void* b, const void* c
                       bool all, double* ref, double* got, cudaStream_t stream) {
   constexpr int kThreads = 256;  // 8 samples per block
   const auto blocks = static_cast<unsigned>((samples * 32 + kThreads - 1) / kThreads);
-  reference_kernel<TIn, TOut><<<blocks, kThreads, 0, stream>>>(
-      d, static_cast<const TIn*>(a), static_cast<const TIn*>(b), static_cast<const TOut*>(c),
-      samples, all, ref, got);
+  reference_kernel<TIn, TOut>
+      <<<blocks, kThreads, 0, stream>>>(d, static_cast<const TIn*>(a), static_cast<const TIn*>(b),
+                                        static_cast<const TOut*>(c), samples, all, ref, got);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -108,10 +111,10 @@ GemmCheck check_gemm(Dtype dtype, const GemmDims& shape, const void* a, const vo
       break;
   }
   std::vector<double> hr(static_cast<size_t>(samples)), hg(static_cast<size_t>(samples));
-  CUDA_CHECK(cudaMemcpyAsync(hr.data(), r, hr.size() * sizeof(double), cudaMemcpyDeviceToHost,
-                             stream));
-  CUDA_CHECK(cudaMemcpyAsync(hg.data(), g, hg.size() * sizeof(double), cudaMemcpyDeviceToHost,
-                             stream));
+  CUDA_CHECK(
+      cudaMemcpyAsync(hr.data(), r, hr.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(
+      cudaMemcpyAsync(hg.data(), g, hg.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   double diff2 = 0, ref2 = 0;
   bool nan = false;

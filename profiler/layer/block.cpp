@@ -158,9 +158,10 @@ void layout(Set& s, const BlockDims& d) {
     s.db2 = add(s.work, "db2", h, f32);
   }
   const int64_t ws_cols = std::max(d.up, d.qkv_out);
-  s.norm_ws = add(s.work, "norm_workspace",
-                  static_cast<int64_t>(K::norm_weight_workspace_bytes(T, static_cast<int>(ws_cols))),
-                  Dtype::kFp8);  // bytes
+  s.norm_ws =
+      add(s.work, "norm_workspace",
+          static_cast<int64_t>(K::norm_weight_workspace_bytes(T, static_cast<int>(ws_cols))),
+          Dtype::kFp8);  // bytes
   K::AttentionShape as;
   as.batch = static_cast<int>(d.batch);
   as.heads = static_cast<int>(d.heads);
@@ -171,8 +172,7 @@ void layout(Set& s, const BlockDims& d) {
                   static_cast<int64_t>(K::attention_backward_workspace_bytes(as)), Dtype::kFp8);
 
   s.f_outputs = {&s.y1, &s.q, &s.k, &s.v, &s.o, &s.lse, &s.x2, &s.y2, &s.u, &s.a, &s.out};
-  s.b_outputs = {&s.da, &s.du, &s.dy2, &s.dx2, &s.d_o, &s.dq, &s.dk, &s.dv, &s.dqkv, &s.dy1,
-                 &s.dx};
+  s.b_outputs = {&s.da, &s.du, &s.dy2, &s.dx2, &s.d_o, &s.dq, &s.dk, &s.dv, &s.dqkv, &s.dy1, &s.dx};
   s.w_outputs = {&s.dwqkv, &s.dwo, &s.dw1, &s.dw2, &s.dg1, &s.dg2};
   if (d.gpt) {
     s.f_outputs.insert(s.f_outputs.end(), {&s.mean1, &s.rstd1, &s.mean2, &s.rstd2});
@@ -184,9 +184,15 @@ void layout(Set& s, const BlockDims& d) {
 }
 
 // GEMM shapes of one linear layer (see profiler/common/layer_plan.h for the transposes).
-GemmShape fwd_shape(int64_t in, int64_t out, int64_t T) { return {out, T, in, 1, true, false}; }
-GemmShape dgrad_shape(int64_t in, int64_t out, int64_t T) { return {in, T, out, 1, false, false}; }
-GemmShape wgrad_shape(int64_t in, int64_t out, int64_t T) { return {in, out, T, 1, false, true}; }
+GemmShape fwd_shape(int64_t in, int64_t out, int64_t T) {
+  return {out, T, in, 1, true, false};
+}
+GemmShape dgrad_shape(int64_t in, int64_t out, int64_t T) {
+  return {in, T, out, 1, false, false};
+}
+GemmShape wgrad_shape(int64_t in, int64_t out, int64_t T) {
+  return {in, out, T, 1, false, true};
+}
 
 // A strided 2-D device copy: `rows` rows of `width` elements.
 void copy_columns(void* dst, int64_t dst_cols, const void* src, int64_t src_cols, int64_t width,
@@ -218,9 +224,10 @@ struct TransformerBlock::Impl {
 std::string TransformerBlock::unsupported_reason(const LayerTimingCase& c) {
   const BlockDims d = block_dims(c);
   if (d.kv_heads != d.heads)
-    return fmt::format("grouped-query attention ({} KV heads for {} heads per rank) is not "
-                       "supported by the kernels/ attention",
-                       d.kv_heads, d.heads);
+    return fmt::format(
+        "grouped-query attention ({} KV heads for {} heads per rank) is not "
+        "supported by the kernels/ attention",
+        d.kv_heads, d.heads);
   const std::string why = K::attention_support(K::DType::kBF16, static_cast<int>(d.head_dim));
   if (!why.empty()) return why;
   return "";
@@ -306,7 +313,9 @@ TransformerBlock::TransformerBlock(const LayerTimingCase& c, int sets, cudaStrea
 
 TransformerBlock::~TransformerBlock() = default;
 
-int TransformerBlock::sets() const { return static_cast<int>(impl_->sets.size()); }
+int TransformerBlock::sets() const {
+  return static_cast<int>(impl_->sets.size());
+}
 
 void TransformerBlock::forward(int set) {
   Impl& m = *impl_;
@@ -338,8 +347,8 @@ void TransformerBlock::forward(int set) {
   }
   K::attention_forward(s.q.b(), s.k.b(), s.v.b(), s.o.b(), s.lse.f(), m.attn, st);
   m.o_f->run(s.wo.p(), s.o.p(), s.proj.p(), ws, st);
-  K::bias_dropout_residual_forward(s.proj.b(), d.bias ? s.bo.b() : nullptr, s.x.b(), s.x2.b(), T,
-                                   h, m.drop_attn, st);
+  K::bias_dropout_residual_forward(s.proj.b(), d.bias ? s.bo.b() : nullptr, s.x.b(), s.x2.b(), T, h,
+                                   m.drop_attn, st);
   // MLP half.
   if (d.gpt) {
     K::layernorm_forward(s.x2.b(), s.g2.b(), s.be2.b(), s.y2.b(), s.mean2.f(), s.rstd2.f(), T, h,
@@ -462,14 +471,19 @@ std::vector<CheckedTensor> TransformerBlock::outputs(int set) const {
   return out;
 }
 
-int64_t TransformerBlock::saved_bytes() const { return impl_->sets[0]->saved.requested_bytes(); }
+int64_t TransformerBlock::saved_bytes() const {
+  return impl_->sets[0]->saved.requested_bytes();
+}
 
-int64_t TransformerBlock::saved_memgetinfo_bytes() const { return impl_->sets[0]->saved_memgetinfo; }
+int64_t TransformerBlock::saved_memgetinfo_bytes() const {
+  return impl_->sets[0]->saved_memgetinfo;
+}
 
 int64_t TransformerBlock::b_to_w_bytes() const {
   const Set& s = *impl_->sets[0];
   const BlockDims& d = impl_->d;
-  int64_t bytes = static_cast<int64_t>(s.du.bytes() + s.dy2.bytes() + s.dqkv.bytes() + s.dy1.bytes());
+  int64_t bytes =
+      static_cast<int64_t>(s.du.bytes() + s.dy2.bytes() + s.dqkv.bytes() + s.dy1.bytes());
   bytes += static_cast<int64_t>(d.dropout > 0 ? s.dz.bytes() + s.dproj.bytes() : s.dx2.bytes());
   return bytes;
 }

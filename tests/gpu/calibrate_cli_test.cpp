@@ -61,8 +61,9 @@ TEST(CalibrateOnGpu, QuickGemmCalibrationWritesAFullFile) {
               g.method["check"]["threshold"].get<double>());
     EXPECT_FALSE(g.algo.is_null());
     if (g.dtype == Dtype::kBf16 && g.shape.m == 8192 && g.shape.n == 8192 && g.shape.k == 8192) {
-      if (!f.context.cupti.empty())  // CUPTI worked: the kernels are known
+      if (!f.context.cupti.empty()) {  // CUPTI worked: the kernels are known
         EXPECT_TRUE(g.tensor_cores) << (g.kernels.empty() ? "no kernels traced" : g.kernels[0]);
+      }
       std::cout << "bf16 8192^3: " << g.shape.flops() / g.time_s.median / 1e12 << " TFLOP/s\n";
     }
     tensor_core += g.tensor_cores;

@@ -1,12 +1,12 @@
 // Helpers of the GPU tests: skip cleanly without a GPU, run the hetplan binary.
 #pragma once
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>

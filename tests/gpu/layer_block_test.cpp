@@ -67,8 +67,10 @@ TEST_P(LayerBlockOnGpu, RunsVerifiesAndTimes) {
   TimingOptions o;
   o.target_s = 5e-3;
   const Timing f = time_launches([&](int64_t i) { block.forward(int(i % 2)); }, stream.get(), o);
-  const Timing b = time_launches([&](int64_t i) { block.backward_input(int(i % 2)); }, stream.get(), o);
-  const Timing w = time_launches([&](int64_t i) { block.backward_weight(int(i % 2)); }, stream.get(), o);
+  const Timing b =
+      time_launches([&](int64_t i) { block.backward_input(int(i % 2)); }, stream.get(), o);
+  const Timing w =
+      time_launches([&](int64_t i) { block.backward_weight(int(i % 2)); }, stream.get(), o);
   EXPECT_GT(f.per_launch_s.median, 1e-6);
   EXPECT_GT(b.per_launch_s.median, 1e-6);
   EXPECT_GT(w.per_launch_s.median, 1e-6);

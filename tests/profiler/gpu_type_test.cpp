@@ -65,7 +65,8 @@ TEST(KernelNames, TensorCoreRule) {
   // Helpers are not GEMMs at all.
   EXPECT_FALSE(gemm_main_kernel("void splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>"));
   EXPECT_FALSE(tensor_core_kernel("void splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>"));
-  EXPECT_TRUE(any_tensor_core({"void splitKreduce_kernel<32, 16>", "nvjet_hsh_64x8_64x16_4x1_v_bz_TNN"}));
+  EXPECT_TRUE(
+      any_tensor_core({"void splitKreduce_kernel<32, 16>", "nvjet_hsh_64x8_64x16_4x1_v_bz_TNN"}));
   EXPECT_FALSE(any_tensor_core({"ampere_sgemm_32x32_sliced1x4_tn"}));
 }
 

@@ -9,9 +9,8 @@ namespace hetplan::profiler {
 namespace {
 
 bool has_case(const std::vector<GemmCase>& cases, const GemmShape& s, const std::string& origin) {
-  return std::any_of(cases.begin(), cases.end(), [&](const GemmCase& c) {
-    return c.shape == s && c.origin == origin;
-  });
+  return std::any_of(cases.begin(), cases.end(),
+                     [&](const GemmCase& c) { return c.shape == s && c.origin == origin; });
 }
 
 TEST(LayerPlan, IdenticalBlocksFormOneGroup) {
@@ -39,8 +38,10 @@ TEST(LayerPlan, Gpt2MediumGemmsHaveFrameworkTransposes) {
                        "gpt2-medium/block0..block23/fc2/F/mb8/tp4"));
   // LM head: vocabulary 50257 padded to a multiple of 128 * tp (Megatron-LM): 50304 at tp 1,
   // 50432 / 2 = 25216 at tp 2.
-  EXPECT_TRUE(has_case(cases, {50304, 1024, 1024, 1, true, false}, "gpt2-medium/lm_head/logits/F/mb1/tp1"));
-  EXPECT_TRUE(has_case(cases, {25216, 1024, 1024, 1, true, false}, "gpt2-medium/lm_head/logits/F/mb1/tp2"));
+  EXPECT_TRUE(
+      has_case(cases, {50304, 1024, 1024, 1, true, false}, "gpt2-medium/lm_head/logits/F/mb1/tp1"));
+  EXPECT_TRUE(
+      has_case(cases, {25216, 1024, 1024, 1, true, false}, "gpt2-medium/lm_head/logits/F/mb1/tp2"));
 }
 
 TEST(LayerPlan, SharedShapesAreMeasuredOnceWithBothOrigins) {
@@ -53,8 +54,9 @@ TEST(LayerPlan, SharedShapesAreMeasuredOnceWithBothOrigins) {
   });
   ASSERT_NE(it, items.end());
   const Json& origins = it->spec["origins"];
-  EXPECT_NE(std::find(origins.begin(), origins.end(), "gpt2-medium/block0..block23/attn_out/F/mb1/tp1"),
-            origins.end());
+  EXPECT_NE(
+      std::find(origins.begin(), origins.end(), "gpt2-medium/block0..block23/attn_out/F/mb1/tp1"),
+      origins.end());
   EXPECT_NE(std::find(origins.begin(), origins.end(), "gpt2-medium/block0..block23/fc2/F/mb1/tp4"),
             origins.end());
   EXPECT_LT(items.size(), cases.size());
@@ -70,8 +72,8 @@ TEST(LayerPlan, WidthsThatDoNotDivideAreSkippedWithAReason) {
 }
 
 TEST(LayerPlan, TimingCasesPerStyle) {
-  const auto gpt = layer_timing_cases(load_model("gpt2-medium"), {1, 2, 4, 8}, {1, 2, 4, 8},
-                                      Dtype::kBf16);
+  const auto gpt =
+      layer_timing_cases(load_model("gpt2-medium"), {1, 2, 4, 8}, {1, 2, 4, 8}, Dtype::kBf16);
   ASSERT_EQ(gpt.size(), 16u);
   EXPECT_EQ(gpt[0].style, "gpt");
   EXPECT_TRUE(gpt[0].bias);

@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "costmodel/journal.h"
 #include "profiler/common/gemm_plan.h"
@@ -115,8 +115,8 @@ TEST(Records, AssembleBuildsTheFileFromEveryRecord) {
 }
 
 TEST(Records, PlanTextCountsPerSection) {
-  std::vector<PlanItem> plan = {{"gemm", "a", "a", 30, {}}, {"gemm", "b", "b", 30, {}},
-                                {"kernels", "c", "c", 125, {}}};
+  std::vector<PlanItem> plan = {
+      {"gemm", "a", "a", 30, {}}, {"gemm", "b", "b", 30, {}}, {"kernels", "c", "c", 125, {}}};
   const std::string text = format_plan(summarize_plan(plan, nullptr));
   EXPECT_NE(text.find("gemm              2 measurements, about 1m00s"), std::string::npos) << text;
   EXPECT_NE(text.find("kernels           1 measurements, about 2m05s"), std::string::npos) << text;
