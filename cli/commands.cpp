@@ -12,6 +12,7 @@ CommandRunner declare_merge(CLI::App& app);
 CommandRunner declare_calibrate(CLI::App& app);
 CommandRunner declare_calibrate_collectives(CLI::App& app);
 CommandRunner declare_fit_collectives(CLI::App& app);
+CommandRunner declare_serve(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
@@ -32,6 +33,7 @@ const std::vector<CommandSpec>& all_commands() {
       {"fit-collectives",
        "Fit latency and bandwidth (two regimes) per collective, group and link from calibrations",
        declare_fit_collectives},
+      {"serve", "Place a model for serving on heterogeneous GPUs by max flow (Helix)", declare_serve},
   };
   return kCommands;
 }

@@ -2,10 +2,13 @@
 // algorithm and fragment layouts) and attention_backward_kernels.h (backward); reference in
 // reference/attention_reference.h.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "kernels/attention.h"
 #include "kernels/attention_backward_kernels.h"
+#include "kernels/attention_hopper.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/cuda_check.h"
 
@@ -57,8 +60,20 @@ void check_aligned(std::initializer_list<const void*> pointers) {
       throw std::invalid_argument("attention: tensors must be 16-byte aligned");
 }
 
+// HETPLAN_ATTENTION_KERNEL=mma forces the mma.sync kernels (for comparison).
+bool use_hopper() {
+  static const bool forced_off = [] {
+    const char* v = std::getenv("HETPLAN_ATTENTION_KERNEL");
+    return v != nullptr && std::strcmp(v, "mma") == 0;
+  }();
+  return !forced_off && hopper_attention_available();
+}
+
 template <class T, int kD>
 void launch_forward(const AttentionParams<T>& p, cudaStream_t stream) {
+#if defined(HETPLAN_HOPPER_ATTENTION)
+  if (use_hopper()) return attention_forward_hopper<T>(p, kD, stream);
+#endif
   const size_t smem = attention_forward_smem_bytes<T, kD>();
   allow_dynamic_smem(reinterpret_cast<const void*>(&attention_forward_kernel<T, kD>), smem);
   const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kAttnTile)), p.heads, p.batch);
@@ -72,16 +87,41 @@ void launch_backward(const AttentionParams<T>& p, cudaStream_t stream) {
   const LaunchShape pre = attention_rows_shape(rows, kD);
   attention_preprocess_kernel<T, kD><<<grid_of(pre), pre.block, 0, stream>>>(p);
   HETPLAN_CHECK_LAUNCH();
-  const size_t smem = attention_backward_smem_bytes<T, kD>();
-  allow_dynamic_smem(reinterpret_cast<const void*>(&attention_backward_kernel<T, kD>), smem);
-  const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kAttnTile)), p.heads, p.batch);
-  attention_backward_kernel<T, kD><<<grid, kAttnThreads, smem, stream>>>(p);
-  HETPLAN_CHECK_LAUNCH();
+  if (use_hopper()) {
+#if defined(HETPLAN_HOPPER_ATTENTION)
+    attention_backward_hopper<T>(p, kD, stream);
+#endif
+  } else {
+    const size_t smem = attention_backward_smem_bytes<T, kD>();
+    allow_dynamic_smem(reinterpret_cast<const void*>(&attention_backward_kernel<T, kD>), smem);
+    const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kAttnTile)), p.heads, p.batch);
+    attention_backward_kernel<T, kD><<<grid, kAttnThreads, smem, stream>>>(p);
+    HETPLAN_CHECK_LAUNCH();
+  }
   attention_dq_convert_kernel<T, kD><<<grid_of(pre), pre.block, 0, stream>>>(p);
   HETPLAN_CHECK_LAUNCH();
 }
 
 }  // namespace
+
+// sm_90a code runs on compute capability 9.0 exactly.
+bool hopper_attention_available() {
+#if defined(HETPLAN_HOPPER_ATTENTION)
+  int device = 0, major = 0, minor = 0;
+  HETPLAN_CUDA_CHECK(cudaGetDevice(&device));
+  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
+#else
+  return false;
+#endif
+}
+
+#if !defined(HETPLAN_HOPPER_ATTENTION)
+std::vector<float> wgmma_selftest_run() {
+  throw std::invalid_argument("wgmma self-test: the sm_90a kernels were not built");
+}
+#endif
 
 float AttentionShape::softmax_scale() const {
   return scale != 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));

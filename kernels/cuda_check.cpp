@@ -29,6 +29,12 @@ int sm_count() {
   return n;
 }
 
+int resident_blocks(const void* kernel, int block, size_t smem_bytes) {
+  int blocks = 0;
+  HETPLAN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block, smem_bytes));
+  return blocks > 0 ? blocks : 1;
+}
+
 void allow_dynamic_smem(const void* kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return;
   HETPLAN_CUDA_CHECK(

@@ -21,6 +21,10 @@ class KernelError : public std::runtime_error {
 // Multiprocessors of the current device (cached per device).
 int sm_count();
 
+// Blocks of `block` threads with `smem_bytes` of dynamic shared memory that fit on one SM at
+// once (the occupancy calculator, which counts the kernel's registers); at least 1.
+int resident_blocks(const void* kernel, int block, size_t smem_bytes);
+
 // Raises a kernel's dynamic shared-memory limit when `bytes` is over the 48 KB default (and
 // prefers the largest shared-memory carveout for it).
 void allow_dynamic_smem(const void* kernel, size_t bytes);

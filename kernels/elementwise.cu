@@ -73,11 +73,11 @@ template <class T, bool kBackward>
 void launch_swiglu(const SwigluArgs<T>& a, cudaStream_t stream) {
   if (a.rows <= 0 || a.cols <= 0) return;
   const int vec = row_vector_width<T>(a.cols, {a.in, a.dout, a.out});
-  const LaunchShape s = row_loop_shape(a.rows, a.cols, vec, sm_count());
-  if (vec == 1)
-    swiglu_kernel<T, 1, kBackward><<<grid_of(s), s.block, 0, stream>>>(a);
-  else
-    swiglu_kernel<T, vec16<T>(), kBackward><<<grid_of(s), s.block, 0, stream>>>(a);
+  auto* kernel = vec == 1 ? &swiglu_kernel<T, 1, kBackward> : &swiglu_kernel<T, vec16<T>(), kBackward>;
+  const int block = row_loop_block(a.cols, vec);
+  const LaunchShape s = row_loop_shape(a.rows, a.cols, vec, sm_count(),
+                                       resident_blocks(reinterpret_cast<const void*>(kernel), block, 0));
+  kernel<<<grid_of(s), s.block, 0, stream>>>(a);
   HETPLAN_CHECK_LAUNCH();
 }
 
@@ -99,11 +99,11 @@ void bias_dropout_residual_forward(const T* x, const T* bias, const T* residual,
   const BiasDropoutArgs<T> a{x, bias, residual, y, rows, cols, mask_of(dropout)};
   if (rows <= 0 || cols <= 0) return;
   const int vec = row_vector_width<T>(cols, {x, bias, residual, y});
-  const LaunchShape s = row_loop_shape(rows, cols, vec, sm_count());
-  if (vec == 1)
-    bias_dropout_residual_kernel<T, 1><<<grid_of(s), s.block, 0, stream>>>(a);
-  else
-    bias_dropout_residual_kernel<T, vec16<T>()><<<grid_of(s), s.block, 0, stream>>>(a);
+  auto* kernel = vec == 1 ? &bias_dropout_residual_kernel<T, 1> : &bias_dropout_residual_kernel<T, vec16<T>()>;
+  const int block = row_loop_block(cols, vec);
+  const LaunchShape s = row_loop_shape(rows, cols, vec, sm_count(),
+                                       resident_blocks(reinterpret_cast<const void*>(kernel), block, 0));
+  kernel<<<grid_of(s), s.block, 0, stream>>>(a);
   HETPLAN_CHECK_LAUNCH();
 }
 

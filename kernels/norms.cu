@@ -39,7 +39,7 @@ void launch_forward(const NormForwardArgs<T>& a, cudaStream_t stream) {
   const int vec = row_vector_width<T>(a.cols, {a.x, a.gamma, a.beta, a.y});
   check_row(a.rows, a.cols, vec, kNormForwardIters, "norm forward");
   if (a.rows == 0) return;
-  const LaunchShape s = norm_row_shape(a.rows, a.cols, vec);
+  const LaunchShape s = norm_forward_shape(a.rows, a.cols, vec);
   if (vec == 1)
     norm_forward_kernel<T, 1, kKind><<<grid_of(s), s.block, s.smem, stream>>>(a);
   else

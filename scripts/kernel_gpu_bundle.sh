@@ -16,6 +16,8 @@ for lib in $(ldd gpu_bundle/hetplan_gpu_tests gpu_bundle/hetplan_kernel_bench | 
     # glibc and the C++ runtime: the system's. The binaries need GLIBC 2.34 and GLIBCXX 3.4.29
     # (any Ubuntu 22.04+ has them); a copy of this machine's libstdc++ would need glibc 2.36.
     libc.so* | libm.so* | ld-linux* | libpthread* | libdl.so* | librt.so* | libstdc++* | libgcc_s*) ;;
+    # CUDA's own libraries: the GPU machine has them (and they are large).
+    libcublas* | libcudart* | libnccl* | libcupti*) ;;
     *) cp -L "$lib" gpu_bundle/lib/ ;;
   esac
 done

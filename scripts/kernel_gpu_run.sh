@@ -24,9 +24,16 @@ ours timeout 300 "$here/hetplan_kernel_bench" --json "$out/kernel_bench.json" \
   > "$out/bench_table.txt" 2> "$out/bench.log"
 echo "kernel bench: exit $?" >> "$summary"
 
+# The attention cases again on the mma.sync kernels (sm_80 path), for comparison with the wgmma
+# ones that compute capability 9.0 runs by default.
+HETPLAN_ATTENTION_KERNEL=mma ours timeout 90 "$here/hetplan_kernel_bench" --filter attention \
+  --json "$out/kernel_bench_mma.json" > "$out/bench_table_mma.txt" 2> "$out/bench_mma.log"
+echo "kernel bench, attention on mma.sync: exit $?" >> "$summary"
+
 PYTHONUNBUFFERED=1 timeout 100 python3 "$here/bench_attention_torch.py" \
   --ours "$out/kernel_bench.json" --json "$out/attention_torch.json" \
   > "$out/attention_compare.txt" 2>&1
 echo "torch comparison: exit $?" >> "$summary"
 
 cat "$summary" "$out/bench_table.txt" "$out/attention_compare.txt"
+grep attention "$out/bench_table_mma.txt" | sed 's/^/mma.sync: /'

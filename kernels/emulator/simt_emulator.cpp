@@ -56,6 +56,7 @@ struct Run {
 };
 
 Run* g_run = nullptr;
+uint64_t g_block_serial = 0;
 std::vector<std::pair<uintptr_t, uintptr_t>> g_globals;
 
 Run& run() {
@@ -198,6 +199,7 @@ void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
     for (unsigned by = 0; by < grid.y && r.error.empty(); ++by)
       for (unsigned bx = 0; bx < grid.x && r.error.empty(); ++bx) {
         r.block_idx = Dim3{bx, by, bz};
+        ++g_block_serial;
         std::fill(r.smem.begin(), r.smem.end(), static_cast<unsigned char>(0xff));  // NaN bytes
         run_block(r, options.stack_bytes, options.schedule_seed ? &rng : nullptr);
         if (!r.error.empty())
@@ -209,6 +211,20 @@ void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
 }
 
 const Dim3& thread_idx() { return me().tid; }
+int linear_thread() { return me().linear; }
+uint64_t block_serial() { return g_block_serial; }
+uint32_t smem_offset(const void* p) {
+  const Run& r = run();
+  const auto b = reinterpret_cast<uintptr_t>(p), lo = reinterpret_cast<uintptr_t>(r.smem.data());
+  if (b < lo || b > lo + r.smem.size()) throw std::runtime_error("not a shared-memory address");
+  return static_cast<uint32_t>(b - lo);
+}
+unsigned char* smem_at(uint32_t offset, size_t bytes) {
+  Run& r = run();
+  if (size_t{offset} + bytes > r.smem.size())
+    throw std::runtime_error("out-of-bounds shared-memory access at offset " + std::to_string(offset));
+  return r.smem.data() + offset;
+}
 const Dim3& block_idx() { return run().block_idx; }
 const Dim3& block_dim() { return run().block_dim; }
 const Dim3& grid_dim() { return run().grid_dim; }
@@ -223,7 +239,8 @@ void sync_threads() {
   if (f.state != State::kReady) yield();
 }
 
-const Payload* warp_exchange(const Payload& mine, int op) {
+const Payload* warp_exchange(const Payload& mine, int op,
+                             const std::function<void(int first_lane_linear)>& on_complete) {
   Run& r = run();
   Fiber& f = me();
   WarpState& w = r.warps[static_cast<size_t>(f.linear / 32)];
@@ -241,6 +258,7 @@ const Payload* warp_exchange(const Payload& mine, int op) {
   f.state = State::kWarp;
   f.warp_op = op;
   if (++w.arrived == 32) {
+    if (on_complete) on_complete(f.linear / 32 * 32);
     for (int l = 0; l < 32; ++l) r.fibers[static_cast<size_t>(f.linear / 32 * 32 + l)].state = State::kReady;
     w.arrived = 0;
     ++w.generation;

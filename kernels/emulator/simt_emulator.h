@@ -1,6 +1,7 @@
 // A CPU emulator of CUDA's execution model, just wide enough to run this folder's kernels in CPU
 // tests: every thread of a block is a fiber (ucontext) in one OS thread; __syncthreads, warp
-// shuffles, ldmatrix, mma.sync and cp.async are emulated from the PTX ISA's definitions.
+// shuffles, ldmatrix, mma.sync, cp.async and wgmma (simt_wgmma.cpp) are emulated from the PTX
+// ISA's definitions.
 //
 // Why: no GPU in CI (or on the development machine), and index math is where kernels go wrong.
 // Under emulation a kernel runs its real code on small inputs and is compared with its reference;
@@ -49,7 +50,18 @@ constexpr int kPayloadBytes = 64;
 struct Payload {
   alignas(8) unsigned char bytes[kPayloadBytes];
 };
-const Payload* warp_exchange(const Payload& mine, int op);
+// `on_complete`, when given, runs once in the last lane to arrive, before any lane goes on (the
+// whole warp is then at this collective: what it does is atomic with respect to the warp).
+const Payload* warp_exchange(const Payload& mine, int op,
+                             const std::function<void(int first_lane_linear)>& on_complete = {});
+// The calling thread's linear index in its block, and a number that changes with every block
+// run (per-thread state kept outside the emulator resets on it).
+int linear_thread();
+uint64_t block_serial();
+// Offset of `p` in the block's shared memory: its shared-window address. The emulator's shared
+// memory starts at address 0, so it is aligned to any power of two (the GPU's need not be).
+uint32_t smem_offset(const void* p);
+unsigned char* smem_at(uint32_t offset, size_t bytes);  // checked against the block's size
 
 uint32_t shfl_xor(uint32_t v, int lane_mask);
 uint32_t shfl_idx(uint32_t v, int src_lane);
@@ -58,6 +70,18 @@ void ldmatrix(uint32_t* out, int n_matrices, bool transpose, const void* row_add
 // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32: d = a * b + c.
 void mma_m16n8k16(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4],
                   bool bf16);
+
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} (sm_90a), modelled per warp: warp w of
+// a warpgroup owns rows 16 (w % 4) .. + 15 of the 64, so a warp's result needs only its own rows
+// of A and all of B. `d` is this thread's N / 2 accumulators; A comes from `a_regs` (4 registers,
+// mma.sync's A fragment layout) or, when null, from the shared-memory descriptor `a_desc`; B from
+// `b_desc`. Descriptors: 128-byte swizzle only (the kernels use no other), base offset 0. The
+// product lands in `d` at the wgmma_wait that retires its group; until then `d` reads as NaN, and
+// shared memory is read at that wait (a buffer overwritten before it shows).
+void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint64_t b_desc,
+                 bool scale_d, bool trans_a, bool trans_b, bool bf16);
+void wgmma_commit();
+void wgmma_wait(int groups_left_pending);
 
 // cp.async.cg.shared.global, 16 bytes; src_bytes 0 fills zeros (the source is not read).
 void cp_async16(void* smem_dst, const void* global_src, int src_bytes);

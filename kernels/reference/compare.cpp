@@ -53,7 +53,9 @@ Comparison compare(std::string name, std::span<const float> got, std::span<const
     if (!std::isfinite(want[i])) continue;
     ref2 += want[i] * want[i];
   }
-  const double rms = got.empty() ? 0 : std::sqrt(ref2 / static_cast<double>(got.size()));
+  const double n = static_cast<double>(got.size());
+  const double rms = std::max(got.empty() ? 0 : std::sqrt(ref2 / n), tol.floor_rms);
+  ref2 = std::max(ref2, tol.floor_rms * tol.floor_rms * n);
   for (size_t i = 0; i < got.size(); ++i) {
     const double g = got[i], w = want[i];
     if (!std::isfinite(w)) {

@@ -13,9 +13,14 @@ namespace hetplan::kernels {
 // Both bounds must hold. rel_l2 bounds ‖got − ref‖₂ / ‖ref‖₂ (METHOD.md: fp32 far under 1e-3,
 // bf16 operands 1e-3..1e-2); elementwise bounds max |got − ref| / (|ref| + rms(ref)), which
 // catches a few wrong elements that a norm over many would dilute.
+// `floor_rms`: the magnitude below which the reference counts as zero: errors are judged
+// relative to max(rms(ref), floor_rms). An output whose exact value is 0 (attention's dq and dk
+// for a single key) gets the scale of the other outputs or inputs this way, instead of a
+// relative error of x / 0.
 struct Tolerance {
   double rel_l2;
   double elementwise;
+  double floor_rms = 0;
 };
 
 // Default bounds for an output stored as `t` and computed in fp32: the rounding of the store
@@ -28,8 +33,8 @@ struct Comparison {
   int64_t count = 0;            // elements compared
   int64_t nonfinite = 0;        // NaN or Inf in `got` (poisoned outputs that were never written)
   int64_t first_nonfinite = -1; // index of the first one, -1 when none
-  double rel_l2 = 0;            // ‖got − ref‖₂ / ‖ref‖₂
-  double elementwise = 0;       // max |got − ref| / (|ref| + rms(ref))
+  double rel_l2 = 0;            // ‖got − ref‖₂ / max(‖ref‖₂, floor_rms √count)
+  double elementwise = 0;       // max |got − ref| / (|ref| + max(rms(ref), floor_rms))
   int64_t worst_index = -1;     // where `elementwise` was reached
   double worst_got = 0, worst_want = 0;
   Tolerance tolerance{};

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "kernels/attention.h"
+#include "kernels/attention_hopper.h"
 #include "kernels/bandwidth.h"
 #include "kernels/device_buffer.h"
 #include "kernels/elementwise.h"
@@ -16,6 +17,7 @@
 #include "kernels/reference/attention_reference.h"
 #include "kernels/reference/compare.h"
 #include "kernels/reference/numeric.h"
+#include "kernels/wgmma_selftest.h"
 
 namespace hetplan::kernels {
 namespace {
@@ -39,6 +41,29 @@ template <class T>
 bool same_bits(const DeviceBuffer<T>& a, const DeviceBuffer<T>& b) {
   const auto x = a.download(), y = b.download();
   return std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
+}
+
+// The three wgmma operand forms of the Hopper attention kernels on the hardware, against the
+// answer worked out in kernels/wgmma_selftest.h (the emulator passes the same test). A failure
+// names the form whose descriptor the hardware reads otherwise than the emulator's model.
+TEST(KernelProperties, WgmmaOperandFormsGiveTheKnownProduct) {
+  REQUIRE_GPU();
+  if (!hopper_attention_available()) GTEST_SKIP() << "no sm_90a kernels for this device";
+  const std::vector<float> out = wgmma_selftest_run();
+  const int n_of_form[kWgmmaSelftestForms] = {64, 128, 64};
+  for (int form = 0; form < kWgmmaSelftestForms; ++form) {
+    int wrong = 0;
+    for (int t = 0; t < 128; ++t)
+      for (int i = 0; i < n_of_form[form] / 2; ++i) {
+        int m = 0, n = 0;
+        wgmma_selftest_position(t, i, m, n);
+        const float got = out[static_cast<size_t>((form * 128 + t) * kWgmmaSelftestFloats + i)];
+        if (got != wgmma_selftest_expected(m, n) && wrong++ < 3)
+          ADD_FAILURE() << "form " << form << " D[" << m << "][" << n << "] = " << got << ", want "
+                        << wgmma_selftest_expected(m, n);
+      }
+    EXPECT_EQ(wrong, 0) << "form " << form;
+  }
 }
 
 TEST(KernelProperties, DropoutMaskIsAFunctionOfSeedOffsetAndIndex) {

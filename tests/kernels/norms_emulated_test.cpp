@@ -45,7 +45,7 @@ void check_forward_and_backward(int64_t rows, int cols) {
                        ln ? mean.data() : nullptr, rstd.data(), rows, cols, 1e-5f};
   const int vec = row_vector_width<T>(cols, {c.x.data(), c.gamma.data(), y.data()});
   ASSERT_TRUE(norm_row_fits(cols, vec, kNormForwardIters));
-  emulate(norm_row_shape(rows, cols, vec), [&] {
+  emulate(norm_forward_shape(rows, cols, vec), [&] {
     if (vec == 1)
       norm_forward_block<T, 1, kKind>(f);
     else

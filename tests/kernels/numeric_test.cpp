@@ -137,6 +137,19 @@ TEST(Compare, FailsOnAWrongScaleAndOnZerosForNonzeroReference) {
   EXPECT_FALSE(compare("s", zeros, want, default_tolerance(DType::kBF16)).passed);
 }
 
+// A zero reference (attention's dq for one key) against rounding noise: x / 0 without a floor;
+// with the scale of the other outputs (~1) as the floor, 6e-8 passes and one 0.5 still fails.
+TEST(Compare, ZeroReferenceIsJudgedAgainstTheFloor) {
+  const std::vector<double> want(64, 0.0);
+  std::vector<float> noise(64, 5.9e-8f), wrong(64, 0.0f);
+  wrong[3] = 0.5f;
+  EXPECT_FALSE(compare("dq", noise, want, {1e-2, 8e-2}).passed);
+  const Comparison c = compare("dq", noise, want, {1e-2, 8e-2, 1.0});
+  EXPECT_TRUE(c.passed) << c.summary();
+  EXPECT_NEAR(c.rel_l2, 5.9e-8, 1e-9);
+  EXPECT_FALSE(compare("dq", wrong, want, {1e-2, 8e-2, 1.0}).passed);  // 0.5 / 1 > 8e-2
+}
+
 TEST(Compare, ExpectedInfinityMustBeMatched) {
   const std::vector<double> want = {1.0, -INFINITY};
   EXPECT_TRUE(compare("m", std::vector<float>{1.0f, -INFINITY}, want, {1e-5, 1e-4}).passed);

@@ -1,0 +1,192 @@
+// hetplan serve: places a model's layers on a heterogeneous serving cluster by max flow (Helix's
+// model), next to baselines, and simulates a request trace on the result.
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "costmodel/errors.h"
+#include "costmodel/model.h"
+#include "search/serve/cost_layer_time.h"
+#include "search/serve/helix_import.h"
+#include "search/serve/planner.h"
+#include "search/serve/serve_output.h"
+
+namespace hetplan::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace hetplan::serve;
+
+struct ServeCliOptions {
+  std::string model, cluster, profiles, machine_profiles, placement, json;
+  std::vector<std::string> calibration;
+  bool no_default_calibration = false;
+  double time_limit_s = 60;
+  int threads = 1;
+  uint64_t seed = 1;
+  int64_t evaluations = 100000;
+  int64_t requests = 1000;
+  double rate = 0;
+  double prompt_tokens = 750, output_tokens = 240;
+  double kv_reserve = 0.48;
+  bool exact_boundaries = false, no_milp = false, no_simulation = false, quiet = false;
+  bool optimistic_batching = false;
+};
+
+std::string now_utc() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return date;
+}
+
+ServingCluster load_cluster_for_serving(const ServeCliOptions& o) {
+  if (!o.machine_profiles.empty()) return read_helix_cluster(o.cluster, o.machine_profiles);
+  if (!fs::exists(o.cluster))
+    throw InputError(o.cluster, "",
+                     "no such file: --cluster takes a Helix INI file (cluster*.ini, "
+                     "simulator_cluster.ini) or a hetplan serving cluster file (YAML or JSON)");
+  return load_serving_cluster(o.cluster);
+}
+
+std::optional<SimulationResult> simulate(const ServingProblem& problem, const EvaluatedPlacement& e,
+                                         const SimulationConfig& config) {
+  if (!(e.flow.max_flow_tokens_per_s > 0) || !e.valid()) return std::nullopt;
+  return simulate_serving(problem, e.placement, routing_from_flow(problem, e.flow), config);
+}
+
+}  // namespace
+
+CommandRunner declare_serve(CLI::App& app) {
+  auto o = std::make_shared<ServeCliOptions>();
+  app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
+      ->required();
+  app.add_option("--cluster", o->cluster,
+                 "Serving cluster: a Helix INI file (cluster*.ini, pruned_cluster.ini, "
+                 "simulator_cluster.ini) or a hetplan serving cluster file (YAML/JSON)")
+      ->required();
+  app.add_option("--profiles", o->profiles,
+                 "Per-layer times: <dir>/<machine type>/{prompt,decode}_bs2time.csv (Helix)");
+  app.add_option("--calibration", o->calibration,
+                 "Without --profiles: calibration files, profiles or directories for the cost "
+                 "model that derives per-layer times (the shipped calibration_data/ is loaded "
+                 "first)");
+  app.add_flag("--no-default-calibration", o->no_default_calibration,
+               "Do not load the shipped calibration_data/");
+  app.add_option("--machine-profiles", o->machine_profiles,
+                 "Helix machine_profiles.ini for a cluster topology (default: found near it)");
+  app.add_option("--placement", o->placement,
+                 "Evaluate this placement (hetplan placement JSON or Helix *_sol.ini) instead of "
+                 "searching");
+  app.add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
+  app.add_option("--time-limit", o->time_limit_s, "Search time limit in seconds (default 60)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", o->threads, "Threads for the search (default 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", o->seed, "Seed of the search, baselines and trace (default 1)");
+  app.add_option("--evaluations", o->evaluations,
+                 "Max-flow evaluations per local search (default 100000)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--requests", o->requests, "Requests in the simulated trace (default 1000)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--rate", o->rate,
+                 "Arrival rate of the trace, requests/s (default: half the max flow)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--prompt-tokens", o->prompt_tokens, "Mean prompt length (default 750)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--output-tokens", o->output_tokens, "Mean output length (default 240)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--kv-reserve", o->kv_reserve,
+                 "Share of VRAM weights must leave free for KV cache (default 0.48)")
+      ->check(CLI::Range(0.0, 0.95));
+  app.add_flag("--exact-boundaries", o->exact_boundaries,
+               "Requests go from machine i to j only when j starts where i ends (no partial "
+               "inference)");
+  app.add_flag("--no-milp", o->no_milp, "Skip the CBC MILP");
+  app.add_flag("--no-simulation", o->no_simulation, "Skip the request-trace simulation");
+  app.add_flag("--optimistic-batching", o->optimistic_batching,
+               "Simulate decode batches up to the profile's largest batch (default: the capacity "
+               "model's batch, so that the simulation cannot beat the max flow)");
+  app.add_flag("--quiet", o->quiet, "No progress on stderr");
+  return [o]() {
+    const ModelSpec spec = load_model(o->model);
+    ServingModel model = serving_model_from(spec, spec.dtype);
+    ServingCluster cluster = load_cluster_for_serving(*o);
+    // Per-layer times: Helix's measured tables, or hetplan's cost model at serving shapes.
+    std::unique_ptr<LayerTimeSource> times;
+    if (!o->profiles.empty()) {
+      times = std::make_unique<ProfileDirectory>(o->profiles);
+    } else {
+      // A decode step attends on average to the prompt and half the output.
+      times = std::make_unique<CostModelLayerTimes>(
+          spec, cli::load_run_profile(o->calibration, ClusterSpec{}, o->no_default_calibration),
+          o->prompt_tokens, o->prompt_tokens + o->output_tokens / 2);
+    }
+    ServingWorkload workload{o->prompt_tokens, o->output_tokens};
+    CapacityParams params;
+    params.kv_reserve_fraction = o->kv_reserve;
+    ServingProblem problem =
+        make_problem(std::move(cluster), std::move(model), *times, workload, params);
+    problem.partial_inference = !o->exact_boundaries;
+
+    ServeReport report;
+    report.problem = &problem;
+    report.context = {{"hetplan_version", "0.1.0"},
+                      {"command", "serve"},
+                      {"date", now_utc()},
+                      {"model", o->model},
+                      {"cluster", o->cluster},
+                      {"profiles", o->profiles.empty() ? Json("cost model") : Json(o->profiles)},
+                      {"placement", o->placement.empty() ? Json(nullptr) : Json(o->placement)},
+                      {"seed", o->seed},
+                      {"threads", o->threads},
+                      {"time_limit_s", o->time_limit_s}};
+    if (!o->placement.empty()) {
+      report.chosen.evaluated =
+          evaluate_placement(problem, fs::path(o->placement).stem().string(),
+                             load_placement(o->placement, problem.cluster, problem.num_layers()));
+    } else {
+      PlannerOptions po;
+      po.time_limit_s = o->time_limit_s;
+      po.threads = o->threads;
+      po.seed = o->seed;
+      po.local_search_evaluations = o->evaluations;
+      po.use_milp = !o->no_milp;
+      if (!o->quiet)
+        po.progress = [](const std::string& line) { fmt::print(stderr, "serve: {}\n", line); };
+      report.plan = plan_serving(problem, po);
+      report.chosen.evaluated = report.plan->best;
+    }
+    for (auto& b : evaluate_baselines(problem, o->seed)) report.baselines.push_back({b, {}});
+
+    if (!o->no_simulation && report.chosen.evaluated.flow.max_flow_tokens_per_s > 0) {
+      SimulationConfig sc;
+      sc.requests = o->requests;
+      sc.mean_prompt_tokens = o->prompt_tokens;
+      sc.mean_output_tokens = o->output_tokens;
+      sc.seed = o->seed;
+      sc.model_batch_limit = !o->optimistic_batching;
+      sc.rate_requests_per_s = o->rate > 0
+                                   ? o->rate
+                                   : 0.5 * report.chosen.evaluated.flow.max_flow_tokens_per_s /
+                                         (o->prompt_tokens + o->output_tokens);
+      report.simulation_config = sc;
+      if (!o->quiet)
+        fmt::print(stderr, "serve: simulating {} requests at {:.3f} requests/s\n", sc.requests,
+                   sc.rate_requests_per_s);
+      report.chosen.simulation = simulate(problem, report.chosen.evaluated, sc);
+      for (auto& b : report.baselines) b.simulation = simulate(problem, b.evaluated, sc);
+    }
+
+    if (o->json != "-") fmt::print("{}", serve_summary(report));
+    if (!o->json.empty()) write_json_output(serve_json(report), o->json);
+    return 0;
+  };
+}
+
+}  // namespace hetplan::cli

@@ -1,0 +1,26 @@
+// Internal: the Hopper (sm_90a, wgmma) attention launchers of kernels/sm90a/attention_hopper.cu,
+// which attention.cu dispatches to on compute capability 9.0 when they were built
+// (HETPLAN_HOPPER_ATTENTION). The backward launcher runs only the main kernel; attention.cu runs
+// the preprocessing (D, zeroed dQ accumulator) before and the dQ conversion after it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "kernels/attention_kernels.h"
+
+namespace hetplan::kernels {
+
+template <class T>
+void attention_forward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream);
+template <class T>
+void attention_backward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream);
+
+// Whether the wgmma kernels were built and the current device runs them (compute capability 9.0).
+bool hopper_attention_available();
+// Runs kernels/wgmma_selftest.h on the current device (which must be one where
+// hopper_attention_available()) and returns its output.
+std::vector<float> wgmma_selftest_run();
+
+}  // namespace hetplan::kernels

@@ -1,0 +1,182 @@
+// Attention backward for Hopper (sm_90a); the algorithm is summarised in
+// attention_hopper_kernels.h, which includes this file. dK, dV bit-reproducible; dQ by fp32
+// atomics (16-byte reductions) into p.dq_accum, converted by attention_dq_convert_block.
+#pragma once
+
+#include "kernels/attention_hopper_kernels.h"
+
+namespace hetplan::kernels {
+
+template <class T, int kD>
+HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p) {
+  constexpr int kKBytes = kHopperTile * kD * 2;   // K, V: 128 keys
+  constexpr int kQBytes = kHopperBwdQ * kD * 2;   // Q, dO: 64 queries
+  constexpr int kQ = kHopperBwdQ;
+  unsigned char* sk = hopper_smem();
+  unsigned char* sv = sk + kKBytes;
+  unsigned char* sq = sv + kKBytes;                 // two buffers
+  unsigned char* sdo = sq + 2 * kQBytes;            // two buffers
+  unsigned char* sds = sdo + 2 * kQBytes;           // dS^T: 128 keys x 64 queries
+  float* slse = reinterpret_cast<float*>(sds + kHopperTile * kQ * 2);  // two buffers of 64
+  float* sd = slse + 2 * kQ;                                             // two buffers of 64
+  const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp();
+  const int g = lane >> 2, q = lane & 3, wg = warp >> 2, wq = warp & 3;
+  const int kt = static_cast<int>(simt::block_x());  // key tile; low tiles (most work) first
+  const int h = static_cast<int>(simt::block_y()), b = static_cast<int>(simt::block_z());
+  const int64_t head = b * p.stride_b + h * p.stride_h;
+  const int64_t row_stats = (static_cast<int64_t>(b) * p.heads + h) * p.seq;
+  const int k0 = kt * kHopperTile;
+  const int n_tiles = static_cast<int>(ceil_div(p.seq, kQ));
+  const int first = p.causal ? k0 / kQ : 0;  // earlier query tiles see none of these keys
+  const int key_local = wg * 64 + wq * 16 + g;  // this thread's first key row in the block
+  // dQ = dS K in m64n64 products: for d = 128 warpgroup w takes columns 64 w .. + 63 over all
+  // 128 keys; for d = 64 it takes all columns over its own 64 keys (both then add to the same
+  // accumulator). Either way every operand starts at a 64-column block, the canonical layout.
+  constexpr bool kSplitKeys = kD == 64;
+  constexpr int kDqSteps = kSplitKeys ? 4 : kHopperTile / 16;
+  const int col0 = kSplitKeys ? 0 : wg * 64;
+  const int dq_kk0 = kSplitKeys ? 4 * wg : 0;
+
+  load_tile_sw128<T, kD, kHopperTile>(sk, p.k + head, p.stride_s, k0, p.seq);
+  load_tile_sw128<T, kD, kHopperTile>(sv, p.v + head, p.stride_s, k0, p.seq);
+  load_tile_sw128<T, kD, kQ>(sq, p.q + head, p.stride_s, first * kQ, p.seq);
+  load_tile_sw128<T, kD, kQ>(sdo, p.dout + head, p.stride_s, first * kQ, p.seq);
+  simt::cp_async_commit();
+  if (tid < 2 * kQ) {
+    const int r = first * kQ + (tid & 63);
+    (tid < kQ ? slse : sd)[tid & 63] = r < p.seq ? (tid < kQ ? p.lse : p.dvec)[row_stats + r] : 0.0f;
+  }
+
+  float dk[kD / 2] = {}, dv[kD / 2] = {};
+  for (int i = first; i < n_tiles; ++i) {
+    const int buf = (i - first) & 1;
+    simt::cp_async_wait<0>();   // tile i has landed ...
+    simt::fence_proxy_async();  // ... visible to the tensor cores, as is dS^T below ...
+    simt::sync_threads();       // ... everyone's; iteration i - 1 is over in every warp
+    // The next tile streams in during this one. Its lse and D go through a register and reach
+    // shared memory only at the end of the iteration, so that no warp waits for the load here.
+    const bool has_next = i + 1 < n_tiles;
+    float next_stat = 0.0f;
+    if (has_next) {
+      load_tile_sw128<T, kD, kQ>(sq + (buf ^ 1) * kQBytes, p.q + head, p.stride_s, (i + 1) * kQ, p.seq);
+      load_tile_sw128<T, kD, kQ>(sdo + (buf ^ 1) * kQBytes, p.dout + head, p.stride_s, (i + 1) * kQ, p.seq);
+      simt::cp_async_commit();
+      const int r = (i + 1) * kQ + (tid & 63);
+      if (tid < 2 * kQ && r < p.seq) next_stat = (tid < kQ ? p.lse : p.dvec)[row_stats + r];
+    }
+    const unsigned char* qt = sq + buf * kQBytes;
+    const unsigned char* dot = sdo + buf * kQBytes;
+    const float* lse = slse + buf * kQ;
+    const float* dvec = sd + buf * kQ;
+    const int q0 = i * kQ;
+
+    // S^T = K Q^T and dP^T = V dO^T (64 keys x 64 queries per warpgroup).
+    float s[kQ / 2], dp[kQ / 2];
+    simt::wgmma_fence();
+    HETPLAN_UNROLL
+    for (int kk = 0; kk < kD / 16; ++kk)
+      simt::wgmma_ss<T, kQ, 0, 0>(s, kmajor_desc<kHopperTile>(sk, wg * 64, kk),
+                                  kmajor_desc<kQ>(qt, 0, kk), kk > 0);
+    HETPLAN_UNROLL
+    for (int kk = 0; kk < kD / 16; ++kk)
+      simt::wgmma_ss<T, kQ, 0, 0>(dp, kmajor_desc<kHopperTile>(sv, wg * 64, kk),
+                                  kmajor_desc<kQ>(dot, 0, kk), kk > 0);
+    simt::wgmma_commit();
+    simt::wgmma_wait<0>();
+    simt::fence_operand(s);
+    simt::fence_operand(dp);
+
+    // P^T (zero where masked) rounded to T, dS^T = P^T (dP^T - D); both as A fragments, dS^T
+    // also into shared memory for dQ.
+    HETPLAN_UNROLL
+    for (int e = 0; e < kQ / 2; ++e) {
+      const int key = k0 + key_local + 8 * ((e >> 1) & 1);
+      const int ql = 8 * (e >> 2) + 2 * q + (e & 1);
+      const int query = q0 + ql;
+      const bool masked = query >= p.seq || key >= p.seq || (p.causal && query < key);
+      const float pv = masked ? 0.0f : simt::exp2_fast(s[e] * p.scale_log2 - lse[ql] * kAttnLog2e);
+      s[e] = simt::to_f32(simt::from_f32<T>(pv));
+      dp[e] = s[e] * (dp[e] - dvec[ql]);
+    }
+    uint32_t pa[kQ / 16][4], sa[kQ / 16][4];
+    HETPLAN_UNROLL
+    for (int kk = 0; kk < kQ / 16; ++kk) {
+      acc_to_a<T, kQ>(s, kk, pa[kk]);
+      acc_to_a<T, kQ>(dp, kk, sa[kk]);
+      // a0 / a2: row g, columns 16 kk + 2q (+ 8); a1 / a3: row g + 8.
+      const int c = 16 * kk + 2 * q;
+      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local, c), sa[kk][0]);
+      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c), sa[kk][1]);
+      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local, c + 8), sa[kk][2]);
+      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c + 8), sa[kk][3]);
+    }
+
+    // dV += P^T dO, dK += dS^T Q (B: the 64 x d tiles, MN-major). The fences pin the registers
+    // the tensor cores own until the wait below (CUTLASS's warpgroup_fence_operand).
+    simt::fence_operand(dv);
+    simt::fence_operand(dk);
+    simt::fence_operand(pa);
+    simt::fence_operand(sa);
+    simt::wgmma_fence();
+    HETPLAN_UNROLL
+    for (int kk = 0; kk < kQ / 16; ++kk)
+      simt::wgmma_rs<T, kD, 1>(dv, pa[kk], mnmajor_desc<kQ>(dot, 0, kk), true);
+    HETPLAN_UNROLL
+    for (int kk = 0; kk < kQ / 16; ++kk)
+      simt::wgmma_rs<T, kD, 1>(dk, sa[kk], mnmajor_desc<kQ>(qt, 0, kk), true);
+    simt::wgmma_commit();
+    simt::fence_operand(dv);
+    simt::fence_operand(dk);
+    simt::fence_operand(pa);
+    simt::fence_operand(sa);
+    simt::fence_proxy_async();  // dS^T (ordinary stores) is read by wgmma next
+    // dV and dK run on while the warps meet at the barrier: all of dS^T is in shared memory.
+    simt::sync_threads();
+
+    // dQ[:, col0 .. col0 + 64) (+)= dS K: A = dS (dS^T stored, MN-major), B = K (MN-major).
+    float dq[32];
+    simt::wgmma_fence();
+    HETPLAN_UNROLL
+    for (int kk = 0; kk < kDqSteps; ++kk)
+      simt::wgmma_ss<T, 64, 1, 1>(dq, mnmajor_desc<kHopperTile>(sds, 0, dq_kk0 + kk),
+                                  mnmajor_desc<kHopperTile>(sk, col0, dq_kk0 + kk), kk > 0);
+    simt::wgmma_commit();
+    simt::fence_operand(dq);
+    simt::wgmma_wait<0>();  // dV, dK and dQ
+    simt::fence_operand(dv);
+    simt::fence_operand(dk);
+    simt::fence_operand(pa);
+    simt::fence_operand(sa);
+    simt::fence_operand(dq);
+
+    // 16-byte reductions: lanes q and q ^ 1 swap halves so that each holds 4 consecutive
+    // columns of one row (even q: row g, odd q: row g + 8).
+    const bool even = (q & 1) == 0;
+    HETPLAN_UNROLL
+    for (int j = 0; j < 8; ++j) {
+      const float give0 = even ? dq[4 * j + 2] : dq[4 * j];
+      const float give1 = even ? dq[4 * j + 3] : dq[4 * j + 1];
+      const float got0 = simt::shfl_xor(give0, 1), got1 = simt::shfl_xor(give1, 1);
+      const int query = q0 + wq * 16 + g + (even ? 0 : 8);
+      const int col = col0 + 8 * j + 2 * (q & 2);
+      if (query < p.seq) {
+        float* dst = p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + col;
+        if (even)
+          simt::atomic_add4(dst, dq[4 * j], dq[4 * j + 1], got0, got1);
+        else
+          simt::atomic_add4(dst, got0, got1, dq[4 * j + 2], dq[4 * j + 3]);
+      }
+    }
+    // The other stats buffer was last read before this iteration's first barrier.
+    if (has_next && tid < 2 * kQ) (tid < kQ ? slse : sd)[(buf ^ 1) * kQ + (tid & 63)] = next_stat;
+  }
+
+  simt::sync_threads();  // the Q and dO buffers become the output staging area
+  T* stage = reinterpret_cast<T*>(sq);
+  store_acc_rows<T, kD>(dk, p.scale, p.scale, stage, warp * 16, p.dk + head, p.stride_s,
+                        k0 + warp * 16, p.seq);
+  store_acc_rows<T, kD>(dv, 1.0f, 1.0f, stage, warp * 16, p.dv + head, p.stride_s,
+                        k0 + warp * 16, p.seq);
+}
+
+}  // namespace hetplan::kernels

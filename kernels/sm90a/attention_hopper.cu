@@ -1,0 +1,68 @@
+// The Hopper attention kernels (attention_hopper_kernels.h), compiled for sm_90a only (wgmma
+// exists nowhere else; kernels/CMakeLists.txt builds this folder as its own object library with
+// CUDA_ARCHITECTURES 90a). attention.cu calls these launchers on compute capability 9.0.
+#include "kernels/attention_hopper.h"
+#include "kernels/attention_hopper_kernels.h"
+#include "kernels/cuda_check.h"
+
+namespace hetplan::kernels {
+namespace {
+
+// One block of two warpgroups per SM: 160 KB of shared memory (d = 128) and up to 255 registers.
+template <class T, int kD>
+__global__ void __launch_bounds__(kHopperThreads, 1)
+    attention_forward_hopper_kernel(AttentionParams<T> p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  attention_forward_hopper_block<T, kD>(p);
+#endif
+}
+template <class T, int kD>
+__global__ void __launch_bounds__(kHopperThreads, 1)
+    attention_backward_hopper_kernel(AttentionParams<T> p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  attention_backward_hopper_block<T, kD>(p);
+#endif
+}
+
+template <class T, int kD>
+void forward(const AttentionParams<T>& p, cudaStream_t stream) {
+  const size_t smem = attention_forward_hopper_smem_bytes<T, kD>();
+  allow_dynamic_smem(reinterpret_cast<const void*>(&attention_forward_hopper_kernel<T, kD>), smem);
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kHopperTile)), p.heads, p.batch);
+  attention_forward_hopper_kernel<T, kD><<<grid, kHopperThreads, smem, stream>>>(p);
+  HETPLAN_CHECK_LAUNCH();
+}
+
+template <class T, int kD>
+void backward(const AttentionParams<T>& p, cudaStream_t stream) {
+  const size_t smem = attention_backward_hopper_smem_bytes<T, kD>();
+  allow_dynamic_smem(reinterpret_cast<const void*>(&attention_backward_hopper_kernel<T, kD>), smem);
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kHopperTile)), p.heads, p.batch);
+  attention_backward_hopper_kernel<T, kD><<<grid, kHopperThreads, smem, stream>>>(p);
+  HETPLAN_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+template <class T>
+void attention_forward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream) {
+  if (head_dim == 64)
+    forward<T, 64>(p, stream);
+  else
+    forward<T, 128>(p, stream);
+}
+
+template <class T>
+void attention_backward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream) {
+  if (head_dim == 64)
+    backward<T, 64>(p, stream);
+  else
+    backward<T, 128>(p, stream);
+}
+
+template void attention_forward_hopper<bf16>(const AttentionParams<bf16>&, int, cudaStream_t);
+template void attention_forward_hopper<fp16>(const AttentionParams<fp16>&, int, cudaStream_t);
+template void attention_backward_hopper<bf16>(const AttentionParams<bf16>&, int, cudaStream_t);
+template void attention_backward_hopper<fp16>(const AttentionParams<fp16>&, int, cudaStream_t);
+
+}  // namespace hetplan::kernels

@@ -1,0 +1,135 @@
+#include "search/serve/planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "search/serve/baselines.h"
+#include "search/serve/local_search.h"
+
+namespace hetplan::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+EvaluatedPlacement evaluate_placement(const ServingProblem& problem, std::string name,
+                                      Placement placement) {
+  EvaluatedPlacement e;
+  e.name = std::move(name);
+  e.errors = placement_errors(problem, placement);
+  e.flow = solve_flow(problem, placement);
+  e.placement = std::move(placement);
+  return e;
+}
+
+std::vector<EvaluatedPlacement> evaluate_baselines(const ServingProblem& problem, uint64_t seed) {
+  std::vector<EvaluatedPlacement> out;
+  out.push_back(evaluate_placement(problem, "petals", petals_placement(problem, seed)));
+  out.push_back(evaluate_placement(problem, "swarm", swarm_placement(problem)));
+  out.push_back(evaluate_placement(problem, "homogeneous", homogeneous_placement(problem)));
+  return out;
+}
+
+PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& options) {
+  const auto t0 = Clock::now();
+  PlanResult result;
+  auto say = [&](const std::string& line) {
+    if (options.progress) options.progress(fmt::format("[{:6.1f} s] {}", seconds_since(t0), line));
+  };
+  result.upper_bound_tokens_per_s = flow_upper_bound(problem);
+
+  Placement best;
+  best.ranges.assign(problem.machines(), LayerRange{});  // all idle until a valid one is found
+  double best_flow = -1;
+  auto consider = [&](const std::string& name, const Placement& p, double flow, double elapsed,
+                      int64_t evaluations) {
+    result.phases.push_back({name, flow, elapsed, evaluations});
+    say(fmt::format("{:<22} {:10.1f} tokens/s", name, flow));
+    if (flow > best_flow * (1 + 1e-9) && placement_errors(problem, p).empty()) {
+      best_flow = flow;
+      best = p;
+      result.method = name;
+    }
+  };
+
+  // Starts: the baselines and the greedy placement.
+  std::vector<Placement> starts = {
+      greedy_placement(problem), petals_placement(problem, options.seed), swarm_placement(problem)};
+  const char* start_names[] = {"greedy", "petals", "swarm"};
+  for (size_t i = 0; i < starts.size(); ++i)
+    consider(start_names[i], starts[i], max_flow(problem, starts[i]), seconds_since(t0), 1);
+
+  // Two local searches, from the greedy start and from the Petals placement; in parallel when
+  // there are threads for it. Each has its own seed, so the results do not depend on timing.
+  const double search_share = options.use_milp ? 0.45 : 0.9;
+  LocalSearchOptions ls;
+  ls.evaluations = options.local_search_evaluations;
+  ls.time_limit_s = std::max(0.0, options.time_limit_s * search_share - seconds_since(t0));
+  const Placement* search_starts[] = {&starts[0], &starts[1]};
+  LocalSearchResult searched[2];
+  auto run = [&](int k) {
+    LocalSearchOptions mine = ls;
+    mine.seed = options.seed * 2 + k;
+    if (k == 0 && options.progress)
+      mine.progress = [&](int64_t evals, double flow) {
+        say(fmt::format("local search: {} evaluations, best {:.1f} tokens/s", evals, flow));
+      };
+    searched[k] = local_search(problem, *search_starts[k], mine);
+  };
+  if (options.threads >= 2) {
+    ls.time_limit_s = std::max(0.0, options.time_limit_s * search_share - seconds_since(t0));
+    std::thread second(run, 1);
+    run(0);
+    second.join();
+  } else {
+    ls.time_limit_s /= 2;
+    run(0);
+    run(1);
+  }
+  for (int k = 0; k < 2; ++k)
+    consider(k == 0 ? "local search (greedy)" : "local search (petals)", searched[k].placement,
+             searched[k].max_flow_tokens_per_s, searched[k].elapsed_s, searched[k].evaluations);
+
+  if (options.use_milp) {
+    MilpOptions mo;
+    mo.threads = options.threads;
+    mo.seed = options.seed;
+    mo.max_nodes = options.milp_nodes;
+    mo.layer_count_window = options.milp_layer_count_window;
+    // The MILP rarely beats the local search on its own (docs/serving.md): at most 30% of the time.
+    mo.time_limit_s = std::max(
+        0.0, std::min(options.time_limit_s * 0.3, options.time_limit_s * 0.85 - seconds_since(t0)));
+    say(fmt::format("MILP (CBC, {} threads, {:.0f} s limit)", mo.threads, mo.time_limit_s));
+    result.milp = solve_placement_milp(problem, {best, starts[0]}, mo);
+    result.milp_upper_bound_tokens_per_s = milp_upper_bound(problem);
+    if (result.milp.solved) {
+      const double flow = max_flow(problem, result.milp.placement);
+      consider("milp", result.milp.placement, flow, result.milp.elapsed_s, result.milp.nodes);
+      // A short polish of the MILP's placement when it found something new.
+      if (flow > best_flow * (1 - 1e-9) && !(result.milp.placement == best)) {
+        LocalSearchOptions polish = ls;
+        polish.evaluations = options.local_search_evaluations / 5;
+        polish.seed = options.seed * 2 + 7;
+        polish.time_limit_s = std::max(0.0, options.time_limit_s * 0.95 - seconds_since(t0));
+        const auto p = local_search(problem, result.milp.placement, polish);
+        consider("milp + local search", p.placement, p.max_flow_tokens_per_s, p.elapsed_s,
+                 p.evaluations);
+      }
+    }
+  }
+
+  result.best = evaluate_placement(problem, "hetplan", best);
+  result.elapsed_s = seconds_since(t0);
+  say(fmt::format("best: {:.1f} tokens/s by {}", best_flow, result.method));
+  return result;
+}
+
+}  // namespace hetplan::serve

@@ -1,0 +1,69 @@
+// The serving planner: baselines, hetplan's greedy start, local search and the CBC MILP in one
+// run, every candidate scored by the exact max flow; and the evaluation of a given placement.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "search/serve/capacity.h"
+#include "search/serve/flow.h"
+#include "search/serve/milp.h"
+#include "search/serve/placement.h"
+#include "search/serve/routing.h"
+#include "search/serve/simulator.h"
+
+namespace hetplan::serve {
+
+// A placement with its max flow; `errors` says why it is not valid (then its flow counts only the
+// machines that fit).
+struct EvaluatedPlacement {
+  std::string name;
+  Placement placement;
+  FlowResult flow;
+  std::vector<std::string> errors;
+  bool valid() const { return errors.empty(); }
+};
+
+EvaluatedPlacement evaluate_placement(const ServingProblem& problem, std::string name,
+                                      Placement placement);
+
+// The baselines evaluated next to every plan: petals, swarm, homogeneous.
+std::vector<EvaluatedPlacement> evaluate_baselines(const ServingProblem& problem, uint64_t seed);
+
+struct PlannerOptions {
+  double time_limit_s = 60;
+  int threads = 1;
+  uint64_t seed = 1;
+  int64_t local_search_evaluations = 100000;  // per local search (two are run)
+  bool use_milp = true;
+  int64_t milp_nodes = 20000;
+  int milp_layer_count_window = 1;
+  // Progress lines for a long search (the CLI prints them on stderr); may be empty.
+  std::function<void(const std::string&)> progress;
+};
+
+// One step of the search and what it reached.
+struct SearchPhase {
+  std::string name;
+  double max_flow_tokens_per_s = 0;
+  double elapsed_s = 0;
+  int64_t evaluations = 0;
+};
+
+struct PlanResult {
+  EvaluatedPlacement best;
+  std::string method;  // the phase that found `best`
+  std::vector<SearchPhase> phases;
+  MilpResult milp;                           // when the MILP ran
+  double upper_bound_tokens_per_s = 0;       // Helix's bound: sum of max k * capacity(k) / L
+  double milp_upper_bound_tokens_per_s = 0;  // the full MILP's LP bound (tighter)
+  double elapsed_s = 0;
+};
+
+// Searches a placement. Deterministic for a fixed seed and options when the work limits
+// (evaluations, MILP nodes) end the searches before the time limit does.
+PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& options);
+
+}  // namespace hetplan::serve

@@ -1,0 +1,70 @@
+// The machines and network a model is served on: each machine serves as one pipeline node (all
+// its GPUs together, as Helix's "T4x2" machines do), and directed links join machines to each other
+// and to the clients (the source that sends prompts and the sink that receives tokens).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hetplan::serve {
+
+// One machine: a node of the serving pipeline.
+struct Machine {
+  std::string name;          // unique within the cluster
+  std::string machine_type;  // selects the per-layer time profile ("A100", "T4x2")
+  std::string gpu_type;      // "A100", "T4"
+  int gpus = 1;
+  double vram_bytes = 0;  // all GPUs of the machine together
+  double nic_in_Bps = 0;  // bytes/s; <= 0: unlimited
+  double nic_out_Bps = 0;
+};
+
+// A directed network link.
+struct Link {
+  double bandwidth_Bps = 0;  // bytes/s
+  double latency_s = 0;
+};
+
+// Endpoints of links besides machine indices.
+inline constexpr int kSource = -1;
+inline constexpr int kSink = -2;
+
+class ServingCluster {
+ public:
+  ServingCluster() = default;
+  ServingCluster(std::string origin, std::vector<Machine> machines);
+
+  const std::string& origin() const { return origin_; }
+  const std::vector<Machine>& machines() const { return machines_; }
+  int size() const { return static_cast<int>(machines_.size()); }
+  // Index of the machine called `name`, or -1.
+  int find(const std::string& name) const;
+
+  // Sets the link from -> to (machine indices, kSource or kSink).
+  void set_link(int from, int to, Link link);
+  // The link from -> to, if there is one.
+  std::optional<Link> link(int from, int to) const;
+  // Client (coordinator) NIC limits in bytes/s; <= 0: unlimited.
+  double source_nic_Bps = 0;
+  double sink_nic_Bps = 0;
+
+ private:
+  int slot(int endpoint) const;
+
+  std::string origin_;
+  std::vector<Machine> machines_;
+  // (n + 2) x (n + 2) matrix: slots 0..n-1 machines, n source, n + 1 sink.
+  std::vector<std::optional<Link>> links_;
+};
+
+// Reads a serving cluster: a Helix INI file (cluster*.ini or pruned_cluster.ini with
+// machine_profiles.ini next to it, or a simulator_cluster.ini), or a hetplan serving cluster file
+// (YAML or JSON, see docs/serving.md).
+ServingCluster load_serving_cluster(const std::filesystem::path& path);
+
+// Reads hetplan's own serving cluster file (YAML or JSON).
+ServingCluster read_cluster_file(const std::filesystem::path& path);
+
+}  // namespace hetplan::serve

@@ -1,0 +1,96 @@
+// Routing weights (IWRR) and the request-trace simulator: hand-checked timings and conservation.
+#include <gtest/gtest.h>
+
+#include "search/serve/baselines.h"
+#include "search/serve/flow.h"
+#include "search/serve/routing.h"
+#include "search/serve/simulator.h"
+#include "serve_test_util.h"
+
+namespace hetplan::serve {
+namespace {
+
+TEST(ServeRouting, InterleavedWeightedRoundRobin) {
+  // Weights 3 and 1: cycle 1 serves both, cycles 2 and 3 only the first: 0 1 0 0, repeated.
+  Iwrr iwrr({3, 1});
+  std::vector<int> seen;
+  for (int i = 0; i < 8; ++i) seen.push_back(iwrr.next());
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 0, 0, 0, 1, 0, 0}));
+  Iwrr none;
+  EXPECT_EQ(none.next(), -1);
+}
+
+TEST(ServeRouting, WeightsFollowTheFlow) {
+  // A [0,2) 10 tokens/s feeds B [2,4) 6 and C [2,4) 5: A sends 6 to B and 4 to C, or 5 and 5.
+  const ServingProblem p = testing::toy_problem(4, {10, 6, 5}, 4);
+  const FlowResult f = solve_flow(p, testing::ranges({{0, 2}, {2, 2}, {2, 2}}));
+  const RoutingTable t = routing_from_flow(p, f);
+  ASSERT_EQ(t.from(kSource).size(), 1u);
+  EXPECT_EQ(t.from(kSource)[0].to, 0);
+  EXPECT_DOUBLE_EQ(t.from(kSource)[0].share, 1.0);
+  double share = 0, flow = 0;
+  for (const RouteChoice& c : t.from(0)) {
+    share += c.share;
+    flow += c.flow_tokens_per_s;
+    EXPECT_GE(c.weight, 1);
+  }
+  EXPECT_DOUBLE_EQ(share, 1.0);
+  EXPECT_DOUBLE_EQ(flow, 10.0);
+}
+
+TEST(ServeSimulation, OneRequestTimedByHand) {
+  // One machine holds all 4 layers; prompt and output of one token each (means 1 -> lengths 1).
+  // Time to first token = source link (1 ms latency) + 4 layers x prompt 1e-5 s + sink link
+  // (1 ms): 0.00204 s; the request is then done.
+  const ServingProblem p = testing::toy_problem(4, {100}, 4);
+  const Placement pl = testing::ranges({{0, 4}});
+  const RoutingTable t = routing_from_flow(p, solve_flow(p, pl));
+  SimulationConfig c;
+  c.requests = 1;
+  c.mean_prompt_tokens = 1;
+  c.mean_output_tokens = 1;
+  const SimulationResult s = simulate_serving(p, pl, t, c);
+  EXPECT_EQ(s.completed, 1);
+  EXPECT_NEAR(s.prompt_latency.mean_s, 0.001 + 4 * 1e-5 + 0.001, 1e-12);
+  EXPECT_DOUBLE_EQ(s.admission_wait.mean_s, 0.0);
+}
+
+TEST(ServeSimulation, DecodeStepTimedByHand) {
+  // Same machine, output of 3 tokens: each decode step goes client -> machine -> client: 1 ms +
+  // 4 layers x (0.01 + 0.001 x 1) s + 1 ms = 0.046 s per token after the first.
+  const ServingProblem p = testing::toy_problem(4, {100}, 4);
+  const Placement pl = testing::ranges({{0, 4}});
+  const RoutingTable t = routing_from_flow(p, solve_flow(p, pl));
+  SimulationConfig c;
+  c.requests = 1;
+  c.mean_prompt_tokens = 1;
+  c.mean_output_tokens = 3;  // uniform over [2, 4]
+  const SimulationResult s = simulate_serving(p, pl, t, c);
+  ASSERT_EQ(s.completed, 1);
+  EXPECT_NEAR(s.decode_latency.mean_s, 0.046, 1e-12);
+}
+
+TEST(ServeSimulation, ConservationOnHelixCluster) {
+  const ServingProblem p = testing::helix_problem("clusters/cluster24.ini");
+  const Placement pl = greedy_placement(p);
+  const FlowResult f = solve_flow(p, pl);
+  SimulationConfig c;
+  c.requests = 300;
+  c.rate_requests_per_s = 2 * f.max_flow_tokens_per_s / 990;  // overload: throughput-bound
+  const SimulationResult s = simulate_serving(p, pl, routing_from_flow(p, f), c);
+  EXPECT_EQ(s.completed, 300);
+  EXPECT_EQ(s.rejected, 0);
+  EXPECT_GT(s.prompt_latency.mean_s, 0);
+  EXPECT_GT(s.decode_latency.mean_s, 0);
+  EXPECT_GT(s.throughput_tokens_per_s, 0);
+  // No machine runs a larger decode batch than the capacity model assumes, so the simulated
+  // throughput cannot beat the max flow.
+  EXPECT_LE(s.throughput_tokens_per_s, f.max_flow_tokens_per_s);
+  EXPECT_LE(s.decode_throughput_tokens_per_s, s.throughput_tokens_per_s);
+  // Same seed, same trace, same result.
+  const SimulationResult again = simulate_serving(p, pl, routing_from_flow(p, f), c);
+  EXPECT_DOUBLE_EQ(again.throughput_tokens_per_s, s.throughput_tokens_per_s);
+}
+
+}  // namespace
+}  // namespace hetplan::serve
