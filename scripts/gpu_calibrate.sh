@@ -14,7 +14,9 @@
 #
 # Uses gpu-bundle/ (scripts/gpu_bundle.sh) when present, else build/. The calibration and its
 # journal stay in out/ (ignored by git) and the run always resumes, so a second call on the same
-# machine continues where the first stopped: nothing measured is lost or measured twice.
+# machine continues where the first stopped: nothing measured is lost or measured twice. On a
+# fresh machine, put the journals' .gz files from the first call's $OUT into out/gpu-full/ and
+# carry that folder too.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-full}
@@ -27,6 +29,11 @@ case "$mode" in
 esac
 [ "${HETPLAN_FRESH:-0}" = 1 ] && rm -rf "$work"
 mkdir -p "$work"
+# Resuming on a fresh machine: journals brought back from an earlier call's $OUT (put the .gz files
+# in $work and carry it) are unpacked where --resume looks for them.
+for gz in "$work"/*.gz; do
+  [ -f "$gz" ] && [ ! -f "${gz%.gz}" ] && gunzip -k "$gz"
+done
 
 if [ -d gpu-bundle/bin ]; then
   bin=$PWD/gpu-bundle/bin
@@ -99,7 +106,8 @@ echo "elapsed $(( $(date +%s) - start_s )) s"
 if [ -n "${OUT:-}" ]; then
   # Compressed: a full calibration and its journal are several MB each (the tool takes 16 MiB a
   # file at most).
-  for f in calibration.json calibration.json.journal calibrate.log gpu_tests.log; do
+  for f in calibration.json calibration.json.journal calibration.json.collectives.rank0.jsonl \
+           calibrate.log gpu_tests.log; do
     [ -f "$work/$f" ] && gzip -9 -c "$work/$f" > "$OUT/$f.gz"
   done
   for f in summary.txt nvidia-smi.txt; do
