@@ -9,6 +9,7 @@ CommandRunner declare_predict(CLI::App& app);
 CommandRunner declare_search(CLI::App& app);
 CommandRunner declare_provision(CLI::App& app);
 CommandRunner declare_merge(CLI::App& app);
+CommandRunner declare_calibrate(CLI::App& app);
 CommandRunner declare_calibrate_collectives(CLI::App& app);
 CommandRunner declare_fit_collectives(CLI::App& app);
 CommandRunner declare_serve(CLI::App& app);
@@ -28,6 +29,8 @@ const std::vector<CommandSpec>& all_commands() {
        declare_provision},
       {"merge", "Merge calibration files (ranks, runs, node kinds, networks) into one",
        declare_merge},
+      {"calibrate", "Measure this GPU (GEMMs, kernels, layers, collectives) into a calibration file",
+       declare_calibrate},
       {"calibrate-collectives",
        "Measure NCCL collectives, the p2p matrix and host-device copies (one node, or several "
        "processes under mpirun/srun)",

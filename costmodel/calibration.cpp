@@ -20,6 +20,17 @@ Dtype read_dtype(ObjectReader& r, std::string_view key) {
 
 Json json_or_null(const Json& j) { return j.is_null() ? Json::object() : j; }
 
+// Free-form diagnostic objects (method, trace): written when present, read back as they are.
+void put_optional(Json& j, const char* key, const Json& value) {
+  if (!value.is_null()) j[key] = value;
+}
+
+void read_optional(ObjectReader& r, std::string_view key, Json& out) {
+  if (!r.has(key)) return;
+  out = r.raw(key);
+  if (!out.is_object()) r.fail(key, "expected an object");
+}
+
 }  // namespace
 
 bool GemmShape::operator<(const GemmShape& o) const {
@@ -155,6 +166,8 @@ Json to_json(const GemmMeasurement& m) {
   if (!m.kernels.empty()) j["kernels"] = m.kernels;
   j["tensor_cores"] = m.tensor_cores;
   if (!m.algo.is_null()) j["algo"] = m.algo;
+  put_optional(j, "method", m.method);
+  put_optional(j, "trace", m.trace);
   return j;
 }
 
@@ -173,6 +186,8 @@ GemmMeasurement gemm_from_json(ObjectReader r) {
   if (r.has("kernels")) m.kernels = r.strings("kernels");
   m.tensor_cores = r.boolean_or("tensor_cores", false);
   if (r.has("algo")) m.algo = r.raw("algo");
+  read_optional(r, "method", m.method);
+  read_optional(r, "trace", m.trace);
   r.finish();
   return m;
 }
@@ -186,6 +201,8 @@ Json to_json(const KernelMeasurement& m) {
   j["flops"] = m.flops;
   j["time"] = to_json(m.time_s);
   j["GBps"] = m.bytes / m.time_s.median / 1e9;
+  put_optional(j, "method", m.method);
+  put_optional(j, "trace", m.trace);
   return j;
 }
 
@@ -198,6 +215,8 @@ KernelMeasurement kernel_from_json(ObjectReader r) {
   m.flops = r.non_negative_or("flops", 0);
   m.time_s = distribution_from_json(r.object("time"));
   r.optional_number("GBps");
+  read_optional(r, "method", m.method);
+  read_optional(r, "trace", m.trace);
   r.finish();
   return m;
 }
@@ -217,6 +236,8 @@ Json to_json(const LayerMeasurement& m) {
   j["backward_input"] = to_json(m.backward_input_s);
   j["backward_weight"] = to_json(m.backward_weight_s);
   j["activation_bytes"] = m.activation_bytes;
+  put_optional(j, "method", m.method);
+  put_optional(j, "trace", m.trace);
   return j;
 }
 
@@ -235,6 +256,8 @@ LayerMeasurement layer_from_json(ObjectReader r) {
   m.backward_input_s = distribution_from_json(r.object("backward_input"));
   m.backward_weight_s = distribution_from_json(r.object("backward_weight"));
   m.activation_bytes = r.integer_or("activation_bytes", 0);
+  read_optional(r, "method", m.method);
+  read_optional(r, "trace", m.trace);
   r.finish();
   return m;
 }

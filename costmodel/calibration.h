@@ -57,6 +57,8 @@ struct GemmMeasurement {
   std::vector<std::string> kernels;  // kernel names seen by CUPTI
   bool tensor_cores = false;         // whether those kernels use tensor cores
   Json algo;                         // cuBLASLt algorithm description, free form
+  Json method;  // optional: how it was measured (samples, launches, rotation, reference check)
+  Json trace;   // optional: CUPTI trace (kernel time, launch gap, event cross-check)
 };
 
 // One of our own kernels (kernels/) at one size.
@@ -67,6 +69,8 @@ struct KernelMeasurement {
   double bytes = 0;    // minimum bytes moved (each input read once, each output written once)
   double flops = 0;
   Distribution time_s;
+  Json method;  // optional: how it was measured
+  Json trace;   // optional: CUPTI trace
 };
 
 // A whole transformer layer's passes, timed on the GPU.
@@ -77,6 +81,8 @@ struct LayerMeasurement {
   int64_t tp = 1;
   Distribution forward_s, backward_input_s, backward_weight_s;
   int64_t activation_bytes = 0;  // kept for backward, measured
+  Json method;  // optional: how it was measured (samples, activation cross-checks)
+  Json trace;   // optional: CUPTI trace per pass
 };
 
 enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast,

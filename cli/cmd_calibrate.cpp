@@ -1,0 +1,108 @@
+// hetplan calibrate: measures the GPU it runs on into a calibration file (see docs/calibrate.md).
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "costmodel/errors.h"
+#include "profiler/common/dtypes.h"
+#include "profiler/common/options.h"
+#ifdef HETPLAN_HAVE_CUDA
+#include "profiler/calibrate.h"
+#endif
+
+namespace hetplan::cli {
+namespace {
+
+// The command line as typed (Linux), for the file's provenance.
+std::string own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out;
+  size_t start = 0;
+  while (start < raw.size()) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    std::string arg = raw.substr(start, end - start);
+    if (arg.find_first_of(" \t\"'") != std::string::npos) arg = "'" + arg + "'";
+    out += (out.empty() ? "" : " ") + arg;
+    start = end + 1;
+  }
+  return out;
+}
+
+int run(const profiler::CalibrateOptions& o) {
+#ifdef HETPLAN_HAVE_CUDA
+  const profiler::CalibrationOutcome r = profiler::run_calibration(o);
+  fmt::print("wrote {}\n", r.summary);
+  fmt::print("{} measured now, {} failed, {} from the journal of an earlier run\n", r.measured,
+             r.failed, r.resumed);
+  if (r.gpu_lost) {
+    fmt::print(stderr,
+               "hetplan: failed: the GPU context was lost; the file is partial. Run the "
+               "same command with --resume to continue\n");
+    return 1;
+  }
+  if (r.stopped) {
+    fmt::print(stderr,
+               "hetplan: interrupted: the file is partial; run the same command with "
+               "--resume to continue\n");
+    return 1;
+  }
+  return 0;
+#else
+  (void)o;
+  throw RuntimeFailure(
+      "this build of hetplan has no CUDA profiler (it was built without the "
+      "CUDA toolkit, or with HETPLAN_CUDA=OFF). `hetplan calibrate` needs a "
+      "CUDA build of hetplan on a machine with an NVIDIA GPU");
+#endif
+}
+
+}  // namespace
+
+CommandRunner declare_calibrate(CLI::App& app) {
+  auto o = std::make_shared<profiler::CalibrateOptions>();
+  auto dtypes = std::make_shared<std::string>();
+  app.add_option("--out", o->out, "Calibration file to write (its journal is FILE.journal)")
+      ->required();
+  app.add_flag("--quick", o->quick, "Coarse sweeps: under 2 minutes on an H100");
+  app.add_flag("--resume", o->resume,
+               "Continue FILE.journal: measure only what it does not hold yet");
+  app.add_flag("--retry-failed", o->retry_failed,
+               "With --resume: measure again what the journal records as failed");
+  app.add_flag("--gemm", o->gemm, "Generic cuBLASLt GEMM grid");
+  app.add_flag("--kernels", o->kernels, "Our kernels and the device copy bandwidth");
+  app.add_option("--layers", o->layer_models,
+                 "MODEL (repeatable): its layers' GEMMs and per-layer F/B/W timing")
+      ->type_name("MODEL");
+  app.add_flag("--collectives", o->collectives, "NCCL collectives, p2p and host-device copies");
+  app.add_option("--device", o->device, "GPU index (default 0)")->check(CLI::NonNegativeNumber);
+  app.add_option(
+      "--dtypes", *dtypes,
+      "GEMM dtypes, comma-separated: fp32,tf32,fp16,bf16,fp8 (default: all the GPU has)");
+  app.add_option("--micro-batches", o->micro_batches,
+                 "Micro-batch sizes for --layers (default 1 2 4 8)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--tp", o->tensor_widths, "Tensor-parallel widths for --layers (default 1 2 4 8)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seq-len", o->seq_len, "Sequence length for --layers (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag_callback(
+      "--no-cupti", [o] { o->cupti = false; }, "Do not trace kernels with CUPTI");
+  app.add_option("--stop-after", o->stop_after,
+                 "Stop after N new measurements as if interrupted (for testing --resume)")
+      ->check(CLI::PositiveNumber);
+  app.footer("With no section flag, every section runs (--layers with gpt2-medium and llama2-7b).");
+  return [o, dtypes] {
+    if (!dtypes->empty()) o->dtypes = profiler::parse_dtype_list(*dtypes);
+    o->command_line = own_command_line();
+    return run(*o);
+  };
+}
+
+}  // namespace hetplan::cli

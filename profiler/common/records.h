@@ -1,0 +1,46 @@
+// Journal records of a calibration and their assembly into the calibration file. Every finished
+// measurement is journalled under a key whose first segment names its list in the file:
+//   gemm/...        GemmMeasurement        (the generic grid and the --layers GEMMs)
+//   kernel/...      KernelMeasurement      (our kernels and the device copy probe)
+//   layer/...       LayerMeasurement       (per-layer F/B/W timing)
+//   collective/...  CollectiveMeasurement  (issue 6)
+//   p2p/...         P2pMeasurement
+//   host_device/... HostDeviceMeasurement
+//   context/...     the provenance of each run that wrote to the journal (not a measurement)
+// A measurement that failed is journalled under its own key as {"failed": {"what", "error"}}.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "costmodel/calibration.h"
+
+namespace hetplan {
+class Journal;
+}
+
+namespace hetplan::profiler {
+
+// The record of a failed measurement.
+Json failure_record(const std::string& what, const std::string& error);
+bool is_failure_record(const Json& record);
+// Whether the journal holds a successful measurement under `key`.
+bool measured(const Journal& journal, const std::string& key);
+// Whether `key` needs no measuring: measured, or failed when failures are not retried.
+bool finished(const Journal& journal, const std::string& key, bool retry_failed);
+// Journal key under which a run's provenance is kept ("context/<date>").
+std::string context_key(const Provenance& p);
+
+// Result of assembling a journal: the file, and records it could not read (with why).
+struct Assembly {
+  CalibrationFile file;
+  int64_t measurements = 0;
+  int64_t unreadable = 0;
+};
+
+// Builds the calibration file from every record in the journal, under `context`. Records that do
+// not parse become FailedMeasurements (never an abort: a calibration keeps what it has). Earlier
+// runs' provenance records are summarised in context.notes.
+Assembly assemble(const Journal& journal, Provenance context);
+
+}  // namespace hetplan::profiler

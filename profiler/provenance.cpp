@@ -1,0 +1,88 @@
+#include "profiler/provenance.h"
+
+#include <dlfcn.h>
+
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include "costmodel/preset_table.h"
+#include "profiler/common/gpu_type.h"
+#include "profiler/common/run_info.h"
+#include "profiler/cuda_check.h"
+#include "profiler/gemm/lt_gemm.h"
+
+namespace hetplan::profiler {
+namespace {
+
+bool gpu_preset_exists(const std::string& key) {
+  for (const auto& p : embedded_presets())
+    if (p.kind == "gpus" && p.name == key) return true;
+  return false;
+}
+
+void add_note(Provenance& p, const std::string& note) {
+  p.notes += (p.notes.empty() ? "" : "; ") + note;
+}
+
+}  // namespace
+
+std::string nvml_driver_version() {
+  // NVML comes with the driver, not the toolkit: load it at run time so hetplan starts without it.
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (lib == nullptr) return "";
+  using InitFn = int (*)();
+  using VersionFn = int (*)(char*, unsigned);
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
+  auto version = reinterpret_cast<VersionFn>(dlsym(lib, "nvmlSystemGetDriverVersion"));
+  auto shutdown = reinterpret_cast<InitFn>(dlsym(lib, "nvmlShutdown"));
+  std::string out;
+  if (init && version && shutdown && init() == 0) {
+    char buf[96] = {};
+    if (version(buf, sizeof(buf)) == 0) out = buf;
+    shutdown();
+  }
+  dlclose(lib);
+  return out;
+}
+
+std::string nccl_version() {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "";
+  // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
+  return fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
+}
+
+Provenance measure_provenance(const CalibrateOptions& options, const DeviceInfo& d,
+                              std::vector<std::string>* warnings) {
+  Provenance p = base_provenance(options, host_name());
+  p.gpu_name = d.name;
+  const GpuTypeKey type = gpu_type_key(d.name, d.memory_bytes);
+  p.gpu_type = type.key;
+  if (!type.known) {
+    const std::string w = fmt::format(
+        "GPU \"{}\" has no hetplan type key; using \"{}\" (add a preset in presets/gpus or map "
+        "the name in profiler/common/gpu_type.cpp)",
+        d.name, type.key);
+    if (warnings) warnings->push_back(w);
+    add_note(p, w);
+  } else if (!gpu_preset_exists(type.key)) {
+    add_note(p, fmt::format("no preset presets/gpus/{}.yaml yet", type.key));
+  }
+  p.gpu_count = visible_device_count();
+  p.sm_count = d.sm_count;
+  p.sm_clock_mhz = d.sm_clock_mhz;
+  p.memory_clock_mhz = d.memory_clock_mhz;
+  p.memory_bytes = d.memory_bytes;
+  p.l2_bytes = d.l2_bytes;
+  const std::string nvml = nvml_driver_version();
+  p.driver = nvml.empty() ? fmt::format("CUDA {}", cuda_version_text(d.driver_version))
+                          : fmt::format("{} (CUDA {})", nvml, cuda_version_text(d.driver_version));
+  p.cuda_runtime = cuda_version_text(d.runtime_version);
+  p.cublas = LtHandle::version();
+  p.nccl = nccl_version();
+  add_note(p, fmt::format("device {} (PCI {}), compute capability {}.{}, memory bus {} bits",
+                          d.index, d.pci_bus_id, d.cc_major, d.cc_minor, d.memory_bus_bits));
+  return p;
+}
+
+}  // namespace hetplan::profiler

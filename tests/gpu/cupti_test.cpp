@@ -1,0 +1,58 @@
+// CUPTI tracing of a measured GEMM: kernels are recorded, named, and agree with the CUDA events.
+#include <gtest/gtest.h>
+
+#include "profiler/common/kernel_names.h"
+#include "profiler/cuda_check.h"
+#include "profiler/cupti_trace.h"
+#include "profiler/device.h"
+#include "profiler/device_fill.h"
+#include "profiler/gemm/lt_gemm.h"
+#include "profiler/timing.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace hetplan::profiler {
+namespace {
+
+TEST(CuptiOnGpu, RecordsTheKernelsOfAGemm) {
+  HETPLAN_REQUIRE_GPU();
+  const DeviceInfo info = query_device(0);
+  CUDA_CHECK(cudaSetDevice(0));
+  CuptiTracer tracer(true);
+  if (!tracer.available()) GTEST_SKIP() << tracer.unavailable_reason();
+  const Dtype dtype = info.has_bf16() ? Dtype::kBf16 : Dtype::kFp16;
+  const GemmShape s{4096, 4096, 4096, 1, true, false};
+  LtHandle handle;
+  LtGemm gemm(handle.get(), dtype, s, nullptr);
+  DeviceBuffer a(s.m * s.k * 2, "A"), b(s.k * s.n * 2, "B"), c(s.m * s.n * 2, "C");
+  DeviceBuffer ws(kGemmWorkspaceBytes, "workspace");
+  CudaStream stream;
+  fill_uniform(a.get(), s.m * s.k, dtype, 1, 1.0f, stream.get());
+  fill_uniform(b.get(), s.k * s.n, dtype, 2, 1.0f, stream.get());
+  const LaunchFn launch = [&](int64_t) {
+    gemm.run(a.get(), b.get(), c.get(), ws.get(), stream.get());
+  };
+  const Timing timing = time_launches(launch, stream.get(), TimingOptions{});
+  const TraceResult trace = tracer.trace(
+      [&] {
+        for (int i = 0; i < 10; ++i) launch(i);
+      },
+      stream.get(), 10);
+  ASSERT_GE(trace.kernel_count, 10);  // at least one kernel per product
+  ASSERT_FALSE(trace.kernels.empty());
+  EXPECT_FALSE(trace.kernels[0].name.empty());
+  EXPECT_GT(trace.kernel_s, 0);
+  EXPECT_GT(trace.span_s, 0);
+  // A 4096^3 product runs for hundreds of microseconds: the event and CUPTI clocks agree, and
+  // the traced time per product is close to the untraced median.
+  EXPECT_LT(std::abs(trace.event_vs_cupti()), kTraceDisagreement) << trace.event_vs_cupti();
+  EXPECT_NEAR(trace.event_s / 10, timing.per_launch_s.median, 0.1 * timing.per_launch_s.median);
+  const Json j = trace.to_json(timing.per_launch_s.median);
+  EXPECT_FALSE(j["disagreement"].get<bool>());
+  if (info.has_bf16()) {
+    EXPECT_TRUE(any_tensor_core(trace.names())) << trace.names()[0];
+  }
+  std::cout << "bf16 4096^3 kernels: " << trace.names()[0] << "\n";
+}
+
+}  // namespace
+}  // namespace hetplan::profiler

@@ -1,0 +1,127 @@
+// Journal records, resume (planned minus journalled = remaining) and assembling the file.
+#include "profiler/common/records.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+
+#include "costmodel/journal.h"
+#include "profiler/common/gemm_plan.h"
+#include "profiler/common/plan.h"
+
+namespace hetplan::profiler {
+namespace {
+
+std::filesystem::path temp_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() /
+         ("hetplan_records_" + std::to_string(::getpid()) + "_" + name);
+}
+
+GemmMeasurement sample_gemm(int64_t m) {
+  GemmMeasurement g;
+  g.dtype = Dtype::kBf16;
+  g.shape = {m, 64, 64, 1, true, false};
+  g.origin = "grid";
+  g.time_s = summarize({2e-6, 3e-6, 4e-6});
+  g.kernels = {"nvjet_tst_64x8"};
+  g.tensor_cores = true;
+  g.trace = Json{{"gap_s_per_launch", 1e-6}};
+  return g;
+}
+
+Provenance context_of(const std::string& date) {
+  Provenance p;
+  p.source = "measured";
+  p.gpu_name = "NVIDIA H100 80GB HBM3";
+  p.gpu_type = "h100-sxm";
+  p.host = "gpu1";
+  p.date = date;
+  return p;
+}
+
+TEST(Records, RemainingIsThePlanMinusTheJournal) {
+  const auto path = temp_path("remaining.journal");
+  const auto plan = gemm_items(gemm_grid(true, {Dtype::kFp16}), "gemm", true);
+  ASSERT_EQ(plan.size(), 27u);
+  {
+    Journal j(path, false);
+    j.append(plan[0].key, to_json(sample_gemm(128)));
+    j.append(plan[5].key, failure_record(plan[5].label, "not supported"));
+    j.append("gemm/bf16/1x1x1x1/TN", to_json(sample_gemm(1)));  // not in this plan
+  }
+  Journal resumed(path, true);
+  const auto todo = remaining(plan, resumed);
+  EXPECT_EQ(todo.size(), 25u);
+  for (const auto& item : todo) {
+    EXPECT_NE(item.key, plan[0].key);
+    EXPECT_NE(item.key, plan[5].key);
+  }
+  // --retry-failed measures the failure again, never the finished measurement.
+  const auto retry = remaining(plan, resumed, true);
+  EXPECT_EQ(retry.size(), 26u);
+  EXPECT_EQ(retry[4].key, plan[5].key);
+  const PlanSummary s = summarize_plan(plan, &resumed);
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_EQ(s.items(), 27);
+  EXPECT_EQ(s.done(), 2);
+  std::filesystem::remove(path);
+}
+
+TEST(Records, AssembleBuildsTheFileFromEveryRecord) {
+  const auto path = temp_path("assemble.journal");
+  {
+    Journal j(path, false);
+    j.append("context/2026-11-20T10:00:00Z", to_json(context_of("2026-11-20T10:00:00Z")));
+    j.append("gemm/bf16/128x64x64x1/TN", to_json(sample_gemm(128)));
+    j.append("gemm/bf16/256x64x64x1/TN", failure_record("bf16 256x64x64 TN", "incorrect"));
+    j.append("gemm/bf16/512x64x64x1/TN", Json{{"dtype", "bf16"}});  // unreadable
+    j.append("mystery/1", Json{{"x", 1}});                          // unknown kind
+    KernelMeasurement k;
+    k.kernel = "d2d_copy";
+    k.dtype = Dtype::kFp32;
+    k.bytes = 2e9;
+    k.time_s = summarize({1e-3});
+    j.append("kernel/d2d_copy/1000000000", to_json(k));
+    j.append("context/2026-11-21T09:00:00Z", to_json(context_of("2026-11-21T09:00:00Z")));
+  }
+  Journal j(path, true);
+  const Assembly a = assemble(j, context_of("2026-11-21T09:00:00Z"));
+  ASSERT_EQ(a.file.gemm.size(), 1u);
+  EXPECT_EQ(a.file.gemm[0].shape.m, 128);
+  EXPECT_DOUBLE_EQ(a.file.gemm[0].trace["gap_s_per_launch"].get<double>(), 1e-6);
+  ASSERT_EQ(a.file.kernels.size(), 1u);
+  EXPECT_EQ(a.measurements, 2);
+  EXPECT_EQ(a.unreadable, 2);
+  ASSERT_EQ(a.file.failures.size(), 3u);
+  EXPECT_EQ(a.file.failures[0].what, "bf16 256x64x64 TN");
+  EXPECT_EQ(a.file.failures[0].error, "incorrect");
+  // The earlier run (20 Nov) is noted; this run's own context record is not.
+  EXPECT_NE(a.file.context.notes.find("1 earlier run(s): 2026-11-20T10:00:00Z on gpu1"),
+            std::string::npos)
+      << a.file.context.notes;
+  EXPECT_EQ(a.file.context.notes.find("2026-11-21"), std::string::npos);
+
+  // The assembled file saves and loads like any calibration file.
+  const auto out = temp_path("assembled.json");
+  save_calibration(a.file, out);
+  const CalibrationFile back = load_calibration(out);
+  EXPECT_EQ(back.gemm.size(), 1u);
+  EXPECT_EQ(back.failures.size(), 3u);
+  EXPECT_EQ(back.context.gpu_type, "h100-sxm");
+  std::filesystem::remove(out);
+  std::filesystem::remove(path);
+}
+
+TEST(Records, PlanTextCountsPerSection) {
+  std::vector<PlanItem> plan = {
+      {"gemm", "a", "a", 30, {}}, {"gemm", "b", "b", 30, {}}, {"kernels", "c", "c", 125, {}}};
+  const std::string text = format_plan(summarize_plan(plan, nullptr));
+  EXPECT_NE(text.find("gemm              2 measurements, about 1m00s"), std::string::npos) << text;
+  EXPECT_NE(text.find("kernels           1 measurements, about 2m05s"), std::string::npos) << text;
+  EXPECT_NE(text.find("total             3 measurements, about 3m05s"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace hetplan::profiler
