@@ -1,0 +1,307 @@
+#include "search/pipeline/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "costmodel/errors.h"
+
+namespace hetplan::pipeline {
+namespace {
+
+constexpr double kNotYet = std::numeric_limits<double>::quiet_NaN();
+// How far past a waiting pass the guided executor looks for a ready B or a W that fits a gap.
+constexpr int kGuidedWindow = 8;
+
+std::vector<double> expand(const std::vector<double>& values, size_t n, const char* what,
+                           bool required) {
+  if (values.empty()) {
+    if (required) throw InputError(fmt::format("{}: no values given", what));
+    return std::vector<double>(n, 0.0);
+  }
+  if (values.size() != 1 && values.size() != n)
+    throw InputError(fmt::format("{}: {} values given, expected 1 or {}", what, values.size(), n));
+  for (double v : values)
+    if (!std::isfinite(v) || v < 0)
+      throw InputError(fmt::format("{}: {} is not a finite non-negative number", what, v));
+  return values.size() == n ? values : std::vector<double>(n, values.front());
+}
+
+// Shared state of one simulation: pass times indexed by (op, stage, micro-batch).
+class Run {
+ public:
+  Run(const PassOrder& order, const StageTimes& times)
+      : o_(order),
+        t_(times),
+        stages_(order.stages),
+        m_(order.microbatches),
+        start_(3 * static_cast<size_t>(stages_) * m_, kNotYet),
+        end_(start_.size(), kNotYet),
+        executed_(order.devices) {}
+
+  size_t id(Op op, int stage, int mb) const {
+    return (static_cast<size_t>(op) * stages_ + stage) * m_ + mb;
+  }
+  size_t id(const Pass& p) const { return id(p.op, p.stage, p.microbatch); }
+
+  double duration(const Pass& p) const {
+    switch (p.op) {
+      case Op::kF: return t_.forward_s[p.stage];
+      case Op::kB:
+        return o_.split_backward ? t_.backward_input_s[p.stage]
+                                 : t_.backward_input_s[p.stage] + t_.backward_weight_s[p.stage];
+      case Op::kW: return t_.backward_weight_s[p.stage];
+    }
+    return 0;
+  }
+
+  // Delay between adjacent stages a and a+1: p2p where they sit on different devices.
+  double hop(int a) const {
+    return o_.device_of_stage[a] == o_.device_of_stage[a + 1] ? 0.0 : t_.p2p_s[a];
+  }
+
+  // When `p` may start, or NaN with `missing` set to the unfinished dependency.
+  double ready(const Pass& p, size_t* missing) const {
+    auto need = [&](size_t dep, double extra) {
+      const double e = end_[dep];
+      if (std::isnan(e)) *missing = dep;
+      return e + extra;
+    };
+    switch (p.op) {
+      case Op::kF:
+        return p.stage == 0 ? 0.0 : need(id(Op::kF, p.stage - 1, p.microbatch), hop(p.stage - 1));
+      case Op::kB: {
+        const double own = need(id(Op::kF, p.stage, p.microbatch), 0.0);
+        if (p.stage == stages_ - 1 || std::isnan(own)) return own;
+        const double next = need(id(Op::kB, p.stage + 1, p.microbatch), hop(p.stage));
+        return std::isnan(next) ? next : std::max(own, next);
+      }
+      case Op::kW: return need(id(Op::kB, p.stage, p.microbatch), 0.0);
+    }
+    return kNotYet;
+  }
+
+  // Devices other than the pass's own whose next pass may depend on it.
+  template <typename Fn>
+  void for_dependent_devices(const Pass& p, Fn&& fn) const {
+    if (p.op == Op::kF && p.stage + 1 < stages_) fn(o_.device_of_stage[p.stage + 1]);
+    if (p.op == Op::kB && p.stage > 0) fn(o_.device_of_stage[p.stage - 1]);
+  }
+
+  double run(int device, const Pass& p, double at) {
+    const size_t i = id(p);
+    start_[i] = at;
+    end_[i] = at + duration(p);
+    executed_[device].push_back(p);
+    return end_[i];
+  }
+
+  PipelineResult result(bool record) const;
+  const std::vector<double>& end() const { return end_; }
+
+ private:
+  const PassOrder& o_;
+  const StageTimes& t_;
+  int stages_, m_;
+  std::vector<double> start_, end_;
+  std::vector<std::vector<Pass>> executed_;
+};
+
+PipelineResult Run::result(bool record) const {
+  PipelineResult r;
+  r.variant = o_.variant;
+  const int p = o_.devices;
+  const Op release = o_.split_backward ? Op::kW : Op::kB;
+  const bool bytes = !t_.activation_bytes.empty();
+  double first = std::numeric_limits<double>::infinity(), last = 0, busy_total = 0;
+  r.peak_activation.assign(p, 0);
+  if (bytes) r.peak_activation_bytes.assign(p, 0.0);
+  for (int d = 0; d < p; ++d) {
+    const auto& seq = executed_[d];
+    if (seq.empty()) continue;
+    double busy = 0, held_bytes = 0;
+    int held = 0;
+    for (const Pass& ps : seq) {
+      const size_t i = id(ps);
+      busy += end_[i] - start_[i];
+      if (ps.op == Op::kF) {
+        r.peak_activation[d] = std::max(r.peak_activation[d], ++held);
+        if (bytes) {
+          held_bytes += t_.activation_bytes[ps.stage];
+          r.peak_activation_bytes[d] = std::max(r.peak_activation_bytes[d], held_bytes);
+        }
+      } else if (ps.op == release) {
+        --held;
+        if (bytes) held_bytes -= t_.activation_bytes[ps.stage];
+      }
+      if (record)
+        r.timeline.push_back({d, "FBW"[static_cast<int>(ps.op)], ps.microbatch,
+                              o_.chunk_of_stage[ps.stage], ps.stage, start_[i], end_[i]});
+    }
+    const double d_first = start_[id(seq.front())], d_last = end_[id(seq.back())];
+    first = std::min(first, d_first);
+    last = std::max(last, d_last);
+    busy_total += busy;
+    const double span = d_last - d_first;
+    if (span > 0) r.max_device_bubble_rate = std::max(r.max_device_bubble_rate, 1 - busy / span);
+  }
+  r.makespan_s = last > first ? last - first : 0;
+  if (r.makespan_s > 0) r.bubble_rate = std::max(0.0, 1 - busy_total / (p * r.makespan_s));
+  return r;
+}
+
+// Exact executor: a device waits on its next pass; finishing a pass wakes the devices waiting on it.
+PipelineResult run_exact(const PassOrder& order, const StageTimes& times, bool record) {
+  Run run(order, times);
+  const int p = order.devices;
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  std::vector<size_t> next(p, 0), blocked_on(p, kNone);
+  std::vector<double> free_at(p, 0.0);
+  std::vector<int> work(p);
+  for (int d = 0; d < p; ++d) work[d] = p - 1 - d;
+  while (!work.empty()) {
+    const int d = work.back();
+    work.pop_back();
+    blocked_on[d] = kNone;
+    const auto& list = order.per_device[d];
+    while (next[d] < list.size()) {
+      const Pass& ps = list[next[d]];
+      size_t missing = kNone;
+      const double r = run.ready(ps, &missing);
+      if (std::isnan(r)) {
+        blocked_on[d] = missing;
+        break;
+      }
+      free_at[d] = run.run(d, ps, std::max(free_at[d], r));
+      ++next[d];
+      const size_t done = run.id(ps);
+      run.for_dependent_devices(ps, [&](int other) {
+        if (blocked_on[other] == done) {
+          blocked_on[other] = kNone - 1;  // queued
+          work.push_back(other);
+        }
+      });
+    }
+  }
+  for (int d = 0; d < p; ++d)
+    if (next[d] != order.per_device[d].size())
+      throw std::logic_error(fmt::format("pipeline order '{}' deadlocks on device {}",
+                                         order.variant, d));
+  return run.result(record);
+}
+
+// Guided executor: list scheduling in time order with the pass order as priority.
+PipelineResult run_guided(const PassOrder& order, const StageTimes& times, bool record) {
+  Run run(order, times);
+  const int p = order.devices;
+  std::vector<std::vector<char>> taken(p);
+  std::vector<size_t> head(p, 0), left(p);
+  std::vector<double> free_at(p, 0.0), scheduled(p, kNotYet);
+  for (int d = 0; d < p; ++d) {
+    taken[d].assign(order.per_device[d].size(), 0);
+    left[d] = order.per_device[d].size();
+  }
+  using Event = std::pair<double, int>;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  auto wake = [&](int d, double at) {
+    if (left[d] == 0) return;
+    at = std::max(at, free_at[d]);
+    if (std::isnan(scheduled[d]) || at < scheduled[d]) {
+      scheduled[d] = at;
+      events.push({at, d});
+    }
+  };
+  for (int d = 0; d < p; ++d) wake(d, 0.0);
+  size_t ignored = 0;
+  while (!events.empty()) {
+    const auto [t, d] = events.top();
+    events.pop();
+    if (t != scheduled[d]) continue;  // superseded by an earlier wake-up
+    scheduled[d] = kNotYet;
+    const auto& list = order.per_device[d];
+    while (head[d] < list.size() && taken[d][head[d]]) ++head[d];
+    const size_t h = head[d];
+    const double head_ready = run.ready(list[h], &ignored);
+    const bool head_now = !std::isnan(head_ready) && head_ready <= t;
+    size_t pick = list.size();
+    // The first B within the window and before the next F, if it is ready now.
+    auto ready_b = [&]() -> size_t {
+      int seen = 0;
+      for (size_t j = h + 1; j < list.size() && seen < kGuidedWindow; ++j) {
+        if (taken[d][j]) continue;
+        ++seen;
+        if (list[j].op == Op::kF) break;
+        if (list[j].op == Op::kB) {
+          const double r = run.ready(list[j], &ignored);
+          return !std::isnan(r) && r <= t ? j : list.size();
+        }
+      }
+      return list.size();
+    };
+    if (head_now) {
+      pick = h;
+      if (list[h].op == Op::kW) {
+        const size_t b = ready_b();
+        if (b < list.size()) pick = b;  // the B feeds another device; the W can wait
+      }
+    } else {
+      pick = ready_b();
+      if (pick == list.size() && !std::isnan(head_ready)) {
+        int seen = 0;
+        for (size_t j = h + 1; j < list.size() && seen < kGuidedWindow; ++j) {
+          if (taken[d][j]) continue;
+          ++seen;
+          if (list[j].op == Op::kF) break;
+          if (list[j].op != Op::kW) continue;
+          const double r = run.ready(list[j], &ignored);
+          if (!std::isnan(r) && r <= t && t + run.duration(list[j]) <= head_ready) pick = j;
+          break;
+        }
+      }
+    }
+    if (pick == list.size()) {
+      if (!std::isnan(head_ready)) wake(d, head_ready);
+      continue;  // otherwise a finishing dependency wakes this device
+    }
+    const Pass ps = list[pick];
+    taken[d][pick] = 1;
+    --left[d];
+    const double end = run.run(d, ps, t);
+    free_at[d] = end;
+    wake(d, end);
+    run.for_dependent_devices(ps, [&](int other) { wake(other, end); });
+  }
+  for (int d = 0; d < p; ++d)
+    if (left[d] != 0)
+      throw std::logic_error(fmt::format("pipeline order '{}' deadlocks on device {} (guided)",
+                                         order.variant, d));
+  return run.result(record);
+}
+
+}  // namespace
+
+StageTimes expand_times(const PipelineProblem& problem, int stages) {
+  StageTimes t;
+  const size_t n = static_cast<size_t>(stages);
+  t.forward_s = expand(problem.forward_s, n, "forward time", true);
+  t.backward_input_s = expand(problem.backward_input_s, n, "backward-input time", true);
+  t.backward_weight_s = expand(problem.backward_weight_s, n, "backward-weight time", false);
+  t.p2p_s = expand(problem.p2p_s, n > 1 ? n - 1 : 1, "p2p time", false);
+  if (!problem.activation_bytes.empty())
+    t.activation_bytes = expand(problem.activation_bytes, n, "activation bytes", false);
+  return t;
+}
+
+PipelineResult execute(const PassOrder& order, const StageTimes& times, Executor executor,
+                       bool record_timeline) {
+  return executor == Executor::kExact ? run_exact(order, times, record_timeline)
+                                      : run_guided(order, times, record_timeline);
+}
+
+}  // namespace hetplan::pipeline
