@@ -23,8 +23,11 @@ struct Entry {
 constexpr Reorder kReorders[] = {Reorder::kBoth, Reorder::kNone, Reorder::kWarmupAndCooldown,
                                  Reorder::kCooldownOnly};
 
-void add_block(Candidates& c, const BuildingBlock& block, int m, int limit) {
-  for (Reorder r : kReorders) c.orders.push_back(expand_block(block, m, limit, r));
+void add_block(Candidates& c, const Shape& s, const BuildingBlock& block, int limit) {
+  for (Reorder r : kReorders) {
+    if (s.large && !c.orders.empty()) break;
+    c.orders.push_back(expand_block(block, s.microbatches, limit, r));
+  }
   c.try_guided = true;
 }
 
@@ -49,14 +52,14 @@ Candidates own_zb(const Shape& s, const ZbRule& rule, const char* name) {
 }
 Candidates own_zb_h1(const Shape& s) { return own_zb(s, zb_h1_rule(s.devices), "zb-h1"); }
 Candidates own_zb_h2(const Shape& s) { return own_zb(s, zb_h2_rule(s.devices), "zb-h2"); }
-Candidates own_block(const BuildingBlock& block, int m) {
+Candidates own_block(const Shape& s, const BuildingBlock& block) {
   Candidates c;
-  add_block(c, block, m, 0);
+  add_block(c, s, block, 0);
   return c;
 }
-Candidates own_v_min(const Shape& s) { return own_block(v_min_block(s.devices), s.microbatches); }
-Candidates own_v_half(const Shape& s) { return own_block(v_half_block(s.devices), s.microbatches); }
-Candidates own_v_zb(const Shape& s) { return own_block(v_zb_block(s.devices), s.microbatches); }
+Candidates own_v_min(const Shape& s) { return own_block(s, v_min_block(s.devices)); }
+Candidates own_v_half(const Shape& s) { return own_block(s, v_half_block(s.devices)); }
+Candidates own_v_zb(const Shape& s) { return own_block(s, v_zb_block(s.devices)); }
 
 const std::vector<Entry>& table() {
   static const std::vector<Entry> kTable = {
@@ -122,13 +125,15 @@ void drop_duplicates(Candidates& c) {
   c.orders = std::move(kept);
 }
 
-// The V family under limit K: every block whose plain repetition fits, reordered up to K; below
-// V-Min's own peak, V-Min's block repeated at a longer interval (fewer micro-batches in flight).
+// The V family under limit K: every block whose plain repetition fits, reordered up to K (the
+// one with the most memory first); below V-Min's own peak, V-Min's block repeated at a longer
+// interval (fewer micro-batches in flight).
 Candidates v_family(const Shape& s) {
   Candidates c;
   const int p = s.devices, m = s.microbatches;
-  for (const BuildingBlock& b : {v_min_block(p), v_half_block(p), v_zb_block(p)})
-    if (block_peak(b, m) <= s.limit) add_block(c, b, m, s.limit);
+  for (const BuildingBlock& b : {v_zb_block(p), v_half_block(p), v_min_block(p)})
+    if ((!s.large || c.orders.empty()) && block_peak(b, std::min(m, 4 * p + 8)) <= s.limit)
+      add_block(c, s, b, s.limit);
   if (!c.orders.empty()) return c;
   const BuildingBlock base = v_min_block(p);
   int span = 0;
@@ -140,7 +145,7 @@ Candidates v_family(const Shape& s) {
     // The peak settles once the blocks that overlap the first one are all present.
     const int sample = std::min(m, span / interval + 3);
     if (block_peak(b, sample) > s.limit) continue;
-    add_block(c, b, m, s.limit);
+    add_block(c, s, b, s.limit);
     return c;
   }
   c.feasible = false;
@@ -160,14 +165,14 @@ Candidates family_candidates(const Shape& s, Family family) {
       c.orders.push_back(interleaved_order(p, m, s.chunks, k));
       return c;
     case Family::kZeroBubble: {
+      if (2 * p - 1 <= k) c.orders.push_back(own_zb_h2(s).orders.front());
+      if (p <= k) c.orders.push_back(own_zb_h1(s).orders.front());
       const char* shapes[] = {"H1-like", "H2-like", "gap-filling"};
       int i = 0;
       for (const ZbRule& rule : zb_limited_rules(p, k)) {
         c.orders.push_back(zb_order(p, m, rule));
         c.orders.back().variant = fmt::format("zb, at most {} held ({})", k, shapes[i++]);
       }
-      if (p <= k) c.orders.push_back(own_zb_h1(s).orders.front());
-      if (2 * p - 1 <= k) c.orders.push_back(own_zb_h2(s).orders.front());
       c.try_guided = true;
       return c;
     }
@@ -206,6 +211,7 @@ Shape resolve_shape(std::string_view schedule, const PipelineProblem& problem) {
     throw InputError(fmt::format("chunks: {} runs {} chunk(s) per device, not {}", e.info.name,
                                  e.info.default_chunks, s.chunks));
   const double passes = 3.0 * s.devices * s.chunks * s.microbatches;
+  s.large = passes > kLargePasses;
   if (passes > 2.0e8)
     throw InputError(fmt::format("pipeline of {} devices x {} chunks x {} micro-batches is too "
                                  "large to simulate (at most 2e8 passes)",
@@ -233,6 +239,10 @@ Candidates build_candidates(const Shape& s) {
     return c;
   }
   c = s.limit > 0 ? family_candidates(s, e.family) : e.own(s);
+  if (s.large) {
+    c.orders.resize(std::min<size_t>(c.orders.size(), 1));
+    c.try_guided = false;
+  }
   drop_duplicates(c);
   return c;
 }

@@ -23,7 +23,12 @@ struct Candidates {
 struct Shape {
   const ScheduleInfo* info = nullptr;
   int devices = 1, microbatches = 1, chunks = 1, limit = 0;
+  // Above kLargePasses passes only the first (primary) construction is built and it is timed
+  // exactly, so that one simulation stays within tens of milliseconds.
+  bool large = false;
 };
+
+inline constexpr double kLargePasses = 262144;
 
 // Resolves defaults and checks the problem's shape; throws InputError when it is malformed.
 Shape resolve_shape(std::string_view schedule, const PipelineProblem& problem);

@@ -63,18 +63,22 @@ int interleaved_min_in_flight(int p, int m, int v) {
 PassOrder interleaved_order(int p, int m, int v, int in_flight) {
   PassOrder o = make_order(Placement::kLinear, p, v, m, false);
   o.variant = v == 1 ? "interleaved (1 chunk = 1f1b)" : fmt::format("interleaved, {} chunks", v);
-  const auto fwd = interleaved_sequence(p, m, v, false);
-  const auto bwd = interleaved_sequence(p, m, v, true);
-  const int total = m * v;
+  // A last group smaller than p can deadlock the 1F1B alternation, so such an order is built for
+  // m rounded up to whole groups and the passes of the padding micro-batches are then dropped
+  // (dropping passes from a deadlock-free order keeps it deadlock-free).
+  const int padded = m > p && m % p != 0 ? (m / p + 1) * p : m;
+  const auto fwd = interleaved_sequence(p, padded, v, false);
+  const auto bwd = interleaved_sequence(p, padded, v, true);
+  const int total = padded * v;
   const int floor_warmup = interleaved_min_in_flight(p, m, v) - 1;
   for (int d = 0; d < p; ++d) {
     int warmup = std::min(total, 2 * (p - 1 - d) + (v - 1) * p);
-    if (m == p) warmup = total;  // as Megatron-LM does: one group fits entirely in flight
+    if (padded == p) warmup = total;  // as Megatron-LM does: one group fits entirely in flight
     if (in_flight > 0) warmup = std::min(warmup, std::max(in_flight - 1, floor_warmup));
     auto& seq = o.per_device[d];
-    seq.reserve(2 * static_cast<size_t>(total));
+    seq.reserve(2 * static_cast<size_t>(m) * v);
     auto pass = [&](Op op, std::pair<int, int> mc) {
-      seq.push_back({op, mc.second * p + d, mc.first});
+      if (mc.first < m) seq.push_back({op, mc.second * p + d, mc.first});
     };
     int f = 0;
     for (; f < warmup; ++f) pass(Op::kF, fwd[f]);

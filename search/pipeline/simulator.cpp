@@ -36,17 +36,27 @@ std::vector<double> expand(const std::vector<double>& values, size_t n, const ch
 // Shared state of one simulation: pass times indexed by (op, stage, micro-batch).
 class Run {
  public:
-  Run(const PassOrder& order, const StageTimes& times)
+  // `keep_sequence`: remember the order passes actually ran in (the guided executor changes it).
+  Run(const PassOrder& order, const StageTimes& times, bool keep_sequence)
       : o_(order),
         t_(times),
         stages_(order.stages),
         m_(order.microbatches),
-        start_(3 * static_cast<size_t>(stages_) * m_, kNotYet),
-        end_(start_.size(), kNotYet),
-        executed_(order.devices) {}
+        start_(workspace(0)),
+        end_(workspace(1)),
+        keep_sequence_(keep_sequence) {
+    const size_t n = 3 * static_cast<size_t>(stages_) * m_;
+    start_.assign(n, kNotYet);
+    end_.assign(n, kNotYet);
+    if (keep_sequence_) {
+      executed_.resize(order.devices);
+      for (int d = 0; d < order.devices; ++d) executed_[d].reserve(order.per_device[d].size());
+    }
+  }
 
+  // Passes of one micro-batch sit together: a pass's dependencies are a few entries away.
   size_t id(Op op, int stage, int mb) const {
-    return (static_cast<size_t>(op) * stages_ + stage) * m_ + mb;
+    return (static_cast<size_t>(mb) * 3 + static_cast<size_t>(op)) * stages_ + stage;
   }
   size_t id(const Pass& p) const { return id(p.op, p.stage, p.microbatch); }
 
@@ -98,7 +108,7 @@ class Run {
     const size_t i = id(p);
     start_[i] = at;
     end_[i] = at + duration(p);
-    executed_[device].push_back(p);
+    if (keep_sequence_) executed_[device].push_back(p);
     return end_[i];
   }
 
@@ -106,10 +116,18 @@ class Run {
   const std::vector<double>& end() const { return end_; }
 
  private:
+  // Per-thread buffers reused across runs: a search times many orders of similar size.
+  static std::vector<double>& workspace(int which) {
+    static thread_local std::vector<double> buffers[2];
+    return buffers[which];
+  }
+
   const PassOrder& o_;
   const StageTimes& t_;
   int stages_, m_;
-  std::vector<double> start_, end_;
+  std::vector<double>& start_;
+  std::vector<double>& end_;
+  bool keep_sequence_;
   std::vector<std::vector<Pass>> executed_;
 };
 
@@ -122,8 +140,13 @@ PipelineResult Run::result(bool record) const {
   double first = std::numeric_limits<double>::infinity(), last = 0, busy_total = 0;
   r.peak_activation.assign(p, 0);
   if (bytes) r.peak_activation_bytes.assign(p, 0.0);
+  if (record) {
+    size_t total = 0;
+    for (const auto& seq : o_.per_device) total += seq.size();
+    r.timeline.reserve(total);
+  }
   for (int d = 0; d < p; ++d) {
-    const auto& seq = executed_[d];
+    const auto& seq = keep_sequence_ ? executed_[d] : o_.per_device[d];
     if (seq.empty()) continue;
     double busy = 0, held_bytes = 0;
     int held = 0;
@@ -158,7 +181,7 @@ PipelineResult Run::result(bool record) const {
 
 // Exact executor: a device waits on its next pass; finishing a pass wakes the devices waiting on it.
 PipelineResult run_exact(const PassOrder& order, const StageTimes& times, bool record) {
-  Run run(order, times);
+  Run run(order, times, false);
   const int p = order.devices;
   constexpr size_t kNone = std::numeric_limits<size_t>::max();
   std::vector<size_t> next(p, 0), blocked_on(p, kNone);
@@ -198,7 +221,7 @@ PipelineResult run_exact(const PassOrder& order, const StageTimes& times, bool r
 
 // Guided executor: list scheduling in time order with the pass order as priority.
 PipelineResult run_guided(const PassOrder& order, const StageTimes& times, bool record) {
-  Run run(order, times);
+  Run run(order, times, true);
   const int p = order.devices;
   std::vector<std::vector<char>> taken(p);
   std::vector<size_t> head(p, 0), left(p);
