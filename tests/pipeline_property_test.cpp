@@ -119,6 +119,8 @@ PipelineProblem random_problem(Random& rnd, const ScheduleInfo& info) {
 
 TEST(PipelineProperties, RandomProblemsGiveValidTimelines) {
   Random rnd(20240611);
+  double gap_sum = 0;
+  int compared = 0;
   for (int trial = 0; trial < 60; ++trial)
     for (const ScheduleInfo& info : schedules()) {
       PipelineProblem pr = random_problem(rnd, info);
@@ -131,13 +133,38 @@ TEST(PipelineProperties, RandomProblemsGiveValidTimelines) {
                    " m=" + std::to_string(pr.microbatches) +
                    " limit=" + std::to_string(pr.activation_limit));
       check_timeline(info.name, pr, r);
-      // The search's fast path gives the same numbers.
+      // The search's fast path times only a shortlist of the orders: never faster than the full
+      // simulation, and close to it (see the mean below).
       const PipelineResult e = estimate(info.name, pr);
-      EXPECT_NEAR(e.makespan_s, r.makespan_s, 1e-9 * r.makespan_s);
-      EXPECT_NEAR(e.bubble_rate, r.bubble_rate, 1e-9);
-      EXPECT_NEAR(e.max_device_bubble_rate, r.max_device_bubble_rate, 1e-9);
-      EXPECT_EQ(e.peak_activation, r.peak_activation);
+      EXPECT_GE(e.makespan_s, r.makespan_s * (1 - 1e-12));
+      EXPECT_LE(e.makespan_s, r.makespan_s * 1.15);
+      gap_sum += e.makespan_s / r.makespan_s - 1;
+      ++compared;
+      if (pr.activation_limit > 0) {
+        for (int peak : e.peak_activation) EXPECT_LE(peak, pr.activation_limit);
+      }
       EXPECT_TRUE(e.timeline.empty());
+    }
+  EXPECT_LT(gap_sum / compared, 0.005) << "mean estimate gap over " << compared << " problems";
+}
+
+// estimate() equals simulate() exactly where it times everything simulate() does (one order, one
+// executor) or where the times are a multiple of one of its reference profiles (F = B = W).
+TEST(PipelineProperties, EstimateEqualsSimulateOnReferenceProfiles) {
+  Random rnd(99);
+  for (int trial = 0; trial < 40; ++trial)
+    for (const ScheduleInfo& info : schedules()) {
+      PipelineProblem pr;
+      pr.devices = rnd.integer(1, 8);
+      pr.microbatches = rnd.integer(1, 40);
+      const double t = rnd.real(0.1, 10);
+      pr.forward_s = pr.backward_input_s = pr.backward_weight_s = {t};
+      if (trial % 3 == 0) pr.activation_limit = rnd.integer(2 * pr.devices, 3 * pr.devices);
+      const PipelineResult s = simulate(info.name, pr), e = estimate(info.name, pr);
+      ASSERT_EQ(s.feasible, e.feasible);
+      EXPECT_NEAR(e.makespan_s, s.makespan_s, 1e-9 * s.makespan_s) << info.name;
+      EXPECT_NEAR(e.bubble_rate, s.bubble_rate, 1e-9) << info.name;
+      EXPECT_EQ(e.peak_activation, s.peak_activation) << info.name;
     }
 }
 

@@ -12,7 +12,8 @@ namespace {
 constexpr int kFree = -1;
 
 // The slots of every pass of m repetitions of a block, per device, with the operations the
-// paper applies to them. Pass ids are (op * stages + stage) * m + micro-batch.
+// paper applies to them. A pass id packs micro-batch, op and stage into bit fields, so that
+// decoding one in the hot loops costs shifts rather than divisions.
 class SlotGrid {
  public:
   SlotGrid(const BuildingBlock& block, int m)
@@ -20,9 +21,11 @@ class SlotGrid {
         p_(static_cast<int>(block.per_device.size())),
         stages_(p_ * block.chunks),
         m_(m),
+        stage_bits_(bit_width(stages_)),
+        op_shift_(stage_bits_ + 2),
         device_of_stage_(stage_devices(block.placement, p_, block.chunks)),
         grid_(p_),
-        slot_of_(3 * static_cast<size_t>(stages_) * m, kFree) {
+        slot_of_(static_cast<size_t>(m) << op_shift_, kFree) {
     bool has_w = false;
     for (int d = 0; d < p_; ++d)
       for (const BlockPass& bp : block.per_device[d]) {
@@ -63,7 +66,7 @@ class SlotGrid {
             pending.pop_front();
           }
         } else if (op_of(pass) == Op::kB) {
-          const int w = pass + stages_ * m_;  // the W of the same stage and micro-batch
+          const int w = pass + (1 << stage_bits_);  // the W of the same stage and micro-batch
           if (slot_of_[w] == kFree) pending.push_back(w);
         }
       }
@@ -88,9 +91,14 @@ class SlotGrid {
     for (int d = 0; d < p_; ++d) profile(d, warmup_with_w);
     int horizon = 0;
     for (const auto& g : grid_) horizon = std::max(horizon, static_cast<int>(g.size()));
+    // Slots strictly between the first backward of stage 0 and the last forward of stage 0 are
+    // all in the steady phase: skip them.
+    const int steady_from = slot_of_[id(Op::kB, 0, 0)];
+    const int steady_to = std::max(steady_from, slot_of_[id(Op::kF, 0, m_ - 1)]);
     int phase = 0;
     bool seen_b0 = false, seen_last_f0 = false;
     for (int t = 0; t < horizon; ++t) {
+      if (t > steady_from && t < steady_to) t = steady_to;
       for (int d = 0; d < p_; ++d) {
         const int pass = at(d, t);
         if (pass == kFree) continue;
@@ -133,12 +141,17 @@ class SlotGrid {
   }
 
  private:
-  int id(Op op, int stage, int mb) const {
-    return (static_cast<int>(op) * stages_ + stage) * m_ + mb;
+  static int bit_width(int n) {
+    int bits = 0;
+    while ((1 << bits) < n) ++bits;
+    return bits;
   }
-  Op op_of(int pass) const { return static_cast<Op>(pass / m_ / stages_); }
-  int stage_of(int pass) const { return pass / m_ % stages_; }
-  int mb_of(int pass) const { return pass % m_; }
+  int id(Op op, int stage, int mb) const {
+    return (mb << op_shift_) | (static_cast<int>(op) << stage_bits_) | stage;
+  }
+  Op op_of(int pass) const { return static_cast<Op>((pass >> stage_bits_) & 3); }
+  int stage_of(int pass) const { return pass & ((1 << stage_bits_) - 1); }
+  int mb_of(int pass) const { return pass >> op_shift_; }
   int at(int d, int slot) const {
     return slot < static_cast<int>(grid_[d].size()) ? grid_[d][slot] : kFree;
   }
@@ -163,7 +176,7 @@ class SlotGrid {
       if (s + 1 < stages_) after(id(Op::kB, s + 1, k));
     }
     if (op == Op::kW) after(id(Op::kB, s, k));
-    if (k > 0) after(pass - 1);
+    if (k > 0) after(pass - (1 << op_shift_));
     return e;
   }
 
@@ -244,6 +257,7 @@ class SlotGrid {
 
   const BuildingBlock& block_;
   int p_, stages_, m_;
+  int stage_bits_, op_shift_;
   std::vector<int> device_of_stage_;
   std::vector<std::vector<int>> grid_;
   std::vector<int> slot_of_;

@@ -244,6 +244,7 @@ Candidates build_candidates(const Shape& s) {
     c.try_guided = false;
   }
   drop_duplicates(c);
+  for (PassOrder& o : c.orders) o.peaks = order_peaks(o);
   return c;
 }
 

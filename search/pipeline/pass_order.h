@@ -34,7 +34,8 @@ struct PassOrder {
   std::vector<int> device_of_stage;
   std::vector<int> chunk_of_stage;  // index of the stage among its device's stages
   std::vector<std::vector<Pass>> per_device;
-  std::string variant;  // how it was built, for reports
+  std::string variant;       // how it was built, for reports
+  std::vector<int> peaks;    // order_peaks(*this) once computed (saves a pass over the order)
 };
 
 // A PassOrder with placement filled in and empty device lists.

@@ -113,6 +113,9 @@ class Run {
   }
 
   PipelineResult result(bool record) const;
+  // result() for an order run exactly with known peaks: busy time per device follows from the
+  // stage times, so only each device's first and last pass are read.
+  PipelineResult summary() const;
   const std::vector<double>& end() const { return end_; }
 
  private:
@@ -132,6 +135,8 @@ class Run {
 };
 
 PipelineResult Run::result(bool record) const {
+  if (!record && !keep_sequence_ && t_.activation_bytes.empty() && !o_.peaks.empty())
+    return summary();
   PipelineResult r;
   r.variant = o_.variant;
   const int p = o_.devices;
@@ -173,6 +178,32 @@ PipelineResult Run::result(bool record) const {
     busy_total += busy;
     const double span = d_last - d_first;
     if (span > 0) r.max_device_bubble_rate = std::max(r.max_device_bubble_rate, 1 - busy / span);
+  }
+  r.makespan_s = last > first ? last - first : 0;
+  if (r.makespan_s > 0) r.bubble_rate = std::max(0.0, 1 - busy_total / (p * r.makespan_s));
+  return r;
+}
+
+PipelineResult Run::summary() const {
+  PipelineResult r;
+  r.variant = o_.variant;
+  r.peak_activation = o_.peaks;
+  const int p = o_.devices;
+  std::vector<double> busy(p, 0.0);
+  for (int s = 0; s < stages_; ++s) {
+    const double per_mb = t_.forward_s[s] + t_.backward_input_s[s] + t_.backward_weight_s[s];
+    busy[o_.device_of_stage[s]] += per_mb * m_;
+  }
+  double first = std::numeric_limits<double>::infinity(), last = 0, busy_total = 0;
+  for (int d = 0; d < p; ++d) {
+    const auto& seq = o_.per_device[d];
+    if (seq.empty()) continue;
+    const double d_first = start_[id(seq.front())], d_last = end_[id(seq.back())];
+    first = std::min(first, d_first);
+    last = std::max(last, d_last);
+    busy_total += busy[d];
+    const double span = d_last - d_first;
+    if (span > 0) r.max_device_bubble_rate = std::max(r.max_device_bubble_rate, 1 - busy[d] / span);
   }
   r.makespan_s = last > first ? last - first : 0;
   if (r.makespan_s > 0) r.bubble_rate = std::max(0.0, 1 - busy_total / (p * r.makespan_s));
@@ -243,62 +274,70 @@ PipelineResult run_guided(const PassOrder& order, const StageTimes& times, bool 
   for (int d = 0; d < p; ++d) wake(d, 0.0);
   size_t ignored = 0;
   while (!events.empty()) {
-    const auto [t, d] = events.top();
+    auto [t, d] = events.top();
     events.pop();
     if (t != scheduled[d]) continue;  // superseded by an earlier wake-up
     scheduled[d] = kNotYet;
     const auto& list = order.per_device[d];
-    while (head[d] < list.size() && taken[d][head[d]]) ++head[d];
-    const size_t h = head[d];
-    const double head_ready = run.ready(list[h], &ignored);
-    const bool head_now = !std::isnan(head_ready) && head_ready <= t;
-    size_t pick = list.size();
-    // The first B within the window and before the next F, if it is ready now.
-    auto ready_b = [&]() -> size_t {
-      int seen = 0;
-      for (size_t j = h + 1; j < list.size() && seen < kGuidedWindow; ++j) {
-        if (taken[d][j]) continue;
-        ++seen;
-        if (list[j].op == Op::kF) break;
-        if (list[j].op == Op::kB) {
-          const double r = run.ready(list[j], &ignored);
-          return !std::isnan(r) && r <= t ? j : list.size();
-        }
-      }
-      return list.size();
-    };
-    if (head_now) {
-      pick = h;
-      if (list[h].op == Op::kW) {
-        const size_t b = ready_b();
-        if (b < list.size()) pick = b;  // the B feeds another device; the W can wait
-      }
-    } else {
-      pick = ready_b();
-      if (pick == list.size() && !std::isnan(head_ready)) {
+    // Decide for d at time t; keep going while d's next decision comes before any other event.
+    for (;;) {
+      while (head[d] < list.size() && taken[d][head[d]]) ++head[d];
+      const size_t h = head[d];
+      const double head_ready = run.ready(list[h], &ignored);
+      const bool head_now = !std::isnan(head_ready) && head_ready <= t;
+      // The first B within the window and before the next F, if it is ready now.
+      auto ready_b = [&]() -> size_t {
         int seen = 0;
         for (size_t j = h + 1; j < list.size() && seen < kGuidedWindow; ++j) {
           if (taken[d][j]) continue;
           ++seen;
           if (list[j].op == Op::kF) break;
-          if (list[j].op != Op::kW) continue;
-          const double r = run.ready(list[j], &ignored);
-          if (!std::isnan(r) && r <= t && t + run.duration(list[j]) <= head_ready) pick = j;
-          break;
+          if (list[j].op == Op::kB) {
+            const double r = run.ready(list[j], &ignored);
+            return !std::isnan(r) && r <= t ? j : list.size();
+          }
+        }
+        return list.size();
+      };
+      size_t pick = list.size();
+      if (head_now) {
+        pick = h;
+        if (list[h].op == Op::kW) {
+          const size_t b = ready_b();
+          if (b < list.size()) pick = b;  // the B feeds another device; the W can wait
+        }
+      } else {
+        pick = ready_b();
+        if (pick == list.size() && !std::isnan(head_ready)) {
+          int seen = 0;
+          for (size_t j = h + 1; j < list.size() && seen < kGuidedWindow; ++j) {
+            if (taken[d][j]) continue;
+            ++seen;
+            if (list[j].op == Op::kF) break;
+            if (list[j].op != Op::kW) continue;
+            const double r = run.ready(list[j], &ignored);
+            if (!std::isnan(r) && r <= t && t + run.duration(list[j]) <= head_ready) pick = j;
+            break;
+          }
         }
       }
+      if (pick == list.size()) {
+        if (!std::isnan(head_ready)) wake(d, head_ready);
+        break;  // otherwise a finishing dependency wakes this device
+      }
+      const Pass ps = list[pick];
+      taken[d][pick] = 1;
+      --left[d];
+      const double end = run.run(d, ps, t);
+      free_at[d] = end;
+      run.for_dependent_devices(ps, [&](int other) { wake(other, end); });
+      if (left[d] == 0) break;
+      if (!events.empty() && !(end < events.top().first)) {
+        wake(d, end);
+        break;
+      }
+      t = end;
     }
-    if (pick == list.size()) {
-      if (!std::isnan(head_ready)) wake(d, head_ready);
-      continue;  // otherwise a finishing dependency wakes this device
-    }
-    const Pass ps = list[pick];
-    taken[d][pick] = 1;
-    --left[d];
-    const double end = run.run(d, ps, t);
-    free_at[d] = end;
-    wake(d, end);
-    run.for_dependent_devices(ps, [&](int other) { wake(other, end); });
   }
   for (int d = 0; d < p; ++d)
     if (left[d] != 0)
