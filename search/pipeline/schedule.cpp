@@ -25,7 +25,10 @@ struct Choice {
 // the choices that win for at least one of a few reference time profiles.
 struct CachedSchedule {
   Candidates candidates;
-  std::vector<Choice> all, shortlist;
+  std::vector<Choice> all;
+  // Filled on the first estimate() of the shape (simulate() never needs it).
+  mutable std::once_flag shortlist_once;
+  mutable std::vector<Choice> shortlist;
 };
 
 bool better(const PipelineResult& a, const PipelineResult& b) {
@@ -75,17 +78,9 @@ constexpr double kProfiles[][3] = {{1, 1, 0},    {2, 1, 0},   {1.2, 0.8, 0}, {1,
                                    {0.5, 0.5, 0}, {1, 0.3, 0}, {1, 1, 0.1},   {2, 1, 0.1},
                                    {1.5, 1, 0.05}};
 
-CachedSchedule prepare(const Shape& shape) {
-  CachedSchedule s;
-  s.candidates = build_candidates(shape);
-  for (size_t i = 0; i < s.candidates.orders.size(); ++i) {
-    s.all.push_back({i, Executor::kExact});
-    if (s.candidates.try_guided) s.all.push_back({i, Executor::kGuided});
-  }
-  if (s.all.size() <= 1) {
-    s.shortlist = s.all;
-    return s;
-  }
+// The choices that win for at least one reference profile.
+std::vector<Choice> make_shortlist(const CachedSchedule& s, const Shape& shape) {
+  if (s.all.size() <= 1) return s.all;
   std::vector<char> kept(s.all.size(), 0);
   const int stages = shape.devices * shape.chunks;
   for (const auto& profile : kProfiles) {
@@ -107,8 +102,19 @@ CachedSchedule prepare(const Shape& shape) {
     }
     kept[winner] = 1;
   }
+  std::vector<Choice> shortlist;
   for (size_t i = 0; i < s.all.size(); ++i)
-    if (kept[i]) s.shortlist.push_back(s.all[i]);
+    if (kept[i]) shortlist.push_back(s.all[i]);
+  return shortlist;
+}
+
+std::unique_ptr<CachedSchedule> prepare(const Shape& shape) {
+  auto s = std::make_unique<CachedSchedule>();
+  s->candidates = build_candidates(shape);
+  for (size_t i = 0; i < s->candidates.orders.size(); ++i) {
+    s->all.push_back({i, Executor::kExact});
+    if (s->candidates.try_guided) s->all.push_back({i, Executor::kGuided});
+  }
   return s;
 }
 
@@ -122,7 +128,7 @@ class ScheduleCache {
       std::lock_guard lock(mutex_);
       if (auto it = entries_.find(key); it != entries_.end()) return it->second;
     }
-    auto built = std::make_shared<const CachedSchedule>(prepare(s));
+    std::shared_ptr<const CachedSchedule> built = prepare(s);
     size_t passes = 0;
     for (const PassOrder& o : built->candidates.orders)
       for (const auto& seq : o.per_device) passes += seq.size();
@@ -169,6 +175,8 @@ PipelineResult estimate(std::string_view schedule, const PipelineProblem& proble
       if (auto r = one_f_one_b_closed_form(shape.devices, shape.microbatches, times)) return *r;
   }
   const auto cached = cache().get(shape);
+  std::call_once(cached->shortlist_once,
+                 [&] { cached->shortlist = make_shortlist(*cached, shape); });
   return run_choices(*cached, cached->shortlist, times, false);
 }
 

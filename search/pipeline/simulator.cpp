@@ -42,11 +42,9 @@ class Run {
         t_(times),
         stages_(order.stages),
         m_(order.microbatches),
-        start_(workspace(0)),
-        end_(workspace(1)),
+        end_(workspace()),
         keep_sequence_(keep_sequence) {
     const size_t n = 3 * static_cast<size_t>(stages_) * m_;
-    start_.assign(n, kNotYet);
     end_.assign(n, kNotYet);
     if (keep_sequence_) {
       executed_.resize(order.devices);
@@ -106,7 +104,6 @@ class Run {
 
   double run(int device, const Pass& p, double at) {
     const size_t i = id(p);
-    start_[i] = at;
     end_[i] = at + duration(p);
     if (keep_sequence_) executed_[device].push_back(p);
     return end_[i];
@@ -120,15 +117,16 @@ class Run {
 
  private:
   // Per-thread buffers reused across runs: a search times many orders of similar size.
-  static std::vector<double>& workspace(int which) {
-    static thread_local std::vector<double> buffers[2];
-    return buffers[which];
+  static std::vector<double>& workspace() {
+    static thread_local std::vector<double> buffer;
+    return buffer;
   }
+  // Only end times are kept (half the memory traffic); a start is its end minus the duration.
+  double start_of(const Pass& p) const { return end_[id(p)] - duration(p); }
 
   const PassOrder& o_;
   const StageTimes& t_;
   int stages_, m_;
-  std::vector<double>& start_;
   std::vector<double>& end_;
   bool keep_sequence_;
   std::vector<std::vector<Pass>> executed_;
@@ -157,7 +155,7 @@ PipelineResult Run::result(bool record) const {
     int held = 0;
     for (const Pass& ps : seq) {
       const size_t i = id(ps);
-      busy += end_[i] - start_[i];
+      busy += duration(ps);
       if (ps.op == Op::kF) {
         r.peak_activation[d] = std::max(r.peak_activation[d], ++held);
         if (bytes) {
@@ -170,9 +168,9 @@ PipelineResult Run::result(bool record) const {
       }
       if (record)
         r.timeline.push_back({d, "FBW"[static_cast<int>(ps.op)], ps.microbatch,
-                              o_.chunk_of_stage[ps.stage], ps.stage, start_[i], end_[i]});
+                              o_.chunk_of_stage[ps.stage], ps.stage, start_of(ps), end_[i]});
     }
-    const double d_first = start_[id(seq.front())], d_last = end_[id(seq.back())];
+    const double d_first = start_of(seq.front()), d_last = end_[id(seq.back())];
     first = std::min(first, d_first);
     last = std::max(last, d_last);
     busy_total += busy;
@@ -198,7 +196,7 @@ PipelineResult Run::summary() const {
   for (int d = 0; d < p; ++d) {
     const auto& seq = o_.per_device[d];
     if (seq.empty()) continue;
-    const double d_first = start_[id(seq.front())], d_last = end_[id(seq.back())];
+    const double d_first = start_of(seq.front()), d_last = end_[id(seq.back())];
     first = std::min(first, d_first);
     last = std::max(last, d_last);
     busy_total += busy[d];
