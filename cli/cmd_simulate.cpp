@@ -95,12 +95,13 @@ int run_simulate(const SimulateOptions& o) {
              100 * r.bubble_rate, 100 * r.max_device_bubble_rate);
   std::string peaks;
   for (int p : r.peak_activation) peaks += fmt::format(" {}", p);
-  fmt::print("peak activations per stage (chunk activations):{}\n", peaks);
+  fmt::print("peak activations per device (chunk activations):{}\n", peaks);
   if (small) fmt::print("{}", pl::render_timeline(r, problem.devices, o.width));
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
     if (!out) throw RuntimeFailure(fmt::format("cannot write {}", o.json_path));
-    out << to_json(o, problem, r).dump(1) << '\n';
+    // Indented when small enough to read; compact otherwise (a big timeline is for programs).
+    out << to_json(o, problem, r).dump(r.timeline.size() <= 10000 ? 1 : -1) << '\n';
     if (!out) throw RuntimeFailure(fmt::format("failed writing {}", o.json_path));
   }
   return 0;

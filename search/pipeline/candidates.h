@@ -28,7 +28,7 @@ struct Shape {
   bool large = false;
 };
 
-inline constexpr double kLargePasses = 262144;
+inline constexpr double kLargePasses = 65536;
 
 // Resolves defaults and checks the problem's shape; throws InputError when it is malformed.
 Shape resolve_shape(std::string_view schedule, const PipelineProblem& problem);

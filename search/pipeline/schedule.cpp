@@ -17,18 +17,18 @@ namespace {
 
 // One way to time a schedule: a candidate order and the executor that runs it.
 struct Choice {
-  size_t order;
+  const PassOrder* order;
   Executor executor;
 };
 
-// A shape's candidate orders, every (order, executor) choice, and the shortlist estimate() times:
-// the choices that win for at least one of a few reference time profiles.
+// A shape's candidate orders with every (order, executor) choice, plus the orders the guided
+// executor ran on the reference profiles and estimate()'s shortlist, built on first use.
 struct CachedSchedule {
   Candidates candidates;
-  std::vector<Choice> all;
-  // Filled on the first estimate() of the shape (simulate() never needs it).
-  mutable std::once_flag shortlist_once;
-  mutable std::vector<Choice> shortlist;
+  mutable std::once_flag once;
+  mutable std::vector<PassOrder> derived;
+  mutable std::vector<Choice> all;        // simulate(): every order, both executors where useful
+  mutable std::vector<Choice> shortlist;  // estimate(): exact-executor choices only
 };
 
 bool better(const PipelineResult& a, const PipelineResult& b) {
@@ -50,26 +50,29 @@ PipelineResult infeasible(const std::string& reason) {
   return r;
 }
 
-// Times the given choices and keeps the fastest; records the winner's timeline when asked.
+// Index of the fastest of `choices` for `times` (first on ties).
+size_t fastest(const std::vector<Choice>& choices, const StageTimes& times) {
+  std::optional<PipelineResult> best;
+  size_t winner = 0;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    PipelineResult r = execute(*choices[i].order, times, choices[i].executor, false);
+    if (!best || better(r, *best)) {
+      best = std::move(r);
+      winner = i;
+    }
+  }
+  return winner;
+}
+
+// Times the choices and keeps the fastest. When the guided executor wins, the order it ran is
+// timed once more exactly (never slower) and reported, so the timeline is an order's exact run.
 PipelineResult run_choices(const CachedSchedule& s, const std::vector<Choice>& choices,
                            const StageTimes& times, bool record) {
   if (!s.candidates.feasible) return infeasible(s.candidates.reason);
   if (choices.empty()) return infeasible("no pass order was built");
-  const auto& orders = s.candidates.orders;
-  if (choices.size() == 1)  // nothing to choose: time it once
-    return execute(orders[choices[0].order], times, choices[0].executor, record);
-  std::optional<PipelineResult> best;
-  Choice winner = choices.front();
-  for (const Choice& c : choices) {
-    PipelineResult r = execute(orders[c.order], times, c.executor, false);
-    if (!best || better(r, *best)) {
-      best = std::move(r);
-      winner = c;
-    }
-  }
-  if (record) best = execute(orders[winner.order], times, winner.executor, true);
-  if (winner.executor == Executor::kGuided) best->variant += ", guided";
-  return *best;
+  const Choice win = choices.size() == 1 ? choices.front() : choices[fastest(choices, times)];
+  if (win.executor == Executor::kExact) return execute(*win.order, times, Executor::kExact, record);
+  return execute(guided_order(*win.order, times), times, Executor::kExact, record);
 }
 
 // Reference profiles (B/F, W/F, p2p/F) for the shortlist: equal times, the paper's typical
@@ -78,43 +81,52 @@ constexpr double kProfiles[][3] = {{1, 1, 0},    {2, 1, 0},   {1.2, 0.8, 0}, {1,
                                    {0.5, 0.5, 0}, {1, 0.3, 0}, {1, 1, 0.1},   {2, 1, 0.1},
                                    {1.5, 1, 0.05}};
 
-// The choices that win for at least one reference profile.
-std::vector<Choice> make_shortlist(const CachedSchedule& s, const Shape& shape) {
-  if (s.all.size() <= 1) return s.all;
-  std::vector<char> kept(s.all.size(), 0);
-  const int stages = shape.devices * shape.chunks;
-  for (const auto& profile : kProfiles) {
-    PipelineProblem pr;
-    pr.forward_s = {1.0};
-    pr.backward_input_s = {profile[0]};
-    pr.backward_weight_s = {profile[1]};
-    pr.p2p_s = {profile[2]};
-    const StageTimes times = expand_times(pr, stages);
-    std::optional<PipelineResult> best;
-    size_t winner = 0;
-    for (size_t i = 0; i < s.all.size(); ++i) {
-      PipelineResult r =
-          execute(s.candidates.orders[s.all[i].order], times, s.all[i].executor, false);
-      if (!best || better(r, *best)) {
-        best = std::move(r);
-        winner = i;
-      }
-    }
-    kept[winner] = 1;
+StageTimes profile_times(const double (&profile)[3], int stages) {
+  PipelineProblem pr;
+  pr.forward_s = {1.0};
+  pr.backward_input_s = {profile[0]};
+  pr.backward_weight_s = {profile[1]};
+  pr.p2p_s = {profile[2]};
+  return expand_times(pr, stages);
+}
+
+// For each reference profile, the order that wins it (the order the guided executor ran, where
+// that wins) joins the candidates, timed exactly; estimate() times only those winners. On a
+// profile, up to a common scale of the times, estimate() thus gives what simulate() gives;
+// elsewhere it skips simulate()'s slower guided runs and the orders that win no profile.
+void complete(const CachedSchedule& s, int stages) {
+  std::vector<Choice> originals;
+  for (const PassOrder& o : s.candidates.orders) {
+    originals.push_back({&o, Executor::kExact});
+    if (s.candidates.try_guided) originals.push_back({&o, Executor::kGuided});
   }
-  std::vector<Choice> shortlist;
-  for (size_t i = 0; i < s.all.size(); ++i)
-    if (kept[i]) shortlist.push_back(s.all[i]);
-  return shortlist;
+  s.all = originals;
+  if (originals.size() <= 1) {
+    s.shortlist = originals;
+    return;
+  }
+  s.derived.reserve(std::size(kProfiles));
+  for (const auto& profile : kProfiles) {
+    const StageTimes times = profile_times(profile, stages);
+    const Choice win = originals[fastest(originals, times)];
+    if (win.executor == Executor::kGuided) s.derived.push_back(guided_order(*win.order, times));
+  }
+  std::vector<Choice> pool;
+  for (const Choice& c : originals)
+    if (c.executor == Executor::kExact) pool.push_back(c);
+  for (const PassOrder& o : s.derived) {
+    pool.push_back({&o, Executor::kExact});
+    s.all.push_back(pool.back());
+  }
+  std::vector<char> kept(pool.size(), 0);
+  for (const auto& profile : kProfiles) kept[fastest(pool, profile_times(profile, stages))] = 1;
+  for (size_t i = 0; i < pool.size(); ++i)
+    if (kept[i]) s.shortlist.push_back(pool[i]);
 }
 
 std::unique_ptr<CachedSchedule> prepare(const Shape& shape) {
   auto s = std::make_unique<CachedSchedule>();
   s->candidates = build_candidates(shape);
-  for (size_t i = 0; i < s->candidates.orders.size(); ++i) {
-    s->all.push_back({i, Executor::kExact});
-    if (s->candidates.try_guided) s->all.push_back({i, Executor::kGuided});
-  }
   return s;
 }
 
@@ -163,6 +175,7 @@ PipelineResult simulate(std::string_view schedule, const PipelineProblem& proble
   const Shape shape = resolve_shape(schedule, problem);
   const StageTimes times = expand_times(problem, shape.devices * shape.chunks);
   const auto cached = cache().get(shape);
+  std::call_once(cached->once, [&] { complete(*cached, shape.devices * shape.chunks); });
   return run_choices(*cached, cached->all, times, problem.record_timeline);
 }
 
@@ -175,8 +188,7 @@ PipelineResult estimate(std::string_view schedule, const PipelineProblem& proble
       if (auto r = one_f_one_b_closed_form(shape.devices, shape.microbatches, times)) return *r;
   }
   const auto cached = cache().get(shape);
-  std::call_once(cached->shortlist_once,
-                 [&] { cached->shortlist = make_shortlist(*cached, shape); });
+  std::call_once(cached->once, [&] { complete(*cached, shape.devices * shape.chunks); });
   return run_choices(*cached, cached->shortlist, times, false);
 }
 

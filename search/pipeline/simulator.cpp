@@ -110,6 +110,8 @@ class Run {
   }
 
   PipelineResult result(bool record) const;
+  // The sequences the passes ran in (kept when keep_sequence).
+  std::vector<std::vector<Pass>> take_sequences() { return std::move(executed_); }
   // result() for an order run exactly with known peaks: busy time per device follows from the
   // stage times, so only each device's first and last pass are read.
   PipelineResult summary() const;
@@ -249,7 +251,8 @@ PipelineResult run_exact(const PassOrder& order, const StageTimes& times, bool r
 }
 
 // Guided executor: list scheduling in time order with the pass order as priority.
-PipelineResult run_guided(const PassOrder& order, const StageTimes& times, bool record) {
+PipelineResult run_guided(const PassOrder& order, const StageTimes& times, bool record,
+                          std::vector<std::vector<Pass>>* sequences = nullptr) {
   Run run(order, times, true);
   const int p = order.devices;
   std::vector<std::vector<char>> taken(p);
@@ -341,7 +344,9 @@ PipelineResult run_guided(const PassOrder& order, const StageTimes& times, bool 
     if (left[d] != 0)
       throw std::logic_error(fmt::format("pipeline order '{}' deadlocks on device {} (guided)",
                                          order.variant, d));
-  return run.result(record);
+  PipelineResult r = run.result(record);
+  if (sequences) *sequences = run.take_sequences();
+  return r;
 }
 
 }  // namespace
@@ -362,6 +367,14 @@ PipelineResult execute(const PassOrder& order, const StageTimes& times, Executor
                        bool record_timeline) {
   return executor == Executor::kExact ? run_exact(order, times, record_timeline)
                                       : run_guided(order, times, record_timeline);
+}
+
+PassOrder guided_order(const PassOrder& order, const StageTimes& times) {
+  PassOrder derived = order;
+  run_guided(order, times, false, &derived.per_device);
+  derived.variant = order.variant + ", as the guided executor ran it";
+  derived.peaks = order_peaks(derived);
+  return derived;
 }
 
 }  // namespace hetplan::pipeline

@@ -32,4 +32,8 @@ enum class Executor {
 PipelineResult execute(const PassOrder& order, const StageTimes& times, Executor executor,
                        bool record_timeline);
 
+// The order in which the guided executor actually ran the passes for these times: a pass order of
+// its own, which the exact executor times no slower for them.
+PassOrder guided_order(const PassOrder& order, const StageTimes& times);
+
 }  // namespace hetplan::pipeline
