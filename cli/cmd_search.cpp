@@ -1,0 +1,192 @@
+// hetplan search: ranked training strategies for a model on a cluster.
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/errors.h"
+#include "costmodel/model.h"
+#include "search/pipeline_timing.h"
+#include "search/search.h"
+
+namespace hetplan::cli {
+namespace {
+
+struct SearchCliOptions {
+  std::string model, cluster, json;
+  std::vector<std::string> calibration, schedules;
+  std::vector<int64_t> micro_batches, tensor_widths;
+  int64_t global_batch = 0, seq_len = 0, top = 10;
+  int threads = 1;
+  int max_zero = 3;
+  bool exhaustive = false, no_default_calibration = false, quiet = false;
+};
+
+// "0-6 v100 | 7-20 v100 | 21-25 t4"
+std::string stages_summary(const Prediction& p) {
+  std::string out;
+  for (const auto& st : p.stages)
+    out += fmt::format("{}{}-{} {}", out.empty() ? "" : " | ", st.stage.first_layer,
+                       st.stage.last_layer, st.stage.gpu_type);
+  if (out.size() > 60) {  // long pipelines: layers per stage only
+    out.clear();
+    for (const auto& st : p.stages)
+      out += fmt::format("{}{}", out.empty() ? "" : ",", st.stage.last_layer - st.stage.first_layer + 1);
+    out = "layers/stage " + out;
+  }
+  return out;
+}
+
+void print_table(const std::vector<RankedStrategy>& rows) {
+  fmt::print("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} {:>10} {:>10} {:>6} {:>9}  {}\n",
+             "rank", "dp", "tp", "pp", "mb", "schedule", "recompute", "zero", "sp", "iteration",
+             "samples/s", "MFU", "peak mem", "stages");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Strategy& s = rows[i].strategy;
+    const Prediction& p = rows[i].predicted;
+    double peak = 0;
+    for (double b : p.peak_memory_bytes) peak = std::max(peak, b);
+    fmt::print("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} {:>10} {:>10.2f} {:>5.1f}% {:>9}  {}\n",
+               i + 1, s.dp, s.tp, s.pp, s.micro_batch, s.schedule, to_string(s.recompute), s.zero,
+               s.sequence_parallel ? "yes" : "no", format_seconds(p.iteration_s), p.samples_per_s,
+               100 * p.mfu, format_gib(peak), stages_summary(p));
+  }
+}
+
+Json ranked_json(const RankedStrategy& r) {
+  Json j = to_json(r.strategy);
+  j["predicted"] = to_json(r.predicted);
+  return j;
+}
+
+}  // namespace
+
+CommandRunner declare_search(CLI::App& app) {
+  auto o = std::make_shared<SearchCliOptions>();
+  app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
+      ->required();
+  app.add_option("--cluster", o->cluster, "Cluster preset, cluster file, or NODE:COUNT,...")
+      ->required();
+  app.add_option("--global-batch", o->global_batch, "Samples per iteration")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+  app.add_option("--calibration", o->calibration,
+                 "Calibration files, profiles or directories (repeatable)");
+  app.add_flag("--no-default-calibration", o->no_default_calibration,
+               "Do not load the shipped calibration_data/");
+  app.add_option("--top", o->top, "How many strategies to keep (default 10)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
+  app.add_option("--threads", o->threads, "Worker threads (the result does not depend on it)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--schedules", o->schedules, "Pipeline schedules to consider (default: all)")
+      ->delimiter(',');
+  app.add_option("--micro-batches", o->micro_batches,
+                 "Micro-batch sizes to consider (default: divisors of the batch up to 64)")
+      ->delimiter(',');
+  app.add_option("--tensor-widths", o->tensor_widths,
+                 "Tensor-parallel widths to consider (default: powers of two up to 2 nodes)")
+      ->delimiter(',');
+  app.add_option("--max-zero", o->max_zero, "Highest ZeRO stage to consider (0-3, default 3)")
+      ->check(CLI::Range(0, 3));
+  app.add_flag("--exhaustive", o->exhaustive, "Cost every valid candidate (no bound pruning)");
+  app.add_flag("--quiet", o->quiet, "No progress on stderr");
+  return [o]() {
+    const ModelSpec model = load_model(o->model, o->seq_len);
+    const ClusterSpec cluster = load_cluster(o->cluster);
+    for (const auto& s : o->schedules)
+      if (!is_pipeline_schedule(s)) {
+        std::string names;
+        for (const auto& n : pipeline_schedule_names()) names += (names.empty() ? "" : ", ") + n;
+        throw InputError(fmt::format("--schedules: unknown schedule \"{}\" (expected {})", s, names));
+      }
+    const Profile profile = load_run_profile(o->calibration, cluster, o->no_default_calibration);
+    const CostModel cost(profile, cluster);
+    const Evaluator evaluator(model, cluster, cost);
+    SearchOptions opts;
+    opts.global_batch = o->global_batch;
+    opts.threads = o->threads;
+    opts.top_k = o->top;
+    opts.exhaustive = o->exhaustive;
+    opts.schedules = o->schedules;
+    opts.micro_batches = o->micro_batches;
+    opts.tensor_widths = o->tensor_widths;
+    opts.max_zero = o->max_zero;
+    const bool tty = isatty(STDERR_FILENO);
+    auto last = std::chrono::steady_clock::now();
+    if (!o->quiet)
+      opts.progress = [&](int64_t done, int64_t total, double best) {
+        const auto now = std::chrono::steady_clock::now();
+        if (done < total && now - last < std::chrono::milliseconds(500)) return;
+        last = now;
+        fmt::print(stderr, "{}searched {}/{} candidates, best {}{}", tty ? "\r" : "", done, total,
+                   best > 0 ? format_seconds(best) : "-", tty && done < total ? "" : "\n");
+      };
+    const SearchResult r = search_training(evaluator, opts);
+    const bool to_stdout = o->json == "-";
+    if (!to_stdout) {
+      fmt::print("{} ({:.2f}B parameters, sequence {}, global batch {}) on {} ({} GPUs)\n",
+                 model.name, model.parameters() / 1e9, model.seq_len, o->global_batch,
+                 cluster.name, cluster.num_gpus());
+      if (!r.top.empty()) {
+        print_table(r.top);
+        const Prediction& best = r.top.front().predicted;
+        fmt::print("\nbest: {:.0f} tokens/s; breakdown:", best.tokens_per_s);
+        for (const auto& [name, sec] : best.breakdown) fmt::print("  {} {}", name, format_seconds(sec));
+        fmt::print("\n");
+        for (const auto& note : best.notes) fmt::print("note: {}\n", note);
+      } else {
+        fmt::print("no feasible strategy.\n");
+        if (r.min_static_bytes > 0)
+          fmt::print("  weights, gradients and optimizer state alone need at least {} per GPU in "
+                     "every candidate (spread over all {} GPUs with the best ZeRO stage); the "
+                     "largest GPU has {}\n",
+                     format_gib(r.min_static_bytes), cluster.num_gpus(),
+                     format_gib(r.static_limit_bytes));
+        for (const auto& near : r.closest_infeasible)
+          fmt::print("  closest: dp {} tp {} pp {} mb {} {} recompute {} zero {}: {}\n",
+                     near.strategy.dp, near.strategy.tp, near.strategy.pp,
+                     near.strategy.micro_batch, near.strategy.schedule,
+                     to_string(near.strategy.recompute), near.strategy.zero, near.predicted.reason);
+      }
+      std::string pruned, infeasible;
+      for (const auto& [k, v] : r.stats.pruned) pruned += fmt::format(" {} {}", k, v);
+      for (const auto& [k, v] : r.stats.infeasible) infeasible += fmt::format(" {} {}", k, v);
+      fmt::print("\n{} candidates, {} costed ({} feasible) in {} ({:.0f} candidates/s)\npruned:{}\n"
+                 "infeasible:{}\n",
+                 r.stats.candidates, r.stats.evaluated, r.stats.feasible,
+                 format_seconds(r.stats.elapsed_s), r.stats.candidates_per_s,
+                 pruned.empty() ? " none" : pruned, infeasible.empty() ? " none" : infeasible);
+    }
+    if (!o->json.empty()) {
+      Json out;
+      out["context"] = run_context("search", profile);
+      out["model"] = model.name;
+      out["cluster"] = cluster.name;
+      out["global_batch"] = o->global_batch;
+      Json list = Json::array();
+      for (const auto& s : r.top) list.push_back(ranked_json(s));
+      out["strategies"] = list;
+      Json near = Json::array();
+      for (const auto& s : r.closest_infeasible) near.push_back(ranked_json(s));
+      out["closest_infeasible"] = near;
+      if (r.top.empty() && r.min_static_bytes > 0)
+        out["why_none"] = fmt::format(
+            "weights, gradients and optimizer state alone need at least {:.1f} GiB per GPU; the "
+            "largest GPU has {:.1f} GiB",
+            r.min_static_bytes / (1ull << 30), r.static_limit_bytes / (1ull << 30));
+      out["stats"] = to_json(r.stats);
+      write_json_output(out, o->json);
+    }
+    return 0;
+  };
+}
+
+}  // namespace hetplan::cli

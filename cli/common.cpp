@@ -1,0 +1,51 @@
+#include "cli/common.h"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "costmodel/calibration.h"
+
+namespace hetplan::cli {
+
+Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpec& cluster,
+                         bool no_default) {
+  std::vector<std::string> paths;
+  if (!no_default) {
+    const auto dir = default_calibration_dir();
+    if (std::filesystem::is_directory(dir)) paths.push_back(dir.string());
+  }
+  paths.insert(paths.end(), cluster.calibration.begin(), cluster.calibration.end());
+  paths.insert(paths.end(), extra.begin(), extra.end());
+  return load_profile_inputs(paths);
+}
+
+Json run_context(const std::string& command, const Profile& profile) {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  Json sources = Json::object();
+  for (const auto& [type, fit] : profile.gpus) sources[type] = fit.source;
+  return {{"hetplan_version", "0.1.0"}, {"command", command}, {"date", date},
+          {"calibration", profile.origins}, {"gpu_sources", sources}};
+}
+
+std::string format_seconds(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.1f} us", s * 1e6);
+}
+
+std::string format_gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1ull << 30)); }
+
+void write_json_output(const Json& j, const std::string& path) {
+  if (path == "-") {
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  write_json_atomically(j, path);
+}
+
+}  // namespace hetplan::cli

@@ -1,0 +1,187 @@
+// The calibration file: raw measurements of one GPU type (or one node kind, or a cluster's links)
+// with their provenance. Written by `hetplan calibrate` and the importers, read by `hetplan fit`
+// and by the cost model. Versioned JSON; see docs/formats.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/document.h"
+#include "costmodel/dtype.h"
+#include "costmodel/stats.h"
+
+namespace hetplan {
+
+inline constexpr const char* kCalibrationFormat = "hetplan-calibration";
+inline constexpr int kCalibrationSchemaVersion = 1;
+
+// Where the numbers came from. `source` is "measured", "datasheet" or "imported:<tool>".
+struct Provenance {
+  std::string source;
+  std::string gpu_type;  // hetplan GPU type key (presets/gpus), e.g. "h100-sxm"
+  std::string gpu_name;  // as the driver reports it
+  std::string node_type;  // node preset, when the file describes a node's links
+  int64_t gpu_count = 0;  // GPUs visible to the calibration
+  int64_t sm_count = 0;
+  int64_t sm_clock_mhz = 0;
+  int64_t memory_clock_mhz = 0;
+  int64_t memory_bytes = 0;
+  int64_t l2_bytes = 0;
+  std::string driver, cuda_runtime, cublas, nccl, cupti;
+  std::string host, date, command, hetplan_version;
+  std::string notes;
+  // Free-form citations for datasheet and imported figures: figure name -> source.
+  std::map<std::string, std::string> citations;
+};
+
+// One GEMM shape: C[m x n] = op(A)[m x k] * op(B)[k x n], `batch` independent products.
+// Column-major as cuBLAS sees it; trans_a/trans_b as in cublasLtMatmul.
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool trans_a = false, trans_b = false;
+
+  double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
+  bool operator<(const GemmShape& o) const;
+  bool operator==(const GemmShape& o) const = default;
+};
+
+struct GemmMeasurement {
+  Dtype dtype = Dtype::kBf16;
+  GemmShape shape;
+  std::string origin;  // "grid", or "<model>/<layer>/<gemm>/<pass>" for --layers sweeps
+  Distribution time_s;
+  std::vector<std::string> kernels;  // kernel names seen by CUPTI
+  bool tensor_cores = false;         // whether those kernels use tensor cores
+  Json algo;                         // cuBLASLt algorithm description, free form
+};
+
+// One of our own kernels (kernels/) at one size.
+struct KernelMeasurement {
+  std::string kernel;  // registry name, e.g. "layernorm_fwd"
+  Dtype dtype = Dtype::kBf16;
+  Json params;         // sizes: {"rows": .., "cols": ..} or attention shape
+  double bytes = 0;    // minimum bytes moved (each input read once, each output written once)
+  double flops = 0;
+  Distribution time_s;
+};
+
+// A whole transformer layer's passes, timed on the GPU.
+struct LayerMeasurement {
+  std::string style;  // "gpt" (LayerNorm, biases, GeLU) or "llama" (RMSNorm, SwiGLU, rotary)
+  Dtype dtype = Dtype::kBf16;
+  int64_t micro_batch = 0, seq_len = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0;
+  int64_t tp = 1;
+  Distribution forward_s, backward_input_s, backward_weight_s;
+  int64_t activation_bytes = 0;  // kept for backward, measured
+};
+
+enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast,
+                            kSendRecv };
+
+struct CollectiveMeasurement {
+  CollectiveKind op = CollectiveKind::kAllReduce;
+  Dtype dtype = Dtype::kBf16;
+  double bytes = 0;  // nccl-tests convention: the whole array
+  int64_t group_size = 0;
+  int64_t nodes = 1;
+  int64_t gpus_per_node = 0;
+  std::string link;  // "nvswitch", "nvlink", "pcie", "net", "mixed", "self"
+  Distribution time_s;
+  double algbw_GBps = 0, busbw_GBps = 0;
+  bool ok = true;
+  std::string error;
+  // GPU kinds in the group, sorted and unique (driver names or hetplan GPU types); keeps the
+  // measurements of different node kinds apart once files are merged. Empty in older files.
+  std::vector<std::string> gpus;
+};
+
+struct P2pMeasurement {
+  int64_t src = 0, dst = 0;  // global ranks
+  double bytes = 0;
+  Distribution time_s;
+  double GBps = 0;
+  std::string link;
+  std::vector<std::string> gpus;  // kinds of src and dst, sorted and unique; may be empty
+};
+
+struct HostDeviceMeasurement {
+  std::string direction;  // "h2d" or "d2h"
+  bool pinned = true;
+  double bytes = 0;
+  Distribution time_s;
+  double GBps = 0;
+  std::vector<std::string> gpus;  // the GPU's kind; may be empty
+};
+
+// A measurement that failed; kept so that a report can say what is missing and why.
+struct FailedMeasurement {
+  std::string what;
+  std::string error;
+};
+
+// Datasheet priors for a GPU type: what the cost model assumes before anything is measured.
+struct DatasheetPriors {
+  std::map<std::string, double> gemm_efficiency;  // dtype -> fraction of peak on large GEMMs
+  double memory_efficiency = 0;  // fraction of datasheet HBM bandwidth reached by streaming kernels
+  double kernel_launch_s = 0;    // fixed cost per kernel
+  double attention_efficiency = 0;  // fused attention, fraction of the dense bf16 peak
+};
+
+struct CalibrationFile {
+  Provenance context;
+  std::vector<GemmMeasurement> gemm;
+  std::vector<KernelMeasurement> kernels;
+  std::vector<LayerMeasurement> layers;
+  std::vector<CollectiveMeasurement> collectives;
+  std::vector<P2pMeasurement> p2p;
+  std::vector<HostDeviceMeasurement> host_device;
+  std::vector<FailedMeasurement> failures;
+  std::optional<DatasheetPriors> datasheet;
+  std::string origin;  // path it was read from
+};
+
+std::string_view to_string(CollectiveKind kind);
+bool parse_collective(std::string_view text, CollectiveKind& out);
+// nccl-tests bus-bandwidth factor: busbw = algbw * factor for a group of n ranks.
+double bus_bandwidth_factor(CollectiveKind kind, int64_t n);
+
+Json to_json(const Provenance& p);
+Json to_json(const GemmMeasurement& m);
+Json to_json(const KernelMeasurement& m);
+Json to_json(const LayerMeasurement& m);
+Json to_json(const CollectiveMeasurement& m);
+Json to_json(const P2pMeasurement& m);
+Json to_json(const HostDeviceMeasurement& m);
+Json to_json(const CalibrationFile& file);
+
+Provenance provenance_from_json(ObjectReader r);
+GemmMeasurement gemm_from_json(ObjectReader r);
+KernelMeasurement kernel_from_json(ObjectReader r);
+LayerMeasurement layer_from_json(ObjectReader r);
+CollectiveMeasurement collective_from_json(ObjectReader r);
+P2pMeasurement p2p_from_json(ObjectReader r);
+HostDeviceMeasurement host_device_from_json(ObjectReader r);
+CalibrationFile calibration_from_document(const Document& doc);
+
+CalibrationFile load_calibration(const std::filesystem::path& path);
+// Writes atomically (temporary file, then rename) so an interrupted write never leaves half a file.
+void save_calibration(const CalibrationFile& file, const std::filesystem::path& path);
+// Appends `other`'s measurements to `into` (for merging ranks' or nodes' files). Provenance of
+// `into` is kept; `other`'s is recorded in `into.context.notes`. `other`'s communication
+// measurements without `gpus` are tagged with its GPU kind, so node kinds stay apart (tag `into`'s
+// own with tag_measurements_with_gpu_kind before the first merge).
+void merge_calibration(CalibrationFile& into, const CalibrationFile& other);
+// The GPU kind a file's context names: gpu_type, else gpu_name; empty when neither is set.
+std::string context_gpu_kind(const Provenance& context);
+// Tags every collective, p2p and host-device measurement of `file` that has no `gpus` with its
+// context's GPU kind (no-op when the context names none).
+void tag_measurements_with_gpu_kind(CalibrationFile& file);
+
+// Writes JSON text atomically (shared by every writer of result files).
+void write_json_atomically(const Json& json, const std::filesystem::path& path);
+
+}  // namespace hetplan

@@ -1,0 +1,208 @@
+#include "costmodel/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "costmodel/errors.h"
+
+namespace hetplan {
+
+CostModel::CostModel(Profile profile, const ClusterSpec& cluster, CommPriors priors)
+    : profile_(std::move(profile)), cluster_(cluster), priors_(priors) {
+  for (const auto& group : cluster_.groups) {
+    const GpuSpec& gpu = group.node.gpu;
+    if (gpus_.count(gpu.name)) continue;
+    GpuCost c;
+    c.fit = profile_.gpu(gpu.name);
+    for (Dtype d : kAllDtypes) {
+      if (!gpu.supports(d)) continue;
+      GemmEfficiency eff;
+      if (auto it = c.fit.gemm.find(d); it != c.fit.gemm.end()) {
+        eff = it->second;
+      } else if (auto f16 = c.fit.gemm.find(Dtype::kFp16); f16 != c.fit.gemm.end()) {
+        eff = f16->second;  // same tensor cores
+      } else if (auto b16 = c.fit.gemm.find(Dtype::kBf16); b16 != c.fit.gemm.end()) {
+        eff = b16->second;
+      }
+      GemmModel m(eff, gpu.peak_flops(d), gpu.memory_GBps * c.fit.memory_efficiency, gpu.sm_count,
+                  dtype_bytes(d));
+      if (auto pts = c.fit.gemm_points.find(d); pts != c.fit.gemm_points.end())
+        m.set_measurements(pts->second);
+      c.gemm.emplace(d, std::move(m));
+    }
+    gpus_.emplace(gpu.name, std::move(c));
+  }
+  if (!profile_.collectives.empty()) {
+    CalibrationFile measured;
+    measured.collectives = profile_.collectives;
+    comm_ = fit_communication(measured);
+  }
+}
+
+const CostModel::GpuCost& CostModel::cost(const GpuSpec& gpu) const {
+  auto it = gpus_.find(gpu.name);
+  if (it == gpus_.end())
+    throw RuntimeFailure(fmt::format("no cost model prepared for GPU type {}", gpu.name));
+  return it->second;
+}
+
+const GpuFit& CostModel::fit(const GpuSpec& gpu) const { return cost(gpu).fit; }
+
+Dtype CostModel::compute_dtype(const GpuSpec& gpu, Dtype requested) const {
+  if (gpu.supports(requested)) return requested;
+  if ((requested == Dtype::kBf16 || requested == Dtype::kFp8) && gpu.supports(Dtype::kFp16))
+    return Dtype::kFp16;
+  return Dtype::kFp32;
+}
+
+double CostModel::gemm_s(const GpuSpec& gpu, Dtype dtype, const GemmShape& shape) const {
+  const GpuCost& c = cost(gpu);
+  auto it = c.gemm.find(compute_dtype(gpu, dtype));
+  if (it == c.gemm.end())
+    throw RuntimeFailure(fmt::format("{} has no unit for {}", gpu.name, to_string(dtype)));
+  return it->second.time_s(shape);
+}
+
+double CostModel::memory_op_s(const GpuSpec& gpu, const std::string& kernel, double bytes) const {
+  const GpuFit& f = cost(gpu).fit;
+  if (auto it = f.kernels.find(kernel); it != f.kernels.end())
+    return it->second.overhead_s + bytes / (it->second.GBps * 1e9);
+  return f.launch_s + bytes / (gpu.memory_GBps * f.memory_efficiency * 1e9);
+}
+
+double CostModel::attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp& op) const {
+  const GpuFit& f = cost(gpu).fit;
+  const double peak = gpu.peak_flops(compute_dtype(gpu, dtype));
+  const double eff =
+      op.pass == Pass::kForward ? f.attention_efficiency : f.attention_bwd_efficiency;
+  return f.launch_s + op.flops / (peak * eff);
+}
+
+LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
+                                  const CommGroup& tp, Dtype dtype) const {
+  LayerTimes t;
+  double recomputed = 0;
+  auto reruns = [&](Pass pass, OpGroup group) {
+    return pass == Pass::kForward &&
+           (recompute == Recompute::kFull ||
+            (recompute == Recompute::kSelective && group == OpGroup::kCoreAttention));
+  };
+  for (const auto& g : work.gemms) {
+    const double s = gemm_s(gpu, dtype, g.shape);
+    t.pass_s[static_cast<int>(g.pass)] += s;
+    if (reruns(g.pass, g.group)) recomputed += s;
+  }
+  for (const auto& m : work.memory_ops) {
+    const double s = memory_op_s(gpu, m.kernel, m.bytes);
+    t.pass_s[static_cast<int>(m.pass)] += s;
+    if (reruns(m.pass, m.group)) recomputed += s;
+  }
+  for (const auto& a : work.attention) {
+    const double s = attention_s(gpu, dtype, a);
+    t.pass_s[static_cast<int>(a.pass)] += s;
+    if (reruns(a.pass, OpGroup::kDefault)) recomputed += s;
+  }
+  for (const auto& c : work.comms) {
+    const double s = collective_s(c.kind, c.bytes, tp);
+    t.pass_s[static_cast<int>(c.pass)] += s;
+    t.tp_comm_s[static_cast<int>(c.pass)] += s;
+    if (recompute == Recompute::kFull && c.pass == Pass::kForward) {
+      recomputed += s;
+      t.tp_comm_s[static_cast<int>(Pass::kBackwardInput)] += s;
+    }
+  }
+  t.recompute_s = recomputed;
+  t.pass_s[static_cast<int>(Pass::kBackwardInput)] += recomputed;
+  return t;
+}
+
+double CostModel::link_efficiency(Fabric fabric) const {
+  return fabric == Fabric::kPcie ? priors_.pcie_efficiency : priors_.nvlink_efficiency;
+}
+
+namespace {
+
+// Ring steps of each collective over n ranks (latency terms).
+double ring_steps(CollectiveKind kind, int64_t n) {
+  if (n <= 1) return 0;
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2.0 * (n - 1);
+    case CollectiveKind::kSendRecv:
+      return 1;
+    default:
+      return double(n - 1);
+  }
+}
+
+}  // namespace
+
+std::optional<double> CostModel::measured_collective_s(CollectiveKind kind, double bytes,
+                                                       const CommGroup& g) const {
+  if (comm_.collectives.empty()) return std::nullopt;
+  // The measured dtype matters little for the time of a given byte count; prefer bf16.
+  for (Dtype d : {Dtype::kBf16, Dtype::kFp32, Dtype::kFp16}) {
+    if (const CollectiveFit* f = comm_.find(kind, d, g.size, g.nodes, g.link())) {
+      // Measured alone; a shared network is slower by the sharing factor on its bandwidth part.
+      if (g.nodes > 1 && g.sharing > 1)
+        return f->time_s(bytes) + (f->time_s(bytes) - f->time_s(0)) * double(g.sharing - 1);
+      return f->time_s(bytes);
+    }
+    if (g.nodes > 1)
+      if (auto t = hierarchical_time_s(comm_, kind, d, bytes, g.nodes, g.per_node)) return t;
+  }
+  return std::nullopt;
+}
+
+double CostModel::collective_s(CollectiveKind kind, double bytes, const CommGroup& g) const {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  if (auto measured = measured_collective_s(kind, bytes, g)) return *measured;
+  // Inside one node: a ring over the fabric.
+  auto intra = [&](int64_t n, double array_bytes) {
+    if (n <= 1) return 0.0;
+    const double bw = g.intra_GBps * link_efficiency(g.fabric) * 1e9;
+    return ring_steps(kind, n) * g.intra_latency_s +
+           array_bytes * bus_bandwidth_factor(kind, n) / bw;
+  };
+  if (g.nodes <= 1) return intra(g.size, bytes);
+  // Across nodes (hierarchical: inside the nodes, then between them). Every byte of the
+  // cross-node part goes through each node's network, shared by `sharing` concurrent groups.
+  const double k = double(g.nodes);
+  const double nic = g.inter_GBps * priors_.network_efficiency * 1e9 / double(g.sharing);
+  double nic_bytes = 0;
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      nic_bytes = 2 * (k - 1) / k * bytes;
+      break;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+      nic_bytes = (k - 1) / k * bytes;
+      break;
+    case CollectiveKind::kAllToAll:
+      nic_bytes = double(g.per_node) * (k - 1) / k * bytes;
+      break;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kSendRecv:
+      nic_bytes = bytes;
+      break;
+  }
+  const double inter = ring_steps(kind, g.nodes) * g.inter_latency_s + nic_bytes / nic;
+  return intra(g.per_node, bytes) + inter;
+}
+
+double CostModel::p2p_s(double bytes, const Link& link) const {
+  if (bytes <= 0) return 0;
+  const double eff = link.same_node ? priors_.nvlink_efficiency : priors_.network_efficiency;
+  return link.latency_s + bytes / (link.GBps * eff * 1e9);
+}
+
+double CostModel::optimizer_s(const GpuSpec& gpu, double params) const {
+  // Fused AdamW: reads fp32 weight, gradient and two moments (16 B), writes weight, moments and
+  // the bf16 copy (14 B).
+  constexpr double kBytesPerParam = 30;
+  return memory_op_s(gpu, "adamw", params * kBytesPerParam);
+}
+
+}  // namespace hetplan

@@ -1,0 +1,77 @@
+// Times of ops, layers and communication on a cluster's GPUs and links, from a fitted profile
+// (datasheet priors where nothing was measured). Thread-safe after construction.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "costmodel/fit_collectives.h"
+#include "costmodel/gemm_model.h"
+#include "costmodel/hardware.h"
+#include "costmodel/layer_ops.h"
+#include "costmodel/profile.h"
+#include "costmodel/topology.h"
+
+namespace hetplan {
+
+// Fraction of a link's bandwidth that NCCL's bus bandwidth reaches, before calibration
+// (docs/costmodel.md gives the basis of each).
+struct CommPriors {
+  double nvlink_efficiency = 0.8;
+  double pcie_efficiency = 0.8;
+  double network_efficiency = 0.85;
+};
+
+// Per-pass times of one layer on one GPU type (tensor-parallel communication included).
+struct LayerTimes {
+  double pass_s[kNumPasses] = {0, 0, 0};     // F, B (with recomputation), W
+  double tp_comm_s[kNumPasses] = {0, 0, 0};  // the tensor-parallel collectives in each
+  double recompute_s = 0;                    // forward work re-run inside B
+};
+
+class CostModel {
+ public:
+  CostModel(Profile profile, const ClusterSpec& cluster, CommPriors priors = {});
+
+  // The dtype a GPU computes `requested` in: bf16 becomes fp16 on GPUs without bf16 units
+  // (T4, V100), as frameworks run them.
+  Dtype compute_dtype(const GpuSpec& gpu, Dtype requested) const;
+
+  double gemm_s(const GpuSpec& gpu, Dtype dtype, const GemmShape& shape) const;
+  double memory_op_s(const GpuSpec& gpu, const std::string& kernel, double bytes) const;
+  double attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp& op) const;
+  // One layer's passes on `gpu` with its tensor-parallel group `tp`.
+  LayerTimes layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
+                         const CommGroup& tp, Dtype dtype) const;
+
+  // A collective of `bytes` (nccl-tests convention) over `group`: measured where the profile has
+  // the same collective, group size and link, else latency-bandwidth priors.
+  double collective_s(CollectiveKind kind, double bytes, const CommGroup& group) const;
+  double p2p_s(double bytes, const Link& link) const;
+  // AdamW step over `params` parameters (fp32 master weights, moments and gradients).
+  double optimizer_s(const GpuSpec& gpu, double params) const;
+
+  const Profile& profile() const { return profile_; }
+  const GpuFit& fit(const GpuSpec& gpu) const;
+  const ClusterSpec& cluster() const { return cluster_; }
+
+ private:
+  struct GpuCost {
+    GpuFit fit;
+    std::map<Dtype, GemmModel> gemm;
+  };
+  const GpuCost& cost(const GpuSpec& gpu) const;
+  // Fitted measurement for this collective and group (directly measured, or composed from
+  // measured intra- and inter-node parts); nullopt when the profile has neither.
+  std::optional<double> measured_collective_s(CollectiveKind kind, double bytes,
+                                              const CommGroup& group) const;
+  double link_efficiency(Fabric fabric) const;
+
+  Profile profile_;
+  ClusterSpec cluster_;
+  CommPriors priors_;
+  std::map<std::string, GpuCost> gpus_;
+  CommunicationFit comm_;  // fitted from the profile's collective measurements
+};
+
+}  // namespace hetplan

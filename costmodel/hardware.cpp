@@ -1,0 +1,296 @@
+#include "costmodel/hardware.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "costmodel/errors.h"
+#include "costmodel/preset_table.h"
+
+namespace hetplan {
+
+double GpuSpec::peak_flops(Dtype dtype) const {
+  auto it = peak_tflops.find(dtype);
+  return it == peak_tflops.end() ? 0 : it->second * 1e12;
+}
+
+std::string_view to_string(Fabric f) {
+  switch (f) {
+    case Fabric::kPcie:
+      return "pcie";
+    case Fabric::kNvlink:
+      return "nvlink";
+    case Fabric::kNvswitch:
+      return "nvswitch";
+  }
+  return "?";
+}
+
+namespace {
+
+const EmbeddedPreset* find_preset(std::string_view kind, std::string_view name) {
+  for (const auto& p : embedded_presets())
+    if (p.kind == kind && p.name == name) return &p;
+  return nullptr;
+}
+
+std::string preset_names(std::string_view kind) {
+  std::string out;
+  for (const auto& p : embedded_presets())
+    if (p.kind == kind) out += (out.empty() ? "" : ", ") + std::string(p.name);
+  return out;
+}
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || s.ends_with(".yaml") || s.ends_with(".yml") ||
+         s.ends_with(".json");
+}
+
+Document preset_document(const EmbeddedPreset& p) {
+  return parse_document(p.text, std::string(p.path), DocumentFormat::kYaml);
+}
+
+void read_citations(ObjectReader& r, std::map<std::string, std::string>& out) {
+  if (auto c = r.optional_object("citations"))
+    for (const auto& key : c->keys()) out[key] = c->string(key);
+}
+
+}  // namespace
+
+GpuSpec parse_gpu(ObjectReader r, const std::string& name) {
+  GpuSpec g;
+  g.name = name;
+  g.description = r.string_or("description", "");
+  auto peaks = r.object("peak_tflops");
+  for (const auto& key : peaks.keys()) {
+    Dtype d;
+    if (!parse_dtype(key, d)) peaks.fail(key, "expected a dtype key (fp32, tf32, fp16, bf16, fp8)");
+    g.peak_tflops[d] = peaks.positive(key);
+  }
+  if (g.peak_tflops.empty()) r.fail("peak_tflops", "expected at least one dtype's peak");
+  g.memory_bytes = r.positive("memory_gib") * (1ull << 30);
+  g.memory_GBps = r.positive("memory_GBps");
+  g.sm_count = r.positive_integer("sm_count");
+  g.l2_bytes = r.positive("l2_mib") * (1 << 20);
+  read_citations(r, g.citations);
+  r.finish();
+  return g;
+}
+
+GpuSpec load_gpu(const std::string& name_or_path) {
+  if (const EmbeddedPreset* p = find_preset("gpus", name_or_path)) {
+    Document doc = preset_document(*p);
+    return parse_gpu(ObjectReader(doc), name_or_path);
+  }
+  if (looks_like_path(name_or_path)) {
+    Document doc = load_document(name_or_path);
+    return parse_gpu(ObjectReader(doc), std::filesystem::path(name_or_path).stem().string());
+  }
+  throw InputError(fmt::format("unknown GPU type \"{}\": expected one of {} or a GPU file",
+                               name_or_path, preset_names("gpus")));
+}
+
+NodeSpec parse_node(ObjectReader r, const std::string& name,
+                    const std::map<std::string, GpuSpec>& extra_gpus) {
+  NodeSpec n;
+  n.name = name;
+  n.description = r.string_or("description", "");
+  const std::string gpu = r.string("gpu");
+  if (auto it = extra_gpus.find(gpu); it != extra_gpus.end()) {
+    n.gpu = it->second;
+  } else if (find_preset("gpus", gpu)) {
+    n.gpu = load_gpu(gpu);
+  } else {
+    r.fail("gpu", fmt::format("expected a GPU type ({}{}), found \"{}\"", preset_names("gpus"),
+                              extra_gpus.empty() ? "" : ", or one of the file's gpu_types", gpu));
+  }
+  n.gpus = r.positive_integer("gpus");
+  const std::string fabric = r.choice("fabric", {"pcie", "nvlink", "nvswitch"});
+  n.fabric = fabric == "pcie" ? Fabric::kPcie : fabric == "nvlink" ? Fabric::kNvlink
+                                                                   : Fabric::kNvswitch;
+  n.intra_GBps = r.positive("intra_GBps");
+  n.intra_latency_s = r.positive("intra_latency_us") * 1e-6;
+  n.network_gbit = r.positive("network_gbit");
+  n.network_latency_s = r.positive("network_latency_us") * 1e-6;
+  n.host_link_GBps = r.positive_or("host_link_GBps", 16);
+  n.price_per_hour = r.non_negative_or("price_per_hour", 0);
+  read_citations(r, n.citations);
+  r.finish();
+  return n;
+}
+
+NodeSpec load_node(const std::string& name_or_path) {
+  if (const EmbeddedPreset* p = find_preset("nodes", name_or_path)) {
+    Document doc = preset_document(*p);
+    return parse_node(ObjectReader(doc), name_or_path);
+  }
+  if (looks_like_path(name_or_path)) {
+    Document doc = load_document(name_or_path);
+    return parse_node(ObjectReader(doc), std::filesystem::path(name_or_path).stem().string());
+  }
+  throw InputError(fmt::format("unknown node type \"{}\": expected one of {} or a node file",
+                               name_or_path, preset_names("nodes")));
+}
+
+int64_t ClusterSpec::num_gpus() const {
+  int64_t n = 0;
+  for (const auto& g : groups) n += g.count * g.node.gpus;
+  return n;
+}
+
+int64_t ClusterSpec::num_nodes() const {
+  int64_t n = 0;
+  for (const auto& g : groups) n += g.count;
+  return n;
+}
+
+namespace {
+
+const NetworkLink* find_link(const ClusterSpec& c, const std::string& a, const std::string& b) {
+  for (const auto& l : c.links)
+    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return &l;
+  return nullptr;
+}
+
+const NodeSpec& node_of(const ClusterSpec& c, const std::string& name) {
+  for (const auto& g : c.groups)
+    if (g.node.name == name) return g.node;
+  throw InputError(c.origin, "nodes", fmt::format("no node type \"{}\" in the cluster", name));
+}
+
+}  // namespace
+
+double ClusterSpec::network_GBps(const std::string& a, const std::string& b) const {
+  if (const NetworkLink* l = find_link(*this, a, b)) return l->gbit / 8;
+  return std::min(node_of(*this, a).network_gbit, node_of(*this, b).network_gbit) / 8;
+}
+
+double ClusterSpec::network_latency_s(const std::string& a, const std::string& b) const {
+  if (const NetworkLink* l = find_link(*this, a, b)) return l->latency_s;
+  return std::max(node_of(*this, a).network_latency_s, node_of(*this, b).network_latency_s);
+}
+
+void validate_cluster(const ClusterSpec& c) {
+  if (c.groups.empty() || c.num_gpus() <= 0)
+    throw InputError(c.origin, "nodes", "expected at least one node with GPUs (a cluster with no "
+                                        "GPUs cannot run anything)");
+  for (size_t i = 0; i < c.groups.size(); ++i)
+    for (size_t j = i + 1; j < c.groups.size(); ++j)
+      if (c.groups[i].node.name == c.groups[j].node.name)
+        throw InputError(c.origin, fmt::format("nodes[{}]", j),
+                         fmt::format("node type \"{}\" listed twice; give one count",
+                                     c.groups[j].node.name));
+}
+
+ClusterSpec parse_cluster(const Document& doc) {
+  ObjectReader r(doc);
+  ClusterSpec c;
+  c.origin = doc.origin;
+  c.name = r.string_or("name", std::filesystem::path(doc.origin).stem().string());
+  r.string_or("description", "");
+  std::map<std::string, GpuSpec> gpus;
+  if (auto g = r.optional_object("gpu_types"))
+    for (const auto& key : g->keys()) gpus[key] = parse_gpu(g->object(key), key);
+  std::map<std::string, NodeSpec> nodes;
+  if (auto n = r.optional_object("node_types"))
+    for (const auto& key : n->keys()) nodes[key] = parse_node(n->object(key), key, gpus);
+  for (auto& item : r.objects("nodes")) {
+    const std::string type = item.string("type");
+    NodeGroup g;
+    if (auto it = nodes.find(type); it != nodes.end()) {
+      g.node = it->second;
+    } else if (find_preset("nodes", type)) {
+      g.node = load_node(type);
+    } else {
+      item.fail("type", fmt::format("expected a node type ({}{}), found \"{}\"",
+                                    preset_names("nodes"),
+                                    nodes.empty() ? "" : ", or one of the file's node_types", type));
+    }
+    g.count = item.positive_integer("count");
+    item.finish();
+    c.groups.push_back(std::move(g));
+  }
+  if (auto net = r.optional_object("network")) {
+    for (auto& l : net->objects_or_empty("links")) {
+      auto between = l.strings("between");
+      if (between.size() != 2) l.fail("between", "expected two node types");
+      NetworkLink link{between[0], between[1], l.positive("gbit"),
+                       l.positive("latency_us") * 1e-6};
+      for (const auto& name : between) {
+        bool known = false;
+        for (const auto& g : c.groups) known |= g.node.name == name;
+        if (!known)
+          l.fail("between", fmt::format("\"{}\" is not a node type of this cluster", name));
+      }
+      l.finish();
+      c.links.push_back(link);
+    }
+    net->finish();
+  }
+  if (r.has("calibration")) {
+    const auto base = std::filesystem::path(doc.origin).parent_path();
+    for (const auto& p : r.strings("calibration")) {
+      std::filesystem::path path(p);
+      c.calibration.push_back((path.is_absolute() ? path : base / path).string());
+    }
+  }
+  r.finish();
+  validate_cluster(c);
+  return c;
+}
+
+namespace {
+
+// "p3.8xlarge:3,g4dn.12xlarge:1" (a count of 1 may be left out).
+ClusterSpec parse_cluster_list(const std::string& spec) {
+  ClusterSpec c;
+  c.origin = "--cluster " + spec;
+  c.name = spec;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    const size_t comma = spec.find(',', pos);
+    const std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos
+                                                                         : comma - pos);
+    const size_t colon = item.find(':');
+    const std::string type = item.substr(0, colon);
+    int64_t count = 1;
+    if (colon != std::string::npos) {
+      const std::string n = item.substr(colon + 1);
+      auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), count);
+      if (ec != std::errc() || p != n.data() + n.size() || count <= 0)
+        throw InputError(c.origin, item, "expected NODE:COUNT with a whole count > 0");
+    }
+    if (!find_preset("nodes", type))
+      throw InputError(c.origin, item, fmt::format("unknown node type \"{}\": expected one of {}",
+                                                   type, preset_names("nodes")));
+    c.groups.push_back({load_node(type), count});
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  validate_cluster(c);
+  return c;
+}
+
+}  // namespace
+
+ClusterSpec load_cluster(const std::string& spec) {
+  if (spec.empty()) throw InputError("--cluster: expected a preset, a file or NODE:COUNT,...");
+  if (const EmbeddedPreset* p = find_preset("clusters", spec)) return parse_cluster(preset_document(*p));
+  if (looks_like_path(spec) || std::filesystem::exists(spec)) return parse_cluster(load_document(spec));
+  return parse_cluster_list(spec);
+}
+
+std::vector<HardwarePresetInfo> hardware_presets() {
+  std::vector<HardwarePresetInfo> out;
+  for (const auto& p : embedded_presets()) {
+    if (p.kind != "gpus" && p.kind != "nodes" && p.kind != "clusters") continue;
+    Document doc = preset_document(p);
+    const std::string kind = p.kind == "gpus" ? "gpu" : p.kind == "nodes" ? "node" : "cluster";
+    std::string description = doc.root.value("description", "");
+    out.push_back({kind, std::string(p.name), description});
+  }
+  return out;
+}
+
+}  // namespace hetplan

@@ -1,0 +1,96 @@
+// GPU types, node types and clusters. GPU and node presets are data (presets/gpus, presets/nodes)
+// with datasheet figures and their citations; clusters come from presets, files, or a list such as
+// "p3.8xlarge:3,g4dn.12xlarge:1".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "costmodel/document.h"
+#include "costmodel/dtype.h"
+
+namespace hetplan {
+
+struct GpuSpec {
+  std::string name;  // preset key, e.g. "a100-40gb"
+  std::string description;
+  std::map<Dtype, double> peak_tflops;  // dense tensor-core (or FP32 unit) peak per dtype
+  double memory_bytes = 0;              // device memory
+  double memory_GBps = 0;               // device memory bandwidth
+  int64_t sm_count = 0;
+  double l2_bytes = 0;
+  std::map<std::string, std::string> citations;
+
+  // Peak for `dtype`; 0 when the GPU has no unit for it (bf16 on T4 and V100).
+  double peak_flops(Dtype dtype) const;
+  bool supports(Dtype dtype) const { return peak_flops(dtype) > 0; }
+};
+
+enum class Fabric { kPcie, kNvlink, kNvswitch };
+std::string_view to_string(Fabric f);
+
+struct NodeSpec {
+  std::string name;  // preset key, e.g. "p4d.24xlarge"
+  std::string description;
+  GpuSpec gpu;
+  int64_t gpus = 0;
+  Fabric fabric = Fabric::kPcie;
+  double intra_GBps = 0;        // per GPU and direction, to its peers inside the node
+  double intra_latency_s = 0;
+  double network_gbit = 0;      // the node's network bandwidth (all NICs)
+  double network_latency_s = 0;
+  double host_link_GBps = 0;    // per GPU, host <-> device
+  double price_per_hour = 0;    // on-demand, for provisioning
+  std::map<std::string, std::string> citations;
+};
+
+// `count` nodes of one kind.
+struct NodeGroup {
+  NodeSpec node;
+  int64_t count = 0;
+};
+
+// Bandwidth and latency between two node kinds (per node pair), where it differs from the default
+// (the slower of the two nodes' network speeds).
+struct NetworkLink {
+  std::string a, b;
+  double gbit = 0;
+  double latency_s = 0;
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string origin;
+  std::vector<NodeGroup> groups;
+  std::vector<NetworkLink> links;
+  std::vector<std::string> calibration;  // calibration files the cluster points to
+
+  int64_t num_gpus() const;
+  int64_t num_nodes() const;
+  // Network between one node of kind `a` and one of kind `b`: bandwidth (GB/s) and latency.
+  double network_GBps(const std::string& a, const std::string& b) const;
+  double network_latency_s(const std::string& a, const std::string& b) const;
+  bool is_homogeneous() const { return groups.size() == 1; }
+};
+
+// Loaders. Names are presets; paths are files; "a:n,b:m" lists node presets with counts.
+GpuSpec load_gpu(const std::string& name_or_path);
+NodeSpec load_node(const std::string& name_or_path);
+ClusterSpec load_cluster(const std::string& spec);
+GpuSpec parse_gpu(ObjectReader r, const std::string& name);
+NodeSpec parse_node(ObjectReader r, const std::string& name,
+                    const std::map<std::string, GpuSpec>& extra_gpus = {});
+ClusterSpec parse_cluster(const Document& doc);
+// Checks a cluster; throws InputError naming its origin.
+void validate_cluster(const ClusterSpec& cluster);
+
+struct HardwarePresetInfo {
+  std::string kind;  // "gpu", "node", "cluster"
+  std::string name;
+  std::string description;
+};
+std::vector<HardwarePresetInfo> hardware_presets();
+
+}  // namespace hetplan

@@ -1,0 +1,349 @@
+#include "costmodel/layer_ops.h"
+
+#include <fmt/format.h>
+
+#include "costmodel/errors.h"
+
+namespace hetplan {
+
+std::string_view to_string(Pass pass) {
+  switch (pass) {
+    case Pass::kForward:
+      return "forward";
+    case Pass::kBackwardInput:
+      return "backward_input";
+    case Pass::kBackwardWeight:
+      return "backward_weight";
+  }
+  return "?";
+}
+
+std::string_view to_string(Recompute r) {
+  switch (r) {
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
+  }
+  return "?";
+}
+
+bool parse_recompute(std::string_view text, Recompute& out) {
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    if (text == to_string(r)) {
+      out = r;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// Megatron-LM pads the vocabulary to a multiple of 128 x tp (--make-vocab-size-divisible-by).
+int64_t padded_vocab(int64_t vocab, int64_t tp) {
+  const int64_t m = 128 * tp;
+  return (vocab + m - 1) / m * m;
+}
+
+constexpr double kNormStatBytes = 8;  // mean and rstd (or rstd alone, padded) per token, fp32
+
+// Accumulates one layer's ops with the conventions of the header.
+class Builder {
+ public:
+  Builder(const LayerShape& shape, LayerWork& work) : s_(shape), w_(work) {
+    act_ = dtype_bytes(shape.dtype);
+  }
+
+  // A linear layer y = x W^T with `in` -> `out` features over `tokens` rows: forward GEMM,
+  // input-gradient GEMM, weight-gradient GEMM. `experts` independent copies are batched.
+  void linear(const std::string& name, int64_t tokens, int64_t in, int64_t out,
+              int64_t batch = 1, bool input_gradient = true) {
+    if (tokens <= 0 || in <= 0 || out <= 0) return;
+    gemm(name, Pass::kForward, {out, tokens, in, batch, true, false});
+    if (input_gradient) gemm(name, Pass::kBackwardInput, {in, tokens, out, batch, false, false});
+    gemm(name, Pass::kBackwardWeight, {in, out, tokens, batch, false, true});
+  }
+
+  void gemm(const std::string& name, Pass pass, GemmShape shape,
+            OpGroup group = OpGroup::kDefault) {
+    w_.gemms.push_back({name, pass, shape, group});
+    w_.model_flops[static_cast<int>(pass)] += shape.flops();
+  }
+
+  void memory(const std::string& kernel, Pass pass, double bytes,
+              OpGroup group = OpGroup::kDefault) {
+    if (bytes > 0) w_.memory_ops.push_back({kernel, pass, bytes, group});
+  }
+
+  // Elementwise kernel over `elements` values: forward reads `in` tensors and writes `out`;
+  // backward reads the output gradient plus the saved inputs and writes the input gradients.
+  void elementwise(const std::string& name, double elements, int in, int out, int saved_in_bwd) {
+    memory(name + "_fwd", Pass::kForward, elements * act_ * (in + out));
+    memory(name + "_bwd", Pass::kBackwardInput, elements * act_ * (out + saved_in_bwd + in));
+  }
+
+  // A norm over `tokens` x `hidden`: forward reads x (and the gain), writes y and statistics;
+  // input gradient reads dy, x and statistics, writes dx; weight gradient reads dy and x again.
+  void norm(NormKind kind, double tokens, int64_t hidden) {
+    if (kind == NormKind::kNone) return;
+    const std::string k = kind == NormKind::kLayerNorm ? "layernorm" : "rmsnorm";
+    const double x = tokens * static_cast<double>(hidden) * act_;
+    memory(k + "_fwd", Pass::kForward, 2 * x + tokens * kNormStatBytes);
+    memory(k + "_bwd", Pass::kBackwardInput, 3 * x + tokens * kNormStatBytes);
+    memory(k + "_bwd_weight", Pass::kBackwardWeight, 2 * x);
+  }
+
+  void comm(const std::string& name, Pass pass, CollectiveKind kind, double bytes) {
+    if (s_.tp > 1) w_.comms.push_back({name, pass, kind, bytes});
+  }
+
+  // The Megatron "g" (forward reduce) and "f" (backward reduce) around a tensor-parallel region of
+  // `bytes` (whole activation): all-reduce, or with sequence parallelism all-gather + reduce-scatter.
+  void enter_tp_region(const std::string& name, double bytes) {
+    if (s_.sequence_parallel) {
+      comm(name + "_allgather", Pass::kForward, CollectiveKind::kAllGather, bytes);
+      comm(name + "_reducescatter", Pass::kBackwardInput, CollectiveKind::kReduceScatter, bytes);
+      // The weight gradient needs the gathered input again (Megatron re-gathers it).
+      comm(name + "_regather", Pass::kBackwardWeight, CollectiveKind::kAllGather, bytes);
+    } else {
+      comm(name + "_allreduce_grad", Pass::kBackwardInput, CollectiveKind::kAllReduce, bytes);
+    }
+  }
+  void leave_tp_region(const std::string& name, double bytes) {
+    if (s_.sequence_parallel) {
+      comm(name + "_reducescatter", Pass::kForward, CollectiveKind::kReduceScatter, bytes);
+      comm(name + "_allgather_grad", Pass::kBackwardInput, CollectiveKind::kAllGather, bytes);
+    } else {
+      comm(name + "_allreduce", Pass::kForward, CollectiveKind::kAllReduce, bytes);
+    }
+  }
+
+  // Activation bytes kept for backward under none / selective / full recomputation.
+  void keep(double bytes, bool core_attention = false) {
+    w_.activation_bytes[0] += bytes;
+    if (!core_attention) w_.activation_bytes[1] += bytes;
+  }
+  void keep_full(double bytes) { w_.activation_bytes[2] += bytes; }
+
+  double act() const { return act_; }
+
+ private:
+  const LayerShape& s_;
+  LayerWork& w_;
+  double act_ = 2;
+};
+
+void check_divides(const LayerSpec& layer, const char* what, int64_t value, int64_t tp) {
+  if (value % tp != 0)
+    throw InputError(fmt::format("tensor-parallel width {} does not divide {} {} of layer {}", tp,
+                                 what, value, layer.name));
+}
+
+void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerShape& s,
+                 Builder& B, LayerWork& w) {
+  const int64_t t = s.tp;
+  check_divides(layer, "the heads", b.heads, t);
+  check_divides(layer, "the KV heads", b.kv_heads, t);
+  check_divides(layer, "the MLP width", b.ffn_hidden, t);
+  const int64_t h = layer.hidden, seq = layer.seq_len, mb = s.micro_batch;
+  const int64_t T = mb * seq;
+  const double act = B.act();
+  // Tokens a rank processes outside the tensor-parallel regions: all of them, or 1/t with SP.
+  const double Tr = s.sequence_parallel ? static_cast<double>(T) / t : static_cast<double>(T);
+  const double x_bytes = static_cast<double>(T) * h * act;  // one whole hidden activation
+  const int64_t heads = b.heads / t, kv = b.kv_heads / t, hd = b.head_dim;
+  const bool dropout = b.dropout > 0;
+
+  // Attention: norm, QKV projection, (rotary), attention core, output projection, residual.
+  B.norm(b.norm, Tr, h);
+  B.keep(Tr * h * act + Tr * kNormStatBytes);  // norm input and statistics
+  B.enter_tp_region("attn", x_bytes);
+  B.linear("qkv", T, h, (heads + 2 * kv) * hd);
+  B.keep(Tr * h * act);  // QKV input (the norm output; sharded under SP and re-gathered)
+  if (b.rotary) B.elementwise("rotary", static_cast<double>(T) * (heads + kv) * hd, 1, 1, 0);
+  const double qk_bytes = static_cast<double>(T) * (heads + kv) * hd * act;
+  const double v_bytes = static_cast<double>(T) * kv * hd * act;
+  const double out_in_bytes = static_cast<double>(T) * heads * hd * act;
+  B.keep(qk_bytes + v_bytes);  // Q, K, V
+  const double scores = static_cast<double>(mb) * heads * seq * seq;
+  if (s.flash_attention) {
+    const double full = 4.0 * mb * heads * seq * seq * hd;  // QK^T and PV, 2 flops per MAC
+    const double executed = b.causal ? full / 2 : full;
+    w.attention.push_back({Pass::kForward, mb, heads, kv, seq, hd, b.causal, executed});
+    // Backward recomputes P and runs dV, dP, dQ, dK: 2.5x the forward GEMM work.
+    w.attention.push_back({Pass::kBackwardInput, mb, heads, kv, seq, hd, b.causal, 2.5 * executed});
+    w.model_flops[0] += full;
+    w.model_flops[1] += 2 * full;
+    B.keep(static_cast<double>(mb) * heads * seq * 4);  // logsumexp, fp32
+  } else {
+    const OpGroup core = OpGroup::kCoreAttention;
+    const int64_t bh = mb * heads;
+    B.gemm("scores", Pass::kForward, {seq, seq, hd, bh, true, false}, core);
+    B.memory("softmax_fwd", Pass::kForward, 2 * scores * act, core);
+    if (dropout) B.memory("dropout_fwd", Pass::kForward, scores * (2 * act + 1), core);
+    B.gemm("context", Pass::kForward, {hd, seq, seq, bh, false, false}, core);
+    B.gemm("context_dprobs", Pass::kBackwardInput, {seq, seq, hd, bh, true, false});
+    B.gemm("context_dv", Pass::kBackwardInput, {hd, seq, seq, bh, false, true});
+    if (dropout) B.memory("dropout_bwd", Pass::kBackwardInput, scores * (2 * act + 1));
+    B.memory("softmax_bwd", Pass::kBackwardInput, 3 * scores * act);
+    B.gemm("scores_dq", Pass::kBackwardInput, {hd, seq, seq, bh, false, false});
+    B.gemm("scores_dk", Pass::kBackwardInput, {hd, seq, seq, bh, false, true});
+    // Softmax output, dropout mask and dropout output (Korthikanti et al. 2022, 5as^2b/t).
+    B.keep(scores * act, true);
+    if (dropout) B.keep(scores * (1 + act), true);
+  }
+  B.linear("attn_out", T, heads * hd, h);
+  B.keep(out_in_bytes);
+  B.leave_tp_region("attn", x_bytes);
+  // Bias + dropout + residual add: reads x and the residual, writes the sum (and a mask).
+  const double res_elems = Tr * h;
+  B.memory("bias_dropout_residual_fwd", Pass::kForward, res_elems * (3 * act + (dropout ? 1 : 0)));
+  B.memory("bias_dropout_residual_bwd", Pass::kBackwardInput,
+           res_elems * (2 * act + (dropout ? 1 : 0)));
+  if (dropout) B.keep(res_elems);  // mask, one byte per element
+
+  // MLP (dense or mixture of experts).
+  B.norm(b.norm, Tr, h);
+  B.keep(Tr * h * act + Tr * kNormStatBytes);
+  B.enter_tp_region("mlp", x_bytes);
+  const int64_t f = b.ffn_hidden / t;
+  const bool swiglu = b.activation == MlpActivation::kSwiglu;
+  const int64_t up = swiglu ? 2 * f : f;
+  int64_t tokens = T;  // tokens through each expert (all of them for a dense MLP)
+  int64_t experts = 1;
+  if (b.experts > 1) {
+    B.linear("router", T, h, b.experts);
+    B.memory("router_topk", Pass::kForward, static_cast<double>(T) * b.experts * 4);
+    // Dispatch and combine copies of the routed tokens (top-k copies each).
+    B.elementwise("moe_permute", static_cast<double>(T) * b.top_k * h, 1, 1, 0);
+    experts = b.experts;
+    tokens = T * b.top_k / b.experts;  // balanced routing, capacity factor 1
+    B.keep(static_cast<double>(T) * b.top_k * h * act);  // dispatched expert inputs
+  } else {
+    B.keep(Tr * h * act);  // fc1 input
+  }
+  B.linear("fc1", tokens, h, up, experts);
+  const double act_elems = static_cast<double>(tokens) * experts * f;
+  if (swiglu) {
+    B.elementwise("swiglu", act_elems, 2, 1, 0);
+  } else {
+    B.elementwise(b.activation == MlpActivation::kGelu ? "gelu" : "relu", act_elems, 1, 1, 0);
+  }
+  B.keep(act_elems * act * (swiglu ? 2 : 1));  // activation input
+  B.keep(act_elems * act);                     // fc2 input (activation output)
+  B.linear("fc2", tokens, f, h, experts);
+  B.leave_tp_region("mlp", x_bytes);
+  B.memory("bias_dropout_residual_fwd", Pass::kForward, res_elems * (3 * act + (dropout ? 1 : 0)));
+  B.memory("bias_dropout_residual_bwd", Pass::kBackwardInput,
+           res_elems * (2 * act + (dropout ? 1 : 0)));
+  if (dropout) B.keep(res_elems);
+
+  B.keep_full(Tr * h * act);  // full recomputation keeps the layer input only
+  w.output_bytes = x_bytes;
+}
+
+void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape& s, Builder& B,
+               LayerWork& w) {
+  const int64_t T = s.micro_batch * layer.seq_len;
+  const double act = B.act();
+  const double x_bytes = static_cast<double>(T) * layer.hidden * act;
+  const double Tr = s.sequence_parallel ? static_cast<double>(T) / s.tp : static_cast<double>(T);
+  // Gather rows (plus positions and token types), write the hidden states.
+  const int tables = 1 + (e.max_positions > 0) + (e.token_types > 0);
+  B.memory("embedding_fwd", Pass::kForward, x_bytes * (tables + 1));
+  // The vocabulary-parallel lookup ends with a reduction over the tensor-parallel group.
+  B.leave_tp_region("embedding", x_bytes);
+  // Weight gradient: scatter-add the output gradient into the table rows.
+  B.memory("embedding_bwd", Pass::kBackwardWeight, x_bytes * 2 * tables);
+  if (e.norm != NormKind::kNone) {
+    B.norm(e.norm, Tr, layer.hidden);
+    B.keep(Tr * layer.hidden * act + Tr * kNormStatBytes);
+  }
+  if (e.dropout > 0) {
+    B.elementwise("dropout", Tr * layer.hidden, 1, 1, 0);
+    B.keep(Tr * layer.hidden);
+  }
+  B.keep(static_cast<double>(T) * 8);  // token ids (int64)
+  B.keep_full(static_cast<double>(T) * 8);
+  w.output_bytes = x_bytes;
+}
+
+void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& s, Builder& B,
+             LayerWork& w) {
+  const int64_t T = s.micro_batch * layer.seq_len, h = layer.hidden;
+  const double act = B.act();
+  const double Tr = s.sequence_parallel ? static_cast<double>(T) / s.tp : static_cast<double>(T);
+  const double x_bytes = static_cast<double>(T) * h * act;
+  const int64_t v = (s.pad_vocab ? padded_vocab(head.vocab, s.tp) : head.vocab) / s.tp;
+  B.norm(head.final_norm, Tr, h);
+  if (head.final_norm != NormKind::kNone) B.keep(Tr * h * act + Tr * kNormStatBytes);
+  if (head.transform) {  // BERT: dense + GeLU + LayerNorm, replicated
+    B.linear("transform", static_cast<int64_t>(Tr), h, h);
+    B.elementwise("gelu", Tr * h, 1, 1, 0);
+    B.norm(NormKind::kLayerNorm, Tr, h);
+    B.keep(3 * Tr * h * act + Tr * kNormStatBytes);
+  }
+  B.enter_tp_region("logits", x_bytes);
+  B.linear("logits", T, h, v);
+  B.keep(Tr * h * act);  // logits input
+  // Vocabulary-parallel cross-entropy: max, sum of exponentials and target logit are all-reduced
+  // (one fp32 per token each); the fp32 softmax is kept for backward (4sbv/t in Korthikanti et al.).
+  const double logits = static_cast<double>(T) * v;
+  B.memory("cross_entropy_fwd", Pass::kForward, logits * (act + 4));
+  B.memory("cross_entropy_bwd", Pass::kBackwardInput, logits * (4 + act));
+  for (const char* name : {"ce_max", "ce_sum", "ce_target"})
+    B.comm(name, Pass::kForward, CollectiveKind::kAllReduce, static_cast<double>(T) * 4);
+  B.keep(logits * 4);
+  B.keep_full(Tr * h * act);
+  w.output_bytes = static_cast<double>(T) * 4;  // the loss per token
+}
+
+}  // namespace
+
+LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
+  if (shape.micro_batch <= 0 || shape.tp <= 0)
+    throw InputError(fmt::format("micro-batch ({}) and tensor width ({}) must be > 0",
+                                 shape.micro_batch, shape.tp));
+  LayerWork w;
+  Builder B(shape, w);
+  if (const auto* b = layer.block()) {
+    transformer(layer, *b, shape, B, w);
+  } else if (const auto* e = layer.embedding()) {
+    embedding(layer, *e, shape, B, w);
+  } else {
+    lm_head(layer, std::get<LmHeadLayer>(layer.op), shape, B, w);
+  }
+  w.params = layer_parameters(layer, shape.tp, /*unique=*/false);
+  // Full recomputation never keeps more than no recomputation.
+  w.activation_bytes[2] = std::min(w.activation_bytes[2], w.activation_bytes[0]);
+  return w;
+}
+
+std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp) {
+  for (const auto& l : model.layers) {
+    if (const auto* b = l.block()) {
+      if (b->heads % tp) return fmt::format("tp {} does not divide the {} heads of {}", tp, b->heads, l.name);
+      if (b->kv_heads % tp)
+        return fmt::format("tp {} does not divide the {} KV heads of {}", tp, b->kv_heads, l.name);
+      if (b->ffn_hidden % tp)
+        return fmt::format("tp {} does not divide the MLP width {} of {}", tp, b->ffn_hidden, l.name);
+    }
+  }
+  return "";
+}
+
+double model_flops_per_sample(const ModelSpec& model) {
+  double total = 0;
+  LayerShape one;
+  one.pad_vocab = false;  // count the real vocabulary, not Megatron's padding
+  for (const auto& l : model.layers) {
+    LayerWork w = layer_work(l, one);
+    for (double f : w.model_flops) total += f;
+  }
+  return total;
+}
+
+}  // namespace hetplan

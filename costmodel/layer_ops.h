@@ -1,0 +1,97 @@
+// The work of one layer on one tensor-parallel rank: GEMMs, memory-bound kernels, attention and
+// tensor-parallel collectives per pass, parameters, FLOPs, and the activation bytes it keeps for
+// backward under each recomputation mode. Megatron-LM's layout of tensor and sequence parallelism.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "costmodel/calibration.h"
+#include "costmodel/model.h"
+
+namespace hetplan {
+
+// F = forward, B = input gradient, W = weight gradient (split as zero-bubble schedules do).
+enum class Pass { kForward = 0, kBackwardInput = 1, kBackwardWeight = 2 };
+inline constexpr int kNumPasses = 3;
+std::string_view to_string(Pass pass);
+
+enum class Recompute { kNone, kSelective, kFull };
+std::string_view to_string(Recompute r);
+bool parse_recompute(std::string_view text, Recompute& out);
+
+// How a layer runs: micro-batch, tensor width, options.
+struct LayerShape {
+  int64_t micro_batch = 1;
+  int64_t tp = 1;
+  bool sequence_parallel = false;
+  bool flash_attention = true;  // fused attention (no s^2 tensors kept); false = unfused GEMMs
+  Dtype dtype = Dtype::kBf16;   // activations and GEMM operands
+  bool pad_vocab = true;        // pad the vocabulary as Megatron-LM does (128 x tp)
+};
+
+// Forward ops re-run in backward under selective recomputation (softmax, dropout, attention GEMMs).
+enum class OpGroup { kDefault, kCoreAttention };
+
+// A GEMM in cuBLAS's column-major terms, as PyTorch issues it: forward of a linear layer
+// (m = out, n = tokens, k = in, A transposed), its input gradient (m = in, n = tokens, k = out) and
+// its weight gradient (m = in, n = out, k = tokens, B transposed).
+struct GemmOp {
+  std::string name;
+  Pass pass;
+  GemmShape shape;
+  OpGroup group = OpGroup::kDefault;
+};
+
+// A memory-bound kernel; `kernel` names a kernels/ registry entry (layernorm_fwd, gelu_bwd, ...).
+struct MemoryOp {
+  std::string kernel;
+  Pass pass;
+  double bytes = 0;  // minimum bytes moved: inputs read once, outputs written once
+  OpGroup group = OpGroup::kDefault;
+};
+
+// Fused (flash-style) attention of one rank's heads.
+struct AttentionOp {
+  Pass pass;
+  int64_t batch = 0, heads = 0, kv_heads = 0, seq_len = 0, head_dim = 0;
+  bool causal = true;
+  double flops = 0;  // executed: causal attention skips the masked half
+};
+
+// A collective over the tensor-parallel group; bytes follow nccl-tests (the whole array).
+struct CommOp {
+  std::string name;
+  Pass pass;
+  CollectiveKind kind;
+  double bytes = 0;
+};
+
+struct LayerWork {
+  std::vector<GemmOp> gemms;
+  std::vector<MemoryOp> memory_ops;
+  std::vector<AttentionOp> attention;
+  std::vector<CommOp> comms;  // empty at tp = 1
+  // Activation bytes kept for backward per micro-batch on one rank, by recomputation mode.
+  double activation_bytes[3] = {0, 0, 0};  // indexed by Recompute
+  double output_bytes = 0;  // the activation handed to the next layer (whole tensor)
+  int64_t params = 0;       // held on one rank (a tied head holds its copy)
+  // Model FLOPs of the layer on one rank per pass (no recomputation; attention counted in full,
+  // as Megatron-LM and PaLM count it for MFU).
+  double model_flops[kNumPasses] = {0, 0, 0};
+
+  double activation(Recompute r) const { return activation_bytes[static_cast<int>(r)]; }
+};
+
+// Decomposes `layer` for one rank. Throws InputError when `shape.tp` does not divide the heads,
+// KV heads or MLP width.
+LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape);
+
+// Checks that tensor width `tp` divides every layer of `model`; returns the reason or "".
+std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp);
+
+// Model FLOPs of one training step for `samples` samples (forward + backward, no recompute).
+double model_flops_per_sample(const ModelSpec& model);
+
+}  // namespace hetplan

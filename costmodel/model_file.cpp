@@ -1,0 +1,165 @@
+// hetplan's own model format (YAML or JSON); see docs/models.md.
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "costmodel/errors.h"
+#include "costmodel/model.h"
+
+namespace hetplan {
+namespace {
+
+NormKind read_norm(ObjectReader& r, std::string_view key, NormKind fallback) {
+  const std::string v =
+      r.choice_or(key, {"none", "layernorm", "rmsnorm"}, std::string(to_string(fallback)));
+  return v == "none" ? NormKind::kNone : v == "layernorm" ? NormKind::kLayerNorm
+                                                          : NormKind::kRmsNorm;
+}
+
+MlpActivation read_activation(ObjectReader& r, MlpActivation fallback) {
+  const std::string v =
+      r.choice_or("activation", {"gelu", "relu", "swiglu"}, std::string(to_string(fallback)));
+  return v == "gelu" ? MlpActivation::kGelu : v == "relu" ? MlpActivation::kRelu
+                                                          : MlpActivation::kSwiglu;
+}
+
+// A block description as written: 0 in a size means "derive it" (kv_heads = heads, head_dim =
+// hidden / heads, ffn_hidden = 4 x hidden).
+struct BlockFields {
+  TransformerLayer block;
+  int64_t hidden = 0;
+  int64_t seq_len = 0;
+};
+
+// Reads a block description; every field falls back to `defaults`. Sizes derived from the width
+// and head count are derived again when those change. Does not call finish().
+BlockFields read_block(ObjectReader& r, const BlockFields& defaults) {
+  BlockFields out = defaults;
+  TransformerLayer& b = out.block;
+  const bool shape_changed = r.has("heads") || r.has("hidden");
+  out.hidden = r.positive_integer_or("hidden", defaults.hidden);
+  out.seq_len = r.positive_integer_or("seq_len", defaults.seq_len);
+  b.heads = r.positive_integer_or("heads", defaults.block.heads);
+  b.kv_heads = r.positive_integer_or("kv_heads", shape_changed ? 0 : defaults.block.kv_heads);
+  b.head_dim = r.positive_integer_or("head_dim", shape_changed ? 0 : defaults.block.head_dim);
+  b.ffn_hidden =
+      r.positive_integer_or("ffn_hidden", r.has("hidden") ? 0 : defaults.block.ffn_hidden);
+  b.activation = read_activation(r, defaults.block.activation);
+  b.norm = read_norm(r, "norm", defaults.block.norm);
+  b.bias = r.boolean_or("bias", defaults.block.bias);
+  b.rotary = r.boolean_or("rotary", defaults.block.rotary);
+  b.causal = r.boolean_or("causal", defaults.block.causal);
+  b.dropout = r.non_negative_or("dropout", defaults.block.dropout);
+  if (b.dropout >= 1) r.fail("dropout", fmt::format("expected 0 <= dropout < 1, found {}", b.dropout));
+  b.experts = r.positive_integer_or("experts", defaults.block.experts);
+  b.top_k = r.positive_integer_or("top_k", defaults.block.top_k);
+  return out;
+}
+
+// Derives the sizes left at 0 and checks the block; `r` is the group the block ends up in.
+void complete_block(BlockFields& f, const ObjectReader& r) {
+  TransformerLayer& b = f.block;
+  if (f.hidden <= 0) r.fail("hidden", "missing: expected the block width (here or in block:)");
+  if (b.heads <= 0) r.fail("heads", "missing: expected the number of attention heads");
+  if (b.kv_heads == 0) b.kv_heads = b.heads;
+  if (b.heads % b.kv_heads != 0)
+    r.fail("kv_heads", fmt::format("expected a divisor of heads ({}), found {}", b.heads,
+                                   b.kv_heads));
+  if (b.head_dim == 0) {
+    if (f.hidden % b.heads != 0)
+      r.fail("heads", fmt::format("expected a divisor of hidden ({}) or an explicit head_dim, "
+                                  "found {}", f.hidden, b.heads));
+    b.head_dim = f.hidden / b.heads;
+  }
+  if (b.ffn_hidden == 0) b.ffn_hidden = 4 * f.hidden;
+  if (b.top_k > b.experts)
+    r.fail("top_k", fmt::format("expected at most the expert count ({}), found {}", b.experts,
+                                b.top_k));
+}
+
+}  // namespace
+
+ModelSpec parse_model(const Document& doc) {
+  ObjectReader r(doc);
+  ModelSpec m;
+  m.origin = doc.origin;
+  m.name = r.string("name");
+  m.description = r.string_or("description", "");
+  m.source = r.string_or("source", "");
+  m.seq_len = r.positive_integer("seq_len");
+  const int64_t vocab = r.positive_integer("vocab");
+  const std::string dtype = r.string_or("dtype", "bf16");
+  if (!parse_dtype(dtype, m.dtype) || m.dtype == Dtype::kTf32)
+    r.fail("dtype", fmt::format("expected fp32, fp16, bf16 or fp8, found \"{}\"", dtype));
+  const bool tied = r.boolean_or("tie_embeddings", false);
+
+  BlockFields defaults;
+  defaults.seq_len = m.seq_len;
+  std::optional<ObjectReader> block = r.optional_object("block");
+  if (block) defaults = read_block(*block, defaults);
+
+  std::vector<std::pair<int64_t, BlockFields>> groups;
+  if (r.has("blocks")) {
+    if (r.has("layers")) r.fail("layers", "give either layers (a count) or blocks (a list), not both");
+    for (auto& g : r.objects("blocks")) {
+      const int64_t count = g.positive_integer("count");
+      BlockFields fields = read_block(g, defaults);
+      complete_block(fields, g);
+      groups.emplace_back(count, fields);
+      g.finish();
+    }
+    if (groups.empty()) r.fail("blocks", "expected at least one group of blocks");
+  } else {
+    const int64_t count = r.positive_integer("layers");
+    if (!block) r.fail("block", "missing: expected the transformer block (hidden, heads, ...)");
+    complete_block(defaults, *block);
+    groups.emplace_back(count, defaults);
+  }
+  if (block) block->finish();
+
+  const int64_t first_hidden = groups.front().second.hidden;
+  const int64_t last_hidden = groups.back().second.hidden;
+
+  EmbeddingLayer emb;
+  emb.vocab = vocab;
+  if (auto e = r.optional_object("embedding")) {
+    emb.max_positions = e->integer_or("max_positions", 0);
+    if (emb.max_positions < 0) e->fail("max_positions", "expected >= 0");
+    emb.token_types = e->integer_or("token_types", 0);
+    emb.norm = read_norm(*e, "norm", NormKind::kNone);
+    emb.dropout = e->non_negative_or("dropout", 0);
+    e->finish();
+  }
+  if (emb.max_positions > 0 && emb.max_positions < m.seq_len)
+    r.fail("embedding.max_positions",
+           fmt::format("expected at least seq_len ({}) learned positions, found {}", m.seq_len,
+                       emb.max_positions));
+  m.layers.push_back({"embedding", first_hidden, m.seq_len, emb});
+
+  int64_t index = 0;
+  for (const auto& [count, g] : groups) {
+    for (int64_t i = 0; i < count; ++i)
+      m.layers.push_back({fmt::format("block{}", index++), g.hidden, g.seq_len, g.block});
+  }
+
+  LmHeadLayer head;
+  head.vocab = vocab;
+  head.tied = tied;
+  if (auto h = r.optional_object("head")) {
+    head.final_norm = read_norm(*h, "final_norm", NormKind::kLayerNorm);
+    head.transform = h->boolean_or("transform", false);
+    head.output_bias = h->boolean_or("output_bias", false);
+    h->finish();
+  } else {
+    head.final_norm = defaults.block.norm;
+  }
+  if (tied && first_hidden != last_hidden)
+    r.fail("tie_embeddings", fmt::format("tied embeddings need the same width at both ends "
+                                         "({} and {})", first_hidden, last_hidden));
+  m.layers.push_back({"lm_head", last_hidden, groups.back().second.seq_len, head});
+  r.finish();
+  validate_model(m);
+  return m;
+}
+
+}  // namespace hetplan

@@ -1,0 +1,233 @@
+#include "costmodel/profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "costmodel/errors.h"
+#include "costmodel/hardware.h"
+#include "costmodel/preset_table.h"
+
+namespace hetplan {
+namespace {
+
+int source_rank(const std::string& source) {
+  if (source == "measured") return 3;
+  if (source.rfind("imported:", 0) == 0) return 2;
+  if (source == "datasheet") return 1;
+  return 0;
+}
+
+bool is_gpu_preset(const std::string& name) {
+  for (const auto& p : embedded_presets())
+    if (p.kind == "gpus" && p.name == name) return true;
+  return false;
+}
+
+// time = overhead + bytes / bw, least squares weighted by 1/time^2 (relative error).
+KernelFit fit_kernel(const std::vector<std::pair<double, double>>& bytes_time) {
+  KernelFit f;
+  f.points = static_cast<int64_t>(bytes_time.size());
+  double s_w = 0, s_x = 0, s_y = 0, s_xx = 0, s_xy = 0;
+  for (auto [x, y] : bytes_time) {
+    const double w = 1 / (y * y);
+    s_w += w;
+    s_x += w * x;
+    s_y += w * y;
+    s_xx += w * x * x;
+    s_xy += w * x * y;
+  }
+  const double det = s_w * s_xx - s_x * s_x;
+  double slope = 0, intercept = 0;
+  if (bytes_time.size() >= 2 && det > 0) {
+    slope = (s_w * s_xy - s_x * s_y) / det;
+    intercept = (s_y - slope * s_x) / s_w;
+  }
+  if (slope <= 0) {  // one point, or noise: bandwidth from the largest point alone
+    auto largest = *std::max_element(bytes_time.begin(), bytes_time.end());
+    slope = largest.second / largest.first;
+    intercept = 0;
+  }
+  f.GBps = 1 / slope / 1e9;
+  f.overhead_s = std::max(0.0, intercept);
+  std::vector<double> errs;
+  for (auto [x, y] : bytes_time) errs.push_back(std::abs(f.overhead_s + x * slope - y) / y);
+  f.median_rel_error = summarize(errs).median;
+  return f;
+}
+
+void apply_priors(GpuFit& fit, const DatasheetPriors& p) {
+  for (const auto& [dtype_name, eff] : p.gemm_efficiency) {
+    Dtype d;
+    parse_dtype(dtype_name, d);
+    fit.gemm[d].peak_fraction = eff;
+  }
+  fit.memory_efficiency = p.memory_efficiency;
+  fit.launch_s = p.kernel_launch_s;
+  fit.attention_efficiency = p.attention_efficiency;
+  fit.attention_bwd_efficiency = p.attention_efficiency;
+  for (auto& [d, e] : fit.gemm) e.overhead_s = p.kernel_launch_s;
+}
+
+void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
+  const bool known_gpu = is_gpu_preset(fit.gpu_type);
+  const GpuSpec spec = known_gpu ? load_gpu(fit.gpu_type) : GpuSpec{};
+  // GEMMs: measured points per dtype, and the analytical model refitted to them.
+  std::map<Dtype, std::vector<GemmPoint>> points;
+  for (const auto& g : f.gemm) points[g.dtype].push_back({g.shape, g.time_s.median});
+  for (auto& [dtype, pts] : points) {
+    auto& stored = fit.gemm_points[dtype];
+    stored.insert(stored.end(), pts.begin(), pts.end());
+    if (known_gpu && spec.supports(dtype)) {
+      GemmEfficiency prior = fit.gemm.count(dtype) ? fit.gemm[dtype] : GemmEfficiency{};
+      fit.gemm[dtype] = fit_gemm_efficiency(stored, prior, spec.peak_flops(dtype),
+                                            spec.memory_GBps, spec.sm_count, dtype_bytes(dtype));
+    }
+  }
+  // Memory-bound kernels: a fit per kernel; the copy probe sets the streaming bandwidth.
+  std::map<std::string, std::vector<std::pair<double, double>>> by_kernel;
+  std::map<std::string, std::vector<std::pair<double, double>>> attention;  // flops, time
+  for (const auto& k : f.kernels) {
+    if (k.kernel.rfind("attention", 0) == 0 && k.flops > 0)
+      attention[k.kernel].emplace_back(k.flops, k.time_s.median);
+    else if (k.bytes > 0)
+      by_kernel[k.kernel].emplace_back(k.bytes, k.time_s.median);
+  }
+  std::vector<double> overheads;
+  for (const auto& [name, pts] : by_kernel) {
+    fit.kernels[name] = fit_kernel(pts);
+    overheads.push_back(fit.kernels[name].overhead_s);
+  }
+  for (const char* probe : {"copy", "bandwidth_copy", "d2d_copy"}) {
+    auto it = fit.kernels.find(probe);
+    if (it != fit.kernels.end() && known_gpu) {
+      fit.memory_efficiency = std::min(1.0, it->second.GBps / spec.memory_GBps);
+      break;
+    }
+  }
+  if (!overheads.empty()) fit.launch_s = std::max(1e-6, summarize(overheads).median);
+  // Attention: efficiency of the largest measured problems, forward and backward apart.
+  if (!attention.empty() && known_gpu) {
+    const double peak = std::max(spec.peak_flops(Dtype::kBf16), spec.peak_flops(Dtype::kFp16));
+    std::vector<double> fwd, bwd;
+    for (auto& [name, pts] : attention) {
+      std::sort(pts.begin(), pts.end());
+      auto& out = name.find("bwd") != std::string::npos ? bwd : fwd;
+      for (size_t i = pts.size() / 2; i < pts.size(); ++i)
+        out.push_back(pts[i].first / pts[i].second / peak);
+    }
+    if (!fwd.empty()) fit.attention_efficiency = std::clamp(summarize(fwd).median, 0.01, 1.0);
+    fit.attention_bwd_efficiency =
+        bwd.empty() ? fit.attention_efficiency : std::clamp(summarize(bwd).median, 0.01, 1.0);
+  }
+  fit.layers.insert(fit.layers.end(), f.layers.begin(), f.layers.end());
+}
+
+void score_gemm_fit(GpuFit& fit) {
+  if (!is_gpu_preset(fit.gpu_type)) return;
+  const GpuSpec spec = load_gpu(fit.gpu_type);
+  for (const auto& [dtype, pts] : fit.gemm_points) {
+    if (!spec.supports(dtype) || pts.empty()) continue;
+    GemmModel m(fit.gemm[dtype], spec.peak_flops(dtype), spec.memory_GBps, spec.sm_count,
+                dtype_bytes(dtype));
+    std::vector<double> errs;
+    for (const auto& p : pts) errs.push_back(std::abs(m.analytical_s(p.shape) / p.time_s - 1));
+    std::sort(errs.begin(), errs.end());
+    fit.gemm_quality[dtype] = {static_cast<int64_t>(errs.size()), percentile_sorted(errs, 0.5),
+                               percentile_sorted(errs, 0.95)};
+  }
+}
+
+}  // namespace
+
+GpuFit Profile::gpu(const std::string& gpu_type) const {
+  auto it = gpus.find(gpu_type);
+  if (it != gpus.end()) return it->second;
+  GpuFit fit;
+  fit.gpu_type = gpu_type;
+  fit.source = "default";
+  return fit;
+}
+
+Profile fit_profile(const std::vector<CalibrationFile>& files) {
+  Profile profile;
+  // Lowest-ranked sources first, so that better ones override them.
+  std::vector<const CalibrationFile*> order;
+  for (const auto& f : files) order.push_back(&f);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return source_rank(a->context.source) < source_rank(b->context.source);
+  });
+  for (const CalibrationFile* f : order) {
+    profile.origins.push_back(f->origin);
+    profile.collectives.insert(profile.collectives.end(), f->collectives.begin(),
+                               f->collectives.end());
+    profile.failures.insert(profile.failures.end(), f->failures.begin(), f->failures.end());
+    const std::string& type = f->context.gpu_type;
+    if (type.empty()) continue;  // a links-only file
+    GpuFit& fit = profile.gpus[type];
+    fit.gpu_type = type;
+    fit.origins.push_back(f->origin);
+    if (source_rank(f->context.source) >= source_rank(fit.source)) fit.source = f->context.source;
+    if (f->datasheet) apply_priors(fit, *f->datasheet);
+    apply_measurements(fit, *f);
+  }
+  for (auto& [type, fit] : profile.gpus) score_gemm_fit(fit);
+  return profile;
+}
+
+std::filesystem::path default_calibration_dir() {
+  if (const char* env = std::getenv("HETPLAN_CALIBRATION_DIR")) return env;
+  return std::filesystem::path(HETPLAN_SOURCE_DIR) / "calibration_data";
+}
+
+namespace {
+
+void collect_json_files(const std::filesystem::path& p, std::vector<std::filesystem::path>& out) {
+  if (std::filesystem::is_directory(p)) {
+    std::vector<std::filesystem::path> found;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(p))
+      if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path());
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  } else if (std::filesystem::exists(p)) {
+    out.push_back(p);
+  } else {
+    throw InputError(p.string(), "", "no such calibration file or directory");
+  }
+}
+
+void merge_profile(Profile& into, const Profile& other) {
+  for (const auto& [type, fit] : other.gpus)
+    if (source_rank(fit.source) >= source_rank(into.gpu(type).source)) into.gpus[type] = fit;
+  into.collectives.insert(into.collectives.end(), other.collectives.begin(), other.collectives.end());
+  into.origins.insert(into.origins.end(), other.origins.begin(), other.origins.end());
+  into.failures.insert(into.failures.end(), other.failures.begin(), other.failures.end());
+}
+
+}  // namespace
+
+Profile load_profile_inputs(const std::vector<std::string>& paths) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& p : paths) collect_json_files(p, files);
+  std::vector<CalibrationFile> calibrations;
+  std::vector<Profile> profiles;
+  for (const auto& f : files) {
+    Document doc = load_document(f);
+    const std::string format = doc.root.is_object() ? doc.root.value("format", "") : "";
+    if (format == kProfileFormat) {
+      profiles.push_back(profile_from_document(doc));
+    } else if (format == kCalibrationFormat) {
+      calibrations.push_back(calibration_from_document(doc));
+    } else {
+      throw InputError(f.string(), "format",
+                       fmt::format("expected \"{}\" or \"{}\"", kCalibrationFormat, kProfileFormat));
+    }
+  }
+  Profile profile = fit_profile(calibrations);
+  for (const auto& p : profiles) merge_profile(profile, p);
+  return profile;
+}
+
+}  // namespace hetplan

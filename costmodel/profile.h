@@ -1,0 +1,77 @@
+// The fitted profile: cost-model coefficients per GPU type (GEMM efficiency and measured GEMM
+// tables, memory bandwidth and launch overhead, per-kernel fits, attention efficiency, whole-layer
+// timings) fitted from calibration files. Versioned JSON written by `hetplan fit`; see
+// docs/formats.md. The profile holds no datasheet figures: peaks and bandwidths come from the GPU
+// spec, the profile says which fraction of them real kernels reach.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "costmodel/calibration.h"
+#include "costmodel/gemm_model.h"
+
+namespace hetplan {
+
+inline constexpr const char* kProfileFormat = "hetplan-profile";
+inline constexpr int kProfileSchemaVersion = 1;
+
+// A memory-bound kernel: time = overhead_s + bytes / (GBps * 1e9).
+struct KernelFit {
+  double GBps = 0;
+  double overhead_s = 0;
+  int64_t points = 0;
+  double median_rel_error = 0;
+};
+
+// Where a GPU type's coefficients came from and how well they fit.
+struct FitQuality {
+  int64_t points = 0;
+  double median_rel_error = 0;
+  double p95_rel_error = 0;
+};
+
+struct GpuFit {
+  std::string gpu_type;
+  std::string source;  // best source that contributed: measured > imported:* > datasheet > default
+  std::vector<std::string> origins;  // files that contributed
+  std::map<Dtype, GemmEfficiency> gemm;
+  std::map<Dtype, std::vector<GemmPoint>> gemm_points;  // measured shapes
+  std::map<Dtype, FitQuality> gemm_quality;
+  double memory_efficiency = 0.85;  // of the datasheet bandwidth, for streaming kernels
+  double launch_s = 5e-6;
+  std::map<std::string, KernelFit> kernels;  // by kernels/ registry name
+  double attention_efficiency = 0.35;      // fused attention forward, of the bf16/fp16 peak
+  double attention_bwd_efficiency = 0.35;  // its backward (measured separately where possible)
+  std::vector<LayerMeasurement> layers;      // whole-layer timings
+  double context_reserve_bytes = 0;          // measured CUDA context + library reserve; 0 = prior
+};
+
+struct Profile {
+  std::map<std::string, GpuFit> gpus;
+  std::vector<CollectiveMeasurement> collectives;  // raw, for the communication fits
+  std::vector<std::string> origins;
+  std::vector<FailedMeasurement> failures;
+
+  // The fit for `gpu_type`, or generic defaults (source "default") when nothing was calibrated.
+  GpuFit gpu(const std::string& gpu_type) const;
+  bool has(const std::string& gpu_type) const { return gpus.count(gpu_type) != 0; }
+};
+
+// Fits calibration files into a profile. Files of the same GPU type are combined: measured
+// sections replace imported ones, which replace datasheet priors.
+Profile fit_profile(const std::vector<CalibrationFile>& files);
+
+// Reads calibration files and profiles from paths (files or directories, searched recursively for
+// *.json) and returns the fitted profile. Profiles are merged as they are.
+Profile load_profile_inputs(const std::vector<std::string>& paths);
+// The shipped calibration data (calibration_data/ of the source tree, or $HETPLAN_CALIBRATION_DIR).
+std::filesystem::path default_calibration_dir();
+
+Json to_json(const Profile& profile);
+Profile profile_from_document(const Document& doc);
+void save_profile(const Profile& profile, const std::filesystem::path& path);
+
+}  // namespace hetplan

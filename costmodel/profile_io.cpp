@@ -1,0 +1,161 @@
+// JSON form of the fitted profile (docs/formats.md).
+#include <fmt/format.h>
+
+#include "costmodel/errors.h"
+#include "costmodel/profile.h"
+
+namespace hetplan {
+namespace {
+
+Json shape_json(const GemmShape& s) {
+  return {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch}, {"trans_a", s.trans_a},
+          {"trans_b", s.trans_b}};
+}
+
+GemmShape shape_from(ObjectReader& r) {
+  GemmShape s;
+  s.m = r.positive_integer("m");
+  s.n = r.positive_integer("n");
+  s.k = r.positive_integer("k");
+  s.batch = r.positive_integer_or("batch", 1);
+  s.trans_a = r.boolean_or("trans_a", false);
+  s.trans_b = r.boolean_or("trans_b", false);
+  return s;
+}
+
+Dtype dtype_key(ObjectReader& r, const std::string& key) {
+  Dtype d;
+  if (!parse_dtype(key, d)) r.fail(key, "expected a dtype key (fp32, tf32, fp16, bf16, fp8)");
+  return d;
+}
+
+Json gpu_json(const GpuFit& g) {
+  Json j;
+  j["source"] = g.source;
+  j["origins"] = g.origins;
+  Json gemm = Json::object();
+  for (const auto& [dtype, e] : g.gemm) {
+    Json d = {{"peak_fraction", e.peak_fraction}, {"tile_m", e.tile_m}, {"tile_n", e.tile_n},
+              {"k_half", e.k_half}, {"overhead_s", e.overhead_s}};
+    if (auto q = g.gemm_quality.find(dtype); q != g.gemm_quality.end())
+      d["quality"] = {{"points", q->second.points}, {"median_rel_error", q->second.median_rel_error},
+                      {"p95_rel_error", q->second.p95_rel_error}};
+    Json pts = Json::array();
+    if (auto it = g.gemm_points.find(dtype); it != g.gemm_points.end())
+      for (const auto& p : it->second) {
+        Json pj = shape_json(p.shape);
+        pj["time_s"] = p.time_s;
+        pts.push_back(pj);
+      }
+    d["measured"] = pts;
+    gemm[std::string(to_string(dtype))] = d;
+  }
+  j["gemm"] = gemm;
+  j["memory_efficiency"] = g.memory_efficiency;
+  j["launch_s"] = g.launch_s;
+  Json kernels = Json::object();
+  for (const auto& [name, k] : g.kernels)
+    kernels[name] = {{"GBps", k.GBps}, {"overhead_s", k.overhead_s}, {"points", k.points},
+                     {"median_rel_error", k.median_rel_error}};
+  j["kernels"] = kernels;
+  j["attention_efficiency"] = g.attention_efficiency;
+  j["attention_bwd_efficiency"] = g.attention_bwd_efficiency;
+  Json layers = Json::array();
+  for (const auto& l : g.layers) layers.push_back(to_json(l));
+  j["layers"] = layers;
+  j["context_reserve_bytes"] = g.context_reserve_bytes;
+  return j;
+}
+
+GpuFit gpu_from(ObjectReader r, const std::string& type) {
+  GpuFit g;
+  g.gpu_type = type;
+  g.source = r.string("source");
+  if (r.has("origins")) g.origins = r.strings("origins");
+  auto gemm = r.object("gemm");
+  for (const auto& key : gemm.keys()) {
+    const Dtype dtype = dtype_key(gemm, key);
+    auto d = gemm.object(key);
+    GemmEfficiency e;
+    e.peak_fraction = d.positive("peak_fraction");
+    e.tile_m = d.positive_integer("tile_m");
+    e.tile_n = d.positive_integer("tile_n");
+    e.k_half = d.non_negative_or("k_half", 0);
+    e.overhead_s = d.non_negative_or("overhead_s", 0);
+    g.gemm[dtype] = e;
+    if (auto q = d.optional_object("quality")) {
+      g.gemm_quality[dtype] = {q->integer("points"), q->number("median_rel_error"),
+                               q->number("p95_rel_error")};
+      q->finish();
+    }
+    for (auto& p : d.objects_or_empty("measured")) {
+      GemmPoint pt{shape_from(p), p.positive("time_s")};
+      p.finish();
+      g.gemm_points[dtype].push_back(pt);
+    }
+    d.finish();
+  }
+  g.memory_efficiency = r.positive("memory_efficiency");
+  g.launch_s = r.non_negative_or("launch_s", 5e-6);
+  if (auto k = r.optional_object("kernels")) {
+    for (const auto& name : k->keys()) {
+      auto kr = k->object(name);
+      KernelFit f{kr.positive("GBps"), kr.non_negative_or("overhead_s", 0),
+                  kr.integer_or("points", 0), kr.non_negative_or("median_rel_error", 0)};
+      kr.finish();
+      g.kernels[name] = f;
+    }
+  }
+  g.attention_efficiency = r.positive("attention_efficiency");
+  g.attention_bwd_efficiency = r.positive_or("attention_bwd_efficiency", g.attention_efficiency);
+  for (auto& l : r.objects_or_empty("layers")) g.layers.push_back(layer_from_json(l));
+  g.context_reserve_bytes = r.non_negative_or("context_reserve_bytes", 0);
+  r.finish();
+  return g;
+}
+
+}  // namespace
+
+Json to_json(const Profile& p) {
+  Json j;
+  j["format"] = kProfileFormat;
+  j["schema_version"] = kProfileSchemaVersion;
+  j["origins"] = p.origins;
+  Json gpus = Json::object();
+  for (const auto& [type, g] : p.gpus) gpus[type] = gpu_json(g);
+  j["gpus"] = gpus;
+  Json coll = Json::array();
+  for (const auto& c : p.collectives) coll.push_back(to_json(c));
+  j["collectives"] = coll;
+  Json failures = Json::array();
+  for (const auto& f : p.failures) failures.push_back({{"what", f.what}, {"error", f.error}});
+  j["failures"] = failures;
+  return j;
+}
+
+Profile profile_from_document(const Document& doc) {
+  ObjectReader r(doc);
+  const std::string format = r.string("format");
+  if (format != kProfileFormat)
+    r.fail("format", fmt::format("expected \"{}\", found \"{}\"", kProfileFormat, format));
+  const int64_t version = r.integer("schema_version");
+  if (version != kProfileSchemaVersion)
+    r.fail("schema_version", fmt::format("expected {}, found {}", kProfileSchemaVersion, version));
+  Profile p;
+  if (r.has("origins")) p.origins = r.strings("origins");
+  auto gpus = r.object("gpus");
+  for (const auto& type : gpus.keys()) p.gpus[type] = gpu_from(gpus.object(type), type);
+  for (auto& c : r.objects_or_empty("collectives")) p.collectives.push_back(collective_from_json(c));
+  for (auto& f : r.objects_or_empty("failures")) {
+    p.failures.push_back({f.string("what"), f.string("error")});
+    f.finish();
+  }
+  r.finish();
+  return p;
+}
+
+void save_profile(const Profile& profile, const std::filesystem::path& path) {
+  write_json_atomically(to_json(profile), path);
+}
+
+}  // namespace hetplan

@@ -1,0 +1,69 @@
+#include "costmodel/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace hetplan {
+
+double percentile_sorted(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
+
+Distribution summarize(std::vector<double> samples) {
+  Distribution d;
+  if (samples.empty()) return d;
+  std::sort(samples.begin(), samples.end());
+  d.count = static_cast<int64_t>(samples.size());
+  d.min = samples.front();
+  d.max = samples.back();
+  d.median = percentile_sorted(samples, 0.5);
+  d.p10 = percentile_sorted(samples, 0.1);
+  d.p90 = percentile_sorted(samples, 0.9);
+  d.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(d.count);
+  double ss = 0;
+  for (double x : samples) ss += (x - d.mean) * (x - d.mean);
+  d.stddev = d.count > 1 ? std::sqrt(ss / static_cast<double>(d.count - 1)) : 0;
+  return d;
+}
+
+Json to_json(const Distribution& d, const char* unit_suffix) {
+  auto key = [&](const char* name) { return fmt::format("{}_{}", name, unit_suffix); };
+  Json j;
+  j["count"] = d.count;
+  j[key("median")] = d.median;
+  j[key("min")] = d.min;
+  j[key("max")] = d.max;
+  j[key("p10")] = d.p10;
+  j[key("p90")] = d.p90;
+  j[key("mean")] = d.mean;
+  j[key("stddev")] = d.stddev;
+  return j;
+}
+
+Distribution distribution_from_json(ObjectReader r, const char* unit_suffix) {
+  auto key = [&](const char* name) { return fmt::format("{}_{}", name, unit_suffix); };
+  Distribution d;
+  d.count = r.positive_integer("count");
+  d.median = r.number(key("median"));
+  d.min = r.number_or(key("min"), d.median);
+  d.max = r.number_or(key("max"), d.median);
+  d.p10 = r.number_or(key("p10"), d.min);
+  d.p90 = r.number_or(key("p90"), d.max);
+  d.mean = r.number_or(key("mean"), d.median);
+  d.stddev = r.non_negative_or(key("stddev"), 0);
+  if (!(d.median > 0)) r.fail(key("median"), fmt::format("expected a time > 0, found {}", d.median));
+  if (d.min > d.median || d.median > d.max)
+    r.fail(key("median"), "expected min <= median <= max");
+  r.finish();
+  return d;
+}
+
+}  // namespace hetplan

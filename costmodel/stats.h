@@ -1,0 +1,34 @@
+// Summary of a measured distribution: every timing in hetplan is kept as count, median and spread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "costmodel/document.h"
+
+namespace hetplan {
+
+struct Distribution {
+  int64_t count = 0;
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  double p10 = 0;
+  double p90 = 0;
+  double mean = 0;
+  double stddev = 0;
+
+  // Relative spread (p90 - p10) / median; 0 for an empty or zero distribution.
+  double relative_spread() const { return median > 0 ? (p90 - p10) / median : 0; }
+};
+
+// Summarises samples (any unit); percentiles by linear interpolation between order statistics.
+Distribution summarize(std::vector<double> samples);
+// Percentile q in [0, 1] of sorted samples, linearly interpolated.
+double percentile_sorted(const std::vector<double>& sorted, double q);
+
+// JSON form with a unit suffix on every field: {"count", "median_s", "min_s", ...} for unit "s".
+Json to_json(const Distribution& d, const char* unit_suffix = "s");
+Distribution distribution_from_json(ObjectReader reader, const char* unit_suffix = "s");
+
+}  // namespace hetplan

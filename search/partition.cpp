@@ -1,0 +1,198 @@
+#include "search/partition.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+
+namespace hetplan {
+
+PartitionResult partition_layers(const PartitionInput& in) {
+  const int64_t P = static_cast<int64_t>(in.time_s.size());
+  PartitionResult result;
+  if (P == 0) return result;
+  const int64_t L = static_cast<int64_t>(in.time_s[0].size());
+  if (L < P) return result;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // best[s][j]: (slowest stage, sum) over stages 0..s holding layers 0..j-1.
+  std::vector<std::vector<std::pair<double, double>>> best(
+      P, std::vector<std::pair<double, double>>(L + 1, {kInf, kInf}));
+  std::vector<std::vector<int64_t>> cut(P, std::vector<int64_t>(L + 1, -1));
+  for (int64_t s = 0; s < P; ++s) {
+    const auto& t = in.time_s[s];
+    // Stage s holds layers i..j-1; earlier stages hold at least s layers, later ones P-1-s.
+    for (int64_t j = s + 1; j <= L - (P - 1 - s); ++j) {
+      double time = 0, stat = 0, act = 0, transient = 0;
+      for (int64_t i = j - 1; i >= s; --i) {
+        time += t[i];
+        stat += in.static_bytes[s][i];
+        act += in.activation_bytes[s][i];
+        transient = std::max(transient, in.transient_bytes[s][i]);
+        if (stat + in.in_flight[s] * act + transient > in.limit_bytes[s]) break;  // grows with i
+        std::pair<double, double> prev = s == 0 ? (i == 0 ? std::make_pair(0.0, 0.0)
+                                                          : std::make_pair(kInf, kInf))
+                                                : best[s - 1][i];
+        if (prev.first == kInf) continue;
+        const std::pair<double, double> cand = {std::max(prev.first, time), prev.second + time};
+        if (cand < best[s][j]) {
+          best[s][j] = cand;
+          cut[s][j] = i;
+        }
+      }
+    }
+  }
+  if (best[P - 1][L].first == kInf) return result;
+  result.feasible = true;
+  result.max_stage_s = best[P - 1][L].first;
+  result.ranges.resize(P);
+  int64_t j = L;
+  for (int64_t s = P - 1; s >= 0; --s) {
+    const int64_t i = cut[s][j];
+    result.ranges[s] = {i, j - 1};
+    j = i;
+  }
+  return result;
+}
+
+}  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// For bound T: reach[s][i] says whether stages s..P-1 can hold layers i..L-1, each stage under T
+// and under its memory limit. Each stage's window of layers is found with two pointers (a layer
+// range's time and memory only grow as it grows), the existence of a good cut with prefix counts.
+class Reach {
+ public:
+  explicit Reach(const PartitionInput& in)
+      : in_(in), P_(in.time_s.size()), L_(in.time_s[0].size()), reach_(P_ + 1) {}
+
+  bool feasible(double T) {
+    reach_[P_].assign(L_ + 1, 0);
+    reach_[P_][L_] = 1;  // nothing left after the last stage
+    for (size_t s = P_; s-- > 0;) {
+      const auto& next = reach_[s + 1];
+      // good[k]: number of cut points k' < k (k' = end + 1 of this stage) the next stages accept.
+      good_.assign(L_ + 2, 0);
+      for (size_t k = 0; k <= L_; ++k) good_[k + 1] = good_[k] + next[k];
+      auto& cur = reach_[s];
+      cur.assign(L_ + 1, 0);
+      size_t j = 0;  // one past the last layer of the window [i, j)
+      double time = 0, stat = 0, act = 0;
+      std::deque<size_t> max_transient;  // indices in the window, transient decreasing
+      for (size_t i = 0; i < L_; ++i) {
+        if (j < i) {
+          j = i;
+          time = stat = act = 0;
+          max_transient.clear();
+        }
+        while (j < L_) {
+          const double tr = std::max(max_transient.empty() ? 0.0
+                                                           : in_.transient_bytes[s][max_transient.front()],
+                                     in_.transient_bytes[s][j]);
+          const double t2 = time + in_.time_s[s][j];
+          const double mem = stat + in_.static_bytes[s][j] +
+                             in_.in_flight[s] * (act + in_.activation_bytes[s][j]) + tr;
+          if (t2 > T || mem > in_.limit_bytes[s]) break;
+          time = t2;
+          stat += in_.static_bytes[s][j];
+          act += in_.activation_bytes[s][j];
+          while (!max_transient.empty() &&
+                 in_.transient_bytes[s][max_transient.back()] <= in_.transient_bytes[s][j])
+            max_transient.pop_back();
+          max_transient.push_back(j);
+          ++j;
+        }
+        // The stage may end after any layer in [i, j): cut points i+1 .. j.
+        if (j > i) cur[i] = good_[j + 1] - good_[i + 1] > 0;
+        // Slide: drop layer i from the window.
+        if (j > i) {
+          time -= in_.time_s[s][i];
+          stat -= in_.static_bytes[s][i];
+          act -= in_.activation_bytes[s][i];
+          if (!max_transient.empty() && max_transient.front() == i) max_transient.pop_front();
+        }
+      }
+    }
+    return reach_[0][0];
+  }
+
+  // After feasible(T): each stage takes the longest run that leaves a feasible rest.
+  std::vector<std::pair<int64_t, int64_t>> cut(double T) const {
+    std::vector<std::pair<int64_t, int64_t>> ranges(P_);
+    size_t i = 0;
+    for (size_t s = 0; s < P_; ++s) {
+      double time = 0, stat = 0, act = 0, tr = 0;
+      size_t best = i;
+      for (size_t j = i; j < L_; ++j) {
+        time += in_.time_s[s][j];
+        stat += in_.static_bytes[s][j];
+        act += in_.activation_bytes[s][j];
+        tr = std::max(tr, in_.transient_bytes[s][j]);
+        if (time > T || stat + in_.in_flight[s] * act + tr > in_.limit_bytes[s]) break;
+        if (reach_[s + 1][j + 1]) best = j + 1;
+      }
+      ranges[s] = {static_cast<int64_t>(i), static_cast<int64_t>(best) - 1};
+      i = best;
+    }
+    return ranges;
+  }
+
+ private:
+  const PartitionInput& in_;
+  size_t P_, L_;
+  std::vector<std::vector<char>> reach_;
+  std::vector<int64_t> good_;
+};
+
+// Relative precision of the bisection: far below any difference the cost model can resolve.
+constexpr double kBisectionPrecision = 1e-7;
+
+// The slowest stage is at least the average work on the fastest stage kind and at least the most
+// expensive layer on its cheapest stage.
+double lower_bound_s(const PartitionInput& in) {
+  const size_t P = in.time_s.size(), L = in.time_s[0].size();
+  double total = 0, widest = 0;
+  for (size_t i = 0; i < L; ++i) {
+    double cheapest = in.time_s[0][i];
+    for (size_t s = 1; s < P; ++s) cheapest = std::min(cheapest, in.time_s[s][i]);
+    total += cheapest;
+    widest = std::max(widest, cheapest);
+  }
+  return std::max(total / static_cast<double>(P), widest);
+}
+
+}  // namespace
+
+PartitionResult partition_layers_greedy(const PartitionInput& in) {
+  PartitionResult result;
+  const int64_t P = static_cast<int64_t>(in.time_s.size());
+  if (P == 0 || static_cast<int64_t>(in.time_s[0].size()) < P) return result;
+  double hi = 0;
+  for (const auto& row : in.time_s) {
+    double total = 0;
+    for (double t : row) total += t;
+    hi = std::max(hi, total);
+  }
+  Reach reach(in);
+  if (!reach.feasible(hi)) return result;  // memory makes it impossible
+  double lo = lower_bound_s(in) * (1 - 1e-12);
+  if (reach.feasible(lo)) hi = lo;
+  while (hi - lo > kBisectionPrecision * hi) {
+    const double mid = 0.5 * (lo + hi);
+    if (reach.feasible(mid))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  reach.feasible(hi);
+  result.feasible = true;
+  result.ranges = reach.cut(hi);
+  for (int64_t s = 0; s < P; ++s) {
+    double t = 0;
+    for (int64_t i = result.ranges[s].first; i <= result.ranges[s].second; ++i) t += in.time_s[s][i];
+    result.max_stage_s = std::max(result.max_stage_s, t);
+  }
+  return result;
+}
+
+}  // namespace hetplan

@@ -1,0 +1,44 @@
+// Splits a model's layers into contiguous pipeline stages of unequal speed and memory: a dynamic
+// program that minimises the slowest stage's time under each stage's memory limit.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace hetplan {
+
+struct PartitionInput {
+  // Per stage (outer) and layer (inner): time of the layer on that stage's GPUs (one micro-batch,
+  // all passes), the bytes it holds regardless of micro-batches in flight (weights, gradients,
+  // optimizer state), the activation bytes of one micro-batch, and its transient working bytes.
+  std::vector<std::vector<double>> time_s;
+  std::vector<std::vector<double>> static_bytes;
+  std::vector<std::vector<double>> activation_bytes;
+  std::vector<std::vector<double>> transient_bytes;
+  std::vector<double> in_flight;    // micro-batch activations each stage holds at its peak
+  std::vector<double> limit_bytes;  // usable memory per stage (device memory minus reserve)
+};
+
+struct PartitionResult {
+  bool feasible = false;
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // [first, last] per stage
+  double max_stage_s = 0;
+};
+
+// Exact: O(stages x layers^2). Among partitions with the same slowest stage, prefers the one with
+// the smaller sum of stage times, then the earlier cut (deterministic).
+PartitionResult partition_layers(const PartitionInput& in);
+
+}  // namespace hetplan
+
+namespace hetplan {
+
+// The same minimum of the slowest stage (to a relative 1e-7), by bisection on the bound T: for each
+// T a backward sweep finds which suffixes of layers the remaining stages can hold (two pointers per
+// stage), O(stages x layers) per T instead of O(stages x layers^2); then each stage takes the
+// longest run that leaves a feasible rest. For the search's inner loop; ties may cut differently
+// from the DP.
+PartitionResult partition_layers_greedy(const PartitionInput& in);
+
+}  // namespace hetplan

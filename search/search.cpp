@@ -1,0 +1,418 @@
+#include "search/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "search/partition.h"
+#include "search/pipeline_timing.h"
+#include "search/placement.h"
+
+namespace hetplan {
+namespace {
+
+constexpr size_t kBatch = 64;
+constexpr size_t kNearKept = 5;  // infeasible candidates reported when nothing fits  // candidates costed between two updates of the pruning bound
+
+struct Placement {
+  int64_t dp = 1, tp = 1, pp = 1;
+  std::vector<StageSpec> stages;     // devices and GPU types; layers left to the partition
+  std::vector<int64_t> stage_group;  // node group of each stage
+  int64_t tp_nodes = 1;              // nodes a tensor-parallel group spans
+  double max_memory_bytes = 0;       // the largest device memory among the stages
+};
+
+struct Candidate {
+  Strategy strategy;
+  size_t placement = 0;
+  double lower_bound_s = 0;
+  int64_t id = 0;  // enumeration order: the deterministic tie-break
+};
+
+struct Outcome {
+  bool evaluated = false;
+  std::string pruned;  // reason when not evaluated
+  bool fits = true;    // false: no layer partition fits in memory (result left empty)
+  double overflow = 0;  // then: average bytes needed over capacity (a cheap closeness measure)
+  RankedStrategy result;
+};
+
+std::vector<int64_t> divisors(int64_t n, int64_t cap) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n && d <= cap; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+// Ranks feasible results: faster first, then the earlier candidate.
+bool better(const RankedStrategy& a, int64_t ida, const RankedStrategy& b, int64_t idb) {
+  if (a.predicted.iteration_s != b.predicted.iteration_s)
+    return a.predicted.iteration_s < b.predicted.iteration_s;
+  return ida < idb;
+}
+
+class TrainingSearch {
+ public:
+  TrainingSearch(const Evaluator& ev, const SearchOptions& o) : ev_(ev), o_(o) {
+    schedules_ = o.schedules.empty() ? pipeline_schedule_names() : o.schedules;
+  }
+
+  SearchResult run() {
+    const auto start = std::chrono::steady_clock::now();
+    generate();
+    cost_all();
+    result_.stats.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result_.stats.candidates_per_s =
+        static_cast<double>(result_.stats.candidates) / std::max(1e-9, result_.stats.elapsed_s);
+    for (auto& [id, r] : top_) result_.top.push_back(std::move(r));
+    for (auto& [key, r] : near_) result_.closest_infeasible.push_back(std::move(r));
+    return std::move(result_);
+  }
+
+ private:
+  void prune(const std::string& reason, int64_t n = 1) { result_.stats.pruned[reason] += n; }
+
+  // Every point of the space, with the cheap predicates applied in order.
+  void generate() {
+    const ClusterSpec& cluster = ev_.cluster();
+    const ModelSpec& model = ev_.model();
+    const int64_t N = cluster.num_gpus();
+    const int64_t B = o_.global_batch;
+    const int64_t L = static_cast<int64_t>(model.layers.size());
+    int64_t max_node = 0;
+    for (const auto& g : cluster.groups) max_node = std::max(max_node, g.node.gpus);
+    std::vector<int64_t> tps = o_.tensor_widths;
+    if (tps.empty())
+      for (int64_t t = 1; t <= std::min(2 * max_node, N); t *= 2) tps.push_back(t);
+    const std::vector<int64_t> mbs = o_.micro_batches.empty() ? divisors(B, 64) : o_.micro_batches;
+    const auto orders = node_group_orders(cluster);
+    int64_t id = 0;
+    for (int64_t tp : tps) {
+      if (N % tp) continue;
+      const std::string tp_problem = tensor_parallel_problem(model, tp);
+      for (int64_t pp : divisors(N / tp, N)) {
+        const int64_t dp = N / (tp * pp);
+        // Placements of this shape, one per distinct order of node kinds.
+        std::vector<size_t> shapes;
+        for (const auto& order : orders) {
+          auto stages = place_stages(cluster, order, dp, tp, pp);
+          if (!stages) continue;
+          bool duplicate = false;
+          for (size_t k : shapes) {
+            bool same = placements_[k].stages.size() == stages->size();
+            for (size_t s = 0; same && s < stages->size(); ++s)
+              same = placements_[k].stages[s].devices == (*stages)[s].devices;
+            duplicate |= same;
+          }
+          if (duplicate) continue;
+          shapes.push_back(add_placement(dp, tp, pp, std::move(*stages)));
+        }
+        const int64_t per_shape = static_cast<int64_t>(mbs.size() * o_.recompute.size()) *
+                                  (o_.max_zero + 1) * (tp > 1 ? 2 : 1) *
+                                  static_cast<int64_t>(schedules_.size());
+        result_.stats.candidates += per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size()));
+        if (!tp_problem.empty()) {
+          prune("tp", per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size())));
+          continue;
+        }
+        if (pp > L) {
+          prune("pp", per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size())));
+          continue;
+        }
+        if (shapes.empty()) {
+          prune("placement", per_shape);
+          continue;
+        }
+        for (size_t shape : shapes)
+          for (int64_t mb : mbs)
+            for (Recompute rc : o_.recompute)
+              for (int zero = 0; zero <= o_.max_zero; ++zero)
+                for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})
+                  for (const auto& sched : schedules_) {
+                    Candidate c;
+                    c.id = id++;
+                    c.placement = shape;
+                    Strategy& s = c.strategy;
+                    s.dp = dp;
+                    s.tp = tp;
+                    s.pp = pp;
+                    s.micro_batch = mb;
+                    s.global_batch = B;
+                    s.recompute = rc;
+                    s.zero = zero;
+                    s.sequence_parallel = sp;
+                    s.schedule = sched;
+                    s.flash_attention = o_.flash_attention;
+                    if (B % (dp * mb)) {
+                      prune("batch");
+                    } else if (zero >= 2 && pp > 1) {
+                      prune("zero");
+                    } else if ((pp == 1 && sched != schedules_.front()) ||
+                               (rc == Recompute::kSelective && s.flash_attention) ||
+                               (zero > 0 && dp == 1)) {
+                      prune("equivalent");  // same plan as another candidate
+                    } else if (!o_.exhaustive && memory_bound_fails(s, placements_[shape])) {
+                      prune("memory_bound");
+                    } else {
+                      candidates_.push_back(std::move(c));
+                    }
+                  }
+      }
+    }
+  }
+
+  size_t add_placement(int64_t dp, int64_t tp, int64_t pp, std::vector<StageSpec> stages) {
+    Placement p;
+    p.dp = dp;
+    p.tp = tp;
+    p.pp = pp;
+    const auto& devices = ev_.devices();
+    for (const auto& st : stages) {
+      const Device& d = devices[st.devices.front()];
+      p.stage_group.push_back(d.group);
+      p.max_memory_bytes = std::max(p.max_memory_bytes,
+                                    ev_.cluster().groups[d.group].node.gpu.memory_bytes);
+    }
+    const int64_t per_node = ev_.cluster().groups[p.stage_group.front()].node.gpus;
+    p.tp_nodes = (tp + per_node - 1) / per_node;
+    p.stages = std::move(stages);
+    placements_.push_back(std::move(p));
+    return placements_.size() - 1;
+  }
+
+  // Weights, gradients and optimizer state alone exceed the largest device on average.
+  bool memory_bound_fails(const Strategy& s, const Placement& p) {
+    double params = 0;
+    for (const auto& layer : ev_.model().layers) params += layer_parameters(layer, s.tp, false);
+    const double per_stage =
+        device_memory({params / static_cast<double>(s.pp), s.dp, s.zero, ev_.model().dtype, 0, 0, 0})
+            .total();
+    if (per_stage <= p.max_memory_bytes) return false;
+    if (result_.min_static_bytes == 0 || per_stage < result_.min_static_bytes) {
+      result_.min_static_bytes = per_stage;
+      result_.static_limit_bytes = p.max_memory_bytes;
+    }
+    return true;
+  }
+
+  // No schedule runs faster than its busiest device: m micro-batches of its share of the work,
+  // with each layer on the fastest node kind in the placement.
+  double lower_bound(const Candidate& c) const {
+    const Placement& p = placements_[c.placement];
+    std::vector<int64_t> groups = p.stage_group;
+    std::sort(groups.begin(), groups.end());
+    groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+    const size_t L = ev_.model().layers.size();
+    std::vector<double> fastest(L, std::numeric_limits<double>::infinity());
+    for (int64_t g : groups) {
+      const auto& costs = ev_.layer_costs(g, p.tp_nodes, c.strategy);
+      for (size_t i = 0; i < L; ++i) fastest[i] = std::min(fastest[i], costs[i].total_s());
+    }
+    const double work = std::accumulate(fastest.begin(), fastest.end(), 0.0);
+    return static_cast<double>(c.strategy.microbatches()) * work / static_cast<double>(p.pp);
+  }
+
+  // Costs a candidate. With `force`, a candidate whose layers fit no partition is still predicted
+  // (time-balanced partition) so that its memory can be reported.
+  Outcome evaluate(const Candidate& c, bool force = false) const {
+    const Placement& p = placements_[c.placement];
+    Strategy s = c.strategy;
+    s.stages = p.stages;
+    const int64_t P = s.pp;
+    const PipelineTiming probe = pipeline_timing(
+        s.schedule, s.microbatches(), s.chunks,
+        StageTimes{std::vector<double>(P, 1), std::vector<double>(P, 1), std::vector<double>(P, 0),
+                   std::vector<double>(P - 1, 0)});
+    PartitionInput in;
+    for (int64_t st = 0; st < P; ++st) {
+      const int64_t g = p.stage_group[st];
+      const GpuSpec& gpu = ev_.cluster().groups[g].node.gpu;
+      const Dtype dtype = ev_.cost().compute_dtype(gpu, ev_.model().dtype);
+      const auto& costs = ev_.layer_costs(g, p.tp_nodes, s);
+      std::vector<double> t, stat, act, tr;
+      t.reserve(costs.size());
+      for (const auto& lc : costs) {
+        t.push_back(lc.total_s());
+        stat.push_back(device_memory({lc.params, s.dp, s.zero, dtype, 0, 0, 0}).total());
+        act.push_back(lc.activation);
+        tr.push_back(lc.transient);
+      }
+      in.time_s.push_back(std::move(t));
+      in.static_bytes.push_back(std::move(stat));
+      in.activation_bytes.push_back(std::move(act));
+      in.transient_bytes.push_back(std::move(tr));
+      in.in_flight.push_back(probe.in_flight[st]);
+      const double reserve = ev_.cost().fit(gpu).context_reserve_bytes;
+      in.limit_bytes.push_back(gpu.memory_bytes - (reserve > 0 ? reserve : kDefaultReserveBytes));
+    }
+    Outcome out;
+    out.evaluated = true;
+    PartitionResult part = partition_layers_greedy(in);
+    if (!part.feasible) {
+      out.fits = false;
+      double need = 0, have = 0;
+      for (int64_t st = 0; st < P; ++st) {
+        for (size_t i = 0; i < in.static_bytes[st].size(); ++i)
+          need += (in.static_bytes[st][i] + in.in_flight[st] * in.activation_bytes[st][i]) /
+                  static_cast<double>(P);
+        have += in.limit_bytes[st] / static_cast<double>(P);
+      }
+      out.overflow = need / have;
+      if (!force) return out;
+      // Balance time alone so that the prediction says by how much memory is short.
+      std::fill(in.limit_bytes.begin(), in.limit_bytes.end(), std::numeric_limits<double>::max());
+      part = partition_layers_greedy(in);
+    }
+    for (int64_t st = 0; st < P; ++st) {
+      s.stages[st].first_layer = part.ranges[st].first;
+      s.stages[st].last_layer = part.ranges[st].second;
+    }
+    out.result.predicted = ev_.predict(s);
+    out.result.strategy = std::move(s);
+    return out;
+  }
+
+  void cost_all() {
+    // Cheap lower bounds first (they fill the layer-cost cache), then the most promising first.
+    for (auto& c : candidates_) c.lower_bound_s = lower_bound(c);
+    std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
+      return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.id < b.id;
+    });
+    const int threads = std::max(1, o_.threads);
+    std::vector<Outcome> outcomes;
+    for (size_t begin = 0; begin < candidates_.size(); begin += kBatch) {
+      const size_t end = std::min(candidates_.size(), begin + kBatch);
+      const double bound = threshold();  // from earlier batches only: deterministic
+      if (!o_.exhaustive && candidates_[begin].lower_bound_s > bound) {
+        prune("time_bound", static_cast<int64_t>(candidates_.size() - begin));
+        break;
+      }
+      outcomes.assign(end - begin, Outcome{});
+      std::atomic<size_t> next{begin};
+      auto work = [&]() {
+        for (size_t i = next++; i < end; i = next++) {
+          Outcome& out = outcomes[i - begin];
+          if (!o_.exhaustive && candidates_[i].lower_bound_s > bound) {
+            out.pruned = "time_bound";
+            continue;
+          }
+          out = evaluate(candidates_[i]);
+        }
+      };
+      std::vector<std::thread> pool;
+      for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+      work();
+      for (auto& t : pool) t.join();
+      for (size_t i = begin; i < end; ++i) absorb(candidates_[i], std::move(outcomes[i - begin]));
+      if (o_.progress)
+        o_.progress(static_cast<int64_t>(end), static_cast<int64_t>(candidates_.size()),
+                    top_.empty() ? 0 : top_.front().second.predicted.iteration_s);
+    }
+    // The candidates that came closest to fitting, predicted in full for the report.
+    std::sort(unfit_.begin(), unfit_.end());
+    for (size_t k = 0; k < unfit_.size() && near_.size() < kNearKept; ++k) {
+      Outcome out = evaluate(candidates_[unfit_[k].second], /*force=*/true);
+      keep_near(candidates_[unfit_[k].second], std::move(out.result));
+    }
+  }
+
+  double threshold() const {
+    if (static_cast<int64_t>(top_.size()) < o_.top_k) return std::numeric_limits<double>::infinity();
+    return top_.back().second.predicted.iteration_s;
+  }
+
+  void absorb(const Candidate& c, Outcome&& out) {
+    if (!out.evaluated) {
+      prune(out.pruned);
+      return;
+    }
+    ++result_.stats.evaluated;
+    if (!out.fits) {
+      ++result_.stats.infeasible["memory"];
+      unfit_.emplace_back(out.overflow, index_of(c));
+      if (unfit_.size() > 4 * kNearKept) {  // keep the closest few
+        std::nth_element(unfit_.begin(), unfit_.begin() + kNearKept, unfit_.end());
+        unfit_.resize(kNearKept);
+      }
+      return;
+    }
+    const Prediction& p = out.result.predicted;
+    if (!p.feasible) {
+      ++result_.stats.infeasible[p.reason_code];
+      keep_near(c, std::move(out.result));
+      return;
+    }
+    ++result_.stats.feasible;
+    auto pos = std::lower_bound(top_.begin(), top_.end(), std::make_pair(c.id, out.result),
+                                [](const auto& a, const auto& b) {
+                                  return better(a.second, a.first, b.second, b.first);
+                                });
+    top_.insert(pos, {c.id, std::move(out.result)});
+    if (static_cast<int64_t>(top_.size()) > o_.top_k) top_.pop_back();
+  }
+
+  // Keeps the infeasible candidates closest to fitting (peak memory over capacity, then time).
+  void keep_near(const Candidate& c, RankedStrategy&& r) {
+    if (r.predicted.iteration_s <= 0) return;
+    double over = 0;
+    for (size_t st = 0; st < r.predicted.stages.size(); ++st) {
+      const auto& devices = ev_.devices();
+      const auto& gpu =
+          ev_.cluster().groups[devices[r.predicted.stages[st].stage.devices.front()].group].node.gpu;
+      over = std::max(over, r.predicted.peak_memory_bytes[st] / gpu.memory_bytes);
+    }
+    near_.emplace_back(std::make_tuple(over, r.predicted.iteration_s, c.id), std::move(r));
+    std::sort(near_.begin(), near_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (near_.size() > kNearKept) near_.pop_back();
+  }
+
+  size_t index_of(const Candidate& c) const { return static_cast<size_t>(&c - candidates_.data()); }
+
+  const Evaluator& ev_;
+  const SearchOptions& o_;
+  std::vector<std::string> schedules_;
+  std::vector<Placement> placements_;
+  std::vector<Candidate> candidates_;
+  std::vector<std::pair<int64_t, RankedStrategy>> top_;  // (candidate id, result), best first
+  std::vector<std::pair<std::tuple<double, double, int64_t>, RankedStrategy>> near_;
+  std::vector<std::pair<double, size_t>> unfit_;  // (memory overflow, candidate index)
+  SearchResult result_;
+};
+
+}  // namespace
+
+SearchResult search_training(const Evaluator& evaluator, const SearchOptions& options) {
+  return TrainingSearch(evaluator, options).run();
+}
+
+Json to_json(const SearchStats& s) {
+  Json pruned = Json::object(), infeasible = Json::object();
+  int64_t pruned_total = 0, infeasible_total = 0;
+  for (const auto& [k, v] : s.pruned) {
+    pruned[k] = v;
+    pruned_total += v;
+  }
+  for (const auto& [k, v] : s.infeasible) {
+    infeasible[k] = v;
+    infeasible_total += v;
+  }
+  return {{"candidates", s.candidates},
+          {"evaluated", s.evaluated},
+          {"feasible", s.feasible},
+          {"pruned", pruned_total},
+          {"pruned_by_reason", pruned},
+          {"infeasible", infeasible_total},
+          {"infeasible_by_reason", infeasible},
+          {"elapsed_s", s.elapsed_s},
+          {"candidates_per_s", s.candidates_per_s}};
+}
+
+}  // namespace hetplan

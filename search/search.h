@@ -1,0 +1,61 @@
+// The training strategy search: a pipeline of small pieces — a candidate generator over the
+// strategy space, pruning predicates each with a reason, a cost evaluation (layer partition and
+// prediction), and a deterministic ranking.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "search/evaluate.h"
+
+namespace hetplan {
+
+struct SearchOptions {
+  int64_t global_batch = 0;
+  int threads = 1;
+  int64_t top_k = 10;
+  bool exhaustive = false;  // evaluate every valid candidate: no bound pruning
+  std::vector<std::string> schedules;      // empty: every schedule the pipeline model knows
+  std::vector<Recompute> recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  int max_zero = 3;
+  std::vector<int64_t> micro_batches;  // empty: every divisor of the per-replica batch
+  std::vector<int64_t> tensor_widths;  // empty: powers of two up to twice a node's GPUs
+  bool flash_attention = true;
+  // Called from the searching thread now and then: candidates done, candidates in all.
+  std::function<void(int64_t done, int64_t total, double best_s)> progress;
+};
+
+struct RankedStrategy {
+  Strategy strategy;
+  Prediction predicted;
+};
+
+struct SearchStats {
+  int64_t candidates = 0;  // points of the strategy space enumerated
+  int64_t evaluated = 0;   // fully costed
+  int64_t feasible = 0;
+  std::map<std::string, int64_t> pruned;      // by reason, before costing
+  std::map<std::string, int64_t> infeasible;  // by reason, after costing
+  double elapsed_s = 0;
+  double candidates_per_s = 0;
+};
+
+struct SearchResult {
+  std::vector<RankedStrategy> top;                // best first
+  std::vector<RankedStrategy> closest_infeasible;  // when nothing fits: the least-bad tries
+  // When candidates were pruned because weights, gradients and optimizer state alone cannot fit:
+  // the smallest such footprint per GPU any candidate reaches, and the device memory it faced.
+  double min_static_bytes = 0;
+  double static_limit_bytes = 0;
+  SearchStats stats;
+};
+
+// Deterministic: the same inputs give the same result for any thread count.
+SearchResult search_training(const Evaluator& evaluator, const SearchOptions& options);
+
+Json to_json(const SearchStats& stats);
+
+}  // namespace hetplan

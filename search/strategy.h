@@ -1,0 +1,73 @@
+// A training strategy (the JSON contract of docs/cli.md) and its predicted performance.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "costmodel/document.h"
+#include "costmodel/layer_ops.h"
+#include "costmodel/memory.h"
+
+namespace hetplan {
+
+// A pipeline stage: the layers it holds (inclusive, model order) and where it runs.
+struct StageSpec {
+  int64_t first_layer = -1, last_layer = -1;  // -1: chosen by the layer partition
+  std::string gpu_type;
+  std::vector<int64_t> devices;  // global device indices, dp x tp of them (tp fastest)
+};
+
+struct Strategy {
+  int64_t dp = 1, tp = 1, pp = 1;
+  int64_t micro_batch = 1, global_batch = 1;
+  std::string schedule = "1f1b";
+  Recompute recompute = Recompute::kNone;
+  int zero = 0;
+  bool sequence_parallel = false;
+  int64_t chunks = 1;  // model chunks per device (interleaved and V schedules)
+  bool flash_attention = true;
+  std::vector<StageSpec> stages;  // empty: the default placement and a balanced partition
+
+  int64_t devices() const { return dp * tp * pp; }
+  // Micro-batches per iteration on each pipeline (0 when the global batch does not divide).
+  int64_t microbatches() const;
+};
+
+Json to_json(const Strategy& s);
+// Reads a strategy object (the whole file, or an element of "strategies").
+Strategy strategy_from_json(ObjectReader r);
+// Reads a strategy file: a strategy object, or {"strategies": [...]} (the first one is taken
+// unless `index` says otherwise).
+Strategy load_strategy(const std::string& path, size_t index = 0);
+
+// Per-stage detail of a prediction.
+struct StagePrediction {
+  StageSpec stage;
+  double forward_s = 0, backward_input_s = 0, backward_weight_s = 0;  // one micro-batch
+  double tp_comm_s = 0;       // inside those three
+  double recompute_s = 0;     // inside backward_input_s
+  double p2p_s = 0;           // one activation to the next stage
+  double dp_sync_s = 0;       // gradient synchronisation (total, before overlap)
+  double optimizer_s = 0;
+  int64_t in_flight = 0;      // micro-batch activations held at the peak
+  MemoryBreakdown memory;
+};
+
+struct Prediction {
+  bool feasible = true;
+  std::string reason;        // why not, when infeasible
+  std::string reason_code;   // short key for counting ("memory", "batch", "tp", ...)
+  double iteration_s = 0, samples_per_s = 0, tokens_per_s = 0, mfu = 0;
+  std::vector<double> peak_memory_bytes;  // per stage (every device of a stage alike)
+  std::vector<std::pair<std::string, double>> breakdown;  // named seconds summing to iteration_s
+  double bubble_rate = 0;
+  std::vector<StagePrediction> stages;
+  std::vector<std::string> notes;  // e.g. "bf16 runs as fp16 on v100"
+};
+
+Json to_json(const Prediction& p);
+Prediction infeasible(std::string code, std::string reason);
+
+}  // namespace hetplan

@@ -1,0 +1,127 @@
+#include "costmodel/calibration.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "costmodel/errors.h"
+#include "costmodel/journal.h"
+
+namespace hetplan {
+namespace {
+
+std::filesystem::path temp_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() / ("hetplan_test_" + std::to_string(::getpid()) +
+                                                   "_" + name);
+}
+
+TEST(Stats, MedianAndPercentilesInterpolate) {
+  Distribution d = summarize({5, 1, 3, 2, 4});
+  EXPECT_EQ(d.count, 5);
+  EXPECT_DOUBLE_EQ(d.median, 3);
+  EXPECT_DOUBLE_EQ(d.min, 1);
+  EXPECT_DOUBLE_EQ(d.max, 5);
+  EXPECT_DOUBLE_EQ(d.p10, 1.4);  // 0.1 * 4 = 0.4 between 1 and 2
+  EXPECT_DOUBLE_EQ(d.p90, 4.6);
+  EXPECT_DOUBLE_EQ(d.mean, 3);
+  EXPECT_NEAR(d.stddev, 1.5811388300841898, 1e-12);  // sqrt(10/4)
+}
+
+TEST(Collectives, BusBandwidthFactorsFollowNcclTests) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kAllReduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kAllGather, 8), 0.875);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kReduceScatter, 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kAllToAll, 2), 0.5);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kBroadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kSendRecv, 2), 1.0);
+}
+
+CalibrationFile sample_file() {
+  CalibrationFile f;
+  f.context.source = "measured";
+  f.context.gpu_type = "h100-sxm";
+  f.context.date = "2026-11-22";
+  GemmMeasurement g;
+  g.dtype = Dtype::kBf16;
+  g.shape = {4096, 4096, 4096, 1, false, true};
+  g.time_s = summarize({1e-3, 1.1e-3, 0.9e-3});
+  g.kernels = {"sm90_xmma_gemm_bf16"};
+  g.tensor_cores = true;
+  f.gemm.push_back(g);
+  CollectiveMeasurement c;
+  c.op = CollectiveKind::kAllReduce;
+  c.bytes = 1 << 20;
+  c.group_size = 8;
+  c.gpus_per_node = 8;
+  c.link = "nvswitch";
+  c.time_s = summarize({1e-4});
+  f.collectives.push_back(c);
+  f.failures.push_back({"all_to_all 8 ranks", "NCCL timeout"});
+  return f;
+}
+
+TEST(CalibrationFile, RoundTripsThroughJson) {
+  const auto path = temp_path("cal.json");
+  save_calibration(sample_file(), path);
+  CalibrationFile back = load_calibration(path);
+  ASSERT_EQ(back.gemm.size(), 1u);
+  EXPECT_EQ(back.gemm[0].shape, (GemmShape{4096, 4096, 4096, 1, false, true}));
+  EXPECT_DOUBLE_EQ(back.gemm[0].time_s.median, 1e-3);
+  EXPECT_TRUE(back.gemm[0].tensor_cores);
+  ASSERT_EQ(back.collectives.size(), 1u);
+  // busbw recomputed from bytes and time: 1 MiB / 100 us = 10.48576 GB/s algbw, x 1.75
+  EXPECT_NEAR(back.collectives[0].busbw_GBps, 10.48576 * 1.75, 1e-9);
+  ASSERT_EQ(back.failures.size(), 1u);
+  EXPECT_EQ(back.failures[0].error, "NCCL timeout");
+  std::filesystem::remove(path);
+}
+
+TEST(CalibrationFile, RejectsWrongVersionAndBadSource) {
+  Json j = to_json(sample_file());
+  j["schema_version"] = 99;
+  EXPECT_THROW(calibration_from_document({"x.json", j}), InputError);
+  j = to_json(sample_file());
+  j["context"]["source"] = "guessed";
+  try {
+    calibration_from_document({"x.json", j});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key_path(), "context.source");
+  }
+  j = to_json(sample_file());
+  j["gemm"][0]["m"] = 0;
+  try {
+    calibration_from_document({"x.json", j});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key_path(), "gemm[0].m");
+  }
+}
+
+TEST(Journal, ResumeSkipsFinishedAndDropsTornLine) {
+  const auto path = temp_path("journal.jsonl");
+  {
+    Journal j(path, false);
+    j.append("gemm/bf16/1", Json{{"t", 1}});
+    j.append("gemm/bf16/2", Json{{"t", 2}});
+  }
+  {  // Simulate a crash mid-write: a torn line without newline.
+    std::ofstream out(path, std::ios::app);
+    out << "{\"key\": \"gemm/bf16/3\", \"rec";
+  }
+  Journal j(path, true);
+  EXPECT_EQ(j.size(), 2u);
+  EXPECT_EQ(j.dropped_lines(), 1);
+  EXPECT_TRUE(j.contains("gemm/bf16/1"));
+  EXPECT_FALSE(j.contains("gemm/bf16/3"));
+  j.append("gemm/bf16/3", Json{{"t", 3}});
+  Journal again(path, true);
+  EXPECT_EQ(again.size(), 3u);
+  EXPECT_EQ(again.dropped_lines(), 1);  // the torn line stays in the file, still ignored
+  EXPECT_EQ((*again.find("gemm/bf16/3"))["t"], 3);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace hetplan

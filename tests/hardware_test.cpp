@@ -1,0 +1,103 @@
+#include "costmodel/hardware.h"
+
+#include <gtest/gtest.h>
+
+#include "costmodel/errors.h"
+#include "costmodel/topology.h"
+
+namespace hetplan {
+namespace {
+
+TEST(Hardware, GpuPresetsCarryDatasheetFigures) {
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  EXPECT_DOUBLE_EQ(h100.peak_flops(Dtype::kBf16), 989.4e12);
+  EXPECT_DOUBLE_EQ(h100.memory_bytes, 80.0 * (1ull << 30));
+  EXPECT_EQ(h100.sm_count, 132);
+  const GpuSpec t4 = load_gpu("t4");
+  EXPECT_FALSE(t4.supports(Dtype::kBf16));  // Turing has no bf16 tensor cores
+  EXPECT_DOUBLE_EQ(t4.peak_flops(Dtype::kFp16), 65e12);
+}
+
+TEST(Hardware, ClusterListParsesCountsAndNetwork) {
+  const ClusterSpec c = load_cluster("p3.8xlarge:3,g4dn.12xlarge:1");
+  EXPECT_EQ(c.num_gpus(), 16);
+  EXPECT_EQ(c.num_nodes(), 4);
+  // Different kinds talk at the slower of their network speeds: min(10, 50) Gbit/s.
+  EXPECT_DOUBLE_EQ(c.network_GBps("p3.8xlarge", "g4dn.12xlarge"), 10.0 / 8);
+  EXPECT_DOUBLE_EQ(c.network_GBps("g4dn.12xlarge", "g4dn.12xlarge"), 50.0 / 8);
+  const auto devices = cluster_devices(c);
+  ASSERT_EQ(devices.size(), 16u);
+  EXPECT_EQ(devices[12].node, 3);
+  EXPECT_EQ(devices[12].group, 1);
+  EXPECT_EQ(devices[12].local, 0);
+}
+
+TEST(Hardware, ClusterFileOverridesLinksAndDefinesNodes) {
+  Document doc = parse_document(R"(
+name: lab
+gpu_types:
+  fastgpu: {peak_tflops: {bf16: 100}, memory_gib: 32, memory_GBps: 1000, sm_count: 50, l2_mib: 10}
+node_types:
+  box: {gpu: fastgpu, gpus: 2, fabric: pcie, intra_GBps: 20, intra_latency_us: 5, network_gbit: 100, network_latency_us: 10}
+nodes:
+  - {type: box, count: 2}
+  - {type: p4d.24xlarge, count: 1}
+network:
+  links:
+    - {between: [box, p4d.24xlarge], gbit: 25, latency_us: 40}
+)",
+                                "lab.yaml", DocumentFormat::kYaml);
+  const ClusterSpec c = parse_cluster(doc);
+  EXPECT_EQ(c.num_gpus(), 12);
+  EXPECT_DOUBLE_EQ(c.network_GBps("box", "p4d.24xlarge"), 25.0 / 8);
+  EXPECT_DOUBLE_EQ(c.network_latency_s("box", "p4d.24xlarge"), 40e-6);
+  EXPECT_DOUBLE_EQ(c.network_GBps("box", "box"), 100.0 / 8);
+  EXPECT_EQ(c.groups[0].node.gpu.name, "fastgpu");
+}
+
+void expect_input_error(const std::string& yaml, const std::string& key_path) {
+  Document doc = parse_document(yaml, "c.yaml", DocumentFormat::kYaml);
+  try {
+    parse_cluster(doc);
+    FAIL() << "accepted: " << yaml;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key_path(), key_path) << e.what();
+  }
+}
+
+TEST(Hardware, BadClustersNameTheKey) {
+  expect_input_error("nodes: []\n", "nodes");                                   // no GPUs
+  expect_input_error("nodes: [{type: p9.big, count: 1}]\n", "nodes[0].type");  // unknown node
+  expect_input_error("nodes: [{type: p4d.24xlarge, count: 0}]\n", "nodes[0].count");
+  expect_input_error("nodes: [{type: p4d.24xlarge, count: 1, gpus: 2}]\n", "nodes[0].gpus");
+  expect_input_error("nodes: [{type: p4d.24xlarge, count: 1}]\nnetwork: {links: [{between: "
+                     "[p4d.24xlarge, g4dn.12xlarge], gbit: 1, latency_us: 1}]}\n",
+                     "network.links[0].between");
+  expect_input_error("node_types: {b: {gpu: t4, gpus: -1, fabric: pcie, intra_GBps: 1, "
+                     "intra_latency_us: 1, network_gbit: 1, network_latency_us: 1}}\nnodes: "
+                     "[{type: b, count: 1}]\n",
+                     "node_types.b.gpus");
+  EXPECT_THROW(load_cluster("p4d.24xlarge:0"), InputError);
+  EXPECT_THROW(load_cluster("p4d.24xlarge:x"), InputError);
+  EXPECT_THROW(load_cluster("dgx-z:2"), InputError);
+}
+
+TEST(Topology, CommGroupsSeeNodesAndLinks) {
+  const ClusterSpec c = load_cluster("p4d.24xlarge:2");
+  const auto devices = cluster_devices(c);
+  const CommGroup inside = make_comm_group(c, devices, {0, 1, 2, 3});
+  EXPECT_EQ(inside.nodes, 1);
+  EXPECT_EQ(inside.link(), "nvswitch");
+  EXPECT_DOUBLE_EQ(inside.intra_GBps, 300);
+  const CommGroup across = make_comm_group(c, devices, {0, 8}, 8);
+  EXPECT_EQ(across.nodes, 2);
+  EXPECT_EQ(across.per_node, 1);
+  EXPECT_EQ(across.sharing, 8);
+  EXPECT_DOUBLE_EQ(across.inter_GBps, 50);  // 400 Gbit/s
+  const Link l = link_between(c, devices[7], devices[8]);
+  EXPECT_FALSE(l.same_node);
+  EXPECT_DOUBLE_EQ(l.GBps, 50);
+}
+
+}  // namespace
+}  // namespace hetplan

@@ -1,0 +1,212 @@
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/document.h"
+#include "costmodel/profile.h"
+#include "search/evaluate.h"
+
+namespace hetplan {
+namespace {
+
+using testing::run_hetplan;
+using testing::temp_dir;
+
+Profile shipped_profile() { return load_profile_inputs({default_calibration_dir().string()}); }
+
+std::string write(const std::filesystem::path& dir, const std::string& name,
+                  const std::string& text) {
+  const auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(CostModel, RingCollectiveInsideANodeFollowsBusBandwidth) {
+  const ClusterSpec c = load_cluster("p4d.24xlarge:1");
+  const CostModel cost(Profile{}, c);
+  const auto devices = cluster_devices(c);
+  const CommGroup g = make_comm_group(c, devices, {0, 1, 2, 3, 4, 5, 6, 7});
+  // 2(n-1) steps of 2 us, then 1 GB x 2(n-1)/n over 300 GB/s x 0.8 (the NVLink prior).
+  const double expected = 14 * 2e-6 + 1e9 * 1.75 / (300e9 * 0.8);
+  EXPECT_NEAR(cost.collective_s(CollectiveKind::kAllReduce, 1e9, g), expected, 1e-12);
+}
+
+TEST(CostModel, CrossNodeAllReduceIsBoundByTheSharedNetwork) {
+  const ClusterSpec c = load_cluster("p4d.24xlarge:4");
+  const CostModel cost(Profile{}, c);
+  const auto devices = cluster_devices(c);
+  // One GPU per node, 8 such groups sharing each 400 Gbit/s NIC (data parallel with tp 8).
+  const CommGroup g = make_comm_group(c, devices, {0, 8, 16, 24}, 8);
+  const double nic = 50e9 * 0.85 / 8;
+  const double expected = 6 * 15e-6 + 2 * 3.0 / 4 * 1e9 / nic;
+  EXPECT_NEAR(cost.collective_s(CollectiveKind::kAllReduce, 1e9, g), expected, 1e-12);
+}
+
+TEST(CostModel, MeasuredCollectivesReplaceThePriors) {
+  const ClusterSpec c = load_cluster("p4d.24xlarge:1");
+  Profile p;
+  for (double bytes : {1e6, 1e8}) {
+    CollectiveMeasurement m;
+    m.op = CollectiveKind::kAllReduce;
+    m.bytes = bytes;
+    m.group_size = 8;
+    m.gpus_per_node = 8;
+    m.link = "nvswitch";
+    m.time_s = summarize({bytes / 100e9});  // 100 GB/s algbw
+    p.collectives.push_back(m);
+  }
+  const CostModel cost(p, c);
+  const auto devices = cluster_devices(c);
+  const CommGroup g = make_comm_group(c, devices, {0, 1, 2, 3, 4, 5, 6, 7});
+  EXPECT_NEAR(cost.collective_s(CollectiveKind::kAllReduce, 1e7, g), 1e7 / 100e9, 1e-12);
+  // Other group sizes still use the priors.
+  const CommGroup four = make_comm_group(c, devices, {0, 1, 2, 3});
+  EXPECT_NE(cost.collective_s(CollectiveKind::kAllReduce, 1e7, four), 1e7 / 100e9);
+}
+
+TEST(Evaluate, SingleGpuIterationIsMicrobatchesTimesPassesPlusOptimizer) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("p4d.24xlarge:1");
+  const CostModel cost(shipped_profile(), cluster);
+  const Evaluator ev(model, cluster, cost);
+  Strategy s;
+  s.micro_batch = 4;
+  s.global_batch = 16;
+  const Prediction p = ev.predict(s);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  ASSERT_EQ(p.stages.size(), 1u);
+  const StagePrediction& st = p.stages[0];
+  const double cycle = st.forward_s + st.backward_input_s + st.backward_weight_s;
+  EXPECT_NEAR(p.iteration_s, 4 * cycle + st.optimizer_s, 1e-12);
+  double sum = 0;
+  for (const auto& [name, sec] : p.breakdown) sum += sec;
+  EXPECT_NEAR(sum, p.iteration_s, 1e-12);
+  EXPECT_NEAR(p.samples_per_s, 16 / p.iteration_s, 1e-9);
+  EXPECT_GT(p.mfu, 0.1);
+  EXPECT_LT(p.mfu, 0.8);
+  // Backward is not a fixed multiple of forward: it comes from the op costs.
+  EXPECT_GT(st.backward_input_s + st.backward_weight_s, 1.5 * st.forward_s);
+  EXPECT_LT(st.backward_input_s + st.backward_weight_s, 2.6 * st.forward_s);
+}
+
+TEST(Evaluate, ComputeIsNotLinearInMicroBatch) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("p4d.24xlarge:1");
+  const CostModel cost(shipped_profile(), cluster);
+  const Evaluator ev(model, cluster, cost);
+  Strategy one, eight;
+  one.micro_batch = 1;
+  one.global_batch = 8;
+  eight.micro_batch = 8;
+  eight.global_batch = 8;
+  const double f1 = ev.predict(one).stages[0].forward_s;
+  const double f8 = ev.predict(eight).stages[0].forward_s;
+  EXPECT_LT(f8, 8 * f1 * 0.95);  // small GEMMs use the GPU less well
+}
+
+TEST(Evaluate, MemoryRuleAndHeterogeneousPartition) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("p3.8xlarge:3,g4dn.12xlarge:1");
+  const CostModel cost(shipped_profile(), cluster);
+  const Evaluator ev(model, cluster, cost);
+  Strategy s;
+  s.dp = 1;
+  s.tp = 4;
+  s.pp = 4;
+  s.micro_batch = 4;
+  s.global_batch = 32;
+  const Prediction p = ev.predict(s);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  ASSERT_EQ(p.stages.size(), 4u);
+  EXPECT_EQ(p.stages[3].stage.gpu_type, "t4");
+  const auto layers = [&](int i) {
+    return p.stages[i].stage.last_layer - p.stages[i].stage.first_layer + 1;
+  };
+  EXPECT_LT(layers(3), layers(0));  // the T4 stage gets fewer layers than the V100 stages
+  EXPECT_EQ(p.notes.size(), 2u);    // bf16 runs as fp16 on v100 and on t4
+}
+
+TEST(PredictCli, PrintsTheContractFields) {
+  const auto dir = temp_dir("predict");
+  const std::string strategy = write(dir, "s.json", R"({"dp": 2, "tp": 2, "pp": 4,
+      "micro_batch": 2, "global_batch": 32, "schedule": "1f1b", "recompute": "none"})");
+  const auto out = (dir / "out.json").string();
+  auto r = run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
+                       strategy + " --json " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Json j = load_document(out).root;
+  const Json& p = j["predicted"];
+  for (const char* key : {"iteration_s", "samples_per_s", "tokens_per_s", "mfu",
+                          "peak_memory_bytes", "feasible", "reason", "breakdown"})
+    EXPECT_TRUE(p.contains(key)) << key;
+  EXPECT_TRUE(p["feasible"].get<bool>());
+  EXPECT_EQ(p["peak_memory_bytes"].size(), 4u);
+  for (const char* key : {"compute", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer"})
+    EXPECT_TRUE(p["breakdown"].contains(key)) << key;
+  EXPECT_EQ(j["strategy"]["tp"], 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PredictCli, ReportsAStrategyThatCannotFit) {
+  const auto dir = temp_dir("predict_oom");
+  const std::string strategy = write(dir, "s.json", R"({"dp": 1, "tp": 1, "pp": 1,
+      "micro_batch": 8, "global_batch": 32})");
+  const auto out = (dir / "out.json").string();
+  auto r = run_hetplan("predict --model llama2-7b --cluster g4dn.12xlarge:1 --strategy " +
+                       strategy + " --json " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("INFEASIBLE (memory)"), std::string::npos) << r.output;
+  Json p = load_document(out).root["predicted"];
+  EXPECT_FALSE(p["feasible"].get<bool>());
+  EXPECT_NE(p["reason"].get<std::string>().find("GiB"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PredictCli, BadInputExitsTwoNamingFileAndKey) {
+  const auto dir = temp_dir("predict_bad");
+  struct Case {
+    std::string strategy, expect;
+  } cases[] = {
+      {R"({"dp": 1, "tp": 3, "pp": 1, "micro_batch": 1, "global_batch": 8})", "s.json: tp:"},
+      {R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 3, "global_batch": 8})",
+       "s.json: global_batch:"},
+      {R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8, "zeros": 1})",
+       "s.json: zeros: unknown key"},
+      {R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 0, "global_batch": 8})",
+       "s.json: micro_batch: expected a whole number > 0"},
+      {R"({"dp": 64, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 64})", "s.json: dp:"},
+      {R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8, "schedule": "x"})",
+       "unknown schedule"},
+  };
+  for (const auto& c : cases) {
+    const std::string strategy = write(dir, "s.json", c.strategy);
+    auto r = run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
+                         strategy);
+    EXPECT_EQ(r.exit_code, 2) << c.strategy << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.strategy << "\n" << r.output;
+  }
+  auto r = run_hetplan("predict --model nosuch --cluster g4dn.12xlarge:4 --strategy x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:0 --strategy x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ListCli, ModelsAndClustersListThePresets) {
+  auto r = run_hetplan("models");
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* name : {"gpt2-medium", "gpt3-175b", "llama2-70b", "llama1-30b", "bert-large",
+                           "mixtral-8x7b", "cmpp-98.5b", "funnel-uneven"})
+    EXPECT_NE(r.output.find(name), std::string::npos) << name;
+  r = run_hetplan("clusters");
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* name : {"g4dn.12xlarge", "p3.8xlarge", "p3.16xlarge", "p4d.24xlarge",
+                           "p5.48xlarge", "g6.12xlarge", "t4", "v100", "a100-40gb", "a100-80gb",
+                           "l4", "h100-sxm"})
+    EXPECT_NE(r.output.find(name), std::string::npos) << name;
+}
+
+}  // namespace
+}  // namespace hetplan

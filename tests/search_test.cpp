@@ -1,0 +1,189 @@
+#include "search/search.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+#include "costmodel/cost_model.h"
+#include "search/partition.h"
+
+namespace hetplan {
+namespace {
+
+struct Problem {
+  ModelSpec model;
+  ClusterSpec cluster;
+  CostModel cost;
+  Evaluator ev;
+  Problem(const std::string& m, const std::string& c)
+      : model(load_model(m)),
+        cluster(load_cluster(c)),
+        cost(load_profile_inputs({default_calibration_dir().string()}), cluster),
+        ev(model, cluster, cost) {}
+};
+
+SearchOptions options(int64_t batch, int64_t top = 5) {
+  SearchOptions o;
+  o.global_batch = batch;
+  o.top_k = top;
+  return o;
+}
+
+int64_t layers_of(const StagePrediction& st) {
+  return st.stage.last_layer - st.stage.first_layer + 1;
+}
+
+TEST(Search, HeterogeneousClusterGivesTheT4StagesFewerLayers) {
+  Problem s("gpt2-medium", "p3.8xlarge:3,g4dn.12xlarge:1");
+  const SearchResult r = search_training(s.ev, options(32));
+  ASSERT_FALSE(r.top.empty());
+  const Prediction& best = r.top.front().predicted;
+  int64_t min_v100 = 1 << 30, max_t4 = 0;
+  for (const auto& st : best.stages) {
+    if (st.stage.gpu_type == "v100") min_v100 = std::min(min_v100, layers_of(st));
+    if (st.stage.gpu_type == "t4") max_t4 = std::max(max_t4, layers_of(st));
+  }
+  ASSERT_GT(max_t4, 0) << "the best strategy should use the T4 node";
+  EXPECT_GT(min_v100, max_t4);
+}
+
+TEST(Search, LargeModelOnNvSwitchNodesKeepsTensorParallelismInsideANode) {
+  // Megatron-LM trains GPT-3 175B with tensor parallelism 8 inside DGX A100 nodes and pipeline
+  // parallelism across them (Narayanan et al. 2021, Table 1).
+  Problem s("gpt3-175b", "p4d.24xlarge:16");
+  SearchOptions o = options(256, 3);
+  o.tensor_widths = {1, 2, 4, 8, 16, 32};
+  const SearchResult r = search_training(s.ev, o);
+  ASSERT_FALSE(r.top.empty());
+  const Strategy& best = r.top.front().strategy;
+  EXPECT_EQ(best.tp, 8);
+  EXPECT_GT(best.pp, 1);
+  for (const auto& t : r.top) EXPECT_LE(t.strategy.tp, 8);
+}
+
+TEST(Search, PrunedAndExhaustiveSearchAgreeOnSmallProblems) {
+  for (const char* cluster : {"g4dn.12xlarge:2", "p3.8xlarge:3,g4dn.12xlarge:1"}) {
+    SCOPED_TRACE(cluster);
+    Problem s("gpt2-medium", cluster);
+    SearchOptions pruned = options(16, 3);
+    SearchOptions exhaustive = pruned;
+    exhaustive.exhaustive = true;
+    const SearchResult a = search_training(s.ev, pruned);
+    const SearchResult b = search_training(s.ev, exhaustive);
+    ASSERT_EQ(a.top.size(), b.top.size());
+    for (size_t i = 0; i < a.top.size(); ++i) {
+      EXPECT_EQ(to_json(a.top[i].strategy), to_json(b.top[i].strategy));
+      EXPECT_DOUBLE_EQ(a.top[i].predicted.iteration_s, b.top[i].predicted.iteration_s);
+    }
+    EXPECT_LE(a.stats.evaluated, b.stats.evaluated);
+    EXPECT_EQ(b.stats.pruned.count("time_bound"), 0u);
+  }
+  Problem s("gpt2-medium", "g4dn.12xlarge:4");
+  SearchOptions exhaustive = options(32, 3);
+  exhaustive.exhaustive = true;
+  EXPECT_LT(search_training(s.ev, options(32, 3)).stats.evaluated,
+            search_training(s.ev, exhaustive).stats.evaluated);  // the bound does prune
+}
+
+TEST(Search, SameResultForAnyThreadCount) {
+  Problem s("gpt2-medium", "g4dn.12xlarge:4");
+  SearchOptions one = options(32, 8);
+  SearchOptions two = one;
+  two.threads = 2;
+  const SearchResult a = search_training(s.ev, one);
+  const SearchResult b = search_training(s.ev, two);
+  ASSERT_EQ(a.top.size(), b.top.size());
+  for (size_t i = 0; i < a.top.size(); ++i)
+    EXPECT_EQ(to_json(a.top[i].strategy), to_json(b.top[i].strategy));
+  EXPECT_EQ(a.stats.evaluated, b.stats.evaluated);
+  EXPECT_EQ(a.stats.pruned, b.stats.pruned);
+}
+
+TEST(Search, CountsEveryCandidateOnce) {
+  Problem s("gpt2-medium", "g4dn.12xlarge:4");
+  const SearchResult r = search_training(s.ev, options(32));
+  int64_t pruned = 0;
+  for (const auto& [reason, n] : r.stats.pruned) pruned += n;
+  EXPECT_EQ(pruned + r.stats.evaluated, r.stats.candidates);
+  int64_t infeasible = 0;
+  for (const auto& [reason, n] : r.stats.infeasible) infeasible += n;
+  EXPECT_EQ(infeasible + r.stats.feasible, r.stats.evaluated);
+}
+
+TEST(Search, ModelThatFitsNowhereSaysWhy) {
+  Problem s("llama2-70b", "g4dn.12xlarge:1");
+  const SearchResult r = search_training(s.ev, options(8));
+  EXPECT_TRUE(r.top.empty());
+  EXPECT_GT(r.stats.pruned.at("memory_bound"), 0);
+  // 68.98B parameters x 18 bytes over 4 GPUs with ZeRO-3 is still far above 16 GiB.
+  EXPECT_NEAR(r.min_static_bytes, 68'976'648'192.0 * 18 / 4, 68'976'648'192.0 * 0.05);
+  EXPECT_DOUBLE_EQ(r.static_limit_bytes, 16.0 * (1ull << 30));
+}
+
+TEST(Partition, BisectionFindsTheDynamicProgramsSlowestStage) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> time(0.1, 3.0), mem(1, 10);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int L = 5 + trial % 20, P = 1 + trial % 5;
+    if (L < P) continue;
+    PartitionInput in;
+    for (int s = 0; s < P; ++s) {
+      const double speed = 0.5 + (s % 3) * 0.5;  // unequal stages
+      std::vector<double> t, st, act, tr;
+      for (int i = 0; i < L; ++i) {
+        t.push_back(time(rng) * speed);
+        st.push_back(mem(rng));
+        act.push_back(mem(rng) / 4);
+        tr.push_back(mem(rng) / 8);
+      }
+      in.time_s.push_back(t);
+      in.static_bytes.push_back(st);
+      in.activation_bytes.push_back(act);
+      in.transient_bytes.push_back(tr);
+      in.in_flight.push_back(P - s);
+      in.limit_bytes.push_back(trial % 2 ? 1e9 : 25.0 * L / P);
+    }
+    const PartitionResult dp = partition_layers(in);
+    const PartitionResult greedy = partition_layers_greedy(in);
+    ASSERT_EQ(dp.feasible, greedy.feasible) << "trial " << trial;
+    if (!dp.feasible) continue;
+    EXPECT_NEAR(greedy.max_stage_s, dp.max_stage_s, 1e-6 * dp.max_stage_s) << "trial " << trial;
+    ASSERT_EQ(greedy.ranges.size(), static_cast<size_t>(P));
+    EXPECT_EQ(greedy.ranges.front().first, 0);
+    EXPECT_EQ(greedy.ranges.back().second, L - 1);
+    for (int s = 0; s < P; ++s) {
+      EXPECT_LE(greedy.ranges[s].first, greedy.ranges[s].second);
+      if (s > 0) EXPECT_EQ(greedy.ranges[s].first, greedy.ranges[s - 1].second + 1);
+    }
+  }
+}
+
+TEST(SearchCli, WritesTheContractJson) {
+  const auto dir = testing::temp_dir("search");
+  const auto out = (dir / "out.json").string();
+  auto r = testing::run_hetplan("search --model gpt2-medium --cluster g4dn.12xlarge:4 "
+                                "--global-batch 32 --top 4 --quiet --json " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json j = load_document(out).root;
+  ASSERT_EQ(j["strategies"].size(), 4u);
+  for (const auto& s : j["strategies"]) {
+    for (const char* key : {"dp", "tp", "pp", "micro_batch", "global_batch", "schedule",
+                            "recompute", "zero", "sequence_parallel", "stages", "predicted"})
+      EXPECT_TRUE(s.contains(key)) << key;
+    for (const char* key : {"iteration_s", "samples_per_s", "tokens_per_s", "mfu",
+                            "peak_memory_bytes", "feasible", "reason", "breakdown"})
+      EXPECT_TRUE(s["predicted"].contains(key)) << key;
+  }
+  EXPECT_LE(j["strategies"][0]["predicted"]["iteration_s"].get<double>(),
+            j["strategies"][1]["predicted"]["iteration_s"].get<double>());
+  for (const char* key : {"candidates", "infeasible", "elapsed_s", "pruned_by_reason"})
+    EXPECT_TRUE(j["stats"].contains(key)) << key;
+  // The file is a valid strategy input for predict.
+  r = testing::run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace hetplan
