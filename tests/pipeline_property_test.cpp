@@ -218,5 +218,33 @@ TEST(PipelineProperties, BuildingBlocksAreConsistent) {
     }
 }
 
+// Long runs are built short and their steady period repeated; that gives the order a full build
+// gives.
+TEST(PipelineProperties, SplicedBlocksEqualFullBuilds) {
+  const Reorder reorders[] = {Reorder::kNone, Reorder::kWarmupAndCooldown, Reorder::kCooldownOnly,
+                              Reorder::kBoth};
+  for (int p : {1, 2, 3, 4, 5, 8, 12})
+    for (const BuildingBlock& b : {v_min_block(p), v_half_block(p), v_zb_block(p),
+                                   with_interval(v_min_block(p), 13)}) {
+      if (b.name.empty()) continue;
+      const int steady = steady_microbatches(b);
+      for (int m : {steady + 9, steady + 31, 3 * steady})
+        for (Reorder r : reorders)
+          for (int limit : {0, 2 * p + 3}) {
+            const PassOrder spliced = expand_block(b, m, limit, r);
+            const PassOrder full = expand_block(b, m, limit, r, false);
+            ASSERT_EQ(spliced.microbatches, m);
+            for (int d = 0; d < p; ++d) {
+              const auto &x = spliced.per_device[d], &y = full.per_device[d];
+              ASSERT_EQ(x.size(), y.size()) << b.name << " p=" << p << " m=" << m;
+              for (size_t i = 0; i < x.size(); ++i)
+                ASSERT_TRUE(x[i].op == y[i].op && x[i].stage == y[i].stage &&
+                            x[i].microbatch == y[i].microbatch)
+                    << b.name << " p=" << p << " m=" << m << " device " << d << " pass " << i;
+            }
+          }
+    }
+}
+
 }  // namespace
 }  // namespace hetplan::pipeline

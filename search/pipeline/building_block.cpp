@@ -329,7 +329,9 @@ BuildingBlock with_interval(const BuildingBlock& block, int interval) {
 
 int block_peak(const BuildingBlock& block, int m) { return SlotGrid(block, m).peak(); }
 
-PassOrder expand_block(const BuildingBlock& block, int m, int limit, Reorder reorder) {
+namespace {
+
+PassOrder build(const BuildingBlock& block, int m, int limit, Reorder reorder) {
   SlotGrid grid(block, m);
   const int cap = std::max(limit, grid.peak());
   const char* how = "plain";
@@ -354,6 +356,65 @@ PassOrder expand_block(const BuildingBlock& block, int m, int limit, Reorder reo
       break;
   }
   return grid.to_order(fmt::format("{} block, {}, limit {}", block.name, how, cap));
+}
+
+// Inserts `extra` micro-batches into the steady middle of every device's order: there the order
+// repeats one period (one pass of each of the device's streams) per micro-batch, so the inserted
+// periods are copies with the micro-batch advanced. Returns false, leaving `order` as it was, when
+// some device shows no stretch of two whole periods.
+bool splice(PassOrder& order, int extra) {
+  const int m = order.microbatches;
+  std::vector<std::vector<Pass>> spliced(order.devices);
+  for (int d = 0; d < order.devices; ++d) {
+    const auto& seq = order.per_device[d];
+    const size_t period = seq.size() / m, n = seq.size();
+    // Longest run of positions j where seq[j + period] repeats seq[j] one micro-batch later.
+    size_t run = 0, cut = 0;
+    const size_t want = 2 * period;
+    for (size_t j = n / 2; j + period < n && cut == 0; ++j) {
+      const Pass &a = seq[j], &b = seq[j + period];
+      run = a.op == b.op && a.stage == b.stage && b.microbatch == a.microbatch + 1 ? run + 1 : 0;
+      if (run == want) cut = j + 1 - period;  // a whole period repeats on either side of cut
+    }
+    if (cut == 0) return false;
+    auto& out = spliced[d];
+    out.reserve(n + extra * period);
+    out.insert(out.end(), seq.begin(), seq.begin() + cut);
+    for (int k = 0; k < extra; ++k)
+      for (size_t r = 0; r < period; ++r) {
+        Pass p = seq[cut + r];
+        p.microbatch += k;
+        out.push_back(p);
+      }
+    for (size_t j = cut; j < n; ++j) {
+      Pass p = seq[j];
+      p.microbatch += extra;
+      out.push_back(p);
+    }
+  }
+  order.per_device = std::move(spliced);
+  order.microbatches = m + extra;
+  return true;
+}
+
+}  // namespace
+
+int steady_microbatches(const BuildingBlock& block) {
+  int span = 0;
+  for (const auto& row : block.per_device)
+    for (const BlockPass& bp : row) span = std::max(span, bp.slot + 1);
+  // Warm-up and cool-down each reach about one block span; leave a steady middle between them.
+  return 2 * (span / block.interval + 2) + 8;
+}
+
+PassOrder expand_block(const BuildingBlock& block, int m, int limit, Reorder reorder,
+                       bool allow_splice) {
+  const int small = steady_microbatches(block);
+  if (allow_splice && m > small + 8) {
+    PassOrder order = build(block, small, limit, reorder);
+    if (splice(order, m - small)) return order;
+  }
+  return build(block, m, limit, reorder);
 }
 
 }  // namespace hetplan::pipeline

@@ -49,7 +49,11 @@ enum class Reorder {
 int block_peak(const BuildingBlock& block, int microbatches);
 
 // Repeats the block m times, places the W passes and reorders under `limit` chunk activations per
-// device (at least the plain repetition's peak). Returns the squeezed pass order.
-PassOrder expand_block(const BuildingBlock& block, int microbatches, int limit, Reorder reorder);
+// device (at least the plain repetition's peak). Returns the squeezed pass order. Beyond
+// steady_microbatches(block) + 8 micro-batches it builds that many and repeats the steady period.
+PassOrder expand_block(const BuildingBlock& block, int microbatches, int limit, Reorder reorder,
+                       bool allow_splice = true);
+// Micro-batches enough for a steady middle between warm-up and cool-down.
+int steady_microbatches(const BuildingBlock& block);
 
 }  // namespace hetplan::pipeline

@@ -50,6 +50,20 @@ class Run {
       executed_.resize(order.devices);
       for (int d = 0; d < order.devices; ++d) executed_[d].reserve(order.per_device[d].size());
     }
+    // Per-stage tables for the hot loop: durations by op, and the p2p delay into each stage's F
+    // (from s-1) and into its B (from s+1).
+    duration_.resize(3 * static_cast<size_t>(stages_));
+    hop_forward_.assign(stages_, 0.0);
+    hop_backward_.assign(stages_, 0.0);
+    for (int s = 0; s < stages_; ++s) {
+      duration_[3 * s] = t_.forward_s[s];
+      duration_[3 * s + 1] = o_.split_backward
+                                 ? t_.backward_input_s[s]
+                                 : t_.backward_input_s[s] + t_.backward_weight_s[s];
+      duration_[3 * s + 2] = t_.backward_weight_s[s];
+      if (s > 0) hop_forward_[s] = hop(s - 1);
+      if (s + 1 < stages_) hop_backward_[s] = hop(s);
+    }
   }
 
   // Passes of one micro-batch sit together: a pass's dependencies are a few entries away.
@@ -59,14 +73,7 @@ class Run {
   size_t id(const Pass& p) const { return id(p.op, p.stage, p.microbatch); }
 
   double duration(const Pass& p) const {
-    switch (p.op) {
-      case Op::kF: return t_.forward_s[p.stage];
-      case Op::kB:
-        return o_.split_backward ? t_.backward_input_s[p.stage]
-                                 : t_.backward_input_s[p.stage] + t_.backward_weight_s[p.stage];
-      case Op::kW: return t_.backward_weight_s[p.stage];
-    }
-    return 0;
+    return duration_[3 * static_cast<size_t>(p.stage) + static_cast<size_t>(p.op)];
   }
 
   // Delay between adjacent stages a and a+1: p2p where they sit on different devices.
@@ -74,23 +81,37 @@ class Run {
     return o_.device_of_stage[a] == o_.device_of_stage[a + 1] ? 0.0 : t_.p2p_s[a];
   }
 
-  // When `p` may start, or NaN with `missing` set to the unfinished dependency.
+  // When `p` may start, or NaN with `missing` set to the unfinished dependency. With the id layout
+  // the dependencies sit at fixed offsets: F of s-1 at -1, B of s+1 at +1, F (for B) and B (for
+  // W) of the same stage one op back, -stages.
   double ready(const Pass& p, size_t* missing) const {
-    auto need = [&](size_t dep, double extra) {
-      const double e = end_[dep];
-      if (std::isnan(e)) *missing = dep;
-      return e + extra;
-    };
+    const size_t i = id(p);
     switch (p.op) {
-      case Op::kF:
-        return p.stage == 0 ? 0.0 : need(id(Op::kF, p.stage - 1, p.microbatch), hop(p.stage - 1));
-      case Op::kB: {
-        const double own = need(id(Op::kF, p.stage, p.microbatch), 0.0);
-        if (p.stage == stages_ - 1 || std::isnan(own)) return own;
-        const double next = need(id(Op::kB, p.stage + 1, p.microbatch), hop(p.stage));
-        return std::isnan(next) ? next : std::max(own, next);
+      case Op::kF: {
+        if (p.stage == 0) return 0.0;
+        const double e = end_[i - 1];
+        if (std::isnan(e)) *missing = i - 1;
+        return e + hop_forward_[p.stage];
       }
-      case Op::kW: return need(id(Op::kB, p.stage, p.microbatch), 0.0);
+      case Op::kB: {
+        const double own = end_[i - stages_];
+        if (std::isnan(own)) {
+          *missing = i - stages_;
+          return own;
+        }
+        if (p.stage == stages_ - 1) return own;
+        const double next = end_[i + 1];
+        if (std::isnan(next)) {
+          *missing = i + 1;
+          return next;
+        }
+        return std::max(own, next + hop_backward_[p.stage]);
+      }
+      case Op::kW: {
+        const double e = end_[i - stages_];
+        if (std::isnan(e)) *missing = i - stages_;
+        return e;
+      }
     }
     return kNotYet;
   }
@@ -132,6 +153,7 @@ class Run {
   std::vector<double>& end_;
   bool keep_sequence_;
   std::vector<std::vector<Pass>> executed_;
+  std::vector<double> duration_, hop_forward_, hop_backward_;
 };
 
 PipelineResult Run::result(bool record) const {
