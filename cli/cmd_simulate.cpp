@@ -114,8 +114,9 @@ CommandRunner declare_simulate(CLI::App& app) {
   app.add_option("--schedule", o->schedule, schedule_help())->required();
   app.add_option("--stages", o->stages, "pipeline stages (devices), p")->required();
   app.add_option("--microbatches", o->microbatches, "micro-batches per iteration, m")->required();
-  const char* per_stage = " (one value for every stage, or a comma-separated value per virtual "
-                          "stage in model order; per chunk for the V schedules)";
+  const char* per_stage =
+      " (one value for every stage, or a comma-separated value per virtual "
+      "stage in model order; per chunk for the V schedules)";
   app.add_option("--forward", o->forward, std::string("forward time F") + per_stage)
       ->required()
       ->delimiter(',');
@@ -125,7 +126,8 @@ CommandRunner declare_simulate(CLI::App& app) {
       ->delimiter(',');
   app.add_option("--backward-weight", o->backward_weight,
                  std::string("weight-gradient backward time W; schedules that do not split the "
-                             "backward run B+W as one pass") + per_stage)
+                             "backward run B+W as one pass") +
+                     per_stage)
       ->required()
       ->delimiter(',');
   app.add_option("--p2p", o->p2p,

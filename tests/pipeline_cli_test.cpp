@@ -16,8 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 
 int run(const std::string& args, const fs::path& out = "/dev/null") {
-  const std::string cmd = std::string(HETPLAN_BINARY) + " simulate " + args + " > " +
-                          out.string() + " 2>&1";
+  const std::string cmd =
+      std::string(HETPLAN_BINARY) + " simulate " + args + " > " + out.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -37,7 +37,8 @@ class SimulateCli : public ::testing::Test {
 TEST_F(SimulateCli, JsonHasTheContractFields) {
   const fs::path json = dir / "r.json", text = dir / "out.txt";
   ASSERT_EQ(run("--schedule 1f1b --stages 4 --microbatches 8 --forward 1 --backward-input 1 "
-                "--backward-weight 1 --json " + json.string(),
+                "--backward-weight 1 --json " +
+                    json.string(),
                 text),
             0)
       << slurp(text);
@@ -66,7 +67,8 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
 TEST_F(SimulateCli, ActivationLimitShowsInThePeaks) {
   const fs::path json = dir / "v.json";
   ASSERT_EQ(run("--schedule v-zb --stages 4 --microbatches 16 --forward 1 --backward-input 1 "
-                "--backward-weight 1 --p2p 0.01 --activation-limit 6 --json " + json.string()),
+                "--backward-weight 1 --p2p 0.01 --activation-limit 6 --json " +
+                json.string()),
             0);
   const auto j = nlohmann::json::parse(slurp(json));
   for (int peak : j.at("peak_activation")) EXPECT_LE(peak, 6);

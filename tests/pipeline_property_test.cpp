@@ -26,7 +26,9 @@ struct Random {
   }
 };
 
-double at(const std::vector<double>& v, int i) { return v.size() == 1 ? v[0] : v[i]; }
+double at(const std::vector<double>& v, int i) {
+  return v.size() == 1 ? v[0] : v[i];
+}
 
 // Checks the timeline against the problem and returns nothing; failures name the pass.
 void check_timeline(const std::string& name, const PipelineProblem& pr, const PipelineResult& r) {
@@ -46,9 +48,9 @@ void check_timeline(const std::string& name, const PipelineProblem& pr, const Pi
     // Durations are the problem's.
     const double want = t.op == 'F'   ? at(pr.forward_s, t.stage)
                         : t.op == 'W' ? at(pr.backward_weight_s, t.stage)
-                        : split       ? at(pr.backward_input_s, t.stage)
-                                      : at(pr.backward_input_s, t.stage) +
-                                      at(pr.backward_weight_s, t.stage);
+                        : split
+                            ? at(pr.backward_input_s, t.stage)
+                            : at(pr.backward_input_s, t.stage) + at(pr.backward_weight_s, t.stage);
     EXPECT_NEAR(t.end_s - t.start_s, want, 1e-9);
   }
   ASSERT_EQ(r.timeline.size(), size_t(stages) * pr.microbatches * (split ? 3 : 2)) << name;
@@ -57,7 +59,8 @@ void check_timeline(const std::string& name, const PipelineProblem& pr, const Pi
     return device_of_stage[a] == device_of_stage[a + 1] ? 0.0 : at(pr.p2p_s, a);
   };
   for (const auto& [key, t] : by_key) {
-    const auto [op, s, k] = key;
+    const char op = std::get<0>(key);
+    const int s = std::get<1>(key), k = std::get<2>(key);
     auto end_of = [&](char o, int stage) { return by_key.at({o, stage, k})->end_s; };
     if (op == 'F' && s > 0) {
       EXPECT_GE(t->start_s + eps, end_of('F', s - 1) + p2p(s - 1)) << name;
@@ -112,7 +115,8 @@ PipelineProblem random_problem(Random& rnd, const ScheduleInfo& info) {
   pr.forward_s = rnd.times(stages, 0.5, 2.0);
   pr.backward_input_s = rnd.times(stages, 0.5, 3.0);
   pr.backward_weight_s = rnd.times(stages, 0.0, 2.0);
-  pr.p2p_s = rnd.integer(0, 1) ? std::vector<double>{0.0} : rnd.times(std::max(1, stages - 1), 0, 0.5);
+  pr.p2p_s =
+      rnd.integer(0, 1) ? std::vector<double>{0.0} : rnd.times(std::max(1, stages - 1), 0, 0.5);
   if (rnd.integer(0, 2) == 0) pr.activation_limit = rnd.integer(1, 3 * pr.devices);
   return pr;
 }
@@ -224,8 +228,8 @@ TEST(PipelineProperties, SplicedBlocksEqualFullBuilds) {
   const Reorder reorders[] = {Reorder::kNone, Reorder::kWarmupAndCooldown, Reorder::kCooldownOnly,
                               Reorder::kBoth};
   for (int p : {1, 2, 3, 4, 5, 8, 12})
-    for (const BuildingBlock& b : {v_min_block(p), v_half_block(p), v_zb_block(p),
-                                   with_interval(v_min_block(p), 13)}) {
+    for (const BuildingBlock& b :
+         {v_min_block(p), v_half_block(p), v_zb_block(p), with_interval(v_min_block(p), 13)}) {
       if (b.name.empty()) continue;
       const int steady = steady_microbatches(b);
       for (int m : {steady + 9, steady + 31, 3 * steady})

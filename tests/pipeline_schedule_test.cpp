@@ -69,8 +69,8 @@ TEST(PipelineSchedule, VShapePeaks) {
   struct Case {
     const char* name;
     int p, peak;
-  } cases[] = {{"v-min", 4, 4},  {"v-min", 8, 8},  {"v-half", 4, 6},
-               {"v-half", 8, 10}, {"v-zb", 4, 8},   {"v-zb", 8, 16}};
+  } cases[] = {{"v-min", 4, 4},   {"v-min", 8, 8}, {"v-half", 4, 6},
+               {"v-half", 8, 10}, {"v-zb", 4, 8},  {"v-zb", 8, 16}};
   for (const Case& c : cases) {
     const PipelineResult r = simulate(c.name, uniform(c.p, 32, 1, 1, 1));
     EXPECT_EQ(max_peak(r), c.peak) << c.name << " p=" << c.p;
@@ -158,7 +158,8 @@ TEST(PipelineSchedule, ActivationLimitDial) {
   // One-chunk families: at K = p and K = 2p-1 the ZB family matches ZB-H1 and ZB-H2.
   PipelineProblem one = uniform(4, 16, 1, 1, 1);
   one.activation_limit = 4;
-  EXPECT_LE(simulate("zb-h1", one).makespan_s, simulate("zb-h1", uniform(4, 16, 1, 1, 1)).makespan_s);
+  EXPECT_LE(simulate("zb-h1", one).makespan_s,
+            simulate("zb-h1", uniform(4, 16, 1, 1, 1)).makespan_s);
   one.activation_limit = 2;
   EXPECT_LE(max_peak(simulate("1f1b", one)), 2);
   EXPECT_LE(max_peak(simulate("zb-h2", one)), 2);

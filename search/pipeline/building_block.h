@@ -39,10 +39,10 @@ BuildingBlock with_interval(const BuildingBlock& block, int interval);
 
 // Which reordering passes expand_block runs.
 enum class Reorder {
-  kNone,          // the plain repetition, squeezed
+  kNone,               // the plain repetition, squeezed
   kWarmupAndCooldown,  // move warm-up (with W) and cool-down passes earlier
-  kCooldownOnly,  // only the cool-down, W passes left to fill free slots afterwards
-  kBoth,          // warm-up with W, then cool-down without W (the paper's two passes)
+  kCooldownOnly,       // only the cool-down, W passes left to fill free slots afterwards
+  kBoth,               // warm-up with W, then cool-down without W (the paper's two passes)
 };
 
 // Peak chunk activations per device of the plain repetition for m micro-batches.

@@ -38,7 +38,9 @@ Candidates single(PassOrder order, bool guided) {
   return c;
 }
 
-Candidates own_gpipe(const Shape& s) { return single(gpipe_order(s.devices, s.microbatches), false); }
+Candidates own_gpipe(const Shape& s) {
+  return single(gpipe_order(s.devices, s.microbatches), false);
+}
 Candidates own_1f1b(const Shape& s) {
   return single(one_f_one_b_order(s.devices, s.microbatches, 0), false);
 }
@@ -50,50 +52,68 @@ Candidates own_zb(const Shape& s, const ZbRule& rule, const char* name) {
   o.variant = name;
   return single(std::move(o), true);
 }
-Candidates own_zb_h1(const Shape& s) { return own_zb(s, zb_h1_rule(s.devices), "zb-h1"); }
-Candidates own_zb_h2(const Shape& s) { return own_zb(s, zb_h2_rule(s.devices), "zb-h2"); }
+Candidates own_zb_h1(const Shape& s) {
+  return own_zb(s, zb_h1_rule(s.devices), "zb-h1");
+}
+Candidates own_zb_h2(const Shape& s) {
+  return own_zb(s, zb_h2_rule(s.devices), "zb-h2");
+}
 Candidates own_block(const Shape& s, const BuildingBlock& block) {
   Candidates c;
   add_block(c, s, block, 0);
   return c;
 }
-Candidates own_v_min(const Shape& s) { return own_block(s, v_min_block(s.devices)); }
-Candidates own_v_half(const Shape& s) { return own_block(s, v_half_block(s.devices)); }
-Candidates own_v_zb(const Shape& s) { return own_block(s, v_zb_block(s.devices)); }
+Candidates own_v_min(const Shape& s) {
+  return own_block(s, v_min_block(s.devices));
+}
+Candidates own_v_half(const Shape& s) {
+  return own_block(s, v_half_block(s.devices));
+}
+Candidates own_v_zb(const Shape& s) {
+  return own_block(s, v_zb_block(s.devices));
+}
 
 const std::vector<Entry>& table() {
   static const std::vector<Entry> kTable = {
       {{"gpipe", "GPipe: every forward, then every backward; holds all m micro-batches", 1, false},
-       Family::kOneChunk, own_gpipe},
+       Family::kOneChunk,
+       own_gpipe},
       {{"1f1b", "1F1B (PipeDream-Flush): warm-up forwards, then one forward, one backward; peak p",
         1, false},
-       Family::kOneChunk, own_1f1b},
+       Family::kOneChunk,
+       own_1f1b},
       {{"interleaved",
         "Megatron-LM interleaved 1F1B over --chunks virtual stages per device (stage j on device "
         "j mod p)",
         2, false},
-       Family::kInterleaved, own_interleaved},
+       Family::kInterleaved,
+       own_interleaved},
       {{"zb-h1",
         "ZB-H1 (Qi et al., ICLR 2024): B and W split, W delayed; 1F1B's peak, a third of its "
         "bubble when F=B=W",
         1, true},
-       Family::kZeroBubble, own_zb_h1},
+       Family::kZeroBubble,
+       own_zb_h1},
       {{"zb-h2",
         "ZB-H2 (Qi et al., ICLR 2024): extra warm-up forwards; peak 2p-1, no bubble inside any "
         "device's span when F=B=W",
         1, true},
-       Family::kZeroBubble, own_zb_h2},
+       Family::kZeroBubble,
+       own_zb_h2},
       {{"v-min",
         "V-Min (Qi et al., NeurIPS 2024): two chunks per device in a V; about 1/3 of 1F1B's "
         "activations",
         2, true},
-       Family::kVShape, own_v_min},
+       Family::kVShape,
+       own_v_min},
       {{"v-half", "V-Half (Qi et al., NeurIPS 2024): V placement; about 1/2 of 1F1B's activations",
         2, true},
-       Family::kVShape, own_v_half},
+       Family::kVShape,
+       own_v_half},
       {{"v-zb", "V-ZB (Qi et al., NeurIPS 2024): V placement; 1F1B's activations, near-zero bubble",
         2, true},
-       Family::kVShape, own_v_zb},
+       Family::kVShape,
+       own_v_zb},
   };
   return kTable;
 }
@@ -120,7 +140,8 @@ bool same_order(const PassOrder& a, const PassOrder& b) {
 void drop_duplicates(Candidates& c) {
   std::vector<PassOrder> kept;
   for (auto& o : c.orders)
-    if (std::none_of(kept.begin(), kept.end(), [&](const PassOrder& k) { return same_order(k, o); }))
+    if (std::none_of(kept.begin(), kept.end(),
+                     [&](const PassOrder& k) { return same_order(k, o); }))
       kept.push_back(std::move(o));
   c.orders = std::move(kept);
 }
@@ -176,7 +197,8 @@ Candidates family_candidates(const Shape& s, Family family) {
       c.try_guided = true;
       return c;
     }
-    case Family::kVShape: return v_family(s);
+    case Family::kVShape:
+      return v_family(s);
   }
   return c;
 }
@@ -192,7 +214,9 @@ const std::vector<ScheduleInfo>& schedules() {
   return kInfos;
 }
 
-const ScheduleInfo& schedule_info(std::string_view name) { return entry(name).info; }
+const ScheduleInfo& schedule_info(std::string_view name) {
+  return entry(name).info;
+}
 
 Shape resolve_shape(std::string_view schedule, const PipelineProblem& problem) {
   const Entry& e = entry(schedule);
@@ -213,17 +237,21 @@ Shape resolve_shape(std::string_view schedule, const PipelineProblem& problem) {
   const double passes = 3.0 * s.devices * s.chunks * s.microbatches;
   s.large = passes > kLargePasses;
   if (passes > 2.0e8)
-    throw InputError(fmt::format("pipeline of {} devices x {} chunks x {} micro-batches is too "
-                                 "large to simulate (at most 2e8 passes)",
-                                 s.devices, s.chunks, s.microbatches));
+    throw InputError(
+        fmt::format("pipeline of {} devices x {} chunks x {} micro-batches is too "
+                    "large to simulate (at most 2e8 passes)",
+                    s.devices, s.chunks, s.microbatches));
   return s;
 }
 
 int minimum_limit(const Shape& s) {
   switch (entry(s.info->name).family) {
-    case Family::kVShape: return 2;
-    case Family::kInterleaved: return interleaved_min_in_flight(s.devices, s.microbatches, s.chunks);
-    default: return 1;
+    case Family::kVShape:
+      return 2;
+    case Family::kInterleaved:
+      return interleaved_min_in_flight(s.devices, s.microbatches, s.chunks);
+    default:
+      return 1;
   }
 }
 

@@ -12,8 +12,8 @@ PipelineResult summarize(const std::vector<double>& first, const std::vector<dou
   PipelineResult r;
   r.variant = variant;
   const int p = static_cast<int>(first.size());
-  r.makespan_s = *std::max_element(last.begin(), last.end()) -
-                 *std::min_element(first.begin(), first.end());
+  r.makespan_s =
+      *std::max_element(last.begin(), last.end()) - *std::min_element(first.begin(), first.end());
   double total = 0;
   for (int d = 0; d < p; ++d) {
     total += busy[d];
@@ -23,7 +23,8 @@ PipelineResult summarize(const std::vector<double>& first, const std::vector<dou
   if (r.makespan_s > 0) r.bubble_rate = std::max(0.0, 1 - total / (p * r.makespan_s));
   r.peak_activation = peaks;
   if (!times.activation_bytes.empty())
-    for (int d = 0; d < p; ++d) r.peak_activation_bytes.push_back(peaks[d] * times.activation_bytes[d]);
+    for (int d = 0; d < p; ++d)
+      r.peak_activation_bytes.push_back(peaks[d] * times.activation_bytes[d]);
   return r;
 }
 

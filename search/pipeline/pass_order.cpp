@@ -48,8 +48,8 @@ void check_order(const PassOrder& order) {
       if (op >= ops || pass.stage < 0 || pass.stage >= order.stages)
         throw std::logic_error(fmt::format("device {}: pass outside the problem", d));
       if (order.device_of_stage[pass.stage] != d)
-        throw std::logic_error(fmt::format("device {} runs stage {}, placed elsewhere", d,
-                                           pass.stage));
+        throw std::logic_error(
+            fmt::format("device {} runs stage {}, placed elsewhere", d, pass.stage));
       int& expected = next[static_cast<size_t>(op) * order.stages + pass.stage];
       if (pass.microbatch != expected)
         throw std::logic_error(fmt::format("stage {} op {}: micro-batch {} where {} was due",
@@ -59,8 +59,8 @@ void check_order(const PassOrder& order) {
     }
   }
   if (total != per_stage * ops * order.stages)
-    throw std::logic_error(fmt::format("order has {} passes, expected {}", total,
-                                       per_stage * ops * order.stages));
+    throw std::logic_error(
+        fmt::format("order has {} passes, expected {}", total, per_stage * ops * order.stages));
 }
 
 std::vector<int> order_peaks(const PassOrder& order) {

@@ -19,8 +19,8 @@ struct Pass {
 
 // How virtual stages map to devices.
 enum class Placement {
-  kLinear,       // stage j on device j mod p (1 chunk: stage i on device i; interleaved otherwise)
-  kVShape,       // stage j on device j for j < p, on 2p-1-j after the turn
+  kLinear,  // stage j on device j mod p (1 chunk: stage i on device i; interleaved otherwise)
+  kVShape,  // stage j on device j for j < p, on 2p-1-j after the turn
 };
 
 // Device of each of the p*v virtual stages, in model order.
@@ -34,8 +34,8 @@ struct PassOrder {
   std::vector<int> device_of_stage;
   std::vector<int> chunk_of_stage;  // index of the stage among its device's stages
   std::vector<std::vector<Pass>> per_device;
-  std::string variant;       // how it was built, for reports
-  std::vector<int> peaks;    // order_peaks(*this) once computed (saves a pass over the order)
+  std::string variant;     // how it was built, for reports
+  std::vector<int> peaks;  // order_peaks(*this) once computed (saves a pass over the order)
 };
 
 // A PassOrder with placement filled in and empty device lists.

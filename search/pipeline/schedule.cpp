@@ -77,9 +77,9 @@ PipelineResult run_choices(const CachedSchedule& s, const std::vector<Choice>& c
 
 // Reference profiles (B/F, W/F, p2p/F) for the shortlist: equal times, the paper's typical
 // ratios, long and short backward passes, with and without p2p.
-constexpr double kProfiles[][3] = {{1, 1, 0},    {2, 1, 0},   {1.2, 0.8, 0}, {1, 0.5, 0},
-                                   {0.5, 0.5, 0}, {1, 0.3, 0}, {1, 1, 0.1},   {2, 1, 0.1},
-                                   {1.5, 1, 0.05}};
+constexpr double kProfiles[][3] = {{1, 1, 0},   {2, 1, 0},     {1.2, 0.8, 0},
+                                   {1, 0.5, 0}, {0.5, 0.5, 0}, {1, 0.3, 0},
+                                   {1, 1, 0.1}, {2, 1, 0.1},   {1.5, 1, 0.05}};
 
 StageTimes profile_times(const double (&profile)[3], int stages) {
   PipelineProblem pr;
@@ -134,8 +134,8 @@ std::unique_ptr<CachedSchedule> prepare(const Shape& shape) {
 class ScheduleCache {
  public:
   std::shared_ptr<const CachedSchedule> get(const Shape& s) {
-    const std::string key = fmt::format("{}|{}|{}|{}|{}", s.info->name, s.devices, s.microbatches,
-                                        s.chunks, s.limit);
+    const std::string key =
+        fmt::format("{}|{}|{}|{}|{}", s.info->name, s.devices, s.microbatches, s.chunks, s.limit);
     {
       std::lock_guard lock(mutex_);
       if (auto it = entries_.find(key); it != entries_.end()) return it->second;
@@ -183,7 +183,8 @@ PipelineResult estimate(std::string_view schedule, const PipelineProblem& proble
   const Shape shape = resolve_shape(schedule, problem);
   const StageTimes times = expand_times(problem, shape.devices * shape.chunks);
   if (shape.limit == 0) {
-    if (shape.info->name == "gpipe") return gpipe_closed_form(shape.devices, shape.microbatches, times);
+    if (shape.info->name == "gpipe")
+      return gpipe_closed_form(shape.devices, shape.microbatches, times);
     if (shape.info->name == "1f1b")
       if (auto r = one_f_one_b_closed_form(shape.devices, shape.microbatches, times)) return *r;
   }

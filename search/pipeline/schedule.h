@@ -14,7 +14,7 @@ namespace hetplan::pipeline {
 struct PipelineProblem {
   int devices = 1;       // p, pipeline devices
   int microbatches = 1;  // m
-  int chunks = 0;  // virtual stages per device; 0 = the schedule's default (schedules()[i])
+  int chunks = 0;        // virtual stages per device; 0 = the schedule's default (schedules()[i])
   // Per virtual stage in model order (size devices*chunks), or size 1 = the same for every stage.
   std::vector<double> forward_s, backward_input_s, backward_weight_s;
   // Per boundary between consecutive virtual stages (size stages-1) or size 1; charged only where
@@ -33,7 +33,8 @@ struct PipelineProblem {
 // One executed pass. `chunk` is the virtual stage's index on its device, `stage` its model order.
 struct TimedPass {
   int device;
-  char op;  // 'F', 'B' (input gradient; the whole backward where the schedule does not split it), 'W'
+  char op;  // 'F', 'B' (input gradient; the whole backward where the schedule does not split it),
+            // 'W'
   int microbatch;
   int chunk;
   int stage;
@@ -42,10 +43,10 @@ struct TimedPass {
 
 struct PipelineResult {
   bool feasible = true;
-  std::string reason;          // why not feasible, e.g. a limit below what the family can do
-  std::string variant;         // which construction won, e.g. "v-half block, reordered"
-  double makespan_s = 0;       // first start to last end over all devices
-  double bubble_rate = 0;      // idle time / (devices * makespan)
+  std::string reason;                 // why not feasible, e.g. a limit below what the family can do
+  std::string variant;                // which construction won, e.g. "v-half block, reordered"
+  double makespan_s = 0;              // first start to last end over all devices
+  double bubble_rate = 0;             // idle time / (devices * makespan)
   double max_device_bubble_rate = 0;  // worst device's idle share between its first and last pass
   std::vector<int> peak_activation;   // per device, in chunk (virtual-stage) activations
   std::vector<double> peak_activation_bytes;  // per device, when activation_bytes given

@@ -33,9 +33,10 @@ std::string render_timeline(const PipelineResult& result, int devices, int max_c
   std::string out;
   const int label = static_cast<int>(fmt::format("{}", devices - 1).size());
   for (int d = 0; d < devices; ++d) out += fmt::format("d{:<{}} |{}|\n", d, label, rows[d]);
-  out += fmt::format("{:>{}}  one cell = {:.4g} time unit(s); F/B/W first chunk, f/b/w later "
-                     "chunks, . idle\n",
-                     "", label, cell);
+  out += fmt::format(
+      "{:>{}}  one cell = {:.4g} time unit(s); F/B/W first chunk, f/b/w later "
+      "chunks, . idle\n",
+      "", label, cell);
   return out;
 }
 
