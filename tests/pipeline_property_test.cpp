@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -220,6 +221,27 @@ TEST(PipelineProperties, BuildingBlocksAreConsistent) {
       }
       EXPECT_NO_THROW(block_peak(b, 3)) << b.name << " p=" << p;
     }
+}
+
+// The shape cache is shared: concurrent first calls for one shape agree with a later call.
+TEST(PipelineProperties, ConcurrentCallsAgree) {
+  PipelineProblem pr;
+  pr.devices = 6;
+  pr.microbatches = 23;
+  pr.forward_s = {1.0};
+  pr.backward_input_s = {1.4};
+  pr.backward_weight_s = {0.6};
+  pr.p2p_s = {0.02};
+  pr.record_timeline = false;
+  std::vector<double> makespans(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      makespans[i] = i % 2 ? estimate("v-half", pr).makespan_s : simulate("v-half", pr).makespan_s;
+    });
+  for (auto& t : threads) t.join();
+  const double s = simulate("v-half", pr).makespan_s, e = estimate("v-half", pr).makespan_s;
+  for (int i = 0; i < 8; ++i) EXPECT_DOUBLE_EQ(makespans[i], i % 2 ? e : s);
 }
 
 // Long runs are built short and their steady period repeated; that gives the order a full build
