@@ -93,7 +93,7 @@ TEST(PipelineSchedule, VShapeBubblesMatchTheReference) {
 }
 
 // Unequal F, B, W: upper bounds are what the reference scheduler reaches on the same inputs (its
-// V-Min/V-Half builder and its V-ZB greedy scheduler, run by us; see docs/schedules.md).
+// V-Min/V-Half builder and its V-ZB scheduler, transcribed and run by us; docs/schedules.md).
 TEST(PipelineSchedule, VShapeBubblesWithUnequalTimes) {
   struct Case {
     const char* name;
