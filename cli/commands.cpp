@@ -18,6 +18,7 @@ CommandRunner declare_model_info(CLI::App& app);
 CommandRunner declare_measure(CLI::App& app);
 CommandRunner declare_import(CLI::App& app);
 CommandRunner declare_export(CLI::App& app);
+CommandRunner declare_simulate(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
@@ -49,6 +50,7 @@ const std::vector<CommandSpec>& all_commands() {
        declare_import},
       {"export", "Write a strategy as Megatron-LM arguments, a DeepSpeed or a torchtitan config",
        declare_export},
+      {"simulate", "Time one pipeline schedule with the event-driven simulator", declare_simulate},
   };
   return kCommands;
 }

@@ -1,0 +1,98 @@
+// Output test of `hetplan simulate`: the JSON fields of the command-line contract and the exit
+// status for bad arguments.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+int run(const std::string& args, const fs::path& out = "/dev/null") {
+  const std::string cmd =
+      std::string(HETPLAN_BINARY) + " simulate " + args + " > " + out.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class SimulateCli : public ::testing::Test {
+ protected:
+  fs::path dir = fs::temp_directory_path() / ("hetplan_simulate_" + std::to_string(::getpid()));
+  void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override { fs::remove_all(dir); }
+};
+
+TEST_F(SimulateCli, JsonHasTheContractFields) {
+  const fs::path json = dir / "r.json", text = dir / "out.txt";
+  ASSERT_EQ(run("--schedule 1f1b --stages 4 --microbatches 8 --forward 1 --backward-input 1 "
+                "--backward-weight 1 --json " +
+                    json.string(),
+                text),
+            0)
+      << slurp(text);
+  const auto j = nlohmann::json::parse(slurp(json));
+  // 1F1B, p = 4, m = 8, F + B + W = 3: makespan (m + p - 1) * 3, bubble (p-1)/(m+p-1).
+  EXPECT_DOUBLE_EQ(j.at("makespan").get<double>(), 33.0);
+  EXPECT_NEAR(j.at("bubble_rate").get<double>(), 3.0 / 11.0, 1e-12);
+  EXPECT_EQ(j.at("peak_activation"), (nlohmann::json{4, 3, 2, 1}));
+  const auto& timeline = j.at("timeline");
+  ASSERT_EQ(timeline.size(), 4u);
+  for (const auto& device : timeline) {
+    ASSERT_EQ(device.size(), 16u);  // 8 forwards and 8 backwards (B+W together for 1f1b)
+    for (const auto& pass : device) {
+      for (const char* key : {"op", "microbatch", "chunk", "start", "end"})
+        EXPECT_TRUE(pass.contains(key)) << key;
+      EXPECT_LE(pass.at("start").get<double>(), pass.at("end").get<double>());
+    }
+  }
+  EXPECT_EQ(timeline[0][0].at("op"), "F");
+  // The terminal gets a summary and, for a problem this small, the ASCII timeline.
+  const std::string out = slurp(text);
+  EXPECT_NE(out.find("bubble rate 27.27%"), std::string::npos) << out;
+  EXPECT_NE(out.find("d0 |FFFF"), std::string::npos) << out;
+}
+
+TEST_F(SimulateCli, ActivationLimitShowsInThePeaks) {
+  const fs::path json = dir / "v.json";
+  ASSERT_EQ(run("--schedule v-zb --stages 4 --microbatches 16 --forward 1 --backward-input 1 "
+                "--backward-weight 1 --p2p 0.01 --activation-limit 6 --json " +
+                json.string()),
+            0);
+  const auto j = nlohmann::json::parse(slurp(json));
+  for (int peak : j.at("peak_activation")) EXPECT_LE(peak, 6);
+  EXPECT_EQ(j.at("activation_limit"), 6);
+  EXPECT_EQ(j.at("timeline").size(), 4u);
+  EXPECT_EQ(j.at("timeline")[0].size(), 16u * 6);  // two chunks, F, B and W each
+}
+
+TEST_F(SimulateCli, BadArgumentsExitTwo) {
+  const std::string times = " --forward 1 --backward-input 1 --backward-weight 1";
+  const fs::path text = dir / "err.txt";
+  EXPECT_EQ(run("--schedule 1f1b --stages 0 --microbatches 8" + times, text), 2);
+  EXPECT_NE(slurp(text).find("need at least 1"), std::string::npos);
+  EXPECT_EQ(run("--schedule nope --stages 4 --microbatches 8" + times, text), 2);
+  EXPECT_NE(slurp(text).find("unknown schedule 'nope'"), std::string::npos);
+  EXPECT_EQ(run("--schedule 1f1b --stages 4 --microbatches 8 --forward -1 --backward-input 1 "
+                "--backward-weight 1",
+                text),
+            2);
+  EXPECT_NE(slurp(text).find("not a finite non-negative number"), std::string::npos);
+  EXPECT_EQ(run("--schedule v-min --stages 4 --microbatches 8 --activation-limit 1" + times, text),
+            2);
+  EXPECT_NE(slurp(text).find("below 2"), std::string::npos);
+  EXPECT_EQ(run("--schedule 1f1b --stages 4 --microbatches 8 --forward 1", text), 2);
+}
+
+}  // namespace
