@@ -9,6 +9,7 @@ CommandRunner declare_predict(CLI::App& app);
 CommandRunner declare_search(CLI::App& app);
 CommandRunner declare_import(CLI::App& app);
 CommandRunner declare_export(CLI::App& app);
+CommandRunner declare_report(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
@@ -20,6 +21,7 @@ const std::vector<CommandSpec>& all_commands() {
        declare_import},
       {"export", "Write a strategy as Megatron-LM arguments, a DeepSpeed or a torchtitan config",
        declare_export},
+      {"report", "Predicted against measured, as one self-contained HTML file", declare_report},
   };
   return kCommands;
 }
