@@ -23,10 +23,20 @@ struct ReportInputsOnDisk {
   std::string calibration;                // tests/data/calibration/a100-sample.json
 };
 
+// Removes the inputs' folder when the test process ends.
+struct RemoveAtExit {
+  std::filesystem::path dir;
+  ~RemoveAtExit() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
 inline const ReportInputsOnDisk& report_inputs() {
   static const ReportInputsOnDisk inputs = [] {
     ReportInputsOnDisk in;
     in.dir = temp_dir("report_inputs");
+    static const RemoveAtExit cleanup{in.dir};
     const std::string data = HETPLAN_TEST_DATA;
     in.measurements = (in.dir / "megatron.json").string();
     const auto imported = run_hetplan(
