@@ -39,7 +39,9 @@ if(HETPLAN_HAVE_CUDA)
     set(CMAKE_CUDA_ARCHITECTURES 75 80 90)
   endif()
   enable_language(CUDA)
-  set(CMAKE_CUDA_STANDARD 20)
+  # CMake 3.25 knows nvcc's dialects only up to C++17 (CUDA_STANDARD 20 fails at generation),
+  # so .cu files are C++17; host code (.cpp, also in kernels/ and profiler/) stays C++20.
+  set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   add_library(hetplan_nccl INTERFACE)
   target_include_directories(hetplan_nccl INTERFACE ${HETPLAN_NCCL_INCLUDE})

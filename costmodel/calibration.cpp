@@ -256,6 +256,7 @@ Json to_json(const CollectiveMeasurement& m) {
   } else {
     j["error"] = m.error;
   }
+  if (!m.gpus.empty()) j["gpus"] = m.gpus;
   return j;
 }
 
@@ -281,13 +282,16 @@ CollectiveMeasurement collective_from_json(ObjectReader r) {
   } else {
     m.error = r.string("error");
   }
+  if (r.has("gpus")) m.gpus = r.strings("gpus");
   r.finish();
   return m;
 }
 
 Json to_json(const P2pMeasurement& m) {
-  return Json{{"src", m.src},   {"dst", m.dst},   {"bytes", m.bytes},
-              {"time", to_json(m.time_s)}, {"GBps", m.GBps}, {"link", m.link}};
+  Json j{{"src", m.src},   {"dst", m.dst},   {"bytes", m.bytes},
+         {"time", to_json(m.time_s)}, {"GBps", m.GBps}, {"link", m.link}};
+  if (!m.gpus.empty()) j["gpus"] = m.gpus;
+  return j;
 }
 
 P2pMeasurement p2p_from_json(ObjectReader r) {
@@ -299,13 +303,16 @@ P2pMeasurement p2p_from_json(ObjectReader r) {
   m.GBps = m.bytes / m.time_s.median / 1e9;
   r.optional_number("GBps");
   m.link = r.string_or("link", "");
+  if (r.has("gpus")) m.gpus = r.strings("gpus");
   r.finish();
   return m;
 }
 
 Json to_json(const HostDeviceMeasurement& m) {
-  return Json{{"direction", m.direction}, {"pinned", m.pinned}, {"bytes", m.bytes},
-              {"time", to_json(m.time_s)},  {"GBps", m.GBps}};
+  Json j{{"direction", m.direction}, {"pinned", m.pinned}, {"bytes", m.bytes},
+         {"time", to_json(m.time_s)},  {"GBps", m.GBps}};
+  if (!m.gpus.empty()) j["gpus"] = m.gpus;
+  return j;
 }
 
 HostDeviceMeasurement host_device_from_json(ObjectReader r) {
@@ -316,6 +323,7 @@ HostDeviceMeasurement host_device_from_json(ObjectReader r) {
   m.time_s = distribution_from_json(r.object("time"));
   m.GBps = m.bytes / m.time_s.median / 1e9;
   r.optional_number("GBps");
+  if (r.has("gpus")) m.gpus = r.strings("gpus");
   r.finish();
   return m;
 }
@@ -489,8 +497,26 @@ void save_calibration(const CalibrationFile& file, const std::filesystem::path& 
   write_json_atomically(to_json(file), path);
 }
 
-void merge_calibration(CalibrationFile& into, const CalibrationFile& other) {
+std::string context_gpu_kind(const Provenance& context) {
+  return context.gpu_type.empty() ? context.gpu_name : context.gpu_type;
+}
+
+void tag_measurements_with_gpu_kind(CalibrationFile& file) {
+  const std::string kind = context_gpu_kind(file.context);
+  if (kind.empty()) return;
+  auto tag = [&](auto& list) {
+    for (auto& m : list)
+      if (m.gpus.empty()) m.gpus = {kind};
+  };
+  tag(file.collectives);
+  tag(file.p2p);
+  tag(file.host_device);
+}
+
+void merge_calibration(CalibrationFile& into, const CalibrationFile& other_in) {
   auto append = [](auto& a, const auto& b) { a.insert(a.end(), b.begin(), b.end()); };
+  CalibrationFile other = other_in;
+  tag_measurements_with_gpu_kind(other);
   append(into.gemm, other.gemm);
   append(into.kernels, other.kernels);
   append(into.layers, other.layers);

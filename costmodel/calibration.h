@@ -89,11 +89,14 @@ struct CollectiveMeasurement {
   int64_t group_size = 0;
   int64_t nodes = 1;
   int64_t gpus_per_node = 0;
-  std::string link;  // "nvswitch", "nvlink", "pcie", "net", "mixed"
+  std::string link;  // "nvswitch", "nvlink", "pcie", "net", "mixed", "self"
   Distribution time_s;
   double algbw_GBps = 0, busbw_GBps = 0;
   bool ok = true;
   std::string error;
+  // GPU kinds in the group, sorted and unique (driver names or hetplan GPU types); keeps the
+  // measurements of different node kinds apart once files are merged. Empty in older files.
+  std::vector<std::string> gpus;
 };
 
 struct P2pMeasurement {
@@ -102,6 +105,7 @@ struct P2pMeasurement {
   Distribution time_s;
   double GBps = 0;
   std::string link;
+  std::vector<std::string> gpus;  // kinds of src and dst, sorted and unique; may be empty
 };
 
 struct HostDeviceMeasurement {
@@ -110,6 +114,7 @@ struct HostDeviceMeasurement {
   double bytes = 0;
   Distribution time_s;
   double GBps = 0;
+  std::vector<std::string> gpus;  // the GPU's kind; may be empty
 };
 
 // One layer's forward time imported from another tool's per-layer profile (AMP's known-cost
@@ -195,8 +200,15 @@ CalibrationFile load_calibration(const std::filesystem::path& path);
 // Writes atomically (temporary file, then rename) so an interrupted write never leaves half a file.
 void save_calibration(const CalibrationFile& file, const std::filesystem::path& path);
 // Appends `other`'s measurements to `into` (for merging ranks' or nodes' files). Provenance of
-// `into` is kept; `other`'s is recorded in `into.context.notes`.
+// `into` is kept; `other`'s is recorded in `into.context.notes`. `other`'s communication
+// measurements without `gpus` are tagged with its GPU kind, so node kinds stay apart (tag `into`'s
+// own with tag_measurements_with_gpu_kind before the first merge).
 void merge_calibration(CalibrationFile& into, const CalibrationFile& other);
+// The GPU kind a file's context names: gpu_type, else gpu_name; empty when neither is set.
+std::string context_gpu_kind(const Provenance& context);
+// Tags every collective, p2p and host-device measurement of `file` that has no `gpus` with its
+// context's GPU kind (no-op when the context names none).
+void tag_measurements_with_gpu_kind(CalibrationFile& file);
 
 // Writes JSON text atomically (shared by every writer of result files).
 void write_json_atomically(const Json& json, const std::filesystem::path& path);

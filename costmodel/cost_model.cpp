@@ -34,6 +34,11 @@ CostModel::CostModel(Profile profile, const ClusterSpec& cluster, CommPriors pri
     }
     gpus_.emplace(gpu.name, std::move(c));
   }
+  if (!profile_.collectives.empty()) {
+    CalibrationFile measured;
+    measured.collectives = profile_.collectives;
+    comm_ = fit_communication(measured);
+  }
 }
 
 const CostModel::GpuCost& CostModel::cost(const GpuSpec& gpu) const {
@@ -132,40 +137,28 @@ double ring_steps(CollectiveKind kind, int64_t n) {
   }
 }
 
-// Log-log interpolation of time over bytes between measured sizes; beyond the ends, the nearest
-// measured bandwidth (large) or latency (small) carries on.
-double interpolate_bytes(std::vector<std::pair<double, double>> pts, double bytes) {
-  std::sort(pts.begin(), pts.end());
-  if (bytes <= pts.front().first) return pts.front().second;
-  if (bytes >= pts.back().first) return pts.back().second * bytes / pts.back().first;
-  auto hi = std::upper_bound(pts.begin(), pts.end(), std::make_pair(bytes, 0.0));
-  auto lo = hi - 1;
-  const double f = std::log(bytes / lo->first) / std::log(hi->first / lo->first);
-  return std::exp(std::log(lo->second) + f * (std::log(hi->second) - std::log(lo->second)));
-}
-
 }  // namespace
 
-double CostModel::measured_collective_s(CollectiveKind kind, double bytes, const CommGroup& group,
-                                        bool& found) const {
-  std::vector<std::pair<double, double>> pts;
-  for (const auto& m : profile_.collectives) {
-    if (!m.ok || m.op != kind || m.group_size != group.size || m.nodes != group.nodes) continue;
-    if (!m.link.empty() && m.link != group.link()) continue;
-    pts.emplace_back(m.bytes, m.time_s.median);
+std::optional<double> CostModel::measured_collective_s(CollectiveKind kind, double bytes,
+                                                       const CommGroup& g) const {
+  if (comm_.collectives.empty()) return std::nullopt;
+  // The measured dtype matters little for the time of a given byte count; prefer bf16.
+  for (Dtype d : {Dtype::kBf16, Dtype::kFp32, Dtype::kFp16}) {
+    if (const CollectiveFit* f = comm_.find(kind, d, g.size, g.nodes, g.link())) {
+      // Measured alone; a shared network is slower by the sharing factor on its bandwidth part.
+      if (g.nodes > 1 && g.sharing > 1)
+        return f->time_s(bytes) + (f->time_s(bytes) - f->time_s(0)) * double(g.sharing - 1);
+      return f->time_s(bytes);
+    }
+    if (g.nodes > 1)
+      if (auto t = hierarchical_time_s(comm_, kind, d, bytes, g.nodes, g.per_node)) return t;
   }
-  found = pts.size() >= 2;
-  if (!found) return 0;
-  // Measured alone; a shared network is slower by the sharing factor on its bandwidth part.
-  const double t = interpolate_bytes(std::move(pts), bytes);
-  return group.nodes > 1 && group.sharing > 1 ? t * group.sharing : t;
+  return std::nullopt;
 }
 
 double CostModel::collective_s(CollectiveKind kind, double bytes, const CommGroup& g) const {
   if (g.size <= 1 || bytes <= 0) return 0;
-  bool found = false;
-  const double measured = measured_collective_s(kind, bytes, g, found);
-  if (found) return measured;
+  if (auto measured = measured_collective_s(kind, bytes, g)) return *measured;
   // Inside one node: a ring over the fabric.
   auto intra = [&](int64_t n, double array_bytes) {
     if (n <= 1) return 0.0;

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "costmodel/fit_collectives.h"
 #include "costmodel/gemm_model.h"
 #include "costmodel/hardware.h"
 #include "costmodel/layer_ops.h"
@@ -60,14 +61,17 @@ class CostModel {
     std::map<Dtype, GemmModel> gemm;
   };
   const GpuCost& cost(const GpuSpec& gpu) const;
-  double measured_collective_s(CollectiveKind kind, double bytes, const CommGroup& group,
-                               bool& found) const;
+  // Fitted measurement for this collective and group (directly measured, or composed from
+  // measured intra- and inter-node parts); nullopt when the profile has neither.
+  std::optional<double> measured_collective_s(CollectiveKind kind, double bytes,
+                                              const CommGroup& group) const;
   double link_efficiency(Fabric fabric) const;
 
   Profile profile_;
   ClusterSpec cluster_;
   CommPriors priors_;
   std::map<std::string, GpuCost> gpus_;
+  CommunicationFit comm_;  // fitted from the profile's collective measurements
 };
 
 }  // namespace hetplan

@@ -196,3 +196,92 @@ TEST(ModelLoading, SeqLenOverrideScalesFunnelLayers) {
 
 }  // namespace
 }  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+void expect_model_error(const std::string& yaml, const std::string& key_path) {
+  try {
+    parse_model(parse_document(yaml, "m.yaml", DocumentFormat::kYaml));
+    FAIL() << "accepted: " << yaml;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key_path(), key_path) << e.what();
+    EXPECT_EQ(e.origin(), "m.yaml");
+  }
+}
+
+const char* kGood = "name: t\nseq_len: 128\nvocab: 1000\n";
+
+TEST(ModelFile, BadModelsNameTheKey) {
+  const std::string base = kGood;
+  expect_model_error(base + "block: {hidden: 64}\nlayers: 2\n", "block.heads");  // missing
+  expect_model_error(base + "block: {hidden: -64, heads: 4}\nlayers: 2\n", "block.hidden");
+  expect_model_error(base + "block: {hidden: 64, heads: 4, colour: red}\nlayers: 2\n",
+                     "block.colour");  // unknown key
+  expect_model_error(base + "block: {hidden: 64, heads: 4, kv_heads: 3}\nlayers: 2\n",
+                     "block.kv_heads");
+  expect_model_error(base + "block: {hidden: 64, heads: 5}\nlayers: 2\n", "block.heads");
+  expect_model_error(base + "block: {hidden: 64, heads: 4}\nlayers: 0\n", "layers");
+  expect_model_error(base + "block: {hidden: 64, heads: 4, activation: tanh}\nlayers: 2\n",
+                     "block.activation");
+  expect_model_error(base + "block: {hidden: 64, heads: 4}\nblocks: [{count: 2, heads: 0}]\n",
+                     "blocks[0].heads");
+  expect_model_error("name: t\nvocab: 1000\nblock: {hidden: 64, heads: 4}\nlayers: 2\n",
+                     "seq_len");
+  expect_model_error(base + "block: {hidden: 64, heads: 4, experts: 2, top_k: 3}\nlayers: 2\n",
+                     "block.top_k");
+}
+
+TEST(ModelFile, GoodModelWithGroupsOfBlocks) {
+  ModelSpec m = parse_model(parse_document(
+      std::string(kGood) + "block: {hidden: 64, heads: 4}\nblocks: [{count: 2}, {count: 1, "
+                           "hidden: 128, heads: 8, seq_len: 64}]\n",
+      "m.yaml", DocumentFormat::kYaml));
+  ASSERT_EQ(m.layers.size(), 5u);  // embedding, 3 blocks, head
+  EXPECT_EQ(m.layers[3].hidden, 128);
+  EXPECT_EQ(m.layers[3].block()->head_dim, 16);
+  EXPECT_EQ(m.layers[3].block()->ffn_hidden, 512);  // re-derived from the new width
+  EXPECT_EQ(m.layers[3].seq_len, 64);
+  EXPECT_EQ(m.layers[1].block()->ffn_hidden, 256);
+}
+
+TEST(HfConfig, LlamaAndGpt2ConfigsMatchThePresets) {
+  const std::string llama = R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+    "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "vocab_size": 32000,
+    "max_position_embeddings": 4096, "rms_norm_eps": 1e-05, "tie_word_embeddings": false,
+    "torch_dtype": "float16", "hidden_act": "silu"})";
+  ModelSpec m = model_from_hf_config(parse_document(llama, "config.json", DocumentFormat::kJson));
+  EXPECT_EQ(m.parameters(), load_model("llama2-7b").parameters());
+  EXPECT_EQ(m.dtype, Dtype::kFp16);
+  const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 1024, "n_layer": 24,
+    "n_head": 16, "n_positions": 1024, "vocab_size": 50257, "n_inner": null})";
+  m = model_from_hf_config(parse_document(gpt2, "config.json", DocumentFormat::kJson));
+  EXPECT_EQ(m.parameters(), 354'823'168);
+  const std::string mixtral = R"({"model_type": "mixtral", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "vocab_size": 32000, "num_local_experts": 8,
+    "num_experts_per_tok": 2, "max_position_embeddings": 32768})";
+  m = model_from_hf_config(parse_document(mixtral, "config.json", DocumentFormat::kJson));
+  EXPECT_EQ(m.parameters(), 46'702'792'704);
+  EXPECT_EQ(m.seq_len, 4096);  // long contexts default to 4096 tokens
+}
+
+TEST(HfConfig, UnsupportedOrIncompleteConfigsAreErrors) {
+  try {
+    model_from_hf_config(parse_document(R"({"model_type": "t5"})", "c.json", DocumentFormat::kJson));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key_path(), "model_type");
+  }
+  try {
+    model_from_hf_config(
+        parse_document(R"({"model_type": "llama", "hidden_size": 64})", "c.json", DocumentFormat::kJson));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key_path(), "num_hidden_layers");
+  }
+}
+
+}  // namespace
+}  // namespace hetplan

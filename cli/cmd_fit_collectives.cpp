@@ -1,0 +1,51 @@
+// `hetplan fit-collectives CALIBRATION... [--out FIT]`: the communication fit alone (two-regime
+// latency-bandwidth per collective, group shape and link; p2p pairs; host-device copies; checks of
+// the hierarchical composition), printed as a table and optionally written as JSON. `hetplan fit`
+// stores the same CommunicationFit in the profile.
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "costmodel/calibration_merge.h"
+#include "costmodel/fit_collectives.h"
+
+namespace hetplan::cli {
+
+CommandRunner declare_fit_collectives(CLI::App& app) {
+  struct Args {
+    std::vector<std::string> inputs;
+    std::string out;
+  };
+  auto args = std::make_shared<Args>();
+  app.add_option("calibrations", args->inputs, "calibration files (merged in order)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--out", args->out, "write the fit as JSON");
+  return [args]() {
+    std::vector<CalibrationFile> files;
+    for (const auto& path : args->inputs) files.push_back(load_calibration(path));
+    const CommunicationFit fit = fit_communication(merge_calibration_files(files));
+    fmt::print("{:<15} {:<5} {:>6} {:>9} {:>10} {:>9} {:>9} {:>10} {:>9} {:>7} {:>7} {:>4}\n",
+               "collective", "dtype", "group", "link", "small_us", "small_GBps", "break_KiB",
+               "large_us", "large_GBps", "med_err", "max_err", "pts");
+    for (const auto& f : fit.collectives)
+      fmt::print("{:<15} {:<5} {:>3}x{:<2} {:>9} {:>10.2f} {:>9.2f} {:>10.1f} {:>9.2f} {:>9.2f} "
+                 "{:>6.1f}% {:>6.1f}% {:>4}\n",
+                 to_string(f.op), to_string(f.dtype), f.nodes, f.gpus_per_node, f.link,
+                 f.small.latency_s * 1e6, f.small.bandwidth_GBps, f.breakpoint_bytes / 1024,
+                 f.large.latency_s * 1e6, f.large.bandwidth_GBps, 100 * f.median_rel_error,
+                 100 * f.max_rel_error, f.points);
+    for (const auto& f : fit.host_device)
+      fmt::print("host-device {} {:<8}: {:.2f} us + bytes / {:.2f} GB/s (large), median error "
+                 "{:.1f}%\n",
+                 f.direction, f.pinned ? "pinned" : "pageable", f.large.latency_s * 1e6,
+                 f.large.bandwidth_GBps, 100 * f.median_rel_error);
+    for (const auto& c : fit.hierarchy_checks)
+      fmt::print("hierarchical {} {} over {} x {}: median error {:.1f}%, max {:.1f}% ({} sizes)\n",
+                 to_string(c.op), to_string(c.dtype), c.nodes, c.gpus_per_node,
+                 100 * c.median_rel_error, 100 * c.max_rel_error, c.points);
+    if (!args->out.empty()) write_json_atomically(to_json(fit), args->out);
+    return 0;
+  };
+}
+
+}  // namespace hetplan::cli

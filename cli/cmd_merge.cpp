@@ -1,0 +1,34 @@
+// `hetplan merge FILE... --out FILE`: merges calibration files (ranks, runs, node kinds, the
+// network between node kinds) into one cluster calibration. Rules: docs/formats.md.
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "costmodel/calibration_merge.h"
+
+namespace hetplan::cli {
+
+CommandRunner declare_merge(CLI::App& app) {
+  struct Args {
+    std::vector<std::string> inputs;
+    std::string out;
+  };
+  auto args = std::make_shared<Args>();
+  app.add_option("calibrations", args->inputs, "calibration files to merge, in order")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--out", args->out, "merged calibration file to write")->required();
+  return [args]() {
+    std::vector<CalibrationFile> files;
+    for (const auto& path : args->inputs) files.push_back(load_calibration(path));
+    const CalibrationFile merged = merge_calibration_files(files);
+    save_calibration(merged, args->out);
+    fmt::print("merged {} files into {}: {} collective, {} p2p, {} host-device, {} GEMM, {} "
+               "kernel, {} layer measurements, {} failures\n",
+               files.size(), args->out, merged.collectives.size(), merged.p2p.size(),
+               merged.host_device.size(), merged.gemm.size(), merged.kernels.size(),
+               merged.layers.size(), merged.failures.size());
+    return 0;
+  };
+}
+
+}  // namespace hetplan::cli

@@ -1,0 +1,100 @@
+// hetplan provision: which GPUs to rent for a training job (hardware and strategy searched together).
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "costmodel/model.h"
+#include "search/provision.h"
+
+namespace hetplan::cli {
+
+CommandRunner declare_provision(CLI::App& app) {
+  struct Options {
+    std::string model, json;
+    std::vector<std::string> nodes, calibration;
+    int64_t global_batch = 0, seq_len = 0, max_nodes = 16, max_types = 2, top = 15;
+    double budget = 0;
+    int threads = 1;
+    bool no_default_calibration = false;
+  };
+  auto o = std::make_shared<Options>();
+  app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")->required();
+  app.add_option("--nodes", o->nodes, "Node types to choose from (comma separated presets)")
+      ->required()
+      ->delimiter(',');
+  app.add_option("--global-batch", o->global_batch, "Samples per iteration")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+  app.add_option("--max-nodes", o->max_nodes, "Largest count per node type (tried: 1, 2, 4, ...)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-types", o->max_types, "At most this many node types in one mix")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--budget", o->budget, "Largest price per hour in dollars (0: none)");
+  app.add_option("--top", o->top, "Rows to print");
+  app.add_option("--threads", o->threads, "Worker threads for each search")->check(CLI::PositiveNumber);
+  app.add_option("--calibration", o->calibration, "Calibration files, profiles or directories");
+  app.add_flag("--no-default-calibration", o->no_default_calibration,
+               "Do not load the shipped calibration_data/");
+  app.add_option("--json", o->json, "Write every mix as JSON to FILE");
+  return [o]() {
+    const ModelSpec model = load_model(o->model, o->seq_len);
+    ProvisionOptions po;
+    po.node_types = o->nodes;
+    po.max_nodes_per_type = o->max_nodes;
+    po.max_types = o->max_types;
+    po.max_price_per_hour = o->budget;
+    po.search.global_batch = o->global_batch;
+    po.search.threads = o->threads;
+    po.progress = [](size_t done, size_t total) {
+      fmt::print(stderr, "\rsearched {}/{} node mixes", done, total);
+      if (done == total) fmt::print(stderr, "\n");
+    };
+    ClusterSpec none;
+    const Profile profile = load_run_profile(o->calibration, none, o->no_default_calibration);
+    const ProvisionResult r = provision(model, profile, po);
+    fmt::print("{} (global batch {}): {} node mixes in {}\n", model.name, o->global_batch,
+               r.mixes_tried, format_seconds(r.elapsed_s));
+    fmt::print("{:<40} {:>6} {:>9} {:>12} {:>10} {:>7}  {}\n", "nodes", "GPUs", "$/hour",
+               "tokens/s", "$/M tok", "pareto", "best strategy");
+    int64_t shown = 0;
+    for (const auto& m : r.mixes) {
+      if (!m.feasible || shown++ >= o->top) continue;
+      const Strategy& s = m.best.strategy;
+      fmt::print("{:<40} {:>6} {:>9.2f} {:>12.0f} {:>10.3f} {:>7}  dp {} tp {} pp {} mb {} {} {}\n",
+                 m.cluster.name, m.cluster.num_gpus(), m.price_per_hour, m.tokens_per_s,
+                 m.dollars_per_million_tokens, m.pareto ? "yes" : "", s.dp, s.tp, s.pp,
+                 s.micro_batch, s.schedule, to_string(s.recompute));
+    }
+    const auto infeasible = std::count_if(r.mixes.begin(), r.mixes.end(),
+                                          [](const ProvisionedMix& m) { return !m.feasible; });
+    if (infeasible) fmt::print("{} mixes could not train the model (nothing fits)\n", infeasible);
+    if (!o->json.empty()) {
+      Json out;
+      out["context"] = run_context("provision", profile);
+      out["model"] = model.name;
+      out["global_batch"] = o->global_batch;
+      Json list = Json::array();
+      for (const auto& m : r.mixes) {
+        Json j = {{"nodes", m.cluster.name}, {"gpus", m.cluster.num_gpus()},
+                  {"price_per_hour", m.price_per_hour}, {"feasible", m.feasible},
+                  {"pareto", m.pareto}};
+        if (m.feasible) {
+          j["tokens_per_s"] = m.tokens_per_s;
+          j["dollars_per_million_tokens"] = m.dollars_per_million_tokens;
+          Json s = to_json(m.best.strategy);
+          s["predicted"] = to_json(m.best.predicted);
+          j["strategy"] = s;
+        }
+        list.push_back(j);
+      }
+      out["mixes"] = list;
+      out["mixes_tried"] = r.mixes_tried;
+      out["elapsed_s"] = r.elapsed_s;
+      write_json_output(out, o->json);
+    }
+    return 0;
+  };
+}
+
+}  // namespace hetplan::cli

@@ -1,0 +1,397 @@
+#include "kernels/emulator/simt_emulator.h"
+
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/reference/numeric.h"
+
+namespace hetplan::kernels::emu {
+namespace {
+
+enum class State { kReady, kBlockBarrier, kWarp, kDone };
+
+struct PendingCopy {
+  unsigned char* dst;
+  unsigned char data[16];
+  int group;  // -1 until committed
+};
+
+struct Fiber {
+  ucontext_t context{};
+  std::unique_ptr<unsigned char[]> stack;
+  State state = State::kReady;
+  Dim3 tid;
+  int linear = 0;
+  std::vector<PendingCopy> copies;
+  int next_group = 0;
+  int warp_op = -1;
+};
+
+struct WarpState {
+  int arrived = 0;
+  int op = -1;
+  unsigned generation = 0;
+  Payload slots[2][32];
+};
+
+struct Run {
+  ucontext_t scheduler{};
+  std::vector<Fiber> fibers;
+  std::vector<WarpState> warps;
+  int current = 0;
+  int at_barrier = 0;
+  int done = 0;
+  std::vector<unsigned char> smem;
+  Dim3 block_idx, block_dim, grid_dim;
+  const std::function<void()>* body = nullptr;
+  bool eager_copies = false;
+  std::string error;
+};
+
+Run* g_run = nullptr;
+std::vector<std::pair<uintptr_t, uintptr_t>> g_globals;
+
+Run& run() {
+  if (!g_run) throw std::logic_error("emu: called outside emu::launch");
+  return *g_run;
+}
+Fiber& me() { return run().fibers[static_cast<size_t>(run().current)]; }
+
+void yield() {
+  Run& r = run();
+  swapcontext(&r.fibers[static_cast<size_t>(r.current)].context, &r.scheduler);
+}
+
+void release_block_barrier_if_complete(Run& r) {
+  const int live = static_cast<int>(r.fibers.size()) - r.done;
+  if (r.at_barrier == 0 || r.at_barrier < live) return;
+  for (Fiber& f : r.fibers)
+    if (f.state == State::kBlockBarrier) f.state = State::kReady;
+  r.at_barrier = 0;
+}
+
+void apply_copies(Fiber& f, int newest_group_to_apply) {
+  auto keep = std::stable_partition(f.copies.begin(), f.copies.end(), [&](const PendingCopy& c) {
+    return c.group < 0 || c.group > newest_group_to_apply;
+  });
+  for (auto it = keep; it != f.copies.end(); ++it) std::memcpy(it->dst, it->data, 16);
+  f.copies.erase(keep, f.copies.end());
+}
+
+void fiber_main() {
+  Run& r = run();
+  Fiber& f = r.fibers[static_cast<size_t>(r.current)];
+  try {
+    (*r.body)();
+    if (!f.copies.empty())
+      throw std::runtime_error("thread exited with cp.async copies never waited for");
+  } catch (const std::exception& e) {
+    if (r.error.empty()) r.error = e.what();
+  }
+  f.state = State::kDone;
+  ++r.done;
+  release_block_barrier_if_complete(r);
+  setcontext(&r.scheduler);
+}
+
+std::string describe(const Run& r) {
+  std::string s;
+  for (const Fiber& f : r.fibers) {
+    if (f.state == State::kDone) continue;
+    s += " t" + std::to_string(f.linear) +
+         (f.state == State::kBlockBarrier ? ":syncthreads"
+                                          : ":warp-op" + std::to_string(f.warp_op));
+    if (s.size() > 300) return s + " ...";
+  }
+  return s;
+}
+
+void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
+  const int n = static_cast<int>(r.fibers.size());
+  for (int i = 0; i < n; ++i) {
+    Fiber& f = r.fibers[static_cast<size_t>(i)];
+    f.state = State::kReady;
+    f.copies.clear();
+    f.next_group = 0;
+    f.warp_op = -1;
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack.get();
+    f.context.uc_stack.ss_size = stack_bytes;
+    f.context.uc_link = nullptr;
+    makecontext(&f.context, fiber_main, 0);
+  }
+  for (WarpState& w : r.warps) w = WarpState{};
+  r.at_barrier = 0;
+  r.done = 0;
+  auto run_fiber = [&](int i) {
+    r.current = i;
+    swapcontext(&r.scheduler, &r.fibers[static_cast<size_t>(i)].context);
+  };
+  const int warps = (n + 31) / 32;
+  while (r.done < n) {
+    bool ran = false;
+    if (!shuffle) {
+      // Index order, one step (up to the next barrier or collective) per thread per pass.
+      for (int i = 0; i < n && r.error.empty(); ++i) {
+        if (r.fibers[static_cast<size_t>(i)].state != State::kReady) continue;
+        run_fiber(i);
+        ran = true;
+      }
+    } else {
+      // A random warp runs alone until it reaches a block barrier (or ends), then another: a
+      // warp reading what another warp writes without a barrier in between sees stale data.
+      std::vector<int> order(static_cast<size_t>(warps));
+      for (int w = 0; w < warps; ++w) order[static_cast<size_t>(w)] = w;
+      std::shuffle(order.begin(), order.end(), *shuffle);
+      for (int w : order) {
+        for (bool progress = true; progress && r.error.empty();) {
+          progress = false;
+          for (int i = w * 32; i < std::min(n, w * 32 + 32) && r.error.empty(); ++i) {
+            if (r.fibers[static_cast<size_t>(i)].state != State::kReady) continue;
+            run_fiber(i);
+            progress = ran = true;
+          }
+        }
+      }
+    }
+    if (!r.error.empty()) return;
+    if (!ran) {
+      r.error = "deadlock: no thread can run; waiting:" + describe(r);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
+            const std::function<void()>& thread_body, const LaunchOptions& options) {
+  if (g_run) throw std::logic_error("emu::launch: nested launch");
+  const unsigned n = block.x * block.y * block.z;
+  if (n == 0 || n > 1024) throw std::invalid_argument("emu::launch: block size must be 1..1024");
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+    throw std::invalid_argument("emu::launch: empty grid");
+  Run r;
+  r.body = &thread_body;
+  r.eager_copies = options.eager_async_copies;
+  r.block_dim = block;
+  r.grid_dim = grid;
+  r.fibers.resize(n);
+  r.warps.resize((n + 31) / 32);
+  r.smem.resize(dynamic_smem_bytes);
+  for (unsigned i = 0; i < n; ++i) {
+    Fiber& f = r.fibers[i];
+    f.stack = std::make_unique<unsigned char[]>(options.stack_bytes);
+    f.linear = static_cast<int>(i);
+    f.tid = Dim3{i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+  }
+  std::mt19937_64 rng(options.schedule_seed);
+  g_run = &r;
+  for (unsigned bz = 0; bz < grid.z && r.error.empty(); ++bz)
+    for (unsigned by = 0; by < grid.y && r.error.empty(); ++by)
+      for (unsigned bx = 0; bx < grid.x && r.error.empty(); ++bx) {
+        r.block_idx = Dim3{bx, by, bz};
+        std::fill(r.smem.begin(), r.smem.end(), static_cast<unsigned char>(0xff));  // NaN bytes
+        run_block(r, options.stack_bytes, options.schedule_seed ? &rng : nullptr);
+        if (!r.error.empty())
+          r.error = "block (" + std::to_string(bx) + "," + std::to_string(by) + "," +
+                    std::to_string(bz) + "): " + r.error;
+      }
+  g_run = nullptr;
+  if (!r.error.empty()) throw std::runtime_error("emu: " + r.error);
+}
+
+const Dim3& thread_idx() { return me().tid; }
+const Dim3& block_idx() { return run().block_idx; }
+const Dim3& block_dim() { return run().block_dim; }
+const Dim3& grid_dim() { return run().grid_dim; }
+unsigned char* dynamic_smem() { return run().smem.data(); }
+
+void sync_threads() {
+  Run& r = run();
+  Fiber& f = me();
+  f.state = State::kBlockBarrier;
+  ++r.at_barrier;
+  release_block_barrier_if_complete(r);
+  if (f.state != State::kReady) yield();
+}
+
+const Payload* warp_exchange(const Payload& mine, int op) {
+  Run& r = run();
+  Fiber& f = me();
+  WarpState& w = r.warps[static_cast<size_t>(f.linear / 32)];
+  const int lanes = std::min(32, static_cast<int>(r.fibers.size()) - f.linear / 32 * 32);
+  if (lanes != 32) throw std::runtime_error("warp collective in a partial warp");
+  if (w.arrived == 0) {
+    w.op = op;
+  } else if (w.op != op) {
+    throw std::runtime_error("divergent warp: lane " + std::to_string(f.linear % 32) + " at op " +
+                             std::to_string(op) + " while others are at op " +
+                             std::to_string(w.op));
+  }
+  const unsigned generation = w.generation;
+  w.slots[generation & 1][f.linear % 32] = mine;
+  f.state = State::kWarp;
+  f.warp_op = op;
+  if (++w.arrived == 32) {
+    for (int l = 0; l < 32; ++l) r.fibers[static_cast<size_t>(f.linear / 32 * 32 + l)].state = State::kReady;
+    w.arrived = 0;
+    ++w.generation;
+  } else {
+    yield();
+  }
+  return w.slots[generation & 1];
+}
+
+namespace {
+enum Op { kShflXor = 1, kShflIdx, kLdmatrix, kMma };
+
+template <class T>
+Payload pack(const T& v) {
+  static_assert(sizeof(T) <= kPayloadBytes);
+  Payload p{};
+  std::memcpy(p.bytes, &v, sizeof(T));
+  return p;
+}
+template <class T>
+T unpack(const Payload& p) {
+  T v;
+  std::memcpy(&v, p.bytes, sizeof(T));
+  return v;
+}
+uint16_t element16(const void* row, int col) {
+  uint16_t v;
+  std::memcpy(&v, static_cast<const unsigned char*>(row) + 2 * col, 2);
+  return v;
+}
+}  // namespace
+
+uint32_t shfl_xor(uint32_t v, int lane_mask) {
+  const int lane = me().linear % 32;
+  return unpack<uint32_t>(warp_exchange(pack(v), kShflXor * 100 + lane_mask)[(lane ^ lane_mask) & 31]);
+}
+
+uint32_t shfl_idx(uint32_t v, int src_lane) {
+  return unpack<uint32_t>(warp_exchange(pack(v), kShflIdx)[src_lane & 31]);
+}
+
+void ldmatrix(uint32_t* out, int n_matrices, bool transpose, const void* row_address) {
+  const int lane = me().linear % 32;
+  if (lane < n_matrices * 8) check_shared(row_address, 16, 16);
+  const Payload* all = warp_exchange(pack(row_address), kLdmatrix * 100 + n_matrices * 2 + transpose);
+  const int g = lane / 4, q = lane % 4;
+  for (int m = 0; m < n_matrices; ++m) {
+    uint16_t lo, hi;
+    if (!transpose) {
+      const void* row = unpack<const void*>(all[m * 8 + g]);
+      lo = element16(row, 2 * q);
+      hi = element16(row, 2 * q + 1);
+    } else {
+      lo = element16(unpack<const void*>(all[m * 8 + 2 * q]), g);
+      hi = element16(unpack<const void*>(all[m * 8 + 2 * q + 1]), g);
+    }
+    out[m] = uint32_t{lo} | (uint32_t{hi} << 16);
+  }
+}
+
+void mma_m16n8k16(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4],
+                  bool bf16) {
+  struct Frag {
+    uint32_t a[4], b[2];
+    float c[4];
+  } mine{};
+  std::memcpy(mine.a, a, sizeof mine.a);
+  std::memcpy(mine.b, b, sizeof mine.b);
+  std::memcpy(mine.c, c, sizeof mine.c);
+  const int lane = me().linear % 32;
+  const Payload* all = warp_exchange(pack(mine), kMma * 100 + bf16);
+  auto value = [&](uint32_t reg, int half) {
+    const uint16_t bits = static_cast<uint16_t>(half ? reg >> 16 : reg & 0xffffu);
+    return bf16 ? bf16_bits_to_float(bits) : fp16_bits_to_float(bits);
+  };
+  float A[16][16], B[16][8];
+  for (int t = 0; t < 32; ++t) {
+    const Frag f = unpack<Frag>(all[t]);
+    const int g = t / 4, q = t % 4;
+    for (int h = 0; h < 2; ++h) {
+      A[g][2 * q + h] = value(f.a[0], h);
+      A[g + 8][2 * q + h] = value(f.a[1], h);
+      A[g][2 * q + 8 + h] = value(f.a[2], h);
+      A[g + 8][2 * q + 8 + h] = value(f.a[3], h);
+      B[2 * q + h][g] = value(f.b[0], h);
+      B[2 * q + 8 + h][g] = value(f.b[1], h);
+    }
+  }
+  const int g = lane / 4, q = lane % 4;
+  const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * q, 2 * q + 1, 2 * q, 2 * q + 1};
+  float out[4];
+  for (int i = 0; i < 4; ++i) {
+    double acc = c[i];
+    for (int k = 0; k < 16; ++k) acc += double{A[rows[i]][k]} * B[k][cols[i]];
+    out[i] = static_cast<float>(acc);
+  }
+  std::memcpy(d, out, sizeof out);
+}
+
+void cp_async16(void* smem_dst, const void* global_src, int src_bytes) {
+  check_shared(smem_dst, 16, 16);
+  PendingCopy c{};
+  c.dst = static_cast<unsigned char*>(smem_dst);
+  c.group = -1;
+  if (src_bytes > 0) {
+    check_global(global_src, static_cast<size_t>(src_bytes), 16);
+    std::memcpy(c.data, global_src, static_cast<size_t>(src_bytes));
+  }
+  if (run().eager_copies) {
+    std::memcpy(c.dst, c.data, 16);
+    return;
+  }
+  me().copies.push_back(c);
+}
+
+void cp_async_commit() {
+  Fiber& f = me();
+  for (PendingCopy& c : f.copies)
+    if (c.group < 0) c.group = f.next_group;
+  ++f.next_group;
+}
+
+void cp_async_wait(int groups_left_pending) {
+  Fiber& f = me();
+  apply_copies(f, f.next_group - 1 - groups_left_pending);
+}
+
+void register_global(const void* p, size_t bytes) {
+  const auto b = reinterpret_cast<uintptr_t>(p);
+  g_globals.emplace_back(b, b + bytes);
+}
+void unregister_globals() { g_globals.clear(); }
+
+void check_global(const void* p, size_t bytes, size_t alignment) {
+  const auto b = reinterpret_cast<uintptr_t>(p);
+  if (b % alignment != 0)
+    throw std::runtime_error("misaligned " + std::to_string(bytes) + "-byte global access");
+  if (g_globals.empty()) return;
+  for (const auto& [lo, hi] : g_globals)
+    if (b >= lo && b + bytes <= hi) return;
+  throw std::runtime_error("out-of-bounds " + std::to_string(bytes) + "-byte global access");
+}
+
+void check_shared(const void* p, size_t bytes, size_t alignment) {
+  const Run& r = run();
+  const auto b = reinterpret_cast<uintptr_t>(p);
+  const auto lo = reinterpret_cast<uintptr_t>(r.smem.data());
+  if (b % alignment != 0) throw std::runtime_error("misaligned shared-memory access");
+  if (b < lo || b + bytes > lo + r.smem.size())
+    throw std::runtime_error("out-of-bounds shared-memory access at offset " +
+                             std::to_string(static_cast<long long>(b - lo)));
+}
+
+}  // namespace hetplan::kernels::emu

@@ -1,0 +1,99 @@
+#include "search/provision.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "costmodel/cost_model.h"
+#include "costmodel/errors.h"
+
+namespace hetplan {
+namespace {
+
+std::vector<int64_t> counts_up_to(int64_t max) {
+  std::vector<int64_t> out = {0};
+  for (int64_t c = 1; c <= max; c *= 2) out.push_back(c);
+  return out;
+}
+
+// Every assignment of counts to the node types with at most `max_types` non-zero counts.
+void enumerate(const std::vector<NodeSpec>& nodes, const std::vector<int64_t>& counts,
+               int64_t max_types, size_t i, std::vector<int64_t>& current,
+               std::vector<std::vector<int64_t>>& out) {
+  if (i == nodes.size()) {
+    const auto used = std::count_if(current.begin(), current.end(), [](int64_t c) { return c > 0; });
+    if (used > 0 && used <= max_types) out.push_back(current);
+    return;
+  }
+  for (int64_t c : counts) {
+    current[i] = c;
+    enumerate(nodes, counts, max_types, i + 1, current, out);
+  }
+}
+
+}  // namespace
+
+ProvisionResult provision(const ModelSpec& model, const Profile& profile,
+                          const ProvisionOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  if (o.node_types.empty()) throw InputError("--nodes: expected at least one node type");
+  std::vector<NodeSpec> nodes;
+  for (const auto& name : o.node_types) nodes.push_back(load_node(name));
+  std::vector<std::vector<int64_t>> mixes;
+  std::vector<int64_t> current(nodes.size(), 0);
+  enumerate(nodes, counts_up_to(o.max_nodes_per_type), o.max_types, 0, current, mixes);
+
+  ProvisionResult result;
+  for (size_t k = 0; k < mixes.size(); ++k) {
+    if (o.progress) o.progress(k, mixes.size());
+    ClusterSpec cluster;
+    double price = 0;
+    std::string name;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (mixes[k][i] == 0) continue;
+      cluster.groups.push_back({nodes[i], mixes[k][i]});
+      price += nodes[i].price_per_hour * static_cast<double>(mixes[k][i]);
+      name += fmt::format("{}{}:{}", name.empty() ? "" : ",", nodes[i].name, mixes[k][i]);
+    }
+    if (o.max_price_per_hour > 0 && price > o.max_price_per_hour) continue;
+    cluster.name = name;
+    cluster.origin = "provision " + name;
+    ++result.mixes_tried;
+    const CostModel cost(profile, cluster);
+    const Evaluator ev(model, cluster, cost);
+    SearchOptions so = o.search;
+    so.top_k = 1;
+    so.progress = nullptr;
+    SearchResult r = search_training(ev, so);
+    ProvisionedMix mix;
+    mix.cluster = cluster;
+    mix.price_per_hour = price;
+    if (!r.top.empty()) {
+      mix.feasible = true;
+      mix.best = std::move(r.top.front());
+      mix.tokens_per_s = mix.best.predicted.tokens_per_s;
+      if (price > 0) mix.dollars_per_million_tokens = price / 3600.0 / mix.tokens_per_s * 1e6;
+    }
+    result.mixes.push_back(std::move(mix));
+  }
+  if (o.progress) o.progress(mixes.size(), mixes.size());
+  std::stable_sort(result.mixes.begin(), result.mixes.end(),
+                   [](const ProvisionedMix& a, const ProvisionedMix& b) {
+                     if (a.feasible != b.feasible) return a.feasible;
+                     return a.tokens_per_s > b.tokens_per_s;
+                   });
+  for (auto& m : result.mixes) {
+    if (!m.feasible) continue;
+    m.pareto = std::none_of(result.mixes.begin(), result.mixes.end(), [&](const ProvisionedMix& x) {
+      return x.feasible && &x != &m && x.price_per_hour <= m.price_per_hour &&
+             x.tokens_per_s >= m.tokens_per_s &&
+             (x.price_per_hour < m.price_per_hour || x.tokens_per_s > m.tokens_per_s);
+    });
+  }
+  result.elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace hetplan

@@ -1,0 +1,46 @@
+// Which GPUs to provision: searches hardware and strategy together (the PHAZE idea for GPU users).
+// For every mix of node types within the limits, the training search finds the best strategy;
+// the result ranks mixes by throughput, cost per hour and cost per token, with the Pareto front.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "costmodel/hardware.h"
+#include "costmodel/model.h"
+#include "costmodel/profile.h"
+#include "search/search.h"
+
+namespace hetplan {
+
+struct ProvisionOptions {
+  std::vector<std::string> node_types;  // node presets (or files) to choose from
+  int64_t max_nodes_per_type = 16;      // counts tried: 0, 1, 2, 4, ... up to this
+  int64_t max_types = 2;                // at most this many kinds in one mix
+  double max_price_per_hour = 0;        // 0: no budget
+  SearchOptions search;                 // global batch, threads, restrictions for each mix
+  std::function<void(size_t done, size_t total)> progress;
+};
+
+struct ProvisionedMix {
+  ClusterSpec cluster;
+  double price_per_hour = 0;
+  bool feasible = false;
+  RankedStrategy best;  // when feasible
+  double tokens_per_s = 0;
+  double dollars_per_million_tokens = 0;
+  bool pareto = false;  // no other mix is both cheaper and faster
+};
+
+struct ProvisionResult {
+  std::vector<ProvisionedMix> mixes;  // by throughput, fastest first; infeasible last
+  int64_t mixes_tried = 0;
+  double elapsed_s = 0;
+};
+
+ProvisionResult provision(const ModelSpec& model, const Profile& profile,
+                          const ProvisionOptions& options);
+
+}  // namespace hetplan

@@ -1,0 +1,51 @@
+#include "search/provision.h"
+
+#include <gtest/gtest.h>
+
+namespace hetplan {
+namespace {
+
+TEST(Provision, PricesMixesAndMarksTheParetoFront) {
+  ProvisionOptions o;
+  o.node_types = {"g4dn.12xlarge", "p3.8xlarge"};
+  o.max_nodes_per_type = 2;
+  o.search.global_batch = 16;
+  const ModelSpec model = load_model("gpt2-medium");
+  const ProvisionResult r =
+      provision(model, load_profile_inputs({default_calibration_dir().string()}), o);
+  // Counts 0, 1, 2 for two types, not both 0: 8 mixes.
+  EXPECT_EQ(r.mixes_tried, 8);
+  ASSERT_EQ(r.mixes.size(), 8u);
+  for (const auto& m : r.mixes) {
+    double price = 0;
+    for (const auto& g : m.cluster.groups) price += g.node.price_per_hour * g.count;
+    EXPECT_DOUBLE_EQ(m.price_per_hour, price);
+    ASSERT_TRUE(m.feasible) << m.cluster.name;
+    // $ per million tokens = $/h / 3600 / tokens/s * 1e6.
+    EXPECT_NEAR(m.dollars_per_million_tokens, price / 3600 / m.tokens_per_s * 1e6, 1e-9);
+  }
+  // Fastest first; the fastest mix is always on the Pareto front, and no front member is beaten
+  // on both price and speed by another mix.
+  EXPECT_TRUE(r.mixes.front().pareto);
+  for (size_t i = 1; i < r.mixes.size(); ++i)
+    EXPECT_LE(r.mixes[i].tokens_per_s, r.mixes[i - 1].tokens_per_s);
+  for (const auto& a : r.mixes)
+    for (const auto& b : r.mixes)
+      if (a.pareto && &a != &b)
+        EXPECT_FALSE(b.price_per_hour < a.price_per_hour && b.tokens_per_s > a.tokens_per_s);
+}
+
+TEST(Provision, BudgetExcludesExpensiveMixes) {
+  ProvisionOptions o;
+  o.node_types = {"g4dn.12xlarge", "p3.8xlarge"};
+  o.max_nodes_per_type = 2;
+  o.max_price_per_hour = 10;  // one or two g4dn.12xlarge ($3.912/h) only
+  o.search.global_batch = 16;
+  const ProvisionResult r = provision(load_model("gpt2-medium"),
+                                      load_profile_inputs({default_calibration_dir().string()}), o);
+  EXPECT_EQ(r.mixes_tried, 2);
+  for (const auto& m : r.mixes) EXPECT_LE(m.price_per_hour, 10);
+}
+
+}  // namespace
+}  // namespace hetplan
