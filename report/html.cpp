@@ -12,11 +12,20 @@ std::string esc(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -26,28 +35,36 @@ std::string str(const Json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
-std::string percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
+std::string percent(double x) {
+  return fmt::format("{:.1f}%", 100 * x);
+}
 
 // Green within 10%, amber within 25%, red beyond.
-std::string error_class(double ape) { return ape <= 0.10 ? "good" : ape <= 0.25 ? "warn" : "bad"; }
+std::string error_class(double ape) {
+  return ape <= 0.10 ? "good" : ape <= 0.25 ? "warn" : "bad";
+}
 
 std::string seconds(double s) {
   if (s >= 1) return fmt::format("{:.3f} s", s);
   return fmt::format("{:.1f} ms", s * 1e3);
 }
 
-std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024)); }
+std::string gib(double bytes) {
+  return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
+}
 
 std::string metrics_table(const Json& m) {
   const Json& it = m["iteration"];
   const Json& mem = m["memory"];
   const Json& oom = m["oom"];
-  std::string s = "<table class=\"metrics\"><tr><th>metric</th><th class=\"num\">value</th>"
-                  "<th>over</th></tr>";
+  std::string s =
+      "<table class=\"metrics\"><tr><th>metric</th><th class=\"num\">value</th>"
+      "<th>over</th></tr>";
   auto row = [&](const std::string& name, const std::string& value, const std::string& cls,
                  const std::string& over) {
-    s += fmt::format("<tr><td>{}</td><td class=\"num big {}\">{}</td><td class=\"muted\">{}</td></tr>",
-                     name, cls, value, over);
+    s += fmt::format(
+        "<tr><td>{}</td><td class=\"num big {}\">{}</td><td class=\"muted\">{}</td></tr>", name,
+        cls, value, over);
   };
   const int64_t n = it["count"];
   if (n > 0) {
@@ -61,8 +78,11 @@ std::string metrics_table(const Json& m) {
     row("iteration time", "-", "", "no matched pair with both times");
   }
   const Json& rho = m["throughput_spearman"];
-  row("throughput: Spearman rank correlation", rho.is_null() ? "-" : fmt::format("{:.3f}", rho.get<double>()),
-      rho.is_null() ? "" : rho.get<double>() >= 0.8 ? "good" : "warn",
+  row("throughput: Spearman rank correlation",
+      rho.is_null() ? "-" : fmt::format("{:.3f}", rho.get<double>()),
+      rho.is_null()              ? ""
+      : rho.get<double>() >= 0.8 ? "good"
+                                 : "warn",
       rho.is_null() ? "needs two pairs with different throughputs" : "1 = same ranking");
   const int64_t nm = mem["count"];
   if (nm > 0) {
@@ -85,11 +105,12 @@ std::string metrics_table(const Json& m) {
 }
 
 std::string pairs_table(const Json& pairs) {
-  std::string s = "<div class=\"scroll\"><table><tr><th>model</th><th>strategy</th>"
-                  "<th>source</th><th class=\"num\">measured (p10-p90, n)</th>"
-                  "<th class=\"num\">predicted</th><th class=\"num\">error</th>"
-                  "<th class=\"num\">peak memory measured / predicted</th>"
-                  "<th>OOM observed / predicted</th></tr>";
+  std::string s =
+      "<div class=\"scroll\"><table><tr><th>model</th><th>strategy</th>"
+      "<th>source</th><th class=\"num\">measured (p10-p90, n)</th>"
+      "<th class=\"num\">predicted</th><th class=\"num\">error</th>"
+      "<th class=\"num\">peak memory measured / predicted</th>"
+      "<th>OOM observed / predicted</th></tr>";
   for (const Json& p : pairs) {
     std::string measured = "-", predicted = "-", error = "-", memory = "-";
     if (p.contains("predicted_s")) predicted = seconds(p["predicted_s"]);
@@ -103,21 +124,22 @@ std::string pairs_table(const Json& pairs) {
                           100 * p["signed_error"].get<double>());
     }
     if (p.contains("measured_memory_bytes"))
-      memory = fmt::format("{} / {}<br><span class=\"{}\">{:.1f}%</span> <span "
-                           "class=\"muted\">{}</span>",
-                           gib(p["measured_memory_bytes"]), gib(p["predicted_memory_bytes"]),
-                           error_class(p["memory_ape"]), 100 * p["memory_ape"].get<double>(),
-                           esc(str(p, "memory_kind")));
+      memory = fmt::format(
+          "{} / {}<br><span class=\"{}\">{:.1f}%</span> <span "
+          "class=\"muted\">{}</span>",
+          gib(p["measured_memory_bytes"]), gib(p["predicted_memory_bytes"]),
+          error_class(p["memory_ape"]), 100 * p["memory_ape"].get<double>(),
+          esc(str(p, "memory_kind")));
     const bool obs = p["oom_observed"], pred = p["oom_predicted"];
-    const std::string oom = fmt::format("<span class=\"{}\">{} / {}</span>",
-                                        obs == pred ? "good" : "bad", obs ? "yes" : "no",
-                                        pred ? "yes" : "no");
-    s += fmt::format("<tr><td>{}</td><td class=\"key\" title=\"{}\">{}</td><td>{}</td>"
-                     "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                     "<td class=\"num\">{}</td><td>{}</td></tr>",
-                     esc(str(p, "model")), esc(str(p, "origin") + " / " + str(p, "prediction")),
-                     esc(str(p, "key")), esc(str(p, "source")), measured, predicted, error, memory,
-                     oom);
+    const std::string oom =
+        fmt::format("<span class=\"{}\">{} / {}</span>", obs == pred ? "good" : "bad",
+                    obs ? "yes" : "no", pred ? "yes" : "no");
+    s += fmt::format(
+        "<tr><td>{}</td><td class=\"key\" title=\"{}\">{}</td><td>{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td>{}</td></tr>",
+        esc(str(p, "model")), esc(str(p, "origin") + " / " + str(p, "prediction")),
+        esc(str(p, "key")), esc(str(p, "source")), measured, predicted, error, memory, oom);
   }
   return s + "</table></div>";
 }
@@ -138,11 +160,13 @@ std::string unmatched_lists(const Json& data) {
   s += fmt::format("</details><details><summary>{} predictions without a measurement</summary>",
                    preds.size());
   if (!preds.empty()) {
-    s += "<table><tr><th>model</th><th>strategy</th><th class=\"num\">predicted</th><th>from</th></tr>";
+    s += "<table><tr><th>model</th><th>strategy</th><th "
+         "class=\"num\">predicted</th><th>from</th></tr>";
     for (const Json& p : preds)
-      s += fmt::format("<tr><td>{}</td><td class=\"key\">{}</td><td class=\"num\">{}{}</td><td>{}</td></tr>",
-                       esc(str(p, "model")), esc(str(p, "key")), seconds(p["iteration_s"]),
-                       p["feasible"].get<bool>() ? "" : " (infeasible)", esc(str(p, "origin")));
+      s += fmt::format(
+          "<tr><td>{}</td><td class=\"key\">{}</td><td class=\"num\">{}{}</td><td>{}</td></tr>",
+          esc(str(p, "model")), esc(str(p, "key")), seconds(p["iteration_s"]),
+          p["feasible"].get<bool>() ? "" : " (infeasible)", esc(str(p, "origin")));
     s += "</table>";
   }
   return s + "</details>";
@@ -151,16 +175,19 @@ std::string unmatched_lists(const Json& data) {
 std::string inputs_list(const Json& data) {
   const Json& in = data["inputs"];
   std::string s = "<ul>";
-  for (const Json& f : in["predictions"]) s += "<li>predictions: " + esc(f.get<std::string>()) + "</li>";
+  for (const Json& f : in["predictions"])
+    s += "<li>predictions: " + esc(f.get<std::string>()) + "</li>";
   for (const Json& f : in["measurements"]) {
     const Json& c = f["context"];
     std::string what;
-    for (const char* key : {"framework", "framework_version", "gpu_name", "gpu_type", "host", "date"})
+    for (const char* key :
+         {"framework", "framework_version", "gpu_name", "gpu_type", "host", "date"})
       if (c.contains(key)) what += (what.empty() ? "" : ", ") + c[key].get<std::string>();
     s += fmt::format("<li>measurements: {} <span class=\"muted\">{}</span></li>",
                      esc(f["file"].get<std::string>()), esc(what));
   }
-  for (const Json& f : in["calibration"]) s += "<li>calibration: " + esc(f.get<std::string>()) + "</li>";
+  for (const Json& f : in["calibration"])
+    s += "<li>calibration: " + esc(f.get<std::string>()) + "</li>";
   return s + "</ul>";
 }
 
@@ -178,8 +205,10 @@ std::string data_block(const Json& data) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
-    if (c == '<') out += "\\u003c";
-    else out += c;
+    if (c == '<')
+      out += "\\u003c";
+    else
+      out += c;
   }
   return out;
 }
@@ -190,28 +219,32 @@ std::string render_report_html(const Json& data) {
   const bool has_time = !data["pairs"].empty();
   const Json& cal = data["calibration"];
   std::string body;
-  body += fmt::format("<header><h1>{}</h1><p class=\"meta\">generated {} by hetplan {}{}</p></header><main>",
-                      esc(str(data, "title")), esc(str(data, "generated")),
-                      esc(str(data, "hetplan_version")),
-                      str(data, "command").empty() ? "" : " · " + esc(str(data, "command")));
-  body += "<section id=\"summary\"><h2>Errors</h2><p class=\"explain\">Absolute percentage error "
-          "APE = |predicted − measured| / measured of the median measured iteration time, over "
-          "predictions matched to measurements by model and strategy (docs/report.md). Peak "
-          "memory compares the framework's allocator figures with the prediction less its CUDA "
-          "context reserve.</p>" +
-          metrics_table(data["metrics"]) + "</section>";
-  body += "<section id=\"accuracy\"><h2>Predicted against measured</h2><p class=\"explain\">Each "
-          "point is one measured strategy; the line is y = x, the shaded band ±10%.</p>"
-          "<div class=\"grid2\"><div class=\"chart\" id=\"chart-iteration\"></div>"
-          "<div class=\"chart\" id=\"chart-memory-accuracy\"></div></div></section>";
+  body += fmt::format(
+      "<header><h1>{}</h1><p class=\"meta\">generated {} by hetplan {}{}</p></header><main>",
+      esc(str(data, "title")), esc(str(data, "generated")), esc(str(data, "hetplan_version")),
+      str(data, "command").empty() ? "" : " · " + esc(str(data, "command")));
+  body +=
+      "<section id=\"summary\"><h2>Errors</h2><p class=\"explain\">Absolute percentage error "
+      "APE = |predicted − measured| / measured of the median measured iteration time, over "
+      "predictions matched to measurements by model and strategy (docs/report.md). Peak "
+      "memory compares the framework's allocator figures with the prediction less its CUDA "
+      "context reserve.</p>" +
+      metrics_table(data["metrics"]) + "</section>";
+  body +=
+      "<section id=\"accuracy\"><h2>Predicted against measured</h2><p class=\"explain\">Each "
+      "point is one measured strategy; the line is y = x, the shaded band ±10%.</p>"
+      "<div class=\"grid2\"><div class=\"chart\" id=\"chart-iteration\"></div>"
+      "<div class=\"chart\" id=\"chart-memory-accuracy\"></div></div></section>";
   body += "<section id=\"pairs\"><h2>Matched strategies</h2>" +
-          (has_time ? pairs_table(data["pairs"]) : std::string("<p class=\"muted\">No measurement "
-                                                               "matched a prediction.</p>")) +
+          (has_time ? pairs_table(data["pairs"])
+                    : std::string("<p class=\"muted\">No measurement "
+                                  "matched a prediction.</p>")) +
           unmatched_lists(data) + "</section>";
   if (!cal["gemm"].empty() || !cal["collectives"].empty()) {
-    body += "<section id=\"calibration\"><h2>Calibration</h2><p class=\"explain\">GEMM throughput "
-            "against size and collective bus bandwidth (nccl-tests definition) against message "
-            "size, from the calibration files.</p><div class=\"grid2\">";
+    body +=
+        "<section id=\"calibration\"><h2>Calibration</h2><p class=\"explain\">GEMM throughput "
+        "against size and collective bus bandwidth (nccl-tests definition) against message "
+        "size, from the calibration files.</p><div class=\"grid2\">";
     if (!cal["gemm"].empty()) body += "<div class=\"chart\" id=\"chart-gemm\"></div>";
     if (!cal["collectives"].empty()) body += "<div class=\"chart\" id=\"chart-collectives\"></div>";
     body += "</div></section>";
@@ -239,17 +272,20 @@ std::string render_report_html(const Json& data) {
         m["feasible"].get<bool>() ? "" : " — infeasible: " + esc(str(m, "reason")));
   }
   body += "<section id=\"inputs\"><h2>Inputs</h2>" + inputs_list(data) + "</section>";
-  body += fmt::format("<footer>hetplan report · charts by Apache ECharts {} (Apache-2.0), "
-                      "embedded · <span id=\"hetplan-render-status\" data-charts=\"0\" "
-                      "data-rendered=\"0\" data-errors=\"\">charts not drawn (scripts did not "
-                      "run)</span></footer></main>",
-                      kEchartsVersion);
-  std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  body += fmt::format(
+      "<footer>hetplan report · charts by Apache ECharts {} (Apache-2.0), "
+      "embedded · <span id=\"hetplan-render-status\" data-charts=\"0\" "
+      "data-rendered=\"0\" data-errors=\"\">charts not drawn (scripts did not "
+      "run)</span></footer></main>",
+      kEchartsVersion);
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   html += "<title>" + esc(str(data, "title")) + "</title><style>\n";
   html += report_asset("report.css");
   html += "</style></head><body>\n" + body;
-  html += "\n<script type=\"application/json\" id=\"hetplan-data\">" + data_block(data) + "</script>\n";
+  html +=
+      "\n<script type=\"application/json\" id=\"hetplan-data\">" + data_block(data) + "</script>\n";
   html += "<script>\n";
   html += report_asset("echarts/echarts.min.js");
   html += "\n</script>\n<script>\n";

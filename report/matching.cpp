@@ -25,7 +25,8 @@ Matching match_measurements(const std::vector<PredictedStrategy>& predictions,
       MatchedMeasurement mm;
       mm.measurement = m;
       mm.file = file.origin;
-      mm.strategy = strategy_from_json(ObjectReader(m.strategy, file.origin, m.key_path + ".strategy"));
+      mm.strategy =
+          strategy_from_json(ObjectReader(m.strategy, file.origin, m.key_path + ".strategy"));
       mm.key = strategy_key(mm.strategy);
       for (size_t i = 0; i < predictions.size(); ++i)
         if (predictions[i].model == m.model && keys[i] == mm.key) {

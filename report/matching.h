@@ -22,8 +22,8 @@ struct MatchedMeasurement {
   Measurement measurement;
   Strategy strategy;
   std::string key;
-  std::string file;                  // the measurements file it came from
-  int64_t prediction = -1;           // index into the predictions list; -1 = unmatched
+  std::string file;         // the measurements file it came from
+  int64_t prediction = -1;  // index into the predictions list; -1 = unmatched
 };
 
 struct Matching {

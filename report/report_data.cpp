@@ -29,11 +29,15 @@ std::string now_utc() {
   return date;
 }
 
-Json or_null(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+Json or_null(const std::optional<double>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
 
 Json to_json(const ErrorStats& e) {
-  return {{"count", e.count},       {"median_ape", e.median_ape},
-          {"p90_ape", e.p90_ape},   {"max_ape", e.max_ape},
+  return {{"count", e.count},
+          {"median_ape", e.median_ape},
+          {"p90_ape", e.p90_ape},
+          {"max_ape", e.max_ape},
           {"median_signed", e.median_signed}};
 }
 
@@ -42,7 +46,8 @@ Json to_json(const ErrorStats& e) {
 std::vector<double> comparable_memory(const Prediction& p, const std::string& kind) {
   std::vector<double> out = p.peak_memory_bytes;
   if (kind != "device")
-    for (size_t s = 0; s < out.size() && s < p.stages.size(); ++s) out[s] -= p.stages[s].memory.reserve;
+    for (size_t s = 0; s < out.size() && s < p.stages.size(); ++s)
+      out[s] -= p.stages[s].memory.reserve;
   return out;
 }
 
@@ -58,16 +63,19 @@ Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matchi
   for (const auto& mm : matching.measurements) {
     const Measurement& m = mm.measurement;
     if (mm.prediction < 0) {
-      unmatched.push_back({{"model", m.model}, {"key", mm.key}, {"file", mm.file},
-                           {"origin", m.origin}, {"source", m.source}});
+      unmatched.push_back({{"model", m.model},
+                           {"key", mm.key},
+                           {"file", mm.file},
+                           {"origin", m.origin},
+                           {"source", m.source}});
       continue;
     }
     const PredictedStrategy& ps = preds[mm.prediction];
-    Json pair = {{"model", m.model}, {"key", mm.key}, {"source", m.source}, {"file", mm.file},
-                 {"origin", m.origin}, {"prediction", ps.origin}, {"oom_observed", m.oom},
-                 {"notes", m.notes}};
-    const bool predicted_oom = ps.predicted && !ps.predicted->feasible &&
-                               ps.predicted->reason_code == "memory";
+    Json pair = {{"model", m.model},      {"key", mm.key},      {"source", m.source},
+                 {"file", mm.file},       {"origin", m.origin}, {"prediction", ps.origin},
+                 {"oom_observed", m.oom}, {"notes", m.notes}};
+    const bool predicted_oom =
+        ps.predicted && !ps.predicted->feasible && ps.predicted->reason_code == "memory";
     pair["oom_predicted"] = predicted_oom;
     if (ps.predicted) {
       const Prediction& p = *ps.predicted;
@@ -100,10 +108,14 @@ Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matchi
         pred_mem.push_back(predicted_peak);
         meas_mem.push_back(measured_peak);
       }
-      if (predicted_oom && m.oom) ++oom.both;
-      else if (predicted_oom) ++oom.predicted_only;
-      else if (m.oom) ++oom.observed_only;
-      else ++oom.neither;
+      if (predicted_oom && m.oom)
+        ++oom.both;
+      else if (predicted_oom)
+        ++oom.predicted_only;
+      else if (m.oom)
+        ++oom.observed_only;
+      else
+        ++oom.neither;
     }
     pairs.push_back(pair);
   }
@@ -120,28 +132,30 @@ Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matchi
   return pairs;
 }
 
-std::vector<std::filesystem::path> calibration_paths(const std::vector<std::string>& inputs) {
-  std::vector<std::filesystem::path> out;
+// Calibration inputs: files as given, and the *.json files under folders (found = true).
+std::vector<std::pair<std::filesystem::path, bool>> calibration_paths(
+    const std::vector<std::string>& inputs) {
+  std::vector<std::pair<std::filesystem::path, bool>> out;
   for (const auto& in : inputs) {
     if (!std::filesystem::is_directory(in)) {
-      out.emplace_back(in);
+      out.emplace_back(in, false);
       continue;
     }
+    std::vector<std::filesystem::path> found;
     for (const auto& e : std::filesystem::recursive_directory_iterator(in))
-      if (e.is_regular_file() && e.path().extension() == ".json") out.push_back(e.path());
+      if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path());
+    std::sort(found.begin(), found.end());
+    for (auto& f : found) out.emplace_back(std::move(f), true);
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 
 Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
   std::map<std::string, Json> gemm, coll;
-  for (const auto& path : calibration_paths(inputs)) {
+  for (const auto& [path, found] : calibration_paths(inputs)) {
     const Document doc = load_document(path);
     // Folders may also hold profiles; only calibration files have curves.
-    if (std::filesystem::is_directory(path.parent_path()) && doc.root.is_object() &&
-        doc.root.value("format", "") != kCalibrationFormat &&
-        std::find(inputs.begin(), inputs.end(), path.string()) == inputs.end())
+    if (found && doc.root.is_object() && doc.root.value("format", "") != kCalibrationFormat)
       continue;
     const CalibrationFile cal = calibration_from_document(doc);
     files.push_back(path.string());
@@ -154,9 +168,9 @@ Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
     }
     for (const auto& c : cal.collectives) {
       if (!c.ok) continue;
-      Json& series = coll[fmt::format("{} {} GPUs{} {} ({})", to_string(c.op), c.group_size,
-                                      c.nodes > 1 ? fmt::format(" on {} nodes", c.nodes) : "",
-                                      c.link, gpu)];
+      Json& series =
+          coll[fmt::format("{} {} GPUs{} {} ({})", to_string(c.op), c.group_size,
+                           c.nodes > 1 ? fmt::format(" on {} nodes", c.nodes) : "", c.link, gpu)];
       series.push_back({c.bytes, c.busbw_GBps});
     }
   }
@@ -164,8 +178,9 @@ Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
     Json list = Json::array();
     for (auto& [name, points] : m) {
       if (sort)
-        std::sort(points.begin(), points.end(),
-                  [](const Json& a, const Json& b) { return a[0].get<double>() < b[0].get<double>(); });
+        std::sort(points.begin(), points.end(), [](const Json& a, const Json& b) {
+          return a[0].get<double>() < b[0].get<double>();
+        });
       list.push_back({{"name", name}, {"points", points}});
     }
     return list;
@@ -186,17 +201,23 @@ Json pipeline_and_memory(const PredictedStrategy& ps, Json& memory) {
   const Timeline t = pipeline_timeline(p, s.schedule, m);
   Json ops = Json::array();
   for (const auto& op : t.ops)
-    ops.push_back({op.stage, std::string(1, op.pass), op.microbatch, op.start_s * 1e3,
-                   op.end_s * 1e3});
-  Json pipeline = {{"origin", ps.origin}, {"key", strategy_key(s)}, {"model", ps.model},
-                   {"schedule", s.schedule}, {"microbatches", m}, {"stages", stages},
-                   {"ops", ops}, {"makespan_ms", t.makespan_s * 1e3},
-                   {"predicted_iteration_ms", p.iteration_s * 1e3}, {"note", t.note}};
+    ops.push_back(
+        {op.stage, std::string(1, op.pass), op.microbatch, op.start_s * 1e3, op.end_s * 1e3});
+  Json pipeline = {{"origin", ps.origin},
+                   {"key", strategy_key(s)},
+                   {"model", ps.model},
+                   {"schedule", s.schedule},
+                   {"microbatches", m},
+                   {"stages", stages},
+                   {"ops", ops},
+                   {"makespan_ms", t.makespan_s * 1e3},
+                   {"predicted_iteration_ms", p.iteration_s * 1e3},
+                   {"note", t.note}};
   Json parts = Json::object();
   const std::pair<const char*, double MemoryBreakdown::*> kParts[] = {
-      {"weights", &MemoryBreakdown::weights},         {"gradients", &MemoryBreakdown::gradients},
-      {"optimizer", &MemoryBreakdown::optimizer},     {"activations", &MemoryBreakdown::activations},
-      {"transient", &MemoryBreakdown::transient},     {"reserve", &MemoryBreakdown::reserve}};
+      {"weights", &MemoryBreakdown::weights},     {"gradients", &MemoryBreakdown::gradients},
+      {"optimizer", &MemoryBreakdown::optimizer}, {"activations", &MemoryBreakdown::activations},
+      {"transient", &MemoryBreakdown::transient}, {"reserve", &MemoryBreakdown::reserve}};
   for (const auto& [name, field] : kParts) {
     Json v = Json::array();
     for (const auto& st : p.stages) v.push_back(st.memory.*field / kGiB);
@@ -210,8 +231,9 @@ Json pipeline_and_memory(const PredictedStrategy& ps, Json& memory) {
       capacity.push_back(nullptr);  // a GPU type defined in a cluster file
     }
   }
-  memory = {{"origin", ps.origin}, {"key", strategy_key(s)}, {"stages", stages}, {"parts", parts},
-            {"capacity_gib", capacity}, {"feasible", p.feasible}, {"reason", p.reason}};
+  memory = {{"origin", ps.origin}, {"key", strategy_key(s)},   {"stages", stages},
+            {"parts", parts},      {"capacity_gib", capacity}, {"feasible", p.feasible},
+            {"reason", p.reason}};
   return pipeline;
 }
 
@@ -235,7 +257,8 @@ Json build_report_data(const ReportInputs& in) {
   Json unmatched = Json::array();
   for (int64_t i : matching.unmatched_predictions) {
     const auto& p = preds[i];
-    unmatched.push_back({{"model", p.model}, {"key", strategy_key(p.strategy)},
+    unmatched.push_back({{"model", p.model},
+                         {"key", strategy_key(p.strategy)},
                          {"origin", p.origin},
                          {"iteration_s", p.predicted ? p.predicted->iteration_s : 0.0},
                          {"feasible", p.predicted ? p.predicted->feasible : true}});

@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 
 std::string find_chromium() {
   if (const char* env = std::getenv("HETPLAN_CHROMIUM")) return env;
-  for (const char* path : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
+  for (const char* path :
+       {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
     if (fs::exists(path)) return path;
   return "";
 }
@@ -40,10 +41,11 @@ testing::CommandResult run(const std::string& cmd) {
 std::string chromium_command(const std::string& chromium, const fs::path& profile) {
   fs::remove_all(profile);
   fs::create_directories(profile);
-  return chromium + " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-                    "--disable-background-networking --disable-component-update --disable-sync "
-                    "--user-data-dir=" + profile.string() +
-         " --virtual-time-budget=10000 --enable-logging=stderr --v=0";
+  return chromium +
+         " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+         "--disable-background-networking --disable-component-update --disable-sync "
+         "--user-data-dir=" +
+         profile.string() + " --virtual-time-budget=10000 --enable-logging=stderr --v=0";
 }
 
 TEST(ReportBrowser, RendersEveryChartWithoutErrors) {
@@ -62,8 +64,8 @@ TEST(ReportBrowser, RendersEveryChartWithoutErrors) {
   const auto made = testing::run_hetplan(args);
   ASSERT_EQ(made.exit_code, 0) << made.output;
 
-  const auto dom = run(chromium_command(chromium, out / "profile-dom") + " --dump-dom file://" +
-                       html.string());
+  const auto dom =
+      run(chromium_command(chromium, out / "profile-dom") + " --dump-dom file://" + html.string());
   ASSERT_EQ(dom.exit_code, 0) << dom.output;
   std::smatch m;
   const std::regex status(
@@ -76,16 +78,15 @@ TEST(ReportBrowser, RendersEveryChartWithoutErrors) {
   EXPECT_EQ(dom.output.find("Uncaught"), std::string::npos) << dom.output.substr(0, 4000);
   for (const char* chart : {"chart-iteration", "chart-memory-accuracy", "chart-gemm",
                             "chart-collectives", "chart-timeline", "chart-memory"})
-    EXPECT_TRUE(std::regex_search(dom.output,
-                                  std::regex(std::string("id=\"") + chart +
-                                             "\"[^>]*data-rendered=\"true\"")))
+    EXPECT_TRUE(std::regex_search(
+        dom.output, std::regex(std::string("id=\"") + chart + "\"[^>]*data-rendered=\"true\"")))
         << chart;
 
   const fs::path png = out / "report.png";
   fs::remove(png);
-  const auto shot = run(chromium_command(chromium, out / "profile-shot") +
-                        " --window-size=1400,3400 --screenshot=" + png.string() + " file://" +
-                        html.string());
+  const auto shot =
+      run(chromium_command(chromium, out / "profile-shot") +
+          " --window-size=1400,3400 --screenshot=" + png.string() + " file://" + html.string());
   ASSERT_EQ(shot.exit_code, 0) << shot.output;
   ASSERT_TRUE(fs::exists(png)) << shot.output;
   EXPECT_GT(fs::file_size(png), 50000u);  // a page of charts, not a blank image

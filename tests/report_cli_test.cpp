@@ -19,8 +19,9 @@ const std::string kExternal = HETPLAN_EXTERNAL_DATA;
 TEST(ImportCli, WritesMeasurementsAndCalibrationFiles) {
   const auto dir = testing::temp_dir("import_cli");
   const auto meas = (dir / "ds.json").string();
-  auto r = run_hetplan("import --format deepspeed " + kData +
-                       "/deepspeed/gpt2-medium_pp2_dp4_zero1.log --model gpt2-medium --out " + meas);
+  auto r =
+      run_hetplan("import --format deepspeed " + kData +
+                  "/deepspeed/gpt2-medium_pp2_dp4_zero1.log --model gpt2-medium --out " + meas);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1 measurements (0 out of memory) from 1 files"), std::string::npos);
   const MeasurementsFile f = load_measurements(meas);
@@ -29,8 +30,8 @@ TEST(ImportCli, WritesMeasurementsAndCalibrationFiles) {
   EXPECT_EQ(f.measurements.at(0).source, "imported:deepspeed");
 
   const auto cal = (dir / "amp.json").string();
-  r = run_hetplan("import --format amp " + kExternal + "/amp/known_cost/gpt2_G4_1.npy " + kExternal +
-                  "/amp/known_cost/gpt2_G4_2.npy --out " + cal);
+  r = run_hetplan("import --format amp " + kExternal + "/amp/known_cost/gpt2_G4_1.npy " +
+                  kExternal + "/amp/known_cost/gpt2_G4_2.npy --out " + cal);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const CalibrationFile c = load_calibration(cal);
   EXPECT_EQ(c.context.source, "imported:amp");
@@ -85,15 +86,18 @@ TEST(ExportCli, UnsupportedIsAnErrorUnlessApproximationIsAllowed) {
   const auto s = dir / "zb.json";
   std::ofstream(s) << R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 8,
                          "schedule": "zb-h2"})";
-  auto r = run_hetplan("export --strategy " + s.string() + " --model gpt2-medium --format deepspeed");
+  auto r =
+      run_hetplan("export --strategy " + s.string() + " --model gpt2-medium --format deepspeed");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("deepspeed cannot express this strategy:\n  - schedule zb-h2: "
                           "DeepSpeed's pipeline engine runs 1F1B only"),
             std::string::npos)
       << r.output;
   const auto out = dir / "ds.json";
-  r = run_hetplan("export --strategy " + s.string() + " --model gpt2-medium --format deepspeed "
-                  "--allow-approximate --out " + out.string());
+  r = run_hetplan("export --strategy " + s.string() +
+                  " --model gpt2-medium --format deepspeed "
+                  "--allow-approximate --out " +
+                  out.string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("NOT EXPRESSED: schedule zb-h2"), std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(out));

@@ -43,8 +43,8 @@ TEST(ReportMatching, KeyNormalisesWhatHasNoEffect) {
   s.dp = 1;
   s.micro_batch = 2;
   s.global_batch = 8;
-  s.schedule = "gpipe";  // no pipeline: no schedule
-  s.zero = 2;            // one replica: nothing to shard
+  s.schedule = "gpipe";        // no pipeline: no schedule
+  s.zero = 2;                  // one replica: nothing to shard
   s.sequence_parallel = true;  // tp 1: nothing to split
   EXPECT_EQ(strategy_key(s), "dp1 tp1 pp1 mb2 gb8 - none zero0");
   s.dp = 2;
@@ -141,6 +141,20 @@ TEST(ReportData, MatchesRealOutputs) {
   EXPECT_DOUBLE_EQ(data["memory"]["capacity_gib"][0].get<double>(), 40.0);
 }
 
+TEST(ReportData, CalibrationFoldersSkipProfilesAndEmptyFiles) {
+  const auto& files = testing::report_inputs();
+  ReportInputs in;
+  in.predictions = {files.predictions[0]};
+  // tests/data/calibration holds the sample; calibration_data/datasheet holds priors without
+  // measurements, which add files but no curves.
+  in.calibration = {std::string(HETPLAN_TEST_DATA) + "/calibration",
+                    std::string(HETPLAN_TEST_DATA) + "/../../calibration_data/datasheet"};
+  const Json data = build_report_data(in);
+  EXPECT_EQ(data["calibration"]["gemm"].size(), 1u);
+  EXPECT_EQ(data["calibration"]["collectives"].size(), 2u);
+  EXPECT_EQ(data["inputs"]["calibration"].size(), 7u);  // the sample and six datasheet files
+}
+
 TEST(ReportHtml, SelfContainedAndEscaped) {
   const auto& files = testing::report_inputs();
   ReportInputs in;
@@ -149,10 +163,12 @@ TEST(ReportHtml, SelfContainedAndEscaped) {
   in.title = "A </script><b>title</b>";
   const std::string html = render_report_html(build_report_data(in));
   EXPECT_EQ(html.find("<b>title"), std::string::npos);
-  EXPECT_NE(html.find("<title>A &lt;/script&gt;&lt;b&gt;title&lt;/b&gt;</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>A &lt;/script&gt;&lt;b&gt;title&lt;/b&gt;</title>"),
+            std::string::npos);
   // The data block escapes '<', so the only "</script" are the three closing tags.
   size_t count = 0;
-  for (size_t pos = html.find("</script"); pos != std::string::npos; pos = html.find("</script", pos + 1))
+  for (size_t pos = html.find("</script"); pos != std::string::npos;
+       pos = html.find("</script", pos + 1))
     ++count;
   EXPECT_EQ(count, 3u);
   // No file or network fetches: everything is inline.
