@@ -201,6 +201,29 @@ TEST(MegatronLog, StripsLauncherPrefixes) {
   EXPECT_DOUBLE_EQ(m.iteration_s->median, 0.035);
 }
 
+TEST(MegatronLog, MemoryStagesFollowTheRankOrder) {
+  // tp 1, pp 2, dp 2. Default order: rank = tp + dp + 2 pp, so rank 2 is stage 1; with
+  // --use-tp-pp-dp-mapping rank = tp + pp + 2 dp, so rank 1 is stage 1.
+  auto log_with = [](bool tp_pp_dp) {
+    std::string args = kArgs;
+    args.replace(args.find("pipeline_model_parallel_size .................... 1"), 51,
+                 "pipeline_model_parallel_size .................... 2");
+    if (tp_pp_dp)
+      args.insert(args.find("  world_size"),
+                  "  use_tp_pp_dp_mapping ............................ True\n");
+    std::string text = args;
+    for (int i = 1; i <= 3; ++i)
+      text += fmt::format(" iteration {:8d}/      10 | elapsed time per iteration (ms): 5.0 |\n", i);
+    for (int rank : {0, 1, 2})
+      text += fmt::format("[Rank {}] (after 1 iterations) memory (MB) | allocated: 1.0 | max "
+                          "allocated: {}.0 | reserved: 9.0 | max reserved: 9.0\n",
+                          rank, 10 * (rank + 1));
+    return megatron_measurement(parse_megatron_log(text, "r.log"), "r.log", {});
+  };
+  EXPECT_EQ(log_with(false).peak_memory_bytes, (std::vector<double>{20 * kMiB, 30 * kMiB}));
+  EXPECT_EQ(log_with(true).peak_memory_bytes, (std::vector<double>{30 * kMiB, 20 * kMiB}));
+}
+
 TEST(DeepSpeedLog, PipelineEngineStepsConfigAndMemory) {
   LogImportOptions o;
   o.model = "gpt2-medium";

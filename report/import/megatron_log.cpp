@@ -309,10 +309,12 @@ Measurement megatron_measurement(const MegatronLog& log, const std::string& orig
     notes += fmt::format("{} lines of another global batch size dropped; ", dropped_batch);
 
   // Peak memory per pipeline stage: ranks are ordered tensor rank fastest, then data-parallel
-  // rank, then pipeline rank (Megatron-LM's default order), and data-parallel rank 0 reports.
+  // rank, then pipeline rank (Megatron-LM's default order "tp-cp-ep-dp-pp"; with
+  // --use-tp-pp-dp-mapping pipeline before data-parallel), and data-parallel rank 0 reports.
+  const bool tp_pp_dp = a.flag("use_tp_pp_dp_mapping");
   std::vector<double> per_stage(s.pp, -1);
   for (const auto& mem : log.memory) {
-    const int64_t stage = mem.rank / (s.tp * s.dp);
+    const int64_t stage = tp_pp_dp ? (mem.rank / s.tp) % s.pp : mem.rank / (s.tp * s.dp);
     if (stage < 0 || stage >= s.pp) continue;
     const double mb =
         options.memory_kind == "reserved" ? mem.max_reserved_mb : mem.max_allocated_mb;
