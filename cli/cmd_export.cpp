@@ -23,7 +23,8 @@ struct ExportCliOptions {
 CommandRunner declare_export(CLI::App& app) {
   auto o = std::make_shared<ExportCliOptions>();
   std::string formats;
-  for (const auto& spec : exporters()) formats += fmt::format("\n  {}: {}", spec.format, spec.writes);
+  for (const auto& spec : exporters())
+    formats += fmt::format("\n  {}: {}", spec.format, spec.writes);
   app.add_option("--strategy", o->strategy,
                  "Strategy file, or predict/search --json output (its partition is exported)")
       ->required();
@@ -42,9 +43,9 @@ CommandRunner declare_export(CLI::App& app) {
     const ExporterSpec& exporter = find_exporter(o->format);
     const auto list = load_predicted_strategies(o->strategy);
     if (o->index >= static_cast<int64_t>(list.size()))
-      throw InputError(o->strategy, "strategies",
-                       fmt::format("--index {}: the file holds {} strategies", o->index,
-                                   list.size()));
+      throw InputError(
+          o->strategy, "strategies",
+          fmt::format("--index {}: the file holds {} strategies", o->index, list.size()));
     const PredictedStrategy& chosen = list[o->index];
     const std::string model_name = o->model.empty() ? chosen.model : o->model;
     if (model_name.empty())

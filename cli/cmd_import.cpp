@@ -36,14 +36,16 @@ CommandRunner declare_import(CLI::App& app) {
                  "Model the run trained (checked against a Megatron-LM log's shape; required for "
                  "DeepSpeed); AMP and Helix: override the model read from the names");
   app.add_option("--cluster", o->cluster, "Cluster the run used (recorded as is)");
-  app.add_option("--gpu-type", o->gpu_type, "GPU type (recorded; overrides the names for AMP and "
-                                            "Helix)");
+  app.add_option("--gpu-type", o->gpu_type,
+                 "GPU type (recorded; overrides the names for AMP and "
+                 "Helix)");
   app.add_option("--warmup", o->warmup, "Logged iterations to drop at the start (default 2)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--memory", o->memory, "Peak memory to record: allocated (default) or reserved")
       ->check(CLI::IsMember({"allocated", "reserved"}));
-  app.add_option("--tp", o->tp, "Tensor-parallel width where the log does not say (DeepSpeed); "
-                                "AMP: override the file names' degree")
+  app.add_option("--tp", o->tp,
+                 "Tensor-parallel width where the log does not say (DeepSpeed); "
+                 "AMP: override the file names' degree")
       ->check(CLI::PositiveNumber);
   app.add_option("--pp", o->pp, "Pipeline stages where the log does not say (DeepSpeed)")
       ->check(CLI::PositiveNumber);

@@ -19,6 +19,7 @@ CommandRunner declare_measure(CLI::App& app);
 CommandRunner declare_import(CLI::App& app);
 CommandRunner declare_export(CLI::App& app);
 CommandRunner declare_simulate(CLI::App& app);
+CommandRunner declare_report(CLI::App& app);
 
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
@@ -51,6 +52,7 @@ const std::vector<CommandSpec>& all_commands() {
       {"export", "Write a strategy as Megatron-LM arguments, a DeepSpeed or a torchtitan config",
        declare_export},
       {"simulate", "Time one pipeline schedule with the event-driven simulator", declare_simulate},
+      {"report", "Predicted against measured, as one self-contained HTML file", declare_report},
   };
   return kCommands;
 }

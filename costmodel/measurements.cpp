@@ -26,8 +26,10 @@ Distribution read_iteration_time(ObjectReader& r) {
     return d;
   }
   if (!v.is_object())
-    r.fail("iteration_s", "expected seconds (a number) or a distribution {\"count\", "
-                          "\"median_s\", ...}, found " + describe_json(v));
+    r.fail("iteration_s",
+           "expected seconds (a number) or a distribution {\"count\", "
+           "\"median_s\", ...}, found " +
+               describe_json(v));
   return distribution_from_json(r.object("iteration_s"));
 }
 
@@ -40,8 +42,10 @@ std::vector<double> read_peak_memory(ObjectReader& r) {
   } else if (v.is_array()) {
     out = r.numbers("peak_memory_bytes");
   } else {
-    r.fail("peak_memory_bytes", "expected bytes (a number) or a list of bytes per stage or "
-                                "rank, found " + describe_json(v));
+    r.fail("peak_memory_bytes",
+           "expected bytes (a number) or a list of bytes per stage or "
+           "rank, found " +
+               describe_json(v));
   }
   for (double b : out)
     if (!(b >= 0)) r.fail("peak_memory_bytes", fmt::format("expected bytes >= 0, found {}", b));
@@ -118,23 +122,28 @@ Measurement measurement_from_json(ObjectReader r) {
   m.cluster = r.string_or("cluster", "");
   m.strategy = r.raw("strategy");
   if (!m.strategy.is_object())
-    r.fail("strategy", "expected a strategy object (dp, tp, pp, micro_batch, global_batch, ...), "
-                       "found " + describe_json(m.strategy));
+    r.fail("strategy",
+           "expected a strategy object (dp, tp, pp, micro_batch, global_batch, ...), "
+           "found " +
+               describe_json(m.strategy));
   m.source = r.string("source");
   if (!has_tool_prefix(m.source, "measured:") && !has_tool_prefix(m.source, "imported:"))
     r.fail("source", fmt::format("expected \"measured:<harness>\" or \"imported:<tool>\", found "
-                                 "\"{}\"", m.source));
+                                 "\"{}\"",
+                                 m.source));
   m.oom = r.boolean_or("oom", false);
   m.error = r.string_or("error", "");
   const bool failed = m.oom || !m.error.empty();
   if (r.has("iteration_s")) {
     if (failed)
-      r.fail("iteration_s", "a run that failed (oom or error) has no iteration time; drop "
-                            "iteration_s or the failure");
+      r.fail("iteration_s",
+             "a run that failed (oom or error) has no iteration time; drop "
+             "iteration_s or the failure");
     m.iteration_s = read_iteration_time(r);
   } else if (!failed) {
-    r.fail("iteration_s", "missing: expected the iteration time (seconds, or a distribution) "
-                          "unless the run failed (\"oom\": true or an \"error\")");
+    r.fail("iteration_s",
+           "missing: expected the iteration time (seconds, or a distribution) "
+           "unless the run failed (\"oom\": true or an \"error\")");
   }
   if (r.has("iteration_samples_s")) {
     m.iteration_samples_s = r.numbers("iteration_samples_s");
@@ -144,8 +153,8 @@ Measurement measurement_from_json(ObjectReader r) {
   m.warmup_iterations = r.integer_or("warmup_iterations", 0);
   if (m.warmup_iterations < 0) r.fail("warmup_iterations", "expected a count >= 0");
   if (r.has("peak_memory_bytes")) m.peak_memory_bytes = read_peak_memory(r);
-  m.peak_memory_kind = r.choice_or("peak_memory_kind", {"allocated", "reserved", "device"},
-                                   "allocated");
+  m.peak_memory_kind =
+      r.choice_or("peak_memory_kind", {"allocated", "reserved", "device"}, "allocated");
   m.origin = r.string_or("origin", "");
   m.notes = r.string_or("notes", "");
   r.finish();
@@ -170,13 +179,14 @@ MeasurementsFile measurements_from_document(const Document& doc) {
     r.fail("format", fmt::format("expected \"{}\", found \"{}\"", kMeasurementsFormat, format));
   const int64_t version = r.integer("schema_version");
   if (version != kMeasurementsSchemaVersion)
-    r.fail("schema_version", fmt::format("expected {} (this hetplan reads version {}), found {}",
-                                         kMeasurementsSchemaVersion, kMeasurementsSchemaVersion,
-                                         version));
+    r.fail("schema_version",
+           fmt::format("expected {} (this hetplan reads version {}), found {}",
+                       kMeasurementsSchemaVersion, kMeasurementsSchemaVersion, version));
   MeasurementsFile f;
   f.origin = doc.origin;
   f.context = measurement_context_from_json(r.object("context"));
-  for (auto& item : r.objects("measurements")) f.measurements.push_back(measurement_from_json(item));
+  for (auto& item : r.objects("measurements"))
+    f.measurements.push_back(measurement_from_json(item));
   r.finish();
   return f;
 }

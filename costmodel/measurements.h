@@ -25,10 +25,10 @@ struct MeasurementContext {
   std::string gpu_type;  // hetplan GPU type key (presets/gpus), e.g. "h100-sxm"
   std::string gpu_name;  // as the driver reports it
   int64_t gpu_count = 0;
-  std::string framework;          // "pytorch", "megatron-lm", "deepspeed", ...
-  std::string framework_version;  // as the framework reports it
+  std::string framework;                        // "pytorch", "megatron-lm", "deepspeed", ...
+  std::string framework_version;                // as the framework reports it
   std::map<std::string, std::string> versions;  // other libraries: torch, cuda, nccl, driver, ...
-  std::vector<std::string> inputs;  // the logs an importer read
+  std::vector<std::string> inputs;              // the logs an importer read
   std::string notes;
 };
 

@@ -47,7 +47,8 @@ std::vector<StageBlocks> parse_megatron_layout(const std::string& layout, int64_
         out.push_back({false, block, 0, false});
         break;
       case 'E':
-        if (seen_embedding || block > 0) fail(fmt::format("\"{}\": E must come first, once", layout));
+        if (seen_embedding || block > 0)
+          fail(fmt::format("\"{}\": E must come first, once", layout));
         seen_embedding = cur.embedding = true;
         break;
       case 't':
@@ -61,8 +62,10 @@ std::vector<StageBlocks> parse_megatron_layout(const std::string& layout, int64_
         seen_head = cur.head = true;
         break;
       default:
-        fail(fmt::format("\"{}\": unknown layer character '{}' (hetplan reads E, t and L; MTP "
-                         "layers are not modelled)", layout, c));
+        fail(
+            fmt::format("\"{}\": unknown layer character '{}' (hetplan reads E, t and L; MTP "
+                        "layers are not modelled)",
+                        layout, c));
     }
   }
   const StageBlocks& last = out.back();

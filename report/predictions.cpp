@@ -91,12 +91,12 @@ std::vector<PredictedStrategy> load_predicted_strategies(const std::string& path
     auto list = r.objects("strategies");
     for (size_t i = 0; i < list.size(); ++i) {
       auto predicted = list[i].optional_object("predicted");
-      out.push_back(read_one(list[i], predicted, model, cluster,
-                             fmt::format("{}: strategies[{}]", path, i)));
+      out.push_back(
+          read_one(list[i], predicted, model, cluster, fmt::format("{}: strategies[{}]", path, i)));
     }
   } else if (r.has("strategy")) {
-    out.push_back(read_one(r.object("strategy"), r.optional_object("predicted"), model, cluster,
-                           path));
+    out.push_back(
+        read_one(r.object("strategy"), r.optional_object("predicted"), model, cluster, path));
   } else {
     out.push_back(read_one(r, std::nullopt, model, cluster, path));
   }

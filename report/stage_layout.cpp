@@ -40,9 +40,10 @@ std::vector<StageBlocks> strategy_stage_blocks(const Strategy& s, int64_t num_bl
   for (size_t i = 0; i < s.stages.size(); ++i) {
     const StageSpec& st = s.stages[i];
     if (st.first_layer != next || st.last_layer < st.first_layer)
-      throw InputError(fmt::format("stage {} holds layers {}-{}; expected it to start at layer {} "
-                                   "(stages hold contiguous layers in order)",
-                                   i, st.first_layer, st.last_layer, next));
+      throw InputError(
+          fmt::format("stage {} holds layers {}-{}; expected it to start at layer {} "
+                      "(stages hold contiguous layers in order)",
+                      i, st.first_layer, st.last_layer, next));
     StageBlocks b;
     b.embedding = st.first_layer == 0;
     b.head = st.last_layer == head;
@@ -54,8 +55,8 @@ std::vector<StageBlocks> strategy_stage_blocks(const Strategy& s, int64_t num_bl
     next = st.last_layer + 1;
   }
   if (next != head + 1)
-    throw InputError(fmt::format("the stages end at layer {}; the model has layers 0-{}", next - 1,
-                                 head));
+    throw InputError(
+        fmt::format("the stages end at layer {}; the model has layers 0-{}", next - 1, head));
   return out;
 }
 

@@ -158,8 +158,9 @@ std::string parse_error(const std::string& text) {
 TEST(MegatronLog, MalformedLinesNameFileAndLine) {
   const std::string args = kArgs;
   const std::string line = " iteration        3/      10 | consumed samples: 24 | ";
-  EXPECT_EQ(parse_error(args + line + "elapsed time per iteration (ms): fast | global batch "
-                                      "size:     8 |\n"),
+  EXPECT_EQ(parse_error(args + line +
+                        "elapsed time per iteration (ms): fast | global batch "
+                        "size:     8 |\n"),
             "x.log:12: \"elapsed time per iteration (ms)\": expected a number, found \"fast\"");
   EXPECT_EQ(parse_error(args + line + "learning rate: 1.0E-04 |\n"),
             "x.log:12: expected a \"elapsed time per iteration (ms): <number>\" field");
@@ -195,9 +196,32 @@ TEST(MegatronLog, StripsLauncherPrefixes) {
     text += fmt::format("0:  iteration {:8d}/      10 | elapsed time per iteration (ms): {}.0 |\n",
                         i, 10 * i);
   const Measurement m = megatron_measurement(parse_megatron_log(text, "p.log"), "p.log", {});
-  EXPECT_EQ(strategy_of(m).dp, 4);  // world 4 / (tp 1 x pp 1)
+  EXPECT_EQ(strategy_of(m).dp, 4);     // world 4 / (tp 1 x pp 1)
   EXPECT_EQ(m.iteration_s->count, 2);  // iterations 3 and 4
   EXPECT_DOUBLE_EQ(m.iteration_s->median, 0.035);
+}
+
+TEST(MegatronLog, MemoryStagesFollowTheRankOrder) {
+  // tp 1, pp 2, dp 2. Default order: rank = tp + dp + 2 pp, so rank 2 is stage 1; with
+  // --use-tp-pp-dp-mapping rank = tp + pp + 2 dp, so rank 1 is stage 1.
+  auto log_with = [](bool tp_pp_dp) {
+    std::string args = kArgs;
+    args.replace(args.find("pipeline_model_parallel_size .................... 1"), 51,
+                 "pipeline_model_parallel_size .................... 2");
+    if (tp_pp_dp)
+      args.insert(args.find("  world_size"),
+                  "  use_tp_pp_dp_mapping ............................ True\n");
+    std::string text = args;
+    for (int i = 1; i <= 3; ++i)
+      text += fmt::format(" iteration {:8d}/      10 | elapsed time per iteration (ms): 5.0 |\n", i);
+    for (int rank : {0, 1, 2})
+      text += fmt::format("[Rank {}] (after 1 iterations) memory (MB) | allocated: 1.0 | max "
+                          "allocated: {}.0 | reserved: 9.0 | max reserved: 9.0\n",
+                          rank, 10 * (rank + 1));
+    return megatron_measurement(parse_megatron_log(text, "r.log"), "r.log", {});
+  };
+  EXPECT_EQ(log_with(false).peak_memory_bytes, (std::vector<double>{20 * kMiB, 30 * kMiB}));
+  EXPECT_EQ(log_with(true).peak_memory_bytes, (std::vector<double>{30 * kMiB, 20 * kMiB}));
 }
 
 TEST(DeepSpeedLog, PipelineEngineStepsConfigAndMemory) {
@@ -239,12 +263,13 @@ TEST(DeepSpeedLog, MalformedLinesAndMissingModel) {
       deepspeed_measurement(parse_deepspeed_log(text, "d.log"), "d.log", o);
     });
   };
-  const std::string config = "[x] [INFO] [config.py:991:print_user_config]   json = {\n"
-                             "    \"train_batch_size\": 16,\n"
-                             "    \"train_micro_batch_size_per_gpu\": 2\n}\n";
-  EXPECT_EQ(error(config + "[x] steps: 10 loss: 1.0 iter time (s): slow samples/sec: 3\n",
-                  "gpt2-medium"),
-            "d.log:5: iter time (s): expected a number, found \"slow\"");
+  const std::string config =
+      "[x] [INFO] [config.py:991:print_user_config]   json = {\n"
+      "    \"train_batch_size\": 16,\n"
+      "    \"train_micro_batch_size_per_gpu\": 2\n}\n";
+  EXPECT_EQ(
+      error(config + "[x] steps: 10 loss: 1.0 iter time (s): slow samples/sec: 3\n", "gpt2-medium"),
+      "d.log:5: iter time (s): expected a number, found \"slow\"");
   EXPECT_EQ(error(config + "[x] steps: 10 iter time (s): 1.0\n", "gpt2-medium"),
             "d.log:5: expected \"steps: N loss: L iter time (s): T samples/sec: S\"");
   EXPECT_EQ(error("[x] [INFO] [config.py:991:print_user_config]   json = {\n  \"a\": 1,,\n}\n",

@@ -48,7 +48,8 @@ TEST(Npy, ReadsAmpKnownCostArrays) {
 
 TEST(Npy, ReadsShapesAndRejectsWhatItCannotRead) {
   const NpyArray m = parse_npy(npy_bytes("{'descr': '<f4', 'fortran_order': False, "
-                                         "'shape': (2, 3), }", 24),
+                                         "'shape': (2, 3), }",
+                                         24),
                                "m.npy");
   EXPECT_EQ(m.shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(m.values, std::vector<double>(6, 0.0));
@@ -68,7 +69,8 @@ TEST(Npy, ReadsShapesAndRejectsWhatItCannotRead) {
 
 TEST(AmpImport, MapsGpt2EntriesOntoHetplanLayers) {
   std::vector<std::filesystem::path> files;
-  for (int tp : {1, 2, 4}) files.push_back(kExternal / fmt::format("amp/known_cost/gpt2_P3_{}.npy", tp));
+  for (int tp : {1, 2, 4})
+    files.push_back(kExternal / fmt::format("amp/known_cost/gpt2_P3_{}.npy", tp));
   const CalibrationFile cal = import_amp_known_cost(files, {});
   EXPECT_EQ(cal.context.source, "imported:amp");
   EXPECT_EQ(cal.context.gpu_type, "v100");
@@ -103,7 +105,8 @@ TEST(AmpImport, MapsGpt2EntriesOntoHetplanLayers) {
 }
 
 TEST(AmpImport, KeepsOtherModelsUnmappedAndRefusesMixedMachines) {
-  const CalibrationFile t = import_amp_known_cost({kExternal / "amp/known_cost/transgan_P3_1.npy"}, {});
+  const CalibrationFile t =
+      import_amp_known_cost({kExternal / "amp/known_cost/transgan_P3_1.npy"}, {});
   ASSERT_EQ(t.layer_forward.size(), 56u);
   EXPECT_EQ(t.layer_forward[10].layer, -1);
   EXPECT_EQ(t.layer_forward[10].kind, "other");
@@ -114,8 +117,9 @@ TEST(AmpImport, KeepsOtherModelsUnmappedAndRefusesMixedMachines) {
                                     {});
             }).find("machine G4 differs from P3: one calibration file holds one GPU type"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import_amp_known_cost({kExternal / "amp/README.md"}, {}); })
-                .find("expected an AMP known-cost file named <model>_<machine>_<tp>.npy"),
+  EXPECT_NE(error_of([] {
+              import_amp_known_cost({kExternal / "amp/README.md"}, {});
+            }).find("expected an AMP known-cost file named <model>_<machine>_<tp>.npy"),
             std::string::npos);
 }
 
@@ -137,8 +141,8 @@ TEST(HelixImport, ReadsPromptAndDecodeTables) {
   EXPECT_EQ(last.tokens, 800);  // row "800,11"
   EXPECT_DOUBLE_EQ(last.time_s.median, 0.011);
 
-  const CalibrationFile two = import_helix_profiles(
-      {kExternal / "helix/profiles/llama2_70b/l4x2/prompt_bs2time.csv"}, {});
+  const CalibrationFile two =
+      import_helix_profiles({kExternal / "helix/profiles/llama2_70b/l4x2/prompt_bs2time.csv"}, {});
   EXPECT_EQ(two.context.gpu_type, "l4");
   EXPECT_EQ(two.serving_layer.front().gpus, 2);
 }
@@ -147,9 +151,7 @@ TEST(HelixImport, MalformedRowsAndMixedGpus) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("hetplan_helix_" + std::to_string(::getpid())) / "llama2_70b" / "t4";
   std::filesystem::create_directories(dir);
-  {
-    std::ofstream(dir / "prompt_bs2time.csv") << "0,0\n250,7\n500,fast\n";
-  }
+  { std::ofstream(dir / "prompt_bs2time.csv") << "0,0\n250,7\n500,fast\n"; }
   EXPECT_EQ(error_of([&] { import_helix_profiles({dir}, {}); }),
             (dir / "prompt_bs2time.csv").string() +
                 ":3: expected \"tokens,milliseconds\" (two numbers >= 0), found \"500,fast\"");

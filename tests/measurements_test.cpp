@@ -25,17 +25,19 @@ std::string error_of(const std::string& text) {
 
 std::string file_with(const std::string& measurement) {
   return R"({"format": "hetplan-measurements", "schema_version": 1, "context": {},
-             "measurements": [)" + measurement + "]}";
+             "measurements": [)" +
+         measurement + "]}";
 }
 
 const char* kStrategy = R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 4, "global_batch": 4})";
 
 TEST(Measurements, ReadsPlainNumbersAndDistributions) {
-  const auto f = measurements_from_document(doc_of(file_with(
-      std::string(R"({"model": "gpt2-medium", "strategy": )") + kStrategy +
-      R"(, "iteration_s": 0.25, "peak_memory_bytes": 1e9, "source": "measured:pytorch"},
-         {"model": "gpt2-medium", "strategy": )" + kStrategy +
-      R"(, "iteration_s": {"count": 3, "median_s": 0.3, "min_s": 0.29, "max_s": 0.32},
+  const auto f = measurements_from_document(doc_of(
+      file_with(std::string(R"({"model": "gpt2-medium", "strategy": )") + kStrategy +
+                R"(, "iteration_s": 0.25, "peak_memory_bytes": 1e9, "source": "measured:pytorch"},
+         {"model": "gpt2-medium", "strategy": )" +
+                kStrategy +
+                R"(, "iteration_s": {"count": 3, "median_s": 0.3, "min_s": 0.29, "max_s": 0.32},
           "peak_memory_bytes": [1e9, 2e9], "peak_memory_kind": "reserved",
           "source": "imported:megatron"})")));
   ASSERT_EQ(f.measurements.size(), 2u);
@@ -98,9 +100,10 @@ TEST(Measurements, RejectsBadInputWithKeyPaths) {
                                R"(, "iteration_s": 1, "source": "pytorch"})"))
                 .find("measurements[0].source: expected \"measured:<harness>\""),
             std::string::npos);
-  EXPECT_NE(error_of(file_with(R"({"model": "g", "strategy": )" + s + R"(, "source": "measured:x"})"))
-                .find("measurements[0].iteration_s: missing"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(file_with(R"({"model": "g", "strategy": )" + s + R"(, "source": "measured:x"})"))
+          .find("measurements[0].iteration_s: missing"),
+      std::string::npos);
   EXPECT_NE(error_of(file_with(R"({"model": "g", "strategy": )" + s +
                                R"(, "iteration_s": 1, "oom": true, "source": "measured:x"})"))
                 .find("has no iteration time"),

@@ -35,43 +35,50 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
   if (model.dtype == Dtype::kFp8) out.unsupported.push_back("training in fp8");
   j["zero_optimization"] = {{"stage", s.zero}};
   if (s.zero >= 2 && s.pp > 1)
-    out.unsupported.push_back(fmt::format("ZeRO-{} with pipeline parallelism (DeepSpeed's "
-                                          "PipelineModule supports ZeRO-0 and 1)", s.zero));
+    out.unsupported.push_back(
+        fmt::format("ZeRO-{} with pipeline parallelism (DeepSpeed's "
+                    "PipelineModule supports ZeRO-0 and 1)",
+                    s.zero));
   if (s.tp > 1) {
     j["tensor_parallel"] = {{"autotp_size", s.tp}};
     out.approximations.push_back(fmt::format(
         "tensor parallelism {} as DeepSpeed AutoTP (\"tensor_parallel.autotp_size\"); with "
-        "Megatron-DeepSpeed pass --tensor-model-parallel-size {} instead", s.tp, s.tp));
+        "Megatron-DeepSpeed pass --tensor-model-parallel-size {} instead",
+        s.tp, s.tp));
     if (s.sequence_parallel)
-      out.approximations.push_back("Megatron-style sequence parallelism has no DeepSpeed config "
-                                   "key (DeepSpeed's sequence parallelism is Ulysses)");
+      out.approximations.push_back(
+          "Megatron-style sequence parallelism has no DeepSpeed config "
+          "key (DeepSpeed's sequence parallelism is Ulysses)");
   }
   if (s.recompute == Recompute::kFull) {
-    j["activation_checkpointing"] = {{"partition_activations", false},
-                                     {"cpu_checkpointing", false},
-                                     {"contiguous_memory_optimization", false},
-                                     {"number_checkpoints", nullptr},
-                                     {"synchronize_checkpoint_boundary", false},
-                                     {"profile", false}};
+    j["activation_checkpointing"] = {
+        {"partition_activations", false},           {"cpu_checkpointing", false},
+        {"contiguous_memory_optimization", false},  {"number_checkpoints", nullptr},
+        {"synchronize_checkpoint_boundary", false}, {"profile", false}};
     if (s.pp <= 1)
-      out.approximations.push_back("full recomputation: the model must wrap each transformer "
-                                   "layer in deepspeed.checkpointing.checkpoint");
+      out.approximations.push_back(
+          "full recomputation: the model must wrap each transformer "
+          "layer in deepspeed.checkpointing.checkpoint");
   } else if (s.recompute == Recompute::kSelective) {
-    out.approximations.push_back("selective recomputation (attention core only) has no DeepSpeed "
-                                 "config key; the model code must recompute it");
+    out.approximations.push_back(
+        "selective recomputation (attention core only) has no DeepSpeed "
+        "config key; the model code must recompute it");
   }
   if (s.pp > 1) {
     Json pipe;
     pipe["stages"] = s.pp;
     pipe["activation_checkpoint_interval"] = s.recompute == Recompute::kFull ? 1 : 0;
     if (s.recompute == Recompute::kFull)
-      out.approximations.push_back("full recomputation: pass pipeline.activation_checkpoint_interval "
-                                   "(1) to PipelineModule, which takes it as an argument");
+      out.approximations.push_back(
+          "full recomputation: pass pipeline.activation_checkpoint_interval "
+          "(1) to PipelineModule, which takes it as an argument");
     if (s.schedule == "gpipe")
       out.approximations.push_back("schedule gpipe: DeepSpeed's pipeline engine runs 1F1B");
     else if (s.schedule != "1f1b")
-      out.unsupported.push_back(fmt::format("schedule {}: DeepSpeed's pipeline engine runs 1F1B "
-                                            "only", s.schedule));
+      out.unsupported.push_back(
+          fmt::format("schedule {}: DeepSpeed's pipeline engine runs 1F1B "
+                      "only",
+                      s.schedule));
     bool from_strategy = false;
     const auto stages = export_detail::pipeline_segments(model, s, out, &from_strategy);
     const int64_t layers = static_cast<int64_t>(model.layers.size());
@@ -91,8 +98,9 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
       }
     } else {
       pipe["partition"] = "parameters";
-      out.approximations.push_back("the strategy leaves the layer partition to hetplan: "
-                                   "DeepSpeed's default (balanced by parameters) is used");
+      out.approximations.push_back(
+          "the strategy leaves the layer partition to hetplan: "
+          "DeepSpeed's default (balanced by parameters) is used");
     }
     j["pipeline"] = pipe;
   }

@@ -71,11 +71,12 @@ std::vector<StageBlocks> pipeline_segments(const ModelSpec& model, const Strateg
 }
 
 std::string strategy_summary(const Strategy& s) {
-  return fmt::format("dp {} x tp {} x pp {} = {} GPUs, micro-batch {}, global batch {}, {}{}, "
-                     "recompute {}, ZeRO {}{}",
-                     s.dp, s.tp, s.pp, s.devices(), s.micro_batch, s.global_batch, s.schedule,
-                     s.chunks > 1 ? fmt::format(" x {} chunks", s.chunks) : "",
-                     to_string(s.recompute), s.zero, s.sequence_parallel ? ", sequence parallel" : "");
+  return fmt::format(
+      "dp {} x tp {} x pp {} = {} GPUs, micro-batch {}, global batch {}, {}{}, "
+      "recompute {}, ZeRO {}{}",
+      s.dp, s.tp, s.pp, s.devices(), s.micro_batch, s.global_batch, s.schedule,
+      s.chunks > 1 ? fmt::format(" x {} chunks", s.chunks) : "", to_string(s.recompute), s.zero,
+      s.sequence_parallel ? ", sequence parallel" : "");
 }
 
 }  // namespace export_detail

@@ -31,8 +31,10 @@ void model_args(const ModelSpec& model, const LayerSpec& layer, Args& a, ExportR
   }
   a.add("--seq-length", model.seq_len);
   a.add("--max-position-embeddings", emb.max_positions > 0 ? emb.max_positions : model.seq_len);
-  if (b.rotary) a.add("--position-embedding-type", "rope");
-  else if (emb.max_positions == 0) a.add("--position-embedding-type", "none");
+  if (b.rotary)
+    a.add("--position-embedding-type", "rope");
+  else if (emb.max_positions == 0)
+    a.add("--position-embedding-type", "none");
   if (b.norm == NormKind::kRmsNorm) a.add("--normalization", "RMSNorm");
   if (b.norm == NormKind::kNone) out.unsupported.push_back("blocks without normalisation");
   if (b.activation == MlpActivation::kSwiglu) a.add("--swiglu");
@@ -47,10 +49,10 @@ void model_args(const ModelSpec& model, const LayerSpec& layer, Args& a, ExportR
     a.add("--moe-router-topk", b.top_k);
   }
   if (!b.causal || head.transform || emb.token_types > 0 || emb.norm != NormKind::kNone)
-    out.unsupported.push_back(fmt::format(
-        "model {} is not a GPT-style decoder (pretrain_gpt.py); BERT-style models take "
-        "pretrain_bert.py's flags",
-        model.name));
+    out.unsupported.push_back(
+        fmt::format("model {} is not a GPT-style decoder (pretrain_gpt.py); BERT-style models take "
+                    "pretrain_bert.py's flags",
+                    model.name));
   switch (model.dtype) {
     case Dtype::kBf16:
       a.add("--bf16");
@@ -92,7 +94,8 @@ void partition_args(const ModelSpec& model, const Strategy& s, Args& a, ExportRe
     if (same(segments, even)) {
       a.add("--num-layers-per-virtual-pipeline-stage", blocks / n);
     } else {
-      a.add("--pipeline-model-parallel-layout", fmt::format("\"{}\"", format_megatron_layout(segments)));
+      a.add("--pipeline-model-parallel-layout",
+            fmt::format("\"{}\"", format_megatron_layout(segments)));
       out.approximations.push_back(fmt::format(
           "{} blocks do not divide into {} virtual stages: --pipeline-model-parallel-layout "
           "(recent Megatron-LM) gives the first ones one block more",
@@ -107,7 +110,8 @@ void partition_args(const ModelSpec& model, const Strategy& s, Args& a, ExportRe
     return;
   }
   // Not "uniform except first and last": only the layout flag can say it.
-  a.add("--pipeline-model-parallel-layout", fmt::format("\"{}\"", format_megatron_layout(segments)));
+  a.add("--pipeline-model-parallel-layout",
+        fmt::format("\"{}\"", format_megatron_layout(segments)));
   out.approximations.push_back(
       "the partition is not uniform except the first and last stage, so it is written as "
       "--pipeline-model-parallel-layout, which only recent Megatron-LM versions have (older ones "
@@ -125,11 +129,14 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
   a.add("--pipeline-model-parallel-size", s.pp);
   if (s.pp > 1) {
     if (s.schedule == "gpipe")
-      out.approximations.push_back("schedule gpipe: Megatron-LM runs 1F1B (same bubble, fewer "
-                                   "activations held)");
+      out.approximations.push_back(
+          "schedule gpipe: Megatron-LM runs 1F1B (same bubble, fewer "
+          "activations held)");
     else if (s.schedule != "1f1b" && s.schedule != "interleaved")
-      out.unsupported.push_back(fmt::format("schedule {}: Megatron-LM runs 1F1B and interleaved "
-                                            "1F1B only", s.schedule));
+      out.unsupported.push_back(
+          fmt::format("schedule {}: Megatron-LM runs 1F1B and interleaved "
+                      "1F1B only",
+                      s.schedule));
     if (s.schedule == "interleaved" && s.chunks < 2)
       out.unsupported.push_back("schedule interleaved with chunks 1");
     if (layer) partition_args(model, s, a, out);
@@ -150,14 +157,17 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
     a.add("--use-megatron-fsdp");
     a.add("--data-parallel-sharding-strategy", s.zero == 2 ? "optim_grads" : "optim_grads_params");
   }
-  if (s.flash_attention) a.add("--use-flash-attn");
-  else a.add("--attention-backend", "unfused");
+  if (s.flash_attention)
+    a.add("--use-flash-attn");
+  else
+    a.add("--attention-backend", "unfused");
 
   std::string text = fmt::format(
       "# Megatron-LM arguments for {}: {}\n"
       "# exported by hetplan. Launch on {} GPUs (Megatron-LM derives the data-parallel size {} "
       "from them), e.g.\n"
-      "#   torchrun --nproc-per-node <GPUs per node> --nnodes <nodes> pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\" "
+      "#   torchrun --nproc-per-node <GPUs per node> --nnodes <nodes> pretrain_gpt.py "
+      "\"${{MEGATRON_ARGS[@]}}\" "
       "<data, tokenizer, optimizer flags>\n",
       model.name, export_detail::strategy_summary(s), s.devices(), s.dp);
   if (const auto* emb = model.layers.front().embedding())

@@ -44,7 +44,8 @@ struct Toml {
 std::vector<std::string> stage_modules(const StageBlocks& b) {
   std::vector<std::string> names;
   if (b.embedding) names.push_back("tok_embeddings");
-  for (int64_t i = 0; i < b.blocks; ++i) names.push_back(fmt::format("layers.{}", b.first_block + i));
+  for (int64_t i = 0; i < b.blocks; ++i)
+    names.push_back(fmt::format("layers.{}", b.first_block + i));
   if (b.head) {
     names.push_back("norm");
     names.push_back("output");
@@ -81,8 +82,10 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
   } else {
     t.put("mixed_precision_param", std::string("bfloat16"));
     if (model.dtype != Dtype::kBf16)
-      out.approximations.push_back(fmt::format("training in {}: torchtitan's parameters are "
-                                               "bfloat16 or float32", to_string(model.dtype)));
+      out.approximations.push_back(
+          fmt::format("training in {}: torchtitan's parameters are "
+                      "bfloat16 or float32",
+                      to_string(model.dtype)));
   }
 
   t.table("parallelism");
@@ -92,16 +95,19 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
   if (!ddp && s.dp > 1) {
     t.put("fsdp_reshard_after_forward", std::string(s.zero >= 3 ? "always" : "never"));
     if (s.zero == 0)
-      out.approximations.push_back("ZeRO-0 with tensor or pipeline parallelism: torchtitan "
-                                   "applies DDP only without them, so FSDP (ZeRO-2-like) is used");
+      out.approximations.push_back(
+          "ZeRO-0 with tensor or pipeline parallelism: torchtitan "
+          "applies DDP only without them, so FSDP (ZeRO-2-like) is used");
     else if (s.zero == 1)
-      out.approximations.push_back("ZeRO-1: torchtitan's FSDP without resharding also shards "
-                                   "gradients (ZeRO-2)");
+      out.approximations.push_back(
+          "ZeRO-1: torchtitan's FSDP without resharding also shards "
+          "gradients (ZeRO-2)");
   }
   t.put("tensor_parallel_degree", s.tp);
   if (s.tp > 1 && !s.sequence_parallel)
-    out.approximations.push_back("torchtitan's tensor parallelism always shards the sequence "
-                                 "(sequence parallel)");
+    out.approximations.push_back(
+        "torchtitan's tensor parallelism always shards the sequence "
+        "(sequence parallel)");
   t.put("pipeline_parallel_degree", s.pp);
   if (s.pp > 1) {
     t.put("pipeline_parallel_schedule", schedule_name(s, out));
@@ -115,7 +121,8 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
           if (segments[i].blocks == 0) {
             out.unsupported.push_back(fmt::format(
                 "stage {} holds no transformer block: split points name the block a stage "
-                "starts at (module_fqns_per_model_part can say it)", i));
+                "starts at (module_fqns_per_model_part can say it)",
+                i));
             continue;
           }
           points.push_back(fmt::format("layers.{}", segments[i].first_block));
@@ -127,8 +134,9 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
         t.put("module_fqns_per_model_part", parts);
       }
     } else if (layer) {
-      out.approximations.push_back("the strategy leaves the layer partition to hetplan: "
-                                   "torchtitan's default split is used");
+      out.approximations.push_back(
+          "the strategy leaves the layer partition to hetplan: "
+          "torchtitan's default split is used");
     }
   }
 
@@ -140,23 +148,28 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
   } else {
     t.put("mode", std::string("selective"));
     t.put("selective_ac_option", std::string("op"));
-    out.approximations.push_back("selective recomputation as torchtitan's op-level selective "
-                                 "checkpointing (it keeps matmul outputs and recomputes the rest; "
-                                 "hetplan models Megatron-LM's attention-core recomputation)");
+    out.approximations.push_back(
+        "selective recomputation as torchtitan's op-level selective "
+        "checkpointing (it keeps matmul outputs and recomputes the rest; "
+        "hetplan models Megatron-LM's attention-core recomputation)");
   }
   if (!s.flash_attention)
-    out.approximations.push_back("torchtitan's attention is fused (SDPA); hetplan modelled an "
-                                 "unfused one");
+    out.approximations.push_back(
+        "torchtitan's attention is fused (SDPA); hetplan modelled an "
+        "unfused one");
 
-  std::string head = fmt::format("# torchtitan job config for {}: {}\n# exported by hetplan. "
-                                 "Launch on {} GPUs (NGPU / torchrun).\n",
-                                 model.name, export_detail::strategy_summary(s), s.devices());
+  std::string head = fmt::format(
+      "# torchtitan job config for {}: {}\n# exported by hetplan. "
+      "Launch on {} GPUs (NGPU / torchrun).\n",
+      model.name, export_detail::strategy_summary(s), s.devices());
   if (layer)
-    head += fmt::format("# [model] name and flavor: torchtitan defines model shapes in code; pick "
-                        "the one with {} layers, hidden {}, {} heads{}\n",
-                        model.num_blocks(), layer->hidden, layer->block()->heads,
-                        layer->block()->rotary ? "" : " (torchtitan's models use rotary "
-                                                      "embeddings; this one does not)");
+    head += fmt::format(
+        "# [model] name and flavor: torchtitan defines model shapes in code; pick "
+        "the one with {} layers, hidden {}, {} heads{}\n",
+        model.num_blocks(), layer->hidden, layer->block()->heads,
+        layer->block()->rotary ? ""
+                               : " (torchtitan's models use rotary "
+                                 "embeddings; this one does not)");
   for (const auto& note : out.approximations) head += "# note: " + note + "\n";
   for (const auto& no : out.unsupported) head += "# NOT EXPRESSED: " + no + "\n";
   out.text = head + t.text;

@@ -54,29 +54,37 @@ CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& 
     const std::string origin = path.string();
     std::smatch m;
     if (!std::regex_match(name, m, kName))
-      throw InputError(origin, "", "expected an AMP known-cost file named "
-                                   "<model>_<machine>_<tp>.npy (e.g. gpt2_P3_2.npy)");
+      throw InputError(origin, "",
+                       "expected an AMP known-cost file named "
+                       "<model>_<machine>_<tp>.npy (e.g. gpt2_P3_2.npy)");
     const std::string model = options.model.empty() ? m[1].str() : options.model;
     const AmpMachine* mach = nullptr;
     for (const auto& k : kMachines)
       if (m[2].str() == k.name) mach = &k;
     if (!mach && options.gpu_type.empty())
-      throw InputError(origin, "", fmt::format("unknown AMP machine \"{}\" (known: G4, P3); give "
-                                               "--gpu-type", m[2].str()));
+      throw InputError(origin, "",
+                       fmt::format("unknown AMP machine \"{}\" (known: G4, P3); give "
+                                   "--gpu-type",
+                                   m[2].str()));
     if (machine && mach != machine)
-      throw InputError(origin, "", fmt::format("machine {} differs from {}: one calibration file "
-                                               "holds one GPU type; import each apart",
-                                               m[2].str(), machine->name));
+      throw InputError(origin, "",
+                       fmt::format("machine {} differs from {}: one calibration file "
+                                   "holds one GPU type; import each apart",
+                                   m[2].str(), machine->name));
     machine = mach;
     const int64_t tp = options.tp.value_or(std::stoll(m[3].str()));
     const NpyArray a = read_npy(path);
     if (a.shape.size() != 1)
-      throw InputError(origin, "header.shape", fmt::format("expected a vector of per-layer times, "
-                                                           "found {} dimensions", a.shape.size()));
+      throw InputError(origin, "header.shape",
+                       fmt::format("expected a vector of per-layer times, "
+                                   "found {} dimensions",
+                                   a.shape.size()));
     const bool gpt2 = model == "gpt2" && a.values.size() == kGpt2Entries;
     if (!gpt2)
-      notes += fmt::format("{}: {} entries kept unmapped (hetplan knows the layer list of AMP's "
-                           "gpt2 only); ", name, a.values.size());
+      notes += fmt::format(
+          "{}: {} entries kept unmapped (hetplan knows the layer list of AMP's "
+          "gpt2 only); ",
+          name, a.values.size());
     for (size_t i = 0; i < a.values.size(); ++i) {
       if (!(a.values[i] > 0))
         throw InputError(origin, fmt::format("[{}]", i),
@@ -96,15 +104,17 @@ CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& 
         "AMP (Li et al., NeurIPS 2022), src/known_cost; examples/external/amp/README.md";
   }
   cal.context.gpu_type = !options.gpu_type.empty() ? options.gpu_type
-                         : machine                  ? machine->gpu_type
-                                                    : "";
+                         : machine                 ? machine->gpu_type
+                                                   : "";
   if (machine) cal.context.node_type = machine->node_type;
   cal.context.gpu_count = machine ? 4 : 0;
   cal.context.notes =
       "per-layer forward seconds at micro-batch 1, fp16, measured by AMP's authors inside "
       "DeepSpeed on Megatron-LM v1.1.5; one record per entry of AMP's layer list, `layer` is the "
-      "hetplan layer it belongs to (no-op entries belong to their neighbours); " + notes;
-  if (cal.context.notes.size() > 2 && cal.context.notes.substr(cal.context.notes.size() - 2) == "; ")
+      "hetplan layer it belongs to (no-op entries belong to their neighbours); " +
+      notes;
+  if (cal.context.notes.size() > 2 &&
+      cal.context.notes.substr(cal.context.notes.size() - 2) == "; ")
     cal.context.notes.resize(cal.context.notes.size() - 2);
   return cal;
 }

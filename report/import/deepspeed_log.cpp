@@ -27,13 +27,16 @@ bool search(std::string_view s, SvMatch& m, const std::regex& re) {
 double number_at(const SvMatch& m, size_t i, const std::string& what, const std::string& origin,
                  int64_t line) {
   const auto v = logs::parse_number(std::string_view(&*m[i].first, m[i].length()));
-  if (!v) fail_at(origin, line, fmt::format("{}: expected a number, found \"{}\"", what, m[i].str()));
+  if (!v)
+    fail_at(origin, line, fmt::format("{}: expected a number, found \"{}\"", what, m[i].str()));
   return *v;
 }
 
-const std::regex kStepRe(R"(steps:\s*(\d+)\s+loss:\s*\S+\s+iter time \(s\):\s*(\S+)\s+samples/sec:)");
+const std::regex kStepRe(
+    R"(steps:\s*(\d+)\s+loss:\s*\S+\s+iter time \(s\):\s*(\S+)\s+samples/sec:)");
 const std::regex kMemRe(R"(\bMA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB)");
-const std::regex kTimerRe(R"(global_step=(\d+), RunningAvgSamplesPerSec=[^,\s]+, CurrSamplesPerSec=([^,\s]+))");
+const std::regex kTimerRe(
+    R"(global_step=(\d+), RunningAvgSamplesPerSec=[^,\s]+, CurrSamplesPerSec=([^,\s]+))");
 const std::regex kTimerMemRe(R"(MaxMemAllocated=([^G,\s]+)GB)");
 const std::regex kStageRe(R"(RANK=(\d+) STAGE=(\d+) LAYERS=(\d+))");
 const std::regex kVersionRe(R"(DeepSpeed info: version=([^,\s]+))");
@@ -50,8 +53,10 @@ Json read_config_json(const std::vector<logs::Line>& lines, size_t& i, size_t br
     for (size_t k = 0; k < s.size(); ++k) {
       const char c = s[k];
       if (in_string) {
-        if (c == '\\') ++k;
-        else if (c == '"') in_string = false;
+        if (c == '\\')
+          ++k;
+        else if (c == '"')
+          in_string = false;
       } else if (c == '"') {
         in_string = true;
       } else if (c == '{') {
@@ -96,8 +101,9 @@ DeepSpeedLog parse_deepspeed_log(std::string_view text, const std::string& origi
       if (!(st.iter_s > 0))
         fail_at(origin, n, fmt::format("iter time: expected a time > 0, found {}", st.iter_s));
       if (!log.steps.empty() && st.step <= log.steps.back().step)
-        fail_at(origin, n, fmt::format("step {} follows step {}: give one run per log", st.step,
-                                       log.steps.back().step));
+        fail_at(origin, n,
+                fmt::format("step {} follows step {}: give one run per log", st.step,
+                            log.steps.back().step));
       log.steps.push_back(st);
     } else if (contains(s, "Max_MA")) {
       if (!search(s, m, kMemRe))
@@ -109,27 +115,31 @@ DeepSpeedLog parse_deepspeed_log(std::string_view text, const std::string& origi
     } else if (contains(s, "CurrSamplesPerSec=") || contains(s, "MaxMemAllocated=")) {
       if (contains(s, "CurrSamplesPerSec=")) {
         if (!search(s, m, kTimerRe))
-          fail_at(origin, n, "expected \"global_step=N, RunningAvgSamplesPerSec=x, "
-                             "CurrSamplesPerSec=y\"");
+          fail_at(origin, n,
+                  "expected \"global_step=N, RunningAvgSamplesPerSec=x, "
+                  "CurrSamplesPerSec=y\"");
         DeepSpeedLog::Throughput t{std::stoll(m[1].str()),
                                    number_at(m, 2, "CurrSamplesPerSec", origin, n), n};
         if (!(t.samples_per_s > 0))
-          fail_at(origin, n, fmt::format("CurrSamplesPerSec: expected > 0, found {}",
-                                         t.samples_per_s));
+          fail_at(origin, n,
+                  fmt::format("CurrSamplesPerSec: expected > 0, found {}", t.samples_per_s));
         if (!log.throughput.empty() && t.step <= log.throughput.back().step)
-          fail_at(origin, n, fmt::format("step {} follows step {}: give one run per log", t.step,
-                                         log.throughput.back().step));
+          fail_at(origin, n,
+                  fmt::format("step {} follows step {}: give one run per log", t.step,
+                              log.throughput.back().step));
         log.throughput.push_back(t);
       }
       if (contains(s, "MaxMemAllocated=")) {
         if (!search(s, m, kTimerMemRe)) fail_at(origin, n, "expected \"MaxMemAllocated=<x>GB\"");
-        log.max_allocated_bytes = std::max(
-            log.max_allocated_bytes, number_at(m, 1, "MaxMemAllocated", origin, n) * kGiB);
+        log.max_allocated_bytes =
+            std::max(log.max_allocated_bytes, number_at(m, 1, "MaxMemAllocated", origin, n) * kGiB);
       }
     } else if (const size_t pos = s.find("json = {"); pos != std::string_view::npos) {
       if (!log.config.is_null())
-        fail_at(origin, n, fmt::format("a second config block (the first is at line {}): give "
-                                       "one run per log", log.config_line));
+        fail_at(origin, n,
+                fmt::format("a second config block (the first is at line {}): give "
+                            "one run per log",
+                            log.config_line));
       log.config_line = n;
       log.config = read_config_json(lines, i, pos + 7, origin);
     } else if (search(s, m, kStageRe)) {
@@ -181,8 +191,9 @@ int64_t config_integer(const DeepSpeedLog& log, const std::string& origin,
 Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& origin,
                                   const LogImportOptions& options) {
   if (log.config.is_null() && log.engine_config.empty())
-    throw InputError(origin, "", "no DeepSpeed config print (\"DeepSpeedEngine configuration\" "
-                                 "and its \"json = {...}\"): the batch sizes are unknown");
+    throw InputError(origin, "",
+                     "no DeepSpeed config print (\"DeepSpeedEngine configuration\" "
+                     "and its \"json = {...}\"): the batch sizes are unknown");
   Measurement m;
   m.model = checked_model_name(options.model, ModelShape{}, origin);
   m.cluster = options.cluster;
@@ -195,10 +206,11 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
                                      "gradient_accumulation_steps", 1);
   s.global_batch = config_integer(log, origin, {"train_batch_size"}, "train_batch_size", 0);
   if (s.micro_batch <= 0 || s.global_batch <= 0)
-    throw InputError(origin, "", "the config gives no train_micro_batch_size_per_gpu and "
-                                 "train_batch_size");
-  s.zero = static_cast<int>(config_integer(log, origin, {"zero_optimization", "stage"},
-                                           "zero_optimization_stage", 0));
+    throw InputError(origin, "",
+                     "the config gives no train_micro_batch_size_per_gpu and "
+                     "train_batch_size");
+  s.zero = static_cast<int>(
+      config_integer(log, origin, {"zero_optimization", "stage"}, "zero_optimization_stage", 0));
   const int64_t autotp = config_integer(log, origin, {"tensor_parallel", "autotp_size"}, "", 0);
   s.tp = autotp > 0 ? autotp : options.tp.value_or(1);
   if (autotp > 0 && options.tp && *options.tp != autotp)
@@ -206,8 +218,9 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
                      fmt::format("the log says {}, --tp says {}", autotp, *options.tp));
   s.pp = log.pipeline_stages > 0 ? log.pipeline_stages : options.pp.value_or(1);
   if (log.pipeline_stages > 0 && options.pp && *options.pp != log.pipeline_stages)
-    throw InputError(origin, "", fmt::format("the log shows {} pipeline stages, --pp says {}",
-                                             log.pipeline_stages, *options.pp));
+    throw InputError(origin, "",
+                     fmt::format("the log shows {} pipeline stages, --pp says {}",
+                                 log.pipeline_stages, *options.pp));
   if (s.global_batch % (s.micro_batch * gas) != 0)
     throw InputError(origin, "train_batch_size",
                      fmt::format("{} is not a multiple of micro-batch {} x accumulation {}",
@@ -218,8 +231,9 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
       throw InputError(fmt::format("--recompute: expected none, selective or full, found \"{}\"",
                                    *options.recompute));
   } else if (log.config.is_object() && log.config.contains("activation_checkpointing")) {
-    notes += "the config has an activation_checkpointing section but the log does not say which "
-             "layers the model checkpoints: recorded as recompute none (give --recompute); ";
+    notes +=
+        "the config has an activation_checkpointing section but the log does not say which "
+        "layers the model checkpoints: recorded as recompute none (give --recompute); ";
   }
 
   // Iteration times: the pipeline engine's "iter time (s)" (a mean over steps_per_print steps),
@@ -252,10 +266,11 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
     m.origin = fmt::format("{}:{}", origin, log.oom_line);
     notes += fmt::format("CUDA out of memory at line {}; ", log.oom_line);
   } else if (samples.empty()) {
-    throw InputError(origin, "", fmt::format("no \"iter time (s)\" or \"CurrSamplesPerSec\" "
-                                             "lines after the {} warm-up steps (found {}); lower "
-                                             "--warmup or log more steps",
-                                             options.warmup_iterations, steps.size()));
+    throw InputError(origin, "",
+                     fmt::format("no \"iter time (s)\" or \"CurrSamplesPerSec\" "
+                                 "lines after the {} warm-up steps (found {}); lower "
+                                 "--warmup or log more steps",
+                                 options.warmup_iterations, steps.size()));
   } else {
     m.iteration_s = summarize(samples);
     m.iteration_samples_s = samples;
@@ -266,8 +281,8 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
     if (from_timer)
       notes += "each sample is one step's time (train_batch_size / CurrSamplesPerSec); ";
   }
-  const double peak = options.memory_kind == "reserved" ? log.max_reserved_bytes
-                                                        : log.max_allocated_bytes;
+  const double peak =
+      options.memory_kind == "reserved" ? log.max_reserved_bytes : log.max_allocated_bytes;
   if (peak >= 0) {
     m.peak_memory_bytes = {peak};
     m.peak_memory_kind = options.memory_kind;

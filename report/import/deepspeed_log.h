@@ -35,10 +35,10 @@ struct DeepSpeedLog {
   };
   std::vector<Throughput> throughput;  // ThroughputTimer lines (the engine without pipeline)
   double max_allocated_bytes = -1, max_reserved_bytes = -1;  // -1: not reported
-  Json config;              // the printed config JSON; null when absent
+  Json config;  // the printed config JSON; null when absent
   int64_t config_line = 0;
   std::map<std::string, std::string> engine_config;  // "name ..... value" lines of the config print
-  int64_t pipeline_stages = 0;  // from "RANK=r STAGE=s" lines; 0 when none
+  int64_t pipeline_stages = 0;                       // from "RANK=r STAGE=s" lines; 0 when none
   std::string version;
   int64_t oom_line = 0;
 };

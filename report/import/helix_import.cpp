@@ -38,8 +38,9 @@ std::vector<CsvSource> csv_files(const std::filesystem::path& input) {
   }
   const std::string phase = phase_of(input.filename().string());
   if (phase.empty())
-    throw InputError(input.string(), "", "expected prompt_bs2time.csv, decode_bs2time.csv or a "
-                                         "folder holding them");
+    throw InputError(input.string(), "",
+                     "expected prompt_bs2time.csv, decode_bs2time.csv or a "
+                     "folder holding them");
   out.push_back({input, phase});
   return out;
 }
@@ -66,20 +67,24 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
         if (m[2].matched) gpus = std::stoll(m[2].str());
       }
       if (type.empty())
-        throw InputError(origin, "", fmt::format("cannot tell the GPU type from the folder \"{}\" "
-                                                 "(known: a100, v100, l4, t4, with xN for N "
-                                                 "GPUs); give --gpu-type", machine));
+        throw InputError(origin, "",
+                         fmt::format("cannot tell the GPU type from the folder \"{}\" "
+                                     "(known: a100, v100, l4, t4, with xN for N "
+                                     "GPUs); give --gpu-type",
+                                     machine));
       if (!gpu_type.empty() && type != gpu_type)
-        throw InputError(origin, "", fmt::format("GPU type {} differs from {}: one calibration "
-                                                 "file holds one GPU type; import each apart",
-                                                 type, gpu_type));
+        throw InputError(origin, "",
+                         fmt::format("GPU type {} differs from {}: one calibration "
+                                     "file holds one GPU type; import each apart",
+                                     type, gpu_type));
       gpu_type = type;
       std::string model = options.model;
       if (model.empty() && kHelixModels.count(model_dir)) model = kHelixModels.at(model_dir);
       if (model.empty())
-        throw InputError(origin, "", fmt::format("cannot tell the model from the folder \"{}\" "
-                                                 "(known: llama2_70b, llama1_30b); give --model",
-                                                 model_dir));
+        throw InputError(origin, "",
+                         fmt::format("cannot tell the model from the folder \"{}\" "
+                                     "(known: llama2_70b, llama1_30b); give --model",
+                                     model_dir));
       const std::string text = logs::read_text_file(src.path);
       for (const auto& line : logs::split_lines(text)) {
         const std::string_view row = logs::trim(line.text);
@@ -91,11 +96,12 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
         const auto ms = comma == std::string_view::npos ? std::nullopt
                                                         : logs::parse_number(row.substr(comma + 1));
         if (!tokens || !ms || *tokens < 0 || *ms < 0)
-          logs::fail_at(origin, line.number, fmt::format("expected \"tokens,milliseconds\" "
-                                                         "(two numbers >= 0), found \"{}\"", row));
+          logs::fail_at(origin, line.number,
+                        fmt::format("expected \"tokens,milliseconds\" "
+                                    "(two numbers >= 0), found \"{}\"",
+                                    row));
         if (*tokens == 0) continue;  // Helix's "0,0" anchor row: no work, nothing measured
-        if (*ms == 0)
-          logs::fail_at(origin, line.number, fmt::format("{} tokens in 0 ms", *tokens));
+        if (*ms == 0) logs::fail_at(origin, line.number, fmt::format("{} tokens in 0 ms", *tokens));
         ServingLayerMeasurement s;
         s.model = model;
         s.phase = src.phase;
@@ -104,8 +110,8 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
         s.time_s = summarize({*ms / 1e3});
         cal.serving_layer.push_back(s);
       }
-      cal.context.citations[fmt::format("{}/{}/{}", model_dir, machine,
-                                        src.path.filename().string())] =
+      cal.context
+          .citations[fmt::format("{}/{}/{}", model_dir, machine, src.path.filename().string())] =
           "Helix (Mei et al., ASPLOS 2025) artifact, Apache-2.0; examples/external/helix/README.md";
     }
   }

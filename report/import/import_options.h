@@ -8,9 +8,9 @@
 namespace hetplan {
 
 struct LogImportOptions {
-  std::string model;      // recorded as the measurement's model; checked against the log's shape
-  std::string cluster;    // recorded as is
-  std::string gpu_type;   // recorded in the context
+  std::string model;     // recorded as the measurement's model; checked against the log's shape
+  std::string cluster;   // recorded as is
+  std::string gpu_type;  // recorded in the context
   // Logged iterations (Megatron-LM) or steps (DeepSpeed) at the start of a run whose timing is
   // dropped: the first iterations allocate memory, autotune kernels and warm up NCCL.
   int64_t warmup_iterations = 2;

@@ -35,9 +35,11 @@ std::string checked_model_name(const std::string& model_name, const ModelShape& 
   check("ffn hidden", shape.ffn_hidden, b.ffn_hidden);
   check("sequence length", shape.seq_len, model.seq_len);
   if (!diff.empty())
-    throw InputError(where, "", fmt::format("the log trains a different model than {}:{}; give "
-                                            "the matching --model (a model file can set any "
-                                            "shape)", model.name, diff.substr(1)));
+    throw InputError(where, "",
+                     fmt::format("the log trains a different model than {}:{}; give "
+                                 "the matching --model (a model file can set any "
+                                 "shape)",
+                                 model.name, diff.substr(1)));
   return model.name;
 }
 

@@ -33,8 +33,10 @@ void parse_arg_line(std::string_view text, const std::string& origin, int64_t li
   if (s.empty()) return;
   const size_t space = s.find(' ');
   if (space == std::string_view::npos)
-    fail_at(origin, line, fmt::format("expected \"name ..... value\" inside the arguments block, "
-                                      "found \"{}\"", s));
+    fail_at(origin, line,
+            fmt::format("expected \"name ..... value\" inside the arguments block, "
+                        "found \"{}\"",
+                        s));
   const std::string name(s.substr(0, space));
   std::string_view rest = s.substr(space);
   while (!rest.empty() && (rest.front() == '.' || rest.front() == ' ')) rest.remove_prefix(1);
@@ -64,8 +66,10 @@ MegatronLog parse_megatron_log(std::string_view text, const std::string& origin)
     const int64_t n = lines[i].number;
     if (is_args_start(s)) {
       if (log.args_line > 0)
-        fail_at(origin, n, fmt::format("a second arguments block (the first is at line {}): give "
-                                       "one log per run", log.args_line));
+        fail_at(origin, n,
+                fmt::format("a second arguments block (the first is at line {}): give "
+                            "one log per run",
+                            log.args_line));
       log.args_line = n;
       size_t j = i + 1;
       for (; j < lines.size() && !contains(lines[j].text, "end of arguments"); ++j)
@@ -85,14 +89,16 @@ MegatronLog parse_megatron_log(std::string_view text, const std::string& origin)
       const auto fields = logs::pipe_fields(s);
       it.elapsed_ms = field_number(fields, "elapsed time per iteration (ms)", origin, n, true);
       if (!(it.elapsed_ms > 0))
-        fail_at(origin, n, fmt::format("elapsed time per iteration: expected a time > 0, found {}",
-                                       it.elapsed_ms));
+        fail_at(origin, n,
+                fmt::format("elapsed time per iteration: expected a time > 0, found {}",
+                            it.elapsed_ms));
       const double gb = field_number(fields, "global batch size", origin, n, false);
       it.global_batch = gb > 0 ? static_cast<int64_t>(gb) : 0;
       if (!log.iterations.empty() && it.iteration <= log.iterations.back().iteration)
-        fail_at(origin, n, fmt::format("iteration {} follows iteration {}: give one run per log "
-                                       "(a restarted run goes in its own file)",
-                                       it.iteration, log.iterations.back().iteration));
+        fail_at(origin, n,
+                fmt::format("iteration {} follows iteration {}: give one run per log "
+                            "(a restarted run goes in its own file)",
+                            it.iteration, log.iterations.back().iteration));
       log.iterations.push_back(it);
       continue;
     }
@@ -161,8 +167,8 @@ Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std:
   } else {
     const int64_t world = a.integer("world_size");
     if (world % (s.tp * s.pp) != 0)
-      a.fail("world_size", fmt::format("world size {} is not a multiple of tp x pp = {}", world,
-                                       s.tp * s.pp));
+      a.fail("world_size",
+             fmt::format("world size {} is not a multiple of tp x pp = {}", world, s.tp * s.pp));
     s.dp = world / (s.tp * s.pp);
   }
   s.micro_batch = a.integer("micro_batch_size");
@@ -177,20 +183,21 @@ Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std:
   if (granularity.empty()) {
     s.recompute = a.flag("recompute_activations") ? Recompute::kSelective : Recompute::kNone;
   } else if (!parse_recompute(granularity, s.recompute)) {
-    a.fail("recompute_granularity", fmt::format("expected None, selective or full, found \"{}\"",
-                                                granularity));
+    a.fail("recompute_granularity",
+           fmt::format("expected None, selective or full, found \"{}\"", granularity));
   }
   if (s.recompute == Recompute::kFull) {
     const std::string method = a.text("recompute_method");
     const int64_t layers = a.integer_or("recompute_num_layers", 1);
     if (!(method == "uniform" && layers == 1))
-      notes += fmt::format("full recomputation with recompute_method {} and recompute_num_layers "
-                           "{} (hetplan models every layer recomputed); ",
-                           method.empty() ? "None" : method, layers);
+      notes += fmt::format(
+          "full recomputation with recompute_method {} and recompute_num_layers "
+          "{} (hetplan models every layer recomputed); ",
+          method.empty() ? "None" : method, layers);
   }
   const std::string backend = a.text("attention_backend");
-  s.flash_attention = a.flag("use_flash_attn") ||
-                      !(contains(backend, "unfused") || contains(backend, "local"));
+  s.flash_attention =
+      a.flag("use_flash_attn") || !(contains(backend, "unfused") || contains(backend, "local"));
   // Interleaved schedule: virtual stages per pipeline rank.
   if (s.pp > 1) {
     int64_t vpp = a.integer_or("virtual_pipeline_model_parallel_size", 0);
@@ -207,22 +214,20 @@ Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std:
   if (s.pp > 1 && s.chunks == 1) {
     std::vector<StageBlocks> stages;
     if (a.has("pipeline_model_parallel_layout")) {
-      stages = parse_megatron_layout(a.text("pipeline_model_parallel_layout"), s.pp,
-                                     [&](const std::string& what) {
-                                       a.fail("pipeline_model_parallel_layout", what);
-                                     });
+      stages = parse_megatron_layout(
+          a.text("pipeline_model_parallel_layout"), s.pp,
+          [&](const std::string& what) { a.fail("pipeline_model_parallel_layout", what); });
     } else {
       if (a.flag("account_for_embedding_in_pipeline_split") ||
           a.flag("account_for_loss_in_pipeline_split"))
-        notes += "the embedding or loss counted as a layer in Megatron-LM's split; stage ranges "
-                 "left to hetplan; ";
+        notes +=
+            "the embedding or loss counted as a layer in Megatron-LM's split; stage ranges "
+            "left to hetplan; ";
       else
-        stages = megatron_stage_split(shape.blocks, s.pp,
-                                      a.integer_or("decoder_first_pipeline_num_layers", -1),
-                                      a.integer_or("decoder_last_pipeline_num_layers", -1),
-                                      [&](const std::string& what) {
-                                        a.fail("decoder_first_pipeline_num_layers", what);
-                                      });
+        stages = megatron_stage_split(
+            shape.blocks, s.pp, a.integer_or("decoder_first_pipeline_num_layers", -1),
+            a.integer_or("decoder_last_pipeline_num_layers", -1),
+            [&](const std::string& what) { a.fail("decoder_first_pipeline_num_layers", what); });
     }
     s.stages = to_stage_specs(stages);
   }
@@ -234,8 +239,9 @@ Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std:
 Measurement megatron_measurement(const MegatronLog& log, const std::string& origin,
                                  const LogImportOptions& options) {
   if (log.args_line == 0)
-    throw InputError(origin, "", "no Megatron-LM arguments block (\"---- arguments ----\"), so the "
-                                 "strategy is unknown: import rank 0's output");
+    throw InputError(origin, "",
+                     "no Megatron-LM arguments block (\"---- arguments ----\"), so the "
+                     "strategy is unknown: import rank 0's output");
   const MegatronArgs a{log, origin};
   ModelShape shape;
   shape.blocks = a.integer("num_layers");
@@ -253,11 +259,9 @@ Measurement megatron_measurement(const MegatronLog& log, const std::string& orig
 
   // Iteration times: drop the warm-up iterations and lines of another global batch size (batch
   // ramp-up).
-  const int64_t interval =
-      a.integer_or("log_interval",
-                   log.iterations.size() > 1
-                       ? log.iterations[1].iteration - log.iterations[0].iteration
-                       : 1);
+  const int64_t interval = a.integer_or(
+      "log_interval",
+      log.iterations.size() > 1 ? log.iterations[1].iteration - log.iterations[0].iteration : 1);
   std::vector<double> samples;
   int64_t dropped_batch = 0, warmup = 0, first_kept = 0, last_kept = 0;
   if (!log.iterations.empty()) {
@@ -282,32 +286,38 @@ Measurement megatron_measurement(const MegatronLog& log, const std::string& orig
   if (log.oom_line > 0) {
     m.oom = true;
     m.origin = fmt::format("{}:{}", origin, log.oom_line);
-    notes += fmt::format("CUDA out of memory at line {} after {} logged iterations; ",
-                         log.oom_line, log.iterations.size());
+    notes += fmt::format("CUDA out of memory at line {} after {} logged iterations; ", log.oom_line,
+                         log.iterations.size());
   } else if (samples.empty()) {
-    throw InputError(origin, "", fmt::format("no iteration lines after the {} warm-up "
-                                             "iterations (found {} iteration lines); lower "
-                                             "--warmup or log more iterations",
-                                             options.warmup_iterations, log.iterations.size()));
+    throw InputError(origin, "",
+                     fmt::format("no iteration lines after the {} warm-up "
+                                 "iterations (found {} iteration lines); lower "
+                                 "--warmup or log more iterations",
+                                 options.warmup_iterations, log.iterations.size()));
   } else {
     m.iteration_s = summarize(samples);
     m.iteration_samples_s = samples;
     m.warmup_iterations = options.warmup_iterations;
     m.origin = fmt::format("{}:{}-{}", origin, first_kept, last_kept);
     if (interval > 1)
-      notes += fmt::format("each sample is Megatron-LM's mean over a log interval of {} "
-                           "iterations; ", interval);
+      notes += fmt::format(
+          "each sample is Megatron-LM's mean over a log interval of {} "
+          "iterations; ",
+          interval);
   }
   if (dropped_batch > 0)
     notes += fmt::format("{} lines of another global batch size dropped; ", dropped_batch);
 
   // Peak memory per pipeline stage: ranks are ordered tensor rank fastest, then data-parallel
-  // rank, then pipeline rank (Megatron-LM's default order), and data-parallel rank 0 reports.
+  // rank, then pipeline rank (Megatron-LM's default order "tp-cp-ep-dp-pp"; with
+  // --use-tp-pp-dp-mapping pipeline before data-parallel), and data-parallel rank 0 reports.
+  const bool tp_pp_dp = a.flag("use_tp_pp_dp_mapping");
   std::vector<double> per_stage(s.pp, -1);
   for (const auto& mem : log.memory) {
-    const int64_t stage = mem.rank / (s.tp * s.dp);
+    const int64_t stage = tp_pp_dp ? (mem.rank / s.tp) % s.pp : mem.rank / (s.tp * s.dp);
     if (stage < 0 || stage >= s.pp) continue;
-    const double mb = options.memory_kind == "reserved" ? mem.max_reserved_mb : mem.max_allocated_mb;
+    const double mb =
+        options.memory_kind == "reserved" ? mem.max_reserved_mb : mem.max_allocated_mb;
     per_stage[stage] = std::max(per_stage[stage], mb * 1024.0 * 1024.0);
   }
   const bool all = std::all_of(per_stage.begin(), per_stage.end(), [](double b) { return b >= 0; });

@@ -19,7 +19,8 @@ uint32_t little_endian(std::string_view bytes, size_t offset, size_t width) {
 }
 
 // The quoted string after 'key': in the header dict.
-std::string header_string(std::string_view header, std::string_view key, const std::string& origin) {
+std::string header_string(std::string_view header, std::string_view key,
+                          const std::string& origin) {
   const std::string pattern = fmt::format("'{}':", key);
   size_t pos = header.find(pattern);
   if (pos == std::string_view::npos)
@@ -47,25 +48,31 @@ NpyArray parse_npy(std::string_view bytes, const std::string& origin) {
     throw InputError(origin, "", "not a .npy file (no \\x93NUMPY magic)");
   const int major = static_cast<unsigned char>(bytes[6]);
   if (major < 1 || major > 3)
-    throw InputError(origin, "", fmt::format("unsupported .npy format version {}.{}", major,
-                                             static_cast<unsigned char>(bytes[7])));
+    throw InputError(origin, "",
+                     fmt::format("unsupported .npy format version {}.{}", major,
+                                 static_cast<unsigned char>(bytes[7])));
   const size_t width = major == 1 ? 2 : 4;
   const size_t header_len = little_endian(bytes, 8, width);
   const size_t data_start = 8 + width + header_len;
   if (bytes.size() < data_start)
-    throw InputError(origin, "header", fmt::format("the file ends inside its {}-byte header",
-                                                   header_len));
+    throw InputError(origin, "header",
+                     fmt::format("the file ends inside its {}-byte header", header_len));
   const std::string_view header = bytes.substr(8 + width, header_len);
   NpyArray a;
   const std::string descr = header_string(header, "descr", origin);
   size_t item = 0;
-  if (descr == "<f8") item = 8;
-  else if (descr == "<f4") item = 4;
+  if (descr == "<f8")
+    item = 8;
+  else if (descr == "<f4")
+    item = 4;
   else
-    throw InputError(origin, "header.descr", fmt::format("expected little-endian float64 '<f8' "
-                                                         "(or '<f4'), found '{}'", descr));
+    throw InputError(origin, "header.descr",
+                     fmt::format("expected little-endian float64 '<f8' "
+                                 "(or '<f4'), found '{}'",
+                                 descr));
   const std::string_view order = header_value(header, "fortran_order", origin);
-  if (logs::starts_with(order, "True")) a.fortran_order = true;
+  if (logs::starts_with(order, "True"))
+    a.fortran_order = true;
   else if (!logs::starts_with(order, "False"))
     throw InputError(origin, "header.fortran_order", "expected True or False");
   std::string_view shape = header_value(header, "shape", origin);
@@ -84,10 +91,11 @@ NpyArray parse_npy(std::string_view bytes, const std::string& origin) {
   }
   const size_t need = static_cast<size_t>(count) * item;
   if (bytes.size() - data_start != need)
-    throw InputError(origin, "", fmt::format("expected {} bytes of data for shape {} ('{}'), "
-                                             "found {}", need, header_value(header, "shape", origin)
-                                                                   .substr(0, 12),
-                                             descr, bytes.size() - data_start));
+    throw InputError(origin, "",
+                     fmt::format("expected {} bytes of data for shape {} ('{}'), "
+                                 "found {}",
+                                 need, header_value(header, "shape", origin).substr(0, 12), descr,
+                                 bytes.size() - data_start));
   a.values.resize(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     const char* p = bytes.data() + data_start + static_cast<size_t>(i) * item;

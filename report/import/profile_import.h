@@ -12,8 +12,8 @@
 namespace hetplan {
 
 struct ProfileImportOptions {
-  std::string gpu_type;  // override the GPU type read from the file or folder names
-  std::string model;     // override the model read from the file or folder names
+  std::string gpu_type;       // override the GPU type read from the file or folder names
+  std::string model;          // override the model read from the file or folder names
   std::optional<int64_t> tp;  // AMP: override the tensor-parallel degree of the file names
 };
 

@@ -1,0 +1,61 @@
+// hetplan report: predicted against measured, as one self-contained HTML file.
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "costmodel/errors.h"
+#include "report/html.h"
+#include "report/report_data.h"
+
+namespace hetplan::cli {
+namespace {
+
+struct ReportCliOptions {
+  ReportInputs in;
+  std::string out, json;
+};
+
+}  // namespace
+
+CommandRunner declare_report(CLI::App& app) {
+  auto o = std::make_shared<ReportCliOptions>();
+  app.add_option("--predictions", o->in.predictions,
+                 "predict --json or search --json outputs (repeatable)")
+      ->required();
+  app.add_option("--measurements", o->in.measurements, "Measurements files (repeatable)");
+  app.add_option("--calibration", o->in.calibration,
+                 "Calibration files or folders, for the calibration curves (repeatable)");
+  app.add_option("--out", o->out, "The HTML file to write")->required();
+  app.add_option("--strategy-index", o->in.strategy_index,
+                 "Whose pipeline timeline and memory to draw: the K-th strategy over all "
+                 "--predictions in order (default 0, the best of a search)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--title", o->in.title, "Page title");
+  app.add_option("--json", o->json, "Also write the report's data (matches, metrics) as JSON");
+  return [o]() {
+    o->in.command = "hetplan report";
+    for (const auto& p : o->in.predictions) o->in.command += " --predictions " + p;
+    for (const auto& m : o->in.measurements) o->in.command += " --measurements " + m;
+    for (const auto& c : o->in.calibration) o->in.command += " --calibration " + c;
+    const Json data = build_report_data(o->in);
+    {
+      std::ofstream out(o->out, std::ios::binary | std::ios::trunc);
+      if (!out) throw RuntimeFailure(fmt::format("cannot write {}", o->out));
+      out << render_report_html(data);
+      if (!out) throw RuntimeFailure(fmt::format("error while writing {}", o->out));
+    }
+    if (!o->json.empty()) write_json_output(data, o->json);
+    const Json& it = data["metrics"]["iteration"];
+    fmt::print("{}: {} matched pairs", o->out, data["pairs"].size());
+    if (it["count"].get<int64_t>() > 0)
+      fmt::print(", iteration time median error {:.1f}%, p90 {:.1f}%",
+                 100 * it["median_ape"].get<double>(), 100 * it["p90_ape"].get<double>());
+    fmt::print("; {} measurements and {} predictions unmatched\n",
+               data["unmatched_measurements"].size(), data["unmatched_predictions"].size());
+    return 0;
+  };
+}
+
+}  // namespace hetplan::cli

@@ -1,0 +1,297 @@
+#include "report/html.h"
+
+#include <fmt/format.h>
+
+#include "report/assets.h"
+
+namespace hetplan {
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string str(const Json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+std::string percent(double x) {
+  return fmt::format("{:.1f}%", 100 * x);
+}
+
+// Green within 10%, amber within 25%, red beyond.
+std::string error_class(double ape) {
+  return ape <= 0.10 ? "good" : ape <= 0.25 ? "warn" : "bad";
+}
+
+std::string seconds(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  return fmt::format("{:.1f} ms", s * 1e3);
+}
+
+std::string gib(double bytes) {
+  return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
+}
+
+std::string metrics_table(const Json& m) {
+  const Json& it = m["iteration"];
+  const Json& mem = m["memory"];
+  const Json& oom = m["oom"];
+  std::string s =
+      "<table class=\"metrics\"><tr><th>metric</th><th class=\"num\">value</th>"
+      "<th>over</th></tr>";
+  auto row = [&](const std::string& name, const std::string& value, const std::string& cls,
+                 const std::string& over) {
+    s += fmt::format(
+        "<tr><td>{}</td><td class=\"num big {}\">{}</td><td class=\"muted\">{}</td></tr>", name,
+        cls, value, over);
+  };
+  const int64_t n = it["count"];
+  if (n > 0) {
+    row("iteration time: median absolute % error", percent(it["median_ape"]),
+        error_class(it["median_ape"]), fmt::format("{} matched pairs", n));
+    row("iteration time: p90 absolute % error", percent(it["p90_ape"]), error_class(it["p90_ape"]),
+        fmt::format("max {}", percent(it["max_ape"])));
+    row("iteration time: median signed error", percent(it["median_signed"]), "",
+        "&gt; 0: predictions slower than measured");
+  } else {
+    row("iteration time", "-", "", "no matched pair with both times");
+  }
+  const Json& rho = m["throughput_spearman"];
+  row("throughput: Spearman rank correlation",
+      rho.is_null() ? "-" : fmt::format("{:.3f}", rho.get<double>()),
+      rho.is_null()              ? ""
+      : rho.get<double>() >= 0.8 ? "good"
+                                 : "warn",
+      rho.is_null() ? "needs two pairs with different throughputs" : "1 = same ranking");
+  const int64_t nm = mem["count"];
+  if (nm > 0) {
+    row("peak memory: median absolute % error", percent(mem["median_ape"]),
+        error_class(mem["median_ape"]), fmt::format("{} pairs with measured memory", nm));
+    row("peak memory: p90 absolute % error", percent(mem["p90_ape"]), error_class(mem["p90_ape"]),
+        fmt::format("median signed {}", percent(mem["median_signed"])));
+  } else {
+    row("peak memory", "-", "", "no matched pair with measured memory");
+  }
+  const int64_t total = oom["both"].get<int64_t>() + oom["predicted_only"].get<int64_t>() +
+                        oom["observed_only"].get<int64_t>() + oom["neither"].get<int64_t>();
+  const int64_t right = oom["both"].get<int64_t>() + oom["neither"].get<int64_t>();
+  row("out of memory: predicted as observed", total > 0 ? fmt::format("{}/{}", right, total) : "-",
+      total == right ? "good" : "bad",
+      fmt::format("both {}, predicted only {}, observed only {}, neither {}",
+                  oom["both"].get<int64_t>(), oom["predicted_only"].get<int64_t>(),
+                  oom["observed_only"].get<int64_t>(), oom["neither"].get<int64_t>()));
+  return s + "</table>";
+}
+
+std::string pairs_table(const Json& pairs) {
+  std::string s =
+      "<div class=\"scroll\"><table><tr><th>model</th><th>strategy</th>"
+      "<th>source</th><th class=\"num\">measured (p10-p90, n)</th>"
+      "<th class=\"num\">predicted</th><th class=\"num\">error</th>"
+      "<th class=\"num\">peak memory measured / predicted</th>"
+      "<th>OOM observed / predicted</th></tr>";
+  for (const Json& p : pairs) {
+    std::string measured = "-", predicted = "-", error = "-", memory = "-";
+    if (p.contains("predicted_s")) predicted = seconds(p["predicted_s"]);
+    if (p.contains("predicted_feasible") && !p["predicted_feasible"].get<bool>())
+      predicted += p["oom_predicted"].get<bool>() ? " (out of memory)" : " (infeasible)";
+    if (p.contains("measured_s")) {
+      measured = fmt::format("{}<br><span class=\"muted\">{} - {}, n {}</span>",
+                             seconds(p["measured_s"]), seconds(p["measured_p10_s"]),
+                             seconds(p["measured_p90_s"]), p["measured_count"].get<int64_t>());
+      error = fmt::format("<span class=\"{}\">{:+.1f}%</span>", error_class(p["ape"]),
+                          100 * p["signed_error"].get<double>());
+    }
+    if (p.contains("measured_memory_bytes"))
+      memory = fmt::format(
+          "{} / {}<br><span class=\"{}\">{:.1f}%</span> <span "
+          "class=\"muted\">{}</span>",
+          gib(p["measured_memory_bytes"]), gib(p["predicted_memory_bytes"]),
+          error_class(p["memory_ape"]), 100 * p["memory_ape"].get<double>(),
+          esc(str(p, "memory_kind")));
+    const bool obs = p["oom_observed"], pred = p["oom_predicted"];
+    const std::string oom =
+        fmt::format("<span class=\"{}\">{} / {}</span>", obs == pred ? "good" : "bad",
+                    obs ? "yes" : "no", pred ? "yes" : "no");
+    s += fmt::format(
+        "<tr><td>{}</td><td class=\"key\" title=\"{}\">{}</td><td>{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td>{}</td></tr>",
+        esc(str(p, "model")), esc(str(p, "origin") + " / " + str(p, "prediction")),
+        esc(str(p, "key")), esc(str(p, "source")), measured, predicted, error, memory, oom);
+  }
+  return s + "</table></div>";
+}
+
+std::string unmatched_lists(const Json& data) {
+  const Json& meas = data["unmatched_measurements"];
+  const Json& preds = data["unmatched_predictions"];
+  std::string s = fmt::format("<details{}><summary>{} measurements without a prediction</summary>",
+                              meas.empty() ? "" : " open", meas.size());
+  if (!meas.empty()) {
+    s += "<table><tr><th>model</th><th>strategy</th><th>source</th><th>from</th></tr>";
+    for (const Json& m : meas)
+      s += fmt::format("<tr><td>{}</td><td class=\"key\">{}</td><td>{}</td><td>{}</td></tr>",
+                       esc(str(m, "model")), esc(str(m, "key")), esc(str(m, "source")),
+                       esc(str(m, "origin").empty() ? str(m, "file") : str(m, "origin")));
+    s += "</table>";
+  }
+  s += fmt::format("</details><details><summary>{} predictions without a measurement</summary>",
+                   preds.size());
+  if (!preds.empty()) {
+    s += "<table><tr><th>model</th><th>strategy</th><th "
+         "class=\"num\">predicted</th><th>from</th></tr>";
+    for (const Json& p : preds)
+      s += fmt::format(
+          "<tr><td>{}</td><td class=\"key\">{}</td><td class=\"num\">{}{}</td><td>{}</td></tr>",
+          esc(str(p, "model")), esc(str(p, "key")), seconds(p["iteration_s"]),
+          p["feasible"].get<bool>() ? "" : " (infeasible)", esc(str(p, "origin")));
+    s += "</table>";
+  }
+  return s + "</details>";
+}
+
+std::string inputs_list(const Json& data) {
+  const Json& in = data["inputs"];
+  std::string s = "<ul>";
+  for (const Json& f : in["predictions"])
+    s += "<li>predictions: " + esc(f.get<std::string>()) + "</li>";
+  for (const Json& f : in["measurements"]) {
+    const Json& c = f["context"];
+    std::string what;
+    for (const char* key :
+         {"framework", "framework_version", "gpu_name", "gpu_type", "host", "date"})
+      if (c.contains(key)) what += (what.empty() ? "" : ", ") + c[key].get<std::string>();
+    s += fmt::format("<li>measurements: {} <span class=\"muted\">{}</span></li>",
+                     esc(f["file"].get<std::string>()), esc(what));
+  }
+  for (const Json& f : in["calibration"])
+    s += "<li>calibration: " + esc(f.get<std::string>()) + "</li>";
+  return s + "</ul>";
+}
+
+// " (device memory 40 GiB)" from the stages' GPU types, where known.
+std::string capacity_text(const Json& memory) {
+  double least = 0;
+  for (const Json& c : memory["capacity_gib"])
+    if (c.is_number()) least = least == 0 ? c.get<double>() : std::min(least, c.get<double>());
+  return least > 0 ? fmt::format(" (device memory {:.0f} GiB)", least) : "";
+}
+
+// The data as a JSON script block: every '<' escaped so no "</script>" can close it early.
+std::string data_block(const Json& data) {
+  const std::string text = data.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '<')
+      out += "\\u003c";
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_report_html(const Json& data) {
+  const bool has_time = !data["pairs"].empty();
+  const Json& cal = data["calibration"];
+  std::string body;
+  body += fmt::format(
+      "<header><h1>{}</h1><p class=\"meta\">generated {} by hetplan {}{}</p></header><main>",
+      esc(str(data, "title")), esc(str(data, "generated")), esc(str(data, "hetplan_version")),
+      str(data, "command").empty() ? "" : " · " + esc(str(data, "command")));
+  body +=
+      "<section id=\"summary\"><h2>Errors</h2><p class=\"explain\">Absolute percentage error "
+      "APE = |predicted − measured| / measured of the median measured iteration time, over "
+      "predictions matched to measurements by model and strategy (docs/report.md). Peak "
+      "memory compares the framework's allocator figures with the prediction less its CUDA "
+      "context reserve.</p>" +
+      metrics_table(data["metrics"]) + "</section>";
+  body +=
+      "<section id=\"accuracy\"><h2>Predicted against measured</h2><p class=\"explain\">Each "
+      "point is one measured strategy; the line is y = x, the shaded band ±10%.</p>"
+      "<div class=\"grid2\"><div class=\"chart\" id=\"chart-iteration\"></div>"
+      "<div class=\"chart\" id=\"chart-memory-accuracy\"></div></div></section>";
+  body += "<section id=\"pairs\"><h2>Matched strategies</h2>" +
+          (has_time ? pairs_table(data["pairs"])
+                    : std::string("<p class=\"muted\">No measurement "
+                                  "matched a prediction.</p>")) +
+          unmatched_lists(data) + "</section>";
+  if (!cal["gemm"].empty() || !cal["collectives"].empty()) {
+    body +=
+        "<section id=\"calibration\"><h2>Calibration</h2><p class=\"explain\">GEMM throughput "
+        "against size and collective bus bandwidth (nccl-tests definition) against message "
+        "size, from the calibration files.</p><div class=\"grid2\">";
+    if (!cal["gemm"].empty()) body += "<div class=\"chart\" id=\"chart-gemm\"></div>";
+    if (!cal["collectives"].empty()) body += "<div class=\"chart\" id=\"chart-collectives\"></div>";
+    body += "</div></section>";
+  }
+  if (data.contains("pipeline")) {
+    const Json& p = data["pipeline"];
+    body += fmt::format(
+        "<section id=\"pipeline\"><h2>Pipeline timeline</h2><p class=\"explain\">{} · {} · {} "
+        "micro-batches per iteration, schedule {}. Drawn from the predicted per-stage F, B and W "
+        "times ({:.1f} ms for the pipeline; the predicted iteration, with data-parallel "
+        "synchronisation and the optimizer step, is {:.1f} ms).{}</p>"
+        "<div class=\"chart tall\" id=\"chart-timeline\"></div></section>",
+        esc(str(p, "model")), esc(str(p, "key")), p["microbatches"].get<int64_t>(),
+        esc(str(p, "schedule")), p["makespan_ms"].get<double>(),
+        p["predicted_iteration_ms"].get<double>(),
+        str(p, "note").empty() ? "" : " " + esc(str(p, "note")) + ".");
+  }
+  if (data.contains("memory")) {
+    const Json& m = data["memory"];
+    body += fmt::format(
+        "<section id=\"memory\"><h2>Memory per device</h2><p class=\"explain\">{} · predicted "
+        "memory of one device of each stage{}{}.</p><div class=\"chart tall\" "
+        "id=\"chart-memory\"></div></section>",
+        esc(str(m, "key")), capacity_text(m),
+        m["feasible"].get<bool>() ? "" : " — infeasible: " + esc(str(m, "reason")));
+  }
+  body += "<section id=\"inputs\"><h2>Inputs</h2>" + inputs_list(data) + "</section>";
+  body += fmt::format(
+      "<footer>hetplan report · charts by Apache ECharts {} (Apache-2.0), "
+      "embedded · <span id=\"hetplan-render-status\" data-charts=\"0\" "
+      "data-rendered=\"0\" data-errors=\"\">charts not drawn (scripts did not "
+      "run)</span></footer></main>",
+      kEchartsVersion);
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  html += "<title>" + esc(str(data, "title")) + "</title><style>\n";
+  html += report_asset("report.css");
+  html += "</style></head><body>\n" + body;
+  html +=
+      "\n<script type=\"application/json\" id=\"hetplan-data\">" + data_block(data) + "</script>\n";
+  html += "<script>\n";
+  html += report_asset("echarts/echarts.min.js");
+  html += "\n</script>\n<script>\n";
+  html += report_asset("report.js");
+  html += "\n</script>\n</body></html>\n";
+  return html;
+}
+
+}  // namespace hetplan

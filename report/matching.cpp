@@ -1,0 +1,45 @@
+#include "report/matching.h"
+
+#include <fmt/format.h>
+
+namespace hetplan {
+
+std::string strategy_key(const Strategy& s) {
+  const bool pipeline = s.pp > 1;
+  std::string schedule = pipeline ? s.schedule : "-";
+  if (pipeline && s.chunks > 1) schedule += fmt::format("x{}", s.chunks);
+  const int zero = s.dp > 1 ? s.zero : 0;
+  const bool sp = s.tp > 1 && s.sequence_parallel;
+  return fmt::format("dp{} tp{} pp{} mb{} gb{} {} {} zero{}{}", s.dp, s.tp, s.pp, s.micro_batch,
+                     s.global_batch, schedule, to_string(s.recompute), zero, sp ? " sp" : "");
+}
+
+Matching match_measurements(const std::vector<PredictedStrategy>& predictions,
+                            const std::vector<MeasurementsFile>& files) {
+  Matching out;
+  std::vector<std::string> keys;
+  for (const auto& p : predictions) keys.push_back(strategy_key(p.strategy));
+  std::vector<bool> used(predictions.size(), false);
+  for (const auto& file : files) {
+    for (const auto& m : file.measurements) {
+      MatchedMeasurement mm;
+      mm.measurement = m;
+      mm.file = file.origin;
+      mm.strategy =
+          strategy_from_json(ObjectReader(m.strategy, file.origin, m.key_path + ".strategy"));
+      mm.key = strategy_key(mm.strategy);
+      for (size_t i = 0; i < predictions.size(); ++i)
+        if (predictions[i].model == m.model && keys[i] == mm.key) {
+          mm.prediction = static_cast<int64_t>(i);
+          used[i] = true;
+          break;
+        }
+      out.measurements.push_back(std::move(mm));
+    }
+  }
+  for (size_t i = 0; i < predictions.size(); ++i)
+    if (!used[i]) out.unmatched_predictions.push_back(static_cast<int64_t>(i));
+  return out;
+}
+
+}  // namespace hetplan

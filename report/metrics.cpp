@@ -1,0 +1,63 @@
+#include "report/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "costmodel/stats.h"
+
+namespace hetplan {
+
+ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  ErrorStats e;
+  std::vector<double> ape, signed_error;
+  for (size_t i = 0; i < predicted.size() && i < measured.size(); ++i) {
+    if (!(measured[i] > 0)) continue;
+    const double rel = (predicted[i] - measured[i]) / measured[i];
+    ape.push_back(std::fabs(rel));
+    signed_error.push_back(rel);
+  }
+  e.count = static_cast<int64_t>(ape.size());
+  if (ape.empty()) return e;
+  std::sort(ape.begin(), ape.end());
+  std::sort(signed_error.begin(), signed_error.end());
+  e.median_ape = percentile_sorted(ape, 0.5);
+  e.p90_ape = percentile_sorted(ape, 0.9);
+  e.max_ape = ape.back();
+  e.median_signed = percentile_sorted(signed_error, 0.5);
+  return e;
+}
+
+std::vector<double> average_ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> ranks(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    const double mean_rank = (static_cast<double>(i) + static_cast<double>(j)) / 2 + 1;
+    for (size_t k = i; k <= j; ++k) ranks[order[k]] = mean_rank;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+std::optional<double> spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  const size_t n = std::min(x.size(), y.size());
+  if (n < 2) return std::nullopt;
+  const std::vector<double> rx = average_ranks({x.begin(), x.begin() + n});
+  const std::vector<double> ry = average_ranks({y.begin(), y.begin() + n});
+  const double mx = std::accumulate(rx.begin(), rx.end(), 0.0) / n;
+  const double my = std::accumulate(ry.begin(), ry.end(), 0.0) / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxy += (rx[i] - mx) * (ry[i] - my);
+    sxx += (rx[i] - mx) * (rx[i] - mx);
+    syy += (ry[i] - my) * (ry[i] - my);
+  }
+  if (sxx == 0 || syy == 0) return std::nullopt;
+  return sxy / std::sqrt(sxx * syy);
+}
+
+}  // namespace hetplan

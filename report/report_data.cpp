@@ -1,0 +1,296 @@
+#include "report/report_data.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "costmodel/calibration.h"
+#include "costmodel/errors.h"
+#include "costmodel/hardware.h"
+#include "costmodel/measurements.h"
+#include "report/matching.h"
+#include "report/metrics.h"
+#include "report/predictions.h"
+#include "report/timeline.h"
+
+namespace hetplan {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string now_utc() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return date;
+}
+
+Json or_null(const std::optional<double>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+Json to_json(const ErrorStats& e) {
+  return {{"count", e.count},
+          {"median_ape", e.median_ape},
+          {"p90_ape", e.p90_ape},
+          {"max_ape", e.max_ape},
+          {"median_signed", e.median_signed}};
+}
+
+// Predicted peak memory per stage comparable with a measurement of `kind`: the framework's
+// allocator figures exclude the CUDA context and library buffers hetplan calls the reserve.
+std::vector<double> comparable_memory(const Prediction& p, const std::string& kind) {
+  std::vector<double> out = p.peak_memory_bytes;
+  if (kind != "device")
+    for (size_t s = 0; s < out.size() && s < p.stages.size(); ++s)
+      out[s] -= p.stages[s].memory.reserve;
+  return out;
+}
+
+double max_of(const std::vector<double>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matching& matching,
+                       Json& data) {
+  Json pairs = Json::array(), unmatched = Json::array();
+  std::vector<double> pred_t, meas_t, pred_tput, meas_tput, pred_mem, meas_mem;
+  OomTable oom;
+  for (const auto& mm : matching.measurements) {
+    const Measurement& m = mm.measurement;
+    if (mm.prediction < 0) {
+      unmatched.push_back({{"model", m.model},
+                           {"key", mm.key},
+                           {"file", mm.file},
+                           {"origin", m.origin},
+                           {"source", m.source}});
+      continue;
+    }
+    const PredictedStrategy& ps = preds[mm.prediction];
+    Json pair = {{"model", m.model},      {"key", mm.key},      {"source", m.source},
+                 {"file", mm.file},       {"origin", m.origin}, {"prediction", ps.origin},
+                 {"oom_observed", m.oom}, {"notes", m.notes}};
+    const bool predicted_oom =
+        ps.predicted && !ps.predicted->feasible && ps.predicted->reason_code == "memory";
+    pair["oom_predicted"] = predicted_oom;
+    if (ps.predicted) {
+      const Prediction& p = *ps.predicted;
+      pair["predicted_feasible"] = p.feasible;
+      pair["predicted_reason"] = p.reason;
+      if (p.iteration_s > 0) pair["predicted_s"] = p.iteration_s;
+      if (m.iteration_s && p.iteration_s > 0) {
+        const double meas = m.iteration_s->median;
+        pair["measured_s"] = meas;
+        pair["measured_p10_s"] = m.iteration_s->p10;
+        pair["measured_p90_s"] = m.iteration_s->p90;
+        pair["measured_count"] = m.iteration_s->count;
+        pair["signed_error"] = (p.iteration_s - meas) / meas;
+        pair["ape"] = std::fabs(p.iteration_s - meas) / meas;
+        pred_t.push_back(p.iteration_s);
+        meas_t.push_back(meas);
+        const double gb = static_cast<double>(mm.strategy.global_batch);
+        pred_tput.push_back(gb / p.iteration_s);
+        meas_tput.push_back(gb / meas);
+        pair["predicted_samples_per_s"] = gb / p.iteration_s;
+        pair["measured_samples_per_s"] = gb / meas;
+      }
+      const double measured_peak = max_of(m.peak_memory_bytes);
+      const double predicted_peak = max_of(comparable_memory(p, m.peak_memory_kind));
+      if (measured_peak > 0 && predicted_peak > 0) {
+        pair["measured_memory_bytes"] = measured_peak;
+        pair["predicted_memory_bytes"] = predicted_peak;
+        pair["memory_kind"] = m.peak_memory_kind;
+        pair["memory_ape"] = std::fabs(predicted_peak - measured_peak) / measured_peak;
+        pred_mem.push_back(predicted_peak);
+        meas_mem.push_back(measured_peak);
+      }
+      if (predicted_oom && m.oom)
+        ++oom.both;
+      else if (predicted_oom)
+        ++oom.predicted_only;
+      else if (m.oom)
+        ++oom.observed_only;
+      else
+        ++oom.neither;
+    }
+    pairs.push_back(pair);
+  }
+  data["unmatched_measurements"] = unmatched;
+  Json metrics;
+  metrics["iteration"] = to_json(error_stats(pred_t, meas_t));
+  metrics["throughput_spearman"] = or_null(spearman(pred_tput, meas_tput));
+  metrics["memory"] = to_json(error_stats(pred_mem, meas_mem));
+  metrics["oom"] = {{"both", oom.both},
+                    {"predicted_only", oom.predicted_only},
+                    {"observed_only", oom.observed_only},
+                    {"neither", oom.neither}};
+  data["metrics"] = metrics;
+  return pairs;
+}
+
+// Calibration inputs: files as given, and the *.json files under folders (found = true).
+std::vector<std::pair<std::filesystem::path, bool>> calibration_paths(
+    const std::vector<std::string>& inputs) {
+  std::vector<std::pair<std::filesystem::path, bool>> out;
+  for (const auto& in : inputs) {
+    if (!std::filesystem::is_directory(in)) {
+      out.emplace_back(in, false);
+      continue;
+    }
+    std::vector<std::filesystem::path> found;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(in))
+      if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path());
+    std::sort(found.begin(), found.end());
+    for (auto& f : found) out.emplace_back(std::move(f), true);
+  }
+  return out;
+}
+
+Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
+  std::map<std::string, Json> gemm, coll;
+  for (const auto& [path, found] : calibration_paths(inputs)) {
+    const Document doc = load_document(path);
+    // Folders may also hold profiles; only calibration files have curves.
+    if (found && doc.root.is_object() && doc.root.value("format", "") != kCalibrationFormat)
+      continue;
+    const CalibrationFile cal = calibration_from_document(doc);
+    files.push_back(path.string());
+    const std::string gpu = cal.context.gpu_type.empty() ? "?" : cal.context.gpu_type;
+    for (const auto& g : cal.gemm) {
+      Json& series = gemm[fmt::format("{} {}", gpu, to_string(g.dtype))];
+      series.push_back({g.shape.flops(), g.shape.flops() / g.time_s.median / 1e12,
+                        fmt::format("{}x{}x{}{}", g.shape.m, g.shape.n, g.shape.k,
+                                    g.shape.batch > 1 ? fmt::format(" x{}", g.shape.batch) : "")});
+    }
+    for (const auto& c : cal.collectives) {
+      if (!c.ok) continue;
+      Json& series =
+          coll[fmt::format("{} {} GPUs{} {} ({})", to_string(c.op), c.group_size,
+                           c.nodes > 1 ? fmt::format(" on {} nodes", c.nodes) : "", c.link, gpu)];
+      series.push_back({c.bytes, c.busbw_GBps});
+    }
+  }
+  auto to_list = [](std::map<std::string, Json>& m, bool sort) {
+    Json list = Json::array();
+    for (auto& [name, points] : m) {
+      if (sort)
+        std::sort(points.begin(), points.end(), [](const Json& a, const Json& b) {
+          return a[0].get<double>() < b[0].get<double>();
+        });
+      list.push_back({{"name", name}, {"points", points}});
+    }
+    return list;
+  };
+  return {{"gemm", to_list(gemm, false)}, {"collectives", to_list(coll, true)}};
+}
+
+Json pipeline_and_memory(const PredictedStrategy& ps, Json& memory) {
+  const Prediction& p = *ps.predicted;
+  const Strategy& s = ps.strategy;
+  Json stages = Json::array();
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const auto& st = p.stages[i];
+    stages.push_back(fmt::format("stage {} · {} · layers {}-{}", i, st.stage.gpu_type,
+                                 st.stage.first_layer, st.stage.last_layer));
+  }
+  const int64_t m = s.microbatches();
+  const Timeline t = pipeline_timeline(p, s.schedule, m);
+  Json ops = Json::array();
+  for (const auto& op : t.ops)
+    ops.push_back(
+        {op.stage, std::string(1, op.pass), op.microbatch, op.start_s * 1e3, op.end_s * 1e3});
+  Json pipeline = {{"origin", ps.origin},
+                   {"key", strategy_key(s)},
+                   {"model", ps.model},
+                   {"schedule", s.schedule},
+                   {"microbatches", m},
+                   {"stages", stages},
+                   {"ops", ops},
+                   {"makespan_ms", t.makespan_s * 1e3},
+                   {"predicted_iteration_ms", p.iteration_s * 1e3},
+                   {"note", t.note}};
+  Json parts = Json::object();
+  const std::pair<const char*, double MemoryBreakdown::*> kParts[] = {
+      {"weights", &MemoryBreakdown::weights},     {"gradients", &MemoryBreakdown::gradients},
+      {"optimizer", &MemoryBreakdown::optimizer}, {"activations", &MemoryBreakdown::activations},
+      {"transient", &MemoryBreakdown::transient}, {"reserve", &MemoryBreakdown::reserve}};
+  for (const auto& [name, field] : kParts) {
+    Json v = Json::array();
+    for (const auto& st : p.stages) v.push_back(st.memory.*field / kGiB);
+    parts[name] = v;
+  }
+  Json capacity = Json::array();
+  for (const auto& st : p.stages) {
+    try {
+      capacity.push_back(load_gpu(st.stage.gpu_type).memory_bytes / kGiB);
+    } catch (const InputError&) {
+      capacity.push_back(nullptr);  // a GPU type defined in a cluster file
+    }
+  }
+  memory = {{"origin", ps.origin}, {"key", strategy_key(s)},   {"stages", stages},
+            {"parts", parts},      {"capacity_gib", capacity}, {"feasible", p.feasible},
+            {"reason", p.reason}};
+  return pipeline;
+}
+
+}  // namespace
+
+Json build_report_data(const ReportInputs& in) {
+  Json data;
+  data["format"] = kReportFormat;
+  data["schema_version"] = kReportSchemaVersion;
+  data["title"] = in.title;
+  data["generated"] = now_utc();
+  data["hetplan_version"] = "0.1.0";
+  data["command"] = in.command;
+  std::vector<PredictedStrategy> preds;
+  for (const auto& path : in.predictions)
+    for (auto& p : load_predicted_strategies(path)) preds.push_back(std::move(p));
+  std::vector<MeasurementsFile> measured;
+  for (const auto& path : in.measurements) measured.push_back(load_measurements(path));
+  const Matching matching = match_measurements(preds, measured);
+  data["pairs"] = pairs_and_metrics(preds, matching, data);
+  Json unmatched = Json::array();
+  for (int64_t i : matching.unmatched_predictions) {
+    const auto& p = preds[i];
+    unmatched.push_back({{"model", p.model},
+                         {"key", strategy_key(p.strategy)},
+                         {"origin", p.origin},
+                         {"iteration_s", p.predicted ? p.predicted->iteration_s : 0.0},
+                         {"feasible", p.predicted ? p.predicted->feasible : true}});
+  }
+  data["unmatched_predictions"] = unmatched;
+  Json cal_files = Json::array();
+  data["calibration"] = calibration_curves(in.calibration, cal_files);
+  Json measurement_files = Json::array();
+  for (const auto& f : measured)
+    measurement_files.push_back({{"file", f.origin}, {"context", to_json(f.context)}});
+  data["inputs"] = {{"predictions", in.predictions},
+                    {"measurements", measurement_files},
+                    {"calibration", cal_files}};
+  if (in.strategy_index < 0 || in.strategy_index >= static_cast<int64_t>(preds.size()))
+    throw InputError(fmt::format("--strategy-index {}: the predictions hold {} strategies",
+                                 in.strategy_index, preds.size()));
+  const PredictedStrategy& chosen = preds[in.strategy_index];
+  if (chosen.predicted && !chosen.predicted->stages.empty()) {
+    Json memory;
+    data["pipeline"] = pipeline_and_memory(chosen, memory);
+    // The measured peak of the same strategy, where one matched it.
+    for (const auto& mm : matching.measurements)
+      if (mm.prediction == in.strategy_index && !mm.measurement.peak_memory_bytes.empty()) {
+        Json measured_gib = Json::array();
+        for (double b : mm.measurement.peak_memory_bytes) measured_gib.push_back(b / kGiB);
+        memory["measured_gib"] = measured_gib;
+        memory["measured_kind"] = mm.measurement.peak_memory_kind;
+        break;
+      }
+    data["memory"] = memory;
+  }
+  return data;
+}
+
+}  // namespace hetplan

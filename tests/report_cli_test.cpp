@@ -1,0 +1,140 @@
+// hetplan import, export and report from the command line: outputs, exit statuses and messages.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+#include "costmodel/calibration.h"
+#include "costmodel/measurements.h"
+#include "report_fixture.h"
+
+namespace hetplan {
+namespace {
+
+using testing::run_hetplan;
+const std::string kData = HETPLAN_TEST_DATA;
+const std::string kExternal = HETPLAN_EXTERNAL_DATA;
+
+TEST(ImportCli, WritesMeasurementsAndCalibrationFiles) {
+  const auto dir = testing::temp_dir("import_cli");
+  const auto meas = (dir / "ds.json").string();
+  auto r =
+      run_hetplan("import --format deepspeed " + kData +
+                  "/deepspeed/gpt2-medium_pp2_dp4_zero1.log --model gpt2-medium --out " + meas);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 measurements (0 out of memory) from 1 files"), std::string::npos);
+  const MeasurementsFile f = load_measurements(meas);
+  EXPECT_EQ(f.context.framework, "deepspeed");
+  EXPECT_EQ(f.context.framework_version, "0.16.4");
+  EXPECT_EQ(f.measurements.at(0).source, "imported:deepspeed");
+
+  const auto cal = (dir / "amp.json").string();
+  r = run_hetplan("import --format amp " + kExternal + "/amp/known_cost/gpt2_G4_1.npy " +
+                  kExternal + "/amp/known_cost/gpt2_G4_2.npy --out " + cal);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CalibrationFile c = load_calibration(cal);
+  EXPECT_EQ(c.context.source, "imported:amp");
+  EXPECT_EQ(c.context.gpu_type, "t4");
+  EXPECT_EQ(c.layer_forward.size(), 60u);
+
+  r = run_hetplan("import --format helix " + kExternal + "/helix/profiles/llama1_30b/t4x4 --out " +
+                  (dir / "helix.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(load_calibration(dir / "helix.json").serving_layer.front().gpus, 4);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ImportCli, BadInputIsExitTwoWithFileAndLine) {
+  const auto dir = testing::temp_dir("import_cli_bad");
+  const auto log = dir / "broken.log";
+  std::ofstream(log) << "------------------------ arguments ------------------------\n"
+                        "  micro_batch_size ................................ 2\n"
+                        "-------------------- end of arguments ---------------------\n"
+                        " iteration        1/      10 | elapsed time per iteration (ms): 12,5 |\n";
+  auto r = run_hetplan("import --format megatron " + log.string() + " --out " +
+                       (dir / "m.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("broken.log:4: \"elapsed time per iteration (ms)\": expected a number, "
+                          "found \"12,5\""),
+            std::string::npos)
+      << r.output;
+  r = run_hetplan("import --format nemo " + log.string() + " --out x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown format \"nemo\" (expected megatron, deepspeed, amp, helix)"),
+            std::string::npos)
+      << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ExportCli, PredictOutputCarriesThePartition) {
+  const auto& in = testing::report_inputs();
+  // The tp 1, pp 4 run of the uneven Megatron-LM log: blocks 5, 7, 7, 5 again.
+  auto r = run_hetplan("export --strategy " + in.predictions[1] + " --format megatron");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("  --decoder-first-pipeline-num-layers 5\n  "
+                          "--decoder-last-pipeline-num-layers 5\n"),
+            std::string::npos)
+      << r.output;
+  r = run_hetplan("export --strategy " + in.search + " --index 5 --format deepspeed");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--index 5: the file holds 3 strategies"), std::string::npos) << r.output;
+}
+
+TEST(ExportCli, UnsupportedIsAnErrorUnlessApproximationIsAllowed) {
+  const auto dir = testing::temp_dir("export_cli");
+  const auto s = dir / "zb.json";
+  std::ofstream(s) << R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 8,
+                         "schedule": "zb-h2"})";
+  auto r =
+      run_hetplan("export --strategy " + s.string() + " --model gpt2-medium --format deepspeed");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("deepspeed cannot express this strategy:\n  - schedule zb-h2: "
+                          "DeepSpeed's pipeline engine runs 1F1B only"),
+            std::string::npos)
+      << r.output;
+  const auto out = dir / "ds.json";
+  r = run_hetplan("export --strategy " + s.string() +
+                  " --model gpt2-medium --format deepspeed "
+                  "--allow-approximate --out " +
+                  out.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("NOT EXPRESSED: schedule zb-h2"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(out));
+  r = run_hetplan("export --strategy " + s.string() + " --format megatron");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("the file does not name the model: give --model"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ReportCli, WritesHtmlAndJsonAndRejectsBadMeasurements) {
+  const auto& in = testing::report_inputs();
+  const auto dir = testing::temp_dir("report_cli");
+  const auto html = dir / "r.html";
+  auto r = run_hetplan("report --predictions " + in.predictions[0] + " --predictions " +
+                       in.predictions[2] + " --measurements " + in.measurements + " --out " +
+                       html.string() + " --json " + (dir / "r.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Two of the four measured strategies have a prediction here.
+  EXPECT_NE(r.output.find("2 matched pairs"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2 measurements and 0 predictions unmatched"), std::string::npos);
+  EXPECT_GT(std::filesystem::file_size(html), 1000000u);  // ECharts inside
+  const Document data = load_document(dir / "r.json");
+  EXPECT_EQ(data.root["unmatched_measurements"].size(), 2u);
+
+  const auto bad = dir / "bad.json";
+  std::ofstream(bad) << R"({"format": "hetplan-measurements", "schema_version": 1, "context": {},
+    "measurements": [{"model": "gpt2-medium", "strategy": {"dp": 1, "tp": 0, "pp": 1,
+    "micro_batch": 1, "global_batch": 1}, "iteration_s": 1, "source": "measured:pytorch"}]})";
+  r = run_hetplan("report --predictions " + in.predictions[0] + " --measurements " + bad.string() +
+                  " --out " + html.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("bad.json: measurements[0].strategy.tp: expected a whole number > 0, "
+                          "found 0"),
+            std::string::npos)
+      << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace hetplan

@@ -1,0 +1,184 @@
+// The report: error metrics (values worked out by hand), the matching key, the pipeline timeline
+// (worked out by hand), and the report document built from real hetplan outputs.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "report/assets.h"
+#include "report/html.h"
+#include "report/matching.h"
+#include "report/metrics.h"
+#include "report/report_data.h"
+#include "report/timeline.h"
+#include "report_fixture.h"
+
+namespace hetplan {
+namespace {
+
+TEST(ReportMetrics, ErrorStatistics) {
+  // APE 0.1, 0.3, 0.2, 0.05 -> sorted 0.05 0.1 0.2 0.3: median 0.15, p90 at position 2.7 =
+  // 0.2 + 0.7 x 0.1 = 0.27. Signed 0.1 -0.3 -0.2 0.05 -> median (-0.2 + 0.05) / 2.
+  const ErrorStats e = error_stats({1.1, 0.7, 2.0, 4.2}, {1.0, 1.0, 2.5, 4.0});
+  EXPECT_EQ(e.count, 4);
+  EXPECT_NEAR(e.median_ape, 0.15, 1e-12);
+  EXPECT_NEAR(e.p90_ape, 0.27, 1e-12);
+  EXPECT_NEAR(e.max_ape, 0.3, 1e-12);
+  EXPECT_NEAR(e.median_signed, -0.075, 1e-12);
+  EXPECT_EQ(error_stats({}, {}).count, 0);
+}
+
+TEST(ReportMetrics, SpearmanWithTies) {
+  EXPECT_EQ(average_ranks({10, 20, 20, 5}), (std::vector<double>{2, 3.5, 3.5, 1}));
+  // y ranks 1 2 3.5 5 3.5 against 1..5: sum dx dy = 8, sum dx^2 = 10, sum dy^2 = 9.5.
+  const auto rho = spearman({1, 2, 3, 4, 5}, {5, 6, 7, 8, 7});
+  ASSERT_TRUE(rho.has_value());
+  EXPECT_NEAR(*rho, 8 / std::sqrt(95.0), 1e-12);
+  EXPECT_NEAR(*spearman({1, 2, 3}, {30, 20, 10}), -1.0, 1e-12);
+  EXPECT_FALSE(spearman({1, 2, 3}, {7, 7, 7}).has_value());
+  EXPECT_FALSE(spearman({1}, {2}).has_value());
+}
+
+TEST(ReportMatching, KeyNormalisesWhatHasNoEffect) {
+  Strategy s;
+  s.dp = 1;
+  s.micro_batch = 2;
+  s.global_batch = 8;
+  s.schedule = "gpipe";        // no pipeline: no schedule
+  s.zero = 2;                  // one replica: nothing to shard
+  s.sequence_parallel = true;  // tp 1: nothing to split
+  EXPECT_EQ(strategy_key(s), "dp1 tp1 pp1 mb2 gb8 - none zero0");
+  s.dp = 2;
+  s.tp = 2;
+  s.pp = 2;
+  s.zero = 1;
+  s.schedule = "interleaved";
+  s.chunks = 2;
+  s.recompute = Recompute::kFull;
+  EXPECT_EQ(strategy_key(s), "dp2 tp2 pp2 mb2 gb8 interleavedx2 full zero1 sp");
+}
+
+TEST(ReportTimeline, OneFOneBByHand) {
+  // Two stages, F 1, B 2, W 1, p2p 0.5, two micro-batches. Stage 0 runs F0 F1 B0 B1, stage 1
+  // F0 B0 F1 B1. Stage 1: F0 1.5-2.5, B0 2.5-4.5, W0 -5.5, F1 5.5-6.5, B1 6.5-8.5, W1 -9.5.
+  // Stage 0: F0 0-1, F1 1-2, B0 waits for stage 1's B0 + p2p = 5: 5-7, W0 -8; B1 at 8.5 + 0.5
+  // = 9: 9-11, W1 -12.
+  Prediction p;
+  p.stages.resize(2);
+  for (auto& st : p.stages) {
+    st.forward_s = 1;
+    st.backward_input_s = 2;
+    st.backward_weight_s = 1;
+  }
+  p.stages[0].p2p_s = 0.5;
+  const Timeline t = pipeline_timeline(p, "1f1b", 2);
+  EXPECT_DOUBLE_EQ(t.makespan_s, 12);
+  auto find = [&](int64_t stage, char pass, int64_t mb) {
+    for (const auto& op : t.ops)
+      if (op.stage == stage && op.pass == pass && op.microbatch == mb) return op;
+    return TimelineOp{-1};
+  };
+  EXPECT_DOUBLE_EQ(find(1, 'F', 0).start_s, 1.5);
+  EXPECT_DOUBLE_EQ(find(1, 'F', 1).start_s, 5.5);
+  EXPECT_DOUBLE_EQ(find(0, 'B', 0).start_s, 5);
+  EXPECT_DOUBLE_EQ(find(0, 'W', 0).end_s, 8);
+  EXPECT_DOUBLE_EQ(find(0, 'B', 1).start_s, 9);
+  EXPECT_EQ(t.ops.size(), 12u);  // 2 stages x 2 micro-batches x F, B, W
+  // GPipe: all forwards first. Stage 1: F0 1.5-2.5, F1 2.5-3.5, B0 3.5-5.5, W -6.5, B1 6.5-8.5;
+  // stage 0: B0 at 5.5 + 0.5 = 6, to 8, W to 9; B1 at 8.5 + 0.5 = 9, to 11, W to 12.
+  const Timeline g = pipeline_timeline(p, "gpipe", 2);
+  EXPECT_EQ(g.schedule, "gpipe");
+  EXPECT_DOUBLE_EQ(g.makespan_s, 12.0);
+  EXPECT_EQ(pipeline_timeline(p, "zb-h1", 2).note, "schedule zb-h1 drawn in 1F1B order");
+}
+
+TEST(ReportData, MatchesRealOutputs) {
+  const auto& files = testing::report_inputs();
+  ReportInputs in;
+  in.predictions = files.predictions;
+  in.predictions.push_back(files.search);
+  in.measurements = {files.measurements};
+  in.calibration = {files.calibration};
+  const Json data = build_report_data(in);
+  EXPECT_EQ(data["format"], "hetplan-report");
+  // Four measured strategies, each matched to its own prediction; the search's three strategies
+  // (data parallel only, micro-batches 8 and below) match none of them.
+  ASSERT_EQ(data["pairs"].size(), 4u);
+  EXPECT_TRUE(data["unmatched_measurements"].empty());
+  EXPECT_EQ(data["unmatched_predictions"].size(), 3u);
+  const Json& a = data["pairs"][0];
+  EXPECT_EQ(a["key"], "dp2 tp2 pp2 mb4 gb64 1f1b selective zero1 sp");
+  EXPECT_DOUBLE_EQ(a["measured_s"].get<double>(), 0.1961);  // tests/data/megatron: median
+  const Json predicted = load_document(files.predictions[0]).root["predicted"];
+  const double p = predicted["iteration_s"];
+  EXPECT_DOUBLE_EQ(a["predicted_s"].get<double>(), p);
+  EXPECT_DOUBLE_EQ(a["ape"].get<double>(), std::fabs(p - 0.1961) / 0.1961);
+  // Allocated memory against the prediction less its reserve, largest stage.
+  const double reserve = predicted["stages"][0]["memory"]["reserve_bytes"];
+  const double peak = std::max(predicted["peak_memory_bytes"][0].get<double>(),
+                               predicted["peak_memory_bytes"][1].get<double>());
+  EXPECT_DOUBLE_EQ(a["predicted_memory_bytes"].get<double>(), peak - reserve);
+  EXPECT_DOUBLE_EQ(a["measured_memory_bytes"].get<double>(), 3010.5625 * 1024 * 1024);
+  // The dp 8, micro-batch 32 run: out of memory, as predicted.
+  const Json& oom = data["pairs"][3];
+  EXPECT_TRUE(oom["oom_observed"].get<bool>());
+  EXPECT_TRUE(oom["oom_predicted"].get<bool>());
+  const Json& m = data["metrics"];
+  EXPECT_EQ(m["iteration"]["count"], 3);
+  EXPECT_EQ(m["oom"]["both"], 1);
+  EXPECT_EQ(m["oom"]["neither"], 3);
+  EXPECT_FALSE(m["throughput_spearman"].is_null());
+  // Calibration curves: one GEMM series of 8 shapes; two collectives (the failed one is left out).
+  ASSERT_EQ(data["calibration"]["gemm"].size(), 1u);
+  EXPECT_EQ(data["calibration"]["gemm"][0]["name"], "a100-40gb bf16");
+  EXPECT_EQ(data["calibration"]["gemm"][0]["points"].size(), 8u);
+  EXPECT_EQ(data["calibration"]["collectives"].size(), 2u);
+  // Timeline and memory of the first strategy: pp 2, 64 / (dp 2 x mb 4) = 8 micro-batches, F, B
+  // and W of each on both stages.
+  EXPECT_EQ(data["pipeline"]["microbatches"], 8);
+  EXPECT_EQ(data["pipeline"]["ops"].size(), 2u * 8 * 3);
+  EXPECT_EQ(data["memory"]["parts"]["weights"].size(), 2u);
+  EXPECT_EQ(data["memory"]["measured_gib"].size(), 2u);
+  EXPECT_DOUBLE_EQ(data["memory"]["capacity_gib"][0].get<double>(), 40.0);
+}
+
+TEST(ReportData, CalibrationFoldersSkipProfilesAndEmptyFiles) {
+  const auto& files = testing::report_inputs();
+  ReportInputs in;
+  in.predictions = {files.predictions[0]};
+  // tests/data/calibration holds the sample; calibration_data/datasheet holds priors without
+  // measurements, which add files but no curves.
+  in.calibration = {std::string(HETPLAN_TEST_DATA) + "/calibration",
+                    std::string(HETPLAN_TEST_DATA) + "/../../calibration_data/datasheet"};
+  const Json data = build_report_data(in);
+  EXPECT_EQ(data["calibration"]["gemm"].size(), 1u);
+  EXPECT_EQ(data["calibration"]["collectives"].size(), 2u);
+  EXPECT_EQ(data["inputs"]["calibration"].size(), 7u);  // the sample and six datasheet files
+}
+
+TEST(ReportHtml, SelfContainedAndEscaped) {
+  const auto& files = testing::report_inputs();
+  ReportInputs in;
+  in.predictions = {files.predictions[1]};
+  in.measurements = {files.measurements};
+  in.title = "A </script><b>title</b>";
+  const std::string html = render_report_html(build_report_data(in));
+  EXPECT_EQ(html.find("<b>title"), std::string::npos);
+  EXPECT_NE(html.find("<title>A &lt;/script&gt;&lt;b&gt;title&lt;/b&gt;</title>"),
+            std::string::npos);
+  // The data block escapes '<', so the only "</script" are the three closing tags.
+  size_t count = 0;
+  for (size_t pos = html.find("</script"); pos != std::string::npos;
+       pos = html.find("</script", pos + 1))
+    ++count;
+  EXPECT_EQ(count, 3u);
+  // No file or network fetches: everything is inline.
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_NE(html.find(std::string(report_asset("echarts/echarts.min.js")).substr(0, 200)),
+            std::string::npos);
+  EXPECT_GT(report_asset("echarts/echarts.min.js").size(), 1000000u);
+  EXPECT_TRUE(report_asset("nope").empty());
+}
+
+}  // namespace
+}  // namespace hetplan
