@@ -12,7 +12,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
-#include "search/pipeline_timing.h"
+#include "search/pipeline/schedule.h"
 #include "search/search.h"
 
 namespace hetplan::cli {
@@ -101,12 +101,7 @@ CommandRunner declare_search(CLI::App& app) {
   return [o]() {
     const ModelSpec model = load_model(o->model, o->seq_len);
     const ClusterSpec cluster = load_cluster(o->cluster);
-    for (const auto& s : o->schedules)
-      if (!is_pipeline_schedule(s)) {
-        std::string names;
-        for (const auto& n : pipeline_schedule_names()) names += (names.empty() ? "" : ", ") + n;
-        throw InputError(fmt::format("--schedules: unknown schedule \"{}\" (expected {})", s, names));
-      }
+    for (const auto& s : o->schedules) pipeline::schedule_info(s);  // InputError names the known
     const Profile profile = load_run_profile(o->calibration, cluster, o->no_default_calibration);
     const CostModel cost(profile, cluster);
     const Evaluator evaluator(model, cluster, cost);

@@ -1,6 +1,7 @@
 #include "search/evaluate.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -9,7 +10,7 @@
 
 #include "costmodel/errors.h"
 #include "search/partition.h"
-#include "search/pipeline_timing.h"
+#include "search/pipeline/schedule.h"
 
 namespace hetplan {
 namespace {
@@ -108,12 +109,22 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
   return *it->second;
 }
 
-const GpuSpec& Evaluator::gpu_of(const StageSpec& st) const {
-  return cluster_.groups[devices_[st.devices.front()].group].node.gpu;
+int64_t Evaluator::chunks_of(const Strategy& s) {
+  const pipeline::ScheduleInfo& info = pipeline::schedule_info(s.schedule);
+  if (info.default_chunks <= 1) return 1;
+  return s.chunks > 1 ? s.chunks : info.default_chunks;
+}
+
+int64_t Evaluator::device_of_virtual_stage(const Strategy& s, int64_t j) {
+  const int64_t P = s.pp, v = chunks_of(s);
+  if (v == 1) return j;
+  if (s.schedule.rfind("v-", 0) == 0) return j < P ? j : 2 * P - 1 - j;  // the V turns back
+  return j % P;  // interleaved: round robin
 }
 
 std::string Evaluator::structural_problem(const Strategy& s, std::string& code) const {
   const int64_t layers = static_cast<int64_t>(model_.layers.size());
+  pipeline::schedule_info(s.schedule);  // throws InputError naming the known schedules
   if (s.microbatches() == 0) {
     code = "batch";
     return fmt::format("global batch {} is not a multiple of dp x micro_batch = {} x {}",
@@ -127,158 +138,237 @@ std::string Evaluator::structural_problem(const Strategy& s, std::string& code) 
     code = "tp";
     return p;
   }
-  if (s.pp > layers) {
+  const int64_t v = chunks_of(s);
+  if (s.schedule.rfind("v-", 0) == 0 && v != 2) {
+    code = "chunks";
+    return fmt::format("the V schedules place exactly 2 chunks per device, not {}", v);
+  }
+  if (s.pp * v > layers) {
     code = "pp";
-    return fmt::format("pp {} exceeds the model's {} layers", s.pp, layers);
+    return fmt::format("pp {} x {} chunks exceeds the model's {} layers", s.pp, v, layers);
   }
   if (s.zero >= 2 && s.pp > 1) {
     code = "zero";
     return fmt::format("ZeRO-{} with pipeline parallelism is supported by neither Megatron-LM "
                        "nor DeepSpeed (ZeRO-1 is)", s.zero);
   }
-  if (!is_pipeline_schedule(s.schedule))
-    throw InputError(fmt::format("unknown schedule \"{}\"", s.schedule));
   return "";
 }
 
-std::string Evaluator::place(Strategy& s) const {
+std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>>& groups,
+                             std::vector<std::pair<int64_t, int64_t>>& ranges) const {
+  const int64_t P = s.pp, v = chunks_of(s), S = P * v;
   const int64_t per_stage = s.dp * s.tp;
   const int64_t L = static_cast<int64_t>(model_.layers.size());
-  if (s.stages.empty()) {
-    s.stages.resize(s.pp);
-    for (int64_t st = 0; st < s.pp; ++st)
-      for (int64_t i = 0; i < per_stage; ++i) s.stages[st].devices.push_back(st * per_stage + i);
+  groups.assign(P, {});
+  ranges.clear();
+  const size_t given = s.stages.size();
+  if (given != 0 && given != static_cast<size_t>(P) && given != static_cast<size_t>(S))
+    throw InputError(fmt::format("expected {} stages (one per pipeline rank){}, found {}", P,
+                                 v > 1 ? fmt::format(" or {} (one per virtual stage)", S) : "",
+                                 given));
+  // Device groups: given per pipeline rank, or per virtual stage (then consistent per device).
+  std::vector<std::string> want_type(P);
+  for (size_t i = 0; i < given; ++i) {
+    const int64_t d = given == static_cast<size_t>(S) ? device_of_virtual_stage(s, i) : int64_t(i);
+    const StageSpec& st = s.stages[i];
+    if (!st.gpu_type.empty()) want_type[d] = st.gpu_type;
+    if (st.devices.empty()) continue;
+    if (!groups[d].empty() && groups[d] != st.devices)
+      throw InputError(fmt::format("stage {} lists other devices than the other chunks of "
+                                   "pipeline rank {}", i, d));
+    groups[d] = st.devices;
   }
+  if (given == 0)
+    for (int64_t d = 0; d < P; ++d)
+      for (int64_t i = 0; i < per_stage; ++i) groups[d].push_back(d * per_stage + i);
   std::set<int64_t> used;
-  for (size_t st = 0; st < s.stages.size(); ++st) {
-    StageSpec& stage = s.stages[st];
-    if (stage.devices.empty()) {
-      // Take free devices of the stage's GPU type, in cluster order.
-      for (const Device& d : devices_) {
-        if (static_cast<int64_t>(stage.devices.size()) == per_stage) break;
-        const auto& type = cluster_.groups[d.group].node.gpu.name;
-        if (!used.count(d.index) && (stage.gpu_type.empty() || type == stage.gpu_type))
-          stage.devices.push_back(d.index);
+  for (const auto& g : groups) used.insert(g.begin(), g.end());
+  for (int64_t d = 0; d < P; ++d) {
+    auto& g = groups[d];
+    if (g.empty()) {  // free devices of the wanted GPU type, in cluster order
+      for (const Device& dev : devices_) {
+        if (static_cast<int64_t>(g.size()) == per_stage) break;
+        const auto& type = cluster_.groups[dev.group].node.gpu.name;
+        if (!used.count(dev.index) && (want_type[d].empty() || type == want_type[d])) {
+          g.push_back(dev.index);
+          used.insert(dev.index);
+        }
       }
-      if (static_cast<int64_t>(stage.devices.size()) != per_stage)
-        return fmt::format("stage {} needs {} free {} GPUs, the cluster has fewer", st, per_stage,
-                           stage.gpu_type.empty() ? "" : stage.gpu_type);
+      if (static_cast<int64_t>(g.size()) != per_stage)
+        return fmt::format("pipeline rank {} needs {} free {}GPUs, the cluster has fewer", d,
+                           per_stage, want_type[d].empty() ? "" : want_type[d] + " ");
     }
-    if (static_cast<int64_t>(stage.devices.size()) != per_stage)
-      throw InputError(fmt::format("stage {} lists {} devices; dp x tp = {}", st,
-                                   stage.devices.size(), per_stage));
+  }
+  std::set<int64_t> seen;
+  for (int64_t d = 0; d < P; ++d) {
+    const auto& g = groups[d];
+    if (static_cast<int64_t>(g.size()) != per_stage)
+      throw InputError(fmt::format("pipeline rank {} lists {} devices; dp x tp = {}", d, g.size(),
+                                   per_stage));
     std::set<std::string> types;
-    for (int64_t d : stage.devices) {
-      if (d >= static_cast<int64_t>(devices_.size()))
-        throw InputError(fmt::format("stage {} uses device {}; the cluster has {} devices (0-{})", st,
-                                     d, devices_.size(), devices_.size() - 1));
-      if (!used.insert(d).second)
-        throw InputError(fmt::format("device {} is used by two stages or twice in one", d));
-      types.insert(cluster_.groups[devices_[d].group].node.gpu.name);
+    for (int64_t dev : g) {
+      if (dev < 0 || dev >= static_cast<int64_t>(devices_.size()))
+        throw InputError(fmt::format("pipeline rank {} uses device {}; the cluster has {} devices "
+                                     "(0-{})", d, dev, devices_.size(), devices_.size() - 1));
+      if (!seen.insert(dev).second)
+        throw InputError(fmt::format("device {} is used by two pipeline ranks or twice in one", dev));
+      types.insert(cluster_.groups[devices_[dev].group].node.gpu.name);
     }
     if (types.size() > 1)
-      return fmt::format("stage {} spans GPU types {} and {}: each stage must run on one type", st,
-                         *types.begin(), *types.rbegin());
-    if (!stage.gpu_type.empty() && stage.gpu_type != *types.begin())
-      throw InputError(fmt::format("stage {} says gpu_type {} but its devices are {}", st,
-                                   stage.gpu_type, *types.begin()));
-    stage.gpu_type = *types.begin();
+      return fmt::format("pipeline rank {} spans GPU types {} and {}: each stage must run on one "
+                         "type", d, *types.begin(), *types.rbegin());
+    if (!want_type[d].empty() && want_type[d] != *types.begin())
+      throw InputError(fmt::format("pipeline rank {} says gpu_type {} but its devices are {}", d,
+                                   want_type[d], *types.begin()));
   }
-  // Layer ranges: given ones must tile the model; else the partition fills them in later.
+  // Layer ranges: given ones (one per virtual stage) must tile the model.
   const auto has_layers = [](const StageSpec& st) { return st.first_layer >= 0; };
-  const bool given = std::any_of(s.stages.begin(), s.stages.end(), has_layers);
-  if (given && !std::all_of(s.stages.begin(), s.stages.end(), has_layers))
+  const bool any = std::any_of(s.stages.begin(), s.stages.end(), has_layers);
+  if (!any) return "";
+  if (!std::all_of(s.stages.begin(), s.stages.end(), has_layers))
     throw InputError("give layers for every stage or for none (then the partition chooses them)");
-  if (given) {
-    int64_t next = 0;
-    for (size_t st = 0; st < s.stages.size(); ++st) {
-      if (s.stages[st].first_layer != next)
-        throw InputError(fmt::format("stage {} starts at layer {}; expected {} (stages must hold "
-                                     "contiguous layers in order)", st, s.stages[st].first_layer,
-                                     next));
-      next = s.stages[st].last_layer + 1;
-    }
-    if (next != L)
-      throw InputError(fmt::format("the stages end at layer {}; the model has layers 0-{}",
-                                   next - 1, L - 1));
+  if (given != static_cast<size_t>(S))
+    throw InputError(fmt::format("layer ranges need one stage per virtual stage: {} x {} chunks "
+                                 "= {}, found {}", P, v, S, given));
+  int64_t next = 0;
+  for (size_t st = 0; st < given; ++st) {
+    if (s.stages[st].first_layer != next)
+      throw InputError(fmt::format("stage {} starts at layer {}; expected {} (stages must hold "
+                                   "contiguous layers in order)", st, s.stages[st].first_layer,
+                                   next));
+    ranges.emplace_back(s.stages[st].first_layer, s.stages[st].last_layer);
+    next = s.stages[st].last_layer + 1;
   }
+  if (next != L)
+    throw InputError(fmt::format("the stages end at layer {}; the model has layers 0-{}",
+                                 next - 1, L - 1));
   return "";
 }
 
-Prediction Evaluator::predict(const Strategy& input) const {
+Prediction Evaluator::predict(const Strategy& input, const PredictOptions& options) const {
   std::string code;
   if (std::string problem = structural_problem(input, code); !problem.empty())
     return infeasible(code, problem);
   Strategy s = input;
-  if (std::string problem = place(s); !problem.empty()) return infeasible("placement", problem);
-  const int64_t P = s.pp, m = s.microbatches();
+  std::vector<std::vector<int64_t>> groups;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  if (std::string problem = place(s, groups, ranges); !problem.empty())
+    return infeasible("placement", problem);
+  const int64_t P = s.pp, v = chunks_of(s), S = P * v, m = s.microbatches();
+  const int64_t L = static_cast<int64_t>(model_.layers.size());
   Prediction out;
 
-  // Per stage: its GPU, node kind and every layer's cost there.
+  // Per pipeline rank: its GPU, compute dtype and every layer's cost there.
   std::vector<const GpuSpec*> gpu(P);
   std::vector<Dtype> dtype(P);
-  std::vector<const std::vector<LayerCost>*> stage_costs(P);
-  for (int64_t st = 0; st < P; ++st) {
-    const Device& lead = devices_[s.stages[st].devices.front()];
-    gpu[st] = &cluster_.groups[lead.group].node.gpu;
-    dtype[st] = cost_.compute_dtype(*gpu[st], model_.dtype);
-    if (dtype[st] != model_.dtype) {
+  std::vector<const std::vector<LayerCost>*> rank_costs(P);
+  std::vector<double> limit(P);
+  for (int64_t d = 0; d < P; ++d) {
+    const Device& lead = devices_[groups[d].front()];
+    gpu[d] = &cluster_.groups[lead.group].node.gpu;
+    dtype[d] = cost_.compute_dtype(*gpu[d], model_.dtype);
+    if (dtype[d] != model_.dtype) {
       const std::string note = fmt::format("{} runs as {} on {}", to_string(model_.dtype),
-                                           to_string(dtype[st]), gpu[st]->name);
+                                           to_string(dtype[d]), gpu[d]->name);
       if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
         out.notes.push_back(note);
     }
-    std::vector<int64_t> tp_devices(s.stages[st].devices.begin(),
-                                    s.stages[st].devices.begin() + s.tp);
+    std::vector<int64_t> tp_devices(groups[d].begin(), groups[d].begin() + s.tp);
     const CommGroup tp = make_comm_group(cluster_, devices_, tp_devices);
-    stage_costs[st] = &layer_costs(lead.group, tp.nodes, s);
+    rank_costs[d] = &layer_costs(lead.group, tp.nodes, s);
+    const double reserve = cost_.fit(*gpu[d]).context_reserve_bytes;
+    limit[d] = gpu[d]->memory_bytes - (reserve > 0 ? reserve : kDefaultReserveBytes);
   }
+  std::vector<int64_t> dev(S);
+  for (int64_t j = 0; j < S; ++j) dev[j] = device_of_virtual_stage(s, j);
 
-  // Layer partition when the strategy leaves it open: fastest slowest stage under memory limits.
-  const PipelineTiming probe = pipeline_timing(s.schedule, m, s.chunks,
-                                               StageTimes{std::vector<double>(P, 1),
-                                                          std::vector<double>(P, 1),
-                                                          std::vector<double>(P, 0),
-                                                          std::vector<double>(P - 1, 0)});
-  if (s.stages.back().last_layer < 0) {
+  pipeline::PipelineProblem problem;
+  problem.devices = static_cast<int>(P);
+  problem.microbatches = static_cast<int>(m);
+  problem.chunks = static_cast<int>(v);
+  problem.record_timeline = false;
+
+  // Layer partition when the strategy leaves it open: the fastest slowest virtual stage, with
+  // memory limits where one chunk per device makes them exact (in-flight micro-batches from the
+  // schedule's own peak).
+  if (ranges.empty()) {
     PartitionInput in;
-    for (int64_t st = 0; st < P; ++st) {
+    std::vector<double> in_flight(P, 1);
+    if (v == 1) {
+      problem.forward_s = problem.backward_input_s = {1.0};
+      problem.backward_weight_s = {pipeline::schedule_info(s.schedule).splits_backward ? 1.0 : 0.0};
+      problem.p2p_s = {0.0};
+      const pipeline::PipelineResult probe = pipeline::estimate(s.schedule, problem);
+      for (int64_t d = 0; d < P; ++d) in_flight[d] = probe.peak_activation[d];
+    }
+    for (int64_t j = 0; j < S; ++j) {
+      const int64_t d = dev[j];
       std::vector<double> t, stat, act, tr;
-      for (const auto& c : *stage_costs[st]) {
+      for (const auto& c : *rank_costs[d]) {
         t.push_back(c.total_s());
-        stat.push_back(device_memory({c.params, s.dp, s.zero, dtype[st], 0, 0, 0}).total());
+        stat.push_back(device_memory({c.params, s.dp, s.zero, dtype[d], 0, 0, 0}).total());
         act.push_back(c.activation);
         tr.push_back(c.transient);
       }
-      in.time_s.push_back(t);
-      in.static_bytes.push_back(stat);
-      in.activation_bytes.push_back(act);
-      in.transient_bytes.push_back(tr);
-      in.in_flight.push_back(probe.in_flight[st]);
-      const double reserve = cost_.fit(*gpu[st]).context_reserve_bytes > 0
-                                 ? cost_.fit(*gpu[st]).context_reserve_bytes
-                                 : kDefaultReserveBytes;
-      in.limit_bytes.push_back(gpu[st]->memory_bytes - reserve);
+      in.time_s.push_back(std::move(t));
+      in.static_bytes.push_back(std::move(stat));
+      in.activation_bytes.push_back(std::move(act));
+      in.transient_bytes.push_back(std::move(tr));
+      in.in_flight.push_back(in_flight[d]);
+      in.limit_bytes.push_back(v == 1 ? limit[d] : std::numeric_limits<double>::max());
     }
-    PartitionResult part = partition_layers(in);
-    if (!part.feasible) {  // nothing fits: balance time alone and report the memory below
-      std::fill(in.limit_bytes.begin(), in.limit_bytes.end(), 1e300);
-      part = partition_layers(in);
+    PartitionResult part = partition_layers_greedy(in);
+    if (!part.feasible) {
+      // No partition fits: how far off is the average device?
+      double need = 0, have = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        for (int64_t i = 0; i < L; ++i)
+          need += (in.static_bytes[j][i] + in.in_flight[j] * in.activation_bytes[j][i]) / double(S);
+        have += limit[dev[j]] / double(S);
+      }
+      if (options.skip_unfit) {
+        Prediction p = infeasible("memory", "no layer partition fits in device memory");
+        p.memory_overflow = need / have;
+        return p;
+      }
+      std::fill(in.limit_bytes.begin(), in.limit_bytes.end(), std::numeric_limits<double>::max());
+      part = partition_layers_greedy(in);
     }
-    for (int64_t st = 0; st < P; ++st) {
-      s.stages[st].first_layer = part.ranges[st].first;
-      s.stages[st].last_layer = part.ranges[st].second;
+    ranges = part.ranges;
+    // Chunked schedules were partitioned by time alone: a device whose weights, gradients,
+    // optimizer state and one micro-batch of activations already overflow cannot fit.
+    if (v > 1 && options.skip_unfit) {
+      std::vector<double> need(P, 0);
+      for (int64_t j = 0; j < S; ++j)
+        for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
+          need[dev[j]] += in.static_bytes[j][i] + in.activation_bytes[j][i];
+      double worst = 0;
+      for (int64_t d = 0; d < P; ++d) worst = std::max(worst, need[d] / limit[d]);
+      if (worst > 1) {
+        Prediction p = infeasible("memory", "no layer partition fits in device memory");
+        p.memory_overflow = worst;
+        return p;
+      }
     }
   }
 
-  // Stage sums for one micro-batch.
-  StageTimes times;
-  std::vector<StagePrediction> stages(P);
-  std::vector<double> activation(P), transient(P), params(P);
-  for (int64_t st = 0; st < P; ++st) {
-    StagePrediction& sp = stages[st];
-    sp.stage = s.stages[st];
-    const auto& costs = *stage_costs[st];
+  // Virtual-stage sums for one micro-batch.
+  std::vector<StagePrediction> stages(S);
+  std::vector<double> stage_activation(S), params(P, 0), transient(P, 0);
+  problem.forward_s.assign(S, 0);
+  problem.backward_input_s.assign(S, 0);
+  problem.backward_weight_s.assign(S, 0);
+  problem.p2p_s.assign(std::max<int64_t>(1, S - 1), 0);
+  problem.activation_bytes.assign(S, 0);
+  for (int64_t j = 0; j < S; ++j) {
+    const int64_t d = dev[j];
+    StagePrediction& sp = stages[j];
+    sp.stage.first_layer = ranges[j].first;
+    sp.stage.last_layer = ranges[j].second;
+    sp.stage.devices = groups[d];
+    sp.stage.gpu_type = gpu[d]->name;
+    const auto& costs = *rank_costs[d];
     for (int64_t i = sp.stage.first_layer; i <= sp.stage.last_layer; ++i) {
       const LayerCost& c = costs[i];
       sp.forward_s += c.times.pass_s[0];
@@ -286,112 +376,123 @@ Prediction Evaluator::predict(const Strategy& input) const {
       sp.backward_weight_s += c.times.pass_s[2];
       sp.tp_comm_s += c.times.tp_comm_s[0] + c.times.tp_comm_s[1] + c.times.tp_comm_s[2];
       sp.recompute_s += c.times.recompute_s;
-      activation[st] += c.activation;
-      transient[st] = std::max(transient[st], c.transient);
-      params[st] += c.params;
+      stage_activation[j] += c.activation;
+      transient[d] = std::max(transient[d], c.transient);
+      params[d] += c.params;
     }
-    // A tied head on the embedding's own stage shares its table: held once, not twice.
-    const LayerSpec& last = model_.layers.back();
-    if (sp.stage.first_layer == 0 &&
-        sp.stage.last_layer == static_cast<int64_t>(model_.layers.size()) - 1 && last.head() &&
-        last.head()->tied)
-      params[st] -= static_cast<double>(last.head()->vocab) * last.hidden / s.tp;
-    if (st + 1 < P) {
+    if (j + 1 < S) {
       const double bytes = costs[sp.stage.last_layer].output_bytes;
-      sp.p2p_s = cost_.p2p_s(bytes, link_between(cluster_, devices_[sp.stage.devices.front()],
-                                                 devices_[s.stages[st + 1].devices.front()]));
-      times.p2p_s.push_back(sp.p2p_s);
-      transient[st] += 2 * bytes;  // send and receive buffers
+      if (dev[j + 1] != d) {
+        sp.p2p_s = cost_.p2p_s(bytes, link_between(cluster_, devices_[groups[d].front()],
+                                                   devices_[groups[dev[j + 1]].front()]));
+        transient[d] += 2 * bytes;  // send and receive buffers
+      }
+      problem.p2p_s[j] = sp.p2p_s;
     }
-    // ZeRO-3 gathers the stage's weights before every forward and backward.
-    if (s.zero >= 3 && s.dp > 1) {
-      std::vector<int64_t> dp_devices;
-      for (int64_t r = 0; r < s.dp; ++r) dp_devices.push_back(sp.stage.devices[r * s.tp]);
-      const CommGroup g = make_comm_group(cluster_, devices_, dp_devices, s.tp);
-      const double gather = cost_.collective_s(CollectiveKind::kAllGather,
-                                               params[st] * dtype_bytes(dtype[st]), g);
-      sp.forward_s += gather;
-      sp.backward_input_s += gather;
-    }
-    times.forward_s.push_back(sp.forward_s);
-    times.backward_input_s.push_back(sp.backward_input_s);
-    times.backward_weight_s.push_back(sp.backward_weight_s);
+    problem.forward_s[j] = sp.forward_s;
+    problem.backward_input_s[j] = sp.backward_input_s;
+    problem.backward_weight_s[j] = sp.backward_weight_s;
+    problem.activation_bytes[j] = stage_activation[j];
   }
+  // A tied head on the embedding's own device shares its table: held once, not twice.
+  const LayerSpec& last = model_.layers.back();
+  if (last.head() && last.head()->tied && dev.front() == dev.back())
+    params[dev.front()] -= static_cast<double>(last.head()->vocab) * last.hidden / s.tp;
+  // ZeRO-3 gathers a device's weights before every forward and backward.
+  if (s.zero >= 3 && s.dp > 1) {
+    for (int64_t j = 0; j < S; ++j) {
+      const int64_t d = dev[j];
+      std::vector<int64_t> dp_devices;
+      for (int64_t r = 0; r < s.dp; ++r) dp_devices.push_back(groups[d][r * s.tp]);
+      const CommGroup g = make_comm_group(cluster_, devices_, dp_devices, s.tp);
+      double stage_params = 0;
+      for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
+        stage_params += (*rank_costs[d])[i].params;
+      const double gather = cost_.collective_s(CollectiveKind::kAllGather,
+                                               stage_params * dtype_bytes(dtype[d]), g);
+      stages[j].forward_s += gather;
+      stages[j].backward_input_s += gather;
+      problem.forward_s[j] += gather;
+      problem.backward_input_s[j] += gather;
+    }
+  }
+  if (S == 1) problem.p2p_s = {0.0};
 
-  const PipelineTiming pipe = pipeline_timing(s.schedule, m, s.chunks, times);
+  const pipeline::PipelineResult pipe = pipeline::estimate(s.schedule, problem);
   if (!pipe.feasible) return infeasible("schedule", pipe.reason);
 
-  // Tied embeddings across stages: their gradients are summed between the first and last stage.
+  // Tied embeddings on two devices: their gradients are summed between them.
   double tied_sync = 0;
-  const LayerSpec& head_layer = model_.layers.back();
-  if (P > 1 && head_layer.head() && head_layer.head()->tied) {
-    const double bytes = static_cast<double>(head_layer.head()->vocab) * head_layer.hidden / s.tp * 4;
+  if (last.head() && last.head()->tied && dev.front() != dev.back()) {
+    const double bytes = static_cast<double>(last.head()->vocab) * last.hidden / s.tp * 4;
     tied_sync = cost_.collective_s(
         CollectiveKind::kAllReduce, bytes,
-        make_comm_group(cluster_, devices_,
-                        {s.stages.front().devices.front(), s.stages.back().devices.front()}));
+        make_comm_group(cluster_, devices_, {groups[dev.front()][0], groups[dev.back()][0]}));
   }
 
-  // Data-parallel gradient synchronisation and the optimizer step, after the pipeline drains.
+  // Per device: data-parallel gradient synchronisation, optimizer step and memory.
   double tail = 0;
-  int64_t tail_stage = 0;
-  std::vector<double> exposed(P);
-  for (int64_t st = 0; st < P; ++st) {
-    StagePrediction& sp = stages[st];
+  int64_t tail_rank = 0;
+  std::vector<double> exposed(P), sync(P), optimizer(P), backward(P, 0);
+  std::vector<MemoryBreakdown> memory(P);
+  for (int64_t j = 0; j < S; ++j)
+    backward[dev[j]] += stages[j].backward_input_s + stages[j].backward_weight_s;
+  for (int64_t d = 0; d < P; ++d) {
     double reduce = 0, gather = 0;
     if (s.dp > 1) {
       std::vector<int64_t> dp_devices;
-      for (int64_t r = 0; r < s.dp; ++r) dp_devices.push_back(sp.stage.devices[r * s.tp]);
+      for (int64_t r = 0; r < s.dp; ++r) dp_devices.push_back(groups[d][r * s.tp]);
       const CommGroup g = make_comm_group(cluster_, devices_, dp_devices, s.tp);
-      const double grad_bytes = params[st] * 4;  // fp32 main gradients
+      const double grad_bytes = params[d] * 4;  // fp32 main gradients
       if (s.zero == 0) {
         reduce = cost_.collective_s(CollectiveKind::kAllReduce, grad_bytes, g);
       } else {
         reduce = cost_.collective_s(CollectiveKind::kReduceScatter, grad_bytes, g);
         if (s.zero < 3)
-          gather = cost_.collective_s(CollectiveKind::kAllGather,
-                                      params[st] * dtype_bytes(dtype[st]), g);
+          gather = cost_.collective_s(CollectiveKind::kAllGather, params[d] * dtype_bytes(dtype[d]),
+                                      g);
       }
     }
-    if (st == 0 || st == P - 1) reduce += tied_sync;
-    sp.dp_sync_s = reduce + gather;
+    if (d == dev.front() || d == dev.back()) reduce += tied_sync;
+    sync[d] = reduce + gather;
     // Gradient buckets are reduced while the last micro-batch's backward still runs (Megatron-LM
     // --overlap-grad-reduce, PyTorch DDP); the parameter gather after the step is not hidden.
-    exposed[st] = std::max(0.0, reduce - (sp.backward_input_s + sp.backward_weight_s)) + gather;
-    sp.optimizer_s = cost_.optimizer_s(*gpu[st], params[st] / (s.zero >= 1 ? s.dp : 1));
-    sp.in_flight = static_cast<int64_t>(pipe.in_flight[st]);
-    if (exposed[st] + sp.optimizer_s > tail) {
-      tail = exposed[st] + sp.optimizer_s;
-      tail_stage = st;
+    exposed[d] = std::max(0.0, reduce - backward[d]) + gather;
+    optimizer[d] = cost_.optimizer_s(*gpu[d], params[d] / (s.zero >= 1 ? s.dp : 1));
+    if (exposed[d] + optimizer[d] > tail) {
+      tail = exposed[d] + optimizer[d];
+      tail_rank = d;
     }
-  }
-
-  // Memory per device of each stage.
-  for (int64_t st = 0; st < P; ++st) {
-    StagePrediction& sp = stages[st];
     MemoryInput mem;
-    mem.params = params[st];
+    mem.params = params[d];
     mem.dp = s.dp;
     mem.zero = s.zero;
-    mem.dtype = dtype[st];
-    mem.activations = pipe.in_flight[st] * activation[st];
-    mem.transient = transient[st];
-    const double reserve = cost_.fit(*gpu[st]).context_reserve_bytes;
+    mem.dtype = dtype[d];
+    mem.activations = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
+    mem.transient = transient[d];
+    const double reserve = cost_.fit(*gpu[d]).context_reserve_bytes;
     mem.reserve = reserve > 0 ? reserve : kDefaultReserveBytes;
-    sp.memory = device_memory(mem);
-    out.peak_memory_bytes.push_back(sp.memory.total());
-    if (out.feasible && sp.memory.total() > gpu[st]->memory_bytes) {
+    memory[d] = device_memory(mem);
+    out.peak_memory_bytes.push_back(memory[d].total());
+    if (out.feasible && memory[d].total() > gpu[d]->memory_bytes) {
       out.feasible = false;
       out.reason_code = "memory";
-      out.reason = fmt::format("stage {} ({}) needs {:.1f} GiB per GPU, {} has {:.1f} GiB "
-                               "(weights+grads+optimizer {:.1f}, activations {:.1f} for {} "
-                               "micro-batches, transient {:.1f}, reserve {:.1f})",
-                               st, s.stages[st].gpu_type, sp.memory.total() / kGiB, gpu[st]->name,
-                               gpu[st]->memory_bytes / kGiB,
-                               (sp.memory.weights + sp.memory.gradients + sp.memory.optimizer) / kGiB,
-                               sp.memory.activations / kGiB, sp.in_flight,
-                               sp.memory.transient / kGiB, sp.memory.reserve / kGiB);
+      out.reason = fmt::format(
+          "pipeline rank {} ({}) needs {:.1f} GiB per GPU, it has {:.1f} GiB (weights+grads+"
+          "optimizer {:.1f}, activations {:.1f} for a peak of {} chunk activations, transient "
+          "{:.1f}, reserve {:.1f})",
+          d, gpu[d]->name, memory[d].total() / kGiB, gpu[d]->memory_bytes / kGiB,
+          (memory[d].weights + memory[d].gradients + memory[d].optimizer) / kGiB,
+          memory[d].activations / kGiB, pipe.peak_activation[d], memory[d].transient / kGiB,
+          memory[d].reserve / kGiB);
     }
+  }
+  for (int64_t j = 0; j < S; ++j) {
+    const int64_t d = dev[j];
+    stages[j].dp_sync_s = sync[d];
+    stages[j].optimizer_s = optimizer[d];
+    stages[j].in_flight = pipe.peak_activation[d];
+    stages[j].memory = memory[d];
   }
 
   // Totals and the breakdown (named parts that sum to the iteration time).
@@ -399,25 +500,28 @@ Prediction Evaluator::predict(const Strategy& input) const {
   out.samples_per_s = static_cast<double>(s.global_batch) / out.iteration_s;
   out.tokens_per_s = out.samples_per_s * static_cast<double>(model_.seq_len);
   double peak = 0;
-  for (int64_t st = 0; st < P; ++st) peak += gpu[st]->peak_flops(dtype[st]) * s.dp * s.tp;
+  for (int64_t d = 0; d < P; ++d) peak += gpu[d]->peak_flops(dtype[d]) * s.dp * s.tp;
   out.mfu = model_flops_per_sample(model_) * static_cast<double>(s.global_batch) /
             (out.iteration_s * peak);
   out.bubble_rate = pipe.bubble_rate;
-  int64_t crit = 0;
-  for (int64_t st = 1; st < P; ++st)
-    if (times.forward_s[st] + times.backward_input_s[st] + times.backward_weight_s[st] >
-        times.forward_s[crit] + times.backward_input_s[crit] + times.backward_weight_s[crit])
-      crit = st;
-  const double cycle = times.forward_s[crit] + times.backward_input_s[crit] +
-                       times.backward_weight_s[crit];
-  const double p2p_fill = 2 * sum(times.p2p_s);
+  // The busiest device bounds the makespan; what is left is pipeline fill, drain and waiting.
+  std::vector<double> busy(P, 0), comm(P, 0);
+  for (int64_t j = 0; j < S; ++j) {
+    busy[dev[j]] += stages[j].forward_s + stages[j].backward_input_s + stages[j].backward_weight_s;
+    comm[dev[j]] += stages[j].tp_comm_s;
+  }
+  const int64_t crit = std::max_element(busy.begin(), busy.end()) - busy.begin();
+  double p2p = 0;
+  for (double c : problem.p2p_s) p2p += 2 * c;
+  const double idle = std::max(0.0, pipe.makespan_s - static_cast<double>(m) * busy[crit]);
+  p2p = std::min(p2p, idle);
   out.breakdown = {
-      {"compute", static_cast<double>(m) * (cycle - stages[crit].tp_comm_s)},
-      {"tp_comm", static_cast<double>(m) * stages[crit].tp_comm_s},
-      {"pp_p2p", p2p_fill},
-      {"pp_bubble", pipe.makespan_s - static_cast<double>(m) * cycle - p2p_fill},
-      {"dp_sync", exposed[tail_stage]},
-      {"optimizer", stages[tail_stage].optimizer_s},
+      {"compute", static_cast<double>(m) * (busy[crit] - comm[crit])},
+      {"tp_comm", static_cast<double>(m) * comm[crit]},
+      {"pp_p2p", p2p},
+      {"pp_bubble", pipe.makespan_s - static_cast<double>(m) * busy[crit] - p2p},
+      {"dp_sync", exposed[tail_rank]},
+      {"optimizer", optimizer[tail_rank]},
   };
   out.stages = std::move(stages);
   return out;

@@ -26,13 +26,25 @@ struct LayerCost {
   double total_s() const { return times.pass_s[0] + times.pass_s[1] + times.pass_s[2]; }
 };
 
+struct PredictOptions {
+  // Return at once (infeasible "memory", with memory_overflow set) when no layer partition fits,
+  // instead of predicting a time-balanced partition that does not fit (the search's fast path).
+  bool skip_unfit = false;
+};
+
 class Evaluator {
  public:
   Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const CostModel& cost);
 
   // Never throws for an infeasible strategy: returns feasible = false with the reason.
   // Throws InputError for a strategy that is malformed (unknown schedule, devices out of range).
-  Prediction predict(const Strategy& strategy) const;
+  Prediction predict(const Strategy& strategy, const PredictOptions& options = {}) const;
+
+  // Model chunks per device the strategy's schedule runs (1 for one-chunk schedules).
+  static int64_t chunks_of(const Strategy& s);
+  // The pipeline rank (device group) of virtual stage j: j for one chunk, j mod pp for
+  // interleaved, the V turn (j < pp ? j : 2pp - 1 - j) for the V schedules.
+  static int64_t device_of_virtual_stage(const Strategy& s, int64_t j);
 
   // Checks a strategy's fields against the model and cluster; "" when fine, else the reason.
   // Sets `code` to a short key ("batch", "devices", "tp", "pp", "zero", "placement").
@@ -50,10 +62,10 @@ class Evaluator {
   const std::vector<Device>& devices() const { return devices_; }
 
  private:
-  // Fills in stages (devices and layer ranges) where the strategy leaves them out; returns the
-  // problem when it cannot.
-  std::string place(Strategy& s) const;
-  const GpuSpec& gpu_of(const StageSpec& st) const;
+  // The device group of every pipeline rank and, when the strategy gives them, the layer range of
+  // every virtual stage; returns the problem when the placement cannot work.
+  std::string place(const Strategy& s, std::vector<std::vector<int64_t>>& groups,
+                    std::vector<std::pair<int64_t, int64_t>>& ranges) const;
 
   const ModelSpec& model_;
   const ClusterSpec& cluster_;

@@ -59,58 +59,56 @@ namespace hetplan {
 namespace {
 
 // For bound T: reach[s][i] says whether stages s..P-1 can hold layers i..L-1, each stage under T
-// and under its memory limit. Each stage's window of layers is found with two pointers (a layer
-// range's time and memory only grow as it grows), the existence of a good cut with prefix counts.
+// and under its memory limit. A stage's window of layers [i, j) grows with j and shrinks with i,
+// so two pointers find each i's longest window; prefix sums give a window's time and memory in
+// O(1), a sparse table its largest transient; prefix counts of the next stage's reachable starts
+// say whether any cut in the window leaves a feasible rest. O(stages x layers) per bound.
 class Reach {
  public:
   explicit Reach(const PartitionInput& in)
-      : in_(in), P_(in.time_s.size()), L_(in.time_s[0].size()), reach_(P_ + 1) {}
+      : in_(in), P_(in.time_s.size()), L_(in.time_s[0].size()), reach_(P_ + 1) {
+    const size_t stride = L_ + 1;
+    time_.assign(P_ * stride, 0);
+    fixed_.assign(P_ * stride, 0);  // static + in_flight x activation, per stage
+    levels_ = 1;
+    while ((size_t{1} << levels_) <= L_) ++levels_;
+    table_.assign(P_ * levels_ * L_, 0);
+    for (size_t s = 0; s < P_; ++s) {
+      for (size_t i = 0; i < L_; ++i) {
+        time_[s * stride + i + 1] = time_[s * stride + i] + in.time_s[s][i];
+        fixed_[s * stride + i + 1] = fixed_[s * stride + i] + in.static_bytes[s][i] +
+                                     in.in_flight[s] * in.activation_bytes[s][i];
+        table_[(s * levels_) * L_ + i] = in.transient_bytes[s][i];
+      }
+      for (size_t k = 1; k < levels_; ++k)
+        for (size_t i = 0; i + (size_t{1} << k) <= L_; ++i)
+          table_[(s * levels_ + k) * L_ + i] =
+              std::max(table_[(s * levels_ + k - 1) * L_ + i],
+                       table_[(s * levels_ + k - 1) * L_ + i + (size_t{1} << (k - 1))]);
+    }
+    for (auto& r : reach_) r.assign(L_ + 1, 0);
+    good_.assign(L_ + 2, 0);
+  }
 
   bool feasible(double T) {
-    reach_[P_].assign(L_ + 1, 0);
+    const size_t stride = L_ + 1;
+    std::fill(reach_[P_].begin(), reach_[P_].end(), 0);
     reach_[P_][L_] = 1;  // nothing left after the last stage
     for (size_t s = P_; s-- > 0;) {
       const auto& next = reach_[s + 1];
-      // good[k]: number of cut points k' < k (k' = end + 1 of this stage) the next stages accept.
-      good_.assign(L_ + 2, 0);
       for (size_t k = 0; k <= L_; ++k) good_[k + 1] = good_[k] + next[k];
       auto& cur = reach_[s];
-      cur.assign(L_ + 1, 0);
+      std::fill(cur.begin(), cur.end(), 0);
+      const double* t = &time_[s * stride];
+      const double* f = &fixed_[s * stride];
+      const double limit = in_.limit_bytes[s];
       size_t j = 0;  // one past the last layer of the window [i, j)
-      double time = 0, stat = 0, act = 0;
-      std::deque<size_t> max_transient;  // indices in the window, transient decreasing
       for (size_t i = 0; i < L_; ++i) {
-        if (j < i) {
-          j = i;
-          time = stat = act = 0;
-          max_transient.clear();
-        }
-        while (j < L_) {
-          const double tr = std::max(max_transient.empty() ? 0.0
-                                                           : in_.transient_bytes[s][max_transient.front()],
-                                     in_.transient_bytes[s][j]);
-          const double t2 = time + in_.time_s[s][j];
-          const double mem = stat + in_.static_bytes[s][j] +
-                             in_.in_flight[s] * (act + in_.activation_bytes[s][j]) + tr;
-          if (t2 > T || mem > in_.limit_bytes[s]) break;
-          time = t2;
-          stat += in_.static_bytes[s][j];
-          act += in_.activation_bytes[s][j];
-          while (!max_transient.empty() &&
-                 in_.transient_bytes[s][max_transient.back()] <= in_.transient_bytes[s][j])
-            max_transient.pop_back();
-          max_transient.push_back(j);
+        if (j < i) j = i;
+        while (j < L_ && t[j + 1] - t[i] <= T && f[j + 1] - f[i] + max_transient(s, i, j + 1) <= limit)
           ++j;
-        }
-        // The stage may end after any layer in [i, j): cut points i+1 .. j.
+        // The stage may end after any layer of [i, j): cut points i+1 .. j.
         if (j > i) cur[i] = good_[j + 1] - good_[i + 1] > 0;
-        // Slide: drop layer i from the window.
-        if (j > i) {
-          time -= in_.time_s[s][i];
-          stat -= in_.static_bytes[s][i];
-          act -= in_.activation_bytes[s][i];
-          if (!max_transient.empty() && max_transient.front() == i) max_transient.pop_front();
-        }
       }
     }
     return reach_[0][0];
@@ -118,18 +116,16 @@ class Reach {
 
   // After feasible(T): each stage takes the longest run that leaves a feasible rest.
   std::vector<std::pair<int64_t, int64_t>> cut(double T) const {
+    const size_t stride = L_ + 1;
     std::vector<std::pair<int64_t, int64_t>> ranges(P_);
     size_t i = 0;
     for (size_t s = 0; s < P_; ++s) {
-      double time = 0, stat = 0, act = 0, tr = 0;
+      const double* t = &time_[s * stride];
+      const double* f = &fixed_[s * stride];
       size_t best = i;
-      for (size_t j = i; j < L_; ++j) {
-        time += in_.time_s[s][j];
-        stat += in_.static_bytes[s][j];
-        act += in_.activation_bytes[s][j];
-        tr = std::max(tr, in_.transient_bytes[s][j]);
-        if (time > T || stat + in_.in_flight[s] * act + tr > in_.limit_bytes[s]) break;
-        if (reach_[s + 1][j + 1]) best = j + 1;
+      for (size_t j = i + 1; j <= L_; ++j) {
+        if (t[j] - t[i] > T || f[j] - f[i] + max_transient(s, i, j) > in_.limit_bytes[s]) break;
+        if (reach_[s + 1][j]) best = j;
       }
       ranges[s] = {static_cast<int64_t>(i), static_cast<int64_t>(best) - 1};
       i = best;
@@ -138,14 +134,22 @@ class Reach {
   }
 
  private:
+  // Largest transient of layers [a, b) on stage s (b > a).
+  double max_transient(size_t s, size_t a, size_t b) const {
+    const size_t k = 63 - static_cast<size_t>(__builtin_clzll(b - a));  // floor(log2(b - a))
+    const double* row = &table_[(s * levels_ + k) * L_];
+    return std::max(row[a], row[b - (size_t{1} << k)]);
+  }
+
   const PartitionInput& in_;
-  size_t P_, L_;
+  size_t P_, L_, levels_ = 1;
+  std::vector<double> time_, fixed_, table_;
   std::vector<std::vector<char>> reach_;
   std::vector<int64_t> good_;
 };
 
 // Relative precision of the bisection: far below any difference the cost model can resolve.
-constexpr double kBisectionPrecision = 1e-7;
+constexpr double kBisectionPrecision = 1e-4;
 
 // The slowest stage is at least the average work on the fastest stage kind and at least the most
 // expensive layer on its cheapest stage.

@@ -34,7 +34,7 @@ PartitionResult partition_layers(const PartitionInput& in);
 
 namespace hetplan {
 
-// The same minimum of the slowest stage (to a relative 1e-7), by bisection on the bound T: for each
+// The same minimum of the slowest stage (to a relative 1e-4), by bisection on the bound T: for each
 // T a backward sweep finds which suffixes of layers the remaining stages can hold (two pointers per
 // stage), O(stages x layers) per T instead of O(stages x layers^2); then each stage takes the
 // longest run that leaves a feasible rest. For the search's inner loop; ties may cut differently

@@ -5,13 +5,14 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "search/partition.h"
-#include "search/pipeline_timing.h"
+#include "search/pipeline/schedule.h"
 #include "search/placement.h"
 
 namespace hetplan {
@@ -60,7 +61,10 @@ bool better(const RankedStrategy& a, int64_t ida, const RankedStrategy& b, int64
 class TrainingSearch {
  public:
   TrainingSearch(const Evaluator& ev, const SearchOptions& o) : ev_(ev), o_(o) {
-    schedules_ = o.schedules.empty() ? pipeline_schedule_names() : o.schedules;
+    if (o.schedules.empty())
+      for (const auto& info : pipeline::schedules()) schedules_.push_back(info.name);
+    else
+      schedules_ = o.schedules;
   }
 
   SearchResult run() {
@@ -149,9 +153,12 @@ class TrainingSearch {
                     s.zero = zero;
                     s.sequence_parallel = sp;
                     s.schedule = sched;
+                    s.chunks = Evaluator::chunks_of(s);
                     s.flash_attention = o_.flash_attention;
                     if (B % (dp * mb)) {
                       prune("batch");
+                    } else if (pp * s.chunks > L) {
+                      prune("pp");
                     } else if (zero >= 2 && pp > 1) {
                       prune("zero");
                     } else if ((pp == 1 && sched != schedules_.front()) ||
@@ -202,80 +209,53 @@ class TrainingSearch {
     return true;
   }
 
-  // No schedule runs faster than its busiest device: m micro-batches of its share of the work,
-  // with each layer on the fastest node kind in the placement.
+  // No schedule runs faster than its busiest device. With W the model's work measured on the
+  // fastest node kind of the placement, and rho_d the best ratio over layers of a rank's speed to
+  // that kind's, the ranks' loads X_d (in fastest-kind seconds) sum to W and rank d needs at least
+  // X_d / rho_d; so the busiest needs at least W / sum(rho_d), for each of m micro-batches.
   double lower_bound(const Candidate& c) const {
     const Placement& p = placements_[c.placement];
-    std::vector<int64_t> groups = p.stage_group;
-    std::sort(groups.begin(), groups.end());
-    groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+    std::vector<int64_t> kinds = p.stage_group;
+    std::sort(kinds.begin(), kinds.end());
+    kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
     const size_t L = ev_.model().layers.size();
+    std::vector<const std::vector<LayerCost>*> costs;
+    for (int64_t g : kinds) costs.push_back(&ev_.layer_costs(g, p.tp_nodes, c.strategy));
     std::vector<double> fastest(L, std::numeric_limits<double>::infinity());
-    for (int64_t g : groups) {
-      const auto& costs = ev_.layer_costs(g, p.tp_nodes, c.strategy);
-      for (size_t i = 0; i < L; ++i) fastest[i] = std::min(fastest[i], costs[i].total_s());
+    for (const auto* k : costs)
+      for (size_t i = 0; i < L; ++i) fastest[i] = std::min(fastest[i], (*k)[i].total_s());
+    std::map<int64_t, double> rho;  // per node kind
+    for (size_t g = 0; g < kinds.size(); ++g) {
+      double best = 0;
+      for (size_t i = 0; i < L; ++i) best = std::max(best, fastest[i] / (*costs[g])[i].total_s());
+      rho[kinds[g]] = best;
     }
+    double rho_sum = 0;
+    for (int64_t g : p.stage_group) rho_sum += rho[g];
     const double work = std::accumulate(fastest.begin(), fastest.end(), 0.0);
-    return static_cast<double>(c.strategy.microbatches()) * work / static_cast<double>(p.pp);
+    return static_cast<double>(c.strategy.microbatches()) * work / rho_sum;
   }
 
   // Costs a candidate. With `force`, a candidate whose layers fit no partition is still predicted
   // (time-balanced partition) so that its memory can be reported.
   Outcome evaluate(const Candidate& c, bool force = false) const {
-    const Placement& p = placements_[c.placement];
     Strategy s = c.strategy;
-    s.stages = p.stages;
-    const int64_t P = s.pp;
-    const PipelineTiming probe = pipeline_timing(
-        s.schedule, s.microbatches(), s.chunks,
-        StageTimes{std::vector<double>(P, 1), std::vector<double>(P, 1), std::vector<double>(P, 0),
-                   std::vector<double>(P - 1, 0)});
-    PartitionInput in;
-    for (int64_t st = 0; st < P; ++st) {
-      const int64_t g = p.stage_group[st];
-      const GpuSpec& gpu = ev_.cluster().groups[g].node.gpu;
-      const Dtype dtype = ev_.cost().compute_dtype(gpu, ev_.model().dtype);
-      const auto& costs = ev_.layer_costs(g, p.tp_nodes, s);
-      std::vector<double> t, stat, act, tr;
-      t.reserve(costs.size());
-      for (const auto& lc : costs) {
-        t.push_back(lc.total_s());
-        stat.push_back(device_memory({lc.params, s.dp, s.zero, dtype, 0, 0, 0}).total());
-        act.push_back(lc.activation);
-        tr.push_back(lc.transient);
-      }
-      in.time_s.push_back(std::move(t));
-      in.static_bytes.push_back(std::move(stat));
-      in.activation_bytes.push_back(std::move(act));
-      in.transient_bytes.push_back(std::move(tr));
-      in.in_flight.push_back(probe.in_flight[st]);
-      const double reserve = ev_.cost().fit(gpu).context_reserve_bytes;
-      in.limit_bytes.push_back(gpu.memory_bytes - (reserve > 0 ? reserve : kDefaultReserveBytes));
-    }
+    s.stages = placements_[c.placement].stages;
     Outcome out;
     out.evaluated = true;
-    PartitionResult part = partition_layers_greedy(in);
-    if (!part.feasible) {
+    PredictOptions po;
+    po.skip_unfit = !force;
+    out.result.predicted = ev_.predict(s, po);
+    if (!force && !out.result.predicted.feasible && out.result.predicted.memory_overflow > 0) {
       out.fits = false;
-      double need = 0, have = 0;
-      for (int64_t st = 0; st < P; ++st) {
-        for (size_t i = 0; i < in.static_bytes[st].size(); ++i)
-          need += (in.static_bytes[st][i] + in.in_flight[st] * in.activation_bytes[st][i]) /
-                  static_cast<double>(P);
-        have += in.limit_bytes[st] / static_cast<double>(P);
-      }
-      out.overflow = need / have;
-      if (!force) return out;
-      // Balance time alone so that the prediction says by how much memory is short.
-      std::fill(in.limit_bytes.begin(), in.limit_bytes.end(), std::numeric_limits<double>::max());
-      part = partition_layers_greedy(in);
+      out.overflow = out.result.predicted.memory_overflow;
     }
-    for (int64_t st = 0; st < P; ++st) {
-      s.stages[st].first_layer = part.ranges[st].first;
-      s.stages[st].last_layer = part.ranges[st].second;
-    }
-    out.result.predicted = ev_.predict(s);
     out.result.strategy = std::move(s);
+    // The prediction knows the partition it chose: keep it with the strategy.
+    if (out.fits && !out.result.predicted.stages.empty()) {
+      out.result.strategy.stages.clear();
+      for (const auto& st : out.result.predicted.stages) out.result.strategy.stages.push_back(st.stage);
+    }
     return out;
   }
 

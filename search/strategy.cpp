@@ -72,8 +72,12 @@ Strategy strategy_from_json(ObjectReader r) {
   r.optional_string("model");
   r.optional_string("cluster");
   r.finish();
-  if (!s.stages.empty() && static_cast<int64_t>(s.stages.size()) != s.pp)
-    r.fail("stages", fmt::format("expected pp = {} stages, found {}", s.pp, s.stages.size()));
+  const auto n = static_cast<int64_t>(s.stages.size());
+  if (n != 0 && n != s.pp && (s.chunks <= 1 || n != s.pp * s.chunks))
+    r.fail("stages", fmt::format("expected pp = {} stages{}, found {}", s.pp,
+                                 s.chunks > 1 ? fmt::format(" or pp x chunks = {}", s.pp * s.chunks)
+                                              : std::string(),
+                                 n));
   return s;
 }
 

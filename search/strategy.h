@@ -60,10 +60,11 @@ struct Prediction {
   std::string reason;        // why not, when infeasible
   std::string reason_code;   // short key for counting ("memory", "batch", "tp", ...)
   double iteration_s = 0, samples_per_s = 0, tokens_per_s = 0, mfu = 0;
-  std::vector<double> peak_memory_bytes;  // per stage (every device of a stage alike)
+  std::vector<double> peak_memory_bytes;  // per pipeline rank (every device of a rank alike)
   std::vector<std::pair<std::string, double>> breakdown;  // named seconds summing to iteration_s
   double bubble_rate = 0;
-  std::vector<StagePrediction> stages;
+  double memory_overflow = 0;  // infeasible "memory" without a partition: bytes needed / available
+  std::vector<StagePrediction> stages;  // per virtual stage, in model order
   std::vector<std::string> notes;  // e.g. "bf16 runs as fp16 on v100"
 };
 

@@ -1,5 +1,6 @@
 #include "search/search.h"
 
+#include <map>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -39,10 +40,17 @@ TEST(Search, HeterogeneousClusterGivesTheT4StagesFewerLayers) {
   const SearchResult r = search_training(s.ev, options(32));
   ASSERT_FALSE(r.top.empty());
   const Prediction& best = r.top.front().predicted;
-  int64_t min_v100 = 1 << 30, max_t4 = 0;
+  // Layers per pipeline rank (a device group may hold several virtual stages).
+  std::map<std::vector<int64_t>, std::pair<std::string, int64_t>> per_rank;
   for (const auto& st : best.stages) {
-    if (st.stage.gpu_type == "v100") min_v100 = std::min(min_v100, layers_of(st));
-    if (st.stage.gpu_type == "t4") max_t4 = std::max(max_t4, layers_of(st));
+    auto& [type, layers] = per_rank[st.stage.devices];
+    type = st.stage.gpu_type;
+    layers += layers_of(st);
+  }
+  int64_t min_v100 = 1 << 30, max_t4 = 0;
+  for (const auto& [devices, rank] : per_rank) {
+    if (rank.first == "v100") min_v100 = std::min(min_v100, rank.second);
+    if (rank.first == "t4") max_t4 = std::max(max_t4, rank.second);
   }
   ASSERT_GT(max_t4, 0) << "the best strategy should use the T4 node";
   EXPECT_GT(min_v100, max_t4);
@@ -148,7 +156,7 @@ TEST(Partition, BisectionFindsTheDynamicProgramsSlowestStage) {
     const PartitionResult greedy = partition_layers_greedy(in);
     ASSERT_EQ(dp.feasible, greedy.feasible) << "trial " << trial;
     if (!dp.feasible) continue;
-    EXPECT_NEAR(greedy.max_stage_s, dp.max_stage_s, 1e-6 * dp.max_stage_s) << "trial " << trial;
+    EXPECT_NEAR(greedy.max_stage_s, dp.max_stage_s, 2e-4 * dp.max_stage_s) << "trial " << trial;
     ASSERT_EQ(greedy.ranges.size(), static_cast<size_t>(P));
     EXPECT_EQ(greedy.ranges.front().first, 0);
     EXPECT_EQ(greedy.ranges.back().second, L - 1);
