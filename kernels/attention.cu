@@ -60,19 +60,30 @@ void check_aligned(std::initializer_list<const void*> pointers) {
       throw std::invalid_argument("attention: tensors must be 16-byte aligned");
 }
 
-// HETPLAN_ATTENTION_KERNEL=mma forces the mma.sync kernels (for comparison).
-bool use_hopper() {
-  static const bool forced_off = [] {
+// Which kernels run on compute capability 9.0, per head_dim and pass: whichever was faster on the
+// H100 (run 2, 2026-11-22, docs/benchmarks.md): wgmma everywhere except the d = 64 backward, where
+// the mma.sync kernel ran at 165 TFLOP/s and the wgmma one at 142. HETPLAN_ATTENTION_KERNEL=mma
+// forces the mma.sync kernels and =wgmma the wgmma ones (for comparison).
+enum class KernelChoice { kMeasured, kMma, kWgmma };
+KernelChoice kernel_choice() {
+  static const KernelChoice choice = [] {
     const char* v = std::getenv("HETPLAN_ATTENTION_KERNEL");
-    return v != nullptr && std::strcmp(v, "mma") == 0;
+    if (v != nullptr && std::strcmp(v, "mma") == 0) return KernelChoice::kMma;
+    if (v != nullptr && std::strcmp(v, "wgmma") == 0) return KernelChoice::kWgmma;
+    return KernelChoice::kMeasured;
   }();
-  return !forced_off && hopper_attention_available();
+  return choice;
+}
+bool use_hopper(int head_dim, bool backward) {
+  const KernelChoice c = kernel_choice();
+  if (c == KernelChoice::kMma || !hopper_attention_available()) return false;
+  return c == KernelChoice::kWgmma || !(backward && head_dim == 64);
 }
 
 template <class T, int kD>
 void launch_forward(const AttentionParams<T>& p, cudaStream_t stream) {
 #if defined(HETPLAN_HOPPER_ATTENTION)
-  if (use_hopper()) return attention_forward_hopper<T>(p, kD, stream);
+  if (use_hopper(kD, false)) return attention_forward_hopper<T>(p, kD, stream);
 #endif
   const size_t smem = attention_forward_smem_bytes<T, kD>();
   allow_dynamic_smem(reinterpret_cast<const void*>(&attention_forward_kernel<T, kD>), smem);
@@ -87,7 +98,7 @@ void launch_backward(const AttentionParams<T>& p, cudaStream_t stream) {
   const LaunchShape pre = attention_rows_shape(rows, kD);
   attention_preprocess_kernel<T, kD><<<grid_of(pre), pre.block, 0, stream>>>(p);
   HETPLAN_CHECK_LAUNCH();
-  if (use_hopper()) {
+  if (use_hopper(kD, true)) {
 #if defined(HETPLAN_HOPPER_ATTENTION)
     attention_backward_hopper<T>(p, kD, stream);
 #endif
@@ -118,7 +129,7 @@ bool hopper_attention_available() {
 }
 
 #if !defined(HETPLAN_HOPPER_ATTENTION)
-std::vector<float> wgmma_selftest_run() {
+std::vector<float> wgmma_selftest_run(int) {
   throw std::invalid_argument("wgmma self-test: the sm_90a kernels were not built");
 }
 #endif

@@ -19,8 +19,8 @@ void attention_backward_hopper(const AttentionParams<T>& p, int head_dim, cudaSt
 
 // Whether the wgmma kernels were built and the current device runs them (compute capability 9.0).
 bool hopper_attention_available();
-// Runs kernels/wgmma_selftest.h on the current device (which must be one where
-// hopper_attention_available()) and returns its output.
-std::vector<float> wgmma_selftest_run();
+// Runs variant `variant` (0 .. kWgmmaSelftestVariants - 1) of kernels/wgmma_selftest.h on the
+// current device (which must be one where hopper_attention_available()); returns its output.
+std::vector<float> wgmma_selftest_run(int variant);
 
 }  // namespace hetplan::kernels

@@ -119,32 +119,72 @@ struct SwigluArgs {
   int cols;
 };
 
+// The backward of one vector: dgate and dup from gate, up and dout.
+template <int kVec>
+HETPLAN_DEVICE void swiglu_grad(const float (&g)[kVec], const float (&u)[kVec], const float (&d)[kVec],
+                                float (&dg)[kVec], float (&du)[kVec]) {
+  HETPLAN_UNROLL
+  for (int i = 0; i < kVec; ++i) {
+    const float s = sigmoid_fast(g[i]);
+    dg[i] = d[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+    du[i] = d[i] * g[i] * s;
+  }
+}
+
+// fp32 backward: two vectors per thread and step, their six loads issued before any use. With one
+// (three 16-byte loads in flight per thread, 6 blocks of 256 threads resident) it reached 77% of
+// copy bandwidth on the H100 where the bf16 one, with the same bytes per load, reached 90%.
+template <class T, int kVec, bool kBackward>
+inline constexpr int kSwigluVectorsPerStep = kBackward && sizeof(T) == 4 && kVec > 1 ? 2 : 1;
+
 template <class T, int kVec, bool kBackward>
 HETPLAN_DEVICE void swiglu_block(const SwigluArgs<T>& a) {
   const int nvec = a.cols / kVec;
+  constexpr int kSteps = kSwigluVectorsPerStep<T, kVec, kBackward>;
   for (int64_t r = simt::block_x(); r < a.rows; r += simt::grid_x()) {
     const T* gate = a.in + r * 2 * a.cols;
-    for (int j = simt::thread_x(); j < nvec; j += simt::block_threads()) {
-      const int c = j * kVec;
-      float g[kVec], u[kVec];
-      simt::load<kVec>(gate + c, g);
-      simt::load<kVec>(gate + a.cols + c, u);
-      if constexpr (kBackward) {
-        float d[kVec], dg[kVec], du[kVec];
-        simt::load<kVec>(a.dout + r * a.cols + c, d);
-        HETPLAN_UNROLL
-        for (int i = 0; i < kVec; ++i) {
-          const float s = sigmoid_fast(g[i]);
-          dg[i] = d[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
-          du[i] = d[i] * g[i] * s;
+    if constexpr (kSteps == 2) {
+      const int threads = simt::block_threads();
+      for (int j = simt::thread_x(); j < nvec; j += 2 * threads) {
+        const int c0 = j * kVec, c1 = (j + threads) * kVec;
+        const bool second = j + threads < nvec;
+        float g0[kVec], u0[kVec], d0[kVec], g1[kVec], u1[kVec], d1[kVec];
+        simt::load<kVec>(gate + c0, g0);
+        simt::load<kVec>(gate + a.cols + c0, u0);
+        simt::load<kVec>(a.dout + r * a.cols + c0, d0);
+        if (second) {
+          simt::load<kVec>(gate + c1, g1);
+          simt::load<kVec>(gate + a.cols + c1, u1);
+          simt::load<kVec>(a.dout + r * a.cols + c1, d1);
         }
-        simt::store<kVec>(a.out + r * 2 * a.cols + c, dg);
-        simt::store<kVec>(a.out + r * 2 * a.cols + a.cols + c, du);
-      } else {
-        float y[kVec];
-        HETPLAN_UNROLL
-        for (int i = 0; i < kVec; ++i) y[i] = g[i] * sigmoid_fast(g[i]) * u[i];
-        simt::store<kVec>(a.out + r * a.cols + c, y);
+        float dg[kVec], du[kVec];
+        swiglu_grad<kVec>(g0, u0, d0, dg, du);
+        simt::store<kVec>(a.out + r * 2 * a.cols + c0, dg);
+        simt::store<kVec>(a.out + r * 2 * a.cols + a.cols + c0, du);
+        if (second) {
+          swiglu_grad<kVec>(g1, u1, d1, dg, du);
+          simt::store<kVec>(a.out + r * 2 * a.cols + c1, dg);
+          simt::store<kVec>(a.out + r * 2 * a.cols + a.cols + c1, du);
+        }
+      }
+    } else {
+      for (int j = simt::thread_x(); j < nvec; j += simt::block_threads()) {
+        const int c = j * kVec;
+        float g[kVec], u[kVec];
+        simt::load<kVec>(gate + c, g);
+        simt::load<kVec>(gate + a.cols + c, u);
+        if constexpr (kBackward) {
+          float d[kVec], dg[kVec], du[kVec];
+          simt::load<kVec>(a.dout + r * a.cols + c, d);
+          swiglu_grad<kVec>(g, u, d, dg, du);
+          simt::store<kVec>(a.out + r * 2 * a.cols + c, dg);
+          simt::store<kVec>(a.out + r * 2 * a.cols + a.cols + c, du);
+        } else {
+          float y[kVec];
+          HETPLAN_UNROLL
+          for (int i = 0; i < kVec; ++i) y[i] = g[i] * sigmoid_fast(g[i]) * u[i];
+          simt::store<kVec>(a.out + r * a.cols + c, y);
+        }
       }
     }
   }

@@ -256,7 +256,7 @@ HETPLAN_UNROLL
   store_bits<N * sizeof(T)>(p, b);
 }
 
-// Shared memory: 16-byte vector load and 4-byte store (aligned to their size).
+// Shared memory: 16-byte vector load, 4- and 2-byte stores (aligned to their size).
 HETPLAN_DEVICE Bits<16> lds16(const void* p) {
   Bits<16> b{};
 #if defined(__CUDACC__)
@@ -274,6 +274,16 @@ HETPLAN_DEVICE void sts32(void* p, uint32_t v) {
 #else
   emu::check_shared(p, 4, 4);
   std::memcpy(p, &v, 4);
+  emu::note_generic_smem_write(p, 4);
+#endif
+}
+HETPLAN_DEVICE void sts16(void* p, uint16_t v) {
+#if defined(__CUDACC__)
+  *static_cast<uint16_t*>(p) = v;
+#else
+  emu::check_shared(p, 2, 2);
+  std::memcpy(p, &v, 2);
+  emu::note_generic_smem_write(p, 2);
 #endif
 }
 

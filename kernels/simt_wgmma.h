@@ -50,6 +50,8 @@ HETPLAN_DEVICE uint64_t wgmma_desc(const void* smem, uint32_t lbo_bytes, uint32_
 HETPLAN_DEVICE void wgmma_fence() {
 #if defined(HETPLAN_WGMMA)
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#elif !defined(__CUDACC__)
+  emu::wgmma_fence();
 #endif
 }
 
@@ -99,6 +101,8 @@ HETPLAN_DEVICE void fence_operand(uint32_t (&r)[K][4]) {
 HETPLAN_DEVICE void fence_proxy_async() {
 #if defined(HETPLAN_WGMMA)
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#elif !defined(__CUDACC__)
+  emu::fence_proxy_async();
 #endif
 }
 

@@ -32,6 +32,9 @@ struct Fiber {
   std::vector<PendingCopy> copies;
   int next_group = 0;
   int warp_op = -1;
+  // Shared-memory bytes this thread wrote through the generic proxy (ordinary stores, cp.async)
+  // since its last fence.proxy.async: [offset, offset + bytes).
+  std::vector<std::pair<uint32_t, uint32_t>> unfenced;
 };
 
 struct WarpState {
@@ -49,6 +52,9 @@ struct Run {
   int at_barrier = 0;
   int done = 0;
   std::vector<unsigned char> smem;
+  // Per byte of shared memory: 1 + the thread that last wrote it through the generic proxy and
+  // has not yet executed fence.proxy.async since, or 0. The async proxy (wgmma) must not read it.
+  std::vector<int16_t> unfenced_writer;
   Dim3 block_idx, block_dim, grid_dim;
   const std::function<void()>* body = nullptr;
   bool eager_copies = false;
@@ -78,11 +84,23 @@ void release_block_barrier_if_complete(Run& r) {
   r.at_barrier = 0;
 }
 
+void mark_generic_write(Run& r, Fiber& f, const unsigned char* p, size_t bytes) {
+  const auto offset = static_cast<uint32_t>(p - r.smem.data());
+  for (size_t i = 0; i < bytes; ++i) r.unfenced_writer[offset + i] = static_cast<int16_t>(f.linear + 1);
+  if (!f.unfenced.empty() && f.unfenced.back().first + f.unfenced.back().second == offset)
+    f.unfenced.back().second += static_cast<uint32_t>(bytes);
+  else
+    f.unfenced.emplace_back(offset, static_cast<uint32_t>(bytes));
+}
+
 void apply_copies(Fiber& f, int newest_group_to_apply) {
   auto keep = std::stable_partition(f.copies.begin(), f.copies.end(), [&](const PendingCopy& c) {
     return c.group < 0 || c.group > newest_group_to_apply;
   });
-  for (auto it = keep; it != f.copies.end(); ++it) std::memcpy(it->dst, it->data, 16);
+  for (auto it = keep; it != f.copies.end(); ++it) {
+    std::memcpy(it->dst, it->data, 16);
+    mark_generic_write(run(), f, it->dst, 16);  // cp.async writes through the generic proxy
+  }
   f.copies.erase(keep, f.copies.end());
 }
 
@@ -120,6 +138,7 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
     Fiber& f = r.fibers[static_cast<size_t>(i)];
     f.state = State::kReady;
     f.copies.clear();
+    f.unfenced.clear();
     f.next_group = 0;
     f.warp_op = -1;
     getcontext(&f.context);
@@ -129,6 +148,7 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
     makecontext(&f.context, fiber_main, 0);
   }
   for (WarpState& w : r.warps) w = WarpState{};
+  std::fill(r.unfenced_writer.begin(), r.unfenced_writer.end(), int16_t{0});
   r.at_barrier = 0;
   r.done = 0;
   auto run_fiber = [&](int i) {
@@ -187,6 +207,7 @@ void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
   r.fibers.resize(n);
   r.warps.resize((n + 31) / 32);
   r.smem.resize(dynamic_smem_bytes);
+  r.unfenced_writer.assign(dynamic_smem_bytes, 0);
   for (unsigned i = 0; i < n; ++i) {
     Fiber& f = r.fibers[i];
     f.stack = std::make_unique<unsigned char[]>(options.stack_bytes);
@@ -369,6 +390,7 @@ void cp_async16(void* smem_dst, const void* global_src, int src_bytes) {
   }
   if (run().eager_copies) {
     std::memcpy(c.dst, c.data, 16);
+    mark_generic_write(run(), me(), c.dst, 16);
     return;
   }
   me().copies.push_back(c);
@@ -384,6 +406,30 @@ void cp_async_commit() {
 void cp_async_wait(int groups_left_pending) {
   Fiber& f = me();
   apply_copies(f, f.next_group - 1 - groups_left_pending);
+}
+
+void note_generic_smem_write(const void* p, size_t bytes) {
+  check_shared(p, bytes, 1);
+  mark_generic_write(run(), me(), static_cast<const unsigned char*>(p), bytes);
+}
+
+void fence_proxy_async() {
+  Run& r = run();
+  Fiber& f = me();
+  for (const auto& [offset, bytes] : f.unfenced)
+    for (uint32_t i = offset; i < offset + bytes; ++i)
+      if (r.unfenced_writer[i] == f.linear + 1) r.unfenced_writer[i] = 0;
+  f.unfenced.clear();
+}
+
+void check_async_proxy_read(uint32_t offset, size_t bytes) {
+  const Run& r = run();
+  for (size_t i = 0; i < bytes; ++i)
+    if (const int writer = r.unfenced_writer.at(offset + i); writer != 0)
+      throw std::runtime_error("wgmma reads shared memory at offset " + std::to_string(offset + i) +
+                               " that thread " + std::to_string(writer - 1) +
+                               " wrote through the generic proxy (st.shared, cp.async) without a "
+                               "fence.proxy.async after it");
 }
 
 void register_global(const void* p, size_t bytes) {

@@ -83,6 +83,18 @@ void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint6
 void wgmma_commit();
 void wgmma_wait(int groups_left_pending);
 
+// Generic and async proxies (PTX ISA, memory consistency model): shared memory written by
+// ordinary stores or cp.async (the generic proxy) is visible to wgmma (the async proxy) only
+// after the writing thread's fence.proxy.async (and a barrier, when another thread reads). The
+// emulator records such writes per byte (sts32 and cp.async land here; plain C++ stores do not),
+// and a wgmma that reads a byte still unfenced throws.
+void note_generic_smem_write(const void* p, size_t bytes);
+void fence_proxy_async();
+void check_async_proxy_read(uint32_t offset, size_t bytes);
+// wgmma.fence: a thread's wgmma needs one since the thread's last wgmma wait (or its start), the
+// points after which it may have written the accumulator or A-fragment registers.
+void wgmma_fence();
+
 // cp.async.cg.shared.global, 16 bytes; src_bytes 0 fills zeros (the source is not read).
 void cp_async16(void* smem_dst, const void* global_src, int src_bytes);
 void cp_async_commit();

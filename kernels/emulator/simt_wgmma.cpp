@@ -33,6 +33,7 @@ struct PendingWgmma {
 struct ThreadState {
   std::vector<PendingWgmma> pending;
   int next_group = 0;
+  bool fenced = false;  // a wgmma.fence since the start or the last wait
 };
 
 std::vector<ThreadState> g_threads;
@@ -75,6 +76,7 @@ float read_operand(uint64_t desc, int mn, int k, bool mn_major, bool bf16) {
            static_cast<uint32_t>(k % 8) * 128 + static_cast<uint32_t>(mn % 64) * 2;
   }
   addr ^= ((addr >> 7) & 7) << 4;
+  check_async_proxy_read(addr, 2);
   uint16_t bits;
   std::memcpy(&bits, smem_at(addr, 2), 2);
   return element(bits, bf16);
@@ -154,6 +156,9 @@ void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint6
   // A wgmma onto registers that an earlier one, still pending, writes reads that one's result
   // (they run in issue order); otherwise it reads the registers now, which then read as NaN.
   ThreadState& t = state(me);
+  if (!t.fenced)
+    throw std::runtime_error("wgmma.mma_async without a wgmma.fence since the thread's start or its last "
+                             "wgmma wait (registers it may have written are read asynchronously)");
   for (const PendingWgmma& earlier : t.pending) op.chained = op.chained || earlier.d == d;
   if (!op.chained) {
     std::memcpy(op.c, d, sizeof(float) * static_cast<size_t>(n / 2));
@@ -161,6 +166,8 @@ void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint6
   }
   t.pending.push_back(op);
 }
+
+void wgmma_fence() { state(linear_thread()).fenced = true; }
 
 void wgmma_commit() {
   ThreadState& t = state(linear_thread());
@@ -170,6 +177,7 @@ void wgmma_commit() {
 }
 
 void wgmma_wait(int groups_left_pending) {
+  state(linear_thread()).fenced = false;
   const int newest = state(linear_thread()).next_group - 1 - groups_left_pending;
   // All lanes of the warp retire their operations at once, when the last one arrives: a lane
   // that went on first must not change shared memory under the others' pending reads.

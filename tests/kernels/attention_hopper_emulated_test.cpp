@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/attention_hopper_kernels.h"
 #include "kernels/emulator/simt_emulator.h"
@@ -106,49 +108,93 @@ TEST(AttentionHopperEmulated, Bf16FiveTilesShuffledEager) {
   check_hopper<bf16, 64>(1, 1, 600, true, true, 10, false);
 }
 
-// The emulator's wgmma itself on the known-answer test of kernels/wgmma_selftest.h (the GPU
-// test KernelProperties.WgmmaOperandFormsGiveTheKnownProduct runs the same code on the hardware).
-TEST(WgmmaEmulated, OperandFormsGiveTheKnownProduct) {
-  std::vector<float> out(static_cast<size_t>(kWgmmaSelftestForms) * 128 * kWgmmaSelftestFloats, NAN);
+// The emulator's wgmma itself on the known-answer test of kernels/wgmma_selftest.h, every
+// variant (the GPU test KernelProperties.WgmmaOperandFormsGiveTheKnownProduct runs the same code
+// on the hardware).
+template <int kVariant>
+void run_selftest(bool eager) {
+  SCOPED_TRACE(::testing::Message() << "variant " << kVariant << (eager ? " eager" : ""));
+  const std::vector<uint16_t> image = wgmma_selftest_image();
+  std::vector<float> out(kWgmmaSelftestOutFloats, NAN);
+  emu::GlobalScope scope;
+  scope.add(image.data(), image.size());
+  scope.add(out.data(), out.size());
   LaunchShape one;
   one.block = 128;
   one.smem = kWgmmaSelftestSmem;
-  emulate(one, [&] { wgmma_selftest_block(out.data()); });
-  const int n_of_form[kWgmmaSelftestForms] = {64, 128, 64};
-  for (int form = 0; form < kWgmmaSelftestForms; ++form)
-    for (int t = 0; t < 128; ++t)
-      for (int i = 0; i < n_of_form[form] / 2; ++i) {
-        int m = 0, n = 0;
-        wgmma_selftest_position(t, i, m, n);
-        ASSERT_EQ(out[static_cast<size_t>((form * 128 + t) * kWgmmaSelftestFloats + i)],
-                  wgmma_selftest_expected(m, n))
-            << "form " << form << " thread " << t << " element " << i;
-      }
+  emulate(one, [&] { wgmma_selftest_block<kVariant>(image.data(), out.data()); }, 0, eager);
+  const WgmmaSelftestReport r = wgmma_selftest_check(out);
+  EXPECT_EQ(r.wrong[0] + r.wrong[1] + r.wrong[2] + r.image_wrong, 0) << r.detail;
 }
 
-// A missing wait shows: the accumulators read as NaN until wgmma_wait retires the group.
-TEST(WgmmaEmulated, AccumulatorsAreUndefinedBeforeTheWait) {
+TEST(WgmmaEmulated, OperandFormsGiveTheKnownProduct) {
+  for (bool eager : {false, true}) {
+    run_selftest<0>(eager);
+    run_selftest<1>(eager);
+    run_selftest<2>(eager);
+    run_selftest<3>(eager);
+  }
+}
+
+// One warpgroup fills two 64 x 16 K-major tiles with 0.5 through ordinary stores and multiplies
+// them (D = 16 * 0.25 everywhere), with the steps the PTX ISA requires switched off one at a time.
+struct WgmmaSteps {
+  bool proxy_fence = true, wgmma_fence = true;
+};
+void small_wgmma(const WgmmaSteps& steps, bool& nan_before, bool& right_after) {
   LaunchShape one;
   one.block = 128;
   one.smem = 2 * 8192 + 1024;
-  bool nan_before = true, finite_after = true;
+  nan_before = right_after = true;
   emulate(one, [&] {
     unsigned char* smem = hopper_smem();
-    for (int i = simt::thread_x(); i < 2 * 8192 / 2; i += 128) {
-      const uint16_t bits = simt::from_f32<bf16>(0.5f).bits;
-      std::memcpy(smem + 2 * i, &bits, 2);
-    }
+    for (int i = simt::thread_x(); i < 2 * 8192 / 2; i += 128)
+      simt::sts16(smem + 2 * i, simt::from_f32<bf16>(0.5f).bits);
+    if (steps.proxy_fence) simt::fence_proxy_async();
     simt::sync_threads();
     float d[32];
+    if (steps.wgmma_fence) simt::wgmma_fence();
     simt::wgmma_ss<bf16, 64, 0, 0>(d, simt::wgmma_desc(smem, 16, 1024),
                                    simt::wgmma_desc(smem + 8192, 16, 1024), false);
     simt::wgmma_commit();
     nan_before = nan_before && std::isnan(d[0]);
     simt::wgmma_wait<0>();
-    finite_after = finite_after && d[0] == 16 * 0.25f;
+    right_after = right_after && d[0] == 16 * 0.25f;
   });
+}
+
+// A missing wait shows: the accumulators read as NaN until wgmma_wait retires the group.
+TEST(WgmmaEmulated, AccumulatorsAreUndefinedBeforeTheWait) {
+  bool nan_before = false, right_after = false;
+  small_wgmma({}, nan_before, right_after);
   EXPECT_TRUE(nan_before);
-  EXPECT_TRUE(finite_after);
+  EXPECT_TRUE(right_after);
+}
+
+// Ordinary stores reach the tensor cores only through fence.proxy.async (PTX ISA, "Async
+// proxy"); without it the emulator refuses the read, where the GPU may read stale data.
+TEST(WgmmaEmulated, GenericStoresNeedTheProxyFence) {
+  bool nan_before = false, right_after = false;
+  WgmmaSteps steps;
+  steps.proxy_fence = false;
+  EXPECT_THROW(
+      {
+        try {
+          small_wgmma(steps, nan_before, right_after);
+        } catch (const std::runtime_error& e) {
+          EXPECT_NE(std::string(e.what()).find("fence.proxy.async"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      std::runtime_error);
+}
+
+// A wgmma needs a wgmma.fence since the thread last touched registers (its start, or a wait).
+TEST(WgmmaEmulated, WgmmaNeedsItsFence) {
+  bool nan_before = false, right_after = false;
+  WgmmaSteps steps;
+  steps.wgmma_fence = false;
+  EXPECT_THROW(small_wgmma(steps, nan_before, right_after), std::runtime_error);
 }
 
 }  // namespace

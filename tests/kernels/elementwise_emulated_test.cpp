@@ -92,6 +92,9 @@ void check_swiglu(int64_t rows, int cols) {
 
 TEST(ElementwiseEmulated, SwigluBf16ManyRowsPerBlock) { check_swiglu<bf16>(70, 48); }
 TEST(ElementwiseEmulated, SwigluFp32OddCols) { check_swiglu<float>(5, 37); }
+// fp32 backward, two vectors per thread and step: 300 vectors per row over 256 threads, so the
+// first 44 threads take a second vector and the rest do not.
+TEST(ElementwiseEmulated, SwigluFp32TwoVectorsPerStep) { check_swiglu<float>(3, 1200); }
 
 template <class T>
 void check_bias_dropout(int64_t rows, int cols, float p, bool with_bias) {
