@@ -78,20 +78,28 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
   // in (fit_gemms), with the streaming bandwidth the files settle on.
   for (const auto& g : f.gemm) fit.gemm_points[g.dtype].push_back({g.shape, g.time_s.median});
   // Memory-bound kernels: a fit per kernel; the copy probe sets the streaming bandwidth.
+  // Activations are half precision: fp32 variants of a kernel count only where no half-precision
+  // one was measured.
+  std::map<std::string, bool> has_half;
+  for (const auto& k : f.kernels)
+    if (k.dtype == Dtype::kBf16 || k.dtype == Dtype::kFp16) has_half[cost_op_name(k.kernel)] = true;
   std::map<std::string, std::vector<std::pair<double, double>>> by_kernel;
   std::map<std::string, std::vector<std::pair<double, double>>> attention;  // flops, time
   for (const auto& k : f.kernels) {
-    if (k.kernel.rfind("attention", 0) == 0 && k.flops > 0)
-      attention[k.kernel].emplace_back(k.flops, k.time_s.median);
+    const std::string name = cost_op_name(k.kernel);
+    const bool half = k.dtype == Dtype::kBf16 || k.dtype == Dtype::kFp16;
+    if (!half && has_half[name]) continue;
+    if (name.rfind("attention", 0) == 0 && k.flops > 0)
+      attention[name].emplace_back(k.flops, k.time_s.median);
     else if (k.bytes > 0)
-      by_kernel[k.kernel].emplace_back(k.bytes, k.time_s.median);
+      by_kernel[name].emplace_back(k.bytes, k.time_s.median);
   }
   std::vector<double> overheads;
   for (const auto& [name, pts] : by_kernel) {
     fit.kernels[name] = fit_kernel(pts);
     overheads.push_back(fit.kernels[name].overhead_s);
   }
-  for (const char* probe : {"copy", "bandwidth_copy", "d2d_copy"}) {
+  for (const char* probe : {"copy"}) {
     auto it = fit.kernels.find(probe);
     if (it != fit.kernels.end() && known_gpu) {
       fit.memory_efficiency = std::min(1.0, it->second.GBps / spec.memory_GBps);
@@ -144,6 +152,27 @@ void fit_gemms(GpuFit& fit) {
 }
 
 }  // namespace
+
+std::string cost_op_name(const std::string& measured) {
+  std::string n = measured;
+  for (const char* suffix : {"_bf16", "_fp16", "_fp32", "_fp8"}) {
+    const std::string sfx(suffix);
+    if (n.size() > sfx.size() && n.compare(n.size() - sfx.size(), sfx.size(), sfx) == 0) {
+      n.resize(n.size() - sfx.size());
+      break;
+    }
+  }
+  static const std::map<std::string, std::string> kRename = {
+      {"layernorm_bwd_input", "layernorm_bwd"},
+      {"rmsnorm_bwd_input", "rmsnorm_bwd"},
+      {"dropout_bwd", "bias_dropout_residual_bwd"},
+      {"adamw_step", "adamw"},
+      {"memcpy_d2d", "copy"},
+      {"d2d_copy", "copy"},
+      {"bandwidth_copy", "copy"}};
+  if (auto it = kRename.find(n); it != kRename.end()) return it->second;
+  return n;
+}
 
 GpuFit Profile::gpu(const std::string& gpu_type) const {
   auto it = gpus.find(gpu_type);

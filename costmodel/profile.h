@@ -62,6 +62,12 @@ struct Profile {
   bool has(const std::string& gpu_type) const { return gpus.count(gpu_type) != 0; }
 };
 
+// The cost model's name for a measured kernel (costmodel/layer_ops.cpp names memory-bound ops by
+// what they do): the kernels/ registry's case names lose their dtype suffix and map onto them
+// ("layernorm_bwd_input_bf16" -> "layernorm_bwd"). "copy" is cudaMemcpy device to device (the
+// profiler's "d2d_copy", the kernel bench's "memcpy_d2d"): what streaming kernels are held to.
+std::string cost_op_name(const std::string& measured_kernel);
+
 // Fits calibration files into a profile. Files of the same GPU type are combined: measured
 // sections replace imported ones, which replace datasheet priors.
 Profile fit_profile(const std::vector<CalibrationFile>& files);

@@ -160,5 +160,39 @@ TEST(ProfileFormat, ReadsProfilesWithoutTheNewerGemmKeys) {
   EXPECT_DOUBLE_EQ(p.gpu("h100-sxm").gemm_quality.at(Dtype::kBf16).p95_rel_error, 0.07);
 }
 
+TEST(ProfileFit, RegistryKernelNamesReachTheCostModelsOps) {
+  EXPECT_EQ(cost_op_name("layernorm_bwd_input_bf16"), "layernorm_bwd");
+  EXPECT_EQ(cost_op_name("layernorm_bwd_weight_fp32"), "layernorm_bwd_weight");
+  EXPECT_EQ(cost_op_name("dropout_bwd_bf16"), "bias_dropout_residual_bwd");
+  EXPECT_EQ(cost_op_name("adamw_step"), "adamw");
+  EXPECT_EQ(cost_op_name("memcpy_d2d"), "copy");
+  EXPECT_EQ(cost_op_name("d2d_copy"), "copy");
+  EXPECT_EQ(cost_op_name("copy_probe"), "copy_probe");
+  EXPECT_EQ(cost_op_name("swiglu_fwd"), "swiglu_fwd");
+
+  // The bf16 case sets the fit; the fp32 one of the same op is ignored (activations are half).
+  CalibrationFile f;
+  f.context.source = "measured";
+  f.context.gpu_type = "h100-sxm";
+  auto add = [&](const std::string& name, Dtype dtype, double GBps) {
+    for (double bytes : {1e7, 1e8, 1e9}) {
+      KernelMeasurement k;
+      k.kernel = name;
+      k.dtype = dtype;
+      k.bytes = bytes;
+      k.time_s = summarize({2e-6 + bytes / (GBps * 1e9)});
+      f.kernels.push_back(k);
+    }
+  };
+  add("gelu_fwd_bf16", Dtype::kBf16, 2500);
+  add("gelu_fwd_fp32", Dtype::kFp32, 1000);
+  add("memcpy_d2d", Dtype::kFp32, 3000);
+  const GpuFit g = fit_profile({f}).gpu("h100-sxm");
+  ASSERT_EQ(g.kernels.count("gelu_fwd"), 1u);
+  EXPECT_NEAR(g.kernels.at("gelu_fwd").GBps, 2500, 25);
+  EXPECT_EQ(g.kernels.count("gelu_fwd_bf16"), 0u);
+  EXPECT_NEAR(g.memory_efficiency, 3000.0 / 3350.0, 0.01);
+}
+
 }  // namespace
 }  // namespace hetplan
