@@ -1,11 +1,10 @@
 // hetplan calibrate: measures the GPU it runs on into a calibration file (see docs/calibrate.md).
-#include <fstream>
-#include <iterator>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "costmodel/errors.h"
 #include "profiler/common/dtypes.h"
 #include "profiler/common/options.h"
@@ -15,23 +14,6 @@
 
 namespace hetplan::cli {
 namespace {
-
-// The command line as typed (Linux), for the file's provenance.
-std::string own_command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string out;
-  size_t start = 0;
-  while (start < raw.size()) {
-    size_t end = raw.find('\0', start);
-    if (end == std::string::npos) end = raw.size();
-    std::string arg = raw.substr(start, end - start);
-    if (arg.find_first_of(" \t\"'") != std::string::npos) arg = "'" + arg + "'";
-    out += (out.empty() ? "" : " ") + arg;
-    start = end + 1;
-  }
-  return out;
-}
 
 int run(const profiler::CalibrateOptions& o) {
 #ifdef HETPLAN_HAVE_CUDA

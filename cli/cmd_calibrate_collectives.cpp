@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "profiler/common/collective_plan.h"
@@ -87,6 +88,7 @@ CommandRunner declare_calibrate_collectives(CLI::App& app) {
 #if HETPLAN_HAVE_CUDA
     CalibrationFile out;
     out.context.source = "measured";
+    out.context.command = own_command_line();
     const auto summary = profiler::run_collective_calibration(
         options, out, nullptr, [](size_t done, size_t total, const std::string& what) {
           fmt::print(stderr, "\r[{}/{}] {:<60}", done, total, what.substr(0, 60));

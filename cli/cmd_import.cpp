@@ -80,13 +80,24 @@ CommandRunner declare_import(CLI::App& app) {
                  f.measurements.size(), oom, o->inputs.size());
     } else {
       CalibrationFile& f = *result.calibration;
-      f.context.date = context["date"];
       f.context.hetplan_version = context["hetplan_version"];
-      f.context.command = command_line(*o);
+      if (f.context.date.empty()) {
+        f.context.date = context["date"];
+        f.context.command = command_line(*o);
+      } else {
+        // Our own measurement (kernel bench): its date and command stay; the import is a note.
+        f.context.notes += "; converted by `" + command_line(*o) + "` on " +
+                           context["date"].get<std::string>();
+      }
       save_calibration(f, o->out);
-      fmt::print("{}: {} {} records for {} ({})\n", o->out,
-                 f.layer_forward.size() + f.serving_layer.size(),
-                 f.layer_forward.empty() ? "serving_layer" : "layer_forward", f.context.gpu_type,
+      std::string counts;
+      auto count = [&](size_t n, const char* what) {
+        if (n) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, what);
+      };
+      count(f.layer_forward.size(), "layer_forward");
+      count(f.serving_layer.size(), "serving_layer");
+      count(f.kernels.size(), "kernel");
+      fmt::print("{}: {} records for {} ({})\n", o->out, counts, f.context.gpu_type,
                  f.context.source);
     }
     return 0;

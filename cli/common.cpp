@@ -3,6 +3,8 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -46,6 +48,22 @@ void write_json_output(const Json& j, const std::string& path) {
     return;
   }
   write_json_atomically(j, path);
+}
+
+std::string own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out;
+  size_t start = 0;
+  while (start < raw.size()) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    std::string arg = raw.substr(start, end - start);
+    if (arg.find_first_of(" \t\"'") != std::string::npos) arg = "'" + arg + "'";
+    out += (out.empty() ? "" : " ") + arg;
+    start = end + 1;
+  }
+  return out;
 }
 
 }  // namespace hetplan::cli

@@ -19,6 +19,9 @@ Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpe
 // {"hetplan_version", "command", "date", "calibration": [origins]} for a JSON output.
 Json run_context(const std::string& command, const Profile& profile);
 
+// The command line as typed (Linux /proc/self/cmdline), for a file's provenance.
+std::string own_command_line();
+
 // "1.23 s", "45.6 ms", "7.8 us".
 std::string format_seconds(double s);
 // "12.3 GiB".

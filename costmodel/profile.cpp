@@ -41,7 +41,15 @@ KernelFit fit_kernel(const std::vector<std::pair<double, double>>& bytes_time) {
   }
   const double det = s_w * s_xx - s_x * s_x;
   double slope = 0, intercept = 0;
-  if (bytes_time.size() >= 2 && det > 0) {
+  double lo = bytes_time.front().first, hi = lo;
+  for (auto [x, y] : bytes_time) lo = std::min(lo, x), hi = std::max(hi, x);
+  if (hi < 2 * lo) {
+    // Sizes too close to separate a launch overhead from the bandwidth (shapes of equal bytes):
+    // the bandwidth of all points together, no overhead.
+    double sx = 0, sy = 0;
+    for (auto [x, y] : bytes_time) sx += x, sy += y;
+    slope = sy / sx;
+  } else if (det > 0) {
     slope = (s_w * s_xy - s_x * s_y) / det;
     intercept = (s_y - slope * s_x) / s_w;
   }

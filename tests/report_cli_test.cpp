@@ -61,9 +61,45 @@ TEST(ImportCli, BadInputIsExitTwoWithFileAndLine) {
       << r.output;
   r = run_hetplan("import --format nemo " + log.string() + " --out x.json");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("unknown format \"nemo\" (expected megatron, deepspeed, amp, helix)"),
+  EXPECT_NE(r.output.find("unknown format \"nemo\" (expected megatron, deepspeed, amp, helix, kernel-bench)"),
             std::string::npos)
       << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ImportCli, KernelBenchJsonBecomesAMeasuredCalibration) {
+  const auto dir = testing::temp_dir("import_kernel_bench");
+  const auto cal = (dir / "kernels.json").string();
+  auto r = run_hetplan("import --format kernel-bench " + kData + "/kernel_bench/h100_subset.json" +
+                       " --out " + cal);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("7 kernel records for h100-sxm (measured)"), std::string::npos)
+      << r.output;
+  const CalibrationFile c = load_calibration(cal);
+  EXPECT_EQ(c.context.source, "measured");
+  EXPECT_EQ(c.context.gpu_type, "h100-sxm");
+  EXPECT_EQ(c.context.date, "2026-11-22T12:18:25Z");  // the bench's date, not the import's
+  EXPECT_EQ(c.context.sm_count, 132);
+  ASSERT_EQ(c.kernels.size(), 7u);  // the unsupported case is left out
+  const KernelMeasurement& ln = c.kernels[3];
+  EXPECT_EQ(ln.kernel, "layernorm_fwd_bf16");
+  EXPECT_EQ(ln.params.at("rows"), 16384);
+  EXPECT_EQ(ln.params.at("cols"), 4096);
+  EXPECT_EQ(ln.params.at("pass"), "forward");
+  EXPECT_NEAR(ln.time_s.median, 98.4e-6, 0.1e-6);
+  EXPECT_GT(ln.bytes, 2 * 16384.0 * 4096 * 2 * 0.99);
+
+  // The fit takes the bf16 layernorm and the copy bandwidth from it.
+  r = run_hetplan("fit " + cal + " --out " + (dir / "p.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("layernorm_fwd "), std::string::npos) << r.output;
+
+  std::ofstream(dir / "other.json") << R"({"schema": "hetplan.bench/9", "results": []})";
+  r = run_hetplan("import --format kernel-bench " + (dir / "other.json").string() + " --out " +
+                  (dir / "x.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("other.json"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("hetplan.kernel_bench/1"), std::string::npos) << r.output;
   std::filesystem::remove_all(dir);
 }
 

@@ -11,6 +11,8 @@
 #include "profiler/collectives/harness.h"
 #include "profiler/collectives/host_device.h"
 #include "profiler/collectives/topology.h"
+#include "profiler/common/gpu_type.h"
+#include "profiler/common/run_info.h"
 #include "profiler/common/launcher.h"
 #include "profiler/common/rendezvous.h"
 
@@ -342,6 +344,19 @@ CollectiveRunSummary Sweep::run() {
     if (c.nccl.empty()) c.nccl = nccl_version_text();
     if (c.gpu_count == 0) c.gpu_count = static_cast<int64_t>(layout_.gpus.size());
     if (c.gpu_name.empty()) c.gpu_name = layout_.gpus[0].name;
+    if (c.gpu_type.empty()) {
+      // The GPU kind of the file: the first GPU's, with its memory from its process's report.
+      const Layout::Gpu& g0 = layout_.gpus[0];
+      const auto& reported = layout_.processes[static_cast<size_t>(g0.process)].gpus;
+      const int64_t memory = static_cast<size_t>(g0.local) < reported.size()
+                                 ? reported[static_cast<size_t>(g0.local)].memory_bytes
+                                 : 0;
+      c.gpu_type = gpu_type_key(g0.name, memory).key;
+      c.memory_bytes = memory;
+    }
+    if (c.date.empty()) c.date = utc_now_iso();
+    if (c.host.empty()) c.host = layout_.hosts.empty() ? "" : layout_.hosts[0];
+    if (c.hetplan_version.empty()) c.hetplan_version = hetplan_version();
     std::string hosts;
     for (const auto& h : layout_.hosts) hosts += (hosts.empty() ? "" : ", ") + h;
     const std::string note = fmt::format("collectives: {} processes, {} GPUs on {} nodes ({}); "

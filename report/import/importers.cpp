@@ -26,6 +26,10 @@ const std::vector<ImporterSpec>& importers() {
        [](const ImportRequest& r) {
          return ImportResult{std::nullopt, import_helix_profiles(r.inputs, r.profile)};
        }},
+      {"kernel-bench", "kernels/bench JSON (hetplan_kernel_bench --json) -> calibration",
+       [](const ImportRequest& r) {
+         return ImportResult{std::nullopt, import_kernel_bench(r.inputs, r.profile)};
+       }},
   };
   return kImporters;
 }

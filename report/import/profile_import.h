@@ -30,4 +30,10 @@ CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& 
 CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& inputs,
                                       const ProfileImportOptions& options);
 
+// kernels/bench's JSON (hetplan_kernel_bench --json, schema hetplan.kernel_bench/1): each case
+// with status "ok" becomes a kernel measurement; the bench's device context the provenance. All
+// files must come from one GPU. Source stays "measured".
+CalibrationFile import_kernel_bench(const std::vector<std::filesystem::path>& files,
+                                    const ProfileImportOptions& options);
+
 }  // namespace hetplan
