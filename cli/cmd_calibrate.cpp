@@ -7,17 +7,15 @@
 #include "cli/common.h"
 #include "costmodel/errors.h"
 #include "profiler/common/dtypes.h"
+#include "profiler/common/gpu_module.h"
 #include "profiler/common/options.h"
-#ifdef HETPLAN_HAVE_CUDA
-#include "profiler/calibrate.h"
-#endif
 
 namespace hetplan::cli {
 namespace {
 
 int run(const profiler::CalibrateOptions& o) {
 #ifdef HETPLAN_HAVE_CUDA
-  const profiler::CalibrationOutcome r = profiler::run_calibration(o);
+  const profiler::CalibrationOutcome r = profiler::gpu_module().run_calibration(o);
   fmt::print("wrote {}\n", r.summary);
   fmt::print("{} measured now, {} failed, {} from the journal of an earlier run\n", r.measured,
              r.failed, r.resumed);

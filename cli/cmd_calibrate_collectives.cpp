@@ -11,9 +11,7 @@
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "profiler/common/collective_plan.h"
-#if HETPLAN_HAVE_CUDA
-#include "profiler/collectives/calibrate_collectives.h"
-#endif
+#include "profiler/common/gpu_module.h"
 
 namespace hetplan::cli {
 
@@ -89,7 +87,7 @@ CommandRunner declare_calibrate_collectives(CLI::App& app) {
     CalibrationFile out;
     out.context.source = "measured";
     out.context.command = own_command_line();
-    const auto summary = profiler::run_collective_calibration(
+    const auto summary = profiler::gpu_module().run_collective_calibration(
         options, out, nullptr, [](size_t done, size_t total, const std::string& what) {
           fmt::print(stderr, "\r[{}/{}] {:<60}", done, total, what.substr(0, 60));
           if (done == total) fmt::print(stderr, "\n");

@@ -3,16 +3,19 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt 9 REQUIRED)
 find_package(CLI11 2 REQUIRED)
 find_package(yaml-cpp 0.7 REQUIRED)
-# Link yaml-cpp statically where the static library exists, so that binaries carried to a GPU
-# machine need no libyaml-cpp there.
+# Link yaml-cpp statically into executables where the static library exists, so that binaries
+# carried to a GPU machine need no libyaml-cpp there. Debian's libyaml-cpp.a is not
+# position-independent, so shared modules (libhetplan_gpu.so) link the shared library instead
+# (scripts/gpu_bundle.sh carries it).
 find_library(HETPLAN_YAML_CPP_STATIC NAMES libyaml-cpp.a)
+add_library(hetplan_yaml INTERFACE)
+target_include_directories(hetplan_yaml INTERFACE
+                           "$<TARGET_PROPERTY:yaml-cpp,INTERFACE_INCLUDE_DIRECTORIES>")
 if(HETPLAN_YAML_CPP_STATIC)
-  add_library(hetplan_yaml STATIC IMPORTED)
-  set_target_properties(hetplan_yaml PROPERTIES IMPORTED_LOCATION ${HETPLAN_YAML_CPP_STATIC}
-                        INTERFACE_INCLUDE_DIRECTORIES
-                        "$<TARGET_PROPERTY:yaml-cpp,INTERFACE_INCLUDE_DIRECTORIES>")
+  # $<TARGET_PROPERTY:TYPE> is the type of the target being linked.
+  target_link_libraries(hetplan_yaml INTERFACE
+      "$<IF:$<STREQUAL:$<TARGET_PROPERTY:TYPE>,EXECUTABLE>,${HETPLAN_YAML_CPP_STATIC},yaml-cpp>")
 else()
-  add_library(hetplan_yaml INTERFACE)
   target_link_libraries(hetplan_yaml INTERFACE yaml-cpp)
 endif()
 find_package(Threads REQUIRED)

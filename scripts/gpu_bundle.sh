@@ -11,12 +11,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-${HETPLAN_BUILD_DIR:-build}}
 bundle=gpu-bundle
-for f in "$build/cli/hetplan" "$build/tests/hetplan_gpu_tests"; do
+for f in "$build/cli/hetplan" "$build/cli/libhetplan_gpu.so" "$build/tests/hetplan_gpu_tests"; do
   [ -x "$f" ] || { echo "gpu_bundle: $f missing: build with CUDA first (bash scripts/build.sh)" >&2; exit 1; }
 done
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib"
-cp "$build/cli/hetplan" "$build/tests/hetplan_gpu_tests" "$bundle/bin/"
+# libhetplan_gpu.so: hetplan's CUDA half, loaded from beside the executable when it calibrates.
+cp "$build/cli/hetplan" "$build/cli/libhetplan_gpu.so" "$build/tests/hetplan_gpu_tests" \
+  "$bundle/bin/"
 # Other GPU programs of the build (the kernels benchmark), when present.
 for extra in "$build"/kernels/hetplan_kernel_bench; do
   if [ -x "$extra" ]; then cp "$extra" "$bundle/bin/"; fi

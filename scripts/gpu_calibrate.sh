@@ -63,12 +63,17 @@ export LD_LIBRARY_PATH
 echo "== nvidia-smi"
 nvidia-smi 2>&1 | tee "$work/nvidia-smi.txt"
 echo "== libraries"
-missing=$(ldd "$hetplan" | grep "not found" || true)
-if [ -n "$missing" ]; then
-  echo "gpu_calibrate: hetplan cannot load: $missing" >&2
-  exit 1
-fi
-ldd "$hetplan" | grep -E "cublas|cupti|nccl|yaml" | sed 's/ (0x.*//'
+# hetplan loads its CUDA half (libhetplan_gpu.so, beside it) when it calibrates: check both.
+module=$(dirname "$hetplan")/libhetplan_gpu.so
+for f in "$hetplan" "$module"; do
+  [ -f "$f" ] || { echo "gpu_calibrate: $f missing" >&2; exit 1; }
+  missing=$(ldd "$f" | grep "not found" || true)
+  if [ -n "$missing" ]; then
+    echo "gpu_calibrate: $f cannot load: $missing" >&2
+    exit 1
+  fi
+done
+ldd "$module" | grep -E "cublas|cupti|nccl|yaml" | sed 's/ (0x.*//'
 
 if [ "$mode" != calibrate ]; then
   echo "== GPU tests"

@@ -48,8 +48,6 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
   return c;
 }
 
-double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
-
 bool same_layer(const LayerSpec& a, const LayerSpec& b) {
   if (a.hidden != b.hidden || a.seq_len != b.seq_len || a.op.index() != b.op.index()) return false;
   if (const auto* x = a.block()) {

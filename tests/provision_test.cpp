@@ -31,8 +31,9 @@ TEST(Provision, PricesMixesAndMarksTheParetoFront) {
     EXPECT_LE(r.mixes[i].tokens_per_s, r.mixes[i - 1].tokens_per_s);
   for (const auto& a : r.mixes)
     for (const auto& b : r.mixes)
-      if (a.pareto && &a != &b)
+      if (a.pareto && &a != &b) {
         EXPECT_FALSE(b.price_per_hour < a.price_per_hour && b.tokens_per_s > a.tokens_per_s);
+      }
 }
 
 TEST(Provision, BudgetExcludesExpensiveMixes) {

@@ -162,7 +162,9 @@ TEST(Partition, BisectionFindsTheDynamicProgramsSlowestStage) {
     EXPECT_EQ(greedy.ranges.back().second, L - 1);
     for (int s = 0; s < P; ++s) {
       EXPECT_LE(greedy.ranges[s].first, greedy.ranges[s].second);
-      if (s > 0) EXPECT_EQ(greedy.ranges[s].first, greedy.ranges[s - 1].second + 1);
+      if (s > 0) {
+        EXPECT_EQ(greedy.ranges[s].first, greedy.ranges[s - 1].second + 1);
+      }
     }
   }
 }

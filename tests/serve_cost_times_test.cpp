@@ -23,9 +23,10 @@ TEST(ServeCostTimes, AgreeWithHelixMeasurementsWithin30Percent) {
     const auto m = measured.for_machine_type(type);
     for (double batch : {1.0, 8.0, 16.0})
       EXPECT_NEAR(c->decode_s(batch) / m->decode_s(batch), 1.0, 0.3) << "decode " << batch;
-    if (std::string(type).find('x') != std::string::npos)
+    if (std::string(type).find('x') != std::string::npos) {
       for (double tokens : {1000.0, 4000.0})
         EXPECT_NEAR(c->prompt_s(tokens) / m->prompt_s(tokens), 1.0, 0.3) << "prompt " << tokens;
+    }
   }
 }
 
