@@ -13,9 +13,9 @@ struct CliRun {
   std::string output;
 };
 
-CliRun run(const std::string& args) {
-  const std::string cmd =
-      std::string("CUDA_VISIBLE_DEVICES= ") + HETPLAN_BINARY + " calibrate " + args + " 2>&1";
+CliRun run(const std::string& args, const std::string& env = "") {
+  const std::string cmd = "CUDA_VISIBLE_DEVICES= " + env + " " + HETPLAN_BINARY + " calibrate " +
+                          args + " 2>&1";
   CliRun r;
   std::FILE* pipe = ::popen(cmd.c_str(), "r");
   char buf[4096];
@@ -48,6 +48,22 @@ TEST(CalibrateCli, BadOptionsAreInputErrors) {
   EXPECT_EQ(run("--out /no/such/folder/x.json").status, 2);
 #endif
 }
+
+#ifdef HETPLAN_HAVE_CUDA
+// The CUDA half is a module loaded at run time (profiler/common/gpu_module.h): a missing or
+// foreign module is a run-time failure that says which file and why.
+TEST(CalibrateCli, GpuModuleProblemsAreNamed) {
+  CliRun r = run("--quick --gemm --out /tmp/x.json", "HETPLAN_GPU_MODULE=/no/such/libhetplan_gpu.so");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("GPU module libhetplan_gpu.so was not found"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("/no/such/libhetplan_gpu.so: not there"), std::string::npos) << r.output;
+  // A shared library that is not the module (the C library is on every machine).
+  r = run("--quick --gemm --out /tmp/x.json", "HETPLAN_GPU_MODULE=libc.so.6");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("libc.so.6 is not a hetplan GPU module"), std::string::npos) << r.output;
+}
+#endif
 
 }  // namespace
 }  // namespace hetplan
