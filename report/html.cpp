@@ -266,7 +266,8 @@ std::string render_report_html(const Json& data) {
     const Json& m = data["memory"];
     body += fmt::format(
         "<section id=\"memory\"><h2>Memory per device</h2><p class=\"explain\">{} · predicted "
-        "memory of one device of each stage{}{}.</p><div class=\"chart tall\" "
+        "memory of each pipeline device, all its chunks (its data- and tensor-parallel peers "
+        "alike){}{}.</p><div class=\"chart tall\" "
         "id=\"chart-memory\"></div></section>",
         esc(str(m, "key")), capacity_text(m),
         m["feasible"].get<bool>() ? "" : " — infeasible: " + esc(str(m, "reason")));

@@ -191,23 +191,45 @@ Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
 Json pipeline_and_memory(const PredictedStrategy& ps, Json& memory) {
   const Prediction& p = *ps.predicted;
   const Strategy& s = ps.strategy;
-  Json stages = Json::array();
-  for (size_t i = 0; i < p.stages.size(); ++i) {
-    const auto& st = p.stages[i];
-    stages.push_back(fmt::format("stage {} · {} · layers {}-{}", i, st.stage.gpu_type,
-                                 st.stage.first_layer, st.stage.last_layer));
-  }
   const int64_t m = s.microbatches();
-  const Timeline t = pipeline_timeline(p, s.schedule, m);
+  const Timeline t = pipeline_timeline(p, s.schedule, m, std::max<int64_t>(1, s.pp));
+  // One row per pipeline device, naming its GPU type and the layers of each of its chunks (in
+  // model order); `device_stage` is a virtual stage of each device, whose memory is the device's.
+  // Without a timeline (nothing drawn), one row per stage as the prediction lists them.
+  std::vector<std::vector<size_t>> chunks_of(static_cast<size_t>(t.devices));
+  for (const auto& op : t.ops) {
+    auto& c = chunks_of[static_cast<size_t>(op.device)];
+    if (std::find(c.begin(), c.end(), static_cast<size_t>(op.stage)) == c.end())
+      c.push_back(static_cast<size_t>(op.stage));
+  }
+  if (t.ops.empty()) {
+    chunks_of.assign(p.stages.size(), {});
+    for (size_t j = 0; j < p.stages.size(); ++j) chunks_of[j] = {j};
+  }
+  Json stages = Json::array();
+  std::vector<size_t> device_stage;
+  for (size_t d = 0; d < chunks_of.size(); ++d) {
+    auto& c = chunks_of[d];
+    std::sort(c.begin(), c.end());
+    std::string layers;
+    for (size_t j : c)
+      layers += fmt::format("{}{}-{}", layers.empty() ? "" : ", ", p.stages[j].stage.first_layer,
+                            p.stages[j].stage.last_layer);
+    const size_t first = c.empty() ? std::min(d, p.stages.size() - 1) : c.front();
+    device_stage.push_back(first);
+    stages.push_back(fmt::format("{} {} · {} · layers {}", t.ops.empty() ? "stage" : "device", d,
+                                 p.stages[first].stage.gpu_type, layers));
+  }
   Json ops = Json::array();
   for (const auto& op : t.ops)
-    ops.push_back(
-        {op.stage, std::string(1, op.pass), op.microbatch, op.start_s * 1e3, op.end_s * 1e3});
+    ops.push_back({op.device, std::string(1, op.pass), op.microbatch, op.start_s * 1e3,
+                   op.end_s * 1e3, op.chunk});
   Json pipeline = {{"origin", ps.origin},
                    {"key", strategy_key(s)},
                    {"model", ps.model},
                    {"schedule", s.schedule},
                    {"microbatches", m},
+                   {"chunks", t.chunks},
                    {"stages", stages},
                    {"ops", ops},
                    {"makespan_ms", t.makespan_s * 1e3},
@@ -220,13 +242,13 @@ Json pipeline_and_memory(const PredictedStrategy& ps, Json& memory) {
       {"transient", &MemoryBreakdown::transient}, {"reserve", &MemoryBreakdown::reserve}};
   for (const auto& [name, field] : kParts) {
     Json v = Json::array();
-    for (const auto& st : p.stages) v.push_back(st.memory.*field / kGiB);
+    for (size_t j : device_stage) v.push_back(p.stages[j].memory.*field / kGiB);
     parts[name] = v;
   }
   Json capacity = Json::array();
-  for (const auto& st : p.stages) {
+  for (size_t j : device_stage) {
     try {
-      capacity.push_back(load_gpu(st.stage.gpu_type).memory_bytes / kGiB);
+      capacity.push_back(load_gpu(p.stages[j].stage.gpu_type).memory_bytes / kGiB);
     } catch (const InputError&) {
       capacity.push_back(nullptr);  // a GPU type defined in a cluster file
     }

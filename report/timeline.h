@@ -1,9 +1,7 @@
-// A pipeline timeline drawn from a prediction's per-stage times: every stage runs its passes in
-// the schedule's order (GPipe: all forwards, then all backwards; 1F1B: warm-up forwards, then one
-// forward and one backward in turn), each pass starting when its stage is free and its input has
-// arrived (the previous stage's forward, or the next stage's backward, plus one p2p transfer).
-// The weight-gradient pass follows its input-gradient pass. A picture of the schedule for the
-// report; the prediction's own iteration time comes from search/pipeline_timing.
+// A pipeline timeline for the report: the prediction's per-stage times run through the exact
+// event-driven simulator (search/pipeline) with the strategy's own schedule, so that the picture
+// is the schedule the prediction timed (interleaved and V schedules included: rows are devices,
+// each pass labelled with its chunk).
 #pragma once
 
 #include <cstdint>
@@ -15,21 +13,27 @@
 namespace hetplan {
 
 struct TimelineOp {
-  int64_t stage = 0;
-  char pass = 'F';  // F, B (input gradient) or W (weight gradient)
+  int64_t device = 0;  // row: the pipeline device
+  char pass = 'F';     // F, B (input gradient) or W (weight gradient)
   int64_t microbatch = 0;
+  int64_t chunk = 0;  // virtual stage on the device (0 for one-chunk schedules)
+  int64_t stage = 0;  // virtual stage in model order
   double start_s = 0, end_s = 0;
 };
 
 struct Timeline {
   std::vector<TimelineOp> ops;
   double makespan_s = 0;
-  std::string schedule;  // the order drawn ("1f1b" or "gpipe")
-  std::string note;      // set when the strategy's schedule is drawn as another one
+  int64_t devices = 0, chunks = 1;
+  std::string schedule;
+  // Set when there is nothing to draw (and why), or when a schedule that does not split the
+  // backward has its B drawn as B followed by W (the framework computes both in one backward).
+  std::string note;
 };
 
-// `microbatches` per pipeline; stage times from `p.stages`. Schedules other than gpipe are drawn
-// in 1F1B order (with a note) until the exact simulator's timeline replaces this one.
-Timeline pipeline_timeline(const Prediction& p, const std::string& schedule, int64_t microbatches);
+// `microbatches` per pipeline over `devices` pipeline devices; the prediction's stages are its
+// virtual stages in model order (a multiple of `devices`).
+Timeline pipeline_timeline(const Prediction& p, const std::string& schedule, int64_t microbatches,
+                           int64_t devices);
 
 }  // namespace hetplan

@@ -58,10 +58,10 @@ TEST(ReportMatching, KeyNormalisesWhatHasNoEffect) {
 }
 
 TEST(ReportTimeline, OneFOneBByHand) {
-  // Two stages, F 1, B 2, W 1, p2p 0.5, two micro-batches. Stage 0 runs F0 F1 B0 B1, stage 1
-  // F0 B0 F1 B1. Stage 1: F0 1.5-2.5, B0 2.5-4.5, W0 -5.5, F1 5.5-6.5, B1 6.5-8.5, W1 -9.5.
-  // Stage 0: F0 0-1, F1 1-2, B0 waits for stage 1's B0 + p2p = 5: 5-7, W0 -8; B1 at 8.5 + 0.5
-  // = 9: 9-11, W1 -12.
+  // Two stages, F 1, B 2, W 1, p2p 0.5, two micro-batches. 1F1B computes B and W in one backward
+  // (3): stage 0 runs F0 F1 B0 B1, stage 1 F0 B0 F1 B1. Stage 1: F0 1.5-2.5, B0 2.5-4.5, W0 -5.5,
+  // F1 5.5-6.5, B1 6.5-8.5, W1 -9.5. Stage 0: F0 0-1, F1 1-2, B0 after stage 1's whole backward
+  // + p2p = 6: 6-8, W0 -9; B1 at 9.5 + 0.5 = 10: 10-12, W1 -13.
   Prediction p;
   p.stages.resize(2);
   for (auto& st : p.stages) {
@@ -70,25 +70,43 @@ TEST(ReportTimeline, OneFOneBByHand) {
     st.backward_weight_s = 1;
   }
   p.stages[0].p2p_s = 0.5;
-  const Timeline t = pipeline_timeline(p, "1f1b", 2);
-  EXPECT_DOUBLE_EQ(t.makespan_s, 12);
-  auto find = [&](int64_t stage, char pass, int64_t mb) {
-    for (const auto& op : t.ops)
-      if (op.stage == stage && op.pass == pass && op.microbatch == mb) return op;
+  const Timeline t = pipeline_timeline(p, "1f1b", 2, 2);
+  EXPECT_DOUBLE_EQ(t.makespan_s, 13);
+  auto find = [](const Timeline& tl, int64_t device, char pass, int64_t mb) {
+    for (const auto& op : tl.ops)
+      if (op.device == device && op.pass == pass && op.microbatch == mb) return op;
     return TimelineOp{-1};
   };
-  EXPECT_DOUBLE_EQ(find(1, 'F', 0).start_s, 1.5);
-  EXPECT_DOUBLE_EQ(find(1, 'F', 1).start_s, 5.5);
-  EXPECT_DOUBLE_EQ(find(0, 'B', 0).start_s, 5);
-  EXPECT_DOUBLE_EQ(find(0, 'W', 0).end_s, 8);
-  EXPECT_DOUBLE_EQ(find(0, 'B', 1).start_s, 9);
+  EXPECT_DOUBLE_EQ(find(t, 1, 'F', 0).start_s, 1.5);
+  EXPECT_DOUBLE_EQ(find(t, 1, 'W', 0).end_s, 5.5);
+  EXPECT_DOUBLE_EQ(find(t, 1, 'F', 1).start_s, 5.5);
+  EXPECT_DOUBLE_EQ(find(t, 0, 'B', 0).start_s, 6);
+  EXPECT_DOUBLE_EQ(find(t, 0, 'W', 0).end_s, 9);
+  EXPECT_DOUBLE_EQ(find(t, 0, 'B', 1).start_s, 10);
   EXPECT_EQ(t.ops.size(), 12u);  // 2 stages x 2 micro-batches x F, B, W
-  // GPipe: all forwards first. Stage 1: F0 1.5-2.5, F1 2.5-3.5, B0 3.5-5.5, W -6.5, B1 6.5-8.5;
-  // stage 0: B0 at 5.5 + 0.5 = 6, to 8, W to 9; B1 at 8.5 + 0.5 = 9, to 11, W to 12.
-  const Timeline g = pipeline_timeline(p, "gpipe", 2);
-  EXPECT_EQ(g.schedule, "gpipe");
-  EXPECT_DOUBLE_EQ(g.makespan_s, 12.0);
-  EXPECT_EQ(pipeline_timeline(p, "zb-h1", 2).note, "schedule zb-h1 drawn in 1F1B order");
+  EXPECT_NE(t.note.find("does not split the backward"), std::string::npos) << t.note;
+
+  // ZB-H1 splits the backward: stage 0's B0 waits only for stage 1's B0 (4.5 + 0.5 = 5), and W
+  // passes fill what would be bubbles.
+  const Timeline z = pipeline_timeline(p, "zb-h1", 2, 2);
+  EXPECT_TRUE(z.note.empty()) << z.note;
+  EXPECT_DOUBLE_EQ(find(z, 0, 'B', 0).start_s, 5);
+  EXPECT_LT(z.makespan_s, t.makespan_s);
+
+  // Interleaved over one device pair: four virtual stages, two chunks per device; rows are
+  // devices and every pass names its chunk.
+  p.stages.resize(4, p.stages[1]);
+  p.stages[2].p2p_s = 0.5;
+  const Timeline v = pipeline_timeline(p, "interleaved", 2, 2);
+  EXPECT_EQ(v.chunks, 2);
+  EXPECT_EQ(v.ops.size(), 4u * 2 * 3);
+  for (const auto& op : v.ops) {
+    EXPECT_LT(op.device, 2);
+    EXPECT_EQ(op.chunk, op.stage / 2);  // interleaved: stage = chunk x devices + device
+  }
+  // Three stages cannot split over two devices: nothing drawn, and why.
+  p.stages.resize(3);
+  EXPECT_NE(pipeline_timeline(p, "1f1b", 2, 2).note.find("do not split"), std::string::npos);
 }
 
 TEST(ReportData, MatchesRealOutputs) {

@@ -114,7 +114,7 @@
         type: 'custom', name: pass[1], itemStyle: { color: pass[2] },
         encode: { x: [1, 2], y: 0 },
         data: pipe.ops.filter(function (op) { return op[1] === pass[0]; })
-                      .map(function (op) { return [op[0], op[3], op[4], op[2]]; }),
+                      .map(function (op) { return [op[0], op[3], op[4], op[2], op[5] || 0]; }),
         renderItem: function (params, api) {
           var stage = api.value(0);
           var start = api.coord([api.value(1), stage]), end = api.coord([api.value(2), stage]);
@@ -135,7 +135,8 @@
       legend: { top: 0 },
       grid: { left: 220, right: 24, top: 40, bottom: 70 },
       tooltip: { trigger: 'item', formatter: function (p) {
-        return p.seriesName + ', micro-batch ' + p.data[3] + '<br>' + fmt(p.data[1], 4) + ' - ' +
+        return p.seriesName + ', micro-batch ' + p.data[3] +
+               (pipe.chunks > 1 ? ', chunk ' + p.data[4] : '') + '<br>' + fmt(p.data[1], 4) + ' - ' +
                fmt(p.data[2], 4) + ' ms';
       } },
       dataZoom: [{ type: 'slider', xAxisIndex: 0, bottom: 10 }, { type: 'inside', xAxisIndex: 0 }],
