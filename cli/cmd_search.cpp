@@ -26,7 +26,27 @@ struct SearchCliOptions {
   int threads = 1;
   int max_zero = 3;
   bool exhaustive = false, no_default_calibration = false, quiet = false;
+  bool allow_idle_nodes = false;
 };
+
+// The node groups a strategy leaves idle: "idle: p3.16xlarge x32 (256 GPUs)".
+std::string idle_groups_text(const ClusterSpec& cluster, const Strategy& s) {
+  std::vector<bool> used(static_cast<size_t>(cluster.num_gpus()), false);
+  for (const auto& st : s.stages)
+    for (int64_t d : st.devices) used[static_cast<size_t>(d)] = true;
+  std::string out;
+  int64_t first = 0;
+  for (const auto& g : cluster.groups) {
+    const int64_t n = g.count * g.node.gpus;
+    bool any = false;
+    for (int64_t d = first; d < first + n; ++d) any |= used[static_cast<size_t>(d)];
+    if (!any)
+      out += fmt::format("{}{} x{} ({} GPUs)", out.empty() ? "idle: " : ", ", g.node.name,
+                         g.count, n);
+    first += n;
+  }
+  return out.empty() ? "some GPUs idle" : out;
+}
 
 // "0-6 v100 | 7-20 v100 | 21-25 t4"
 std::string stages_summary(const Prediction& p) {
@@ -97,6 +117,8 @@ CommandRunner declare_search(CLI::App& app) {
   app.add_option("--max-zero", o->max_zero, "Highest ZeRO stage to consider (0-3, default 3)")
       ->check(CLI::Range(0, 3));
   app.add_flag("--exhaustive", o->exhaustive, "Cost every valid candidate (no bound pruning)");
+  app.add_flag("--allow-idle-nodes", o->allow_idle_nodes,
+               "Also plans that leave whole node groups idle (every subset of the groups)");
   app.add_flag("--quiet", o->quiet, "No progress on stderr");
   return [o]() {
     const ModelSpec model = load_model(o->model, o->seq_len);
@@ -110,6 +132,7 @@ CommandRunner declare_search(CLI::App& app) {
     opts.threads = o->threads;
     opts.top_k = o->top;
     opts.exhaustive = o->exhaustive;
+    opts.allow_idle_nodes = o->allow_idle_nodes;
     opts.schedules = o->schedules;
     opts.micro_batches = o->micro_batches;
     opts.tensor_widths = o->tensor_widths;
@@ -137,6 +160,10 @@ CommandRunner declare_search(CLI::App& app) {
         for (const auto& [name, sec] : best.breakdown) fmt::print("  {} {}", name, format_seconds(sec));
         fmt::print("\n");
         for (const auto& note : best.notes) fmt::print("note: {}\n", note);
+        const Strategy& bs = r.top.front().strategy;
+        if (bs.devices() < cluster.num_gpus())
+          fmt::print("note: the best plan uses {} of the {} GPUs; {}\n", bs.devices(),
+                     cluster.num_gpus(), idle_groups_text(cluster, bs));
       } else {
         fmt::print("no feasible strategy.\n");
         if (r.min_static_bytes > 0)

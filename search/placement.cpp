@@ -6,9 +6,15 @@
 namespace hetplan {
 
 std::vector<std::vector<int64_t>> node_group_orders(const ClusterSpec& cluster) {
-  const int64_t n = static_cast<int64_t>(cluster.groups.size());
-  std::vector<int64_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<int64_t> all(cluster.groups.size());
+  std::iota(all.begin(), all.end(), 0);
+  return node_group_orders(cluster, std::move(all));
+}
+
+std::vector<std::vector<int64_t>> node_group_orders(const ClusterSpec& cluster,
+                                                    std::vector<int64_t> order) {
+  const int64_t n = static_cast<int64_t>(order.size());
+  std::sort(order.begin(), order.end());
   std::vector<std::vector<int64_t>> out;
   if (n <= 4) {
     do out.push_back(order);

@@ -15,6 +15,9 @@ namespace hetplan {
 // Orders of the cluster's node groups along the pipeline: every permutation for up to 4 kinds,
 // else fastest-first and slowest-first by peak FLOP/s.
 std::vector<std::vector<int64_t>> node_group_orders(const ClusterSpec& cluster);
+// The same over some of the groups only (indices into cluster.groups): the others stay idle.
+std::vector<std::vector<int64_t>> node_group_orders(const ClusterSpec& cluster,
+                                                    std::vector<int64_t> groups);
 
 // Stages for dp x tp x pp over all the cluster's devices with the node groups in `order`:
 // consecutive devices of a group form each stage (tensor rank fastest, so tensor-parallel groups

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/errors.h"
 #include "search/partition.h"
 #include "search/pipeline/schedule.h"
 #include "search/placement.h"
@@ -83,21 +84,44 @@ class TrainingSearch {
  private:
   void prune(const std::string& reason, int64_t n = 1) { result_.stats.pruned[reason] += n; }
 
+  static constexpr int64_t kMaxIdleGroups = 8;
+
   // Every point of the space, with the cheap predicates applied in order.
   void generate() {
     const ClusterSpec& cluster = ev_.cluster();
+    const int64_t G = static_cast<int64_t>(cluster.groups.size());
+    // Which node groups a plan uses: all of them, or with --allow-idle-nodes every non-empty
+    // subset (the full set first, so that ties keep the plan that uses everything).
+    if (o_.allow_idle_nodes && G > kMaxIdleGroups)
+      throw InputError(fmt::format("--allow-idle-nodes: the cluster has {} node groups; subsets "
+                                   "are searched for at most {}",
+                                   G, kMaxIdleGroups));
+    const int64_t all = (int64_t{1} << G) - 1;
+    int64_t id = 0;
+    for (int64_t used = all; used > 0; --used) {
+      if (used != all && !o_.allow_idle_nodes) break;
+      std::vector<int64_t> groups;
+      for (int64_t g = 0; g < G; ++g)
+        if (used >> g & 1) groups.push_back(g);
+      generate(groups, id);
+    }
+  }
+
+  // The points of the space that run on `groups` (indices into the cluster's groups).
+  void generate(const std::vector<int64_t>& groups, int64_t& id) {
+    const ClusterSpec& cluster = ev_.cluster();
     const ModelSpec& model = ev_.model();
-    const int64_t N = cluster.num_gpus();
+    int64_t N = 0;
+    for (int64_t g : groups) N += cluster.groups[g].count * cluster.groups[g].node.gpus;
     const int64_t B = o_.global_batch;
     const int64_t L = static_cast<int64_t>(model.layers.size());
     int64_t max_node = 0;
-    for (const auto& g : cluster.groups) max_node = std::max(max_node, g.node.gpus);
+    for (int64_t g : groups) max_node = std::max(max_node, cluster.groups[g].node.gpus);
     std::vector<int64_t> tps = o_.tensor_widths;
     if (tps.empty())
       for (int64_t t = 1; t <= std::min(2 * max_node, N); t *= 2) tps.push_back(t);
     const std::vector<int64_t> mbs = o_.micro_batches.empty() ? divisors(B, 64) : o_.micro_batches;
-    const auto orders = node_group_orders(cluster);
-    int64_t id = 0;
+    const auto orders = node_group_orders(cluster, groups);
     for (int64_t tp : tps) {
       if (N % tp) continue;
       const std::string tp_problem = tensor_parallel_problem(model, tp);
@@ -341,12 +365,15 @@ class TrainingSearch {
   // Keeps the infeasible candidates closest to fitting (peak memory over capacity, then time).
   void keep_near(const Candidate& c, RankedStrategy&& r) {
     if (r.predicted.iteration_s <= 0) return;
+    // Peaks are per pipeline rank; stages per virtual stage, and the first pp of them sit on
+    // ranks 0..pp-1 in every schedule (interleaved and V alike).
     double over = 0;
-    for (size_t st = 0; st < r.predicted.stages.size(); ++st) {
+    const size_t ranks = std::min(r.predicted.peak_memory_bytes.size(), r.predicted.stages.size());
+    for (size_t d = 0; d < ranks; ++d) {
       const auto& devices = ev_.devices();
       const auto& gpu =
-          ev_.cluster().groups[devices[r.predicted.stages[st].stage.devices.front()].group].node.gpu;
-      over = std::max(over, r.predicted.peak_memory_bytes[st] / gpu.memory_bytes);
+          ev_.cluster().groups[devices[r.predicted.stages[d].stage.devices.front()].group].node.gpu;
+      over = std::max(over, r.predicted.peak_memory_bytes[d] / gpu.memory_bytes);
     }
     near_.emplace_back(std::make_tuple(over, r.predicted.iteration_s, c.id), std::move(r));
     std::sort(near_.begin(), near_.end(),

@@ -24,6 +24,9 @@ struct SearchOptions {
   std::vector<int64_t> micro_batches;  // empty: every divisor of the per-replica batch
   std::vector<int64_t> tensor_widths;  // empty: powers of two up to twice a node's GPUs
   bool flash_attention = true;
+  // Also plans that leave whole node groups idle (every non-empty subset of the cluster's groups
+  // is placed): a slow node kind may cost more in pipeline stages and links than it adds.
+  bool allow_idle_nodes = false;
   // Called from the searching thread now and then: candidates done, candidates in all.
   std::function<void(int64_t done, int64_t total, double best_s)> progress;
 };

@@ -119,6 +119,34 @@ TEST(Search, CountsEveryCandidateOnce) {
   EXPECT_EQ(infeasible + r.stats.feasible, r.stats.evaluated);
 }
 
+// One A100 node and two T4 nodes: the T4s slow every plan that uses them, so with idle nodes
+// allowed the best plan runs on the A100 node alone, faster than any plan over all 16 GPUs.
+TEST(Search, IdleNodesAllowedLeaveTheSlowKindOut) {
+  Problem s("gpt2-medium", "p4d.24xlarge:1,g4dn.12xlarge:2");
+  const SearchResult all = search_training(s.ev, options(32, 3));
+  SearchOptions idle = options(32, 3);
+  idle.allow_idle_nodes = true;
+  const SearchResult some = search_training(s.ev, idle);
+  ASSERT_FALSE(all.top.empty());
+  ASSERT_FALSE(some.top.empty());
+  EXPECT_EQ(all.top[0].strategy.devices(), 16);
+  EXPECT_EQ(some.top[0].strategy.devices(), 8);
+  for (const auto& st : some.top[0].predicted.stages) EXPECT_EQ(st.stage.gpu_type, "a100-40gb");
+  EXPECT_LT(some.top[0].predicted.iteration_s, 0.9 * all.top[0].predicted.iteration_s);
+  // The space holds the full-cluster plans too, and those of the A100 and the T4 nodes alone.
+  EXPECT_GT(some.stats.candidates, all.stats.candidates);
+  int64_t pruned = 0;
+  for (const auto& [reason, n] : some.stats.pruned) pruned += n;
+  EXPECT_EQ(pruned + some.stats.evaluated, some.stats.candidates);
+  // The bound stays safe with subsets: the exhaustive search ranks the same.
+  SearchOptions exhaustive = idle;
+  exhaustive.exhaustive = true;
+  const SearchResult every = search_training(s.ev, exhaustive);
+  ASSERT_EQ(every.top.size(), some.top.size());
+  for (size_t i = 0; i < some.top.size(); ++i)
+    EXPECT_EQ(to_json(some.top[i].strategy), to_json(every.top[i].strategy));
+}
+
 TEST(Search, ModelThatFitsNowhereSaysWhy) {
   Problem s("llama2-70b", "g4dn.12xlarge:1");
   const SearchResult r = search_training(s.ev, options(8));

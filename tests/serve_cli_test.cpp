@@ -25,7 +25,11 @@ struct CliRun {
 };
 
 CliRun run(const std::string& args) {
-  const fs::path log = fs::temp_directory_path() / "hetplan_serve_cli.log";
+  // One log per test: ctest runs the tests in parallel processes.
+  const fs::path log =
+      fs::temp_directory_path() /
+      ("hetplan_serve_cli_" +
+       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".log");
   const std::string cmd =
       std::string(HETPLAN_BINARY) + " serve " + args + " > " + log.string() + " 2>&1";
   const int raw = std::system(cmd.c_str());

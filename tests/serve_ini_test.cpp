@@ -132,9 +132,12 @@ TEST(ServeIni, HelixSolution) {
   EXPECT_EQ(q.ranges[sim.find("compute_node_2")], (LayerRange{7, 4}));
 }
 
-// Writes `text` to a temporary file and returns its path.
+// Writes `text` to a temporary file of this test's own folder (ctest runs tests in parallel
+// processes) and returns its path.
 fs::path write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / "hetplan_serve_ini_test";
+  const fs::path dir = fs::temp_directory_path() /
+                       ("hetplan_serve_ini_test_" +
+                        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   fs::create_directories(dir);
   std::ofstream(dir / name) << text;
   return dir / name;
