@@ -22,4 +22,9 @@ echo
 echo "== Search: GPT-3 175B on 1024 GPUs of three generations (H100, A100, V100)"
 "$hetplan" search --model gpt3-175b --cluster three-gen-1024 --global-batch 1536 --top 5 \
   --threads "$(nproc)" --quiet --json "$out/search-gpt3-175b-1024.json"
+
+echo
+echo "== The same, allowed to leave whole node groups idle (--allow-idle-nodes)"
+"$hetplan" search --model gpt3-175b --cluster three-gen-1024 --global-batch 1536 --top 5 \
+  --threads "$(nproc)" --allow-idle-nodes --quiet --json "$out/search-gpt3-175b-1024-idle.json"
 echo "wrote $out/*.json"
