@@ -90,8 +90,10 @@ void print_report(const FitReport& report, const Profile& profile) {
     }
     fmt::print("  attention efficiency: forward {:.3f}, backward {:.3f} of the dense peak ({})\n",
                g.attention_efficiency, g.attention_bwd_efficiency,
-               g.attention_points > 0 ? fmt::format("{} measurements", g.attention_points)
-                                      : std::string("prior, not measured"));
+               g.attention_points > 0
+                   ? fmt::format("{}; {} measurements in the files", g.attention_source,
+                                 g.attention_points)
+                   : std::string("prior, not measured"));
     if (!g.layers.empty()) {
       fmt::print("  layers from their ops vs measured ({}): median |error| F {}, B {}, W {}; "
                  "p95 F {}, B {}, W {}\n",

@@ -97,7 +97,7 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
     const std::string name = cost_op_name(k.kernel);
     const bool half = k.dtype == Dtype::kBf16 || k.dtype == Dtype::kFp16;
     if (!half && has_half[name]) continue;
-    if (name.rfind("attention", 0) == 0 && k.flops > 0)
+    if ((name.rfind("attention", 0) == 0 || name.rfind("sdpa_", 0) == 0) && k.flops > 0)
       attention[name].emplace_back(k.flops, k.time_s.median);
     else if (k.bytes > 0)
       by_kernel[name].emplace_back(k.bytes, k.time_s.median);
@@ -115,9 +115,31 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
     }
   }
   if (!overheads.empty()) fit.launch_s = std::max(1e-6, summarize(overheads).median);
-  // Attention: efficiency of the largest measured problems, forward and backward apart.
-  if (!attention.empty() && known_gpu) {
+  // Attention: efficiency of the largest measured problems, forward and backward apart. What
+  // frameworks run is PyTorch's SDPA (or the same cuDNN and FlashAttention kernels): its default
+  // backend's timings win where a file has them (hetplan import --format torch-sdpa), else
+  // hetplan's own kernels'.
+  const bool have_sdpa =
+      attention.count("sdpa_fwd_default") != 0 || attention.count("sdpa_bwd_default") != 0;
+  for (auto it = attention.begin(); it != attention.end();) {
+    const bool sdpa = it->first.rfind("sdpa_", 0) == 0;
+    const bool keep = have_sdpa ? it->first == "sdpa_fwd_default" || it->first == "sdpa_bwd_default"
+                                : !sdpa;
+    it = keep ? std::next(it) : attention.erase(it);
+  }
+  // Another file of this GPU may already have given SDPA's figures: hetplan's do not replace them.
+  const bool sdpa_known = fit.attention_source.rfind("torch sdpa", 0) == 0;
+  if (!attention.empty() && known_gpu && (have_sdpa || !sdpa_known)) {
     const double peak = std::max(spec.peak_flops(Dtype::kBf16), spec.peak_flops(Dtype::kFp16));
+    fit.attention_source = "hetplan kernels";
+    if (have_sdpa) {
+      fit.attention_source = "torch sdpa, default backend";
+      for (const auto& k : f.kernels)
+        if (k.kernel == "sdpa_fwd_default" && k.params.is_object() && k.params.contains("picked")) {
+          fit.attention_source += " (" + k.params["picked"].get<std::string>() + ")";
+          break;
+        }
+    }
     std::vector<double> fwd, bwd;
     for (auto& [name, pts] : attention) {
       std::sort(pts.begin(), pts.end());

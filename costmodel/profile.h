@@ -47,6 +47,10 @@ struct GpuFit {
   std::map<std::string, KernelFit> kernels;  // by kernels/ registry name
   double attention_efficiency = 0.35;      // fused attention forward, of the bf16/fp16 peak
   double attention_bwd_efficiency = 0.35;  // its backward (measured separately where possible)
+  // Which attention the efficiencies describe: "prior", "hetplan kernels" (kernels/), or
+  // "torch sdpa (...)": PyTorch's scaled_dot_product_attention, which frameworks run, preferred
+  // where measured.
+  std::string attention_source = "prior";
   std::vector<LayerMeasurement> layers;      // whole-layer timings
   double context_reserve_bytes = 0;          // measured CUDA context + library reserve; 0 = prior
 };

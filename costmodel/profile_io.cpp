@@ -78,6 +78,7 @@ Json gpu_json(const GpuFit& g) {
   j["kernels"] = kernels;
   j["attention_efficiency"] = g.attention_efficiency;
   j["attention_bwd_efficiency"] = g.attention_bwd_efficiency;
+  j["attention_source"] = g.attention_source;
   Json layers = Json::array();
   for (const auto& l : g.layers) layers.push_back(to_json(l));
   j["layers"] = layers;
@@ -134,6 +135,7 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
   }
   g.attention_efficiency = r.positive("attention_efficiency");
   g.attention_bwd_efficiency = r.positive_or("attention_bwd_efficiency", g.attention_efficiency);
+  g.attention_source = r.string_or("attention_source", "prior");
   for (auto& l : r.objects_or_empty("layers")) g.layers.push_back(layer_from_json(l));
   g.context_reserve_bytes = r.non_negative_or("context_reserve_bytes", 0);
   r.finish();

@@ -104,10 +104,13 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
     q.kernels = fit.kernels;
     q.attention_efficiency = fit.attention_efficiency;
     q.attention_bwd_efficiency = fit.attention_bwd_efficiency;
+    q.attention_source = fit.attention_source;
     for (const auto& f : files)
       if (f.context.gpu_type == type)
         for (const auto& k : f.kernels)
-          q.attention_points += k.kernel.rfind("attention", 0) == 0 && k.flops > 0;
+          q.attention_points +=
+              (k.kernel.rfind("attention", 0) == 0 || k.kernel.rfind("sdpa_", 0) == 0) &&
+              k.flops > 0;
     if (!is_gpu_preset(type)) {
       report.gpus.push_back(std::move(q));
       continue;
@@ -205,7 +208,8 @@ Json to_json(const FitReport& report) {
         {"kernels", kernels},
         {"attention", {{"efficiency", g.attention_efficiency},
                        {"bwd_efficiency", g.attention_bwd_efficiency},
-                       {"points", g.attention_points}}},
+                       {"points", g.attention_points},
+                       {"source", g.attention_source}}},
         {"layers", layers},
         {"layer_quality", {{"forward", quality_json(g.layer_quality[0])},
                            {"backward_input", quality_json(g.layer_quality[1])},

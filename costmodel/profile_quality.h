@@ -50,6 +50,7 @@ struct GpuQuality {
   std::map<std::string, KernelFit> kernels;
   double attention_efficiency = 0, attention_bwd_efficiency = 0;
   int64_t attention_points = 0;
+  std::string attention_source;
   std::vector<LayerCheck> layers;
   FitQuality layer_quality[3];  // |error| of F, B, W over the measured layers
 };

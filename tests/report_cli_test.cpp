@@ -7,6 +7,7 @@
 #include "cli_test_util.h"
 #include "costmodel/calibration.h"
 #include "costmodel/measurements.h"
+#include "costmodel/profile.h"
 #include "report_fixture.h"
 
 namespace hetplan {
@@ -61,7 +62,7 @@ TEST(ImportCli, BadInputIsExitTwoWithFileAndLine) {
       << r.output;
   r = run_hetplan("import --format nemo " + log.string() + " --out x.json");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("unknown format \"nemo\" (expected megatron, deepspeed, amp, helix, kernel-bench)"),
+  EXPECT_NE(r.output.find("unknown format \"nemo\" (expected megatron, deepspeed, amp, helix, kernel-bench, torch-sdpa)"),
             std::string::npos)
       << r.output;
   std::filesystem::remove_all(dir);
@@ -100,6 +101,53 @@ TEST(ImportCli, KernelBenchJsonBecomesAMeasuredCalibration) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("other.json"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("hetplan.kernel_bench/1"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+// PyTorch's SDPA timings become sdpa_* kernel records, and the fit takes the attention
+// efficiency from the default backend's (what frameworks run) over hetplan's own kernels, in
+// whichever order the files come.
+TEST(ImportCli, TorchSdpaTimingsSetTheAttentionEfficiency) {
+  const auto dir = testing::temp_dir("import_torch_sdpa");
+  const auto sdpa = (dir / "sdpa.json").string();
+  auto r = run_hetplan("import --format torch-sdpa " + kData + "/torch_sdpa/h100_one_shape.json" +
+                       " --out " + sdpa);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CalibrationFile c = load_calibration(sdpa);
+  EXPECT_EQ(c.context.gpu_type, "h100-sxm");
+  ASSERT_EQ(c.kernels.size(), 8u);  // four backends, forward and backward
+  EXPECT_EQ(c.kernels[0].kernel, "sdpa_fwd_default");
+  EXPECT_EQ(c.kernels[0].params.at("picked"), "CUDNN_ATTENTION");
+  // Causal b 4, h 16, s 4096, d 128: 4 b h s^2 d / 2 FLOPs forward, 2.5 times that backward.
+  const double flops = 4.0 * 4 * 16 * 4096.0 * 4096 * 128 / 2;
+  EXPECT_DOUBLE_EQ(c.kernels[0].flops, flops);
+  EXPECT_DOUBLE_EQ(c.kernels[1].flops, 2.5 * flops);
+  EXPECT_NEAR(c.kernels[1].time_s.median, 0.00207315194606781 - 0.0004983839988708496, 1e-12);
+
+  const auto ours = (dir / "ours.json").string();
+  r = run_hetplan("import --format kernel-bench " + kData + "/kernel_bench/h100_subset.json" +
+                  " --out " + ours);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  CalibrationFile own = load_calibration(ours);
+  KernelMeasurement k;  // one of hetplan's attention timings, at half SDPA's speed
+  k.kernel = "attention_fwd_bf16";
+  k.flops = flops;
+  k.time_s = summarize({2 * 0.0004983839988708496});
+  own.kernels.push_back(k);
+  save_calibration(own, ours);
+  const double peak = 989.4e12;  // h100-sxm bf16 dense (presets/gpus)
+  for (const bool sdpa_first : {true, false}) {
+    const std::vector<CalibrationFile> files =
+        sdpa_first ? std::vector<CalibrationFile>{load_calibration(sdpa), load_calibration(ours)}
+                   : std::vector<CalibrationFile>{load_calibration(ours), load_calibration(sdpa)};
+    const GpuFit g = fit_profile(files).gpu("h100-sxm");
+    EXPECT_NEAR(g.attention_efficiency, flops / 0.0004983839988708496 / peak, 1e-6);
+    EXPECT_EQ(g.attention_source, "torch sdpa, default backend (CUDNN_ATTENTION)");
+  }
+  // Without SDPA's figures, hetplan's own kernels set it.
+  const GpuFit g = fit_profile({load_calibration(ours)}).gpu("h100-sxm");
+  EXPECT_NEAR(g.attention_efficiency, flops / (2 * 0.0004983839988708496) / peak, 1e-6);
+  EXPECT_EQ(g.attention_source, "hetplan kernels");
   std::filesystem::remove_all(dir);
 }
 

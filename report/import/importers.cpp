@@ -30,6 +30,10 @@ const std::vector<ImporterSpec>& importers() {
        [](const ImportRequest& r) {
          return ImportResult{std::nullopt, import_kernel_bench(r.inputs, r.profile)};
        }},
+      {"torch-sdpa", "PyTorch SDPA timings (scripts/bench_attention_torch.py) -> calibration",
+       [](const ImportRequest& r) {
+         return ImportResult{std::nullopt, import_torch_sdpa(r.inputs, r.profile)};
+       }},
   };
   return kImporters;
 }

@@ -36,4 +36,11 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
 CalibrationFile import_kernel_bench(const std::vector<std::filesystem::path>& files,
                                     const ProfileImportOptions& options);
 
+// scripts/bench_attention_torch.py's JSON (schema hetplan.attention_vs_torch/1): PyTorch's
+// scaled_dot_product_attention per backend as kernel records sdpa_fwd_<backend> and
+// sdpa_bwd_<backend> (backward = forward + backward less forward), FLOPs as FlashAttention counts
+// them. Source "measured".
+CalibrationFile import_torch_sdpa(const std::vector<std::filesystem::path>& files,
+                                  const ProfileImportOptions& options);
+
 }  // namespace hetplan

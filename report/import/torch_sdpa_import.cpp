@@ -1,0 +1,116 @@
+// `hetplan import --format torch-sdpa`: the JSON of scripts/bench_attention_torch.py (schema
+// hetplan.attention_vs_torch/1), PyTorch's scaled_dot_product_attention timed per backend on the
+// same shapes as hetplan's attention kernels, as kernel records "sdpa_fwd_<backend>" and
+// "sdpa_bwd_<backend>". The fit takes the attention efficiency from the default backend's, which
+// is what framework runs use (costmodel/profile.cpp).
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "costmodel/document.h"
+#include "costmodel/errors.h"
+#include "profiler/common/gpu_type.h"
+#include "report/import/profile_import.h"
+
+namespace hetplan {
+namespace {
+
+constexpr std::string_view kSchema = "hetplan.attention_vs_torch/1";
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// FLOPs as FlashAttention counts them, as kernels/attention.cu does: 4 b h s^2 d forward (half
+// when causal), 2.5 times that backward.
+double forward_flops(int64_t b, int64_t h, int64_t s, int64_t d, bool causal) {
+  const double full = 4.0 * b * h * static_cast<double>(s) * s * d;
+  return causal ? full / 2 : full;
+}
+
+KernelMeasurement record(const std::string& name, const Json& params, double flops, double time_s,
+                         const std::string& method) {
+  KernelMeasurement k;
+  k.kernel = name;
+  k.dtype = Dtype::kBf16;
+  k.params = params;
+  k.flops = flops;
+  k.time_s.count = 1;
+  k.time_s.median = k.time_s.min = k.time_s.max = k.time_s.mean = k.time_s.p10 = k.time_s.p90 =
+      time_s;
+  k.method = Json{{"tool", "scripts/bench_attention_torch.py"}, {"timing", method}};
+  return k;
+}
+
+}  // namespace
+
+CalibrationFile import_torch_sdpa(const std::vector<std::filesystem::path>& files,
+                                  const ProfileImportOptions& options) {
+  CalibrationFile cal;
+  cal.context.source = "measured";
+  cal.context.gpu_type = options.gpu_type;
+  for (const auto& path : files) {
+    const Document doc = load_document(path);
+    ObjectReader root(doc);
+    const std::string schema = root.string("schema");
+    if (schema != kSchema)
+      root.fail("schema", fmt::format("\"{}\" (the JSON of scripts/bench_attention_torch.py), "
+                                      "not \"{}\"",
+                                      kSchema, schema));
+    const std::string gpu = root.string("gpu");
+    if (!cal.context.gpu_name.empty() && cal.context.gpu_name != gpu)
+      root.fail("gpu", fmt::format("the same GPU as the other inputs (\"{}\")", cal.context.gpu_name));
+    cal.context.gpu_name = gpu;
+    const std::string torch = root.string("torch");
+    const int64_t cudnn = root.integer_or("cudnn", 0);
+    ObjectReader ours = root.object("ours_context");
+    const int64_t memory = ours.integer_or("memory_bytes", 0);
+    if (cal.context.gpu_type.empty()) cal.context.gpu_type = profiler::gpu_type_key(gpu, memory).key;
+    cal.context.memory_bytes = memory;
+    cal.context.sm_count = ours.integer_or("sm_count", 0);
+    cal.context.l2_bytes = ours.integer_or("l2_bytes", 0);
+    cal.context.host = ours.string_or("host", "");
+    // The torch timings are taken right after the kernel bench in the same run; its date stands.
+    cal.context.date = ours.string_or("date", "");
+    cal.context.command = "scripts/bench_attention_torch.py (run by scripts/kernel_gpu_run.sh)";
+    cal.context.notes += fmt::format("{}torch {} (cuDNN {}) scaled_dot_product_attention, bf16, "
+                                     "per backend, from {}",
+                                     cal.context.notes.empty() ? "" : "; ", torch, cudnn,
+                                     path.filename().string());
+    for (ObjectReader row : root.objects("rows")) {
+      ObjectReader shape = row.object("shape");
+      const int64_t b = shape.positive_integer("batch"), h = shape.positive_integer("heads");
+      const int64_t s = shape.positive_integer("seq"), d = shape.positive_integer("head_dim");
+      const bool causal = shape.boolean("causal");
+      shape.finish();
+      for (const char* ours_key : {"ours_fwd_s", "ours_bwd_s", "ours_fwd_bwd_s"})
+        (void)row.optional_number(ours_key);  // hetplan's own: in the kernel bench's file
+      for (ObjectReader t : row.objects("torch")) {
+        const std::string backend = t.string("backend");
+        const std::string picked = t.string_or("picked", backend);
+        (void)t.optional_number("ratio_ours_over_torch_fwd_bwd");
+        const auto fwd = t.optional_number("fwd_s");
+        const auto fwd_bwd = t.optional_number("fwd_bwd_s");
+        if (!fwd || !fwd_bwd) continue;  // the backend refused the shape
+        if (!(*fwd > 0) || !(*fwd_bwd > *fwd))
+          t.fail("fwd_bwd_s", "a forward + backward time above the forward time");
+        t.finish();
+        const Json params = {{"batch", b},     {"heads", h},         {"seq", s},
+                             {"head_dim", d},  {"causal", causal},   {"backend", backend},
+                             {"picked", picked}, {"family", "attention"}};
+        const double flops = forward_flops(b, h, s, d, causal);
+        const std::string suffix = lower(backend);
+        cal.kernels.push_back(record("sdpa_fwd_" + suffix, params, flops, *fwd, "median of 30"));
+        cal.kernels.push_back(record("sdpa_bwd_" + suffix, params, 2.5 * flops, *fwd_bwd - *fwd,
+                                     "median forward + backward less median forward"));
+      }
+    }
+  }
+  if (cal.kernels.empty())
+    throw InputError(files.empty() ? "" : files.front().string(), "rows",
+                     "at least one torch timing with fwd_s and fwd_bwd_s");
+  return cal;
+}
+
+}  // namespace hetplan
