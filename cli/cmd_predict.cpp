@@ -81,6 +81,9 @@ CommandRunner declare_predict(CLI::App& app) {
       fmt::print("model {} ({:.2f}B parameters, sequence {}) on {} ({} GPUs)\n", model.name,
                  model.parameters() / 1e9, model.seq_len, cluster.name, cluster.num_gpus());
       print_prediction(strategy, p);
+      if (!strategy.stages.empty() && strategy.devices() < cluster.num_gpus())
+        fmt::print("note: the strategy uses {} of the {} GPUs; {}\n", strategy.devices(),
+                   cluster.num_gpus(), idle_groups_text(cluster, strategy));
     }
     if (!o->json.empty()) {
       Json out;

@@ -29,25 +29,6 @@ struct SearchCliOptions {
   bool allow_idle_nodes = false;
 };
 
-// The node groups a strategy leaves idle: "idle: p3.16xlarge x32 (256 GPUs)".
-std::string idle_groups_text(const ClusterSpec& cluster, const Strategy& s) {
-  std::vector<bool> used(static_cast<size_t>(cluster.num_gpus()), false);
-  for (const auto& st : s.stages)
-    for (int64_t d : st.devices) used[static_cast<size_t>(d)] = true;
-  std::string out;
-  int64_t first = 0;
-  for (const auto& g : cluster.groups) {
-    const int64_t n = g.count * g.node.gpus;
-    bool any = false;
-    for (int64_t d = first; d < first + n; ++d) any |= used[static_cast<size_t>(d)];
-    if (!any)
-      out += fmt::format("{}{} x{} ({} GPUs)", out.empty() ? "idle: " : ", ", g.node.name,
-                         g.count, n);
-    first += n;
-  }
-  return out.empty() ? "some GPUs idle" : out;
-}
-
 // "0-6 v100 | 7-20 v100 | 21-25 t4"
 std::string stages_summary(const Prediction& p) {
   std::string out;

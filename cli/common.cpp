@@ -66,4 +66,22 @@ std::string own_command_line() {
   return out;
 }
 
+std::string idle_groups_text(const ClusterSpec& cluster, const Strategy& s) {
+  std::vector<bool> used(static_cast<size_t>(cluster.num_gpus()), false);
+  for (const auto& st : s.stages)
+    for (int64_t d : st.devices) used[static_cast<size_t>(d)] = true;
+  std::string out;
+  int64_t first = 0;
+  for (const auto& g : cluster.groups) {
+    const int64_t n = g.count * g.node.gpus;
+    bool any = false;
+    for (int64_t d = first; d < first + n; ++d) any |= used[static_cast<size_t>(d)];
+    if (!any)
+      out += fmt::format("{}{} x{} ({} GPUs)", out.empty() ? "idle: " : ", ", g.node.name,
+                         g.count, n);
+    first += n;
+  }
+  return out.empty() ? "some GPUs idle" : out;
+}
+
 }  // namespace hetplan::cli

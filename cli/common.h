@@ -8,6 +8,7 @@
 #include "costmodel/document.h"
 #include "costmodel/hardware.h"
 #include "costmodel/profile.h"
+#include "search/strategy.h"
 
 namespace hetplan::cli {
 
@@ -18,6 +19,9 @@ Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpe
 
 // {"hetplan_version", "command", "date", "calibration": [origins]} for a JSON output.
 Json run_context(const std::string& command, const Profile& profile);
+
+// The node groups a strategy with explicit stages leaves idle: "idle: p3.16xlarge x32 (256 GPUs)".
+std::string idle_groups_text(const ClusterSpec& cluster, const Strategy& s);
 
 // The command line as typed (Linux /proc/self/cmdline), for a file's provenance.
 std::string own_command_line();

@@ -223,5 +223,31 @@ TEST(SearchCli, WritesTheContractJson) {
   std::filesystem::remove_all(dir);
 }
 
+// With idle nodes allowed, search and predict say which node groups the plan leaves idle, and
+// predict times the search's plan alike.
+TEST(SearchCli, IdleNodesAreNamed) {
+  const auto dir = testing::temp_dir("search_idle");
+  const auto out = (dir / "out.json").string();
+  const std::string cluster = " --model gpt2-medium --cluster p4d.24xlarge:1,g4dn.12xlarge:2 ";
+  auto r = testing::run_hetplan("search" + cluster + "--global-batch 32 --top 2 --quiet "
+                                "--allow-idle-nodes --json " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: the best plan uses 8 of the 16 GPUs; idle: g4dn.12xlarge x2 "
+                          "(8 GPUs)"),
+            std::string::npos)
+      << r.output;
+  const Json j = load_document(out).root;
+  const double searched = j["strategies"][0]["predicted"]["iteration_s"].get<double>();
+  r = testing::run_hetplan("predict" + cluster + "--strategy " + out + " --json " +
+                           (dir / "p.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: the strategy uses 8 of the 16 GPUs; idle: g4dn.12xlarge x2"),
+            std::string::npos)
+      << r.output;
+  EXPECT_DOUBLE_EQ(load_document(dir / "p.json").root["predicted"]["iteration_s"].get<double>(),
+                   searched);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hetplan
