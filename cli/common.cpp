@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/calibration.h"
+#include "costmodel/topology.h"
 
 namespace hetplan::cli {
 
@@ -67,19 +68,16 @@ std::string own_command_line() {
 }
 
 std::string idle_groups_text(const ClusterSpec& cluster, const Strategy& s) {
-  std::vector<bool> used(static_cast<size_t>(cluster.num_gpus()), false);
+  const std::vector<Device> devices = cluster_devices(cluster);
+  std::vector<bool> used(cluster.groups.size(), false);
   for (const auto& st : s.stages)
-    for (int64_t d : st.devices) used[static_cast<size_t>(d)] = true;
+    for (int64_t d : st.devices) used[static_cast<size_t>(devices[static_cast<size_t>(d)].group)] = true;
   std::string out;
-  int64_t first = 0;
-  for (const auto& g : cluster.groups) {
-    const int64_t n = g.count * g.node.gpus;
-    bool any = false;
-    for (int64_t d = first; d < first + n; ++d) any |= used[static_cast<size_t>(d)];
-    if (!any)
-      out += fmt::format("{}{} x{} ({} GPUs)", out.empty() ? "idle: " : ", ", g.node.name,
-                         g.count, n);
-    first += n;
+  for (size_t g = 0; g < cluster.groups.size(); ++g) {
+    const NodeGroup& group = cluster.groups[g];
+    if (!used[g])
+      out += fmt::format("{}{} x{} ({} GPUs)", out.empty() ? "idle: " : ", ", group.node.name,
+                         group.count, group.count * group.node.gpus);
   }
   return out.empty() ? "some GPUs idle" : out;
 }

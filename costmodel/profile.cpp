@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -88,16 +89,18 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
   // Memory-bound kernels: a fit per kernel; the copy probe sets the streaming bandwidth.
   // Activations are half precision: fp32 variants of a kernel count only where no half-precision
   // one was measured.
-  std::map<std::string, bool> has_half;
+  auto half = [](const KernelMeasurement& k) {
+    return k.dtype == Dtype::kBf16 || k.dtype == Dtype::kFp16;
+  };
+  std::set<std::string> has_half;
   for (const auto& k : f.kernels)
-    if (k.dtype == Dtype::kBf16 || k.dtype == Dtype::kFp16) has_half[cost_op_name(k.kernel)] = true;
+    if (half(k)) has_half.insert(cost_op_name(k.kernel));
   std::map<std::string, std::vector<std::pair<double, double>>> by_kernel;
   std::map<std::string, std::vector<std::pair<double, double>>> attention;  // flops, time
   for (const auto& k : f.kernels) {
     const std::string name = cost_op_name(k.kernel);
-    const bool half = k.dtype == Dtype::kBf16 || k.dtype == Dtype::kFp16;
-    if (!half && has_half[name]) continue;
-    if ((name.rfind("attention", 0) == 0 || name.rfind("sdpa_", 0) == 0) && k.flops > 0)
+    if (!half(k) && has_half.count(name)) continue;
+    if (is_attention_measurement(k))
       attention[name].emplace_back(k.flops, k.time_s.median);
     else if (k.bytes > 0)
       by_kernel[name].emplace_back(k.bytes, k.time_s.median);
@@ -107,13 +110,8 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
     fit.kernels[name] = fit_kernel(pts);
     overheads.push_back(fit.kernels[name].overhead_s);
   }
-  for (const char* probe : {"copy"}) {
-    auto it = fit.kernels.find(probe);
-    if (it != fit.kernels.end() && known_gpu) {
-      fit.memory_efficiency = std::min(1.0, it->second.GBps / spec.memory_GBps);
-      break;
-    }
-  }
+  if (auto it = fit.kernels.find("copy"); it != fit.kernels.end() && known_gpu)
+    fit.memory_efficiency = std::min(1.0, it->second.GBps / spec.memory_GBps);
   if (!overheads.empty()) fit.launch_s = std::max(1e-6, summarize(overheads).median);
   // Attention: efficiency of the largest measured problems, forward and backward apart. What
   // frameworks run is PyTorch's SDPA (or the same cuDNN and FlashAttention kernels): its default
@@ -182,6 +180,10 @@ void fit_gemms(GpuFit& fit) {
 }
 
 }  // namespace
+
+bool is_attention_measurement(const KernelMeasurement& k) {
+  return (k.kernel.rfind("attention", 0) == 0 || k.kernel.rfind("sdpa_", 0) == 0) && k.flops > 0;
+}
 
 std::string cost_op_name(const std::string& measured) {
   std::string n = measured;

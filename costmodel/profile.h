@@ -72,6 +72,10 @@ struct Profile {
 // profiler's "d2d_copy", the kernel bench's "memcpy_d2d"): what streaming kernels are held to.
 std::string cost_op_name(const std::string& measured_kernel);
 
+// A fused-attention timing (hetplan's `attention_*` or PyTorch's `sdpa_*`) with its FLOPs: fitted
+// as an efficiency of the peak, not as a memory-bound kernel.
+bool is_attention_measurement(const KernelMeasurement& k);
+
 // Fits calibration files into a profile. Files of the same GPU type are combined: measured
 // sections replace imported ones, which replace datasheet priors.
 Profile fit_profile(const std::vector<CalibrationFile>& files);

@@ -108,9 +108,7 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
     for (const auto& f : files)
       if (f.context.gpu_type == type)
         for (const auto& k : f.kernels)
-          q.attention_points +=
-              (k.kernel.rfind("attention", 0) == 0 || k.kernel.rfind("sdpa_", 0) == 0) &&
-              k.flops > 0;
+          q.attention_points += is_attention_measurement(k);
     if (!is_gpu_preset(type)) {
       report.gpus.push_back(std::move(q));
       continue;

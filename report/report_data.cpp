@@ -215,7 +215,7 @@ Json pipeline_and_memory(const PredictedStrategy& ps, Json& memory) {
     for (size_t j : c)
       layers += fmt::format("{}{}-{}", layers.empty() ? "" : ", ", p.stages[j].stage.first_layer,
                             p.stages[j].stage.last_layer);
-    const size_t first = c.empty() ? std::min(d, p.stages.size() - 1) : c.front();
+    const size_t first = c.front();  // every device runs passes; every stage is a row
     device_stage.push_back(first);
     stages.push_back(fmt::format("{} {} · {} · layers {}", t.ops.empty() ? "stage" : "device", d,
                                  p.stages[first].stage.gpu_type, layers));

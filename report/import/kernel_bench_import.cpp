@@ -17,30 +17,6 @@ constexpr std::string_view kSchema = "hetplan.kernel_bench/1";
 // CUDA's integer version (13000) as text ("13.0").
 std::string cuda_version(int64_t v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
-void read_context(ObjectReader r, Provenance& p) {
-  const std::string gpu = r.string("gpu");
-  const int64_t memory = r.integer_or("memory_bytes", 0);
-  if (!p.gpu_name.empty() && p.gpu_name != gpu)
-    r.fail("gpu", fmt::format("the same GPU as the other inputs (\"{}\"), not \"{}\"", p.gpu_name,
-                              gpu));
-  p.gpu_name = gpu;
-  if (p.gpu_type.empty()) p.gpu_type = profiler::gpu_type_key(gpu, memory).key;
-  p.memory_bytes = memory;
-  p.sm_count = r.integer_or("sm_count", 0);
-  p.l2_bytes = r.integer_or("l2_bytes", 0);
-  if (auto v = r.optional_integer("driver_version")) p.driver = "CUDA " + cuda_version(*v);
-  if (auto v = r.optional_integer("runtime_version")) p.cuda_runtime = cuda_version(*v);
-  p.host = r.string_or("host", "");
-  p.date = r.string_or("date", "");
-  p.command = r.string_or("command", "");
-  const std::string cc = r.string_or("compute_capability", "");
-  if (!cc.empty()) p.notes += (p.notes.empty() ? "" : "; ") + ("compute capability " + cc);
-  const std::string source = r.string_or("source", "measured");
-  if (source != "measured")
-    r.fail("source", "\"measured\" (a kernel bench run on a GPU), not \"" + source + "\"");
-  r.finish();
-}
-
 KernelMeasurement read_result(ObjectReader r) {
   KernelMeasurement k;
   k.kernel = r.string("case");
@@ -73,6 +49,30 @@ KernelMeasurement read_result(ObjectReader r) {
 
 }  // namespace
 
+void read_kernel_bench_context(ObjectReader r, Provenance& p) {
+  const std::string gpu = r.string("gpu");
+  const int64_t memory = r.integer_or("memory_bytes", 0);
+  if (!p.gpu_name.empty() && p.gpu_name != gpu)
+    r.fail("gpu", fmt::format("the same GPU as the other inputs (\"{}\"), not \"{}\"", p.gpu_name,
+                              gpu));
+  p.gpu_name = gpu;
+  if (p.gpu_type.empty()) p.gpu_type = profiler::gpu_type_key(gpu, memory).key;
+  p.memory_bytes = memory;
+  p.sm_count = r.integer_or("sm_count", 0);
+  p.l2_bytes = r.integer_or("l2_bytes", 0);
+  if (auto v = r.optional_integer("driver_version")) p.driver = "CUDA " + cuda_version(*v);
+  if (auto v = r.optional_integer("runtime_version")) p.cuda_runtime = cuda_version(*v);
+  p.host = r.string_or("host", "");
+  p.date = r.string_or("date", "");
+  p.command = r.string_or("command", "");
+  const std::string cc = r.string_or("compute_capability", "");
+  if (!cc.empty()) p.notes += (p.notes.empty() ? "" : "; ") + ("compute capability " + cc);
+  const std::string source = r.string_or("source", "measured");
+  if (source != "measured")
+    r.fail("source", "\"measured\" (a kernel bench run on a GPU), not \"" + source + "\"");
+  r.finish();
+}
+
 CalibrationFile import_kernel_bench(const std::vector<std::filesystem::path>& files,
                                     const ProfileImportOptions& options) {
   CalibrationFile cal;
@@ -86,7 +86,7 @@ CalibrationFile import_kernel_bench(const std::vector<std::filesystem::path>& fi
     if (schema != kSchema)
       root.fail("schema", fmt::format("\"{}\" (the JSON of hetplan_kernel_bench --json), not \"{}\"",
                                       kSchema, schema));
-    read_context(root.object("context"), cal.context);
+    read_kernel_bench_context(root.object("context"), cal.context);
     for (ObjectReader r : root.objects("results")) {
       const std::string status = r.string("status");
       if (status != "ok") {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "costmodel/calibration.h"
+#include "costmodel/document.h"
 
 namespace hetplan {
 
@@ -35,6 +36,9 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
 // files must come from one GPU. Source stays "measured".
 CalibrationFile import_kernel_bench(const std::vector<std::filesystem::path>& files,
                                     const ProfileImportOptions& options);
+// The bench's `context` object into a provenance: GPU (the same as `p` already names, if any; its
+// type key unless `p` has one), SMs, L2 and memory, driver and runtime, host, date, command.
+void read_kernel_bench_context(ObjectReader r, Provenance& p);
 
 // scripts/bench_attention_torch.py's JSON (schema hetplan.attention_vs_torch/1): PyTorch's
 // scaled_dot_product_attention per backend as kernel records sdpa_fwd_<backend> and

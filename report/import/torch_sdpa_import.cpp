@@ -9,7 +9,6 @@
 
 #include "costmodel/document.h"
 #include "costmodel/errors.h"
-#include "profiler/common/gpu_type.h"
 #include "report/import/profile_import.h"
 
 namespace hetplan {
@@ -59,20 +58,13 @@ CalibrationFile import_torch_sdpa(const std::vector<std::filesystem::path>& file
                                       "not \"{}\"",
                                       kSchema, schema));
     const std::string gpu = root.string("gpu");
-    if (!cal.context.gpu_name.empty() && cal.context.gpu_name != gpu)
-      root.fail("gpu", fmt::format("the same GPU as the other inputs (\"{}\")", cal.context.gpu_name));
-    cal.context.gpu_name = gpu;
     const std::string torch = root.string("torch");
     const int64_t cudnn = root.integer_or("cudnn", 0);
-    ObjectReader ours = root.object("ours_context");
-    const int64_t memory = ours.integer_or("memory_bytes", 0);
-    if (cal.context.gpu_type.empty()) cal.context.gpu_type = profiler::gpu_type_key(gpu, memory).key;
-    cal.context.memory_bytes = memory;
-    cal.context.sm_count = ours.integer_or("sm_count", 0);
-    cal.context.l2_bytes = ours.integer_or("l2_bytes", 0);
-    cal.context.host = ours.string_or("host", "");
-    // The torch timings are taken right after the kernel bench in the same run; its date stands.
-    cal.context.date = ours.string_or("date", "");
+    // The torch timings are taken right after the kernel bench in the same run, on its GPU: the
+    // bench's context is the provenance (its date stands), with this script as the command.
+    read_kernel_bench_context(root.object("ours_context"), cal.context);
+    if (cal.context.gpu_name != gpu)
+      root.fail("gpu", fmt::format("the GPU of ours_context (\"{}\")", cal.context.gpu_name));
     cal.context.command = "scripts/bench_attention_torch.py (run by scripts/kernel_gpu_run.sh)";
     cal.context.notes += fmt::format("{}torch {} (cuDNN {}) scaled_dot_product_attention, bf16, "
                                      "per backend, from {}",
