@@ -5,6 +5,8 @@
 #include "cli/cmd_model_info.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "costmodel/errors.h"
+#include "costmodel/layer_ops.h"
 #include "costmodel/model.h"
 
 namespace hetplan::cli {
@@ -68,6 +70,54 @@ std::string layer_line(const LayerSpec& l) {
                      h.output_bias ? " output-bias" : "");
 }
 
+// One layer's work as the cost model decomposes it (costmodel/layer_ops.h), for tools that compare
+// it with what a framework runs (scripts/harness_vs_model.py).
+Json work_json(const LayerWork& w) {
+  Json gemms = Json::array(), memory = Json::array(), attention = Json::array(),
+       comms = Json::array();
+  for (const auto& g : w.gemms)
+    gemms.push_back({{"name", g.name},
+                     {"pass", to_string(g.pass)},
+                     {"m", g.shape.m},
+                     {"n", g.shape.n},
+                     {"k", g.shape.k},
+                     {"batch", g.shape.batch},
+                     {"trans_a", g.shape.trans_a},
+                     {"trans_b", g.shape.trans_b},
+                     {"flops", g.shape.flops()},
+                     {"core_attention", g.group == OpGroup::kCoreAttention}});
+  for (const auto& m : w.memory_ops)
+    memory.push_back({{"kernel", m.kernel},
+                      {"pass", to_string(m.pass)},
+                      {"bytes", m.bytes},
+                      {"core_attention", m.group == OpGroup::kCoreAttention}});
+  for (const auto& a : w.attention)
+    attention.push_back({{"pass", to_string(a.pass)},
+                         {"batch", a.batch},
+                         {"heads", a.heads},
+                         {"kv_heads", a.kv_heads},
+                         {"seq_len", a.seq_len},
+                         {"head_dim", a.head_dim},
+                         {"causal", a.causal},
+                         {"flops", a.flops}});
+  for (const auto& c : w.comms)
+    comms.push_back({{"name", c.name},
+                     {"pass", to_string(c.pass)},
+                     {"kind", to_string(c.kind)},
+                     {"bytes", c.bytes}});
+  return {{"gemms", gemms},
+          {"memory_ops", memory},
+          {"attention", attention},
+          {"comms", comms},
+          {"activation_bytes",
+           {{"none", w.activation(Recompute::kNone)},
+            {"selective", w.activation(Recompute::kSelective)},
+            {"full", w.activation(Recompute::kFull)}}},
+          {"output_bytes", w.output_bytes},
+          {"params", w.params},
+          {"model_flops", {w.model_flops[0], w.model_flops[1], w.model_flops[2]}}};
+}
+
 }  // namespace
 
 Json model_info_json(const ModelSpec& m) {
@@ -93,6 +143,10 @@ CommandRunner declare_model_info(CLI::App& app) {
   struct Options {
     std::string model, json;
     int64_t seq_len = 0;
+    bool work = false;
+    LayerShape shape;
+    bool no_flash = false;
+    bool no_fusion = false;
   };
   auto o = std::make_shared<Options>();
   app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
@@ -101,10 +155,42 @@ CommandRunner declare_model_info(CLI::App& app) {
   app.add_option("--json", o->json, "Write the layer list as JSON to FILE ('-' for stdout)")
       ->expected(0, 1)
       ->default_str("-");
+  app.add_flag("--work", o->work,
+               "Add each layer's work to the JSON as the cost model sees it: GEMMs, memory-bound "
+               "kernels with bytes, attention, tensor-parallel collectives, activation bytes");
+  app.add_option("--micro-batch", o->shape.micro_batch, "Micro-batch size for --work")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
+  app.add_option("--tp", o->shape.tp, "Tensor-parallel width for --work")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--sequence-parallel", o->shape.sequence_parallel, "Sequence parallelism (--work)");
+  app.add_flag("--no-flash-attention", o->no_flash, "Unfused attention (--work)");
+  app.add_flag("--no-grad-accumulation-fusion", o->no_fusion,
+               "Every gradient added into the fp32 main gradients by a kernel (--work)");
   return [o]() {
     const ModelSpec m = load_model(o->model, o->seq_len);
+    if (o->work && o->json.empty())
+      throw InputError("--work: the work is written as JSON only (give --json FILE or -)");
     if (!o->json.empty()) {
-      write_json_output(model_info_json(m), o->json);
+      Json j = model_info_json(m);
+      if (o->work) {
+        LayerShape shape = o->shape;
+        shape.flash_attention = !o->no_flash;
+        shape.grad_accumulation_fusion = !o->no_fusion;
+        shape.dtype = m.dtype;
+        if (const std::string why = tensor_parallel_problem(m, shape.tp); !why.empty())
+          throw InputError(fmt::format("--tp {}: {}", shape.tp, why));
+        j["work_shape"] = {{"micro_batch", shape.micro_batch},
+                           {"tp", shape.tp},
+                           {"sequence_parallel", shape.sequence_parallel},
+                           {"flash_attention", shape.flash_attention},
+                           {"grad_accumulation_fusion", shape.grad_accumulation_fusion},
+                           {"dtype", to_string(shape.dtype)}};
+        for (size_t i = 0; i < m.layers.size(); ++i)
+          j["layers"][i]["work"] = work_json(layer_work(m.layers[i], shape));
+      }
+      write_json_output(j, o->json);
       if (o->json == "-") return 0;
     }
     fmt::print("{}: {:.3f}B parameters, {} blocks, sequence {}, {} ({})\n", m.name,

@@ -27,6 +27,7 @@ struct SearchCliOptions {
   int max_zero = 3;
   bool exhaustive = false, no_default_calibration = false, quiet = false;
   bool allow_idle_nodes = false;
+  bool no_grad_accumulation_fusion = false;
 };
 
 // "0-6 v100 | 7-20 v100 | 21-25 t4"
@@ -100,6 +101,9 @@ CommandRunner declare_search(CLI::App& app) {
   app.add_flag("--exhaustive", o->exhaustive, "Cost every valid candidate (no bound pruning)");
   app.add_flag("--allow-idle-nodes", o->allow_idle_nodes,
                "Also plans that leave whole node groups idle (every subset of the groups)");
+  app.add_flag("--no-grad-accumulation-fusion", o->no_grad_accumulation_fusion,
+               "Gradients added into the fp32 main gradients by a kernel per parameter and "
+               "micro-batch (plain PyTorch), not by the weight-gradient GEMMs (Megatron-LM's default)");
   app.add_flag("--quiet", o->quiet, "No progress on stderr");
   return [o]() {
     const ModelSpec model = load_model(o->model, o->seq_len);
@@ -114,6 +118,7 @@ CommandRunner declare_search(CLI::App& app) {
     opts.top_k = o->top;
     opts.exhaustive = o->exhaustive;
     opts.allow_idle_nodes = o->allow_idle_nodes;
+    opts.grad_accumulation_fusion = !o->no_grad_accumulation_fusion;
     opts.schedules = o->schedules;
     opts.micro_batches = o->micro_batches;
     opts.tensor_widths = o->tensor_widths;

@@ -65,6 +65,14 @@ class Builder {
     gemm(name, Pass::kForward, {out, tokens, in, batch, true, false});
     if (input_gradient) gemm(name, Pass::kBackwardInput, {in, tokens, out, batch, false, false});
     gemm(name, Pass::kBackwardWeight, {in, out, tokens, batch, false, true});
+    w_.gemm_weight_params += in * out * batch;
+  }
+
+  // A bias's gradient: column sums of the output gradient over `rows` x `cols` (a reduction
+  // kernel of its own, as PyTorch's linear backward and Megatron-LM's non-TE linear run it). The
+  // forward's bias add rides in the GEMM's epilogue (cuBLASLt) and costs nothing apart.
+  void bias_grad(double rows, double cols) {
+    memory("bias_grad", Pass::kBackwardWeight, rows * cols * act_);
   }
 
   void gemm(const std::string& name, Pass pass, GemmShape shape,
@@ -79,7 +87,8 @@ class Builder {
   }
 
   // Elementwise kernel over `elements` values: forward reads `in` tensors and writes `out`;
-  // backward reads the output gradient plus the saved inputs and writes the input gradients.
+  // backward reads the `out` output gradients and `saved_in_bwd` saved inputs and writes the `in`
+  // input gradients (GeLU and SwiGLU read their inputs again: the kernel bench counts them too).
   void elementwise(const std::string& name, double elements, int in, int out, int saved_in_bwd) {
     memory(name + "_fwd", Pass::kForward, elements * act_ * (in + out));
     memory(name + "_bwd", Pass::kBackwardInput, elements * act_ * (out + saved_in_bwd + in));
@@ -94,6 +103,13 @@ class Builder {
     memory(k + "_fwd", Pass::kForward, 2 * x + tokens * kNormStatBytes);
     memory(k + "_bwd", Pass::kBackwardInput, 3 * x + tokens * kNormStatBytes);
     memory(k + "_bwd_weight", Pass::kBackwardWeight, 2 * x);
+  }
+
+  // Dropout as CUDA runs it (one kernel each way): forward reads x and writes y and a one-byte
+  // mask; backward reads dy and the mask and writes dx.
+  void dropout(double elements) {
+    memory("dropout_fwd", Pass::kForward, elements * (2 * act_ + 1));
+    memory("dropout_bwd", Pass::kBackwardInput, elements * (2 * act_ + 1));
   }
 
   void comm(const std::string& name, Pass pass, CollectiveKind kind, double bytes) {
@@ -161,7 +177,12 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
   B.norm(b.norm, Tr, h);
   B.keep(Tr * h * act + Tr * kNormStatBytes);  // norm input and statistics
   B.enter_tp_region("attn", x_bytes);
-  B.linear("qkv", T, h, (heads + 2 * kv) * hd);
+  const int64_t qkv_width = (heads + 2 * kv) * hd;
+  B.linear("qkv", T, h, qkv_width);
+  if (b.bias) B.bias_grad(static_cast<double>(T), static_cast<double>(qkv_width));
+  // Q, K and V are views of the projection's output; their gradients are joined again (a copy
+  // kernel), in PyTorch as in Megatron-LM.
+  B.memory("qkv_grad_concat", Pass::kBackwardInput, 2.0 * T * qkv_width * act);
   B.keep(Tr * h * act);  // QKV input (the norm output; sharded under SP and re-gathered)
   if (b.rotary) B.elementwise("rotary", static_cast<double>(T) * (heads + kv) * hd, 1, 1, 0);
   const double qk_bytes = static_cast<double>(T) * (heads + kv) * hd * act;
@@ -198,12 +219,22 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
   B.linear("attn_out", T, heads * hd, h);
   B.keep(out_in_bytes);
   B.leave_tp_region("attn", x_bytes);
-  // Bias + dropout + residual add: reads x and the residual, writes the sum (and a mask).
+  // The residual branch: the row-parallel projection's bias (added once, after the reduction; its
+  // gradient over this rank's tokens), dropout (one kernel each way, its mask kept) and the
+  // residual add (reads both, writes the sum). In backward the residual stream's gradient is the
+  // sum of its two consumers' (the norm and the add): one more add. Megatron-LM fuses bias,
+  // dropout and add into one forward kernel (3 x act + 1 bytes per element instead of 5 x act + 1).
   const double res_elems = Tr * h;
-  B.memory("bias_dropout_residual_fwd", Pass::kForward, res_elems * (3 * act + (dropout ? 1 : 0)));
-  B.memory("bias_dropout_residual_bwd", Pass::kBackwardInput,
-           res_elems * (2 * act + (dropout ? 1 : 0)));
-  if (dropout) B.keep(res_elems);  // mask, one byte per element
+  auto residual = [&] {
+    if (b.bias) B.bias_grad(Tr, static_cast<double>(h));
+    if (dropout) {
+      B.dropout(res_elems);
+      B.keep(res_elems);  // mask, one byte per element
+    }
+    B.memory("residual_add", Pass::kForward, 3 * res_elems * act);
+    B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * act);
+  };
+  residual();
 
   // MLP (dense or mixture of experts).
   B.norm(b.norm, Tr, h);
@@ -226,20 +257,19 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
     B.keep(Tr * h * act);  // fc1 input
   }
   B.linear("fc1", tokens, h, up, experts);
-  const double act_elems = static_cast<double>(tokens) * experts * f;
+  const double expert_rows = static_cast<double>(tokens) * experts;
+  if (b.bias) B.bias_grad(expert_rows, static_cast<double>(up));
+  const double act_elems = expert_rows * f;
   if (swiglu) {
-    B.elementwise("swiglu", act_elems, 2, 1, 0);
+    B.elementwise("swiglu", act_elems, 2, 1, 2);
   } else {
-    B.elementwise(b.activation == MlpActivation::kGelu ? "gelu" : "relu", act_elems, 1, 1, 0);
+    B.elementwise(b.activation == MlpActivation::kGelu ? "gelu" : "relu", act_elems, 1, 1, 1);
   }
   B.keep(act_elems * act * (swiglu ? 2 : 1));  // activation input
   B.keep(act_elems * act);                     // fc2 input (activation output)
   B.linear("fc2", tokens, f, h, experts);
   B.leave_tp_region("mlp", x_bytes);
-  B.memory("bias_dropout_residual_fwd", Pass::kForward, res_elems * (3 * act + (dropout ? 1 : 0)));
-  B.memory("bias_dropout_residual_bwd", Pass::kBackwardInput,
-           res_elems * (2 * act + (dropout ? 1 : 0)));
-  if (dropout) B.keep(res_elems);
+  residual();
 
   B.keep_full(Tr * h * act);  // full recomputation keeps the layer input only
   w.output_bytes = x_bytes;
@@ -251,19 +281,25 @@ void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape
   const double act = B.act();
   const double x_bytes = static_cast<double>(T) * layer.hidden * act;
   const double Tr = s.sequence_parallel ? static_cast<double>(T) / s.tp : static_cast<double>(T);
-  // Gather rows (plus positions and token types), write the hidden states.
+  // One gather per table (rows read, hidden states written; positions and token types have
+  // tables of their own), and an add per extra table.
   const int tables = 1 + (e.max_positions > 0) + (e.token_types > 0);
-  B.memory("embedding_fwd", Pass::kForward, x_bytes * (tables + 1));
+  B.memory("embedding_fwd", Pass::kForward, x_bytes * 2 * tables);
+  if (tables > 1) B.memory("embedding_add", Pass::kForward, x_bytes * 3 * (tables - 1));
   // The vocabulary-parallel lookup ends with a reduction over the tensor-parallel group.
   B.leave_tp_region("embedding", x_bytes);
-  // Weight gradient: scatter-add the output gradient into the table rows.
-  B.memory("embedding_bwd", Pass::kBackwardWeight, x_bytes * 2 * tables);
+  // Weight gradient: a dense gradient of every whole table (zeroed, then the rows of dy added),
+  // as PyTorch's embedding backward and Megatron-LM form it.
+  const int64_t vocab_rows = (s.pad_vocab ? padded_vocab(e.vocab, s.tp) : e.vocab) / s.tp;
+  const double table_rows = static_cast<double>(vocab_rows + e.max_positions + e.token_types);
+  B.memory("embedding_bwd", Pass::kBackwardWeight,
+           x_bytes * tables + table_rows * layer.hidden * act);
   if (e.norm != NormKind::kNone) {
     B.norm(e.norm, Tr, layer.hidden);
     B.keep(Tr * layer.hidden * act + Tr * kNormStatBytes);
   }
   if (e.dropout > 0) {
-    B.elementwise("dropout", Tr * layer.hidden, 1, 1, 0);
+    B.dropout(Tr * layer.hidden);
     B.keep(Tr * layer.hidden);
   }
   B.keep(static_cast<double>(T) * 8);  // token ids (int64)
@@ -282,18 +318,30 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
   if (head.final_norm != NormKind::kNone) B.keep(Tr * h * act + Tr * kNormStatBytes);
   if (head.transform) {  // BERT: dense + GeLU + LayerNorm, replicated
     B.linear("transform", static_cast<int64_t>(Tr), h, h);
-    B.elementwise("gelu", Tr * h, 1, 1, 0);
+    B.bias_grad(Tr, static_cast<double>(h));
+    B.elementwise("gelu", Tr * h, 1, 1, 1);
     B.norm(NormKind::kLayerNorm, Tr, h);
     B.keep(3 * Tr * h * act + Tr * kNormStatBytes);
   }
   B.enter_tp_region("logits", x_bytes);
   B.linear("logits", T, h, v);
+  if (head.output_bias) B.bias_grad(static_cast<double>(T), static_cast<double>(v));
   B.keep(Tr * h * act);  // logits input
-  // Vocabulary-parallel cross-entropy: max, sum of exponentials and target logit are all-reduced
-  // (one fp32 per token each); the fp32 softmax is kept for backward (4sbv/t in Korthikanti et al.).
+  // Vocabulary-parallel cross-entropy as Megatron-LM runs it by default (no loss fusion; the
+  // reference harness the same): the logits to fp32 (a copy when they are fp32 already), max,
+  // subtract in place, exp in place, sum, divide in place: the fp32 softmax is kept for backward
+  // (4sbv/t in Korthikanti et al.). Max, sum of exponentials and target logit are all-reduced (one
+  // fp32 per token each). Backward scales the kept softmax in place and converts it back.
   const double logits = static_cast<double>(T) * v;
-  B.memory("cross_entropy_fwd", Pass::kForward, logits * (act + 4));
-  B.memory("cross_entropy_bwd", Pass::kBackwardInput, logits * (4 + act));
+  const Pass F = Pass::kForward, Bi = Pass::kBackwardInput;
+  B.memory(act == 4 ? "ce_copy" : "ce_to_fp32", F, logits * (act + 4));
+  B.memory("ce_max", F, logits * 4);
+  B.memory("ce_subtract_max", F, logits * 8);
+  B.memory("ce_exp", F, logits * 8);
+  B.memory("ce_sum", F, logits * 4);
+  B.memory("ce_normalise", F, logits * 8);
+  B.memory("ce_grad_scale", Bi, logits * 8);
+  if (act != 4) B.memory("ce_grad_to_act", Bi, logits * (4 + act));
   for (const char* name : {"ce_max", "ce_sum", "ce_target"})
     B.comm(name, Pass::kForward, CollectiveKind::kAllReduce, static_cast<double>(T) * 4);
   B.keep(logits * 4);
@@ -317,6 +365,13 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
     lm_head(layer, std::get<LmHeadLayer>(layer.op), shape, B, w);
   }
   w.params = layer_parameters(layer, shape.tp, /*unique=*/false);
+  // Each micro-batch's gradients are added into fp32 main gradients (Megatron-LM's and the
+  // harness's mixed precision): reads the gradient and the main gradient, writes the latter. With
+  // gradient-accumulation fusion the weight-gradient GEMMs write into them directly, and only the
+  // other parameters (norms, biases, embedding tables) take the add.
+  const int64_t added = shape.grad_accumulation_fusion ? w.params - w.gemm_weight_params : w.params;
+  if (added > 0)
+    B.memory("grad_accumulate", Pass::kBackwardWeight, static_cast<double>(added) * (B.act() + 8));
   // Full recomputation never keeps more than no recomputation.
   w.activation_bytes[2] = std::min(w.activation_bytes[2], w.activation_bytes[0]);
   return w;

@@ -29,6 +29,10 @@ struct LayerShape {
   bool flash_attention = true;  // fused attention (no s^2 tensors kept); false = unfused GEMMs
   Dtype dtype = Dtype::kBf16;   // activations and GEMM operands
   bool pad_vocab = true;        // pad the vocabulary as Megatron-LM does (128 x tp)
+  // Weight-gradient GEMMs add into the fp32 main gradients themselves (Megatron-LM's default with
+  // Transformer Engine or APEX); false: every gradient is added by a kernel of its own (plain
+  // PyTorch, the reference harness).
+  bool grad_accumulation_fusion = true;
 };
 
 // Forward ops re-run in backward under selective recomputation (softmax, dropout, attention GEMMs).
@@ -77,6 +81,7 @@ struct LayerWork {
   double activation_bytes[3] = {0, 0, 0};  // indexed by Recompute
   double output_bytes = 0;  // the activation handed to the next layer (whole tensor)
   int64_t params = 0;       // held on one rank (a tied head holds its copy)
+  int64_t gemm_weight_params = 0;  // of those, the weights of its GEMMs (linear layers)
   // Model FLOPs of the layer on one rank per pass (no recomputation; attention counted in full,
   // as Megatron-LM and PaLM count it for MFU).
   double model_flops[kNumPasses] = {0, 0, 0};

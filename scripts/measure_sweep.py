@@ -90,7 +90,10 @@ def prepare(a, configs):
         with open(os.path.join(a.out, info_file), "w") as f:
             json.dump(info, f)
         strategy = {"dp": 1, "tp": 1, "pp": 1, "micro_batch": mb, "global_batch": gb,
-                    "schedule": "1f1b", "recompute": recompute, "zero": 0}
+                    "schedule": "1f1b", "recompute": recompute, "zero": 0,
+                    # The harness adds gradients into fp32 main gradients with kernels of their
+                    # own (eager PyTorch cannot fuse them into the weight-gradient GEMMs).
+                    "grad_accumulation_fusion": False}
         strategy_file = f"strategies/{i:02d}.json"
         with open(os.path.join(a.out, strategy_file), "w") as f:
             json.dump(strategy, f)

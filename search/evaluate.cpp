@@ -23,6 +23,7 @@ LayerShape layer_shape(const Strategy& s, Dtype dtype) {
   shape.tp = s.tp;
   shape.sequence_parallel = s.sequence_parallel && s.tp > 1;
   shape.flash_attention = s.flash_attention;
+  shape.grad_accumulation_fusion = s.grad_accumulation_fusion;
   shape.dtype = dtype;
   return shape;
 }
@@ -79,7 +80,8 @@ Evaluator::Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const C
 const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_nodes,
                                                      const Strategy& s) const {
   const CacheKey key{group, tp_nodes, s.micro_batch, s.tp, s.sequence_parallel && s.tp > 1,
-                     static_cast<int>(s.recompute), s.flash_attention, s.zero >= 3};
+                     static_cast<int>(s.recompute), s.flash_attention, s.zero >= 3,
+                     s.grad_accumulation_fusion};
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;

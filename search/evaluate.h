@@ -71,8 +71,9 @@ class Evaluator {
   const ClusterSpec& cluster_;
   const CostModel& cost_;
   std::vector<Device> devices_;
-  // Layer costs by (group, tp nodes, micro-batch, tp, sequence parallel, recompute, flash, ZeRO-3).
-  using CacheKey = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int, bool, bool>;
+  // Layer costs by (group, tp nodes, micro-batch, tp, sequence parallel, recompute, flash, ZeRO-3,
+  // gradient-accumulation fusion).
+  using CacheKey = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int, bool, bool, bool>;
   mutable std::mutex cache_mutex_;
   mutable std::map<CacheKey, std::unique_ptr<std::vector<LayerCost>>> cache_;
   std::vector<int64_t> canonical_layer_;  // index of the first layer identical to each layer

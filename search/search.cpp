@@ -179,6 +179,7 @@ class TrainingSearch {
                     s.schedule = sched;
                     s.chunks = Evaluator::chunks_of(s);
                     s.flash_attention = o_.flash_attention;
+                    s.grad_accumulation_fusion = o_.grad_accumulation_fusion;
                     if (B % (dp * mb)) {
                       prune("batch");
                     } else if (pp * s.chunks > L) {

@@ -25,6 +25,7 @@ Json to_json(const Strategy& s) {
   j["sequence_parallel"] = s.sequence_parallel;
   j["chunks"] = s.chunks;
   j["flash_attention"] = s.flash_attention;
+  j["grad_accumulation_fusion"] = s.grad_accumulation_fusion;
   Json stages = Json::array();
   for (const auto& st : s.stages) {
     Json sj = {{"gpu_type", st.gpu_type}, {"devices", st.devices}};
@@ -51,6 +52,7 @@ Strategy strategy_from_json(ObjectReader r) {
   s.sequence_parallel = r.boolean_or("sequence_parallel", false);
   s.chunks = r.positive_integer_or("chunks", 1);
   s.flash_attention = r.boolean_or("flash_attention", true);
+  s.grad_accumulation_fusion = r.boolean_or("grad_accumulation_fusion", true);
   for (auto& st : r.objects_or_empty("stages")) {
     StageSpec spec;
     if (st.has("layers")) {

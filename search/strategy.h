@@ -28,6 +28,9 @@ struct Strategy {
   bool sequence_parallel = false;
   int64_t chunks = 1;  // model chunks per device (interleaved and V schedules)
   bool flash_attention = true;
+  // Weight-gradient GEMMs accumulate into the fp32 main gradients (Megatron-LM's default with
+  // Transformer Engine or APEX); false: an add kernel per parameter and micro-batch (plain PyTorch).
+  bool grad_accumulation_fusion = true;
   std::vector<StageSpec> stages;  // empty: the default placement and a balanced partition
 
   int64_t devices() const { return dp * tp * pp; }

@@ -63,7 +63,7 @@ TEST(MegatronExport, ParallelismRecomputeAndOptimizerFlags) {
   const ExportResult r = export_megatron(
       gpt2(), strategy(R"({"dp": 2, "tp": 2, "pp": 2, "micro_batch": 4, "global_batch": 64,
                           "recompute": "full", "zero": 1, "sequence_parallel": true,
-                          "flash_attention": false,
+                          "flash_attention": false, "grad_accumulation_fusion": false,
                           "stages": [{"layers": [0, 12]}, {"layers": [13, 25]}]})"),
       {});
   const std::string tail = r.text.substr(r.text.find("  --tensor-model-parallel-size"));
@@ -78,6 +78,7 @@ TEST(MegatronExport, ParallelismRecomputeAndOptimizerFlags) {
             "  --recompute-method uniform\n"
             "  --recompute-num-layers 1\n"
             "  --use-distributed-optimizer\n"
+            "  --no-gradient-accumulation-fusion\n"
             "  --attention-backend unfused\n"
             ")\n");
 }
@@ -128,9 +129,15 @@ TEST(DeepSpeedExport, ExplicitParts) {
     "train_batch_size": 8, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8,
     "bf16": {"enabled": true}, "zero_optimization": {"stage": 0},
     "pipeline": {"stages": 4, "activation_checkpoint_interval": 0, "parts": [0, 1, 10, 19, 26]}})"));
-  ASSERT_EQ(r.approximations.size(), 1u);
+  ASSERT_EQ(r.approximations.size(), 2u);
   EXPECT_NE(r.approximations[0].find("self.parts = pipeline.parts ([0,1,10,19,26])"),
             std::string::npos);
+  // Predicted with gradient-accumulation fusion, which DeepSpeed does not have.
+  EXPECT_NE(r.approximations[1].find("\"grad_accumulation_fusion\": false"), std::string::npos);
+  const ExportResult unfused = export_deepspeed(
+      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8,
+                          "grad_accumulation_fusion": false})"), {});
+  EXPECT_TRUE(unfused.approximations.empty());
 }
 
 TEST(DeepSpeedExport, UniformPartsZeroAndCheckpointing) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "costmodel/errors.h"
 #include "costmodel/layer_ops.h"
 
@@ -167,6 +169,72 @@ TEST(LayerOps, GemmShapesFollowCublasConventions) {
   }
   EXPECT_EQ(fwd_ar, 2);
   EXPECT_EQ(bwd_ar, 2);
+}
+
+// Bytes of the memory-bound kernels, written out by hand from what each kernel reads and writes
+// (the kernel bench counts the same: gelu_bwd 6 bytes per bf16 element, swiglu_bwd 10 per output).
+TEST(LayerOps, MemoryBoundBytesOfAGpt2Block) {
+  const ModelSpec m = load_model("gpt2-medium");  // hidden 1024, MLP 4096, biases, dropout 0.1
+  LayerShape shape;
+  shape.micro_batch = 2;
+  LayerWork w = layer_work(m.layers[1], shape);
+  const double T = 2 * 1024, h = 1024, f = 4096;
+  std::map<std::string, double> bytes[kNumPasses];
+  for (const auto& op : w.memory_ops) bytes[static_cast<int>(op.pass)][op.kernel] += op.bytes;
+  const auto& F = bytes[0];
+  const auto& B = bytes[1];
+  const auto& W = bytes[2];
+  EXPECT_DOUBLE_EQ(F.at("gelu_fwd"), T * f * 4);
+  EXPECT_DOUBLE_EQ(B.at("gelu_bwd"), T * f * 6);  // dy, x -> dx
+  // Two residual branches: dropout (x -> y, mask), then the add; backward dropout and the add of
+  // the residual stream's two gradients.
+  EXPECT_DOUBLE_EQ(F.at("dropout_fwd"), 2 * T * h * 5);
+  EXPECT_DOUBLE_EQ(F.at("residual_add"), 2 * T * h * 6);
+  EXPECT_DOUBLE_EQ(B.at("dropout_bwd"), 2 * T * h * 5);
+  EXPECT_DOUBLE_EQ(B.at("residual_grad_add"), 2 * T * h * 6);
+  EXPECT_DOUBLE_EQ(B.at("qkv_grad_concat"), T * 3 * h * 4);
+  // Bias gradients: column sums of dy for qkv (3h), attn_out (h), fc1 (f), fc2 (h).
+  EXPECT_DOUBLE_EQ(W.at("bias_grad"), T * (3 * h + h + f + h) * 2);
+  // Fused gradient accumulation: only the biases and the two LayerNorms' gains and biases.
+  EXPECT_DOUBLE_EQ(W.at("grad_accumulate"), (3 * h + h + f + h + 4 * h) * 10);
+  EXPECT_EQ(w.gemm_weight_params, static_cast<int64_t>(3 * h * h + h * h + 2 * h * f));
+  shape.grad_accumulation_fusion = false;
+  const LayerWork unfused = layer_work(m.layers[1], shape);
+  double added = 0;
+  for (const auto& op : unfused.memory_ops)
+    if (op.kernel == "grad_accumulate") added += op.bytes;
+  EXPECT_DOUBLE_EQ(added, static_cast<double>(unfused.params) * 10);
+}
+
+TEST(LayerOps, SwigluBackwardReadsItsInputsAndTheHeadRunsMegatronsCrossEntropy) {
+  const ModelSpec m = load_model("llama2-7b");  // MLP 11008, vocab 32000, no biases
+  LayerShape shape;
+  const double T = 4096, f = 11008, v = 32000;
+  const LayerWork block = layer_work(m.layers[1], shape);
+  std::map<std::string, double> total;
+  for (const auto& op : block.memory_ops) total[op.kernel] += op.bytes;
+  EXPECT_DOUBLE_EQ(total.at("swiglu_fwd"), T * f * 6);
+  EXPECT_DOUBLE_EQ(total.at("swiglu_bwd"), T * f * 10);  // dy, gate, up -> dgate, dup
+  EXPECT_EQ(total.count("bias_grad"), 0u);
+  EXPECT_EQ(total.count("dropout_fwd"), 0u);
+  const LayerWork head = layer_work(m.layers.back(), shape);
+  std::map<std::string, double> ce[kNumPasses];
+  for (const auto& op : head.memory_ops) ce[static_cast<int>(op.pass)][op.kernel] += op.bytes;
+  // Forward: to fp32 (2 + 4), max (4), subtract (8), exp (8), sum (4), divide (8) per logit.
+  double fwd = 0;
+  for (const char* k : {"ce_to_fp32", "ce_max", "ce_subtract_max", "ce_exp", "ce_sum",
+                        "ce_normalise"})
+    fwd += ce[0].at(k);
+  EXPECT_DOUBLE_EQ(fwd, T * v * 38);
+  EXPECT_DOUBLE_EQ(ce[1].at("ce_grad_scale") + ce[1].at("ce_grad_to_act"), T * v * 14);
+  // The embedding's weight gradient is a dense table (zeroed, rows of dy added), then added into
+  // the fp32 main gradient (the lookup is no GEMM: never fused).
+  const LayerWork emb = layer_work(m.layers.front(), shape);
+  std::map<std::string, double> e;
+  for (const auto& op : emb.memory_ops) e[op.kernel] += op.bytes;
+  EXPECT_DOUBLE_EQ(e.at("embedding_fwd"), T * 4096 * 2 * 2);
+  EXPECT_DOUBLE_EQ(e.at("embedding_bwd"), T * 4096 * 2 + v * 4096 * 2);
+  EXPECT_DOUBLE_EQ(e.at("grad_accumulate"), v * 4096 * 10);
 }
 
 TEST(LayerOps, TensorWidthMustDivideHeads) {

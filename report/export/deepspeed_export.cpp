@@ -106,6 +106,11 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
   }
   if (!s.flash_attention)
     out.approximations.push_back("attention without a fused kernel is the model code's choice");
+  if (s.grad_accumulation_fusion)
+    out.approximations.push_back(
+        "DeepSpeed adds each micro-batch's gradients with kernels of their own; hetplan predicted "
+        "gradient-accumulation fusion (predict with \"grad_accumulation_fusion\": false for "
+        "DeepSpeed's time)");
   out.text = j.dump(2) + "\n";
   return out;
 }

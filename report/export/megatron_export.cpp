@@ -157,6 +157,7 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
     a.add("--use-megatron-fsdp");
     a.add("--data-parallel-sharding-strategy", s.zero == 2 ? "optim_grads" : "optim_grads_params");
   }
+  if (!s.grad_accumulation_fusion) a.add("--no-gradient-accumulation-fusion");
   if (s.flash_attention)
     a.add("--use-flash-attn");
   else

@@ -157,6 +157,11 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
     out.approximations.push_back(
         "torchtitan's attention is fused (SDPA); hetplan modelled an "
         "unfused one");
+  if (s.grad_accumulation_fusion)
+    out.approximations.push_back(
+        "torchtitan adds each micro-batch's gradients with kernels of their own; hetplan predicted "
+        "gradient-accumulation fusion (predict with \"grad_accumulation_fusion\": false for "
+        "torchtitan's time)");
 
   std::string head = fmt::format(
       "# torchtitan job config for {}: {}\n# exported by hetplan. "

@@ -215,7 +215,8 @@ def _pipeline(cfg, device, rank, world, seed):
 
 def run_distributed(cfg, warmup, iters, budget_s, seed=0):
     rank, world, device = _setup()
-    s = cfg.strategy
+    # Gradients are added into fp32 main gradients by kernels of their own (as on one GPU).
+    s = dict(cfg.strategy, grad_accumulation_fusion=False)
     result = {"model": cfg.model_name, "strategy": s, "source": "measured:pytorch",
               "oom": False, "notes": "multi-GPU path of the reference harness (untested)"}
     if cfg.cluster:

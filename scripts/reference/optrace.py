@@ -1,0 +1,410 @@
+"""What the reference harness really runs, op by op, against what hetplan's cost model counts.
+
+Every aten operator one layer of the harness executes (forward, then backward with the fp32
+gradient accumulation of MixedPrecisionAdam) is recorded under a TorchDispatchMode, below autograd,
+so the backward's operators are seen as the device runs them. Each is classified:
+  - view: aliases an input (view, transpose, split, ...): no kernel, no bytes;
+  - gemm: mm / addmm / bmm / baddbmm, with their FLOPs;
+  - attention: a fused scaled-dot-product-attention kernel (flash, memory-efficient, cuDNN);
+  - memory: everything else (elementwise, norms, reductions, copies, fills, gathers), with the
+    bytes it must move at least: every tensor input read once, every output written once
+    (hetplan's convention for memory-bound kernels, costmodel/layer_ops.h).
+`compare()` sets these beside the layer's work from `hetplan model-info --work`: GEMM FLOPs must
+agree exactly (the same model), memory-bound bytes show how far the cost model's kernels are from
+the harness's. Runs on the CPU (torch >= 1.13; fused attention and dropout then come from stand-ins that record the
+kernels CUDA runs, with the layouts of PyTorch's flash kernel) and on a GPU (the real kernels).
+"""
+
+import contextlib
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from . import model as harness_model
+
+GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "_scaled_mm"}
+ATTENTION_PREFIXES = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                      "_scaled_dot_product_cudnn_attention", "_flash_attention_", "_efficient_attention_",
+                      "_scaled_dot_product_fused_attention", "hetplan_attention_standin")
+# No kernel and no bytes: allocation without initialisation, metadata.
+NO_KERNEL = {"_unsafe_view", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "lift_fresh",
+             "_to_copy_noop", "set_", "resize_", "is_same_size", "_local_scalar_dense", "sym_size",
+             "sym_stride", "sym_numel", "sym_storage_offset", "_has_compatible_shallow_copy_type"}
+# Operators that touch only the indexed rows or elements of a table: (table argument, the tensor
+# whose size is the number of elements touched). Out-of-place: the rows read; in place: the
+# elements read and written.
+INDEXED = {"embedding": (0, "out"), "gather": (0, "out"), "index_select": (0, "out"),
+           "scatter_add_": (0, 3), "scatter_": (0, 3), "index_add_": (0, 3),
+           "index_put_": (0, 2)}
+# In-place operators that overwrite their first argument without reading it.
+WRITE_ONLY = {"fill_", "zero_", "normal_", "uniform_", "bernoulli_", "random_", "copy_",
+              "exponential_", "index_fill_", "masked_fill_"}
+
+
+def _tensor_bytes(t):
+    """Distinct elements addressed (broadcast dimensions, stride 0, count once) x element size."""
+    n = 1
+    for size, stride in zip(t.shape, t.stride()):
+        if stride != 0:
+            n *= size
+    return n * t.element_size()
+
+
+def _aliasing(func):
+    """(view, in_place): the schema's alias annotation on the first return."""
+    returns = func._schema.returns
+    if not returns or returns[0].alias_info is None:
+        return False, False
+    return (not returns[0].alias_info.is_write), returns[0].alias_info.is_write
+
+
+def gemm_flops(name, args):
+    if name == "mm":
+        a, b = args[0], args[1]
+        return 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
+    if name in ("addmm", "_scaled_mm"):
+        a, b = (args[1], args[2]) if name == "addmm" else (args[0], args[1])
+        return 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
+    if name == "bmm":
+        a, b = args[0], args[1]
+        return 2.0 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+    if name in ("baddbmm", "addbmm"):
+        a, b = args[1], args[2]
+        return 2.0 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+    return 0.0
+
+
+class Event:
+    __slots__ = ("phase", "op", "kind", "bytes", "flops", "shapes")
+
+    def __init__(self, phase, op, kind, nbytes=0.0, flops=0.0, shapes=""):
+        self.phase, self.op, self.kind = phase, op, kind
+        self.bytes, self.flops, self.shapes = nbytes, flops, shapes
+
+    def as_dict(self):
+        return {"phase": self.phase, "op": self.op, "kind": self.kind, "bytes": self.bytes,
+                "flops": self.flops, "shapes": self.shapes}
+
+
+class OpTrace(TorchDispatchMode):
+    """Records every operator dispatched while active, tagged with the current `phase`."""
+
+    def __init__(self):
+        super().__init__()
+        self.events = []
+        self.phase = "forward"
+        self.suspended = 0
+
+    def record(self, event):
+        self.events.append(event)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self.suspended:
+            return out
+        name = func.overloadpacket.__name__
+        if name in NO_KERNEL:
+            return out
+        view, in_place = _aliasing(func)
+        if view:
+            return out
+        inputs = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        shapes = " ".join("x".join(map(str, t.shape)) or "scalar" for t in inputs[:3])
+        if name in GEMM_OPS:
+            self.record(Event(self.phase, name, "gemm", flops=gemm_flops(name, args), shapes=shapes))
+        elif name.startswith(ATTENTION_PREFIXES):
+            self.record(Event(self.phase, name, "attention", shapes=shapes))
+        elif name in INDEXED:
+            table_pos, touched_by = INDEXED[name]
+            table = args[table_pos]
+            others = [t for t in inputs if t is not table]
+            if touched_by == "out":
+                touched = sum(_tensor_bytes(t) for t in outputs)
+                nbytes = sum(_tensor_bytes(t) for t in others) + 2 * touched
+            else:
+                src = args[touched_by] if len(args) > touched_by else others[-1]
+                src = src[0] if isinstance(src, (list, tuple)) else src
+                nbytes = sum(_tensor_bytes(t) for t in others) + 2 * _tensor_bytes(src) \
+                    if isinstance(src, torch.Tensor) else sum(_tensor_bytes(t) for t in others)
+            self.record(Event(self.phase, name, "memory", nbytes=float(nbytes), shapes=shapes))
+        else:
+            if in_place or "out" in kwargs:
+                # The written tensor is an argument: count it once as written (and read unless
+                # the operator only writes it).
+                written = outputs[:1]
+                read = [t for t in inputs if not any(t is w for w in written)]
+                if name not in WRITE_ONLY:
+                    read += written
+            else:
+                written, read = outputs, inputs
+            nbytes = sum(_tensor_bytes(t) for t in read) + sum(_tensor_bytes(t) for t in written)
+            self.record(Event(self.phase, name, "memory", nbytes=float(nbytes), shapes=shapes))
+        return out
+
+    @contextlib.contextmanager
+    def suspend(self):
+        self.suspended += 1
+        try:
+            yield
+        finally:
+            self.suspended -= 1
+
+
+_ACTIVE = []
+
+
+class AttentionStandIn(torch.autograd.Function):
+    """Fused attention where PyTorch has none (torch < 2.0, or the CPU): one recorded operator, with
+    the layouts PyTorch's flash kernel gives (output and gradients [batch, seq, heads, dim] in
+    memory, returned as [batch, heads, seq, dim] views); the arithmetic runs unrecorded."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal):
+        trace = _ACTIVE[-1] if _ACTIVE else None
+        with trace.suspend() if trace else contextlib.nullcontext():
+            out = _math_attention(q, k, v, causal)
+            laid = torch.empty(out.shape[0], out.shape[2], out.shape[1], out.shape[3],
+                               dtype=out.dtype, device=out.device).transpose(1, 2)
+            laid.copy_(out)
+        if trace:
+            trace.record(Event(trace.phase, "hetplan_attention_standin", "attention"))
+        ctx.save_for_backward(q, k, v)
+        ctx.causal = causal
+        return laid
+
+    @staticmethod
+    def backward(ctx, dout):
+        trace = _ACTIVE[-1] if _ACTIVE else None
+        q, k, v = ctx.saved_tensors
+        with trace.suspend() if trace else contextlib.nullcontext():
+            with torch.enable_grad():
+                qq, kk, vv = (t.detach().requires_grad_() for t in (q, k, v))
+                out = _math_attention(qq, kk, vv, ctx.causal)
+                grads = torch.autograd.grad(out, (qq, kk, vv), dout)
+            laid = []
+            for g in grads:
+                t = torch.empty(g.shape[0], g.shape[2], g.shape[1], g.shape[3], dtype=g.dtype,
+                                device=g.device).transpose(1, 2)
+                t.copy_(g)
+                laid.append(t)
+        if trace:
+            trace.record(Event(trace.phase, "hetplan_attention_standin_backward", "attention"))
+        return laid[0], laid[1], laid[2], None
+
+
+def _math_attention(q, k, v, causal):
+    scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) / (q.shape[-1] ** 0.5)
+    if causal:
+        s = scores.shape[-1]
+        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1),
+                                    float("-inf"))
+    return torch.matmul(torch.softmax(scores, -1), v.float()).to(q.dtype)
+
+
+def _standin_sdpa(q, k, v, is_causal=False, enable_gqa=False, **_):
+    if k.shape[1] != q.shape[1]:
+        if not enable_gqa:
+            raise RuntimeError("grouped-query attention needs enable_gqa")
+        rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    return AttentionStandIn.apply(q, k, v, is_causal)
+
+
+class DropoutStandIn(torch.autograd.Function):
+    """Dropout as CUDA runs it (aten::native_dropout: one kernel writing the output and a one-byte
+    mask; its backward one kernel), where the CPU decomposes it into bernoulli_, div_ and mul."""
+
+    @staticmethod
+    def forward(ctx, x, p):
+        trace = _ACTIVE[-1] if _ACTIVE else None
+        with trace.suspend() if trace else contextlib.nullcontext():
+            mask = torch.rand(x.shape, device=x.device) >= p
+            out = x * mask.to(x.dtype) / (1 - p)
+        if trace:
+            nbytes = float(2 * _tensor_bytes(x) + mask.numel())
+            trace.record(Event(trace.phase, "native_dropout", "memory", nbytes=nbytes))
+        ctx.save_for_backward(mask)
+        ctx.p = p
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        trace = _ACTIVE[-1] if _ACTIVE else None
+        (mask,) = ctx.saved_tensors
+        with trace.suspend() if trace else contextlib.nullcontext():
+            dx = dout * mask.to(dout.dtype) / (1 - ctx.p)
+        if trace:
+            nbytes = float(2 * _tensor_bytes(dout) + mask.numel())
+            trace.record(Event(trace.phase, "native_dropout_backward", "memory", nbytes=nbytes))
+        return dx, None
+
+
+def _standin_dropout(x, p=0.5, training=True, inplace=False):
+    if not training or p == 0:
+        return x
+    return DropoutStandIn.apply(x, p)
+
+
+@contextlib.contextmanager
+def cuda_like_standins():
+    """On the CPU, the harness's fused attention and dropout become stand-ins that record the
+    kernels CUDA runs (the arithmetic is done, unrecorded, by plain operators)."""
+    saved_has = harness_model.HAS_SDPA
+    saved_sdpa = getattr(harness_model.F, "scaled_dot_product_attention", None)
+    saved_dropout = harness_model.F.dropout
+    harness_model.HAS_SDPA = True
+    harness_model.F.scaled_dot_product_attention = _standin_sdpa
+    harness_model.F.dropout = _standin_dropout
+    try:
+        yield
+    finally:
+        harness_model.HAS_SDPA = saved_has
+        harness_model.F.dropout = saved_dropout
+        if saved_sdpa is None:
+            del harness_model.F.scaled_dot_product_attention
+        else:
+            harness_model.F.scaled_dot_product_attention = saved_sdpa
+
+
+@contextlib.contextmanager
+def tracing():
+    trace = OpTrace()
+    _ACTIVE.append(trace)
+    try:
+        with trace:
+            yield trace
+    finally:
+        _ACTIVE.pop()
+
+
+# Fields of a layer that make it what it is (two blocks with equal fields run the same ops).
+def _layer_key(layer):
+    return tuple(sorted((k, v) for k, v in layer.items()
+                        if k not in ("index", "name", "work") and not isinstance(v, (dict, list))))
+
+
+def distinct_layers(info):
+    """Indices of the first layer of each distinct kind/shape, in model order."""
+    seen, out = set(), []
+    for i, layer in enumerate(info["layers"]):
+        key = _layer_key(layer)
+        if key not in seen:
+            seen.add(key)
+            out.append(i)
+    return out
+
+
+def trace_layer(info, index, micro_batch, device="cpu", dtype=torch.bfloat16, seed=0):
+    """Runs layer `index` of the harness's model once forward and backward under an OpTrace and
+    adds each parameter gradient into an fp32 main gradient as MixedPrecisionAdam does (phase
+    "grad_accumulation"). Returns the events."""
+    layers = info["layers"]
+    layer = layers[index]
+    seq, h = layer["seq_len"], layer["hidden"]
+    rows = harness_model.spec.padded_vocab(layers[0]["vocab"], 1, info.get("vocab_pad_multiple", 128))
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    embedding = None
+    if layer["kind"] == "embedding":
+        module = harness_model.Embedding(layer, rows)
+    elif layer["kind"] == "transformer":
+        module = harness_model.Block(layer)
+    else:
+        embedding = harness_model.Embedding(layers[0], rows)
+        module = harness_model.LmHead(layer, rows, embedding)
+    module = module.to(device=device, dtype=dtype)
+    if embedding is not None:
+        embedding = embedding.to(device=device, dtype=dtype)
+    harness_model.init_weights(module)
+    module.train()
+    params = list(module.parameters())
+    if embedding is not None and layer.get("tied"):
+        params.append(embedding.word.weight)
+    main_grads = [torch.zeros(p.shape, dtype=torch.float32, device=device) for p in params]
+
+    def tokens():
+        return torch.randint(0, layers[0]["vocab"], (micro_batch, seq), generator=gen).to(device)
+
+    def hidden():
+        x = torch.randn(micro_batch, seq, h, generator=gen).to(device=device, dtype=dtype)
+        return x.requires_grad_()
+
+    inputs = (tokens(),) if layer["kind"] == "embedding" else \
+        (hidden(),) if layer["kind"] == "transformer" else (hidden(), tokens())
+    with tracing() as trace:
+        out = module(*inputs)
+        trace.phase = "backward"
+        if out.dim() == 0:
+            out.backward()
+        else:
+            with trace.suspend():
+                dout = torch.randn(out.shape, generator=gen).to(device=device, dtype=out.dtype)
+            out.backward(dout)
+        trace.phase = "grad_accumulation"
+        for p, main in zip(params, main_grads):
+            if p.grad is not None:
+                main.add_(p.grad)
+    return trace.events
+
+
+PHASES = ("forward", "backward")
+
+
+def model_totals(work):
+    """Per phase (forward; backward = input + weight gradients) from `hetplan model-info --work`."""
+    out = {ph: {"gemm_flops": 0.0, "memory_bytes": 0.0, "attention_ops": 0, "kernels": 0,
+                "memory_ops": {}} for ph in PHASES}
+    phase = {"forward": "forward", "backward_input": "backward", "backward_weight": "backward"}
+    out["grad_accumulation"] = {"gemm_flops": 0.0, "memory_bytes": 0.0, "attention_ops": 0,
+                                "kernels": 0, "memory_ops": {}}
+    for g in work["gemms"]:
+        t = out[phase[g["pass"]]]
+        t["gemm_flops"] += g["flops"]
+        t["kernels"] += 1
+    for m in work["memory_ops"]:
+        t = out["grad_accumulation" if m["kernel"] == "grad_accumulate" else phase[m["pass"]]]
+        t["memory_bytes"] += m["bytes"]
+        t["kernels"] += 1
+        t["memory_ops"][m["kernel"]] = t["memory_ops"].get(m["kernel"], 0.0) + m["bytes"]
+    for a in work["attention"]:
+        t = out[phase[a["pass"]]]
+        t["attention_ops"] += 1
+        t["kernels"] += 1
+    return out
+
+
+def harness_totals(events):
+    out = {ph: {"gemm_flops": 0.0, "memory_bytes": 0.0, "attention_ops": 0, "kernels": 0,
+                "memory_ops": {}} for ph in PHASES + ("grad_accumulation",)}
+    for e in events:
+        t = out[e.phase]
+        t["kernels"] += 1
+        if e.kind == "gemm":
+            t["gemm_flops"] += e.flops
+        elif e.kind == "attention":
+            t["attention_ops"] += 1
+        else:
+            t["memory_bytes"] += e.bytes
+            t["memory_ops"][e.op] = t["memory_ops"].get(e.op, 0.0) + e.bytes
+    return out
+
+
+def compare(info_with_work, micro_batch, device="cpu", layers=None):
+    """Harness against model for each distinct layer: a list of
+    {"index", "name", "kind", "model": totals, "harness": totals}."""
+    if device == "cpu" or not hasattr(harness_model.F, "scaled_dot_product_attention"):
+        standin = cuda_like_standins()
+    else:
+        standin = contextlib.nullcontext()
+    results = []
+    with standin:
+        for i in layers if layers is not None else distinct_layers(info_with_work):
+            layer = info_with_work["layers"][i]
+            events = trace_layer(info_with_work, i, micro_batch, device=device)
+            results.append({"index": i, "name": layer["name"], "kind": layer["kind"],
+                            "model": model_totals(layer["work"]),
+                            "harness": harness_totals(events),
+                            "events": [e.as_dict() for e in events]})
+    return results
