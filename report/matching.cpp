@@ -10,8 +10,11 @@ std::string strategy_key(const Strategy& s) {
   if (pipeline && s.chunks > 1) schedule += fmt::format("x{}", s.chunks);
   const int zero = s.dp > 1 ? s.zero : 0;
   const bool sp = s.tp > 1 && s.sequence_parallel;
-  return fmt::format("dp{} tp{} pp{} mb{} gb{} {} {} zero{}{}", s.dp, s.tp, s.pp, s.micro_batch,
-                     s.global_batch, schedule, to_string(s.recompute), zero, sp ? " sp" : "");
+  // The harness records "grad_accumulation_fusion": false for what it ran: a prediction that
+  // assumed fusion is another strategy (it counts less gradient traffic).
+  return fmt::format("dp{} tp{} pp{} mb{} gb{} {} {} zero{}{}{}", s.dp, s.tp, s.pp, s.micro_batch,
+                     s.global_batch, schedule, to_string(s.recompute), zero, sp ? " sp" : "",
+                     s.grad_accumulation_fusion ? "" : " unfused-grad-add");
 }
 
 Matching match_measurements(const std::vector<PredictedStrategy>& predictions,

@@ -55,6 +55,9 @@ TEST(ReportMatching, KeyNormalisesWhatHasNoEffect) {
   s.chunks = 2;
   s.recompute = Recompute::kFull;
   EXPECT_EQ(strategy_key(s), "dp2 tp2 pp2 mb2 gb8 interleavedx2 full zero1 sp");
+  // Unfused gradient accumulation predicts another time: never matched with a fused prediction.
+  s.grad_accumulation_fusion = false;
+  EXPECT_EQ(strategy_key(s), "dp2 tp2 pp2 mb2 gb8 interleavedx2 full zero1 sp unfused-grad-add");
 }
 
 TEST(ReportTimeline, OneFOneBByHand) {
