@@ -119,16 +119,16 @@ class OpTrace(TorchDispatchMode):
             self.record(Event(self.phase, name, "attention", shapes=shapes))
         elif name in INDEXED:
             table_pos, touched_by = INDEXED[name]
-            table = args[table_pos]
-            others = [t for t in inputs if t is not table]
+            others = [t for t in inputs if t is not args[table_pos]]
             if touched_by == "out":
-                touched = sum(_tensor_bytes(t) for t in outputs)
-                nbytes = sum(_tensor_bytes(t) for t in others) + 2 * touched
+                touched = outputs
             else:
                 src = args[touched_by] if len(args) > touched_by else others[-1]
-                src = src[0] if isinstance(src, (list, tuple)) else src
-                nbytes = sum(_tensor_bytes(t) for t in others) + 2 * _tensor_bytes(src) \
-                    if isinstance(src, torch.Tensor) else sum(_tensor_bytes(t) for t in others)
+                touched = [t for t in (src if isinstance(src, (list, tuple)) else [src])
+                           if isinstance(t, torch.Tensor)]
+            # The other inputs (indices, source) read, the touched elements read and written.
+            nbytes = sum(_tensor_bytes(t) for t in others) + \
+                2 * sum(_tensor_bytes(t) for t in touched)
             self.record(Event(self.phase, name, "memory", nbytes=float(nbytes), shapes=shapes))
         else:
             if in_place or "out" in kwargs:
@@ -156,6 +156,29 @@ class OpTrace(TorchDispatchMode):
 _ACTIVE = []
 
 
+def _active():
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def _unrecorded(trace):
+    """The stand-ins' own arithmetic is not what CUDA runs: kept out of the trace."""
+    return trace.suspend() if trace else contextlib.nullcontext()
+
+
+def _record(trace, op, kind, nbytes=0.0):
+    if trace:
+        trace.record(Event(trace.phase, op, kind, nbytes=float(nbytes)))
+
+
+def _flash_layout(t):
+    """`t` ([batch, heads, seq, dim]) copied into [batch, seq, heads, dim] memory, as PyTorch's
+    flash kernel lays out its output and gradients."""
+    laid = torch.empty(t.shape[0], t.shape[2], t.shape[1], t.shape[3], dtype=t.dtype,
+                       device=t.device).transpose(1, 2)
+    laid.copy_(t)
+    return laid
+
+
 class AttentionStandIn(torch.autograd.Function):
     """Fused attention where PyTorch has none (torch < 2.0, or the CPU): one recorded operator, with
     the layouts PyTorch's flash kernel gives (output and gradients [batch, seq, heads, dim] in
@@ -163,36 +186,25 @@ class AttentionStandIn(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, causal):
-        trace = _ACTIVE[-1] if _ACTIVE else None
-        with trace.suspend() if trace else contextlib.nullcontext():
-            out = _math_attention(q, k, v, causal)
-            laid = torch.empty(out.shape[0], out.shape[2], out.shape[1], out.shape[3],
-                               dtype=out.dtype, device=out.device).transpose(1, 2)
-            laid.copy_(out)
-        if trace:
-            trace.record(Event(trace.phase, "hetplan_attention_standin", "attention"))
+        trace = _active()
+        with _unrecorded(trace):
+            out = _flash_layout(_math_attention(q, k, v, causal))
+        _record(trace, "hetplan_attention_standin", "attention")
         ctx.save_for_backward(q, k, v)
         ctx.causal = causal
-        return laid
+        return out
 
     @staticmethod
     def backward(ctx, dout):
-        trace = _ACTIVE[-1] if _ACTIVE else None
+        trace = _active()
         q, k, v = ctx.saved_tensors
-        with trace.suspend() if trace else contextlib.nullcontext():
+        with _unrecorded(trace):
             with torch.enable_grad():
                 qq, kk, vv = (t.detach().requires_grad_() for t in (q, k, v))
                 out = _math_attention(qq, kk, vv, ctx.causal)
-                grads = torch.autograd.grad(out, (qq, kk, vv), dout)
-            laid = []
-            for g in grads:
-                t = torch.empty(g.shape[0], g.shape[2], g.shape[1], g.shape[3], dtype=g.dtype,
-                                device=g.device).transpose(1, 2)
-                t.copy_(g)
-                laid.append(t)
-        if trace:
-            trace.record(Event(trace.phase, "hetplan_attention_standin_backward", "attention"))
-        return laid[0], laid[1], laid[2], None
+                dq, dk, dv = (_flash_layout(g) for g in torch.autograd.grad(out, (qq, kk, vv), dout))
+        _record(trace, "hetplan_attention_standin_backward", "attention")
+        return dq, dk, dv, None
 
 
 def _math_attention(q, k, v, causal):
@@ -219,26 +231,22 @@ class DropoutStandIn(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, p):
-        trace = _ACTIVE[-1] if _ACTIVE else None
-        with trace.suspend() if trace else contextlib.nullcontext():
+        trace = _active()
+        with _unrecorded(trace):
             mask = torch.rand(x.shape, device=x.device) >= p
             out = x * mask.to(x.dtype) / (1 - p)
-        if trace:
-            nbytes = float(2 * _tensor_bytes(x) + mask.numel())
-            trace.record(Event(trace.phase, "native_dropout", "memory", nbytes=nbytes))
+        _record(trace, "native_dropout", "memory", 2 * _tensor_bytes(x) + mask.numel())
         ctx.save_for_backward(mask)
         ctx.p = p
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        trace = _ACTIVE[-1] if _ACTIVE else None
+        trace = _active()
         (mask,) = ctx.saved_tensors
-        with trace.suspend() if trace else contextlib.nullcontext():
+        with _unrecorded(trace):
             dx = dout * mask.to(dout.dtype) / (1 - ctx.p)
-        if trace:
-            nbytes = float(2 * _tensor_bytes(dout) + mask.numel())
-            trace.record(Event(trace.phase, "native_dropout_backward", "memory", nbytes=nbytes))
+        _record(trace, "native_dropout_backward", "memory", 2 * _tensor_bytes(dout) + mask.numel())
         return dx, None
 
 
@@ -349,16 +357,19 @@ def trace_layer(info, index, micro_batch, device="cpu", dtype=torch.bfloat16, se
     return trace.events
 
 
-PHASES = ("forward", "backward")
+PHASES = ("forward", "backward", "grad_accumulation")
+
+
+def _empty_totals():
+    return {ph: {"gemm_flops": 0.0, "memory_bytes": 0.0, "attention_ops": 0, "kernels": 0,
+                 "memory_ops": {}} for ph in PHASES}
 
 
 def model_totals(work):
-    """Per phase (forward; backward = input + weight gradients) from `hetplan model-info --work`."""
-    out = {ph: {"gemm_flops": 0.0, "memory_bytes": 0.0, "attention_ops": 0, "kernels": 0,
-                "memory_ops": {}} for ph in PHASES}
+    """Per phase from `hetplan model-info --work`: forward; backward = input + weight gradients,
+    but for the add into the main gradients (grad_accumulation)."""
+    out = _empty_totals()
     phase = {"forward": "forward", "backward_input": "backward", "backward_weight": "backward"}
-    out["grad_accumulation"] = {"gemm_flops": 0.0, "memory_bytes": 0.0, "attention_ops": 0,
-                                "kernels": 0, "memory_ops": {}}
     for g in work["gemms"]:
         t = out[phase[g["pass"]]]
         t["gemm_flops"] += g["flops"]
@@ -376,8 +387,7 @@ def model_totals(work):
 
 
 def harness_totals(events):
-    out = {ph: {"gemm_flops": 0.0, "memory_bytes": 0.0, "attention_ops": 0, "kernels": 0,
-                "memory_ops": {}} for ph in PHASES + ("grad_accumulation",)}
+    out = _empty_totals()
     for e in events:
         t = out[e.phase]
         t["kernels"] += 1
