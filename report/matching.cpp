@@ -10,10 +10,13 @@ std::string strategy_key(const Strategy& s) {
   if (pipeline && s.chunks > 1) schedule += fmt::format("x{}", s.chunks);
   const int zero = s.dp > 1 ? s.zero : 0;
   const bool sp = s.tp > 1 && s.sequence_parallel;
-  // The harness records "grad_accumulation_fusion": false for what it ran: a prediction that
-  // assumed fusion is another strategy (it counts less gradient traffic).
-  return fmt::format("dp{} tp{} pp{} mb{} gb{} {} {} zero{}{}{}", s.dp, s.tp, s.pp, s.micro_batch,
-                     s.global_batch, schedule, to_string(s.recompute), zero, sp ? " sp" : "",
+  // Fusion switches change the predicted time, so a measurement of one setting is never compared
+  // with a prediction of the other. The harness records "grad_accumulation_fusion": false for
+  // what it ran (it counts more gradient traffic); unfused attention keeps s^2 tensors and runs
+  // the score GEMMs.
+  return fmt::format("dp{} tp{} pp{} mb{} gb{} {} {} zero{}{}{}{}", s.dp, s.tp, s.pp,
+                     s.micro_batch, s.global_batch, schedule, to_string(s.recompute), zero,
+                     sp ? " sp" : "", s.flash_attention ? "" : " unfused-attention",
                      s.grad_accumulation_fusion ? "" : " unfused-grad-add");
 }
 

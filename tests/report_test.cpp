@@ -58,6 +58,10 @@ TEST(ReportMatching, KeyNormalisesWhatHasNoEffect) {
   // Unfused gradient accumulation predicts another time: never matched with a fused prediction.
   s.grad_accumulation_fusion = false;
   EXPECT_EQ(strategy_key(s), "dp2 tp2 pp2 mb2 gb8 interleavedx2 full zero1 sp unfused-grad-add");
+  // So does attention without the fused kernel (s^2 scores in memory).
+  s.flash_attention = false;
+  EXPECT_EQ(strategy_key(s),
+            "dp2 tp2 pp2 mb2 gb8 interleavedx2 full zero1 sp unfused-attention unfused-grad-add");
 }
 
 TEST(ReportTimeline, OneFOneBByHand) {
