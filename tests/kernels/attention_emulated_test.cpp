@@ -8,89 +8,25 @@
 #include "kernels/attention_backward_kernels.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/reference/attention_reference.h"
-#include "tests/kernels/emulated.h"
+#include "tests/kernels/attention_emulated.h"
 
 namespace hetplan::kernels {
 namespace {
 
-using testing::emulate;
-using testing::expect_close;
-using testing::poisoned;
-
-// Bounds for bf16 operands (METHOD.md: 1e-3..1e-2); measured under emulation, which rounds P and
-// dS to bf16 exactly as the kernel does: forward ~3e-3, backward ~5e-3 (see the test output).
-constexpr Tolerance kForwardBf16{1e-2, 8e-2};
-constexpr Tolerance kBackwardBf16{1e-2, 8e-2};
-constexpr Tolerance kForwardFp16{2e-3, 2e-2};
-constexpr Tolerance kBackwardFp16{2e-3, 2e-2};
+using testing::AttentionCase;
 
 template <class T, int kD>
 void check_attention(int batch, int heads, int seq, bool causal, bool bshd, uint64_t schedule = 0,
                      bool eager = false) {
-  SCOPED_TRACE(::testing::Message() << "b " << batch << " h " << heads << " s " << seq << " d "
-                                    << kD << (causal ? " causal" : " full")
-                                    << (bshd ? " bshd" : " bhsd"));
-  const int64_t rows = int64_t{batch} * heads * seq, n = rows * kD;
-  const auto q = random_vector<T>(n, -2.0f, 2.0f, 101), k = random_vector<T>(n, -2.0f, 2.0f, 102),
-             v = random_vector<T>(n, -1.0f, 1.0f, 103), dout = random_vector<T>(n, -1.0f, 1.0f, 104);
-  auto o = poisoned<T>(n), dq = poisoned<T>(n), dk = poisoned<T>(n), dv = poisoned<T>(n);
-  std::vector<float> lse(static_cast<size_t>(rows), NAN), dvec(static_cast<size_t>(rows), NAN),
-      dq_accum(static_cast<size_t>(n), NAN);
-  emu::GlobalScope scope;
-  for (const auto* t : {&q, &k, &v, &dout}) scope.add(t->data(), t->size());
-  for (auto* t : {&o, &dq, &dk, &dv}) scope.add(t->data(), t->size());
-  for (auto* t : {&lse, &dvec, &dq_accum}) scope.add(t->data(), t->size());
-
-  const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
-  AttentionParams<T> p = attention_params<T>(batch, heads, seq, kD, causal, scale, bshd);
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  p.o = o.data();
-  p.dout = dout.data();
-  p.out = o.data();
-  p.dq = dq.data();
-  p.dk = dk.data();
-  p.dv = dv.data();
-  p.lse = lse.data();
-  p.dvec = dvec.data();
-  p.dq_accum = dq_accum.data();
-
-  LaunchShape tiles;
-  tiles.grid_x = ceil_div(seq, kAttnTile);
-  tiles.grid_y = heads;
-  tiles.grid_z = batch;
-  tiles.block = kAttnThreads;
-  tiles.smem = attention_forward_smem_bytes<T, kD>();
-  emulate(tiles, [&] { attention_forward_block<T, kD>(p); }, schedule, eager);
-
-  const ref::AttentionDims dims{batch, heads, seq, kD, causal, scale, bshd};
-  const auto qf = to_floats(q), kf = to_floats(k), vf = to_floats(v), df = to_floats(dout);
-  std::vector<double> o_ref(static_cast<size_t>(n)), lse_ref(static_cast<size_t>(rows));
-  ref::attention_forward(qf, kf, vf, dims, o_ref, lse_ref);
-  const bool bf = std::is_same_v<T, bf16>;
-  expect_close("o", o, o_ref, bf ? kForwardBf16 : kForwardFp16);
-  expect_close("lse", lse, lse_ref, {1e-5, 1e-4});
-
-  const LaunchShape pre = attention_rows_shape(rows, kD);
-  emulate(pre, [&] { attention_preprocess_block<T, kD>(p); });
-  tiles.smem = attention_backward_smem_bytes<T, kD>();
-  emulate(tiles, [&] { attention_backward_block<T, kD>(p); }, schedule, eager);
-  emulate(pre, [&] { attention_dq_convert_block<T, kD>(p); });
-
-  std::vector<double> dq_ref(static_cast<size_t>(n)), dk_ref(static_cast<size_t>(n)),
-      dv_ref(static_cast<size_t>(n));
-  ref::attention_backward(qf, kf, vf, to_floats(o), df, lse, dims, dq_ref, dk_ref, dv_ref);
-  const Tolerance tb = bf ? kBackwardBf16 : kBackwardFp16;
-  expect_close("dq", dq, dq_ref, tb);
-  expect_close("dk", dk, dk_ref, tb);
-  expect_close("dv", dv, dv_ref, tb);
-  // Print the errors: they set the bounds above and the GPU tests'.
-  for (const auto& [name, got, want] : {std::tuple{"o", &o, &o_ref}, {"dq", &dq, &dq_ref},
-                                        {"dk", &dk, &dk_ref}, {"dv", &dv, &dv_ref}}) {
-    const Comparison c = compare(name, to_floats(*got), *want, {1, 1});
-    std::printf("    %s: rel_l2 %.2e elementwise %.2e\n", name, c.rel_l2, c.elementwise);
-  }
+  testing::AttentionFamily<T> f;  // as kernels/attention.cu launches
+  f.tile = kAttnTile;
+  f.threads = kAttnThreads;
+  f.forward_smem = attention_forward_smem_bytes<T, kD>();
+  f.backward_smem = attention_backward_smem_bytes<T, kD>();
+  f.forward = attention_forward_block<T, kD>;
+  f.backward = attention_backward_block<T, kD>;
+  testing::check_attention_family<T, kD>(
+      f, AttentionCase{batch, heads, seq, causal, bshd, schedule, eager, 101});
 }
 
 // Two query tiles, a partial last tile, causal: the diagonal tile, the tail mask, the pipeline.
