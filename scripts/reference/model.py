@@ -2,14 +2,14 @@
 
 Each choice below keeps the tensors PyTorch saves for backward equal to what hetplan counts in
 LayerWork::activation_bytes, so that measured memory is comparable:
-  - pre-norm blocks; LayerNorm through F.layer_norm (saves input, mean, rstd); RMSNorm as a fused
-    function that saves its input and fp32 rstd only;
+  - pre-norm blocks; LayerNorm through F.layer_norm (saves input, mean, rstd); RMSNorm as a
+    function that saves its input and fp32 rstd only (on a GPU hetplan's fused kernels, fused.py);
   - one QKV projection; rotary on Q and K with V copied out, so that Q, K, V are all that stays;
   - fused attention: F.scaled_dot_product_attention(is_causal) without attention dropout (hetplan
     does not model one); unfused attention: scores, softmax, dropout and context as separate ops
     (5 bytes per score kept, Korthikanti et al. 2022);
   - GeLU (tanh) saves its input; SwiGLU as a function that saves its input only (as Megatron's
-    fused bias-SwiGLU does);
+    fused bias-SwiGLU does; on a GPU hetplan's fused kernels);
   - residual dropout keeps its one-byte mask;
   - the LM head's loss is Megatron-LM's cross-entropy: fp32 softmax kept, gradient formed in place;
   - the vocabulary is padded to a multiple of 128 (Megatron-LM; hetplan's costs use it).
@@ -22,7 +22,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 from torch import nn
 
-from . import spec
+from . import fused, spec
 
 
 def acc(x):
@@ -30,23 +30,39 @@ def acc(x):
     return x.float() if x.dtype in (torch.bfloat16, torch.float16) else x
 
 
+def rmsnorm_eager(x, weight, eps):
+    """y and fp32 rstd ([..., 1]) by eager operators."""
+    xf = acc(x)
+    rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return (xf * rstd).to(x.dtype) * weight, rstd
+
+
+def rmsnorm_backward_eager(dy, x, weight, rstd):
+    """dx and dweight by eager operators."""
+    xhat = acc(x) * rstd
+    dyw = acc(dy) * acc(weight)
+    dweight = (acc(dy) * xhat).reshape(-1, x.shape[-1]).sum(0).to(weight.dtype)
+    dx = rstd * (dyw - xhat * (dyw * xhat).mean(-1, keepdim=True))
+    return dx.to(x.dtype), dweight
+
+
 class RMSNormFunction(torch.autograd.Function):
+    """Saves its input, fp32 rstd and the weight; hetplan's fused kernels on a GPU (fused.py)."""
+
     @staticmethod
     def forward(ctx, x, weight, eps):
-        xf = acc(x)
-        rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
-        y = (xf * rstd).to(x.dtype) * weight
+        ctx.fused = fused.active(x) and weight.dtype == x.dtype
+        run = fused.rmsnorm_forward if ctx.fused else rmsnorm_eager
+        y, rstd = run(x, weight, eps)
         ctx.save_for_backward(x, rstd, weight)
         return y
 
     @staticmethod
     def backward(ctx, dy):
         x, rstd, weight = ctx.saved_tensors
-        xhat = acc(x) * rstd
-        dyw = acc(dy) * acc(weight)
-        dweight = (acc(dy) * xhat).reshape(-1, x.shape[-1]).sum(0).to(weight.dtype)
-        dx = rstd * (dyw - xhat * (dyw * xhat).mean(-1, keepdim=True))
-        return dx.to(x.dtype), dweight, None
+        run = fused.rmsnorm_backward if ctx.fused else rmsnorm_backward_eager
+        dx, dweight = run(dy, x, weight, rstd)
+        return dx, dweight, None
 
 
 class RMSNorm(nn.Module):
@@ -67,24 +83,34 @@ def make_norm(kind, hidden):
     return nn.Identity()
 
 
+def swiglu_eager(x):
+    gate, up = x.chunk(2, dim=-1)
+    return F.silu(gate) * up
+
+
+def swiglu_backward_eager(dy, x):
+    gate, up = x.chunk(2, dim=-1)
+    g = acc(gate)
+    sig = torch.sigmoid(g)
+    dgate = acc(dy) * acc(up) * sig * (1 + g * (1 - sig))
+    dup = acc(dy) * g * sig
+    return torch.cat([dgate, dup], dim=-1).to(x.dtype)
+
+
 class SwiGLUFunction(torch.autograd.Function):
-    """silu(gate) * up over the two halves of the input; saves the input only."""
+    """silu(gate) * up over the two halves of the input; saves the input only. hetplan's fused
+    kernels on a GPU (fused.py)."""
 
     @staticmethod
     def forward(ctx, x):
-        gate, up = x.chunk(2, dim=-1)
         ctx.save_for_backward(x)
-        return F.silu(gate) * up
+        ctx.fused = fused.active(x)
+        return (fused.swiglu_forward if ctx.fused else swiglu_eager)(x)
 
     @staticmethod
     def backward(ctx, dy):
         (x,) = ctx.saved_tensors
-        gate, up = x.chunk(2, dim=-1)
-        g = acc(gate)
-        sig = torch.sigmoid(g)
-        dgate = acc(dy) * acc(up) * sig * (1 + g * (1 - sig))
-        dup = acc(dy) * g * sig
-        return torch.cat([dgate, dup], dim=-1).to(x.dtype)
+        return (fused.swiglu_backward if ctx.fused else swiglu_backward_eager)(dy, x)
 
 
 class CrossEntropyFunction(torch.autograd.Function):

@@ -11,8 +11,10 @@ so the backward's operators are seen as the device runs them. Each is classified
     (hetplan's convention for memory-bound kernels, costmodel/layer_ops.h).
 `compare()` sets these beside the layer's work from `hetplan model-info --work`: GEMM FLOPs must
 agree exactly (the same model), memory-bound bytes show how far the cost model's kernels are from
-the harness's. Runs on the CPU (torch >= 1.13; fused attention and dropout then come from stand-ins that record the
-kernels CUDA runs, with the layouts of PyTorch's flash kernel) and on a GPU (the real kernels).
+the harness's. Runs on the CPU (torch >= 1.13; fused attention and dropout then come from
+stand-ins that record the kernels CUDA runs, with the layouts of PyTorch's flash kernel, and so do
+RMSNorm and SwiGLU where the GPU harness runs hetplan's fused kernels) and on a GPU (the real
+kernels; those of libhetplan_kernels_c.so, which aten does not see, are told by fused.py).
 """
 
 import contextlib
@@ -21,6 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from . import fused as harness_fused
 from . import model as harness_model
 
 GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "_scaled_mm"}
@@ -256,35 +259,75 @@ def _standin_dropout(x, p=0.5, training=True, inplace=False):
     return DropoutStandIn.apply(x, p)
 
 
+def _fused_standin(eager, x_at, kernels, half_width):
+    """A kernel of fused.py on the CPU: `eager` computes, unrecorded; the kernels the library
+    launches are recorded with the bytes fused.traffic gives them."""
+    def run(*args):
+        with _unrecorded(_active()):
+            out = eager(*args)
+        x = args[x_at]
+        cols = x.shape[-1] // 2 if half_width else x.shape[-1]
+        for kernel in kernels:
+            harness_fused._launched(kernel, x.numel() // x.shape[-1], cols, x)
+        return out
+    return run
+
+
+FUSED_STANDINS = {
+    "rmsnorm_forward": (harness_model.rmsnorm_eager, 0, ("hk_rmsnorm_forward",), False),
+    "rmsnorm_backward": (harness_model.rmsnorm_backward_eager, 1,
+                         ("hk_rmsnorm_backward_input", "hk_rmsnorm_backward_weight"), False),
+    "swiglu_forward": (harness_model.swiglu_eager, 0, ("hk_swiglu_forward",), True),
+    "swiglu_backward": (harness_model.swiglu_backward_eager, 1, ("hk_swiglu_backward",), True),
+}
+
+
 @contextlib.contextmanager
-def cuda_like_standins():
-    """On the CPU, the harness's fused attention and dropout become stand-ins that record the
-    kernels CUDA runs (the arithmetic is done, unrecorded, by plain operators)."""
-    saved_has = harness_model.HAS_SDPA
-    saved_sdpa = getattr(harness_model.F, "scaled_dot_product_attention", None)
-    saved_dropout = harness_model.F.dropout
-    harness_model.HAS_SDPA = True
-    harness_model.F.scaled_dot_product_attention = _standin_sdpa
-    harness_model.F.dropout = _standin_dropout
+def _patched(obj, name, value):
+    missing = object()
+    saved = getattr(obj, name, missing)
+    setattr(obj, name, value)
     try:
         yield
     finally:
-        harness_model.HAS_SDPA = saved_has
-        harness_model.F.dropout = saved_dropout
-        if saved_sdpa is None:
-            del harness_model.F.scaled_dot_product_attention
+        if saved is missing:
+            delattr(obj, name)
         else:
-            harness_model.F.scaled_dot_product_attention = saved_sdpa
+            setattr(obj, name, saved)
+
+
+@contextlib.contextmanager
+def cuda_like_standins():
+    """On the CPU, the harness's fused attention and dropout become stand-ins that record the
+    kernels CUDA runs (the arithmetic is done, unrecorded, by plain operators); so do RMSNorm and
+    SwiGLU where the GPU harness runs hetplan's fused kernels (libhetplan_kernels_c.so built)."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_patched(harness_model, "HAS_SDPA", True))
+        stack.enter_context(_patched(harness_model.F, "scaled_dot_product_attention", _standin_sdpa))
+        stack.enter_context(_patched(harness_model.F, "dropout", _standin_dropout))
+        if harness_fused.library() is not None:
+            stack.enter_context(_patched(harness_fused, "active",
+                                         lambda t: t.dtype in harness_fused.HK_DTYPES))
+            for name, args in FUSED_STANDINS.items():
+                stack.enter_context(_patched(harness_fused, name, _fused_standin(*args)))
+        yield
 
 
 @contextlib.contextmanager
 def tracing():
+    """An OpTrace, also told of the fused kernels fused.py launches outside aten."""
     trace = OpTrace()
+
+    def observe(kernel, nbytes):
+        trace.record(Event(trace.phase, kernel, "memory", nbytes=float(nbytes)))
+
     _ACTIVE.append(trace)
+    harness_fused.observers.append(observe)
     try:
         with trace:
             yield trace
     finally:
+        harness_fused.observers.remove(observe)
         _ACTIVE.pop()
 
 

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from . import spec
+from . import fused, spec
 from .model import Model, init_weights
 
 
@@ -214,6 +214,9 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
         result["strategy"] = s = dict(s, grad_accumulation_fusion=False)
         notes.append("gradients added into the fp32 main gradients by kernels of their own "
                      "(grad_accumulation_fusion false)")
+    if any("rmsnorm" in (layer.get("norm"), layer.get("final_norm"))
+           or layer.get("activation") == "swiglu" for layer in info["layers"]):
+        notes.append(fused.implementation(device))
     model = opt = data = None
     gc.collect()
     dev.empty_cache()
