@@ -168,7 +168,7 @@ void launch_rotary(const RotaryArgs<T>& a, cudaStream_t stream) {
   if (a.head_dim <= 0 || a.head_dim % 2 || a.seq <= 0)
     throw std::invalid_argument("rotary: head_dim must be even and seq positive");
   const int half = a.head_dim / 2;
-  const bool vector = half % vec16<T>() == 0 &&
+  const bool vector = half % vec16<T>() == 0 && a.x_token_stride % vec16<T>() == 0 &&
                       row_vector_width<T>(0, {a.x, a.y}) > 1 &&
                       row_vector_width<float>(half, {a.cos, a.sin}) > 1 && vec16<T>() % 4 == 0;
   const int vec = vector ? vec16<T>() : 1;
@@ -184,8 +184,14 @@ void launch_rotary(const RotaryArgs<T>& a, cudaStream_t stream) {
 
 template <class T>
 void rotary_forward(const T* x, T* y, const float* cos, const float* sin, int64_t tokens,
-                    int heads, int head_dim, int seq, cudaStream_t stream) {
-  launch_rotary<T>({x, y, cos, sin, tokens, heads, head_dim, seq, 1.0f}, stream);
+                    int heads, int head_dim, int seq, cudaStream_t stream,
+                    int64_t x_token_stride) {
+  if (x_token_stride != 0 && x_token_stride < int64_t{heads} * head_dim)
+    throw std::invalid_argument("rotary: token stride " + std::to_string(x_token_stride) +
+                                " is less than heads x head_dim");
+  if (x_token_stride != 0 && x == y)
+    throw std::invalid_argument("rotary: in place needs a contiguous x");
+  launch_rotary<T>({x, y, cos, sin, tokens, heads, head_dim, seq, 1.0f, x_token_stride}, stream);
 }
 
 template <class T>
@@ -203,7 +209,7 @@ void rotary_backward(const T* dy, T* dx, const float* cos, const float* sin, int
   template void embedding_backward<T>(const int32_t*, const T*, float*, int64_t, int64_t, int,  \
                                       void*, size_t, cudaStream_t);                             \
   template void rotary_forward<T>(const T*, T*, const float*, const float*, int64_t, int, int,  \
-                                  int, cudaStream_t);                                           \
+                                  int, cudaStream_t, int64_t);                                  \
   template void rotary_backward<T>(const T*, T*, const float*, const float*, int64_t, int, int, \
                                    int, cudaStream_t);
 HETPLAN_ROWS(float)

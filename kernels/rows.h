@@ -39,10 +39,13 @@ size_t embedding_backward_workspace_bytes(int64_t tokens, int64_t vocab);
 // cos and sin tables ([seq, head_dim / 2], fp32) of angle pos * base^(-2i / head_dim).
 void rotary_tables(float* cos, float* sin, int seq, int head_dim, float base, cudaStream_t stream);
 // Rotary embedding of x [tokens, heads, head_dim] (tokens = batch * seq, position t % seq),
-// LLaMA's rotate-half pairing (i, i + head_dim / 2). y may equal x. head_dim even.
+// LLaMA's rotate-half pairing (i, i + head_dim / 2), into y (contiguous). head_dim even. x's
+// tokens are x_token_stride elements apart (0: contiguous; more: Q or K inside a fused QKV
+// projection's output, read in place); y may equal x when x is contiguous.
 template <class T>
 void rotary_forward(const T* x, T* y, const float* cos, const float* sin, int64_t tokens,
-                    int heads, int head_dim, int seq, cudaStream_t stream);
+                    int heads, int head_dim, int seq, cudaStream_t stream,
+                    int64_t x_token_stride = 0);
 // dx from dy: the rotation by the opposite angle.
 template <class T>
 void rotary_backward(const T* dy, T* dx, const float* cos, const float* sin, int64_t tokens,

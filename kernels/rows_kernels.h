@@ -231,13 +231,14 @@ HETPLAN_DEVICE void embedding_backward_block(const EmbeddingBackwardArgs<T>& a) 
 // ---- rotary position embedding (rotate-half), in place allowed ----
 template <class T>
 struct RotaryArgs {
-  const T* x;        // [tokens, heads, head_dim]
-  T* y;              // same shape; may equal x
+  const T* x;        // [tokens, heads, head_dim], tokens x_token_stride elements apart
+  T* y;              // [tokens, heads, head_dim], contiguous; may equal x when x is
   const float* cos;  // [seq, head_dim / 2]
   const float* sin;  // [seq, head_dim / 2]
   int64_t tokens;
   int heads, head_dim, seq;
-  float sign;        // +1 forward, -1 backward (rotation by the opposite angle)
+  float sign;                  // +1 forward, -1 backward (rotation by the opposite angle)
+  int64_t x_token_stride = 0;  // 0: heads * head_dim (contiguous); more: Q or K inside QKV
 };
 
 // Item k of a (token, head) row: pairs [k * kVec, +kVec) of its first half with the same pairs
@@ -251,10 +252,14 @@ HETPLAN_DEVICE void rotary_block(const RotaryArgs<T>& a) {
   for (int64_t it = simt::block_x() * simt::block_threads() + simt::thread_x(); it < items; it += stride) {
     const int64_t row = it / per_row;  // (token, head)
     const int i = static_cast<int>(it - row * per_row) * kVec;
-    const int64_t pos = (row / a.heads) % a.seq;
+    const int64_t token = row / a.heads;
+    const int64_t pos = token % a.seq;
+    const T* x = a.x_token_stride == 0
+                     ? a.x + row * a.head_dim
+                     : a.x + token * a.x_token_stride + (row - token * a.heads) * a.head_dim;
     float lo[kVec], hi[kVec], c[kVec], s[kVec], out_lo[kVec], out_hi[kVec];
-    simt::load<kVec>(a.x + row * a.head_dim + i, lo);
-    simt::load<kVec>(a.x + row * a.head_dim + half + i, hi);
+    simt::load<kVec>(x + i, lo);
+    simt::load<kVec>(x + half + i, hi);
     if constexpr (kVec == 1) {
       c[0] = a.cos[pos * half + i];
       s[0] = a.sin[pos * half + i];

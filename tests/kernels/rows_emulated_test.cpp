@@ -111,27 +111,33 @@ TEST(RowsEmulated, EmbeddingFp32OddHidden) { check_embedding<float>(20, 30, 37);
 TEST(RowsEmulated, EmbeddingBf16WideRows) { check_embedding<bf16>(6, 4, 8 * 256 + 16); }
 
 template <class T>
-void check_rotary(int64_t tokens, int heads, int head_dim, int seq) {
-  SCOPED_TRACE(::testing::Message() << tokens << " tokens, " << heads << " heads, d " << head_dim);
+void check_rotary(int64_t tokens, int heads, int head_dim, int seq, int64_t x_token_stride = 0) {
+  SCOPED_TRACE(::testing::Message() << tokens << " tokens, " << heads << " heads, d " << head_dim
+                                    << ", x token stride " << x_token_stride);
   const int half = head_dim / 2;
   std::vector<double> cd(static_cast<size_t>(seq * half)), sd(cd.size());
   ref::rotary_tables(seq, head_dim, 10000.0, cd, sd);
   const std::vector<float> cos(cd.begin(), cd.end()), sin(sd.begin(), sd.end());
-  const auto x = random_vector<T>(tokens * heads * head_dim, -2.0f, 2.0f, 91);
+  // x: the Q (or K) part of each token's row when strided (the rest is other heads' data).
+  const int64_t row = int64_t{heads} * head_dim, stride = x_token_stride ? x_token_stride : row;
+  const auto xs = random_vector<T>(tokens * stride, -2.0f, 2.0f, 91);
+  std::vector<T> x;  // x gathered contiguous, for the references
+  for (int64_t t = 0; t < tokens; ++t) x.insert(x.end(), xs.begin() + t * stride, xs.begin() + t * stride + row);
   auto y = poisoned<T>(static_cast<int64_t>(x.size()));
   auto back = poisoned<T>(static_cast<int64_t>(x.size()));
   emu::GlobalScope scope;
   scope.add(cos.data(), cos.size());
   scope.add(sin.data(), sin.size());
-  scope.add(x.data(), x.size());
+  scope.add(xs.data(), xs.size());
   scope.add(y.data(), y.size());
   scope.add(back.data(), back.size());
-  const bool vector = half % vec16<T>() == 0;
+  const bool vector = half % vec16<T>() == 0 && stride % vec16<T>() == 0;
   const int vec = vector ? vec16<T>() : 1;
   LaunchShape s;
   s.block = 64;
   s.grid_x = 3;
-  const RotaryArgs<T> f{x.data(), y.data(), cos.data(), sin.data(), tokens, heads, head_dim, seq, 1.0f};
+  const RotaryArgs<T> f{xs.data(), y.data(), cos.data(), sin.data(), tokens, heads, head_dim, seq, 1.0f,
+                        x_token_stride};
   const RotaryArgs<T> b{y.data(), back.data(), cos.data(), sin.data(), tokens, heads, head_dim, seq, -1.0f};
   emulate(s, [&] {
     if (vec == 1)
@@ -158,6 +164,11 @@ void check_rotary(int64_t tokens, int heads, int head_dim, int seq) {
 TEST(RowsEmulated, RotaryBf16HeadDim64) { check_rotary<bf16>(10, 3, 64, 4); }
 TEST(RowsEmulated, RotaryFp32HeadDim128) { check_rotary<float>(6, 2, 128, 6); }
 TEST(RowsEmulated, RotaryBf16ScalarHeadDim10) { check_rotary<bf16>(5, 2, 10, 5); }
+// Q (3 heads) read in place from a fused QKV output of 3 + 2 x 1 heads per token; K (1 head)
+// from the same rows at its offset is the same access with another base; an odd stride takes
+// the scalar path.
+TEST(RowsEmulated, RotaryBf16QInsideQkv) { check_rotary<bf16>(12, 3, 64, 6, 5 * 64); }
+TEST(RowsEmulated, RotaryFp32KInsideQkvOddStride) { check_rotary<float>(7, 1, 16, 4, 3 * 16 + 1); }
 
 }  // namespace
 }  // namespace hetplan::kernels
