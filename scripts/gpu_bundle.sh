@@ -19,8 +19,9 @@ mkdir -p "$bundle/bin" "$bundle/lib"
 # libhetplan_gpu.so: hetplan's CUDA half, loaded from beside the executable when it calibrates.
 cp "$build/cli/hetplan" "$build/cli/libhetplan_gpu.so" "$build/tests/hetplan_gpu_tests" \
   "$bundle/bin/"
-# Other GPU programs of the build (the kernels benchmark), when present.
-for extra in "$build"/kernels/hetplan_kernel_bench; do
+# Other GPU programs of the build (the kernels benchmark; the kernels' C interface, which the
+# PyTorch reference harness loads from here: scripts/reference/fused.py), when present.
+for extra in "$build"/kernels/hetplan_kernel_bench "$build"/kernels/libhetplan_kernels_c.so; do
   if [ -x "$extra" ]; then cp "$extra" "$bundle/bin/"; fi
 done
 # Symbols are not needed to run; the device code (one fatbin per architecture) is most of the size.

@@ -9,6 +9,7 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/norms.h"
+#include "kernels/rows.h"
 
 #define HK_EXPORT __attribute__((visibility("default")))
 
@@ -56,7 +57,7 @@ cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
 extern "C" {
 
-HK_EXPORT int hk_abi_version(void) { return 1; }
+HK_EXPORT int hk_abi_version(void) { return 2; }
 
 HK_EXPORT const char* hk_last_error(void) { return last_error.c_str(); }
 
@@ -102,6 +103,24 @@ HK_EXPORT int hk_swiglu_backward(int dtype, const void* x, const void* dout, voi
   return with_dtype(dtype, "hk_swiglu_backward", [&](auto* t) {
     hetplan::kernels::swiglu_backward(in(x, t), in(dout, t), out(din, t), rows, cols,
                                       as_stream(stream));
+  });
+}
+
+HK_EXPORT int hk_rotary_forward(int dtype, const void* x, int64_t x_token_stride, void* y,
+                                const float* cos, const float* sin, int64_t tokens, int heads,
+                                int head_dim, int seq, void* stream) {
+  return with_dtype(dtype, "hk_rotary_forward", [&](auto* t) {
+    hetplan::kernels::rotary_forward(in(x, t), out(y, t), cos, sin, tokens, heads, head_dim, seq,
+                                     as_stream(stream), x_token_stride);
+  });
+}
+
+HK_EXPORT int hk_rotary_backward(int dtype, const void* dy, void* dx, const float* cos,
+                                 const float* sin, int64_t tokens, int heads, int head_dim,
+                                 int seq, void* stream) {
+  return with_dtype(dtype, "hk_rotary_backward", [&](auto* t) {
+    hetplan::kernels::rotary_backward(in(dy, t), out(dx, t), cos, sin, tokens, heads, head_dim,
+                                      seq, as_stream(stream));
   });
 }
 

@@ -1,4 +1,4 @@
-/* A C interface to a few of hetplan's kernels, for callers outside C++ (the PyTorch reference
+/* A C interface to a few of hetplan's kernels (RMSNorm, SwiGLU, rotary), for callers outside C++ (the PyTorch reference
  * harness loads libhetplan_kernels_c.so with ctypes: scripts/reference/fused.py). Buffers are
  * device pointers, row-major and contiguous; `stream` is a cudaStream_t (NULL: the legacy default
  * stream). Launches are asynchronous. Every call returns 0, or nonzero with a message from
@@ -40,6 +40,17 @@ int hk_swiglu_forward(int dtype, const void* in, void* out, int64_t rows, int co
 /* din ([rows, 2 cols]) from dout ([rows, cols]) and in. */
 int hk_swiglu_backward(int dtype, const void* in, const void* dout, void* din, int64_t rows,
                        int cols, void* stream);
+
+/* Rotary position embedding, rotate-half pairing (i, i + head_dim / 2), of x [tokens, heads,
+ * head_dim] (position token % seq) into y (contiguous); x's tokens are x_token_stride elements
+ * apart (0: contiguous; more: Q or K read in place from a fused QKV output). cos and sin are
+ * [seq, head_dim / 2] fp32. */
+int hk_rotary_forward(int dtype, const void* x, int64_t x_token_stride, void* y, const float* cos,
+                      const float* sin, int64_t tokens, int heads, int head_dim, int seq,
+                      void* stream);
+/* dx (contiguous) from dy (contiguous): the rotation by the opposite angle. */
+int hk_rotary_backward(int dtype, const void* dy, void* dx, const float* cos, const float* sin,
+                       int64_t tokens, int heads, int head_dim, int seq, void* stream);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,10 @@
-"""hetplan's own fused RMSNorm and SwiGLU kernels (kernels/), for the harness's LLaMA-style blocks.
+"""hetplan's own fused RMSNorm, SwiGLU and rotary kernels (kernels/), for the harness's LLaMA-style
+blocks.
 
-Megatron-LM runs RMSNorm and SwiGLU as one fused kernel each way (Transformer Engine, its
-bias-SwiGLU fusion), and hetplan's cost model counts those kernels' bytes. Eager PyTorch runs them
-as a dozen operators each: 3.6x the bytes forward and 8.5x backward for a LLaMA block
+Megatron-LM runs RMSNorm, SwiGLU and rotary embedding as one fused kernel each way (Transformer
+Engine, its bias-SwiGLU and RoPE fusions), and hetplan's cost model counts those kernels' bytes.
+Eager PyTorch runs them as many operators each: 3.6x the bytes forward and 8.5x backward for a
+LLaMA block
 (docs/benchmarks.md, "Reference harness against the cost model"), so that the harness measured
 LLaMA-style blocks far slower than the frameworks run them. On a GPU the harness therefore calls
 the kernels hetplan calibrates, through the C interface of libhetplan_kernels_c.so
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 HK_DTYPES = {torch.float32: 0, torch.bfloat16: 1}
 _ROOT = Path(__file__).resolve().parents[2]
 _NAME = "libhetplan_kernels_c.so"
@@ -53,6 +55,10 @@ def _bind(lib):
                                        c_void],
         "hk_swiglu_forward": [c_int, c_void, c_void, c_i64, c_int, c_void],
         "hk_swiglu_backward": [c_int, c_void, c_void, c_void, c_i64, c_int, c_void],
+        "hk_rotary_forward": [c_int, c_void, c_i64, c_void, f32p, f32p, c_i64, c_int, c_int, c_int,
+                              c_void],
+        "hk_rotary_backward": [c_int, c_void, c_void, f32p, f32p, c_i64, c_int, c_int, c_int,
+                               c_void],
     }
     for name, args in sigs.items():
         fn = getattr(lib, name)
@@ -101,12 +107,12 @@ def active(t):
 
 
 def implementation(device):
-    """What the harness's RMSNorm and SwiGLU run on `device`, in words for the notes."""
+    """What the harness's RMSNorm, SwiGLU and rotary run on `device`, in words for the notes."""
     if torch.device(device).type != "cuda":
-        return "RMSNorm and SwiGLU as eager PyTorch operators (not a GPU)"
+        return "RMSNorm, SwiGLU and rotary as eager PyTorch operators (not a GPU)"
     if library() is None:
-        return f"RMSNorm and SwiGLU as eager PyTorch operators ({why()})"
-    return f"RMSNorm and SwiGLU by hetplan's fused kernels ({_state['path']})"
+        return f"RMSNorm, SwiGLU and rotary as eager PyTorch operators ({why()})"
+    return f"RMSNorm, SwiGLU and rotary by hetplan's fused kernels ({_state['path']})"
 
 
 # Told of every kernel launched, with the bytes it moves (scripts/reference/optrace.py listens).
@@ -115,13 +121,16 @@ observers = []
 
 def traffic(kernel, rows, cols, itemsize):
     """Bytes `kernel` reads and writes over [rows, cols] (cols: the hidden width for the norms, f
-    for SwiGLU) of elements of `itemsize` bytes; fp32 statistics, weights of x's type."""
+    for SwiGLU, heads x head_dim for rotary) of elements of `itemsize` bytes; fp32 statistics,
+    weights of x's type."""
     elems = rows * cols * itemsize
     return {"hk_rmsnorm_forward": 2 * elems + 4 * rows + cols * itemsize,  # x, gamma -> y, rstd
             "hk_rmsnorm_backward_input": 3 * elems + 4 * rows + cols * itemsize,  # x, dy -> dx
             "hk_rmsnorm_backward_weight": 2 * elems + 4 * rows,  # x, dy -> column sums
             "hk_swiglu_forward": 3 * elems,  # gate, up -> out
-            "hk_swiglu_backward": 5 * elems}[kernel]  # gate, up, dout -> dgate, dup
+            "hk_swiglu_backward": 5 * elems,  # gate, up, dout -> dgate, dup
+            "hk_rotary_forward": 2 * elems,  # x -> y (the tables stay in cache)
+            "hk_rotary_backward": 2 * elems}[kernel]  # dy -> dx
 
 
 def _launched(kernel, rows, cols, t):
@@ -203,4 +212,32 @@ def swiglu_backward(dy, x):
     _check(lib.hk_swiglu_backward(HK_DTYPES[x.dtype], x.data_ptr(), dy.data_ptr(), dx.data_ptr(),
                                   rows, f, _stream(x)), lib)
     _launched("hk_swiglu_backward", rows, f, x)
+    return dx
+
+
+def rotary_forward(x, cos, sin):
+    """x ([batch, seq, heads, head_dim]) rotated (rotate-half) by the fp32 [seq, head_dim / 2]
+    tables into a new contiguous tensor. x may be Q or K inside a fused QKV output (heads and
+    dims contiguous, tokens evenly spaced): it is read in place."""
+    lib = library()
+    b, s, heads, d = x.shape
+    in_place = x.stride(3) == 1 and x.stride(2) == d and x.stride(0) == s * x.stride(1)
+    if not in_place:
+        x = x.contiguous()
+    y = torch.empty(b, s, heads, d, dtype=x.dtype, device=x.device)
+    _check(lib.hk_rotary_forward(HK_DTYPES[x.dtype], x.data_ptr(), x.stride(1), y.data_ptr(),
+                                 _f32(cos), _f32(sin), b * s, heads, d, s, _stream(x)), lib)
+    _launched("hk_rotary_forward", b * s, heads * d, x)
+    return y
+
+
+def rotary_backward(dy, cos, sin):
+    """dx (contiguous) from dy: the rotation by the opposite angle."""
+    lib = library()
+    dy = dy.contiguous()
+    b, s, heads, d = dy.shape
+    dx = torch.empty_like(dy)
+    _check(lib.hk_rotary_backward(HK_DTYPES[dy.dtype], dy.data_ptr(), dx.data_ptr(), _f32(cos),
+                                  _f32(sin), b * s, heads, d, s, _stream(dy)), lib)
+    _launched("hk_rotary_backward", b * s, heads * d, dy)
     return dx

@@ -4,7 +4,8 @@ Each choice below keeps the tensors PyTorch saves for backward equal to what het
 LayerWork::activation_bytes, so that measured memory is comparable:
   - pre-norm blocks; LayerNorm through F.layer_norm (saves input, mean, rstd); RMSNorm as a
     function that saves its input and fp32 rstd only (on a GPU hetplan's fused kernels, fused.py);
-  - one QKV projection; rotary on Q and K with V copied out, so that Q, K, V are all that stays;
+  - one QKV projection; rotary on Q and K (on a GPU hetplan's fused kernel) with V copied out, so
+    that Q, K, V are all that stays;
   - fused attention: F.scaled_dot_product_attention(is_causal) without attention dropout (hetplan
     does not model one); unfused attention: scores, softmax, dropout and context as separate ops
     (5 bytes per score kept, Korthikanti et al. 2022);
@@ -142,17 +143,52 @@ class CrossEntropyFunction(torch.autograd.Function):
         return grad.to(ctx.logits_dtype), None
 
 
-def rotary_tables(seq_len, head_dim, device, dtype, base=10000.0):
-    inv = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=device).float() / head_dim))
-    t = torch.arange(seq_len, device=device).float()
-    freqs = torch.outer(t, inv)
-    emb = torch.cat([freqs, freqs], dim=-1)
-    return emb.cos().to(dtype), emb.sin().to(dtype)
+class RopeTables:
+    """cos and sin of angle position * base^(-2i / head_dim): [seq, 1, head_dim] in the
+    activations' type for the eager operators, [seq, head_dim / 2] fp32 for the fused kernel."""
+
+    def __init__(self, seq_len, head_dim, device, dtype, base=10000.0):
+        inv = base ** (-torch.arange(0, head_dim, 2, device=device, dtype=torch.float64) / head_dim)
+        angles = torch.outer(torch.arange(seq_len, device=device, dtype=torch.float64), inv)
+        self.cos_half, self.sin_half = angles.cos().float(), angles.sin().float()
+        full = torch.cat([angles, angles], dim=-1).unsqueeze(1)
+        self.cos, self.sin = full.cos().to(dtype), full.sin().to(dtype)
+        self.device = torch.device(device)
 
 
 def rotate_half(x):
     a, b = x.chunk(2, dim=-1)
     return torch.cat([-b, a], dim=-1)
+
+
+def rotary_eager(x, tables, inverse=False):
+    """x ([batch, seq, heads, head_dim]) rotated by the tables' angles (their negatives when
+    `inverse`: the backward) with eager operators."""
+    sin = -tables.sin if inverse else tables.sin
+    return x * tables.cos + rotate_half(x) * sin
+
+
+class RotaryFunction(torch.autograd.Function):
+    """Q and K ([batch, seq, heads, head_dim], views into the QKV projection's output) rotated out
+    of place (rotate-half pairing, LLaMA's); saves nothing. hetplan's fused kernel on a GPU, which
+    reads Q and K in place from the QKV output (fused.py)."""
+
+    @staticmethod
+    def forward(ctx, q, k, tables):
+        ctx.tables = tables
+        ctx.fused = fused.active(q)
+        if ctx.fused:
+            return (fused.rotary_forward(q, tables.cos_half, tables.sin_half),
+                    fused.rotary_forward(k, tables.cos_half, tables.sin_half))
+        return rotary_eager(q, tables), rotary_eager(k, tables)
+
+    @staticmethod
+    def backward(ctx, dq, dk):
+        t = ctx.tables
+        if ctx.fused:
+            return (fused.rotary_backward(dq, t.cos_half, t.sin_half),
+                    fused.rotary_backward(dk, t.cos_half, t.sin_half), None)
+        return rotary_eager(dq, t, inverse=True), rotary_eager(dk, t, inverse=True), None
 
 
 # torch < 2.0 has no fused attention: the unfused path stands in (CPU tests only).
@@ -230,12 +266,10 @@ class Attention(nn.Module):
         b, s, _ = x.shape
         qkv = self.qkv(x).view(b, s, self.heads + 2 * self.kv_heads, self.head_dim)
         q, k, v = qkv.split([self.heads, self.kv_heads, self.kv_heads], dim=2)
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         if self.rotary:
-            cos, sin = rope
-            q = q * cos + rotate_half(q) * sin
-            k = k * cos + rotate_half(k) * sin
+            q, k = RotaryFunction.apply(q, k, rope)
             v = v.contiguous()  # lets the QKV output go: Q, K, V are what stays for backward
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         if self.recompute_core and not self.flash:
             ctx = torch.utils.checkpoint.checkpoint(self.core, q, k, v, use_reentrant=False)
         else:
@@ -303,8 +337,8 @@ class Block(nn.Module):
     def rope(self, x):
         if not self.rotary:
             return None
-        if self._rope is None or self._rope[0].device != x.device:
-            self._rope = rotary_tables(x.shape[1], self.head_dim, x.device, x.dtype)
+        if self._rope is None or self._rope.device != x.device:
+            self._rope = RopeTables(x.shape[1], self.head_dim, x.device, x.dtype)
         return self._rope
 
     def residual(self, x, y):

@@ -13,7 +13,7 @@ so the backward's operators are seen as the device runs them. Each is classified
 agree exactly (the same model), memory-bound bytes show how far the cost model's kernels are from
 the harness's. Runs on the CPU (torch >= 1.13; fused attention and dropout then come from
 stand-ins that record the kernels CUDA runs, with the layouts of PyTorch's flash kernel, and so do
-RMSNorm and SwiGLU where the GPU harness runs hetplan's fused kernels) and on a GPU (the real
+RMSNorm, SwiGLU and rotary where the GPU harness runs hetplan's fused kernels) and on a GPU (the real
 kernels; those of libhetplan_kernels_c.so, which aten does not see, are told by fused.py).
 """
 
@@ -273,12 +273,21 @@ def _fused_standin(eager, x_at, kernels, half_width):
     return run
 
 
+def _rotary_by_half_tables(x, cos, sin, sign=1.0):
+    x1, x2 = x.float().chunk(2, dim=-1)
+    c, s = cos.unsqueeze(1), sign * sin.unsqueeze(1)
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).to(x.dtype)
+
+
 FUSED_STANDINS = {
     "rmsnorm_forward": (harness_model.rmsnorm_eager, 0, ("hk_rmsnorm_forward",), False),
     "rmsnorm_backward": (harness_model.rmsnorm_backward_eager, 1,
                          ("hk_rmsnorm_backward_input", "hk_rmsnorm_backward_weight"), False),
     "swiglu_forward": (harness_model.swiglu_eager, 0, ("hk_swiglu_forward",), True),
     "swiglu_backward": (harness_model.swiglu_backward_eager, 1, ("hk_swiglu_backward",), True),
+    "rotary_forward": (_rotary_by_half_tables, 0, ("hk_rotary_forward",), False),
+    "rotary_backward": (lambda dy, cos, sin: _rotary_by_half_tables(dy, cos, sin, -1.0), 0,
+                        ("hk_rotary_backward",), False),
 }
 
 
@@ -299,8 +308,9 @@ def _patched(obj, name, value):
 @contextlib.contextmanager
 def cuda_like_standins():
     """On the CPU, the harness's fused attention and dropout become stand-ins that record the
-    kernels CUDA runs (the arithmetic is done, unrecorded, by plain operators); so do RMSNorm and
-    SwiGLU where the GPU harness runs hetplan's fused kernels (libhetplan_kernels_c.so built)."""
+    kernels CUDA runs (the arithmetic is done, unrecorded, by plain operators); so do RMSNorm,
+    SwiGLU and rotary where the GPU harness runs hetplan's fused kernels (libhetplan_kernels_c.so
+    built)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(_patched(harness_model, "HAS_SDPA", True))
         stack.enter_context(_patched(harness_model.F, "scaled_dot_product_attention", _standin_sdpa))
@@ -384,6 +394,8 @@ def trace_layer(info, index, micro_batch, device="cpu", dtype=torch.bfloat16, se
 
     inputs = (tokens(),) if layer["kind"] == "embedding" else \
         (hidden(),) if layer["kind"] == "transformer" else (hidden(), tokens())
+    if layer["kind"] == "transformer":
+        module.rope(inputs[0])  # the rotary tables: made once, not in every step
     with tracing() as trace:
         out = module(*inputs)
         trace.phase = "backward"

@@ -215,7 +215,8 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
         notes.append("gradients added into the fp32 main gradients by kernels of their own "
                      "(grad_accumulation_fusion false)")
     if any("rmsnorm" in (layer.get("norm"), layer.get("final_norm"))
-           or layer.get("activation") == "swiglu" for layer in info["layers"]):
+           or layer.get("activation") == "swiglu" or layer.get("rotary")
+           for layer in info["layers"]):
         notes.append(fused.implementation(device))
     model = opt = data = None
     gc.collect()

@@ -1,9 +1,10 @@
-"""Tests of the harness's use of hetplan's fused RMSNorm and SwiGLU kernels (scripts/reference/
+"""Tests of the harness's use of hetplan's fused RMSNorm, SwiGLU and rotary kernels (scripts/reference/
 fused.py, kernels/c_api/hetplan_kernels_c.h).
 
 Without a GPU: the C interface's version, its errors (a bad dtype, a launch without a driver)
 and which implementation the harness picks. With a GPU and torch: the fused kernels against the
-harness's eager operators, forward and backward, in bf16 and fp32.
+harness's eager operators, forward and backward, in bf16 and fp32 (rotary reading Q and K in
+place from a QKV output).
 
 Run: python3 -m unittest tests/python/test_fused_kernels.py
 """
@@ -48,7 +49,10 @@ class CInterface(unittest.TestCase):
         self.lib.hk_last_error.restype = ctypes.c_char_p
 
     def test_version_is_the_one_the_harness_expects(self):
-        self.assertEqual(self.lib.hk_abi_version(), 1)
+        from_harness = os.path.join(ROOT, "scripts", "reference", "fused.py")
+        with open(from_harness) as f:
+            expected = int(next(l for l in f if l.startswith("ABI_VERSION")).split("=")[1])
+        self.assertEqual(self.lib.hk_abi_version(), expected)
 
     def test_an_unknown_dtype_is_refused_with_a_message(self):
         rc = self.lib.hk_swiglu_forward(7, None, None, ctypes.c_int64(4), 8, None)
@@ -116,8 +120,8 @@ def cuda_ready():
 
 @unittest.skipUnless(cuda_ready(), "needs a GPU, torch with CUDA and libhetplan_kernels_c.so")
 class FusedAgainstEager(unittest.TestCase):
-    """On a GPU: the harness's RMSNorm and SwiGLU with the fused kernels against its own eager
-    operators (HETPLAN_KERNELS_LIB=off), forward and both gradients."""
+    """On a GPU: the harness's RMSNorm, SwiGLU and rotary with the fused kernels against its own
+    eager operators (HETPLAN_KERNELS_LIB=off), forward and both gradients."""
 
     def setUp(self):
         from reference import fused, model
@@ -161,6 +165,23 @@ class FusedAgainstEager(unittest.TestCase):
             x = torch.randn(2, 64, 2 * 704, device="cuda", dtype=dtype)
             dy = torch.randn(2, 64, 704, device="cuda", dtype=dtype)
             (ye, ge), (yf, gf) = self.run_both(self.model.SwiGLUFunction.apply, [x], dy)
+            torch.testing.assert_close(yf, ye, rtol=tol, atol=tol)
+            torch.testing.assert_close(gf[0], ge[0], rtol=tol, atol=tol)
+
+    def test_rotary_reads_q_and_k_in_place(self):
+        from reference.model import RopeTables, RotaryFunction
+        for dtype, tol in ((torch.bfloat16, 2e-2), (torch.float32, 1e-5)):
+            heads, kv, d, s = 4, 2, 64, 96
+            qkv = torch.randn(2, s, heads + 2 * kv, d, device="cuda", dtype=dtype)
+            tables = RopeTables(s, d, qkv.device, dtype)
+            dq = torch.randn(2, s, heads, d, device="cuda", dtype=dtype)
+            dk = torch.randn(2, s, kv, d, device="cuda", dtype=dtype)
+
+            def fn(x):
+                q, k, _ = x.split([heads, kv, kv], dim=2)  # strided views, as the harness has
+                return torch.cat([t.flatten() for t in RotaryFunction.apply(q, k, tables)])
+
+            (ye, ge), (yf, gf) = self.run_both(fn, [qkv], torch.cat([dq.flatten(), dk.flatten()]))
             torch.testing.assert_close(yf, ye, rtol=tol, atol=tol)
             torch.testing.assert_close(gf[0], ge[0], rtol=tol, atol=tol)
 

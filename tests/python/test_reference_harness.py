@@ -10,6 +10,7 @@ Run: HETPLAN_BINARY=build/cli/hetplan python3 -m unittest tests/python/test_refe
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -148,11 +149,25 @@ class Functions(unittest.TestCase):
         torch.testing.assert_close(torch.autograd.grad(loss, logits)[0],
                                    torch.autograd.grad(ref, logits)[0])
 
-    def test_rotary_keeps_norms(self):
-        cos, sin = self.m.rotary_tables(8, 16, "cpu", torch.double)
-        q = torch.randn(2, 3, 8, 16, dtype=torch.double)
-        rotated = q * cos + self.m.rotate_half(q) * sin
-        torch.testing.assert_close(rotated.norm(dim=-1), q.norm(dim=-1))
+    def test_rotary_keeps_norms_and_its_backward_is_the_inverse_rotation(self):
+        tables = self.m.RopeTables(8, 16, "cpu", torch.double)
+        q = torch.randn(2, 8, 3, 16, dtype=torch.double, requires_grad=True)  # [b, s, heads, d]
+        k = torch.randn(2, 8, 1, 16, dtype=torch.double, requires_grad=True)
+        rq, rk = self.m.RotaryFunction.apply(q, k, tables)
+        torch.testing.assert_close(rq.norm(dim=-1), q.norm(dim=-1))
+        torch.testing.assert_close(rk.norm(dim=-1), k.norm(dim=-1))
+        # Position 1 rotates the first pair (i = 0, theta 1) by one radian.
+        c, s = math.cos(1.0), math.sin(1.0)
+        torch.testing.assert_close(rq[:, 1, :, 0], q[:, 1, :, 0] * c - q[:, 1, :, 8] * s)
+        torch.testing.assert_close(rq[:, 1, :, 8], q[:, 1, :, 8] * c + q[:, 1, :, 0] * s)
+        # The backward (rotation by the opposite angle) against autograd of the plain formula.
+        dq, dk = torch.randn_like(rq), torch.randn_like(rk)
+        gq, gk = torch.autograd.grad((rq, rk), (q, k), (dq, dk))
+        full = lambda x: x * tables.cos + self.m.rotate_half(x) * tables.sin  # noqa: E731
+        rq_ref, rk_ref = full(q), full(k)
+        eq, ek = torch.autograd.grad((rq_ref, rk_ref), (q, k), (dq, dk))
+        torch.testing.assert_close(gq, eq)
+        torch.testing.assert_close(gk, ek)
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
