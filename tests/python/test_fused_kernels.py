@@ -78,13 +78,15 @@ class CInterface(unittest.TestCase):
         self.assertIn("cuda", msg.lower())
 
 
-@unittest.skipIf(torch is None, "torch is not installed")
-class Selection(unittest.TestCase):
+class KeepsTheLibraryChoice(unittest.TestCase):
+    """Restores $HETPLAN_KERNELS_LIB and fused.py's loaded library after each test."""
+
     def setUp(self):
-        from reference import fused
-        self.fused = fused
+        from reference import fused, model
+        self.fused, self.model = fused, model
         self.saved = os.environ.get("HETPLAN_KERNELS_LIB")
         fused.reset()
+        torch.manual_seed(0)
 
     def tearDown(self):
         if self.saved is None:
@@ -92,6 +94,10 @@ class Selection(unittest.TestCase):
         else:
             os.environ["HETPLAN_KERNELS_LIB"] = self.saved
         self.fused.reset()
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class Selection(KeepsTheLibraryChoice):
 
     def test_cpu_tensors_run_the_eager_operators(self):
         self.assertFalse(self.fused.active(torch.ones(2, 8)))
@@ -119,22 +125,9 @@ def cuda_ready():
 
 
 @unittest.skipUnless(cuda_ready(), "needs a GPU, torch with CUDA and libhetplan_kernels_c.so")
-class FusedAgainstEager(unittest.TestCase):
+class FusedAgainstEager(KeepsTheLibraryChoice):
     """On a GPU: the harness's RMSNorm, SwiGLU and rotary with the fused kernels against its own
     eager operators (HETPLAN_KERNELS_LIB=off), forward and both gradients."""
-
-    def setUp(self):
-        from reference import fused, model
-        self.fused, self.model = fused, model
-        self.saved = os.environ.get("HETPLAN_KERNELS_LIB")
-        torch.manual_seed(0)
-
-    def tearDown(self):
-        if self.saved is None:
-            os.environ.pop("HETPLAN_KERNELS_LIB", None)
-        else:
-            os.environ["HETPLAN_KERNELS_LIB"] = self.saved
-        self.fused.reset()
 
     def run_both(self, fn, inputs, dy):
         out = {}
