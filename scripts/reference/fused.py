@@ -70,16 +70,17 @@ def library():
     """The loaded library, or None (then `why()` says why)."""
     if _state["loaded"]:
         return _state["lib"]
-    _state["loaded"] = True
     if os.environ.get("HETPLAN_KERNELS_LIB", "").lower() == "off":
-        _state["why"] = "HETPLAN_KERNELS_LIB=off"
+        _state.update(loaded=True, why="HETPLAN_KERNELS_LIB=off")
         return None
     tried = candidates()
     path = next((p for p in tried if p.is_file()), None)
     if path is None:
-        _state["why"] = f"{_NAME} not found (looked in {', '.join(str(p) for p in tried)})"
+        # A library named but missing fails every call, never falls back to the eager operators.
         if os.environ.get("HETPLAN_KERNELS_LIB"):
             raise FileNotFoundError(f"HETPLAN_KERNELS_LIB: {tried[0]} does not exist")
+        _state.update(loaded=True,
+                      why=f"{_NAME} not found (looked in {', '.join(str(p) for p in tried)})")
         return None
     lib = ctypes.CDLL(str(path))
     _bind(lib)
@@ -87,8 +88,7 @@ def library():
     if version != ABI_VERSION:
         raise RuntimeError(f"{path}: C interface version {version}, this harness expects "
                            f"{ABI_VERSION}: rebuild hetplan (bash scripts/build.sh)")
-    _state["lib"] = lib
-    _state["path"] = path
+    _state.update(loaded=True, lib=lib, path=path)
     return lib
 
 
@@ -133,7 +133,8 @@ def traffic(kernel, rows, cols, itemsize):
             "hk_rotary_backward": 2 * elems}[kernel]  # dy -> dx
 
 
-def _launched(kernel, rows, cols, t):
+def announce(kernel, rows, cols, t):
+    """Tells the observers that `kernel` ran over [rows, cols] elements of t's type."""
     for observe in observers:
         observe(kernel, traffic(kernel, rows, cols, t.element_size()))
 
@@ -151,20 +152,16 @@ def _f32(t):
     return ctypes.cast(t.data_ptr(), ctypes.POINTER(ctypes.c_float))
 
 
-def _rows_cols(t, last):
-    return t.numel() // last, last
-
-
 def rmsnorm_forward(x, weight, eps):
     """y, rstd ([rows] fp32) of RMSNorm over the last dimension; weight of x's dtype."""
     lib = library()
     x = x.contiguous()
-    rows, cols = _rows_cols(x, x.shape[-1])
+    rows, cols = x.numel() // x.shape[-1], x.shape[-1]
     y = torch.empty_like(x)
     rstd = torch.empty(rows, dtype=torch.float32, device=x.device)
     _check(lib.hk_rmsnorm_forward(HK_DTYPES[x.dtype], x.data_ptr(), weight.contiguous().data_ptr(),
                                   y.data_ptr(), _f32(rstd), rows, cols, eps, _stream(x)), lib)
-    _launched("hk_rmsnorm_forward", rows, cols, x)
+    announce("hk_rmsnorm_forward", rows, cols, x)
     return y, rstd
 
 
@@ -172,20 +169,20 @@ def rmsnorm_backward(dy, x, weight, rstd):
     """dx (x's dtype) and dweight (weight's dtype) from the saved x and rstd."""
     lib = library()
     dy, x = dy.contiguous(), x.contiguous()
-    rows, cols = _rows_cols(x, x.shape[-1])
+    rows, cols = x.numel() // x.shape[-1], x.shape[-1]
     code, stream = HK_DTYPES[x.dtype], _stream(x)
     dx = torch.empty_like(x)
     _check(lib.hk_rmsnorm_backward_input(code, x.data_ptr(), weight.contiguous().data_ptr(),
                                          _f32(rstd), dy.data_ptr(), dx.data_ptr(), rows, cols,
                                          stream), lib)
-    _launched("hk_rmsnorm_backward_input", rows, cols, x)
+    announce("hk_rmsnorm_backward_input", rows, cols, x)
     dweight = torch.empty(cols, dtype=torch.float32, device=x.device)
     workspace = torch.empty(lib.hk_norm_weight_workspace_bytes(rows, cols), dtype=torch.uint8,
                             device=x.device)
     _check(lib.hk_rmsnorm_backward_weight(code, x.data_ptr(), _f32(rstd), dy.data_ptr(),
                                           _f32(dweight), rows, cols, workspace.data_ptr(), stream),
            lib)
-    _launched("hk_rmsnorm_backward_weight", rows, cols, x)
+    announce("hk_rmsnorm_backward_weight", rows, cols, x)
     return dx, dweight.to(weight.dtype)
 
 
@@ -194,11 +191,11 @@ def swiglu_forward(x):
     lib = library()
     x = x.contiguous()
     f = x.shape[-1] // 2
-    rows, _ = _rows_cols(x, 2 * f)
+    rows = x.numel() // (2 * f)
     y = torch.empty(*x.shape[:-1], f, dtype=x.dtype, device=x.device)
     _check(lib.hk_swiglu_forward(HK_DTYPES[x.dtype], x.data_ptr(), y.data_ptr(), rows, f,
                                  _stream(x)), lib)
-    _launched("hk_swiglu_forward", rows, f, x)
+    announce("hk_swiglu_forward", rows, f, x)
     return y
 
 
@@ -207,11 +204,11 @@ def swiglu_backward(dy, x):
     lib = library()
     dy, x = dy.contiguous(), x.contiguous()
     f = x.shape[-1] // 2
-    rows, _ = _rows_cols(x, 2 * f)
+    rows = x.numel() // (2 * f)
     dx = torch.empty_like(x)
     _check(lib.hk_swiglu_backward(HK_DTYPES[x.dtype], x.data_ptr(), dy.data_ptr(), dx.data_ptr(),
                                   rows, f, _stream(x)), lib)
-    _launched("hk_swiglu_backward", rows, f, x)
+    announce("hk_swiglu_backward", rows, f, x)
     return dx
 
 
@@ -227,7 +224,7 @@ def rotary_forward(x, cos, sin):
     y = torch.empty(b, s, heads, d, dtype=x.dtype, device=x.device)
     _check(lib.hk_rotary_forward(HK_DTYPES[x.dtype], x.data_ptr(), x.stride(1), y.data_ptr(),
                                  _f32(cos), _f32(sin), b * s, heads, d, s, _stream(x)), lib)
-    _launched("hk_rotary_forward", b * s, heads * d, x)
+    announce("hk_rotary_forward", b * s, heads * d, x)
     return y
 
 
@@ -239,5 +236,5 @@ def rotary_backward(dy, cos, sin):
     dx = torch.empty_like(dy)
     _check(lib.hk_rotary_backward(HK_DTYPES[dy.dtype], dy.data_ptr(), dx.data_ptr(), _f32(cos),
                                   _f32(sin), b * s, heads, d, s, _stream(dy)), lib)
-    _launched("hk_rotary_backward", b * s, heads * d, dy)
+    announce("hk_rotary_backward", b * s, heads * d, dy)
     return dx

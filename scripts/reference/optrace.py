@@ -12,9 +12,10 @@ so the backward's operators are seen as the device runs them. Each is classified
 `compare()` sets these beside the layer's work from `hetplan model-info --work`: GEMM FLOPs must
 agree exactly (the same model), memory-bound bytes show how far the cost model's kernels are from
 the harness's. Runs on the CPU (torch >= 1.13; fused attention and dropout then come from
-stand-ins that record the kernels CUDA runs, with the layouts of PyTorch's flash kernel, and so do
-RMSNorm, SwiGLU and rotary where the GPU harness runs hetplan's fused kernels) and on a GPU (the real
-kernels; those of libhetplan_kernels_c.so, which aten does not see, are told by fused.py).
+stand-ins that record the kernels CUDA runs, with the layouts of PyTorch's flash kernel, and so
+do RMSNorm, SwiGLU and rotary where the GPU harness runs hetplan's fused kernels) and on a GPU
+(the real kernels; those of libhetplan_kernels_c.so, which aten does not see, are told by
+fused.py).
 """
 
 import contextlib
@@ -268,7 +269,7 @@ def _fused_standin(eager, x_at, kernels, half_width):
         x = args[x_at]
         cols = x.shape[-1] // 2 if half_width else x.shape[-1]
         for kernel in kernels:
-            harness_fused._launched(kernel, x.numel() // x.shape[-1], cols, x)
+            harness_fused.announce(kernel, x.numel() // x.shape[-1], cols, x)
         return out
     return run
 

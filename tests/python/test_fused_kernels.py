@@ -1,5 +1,5 @@
-"""Tests of the harness's use of hetplan's fused RMSNorm, SwiGLU and rotary kernels (scripts/reference/
-fused.py, kernels/c_api/hetplan_kernels_c.h).
+"""Tests of the harness's use of hetplan's fused RMSNorm, SwiGLU and rotary kernels
+(scripts/reference/fused.py, kernels/c_api/hetplan_kernels_c.h).
 
 Without a GPU: the C interface's version, its errors (a bad dtype, a launch without a driver)
 and which implementation the harness picks. With a GPU and torch: the fused kernels against the
@@ -110,9 +110,10 @@ class Selection(KeepsTheLibraryChoice):
 
     def test_a_named_library_that_is_missing_is_an_error(self):
         os.environ["HETPLAN_KERNELS_LIB"] = "/nonexistent/libhetplan_kernels_c.so"
-        with self.assertRaises(FileNotFoundError) as e:
-            self.fused.library()
-        self.assertIn("/nonexistent/libhetplan_kernels_c.so", str(e.exception))
+        for _ in range(2):  # every call: never a silent fall-back to the eager operators
+            with self.assertRaises(FileNotFoundError) as e:
+                self.fused.library()
+            self.assertIn("/nonexistent/libhetplan_kernels_c.so", str(e.exception))
 
     @unittest.skipIf(library_path() is None, "libhetplan_kernels_c.so not built")
     def test_the_built_library_loads(self):
