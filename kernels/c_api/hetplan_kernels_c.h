@@ -1,5 +1,6 @@
-/* A C interface to a few of hetplan's kernels (RMSNorm, SwiGLU, rotary), for callers outside C++ (the PyTorch reference
- * harness loads libhetplan_kernels_c.so with ctypes: scripts/reference/fused.py). Buffers are
+/* A C interface to a few of hetplan's kernels (RMSNorm, SwiGLU, rotary), for callers outside C++
+ * (the PyTorch reference harness loads libhetplan_kernels_c.so with ctypes:
+ * scripts/reference/fused.py). Buffers are
  * device pointers, row-major and contiguous; `stream` is a cudaStream_t (NULL: the legacy default
  * stream). Launches are asynchronous. Every call returns 0, or nonzero with a message from
  * hk_last_error() (unsupported dtype or row length, a failed launch).
