@@ -117,7 +117,8 @@ CommandRunner declare_measure(CLI::App& app) {
     const int64_t devices = strategy.devices();
     std::string cmd = quote(python) + " ";
     if (devices > 1 && !o->dry_run)
-      cmd += fmt::format("-m torch.distributed.run --standalone --nproc-per-node={} ", devices);
+      // The underscore spelling: torchrun before 2.0 knows no other.
+      cmd += fmt::format("-m torch.distributed.run --standalone --nproc_per_node={} ", devices);
     cmd += quote(harness.string()) + " --model-info " + quote(info_path.string()) +
            " --strategy " + quote(strategy_path.string()) +
            // The name `hetplan predict --json` writes, which `hetplan report` matches on.

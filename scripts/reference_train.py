@@ -13,8 +13,9 @@ hetplan predicts, and writes a hetplan measurements file (docs/formats.md, docs/
   # what would run, without torch or a GPU
   python3 scripts/reference_train.py --model-info model.json --strategy s.json --dry-run
 
-One GPU (dp = tp = pp = 1) is the tested path. Several GPUs run under torchrun (reference/
-parallel.py) and are untested: no multi-GPU machine was available when they were written.
+One GPU (dp = tp = pp = 1) is the measured path. Several GPUs run under torchrun (reference/
+parallel.py); with --device cpu their ranks talk over Gloo, which is how the tests run them
+without GPUs (data parallelism here; tensor and pipeline parallelism need torch >= 2.2 / 2.4).
 Exit status: 0 when every configuration ran (out of memory is a result), 1 when one failed,
 2 for bad input.
 """
@@ -181,8 +182,9 @@ def main(argv):
                                      device=torch.device(args.device) if args.device == "cpu"
                                      else None)
         elif devices == world:
-            from reference import parallel  # noqa: E402  (untested: see its docstring)
-            r = parallel.run_distributed(cfg, args.warmup, args.iters, args.budget_s, args.seed)
+            from reference import parallel  # noqa: E402
+            r = parallel.run_distributed(cfg, args.warmup, args.iters, args.budget_s, args.seed,
+                                         device_kind=args.device)
         else:
             r = {"model": name, "strategy": strategy, "source": "measured:pytorch", "oom": False,
                  "error": f"the strategy needs {devices} GPUs, this run has {world} "

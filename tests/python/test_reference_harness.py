@@ -247,10 +247,6 @@ class TinyModels(unittest.TestCase):
         torch.testing.assert_close(grads["none"], grads["full"])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 @unittest.skipIf(torch is None, "torch is not installed")
 class OperatorTrace(unittest.TestCase):
     """The harness's operators (scripts/reference/optrace.py) against `hetplan model-info --work`:
@@ -311,3 +307,7 @@ class OperatorTrace(unittest.TestCase):
         self.assertIn(("backward", "fill_", 512.0), ops)
         self.assertFalse(any(op in ("view", "t", "transpose") for _, op, _ in ops))
         del y
+
+
+if __name__ == "__main__":
+    unittest.main()
