@@ -27,7 +27,7 @@ using coll::LocalMember;
 ProcessInfo probe_gpus(const LaunchInfo& launch, int max_gpus, std::vector<int>& devices) {
   ProcessInfo me;
   me.rank = launch.rank;
-  me.host = coll::host_name();
+  me.host = host_name();
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -42,9 +42,9 @@ ProcessInfo probe_gpus(const LaunchInfo& launch, int max_gpus, std::vector<int>&
   }
   for (int d : devices) {
     cudaDeviceProp prop{};
-    HP_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
     char bus[32] = {0};
-    HP_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, d));
+    CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, d));
     me.gpus.push_back({prop.name, bus, static_cast<int64_t>(prop.totalGlobalMem)});
   }
   return me;

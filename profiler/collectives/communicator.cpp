@@ -31,13 +31,13 @@ CommGroup::CommGroup(const ncclUniqueId& id, int nranks, const std::vector<Local
   if (members_.empty()) return;
   comms_.assign(members_.size(), nullptr);
   for (const auto& m : members_) {
-    HP_CUDA_CHECK(cudaSetDevice(m.device));
+    CUDA_CHECK(cudaSetDevice(m.device));
     streams_.emplace_back();
   }
   NCCL_CHECK(ncclGroupStart());
   ncclResult_t first_error = ncclSuccess;
   for (size_t i = 0; i < members_.size(); ++i) {
-    HP_CUDA_CHECK(cudaSetDevice(members_[i].device));
+    CUDA_CHECK(cudaSetDevice(members_[i].device));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     const ncclResult_t r = ncclCommInitRankConfig(&comms_[i], nranks, id, members_[i].rank,

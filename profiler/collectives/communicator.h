@@ -60,7 +60,7 @@ class CommGroup {
   double timeout_s_ = 0;
   std::vector<LocalMember> members_;
   std::vector<ncclComm_t> comms_;
-  std::vector<Stream> streams_;
+  std::vector<CudaStream> streams_;
   bool aborted_ = false;
 };
 

@@ -21,10 +21,10 @@ TimingPlan timing_plan(bool quick) {
 
 Workspace::Workspace(const CommGroup& group, size_t buffer_bytes) : buffer_bytes_(buffer_bytes) {
   for (size_t i = 0; i < group.local_count(); ++i) {
-    HP_CUDA_CHECK(cudaSetDevice(group.member(i).device));
-    send_.emplace_back(buffer_bytes);
-    recv_.emplace_back(buffer_bytes);
-    errors_.emplace_back(sizeof(unsigned long long));
+    CUDA_CHECK(cudaSetDevice(group.member(i).device));
+    send_.emplace_back(buffer_bytes, "a collective's send buffer");
+    recv_.emplace_back(buffer_bytes, "a collective's receive buffer");
+    errors_.emplace_back(sizeof(unsigned long long), "a collective's error counter");
   }
 }
 
@@ -32,9 +32,9 @@ size_t local_buffer_capacity(const std::vector<LocalMember>& members, size_t wan
   size_t cap = wanted;
   constexpr size_t kReserve = size_t(1) << 30;  // NCCL buffers, driver, other processes
   for (const auto& m : members) {
-    HP_CUDA_CHECK(cudaSetDevice(m.device));
+    CUDA_CHECK(cudaSetDevice(m.device));
     size_t free_bytes = 0, total = 0;
-    HP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
     const size_t usable = free_bytes > kReserve ? (free_bytes - kReserve) / 2 : 0;
     cap = std::min(cap, usable);
   }
@@ -45,10 +45,10 @@ namespace {
 
 // Events of one batch on every local GPU.
 struct BatchEvents {
-  std::vector<Event> start, stop;
+  std::vector<CudaEvent> start, stop;
   explicit BatchEvents(const CommGroup& g) {
     for (size_t i = 0; i < g.local_count(); ++i) {
-      HP_CUDA_CHECK(cudaSetDevice(g.member(i).device));
+      CUDA_CHECK(cudaSetDevice(g.member(i).device));
       start.emplace_back();
       stop.emplace_back();
     }
@@ -61,17 +61,18 @@ template <typename Enqueue>
 double timed_batch(CommGroup& g, BatchEvents& ev, const std::vector<size_t>& indices,
                    int iterations, Enqueue&& enqueue) {
   for (size_t i : indices) {
-    HP_CUDA_CHECK(cudaSetDevice(g.member(i).device));
-    HP_CUDA_CHECK(cudaEventRecord(ev.start[i].get(), g.stream(i)));
+    CUDA_CHECK(cudaSetDevice(g.member(i).device));
+    CUDA_CHECK(cudaEventRecord(ev.start[i].get(), g.stream(i)));
   }
   for (int it = 0; it < iterations; ++it) enqueue();
   for (size_t i : indices) {
-    HP_CUDA_CHECK(cudaSetDevice(g.member(i).device));
-    HP_CUDA_CHECK(cudaEventRecord(ev.stop[i].get(), g.stream(i)));
+    CUDA_CHECK(cudaSetDevice(g.member(i).device));
+    CUDA_CHECK(cudaEventRecord(ev.stop[i].get(), g.stream(i)));
   }
   g.wait_streams();
   double slowest = 0;
-  for (size_t i : indices) slowest = std::max(slowest, elapsed_s(ev.start[i], ev.stop[i]));
+  for (size_t i : indices)
+    slowest = std::max(slowest, ev.stop[i].seconds_since(ev.start[i]));
   return slowest / iterations;
 }
 
@@ -169,15 +170,15 @@ RankRecord measure_collective(CommGroup& g, Workspace& ws, const CollectiveOps& 
   }
   auto prepare = [&] {
     for (size_t i : indices) {
-      HP_CUDA_CHECK(cudaSetDevice(g.member(i).device));
+      CUDA_CHECK(cudaSetDevice(g.member(i).device));
       ops.init(bufs[i], g.stream(i));
-      HP_CUDA_CHECK(cudaMemsetAsync(bufs[i].recv, 0xFF, bufs[i].recv_count * elem, g.stream(i)));
+      CUDA_CHECK(cudaMemsetAsync(bufs[i].recv, 0xFF, bufs[i].recv_count * elem, g.stream(i)));
     }
   };
   auto enqueue = [&] {
     grouped(g, [&] {
       for (size_t i : indices) {
-        HP_CUDA_CHECK(cudaSetDevice(g.member(i).device));
+        CUDA_CHECK(cudaSetDevice(g.member(i).device));
         const ncclResult_t r = ops.run(bufs[i], type, g.comm(i), g.stream(i));
         if (r != ncclSuccess && r != ncclInProgress) return r;
       }
@@ -187,13 +188,13 @@ RankRecord measure_collective(CommGroup& g, Workspace& ws, const CollectiveOps& 
   auto check = [&] {
     unsigned long long total = 0;
     for (size_t i : indices) {
-      HP_CUDA_CHECK(cudaSetDevice(g.member(i).device));
-      HP_CUDA_CHECK(cudaMemsetAsync(ws.errors(i), 0, sizeof(unsigned long long), g.stream(i)));
+      CUDA_CHECK(cudaSetDevice(g.member(i).device));
+      CUDA_CHECK(cudaMemsetAsync(ws.errors(i), 0, sizeof(unsigned long long), g.stream(i)));
       ops.check(bufs[i], ws.errors(i), g.stream(i));
       unsigned long long wrong = 0;
-      HP_CUDA_CHECK(cudaMemcpyAsync(&wrong, ws.errors(i), sizeof wrong, cudaMemcpyDeviceToHost,
+      CUDA_CHECK(cudaMemcpyAsync(&wrong, ws.errors(i), sizeof wrong, cudaMemcpyDeviceToHost,
                                     g.stream(i)));
-      HP_CUDA_CHECK(cudaStreamSynchronize(g.stream(i)));
+      CUDA_CHECK(cudaStreamSynchronize(g.stream(i)));
       total += wrong;
     }
     return total;
@@ -214,24 +215,24 @@ RankRecord measure_p2p(CommGroup& g, Workspace& ws, int src, int dst, double byt
   }
   auto prepare = [&] {
     if (src_index >= 0) {
-      HP_CUDA_CHECK(cudaSetDevice(g.member(src_index).device));
+      CUDA_CHECK(cudaSetDevice(g.member(src_index).device));
       fill_sender_pattern(ws.send(src_index), count, src, g.stream(src_index));
     }
     if (dst_index >= 0) {
-      HP_CUDA_CHECK(cudaSetDevice(g.member(dst_index).device));
-      HP_CUDA_CHECK(cudaMemsetAsync(ws.recv(dst_index), 0xFF, count * 4, g.stream(dst_index)));
+      CUDA_CHECK(cudaSetDevice(g.member(dst_index).device));
+      CUDA_CHECK(cudaMemsetAsync(ws.recv(dst_index), 0xFF, count * 4, g.stream(dst_index)));
     }
   };
   auto enqueue = [&] {
     grouped(g, [&] {
       if (src_index >= 0) {
-        HP_CUDA_CHECK(cudaSetDevice(g.member(src_index).device));
+        CUDA_CHECK(cudaSetDevice(g.member(src_index).device));
         const ncclResult_t r = ncclSend(ws.send(src_index), count, ncclFloat32, dst,
                                         g.comm(src_index), g.stream(src_index));
         if (r != ncclSuccess && r != ncclInProgress) return r;
       }
       if (dst_index >= 0) {
-        HP_CUDA_CHECK(cudaSetDevice(g.member(dst_index).device));
+        CUDA_CHECK(cudaSetDevice(g.member(dst_index).device));
         const ncclResult_t r = ncclRecv(ws.recv(dst_index), count, ncclFloat32, src,
                                         g.comm(dst_index), g.stream(dst_index));
         if (r != ncclSuccess && r != ncclInProgress) return r;
@@ -241,14 +242,14 @@ RankRecord measure_p2p(CommGroup& g, Workspace& ws, int src, int dst, double byt
   };
   auto check = [&]() -> unsigned long long {
     if (dst_index < 0) return 0;  // the receiving process checks
-    HP_CUDA_CHECK(cudaSetDevice(g.member(dst_index).device));
+    CUDA_CHECK(cudaSetDevice(g.member(dst_index).device));
     cudaStream_t s = g.stream(dst_index);
-    HP_CUDA_CHECK(cudaMemsetAsync(ws.errors(dst_index), 0, sizeof(unsigned long long), s));
+    CUDA_CHECK(cudaMemsetAsync(ws.errors(dst_index), 0, sizeof(unsigned long long), s));
     check_sender_pattern(ws.recv(dst_index), count, src, ws.errors(dst_index), s);
     unsigned long long wrong = 0;
-    HP_CUDA_CHECK(cudaMemcpyAsync(&wrong, ws.errors(dst_index), sizeof wrong,
+    CUDA_CHECK(cudaMemcpyAsync(&wrong, ws.errors(dst_index), sizeof wrong,
                                   cudaMemcpyDeviceToHost, s));
-    HP_CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
     return wrong;
   };
   if (moved > ws.buffer_bytes()) {

@@ -38,7 +38,7 @@ class Workspace {
 
  private:
   size_t buffer_bytes_;
-  std::vector<DeviceMemory> send_, recv_, errors_;
+  std::vector<DeviceBuffer> send_, recv_, errors_;
 };
 
 // Largest buffer this process can give each of its GPUs (two buffers per GPU, leaving room for

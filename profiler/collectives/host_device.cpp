@@ -12,7 +12,7 @@ namespace {
 
 // Sets the device first, so that members constructed after it live on that device.
 int select(int device) {
-  HP_CUDA_CHECK(cudaSetDevice(device));
+  CUDA_CHECK(cudaSetDevice(device));
   return device;
 }
 
@@ -26,22 +26,22 @@ void fill_bytes(void* p, size_t n, unsigned seed) {
 HostDeviceBench::HostDeviceBench(int device, size_t max_bytes)
     : device_(select(device)),
       max_bytes_(max_bytes),
-      dev_(max_bytes),
+      dev_(max_bytes, "the host-device copy buffer"),
       pinned_(std::make_unique<HostMemory>(max_bytes, true)),
       pageable_(std::make_unique<HostMemory>(max_bytes, false)),
       check_(std::make_unique<HostMemory>(max_bytes, false)) {}
 
 HostDeviceMeasurement HostDeviceBench::measure(const std::string& direction, bool pinned,
                                                double bytes_wanted, const TimingPlan& plan) {
-  HP_CUDA_CHECK(cudaSetDevice(device_));
+  CUDA_CHECK(cudaSetDevice(device_));
   const size_t bytes = std::min(static_cast<size_t>(bytes_wanted), max_bytes_);
   void* host = pinned ? pinned_->get() : pageable_->get();
   const bool h2d = direction == "h2d";
   cudaStream_t s = stream_.get();
   // Round trip first: what comes back must be what went out.
   fill_bytes(host, bytes, static_cast<unsigned>(bytes));
-  HP_CUDA_CHECK(cudaMemcpy(dev_.get(), host, bytes, cudaMemcpyHostToDevice));
-  HP_CUDA_CHECK(cudaMemcpy(check_->get(), dev_.get(), bytes, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(dev_.get(), host, bytes, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(check_->get(), dev_.get(), bytes, cudaMemcpyDeviceToHost));
   if (std::memcmp(check_->get(), host, bytes) != 0)
     throw RuntimeFailure(fmt::format("host-device round trip of {} bytes on GPU {} came back "
                                      "different", bytes, device_));
@@ -50,21 +50,21 @@ HostDeviceMeasurement HostDeviceBench::measure(const std::string& direction, boo
   const cudaMemcpyKind kind = h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
   auto copy = [&] {
     if (pinned) {
-      HP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s));
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s));
     } else {
-      HP_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
+      CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
     }
   };
   for (int i = 0; i < plan.warmup; ++i) copy();
-  HP_CUDA_CHECK(cudaStreamSynchronize(s));
-  Event start, stop;
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  CudaEvent start, stop;
   auto batch = [&](int iterations) {
     if (pinned) {
-      HP_CUDA_CHECK(cudaEventRecord(start.get(), s));
+      CUDA_CHECK(cudaEventRecord(start.get(), s));
       for (int i = 0; i < iterations; ++i) copy();
-      HP_CUDA_CHECK(cudaEventRecord(stop.get(), s));
-      HP_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-      return elapsed_s(start, stop) / iterations;
+      CUDA_CHECK(cudaEventRecord(stop.get(), s));
+      CUDA_CHECK(cudaEventSynchronize(stop.get()));
+      return stop.seconds_since(start) / iterations;
     }
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < iterations; ++i) copy();

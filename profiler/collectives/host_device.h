@@ -23,9 +23,9 @@ class HostDeviceBench {
  private:
   int device_;
   size_t max_bytes_;
-  DeviceMemory dev_;
+  DeviceBuffer dev_;
   std::unique_ptr<HostMemory> pinned_, pageable_, check_;
-  Stream stream_;
+  CudaStream stream_;
 };
 
 }  // namespace hetplan::profiler::coll

@@ -75,7 +75,7 @@ inline void fill_pattern(void* buf, size_t n, Dtype dtype, int rank, size_t offs
     default:
       break;  // rejected earlier by nccl_type()
   }
-  HP_CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaGetLastError());
 }
 
 // Sums stay exact up to 128 ranks; beyond, allow bf16/fp16 rounding.
@@ -103,7 +103,7 @@ void check_buffer(const void* buf, size_t n, Dtype dtype, Expected expected, flo
     default:
       break;
   }
-  HP_CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaGetLastError());
 }
 
 // The usual init: the send buffer holds positions [0, send_count) of the rank's pattern.

@@ -9,9 +9,9 @@ namespace hetplan::profiler::coll {
 std::string pair_link(int a, int b) {
   if (a == b) return "self";
   int can = 0, atomics = 0;
-  HP_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+  CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
   if (!can) return "pcie";  // staged through host memory
-  HP_CUDA_CHECK(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, a, b));
+  CUDA_CHECK(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, a, b));
   return atomics ? "nvlink" : "pcie";
 }
 
