@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "report/import/log_measurement.h"
 #include "report/import/log_strategy.h"
 #include "report/import/log_text.h"
 #include "search/strategy.h"
@@ -245,8 +246,7 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
       steps.push_back({t.step, static_cast<double>(s.global_batch) / t.samples_per_s, t.line});
   const int64_t spacing = steps.size() > 1 ? steps[1].step - steps[0].step : 1;
   const int64_t interval = from_timer ? 1 : spacing;  // steps each sample averages
-  std::vector<double> samples;
-  int64_t first_kept = 0, last_kept = 0;
+  KeptSamples kept;
   if (!steps.empty()) {
     // A sample is warm-up when the steps it covers include one of the run's first
     // `warmup_iterations` steps.
@@ -256,26 +256,16 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
       const int64_t first_covered = from_timer ? st.step : previous + 1;
       previous = st.step;
       if (first_covered <= start + options.warmup_iterations) continue;
-      samples.push_back(st.iter_s);
-      if (first_kept == 0) first_kept = st.line;
-      last_kept = st.line;
+      kept.keep(st.iter_s, st.line);
     }
   }
-  if (log.oom_line > 0) {
-    m.oom = true;
-    m.origin = fmt::format("{}:{}", origin, log.oom_line);
-    notes += fmt::format("CUDA out of memory at line {}; ", log.oom_line);
-  } else if (samples.empty()) {
-    throw InputError(origin, "",
-                     fmt::format("no \"iter time (s)\" or \"CurrSamplesPerSec\" "
-                                 "lines after the {} warm-up steps (found {}); lower "
-                                 "--warmup or log more steps",
-                                 options.warmup_iterations, steps.size()));
-  } else {
-    m.iteration_s = summarize(samples);
-    m.iteration_samples_s = samples;
-    m.warmup_iterations = options.warmup_iterations;
-    m.origin = fmt::format("{}:{}-{}", origin, first_kept, last_kept);
+  record_iterations(m, kept, log.oom_line,
+                    fmt::format("CUDA out of memory at line {}; ", log.oom_line),
+                    fmt::format("no \"iter time (s)\" or \"CurrSamplesPerSec\" lines after the "
+                                "{} warm-up steps (found {}); lower --warmup or log more steps",
+                                options.warmup_iterations, steps.size()),
+                    origin, options, notes);
+  if (!m.oom) {
     if (interval > 1)
       notes += fmt::format("each sample is DeepSpeed's mean over {} steps; ", interval);
     if (from_timer)
@@ -289,24 +279,19 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
     if (s.pp > 1) notes += "memory as the logging rank (usually rank 0, the first stage) saw it; ";
   }
   m.strategy = to_json(s);
-  if (!notes.empty()) notes.resize(notes.size() - 2);
-  m.notes = notes;
+  m.notes = finished_notes(notes);
   return m;
 }
 
 MeasurementsFile import_deepspeed_logs(const std::vector<std::filesystem::path>& paths,
                                        const LogImportOptions& options) {
-  MeasurementsFile f;
-  f.context.framework = "deepspeed";
-  f.context.gpu_type = options.gpu_type;
-  for (const auto& path : paths) {
-    const std::string origin = path.string();
-    const DeepSpeedLog log = parse_deepspeed_log(logs::read_text_file(path), origin);
-    f.measurements.push_back(deepspeed_measurement(log, origin, options));
-    if (f.context.framework_version.empty()) f.context.framework_version = log.version;
-    f.context.inputs.push_back(origin);
-  }
-  return f;
+  return measurements_from_logs(
+      paths, "deepspeed", options,
+      [&](const std::string& text, const std::string& origin, MeasurementsFile& f) {
+        const DeepSpeedLog log = parse_deepspeed_log(text, origin);
+        if (f.context.framework_version.empty()) f.context.framework_version = log.version;
+        return deepspeed_measurement(log, origin, options);
+      });
 }
 
 }  // namespace hetplan

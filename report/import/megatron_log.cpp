@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "report/import/log_measurement.h"
 #include "report/import/log_strategy.h"
 #include "report/import/log_text.h"
 #include "report/megatron_layout.h"
@@ -262,8 +263,8 @@ Measurement megatron_measurement(const MegatronLog& log, const std::string& orig
   const int64_t interval = a.integer_or(
       "log_interval",
       log.iterations.size() > 1 ? log.iterations[1].iteration - log.iterations[0].iteration : 1);
-  std::vector<double> samples;
-  int64_t dropped_batch = 0, warmup = 0, first_kept = 0, last_kept = 0;
+  KeptSamples kept;
+  int64_t dropped_batch = 0, warmup = 0;
   if (!log.iterations.empty()) {
     const int64_t start = log.iterations.front().iteration - interval;
     int64_t previous = start;
@@ -278,33 +279,19 @@ Measurement megatron_measurement(const MegatronLog& log, const std::string& orig
         ++dropped_batch;
         continue;
       }
-      samples.push_back(it.elapsed_ms / 1e3);
-      if (first_kept == 0) first_kept = it.line;
-      last_kept = it.line;
+      kept.keep(it.elapsed_ms / 1e3, it.line);
     }
   }
-  if (log.oom_line > 0) {
-    m.oom = true;
-    m.origin = fmt::format("{}:{}", origin, log.oom_line);
-    notes += fmt::format("CUDA out of memory at line {} after {} logged iterations; ", log.oom_line,
-                         log.iterations.size());
-  } else if (samples.empty()) {
-    throw InputError(origin, "",
-                     fmt::format("no iteration lines after the {} warm-up "
-                                 "iterations (found {} iteration lines); lower "
-                                 "--warmup or log more iterations",
-                                 options.warmup_iterations, log.iterations.size()));
-  } else {
-    m.iteration_s = summarize(samples);
-    m.iteration_samples_s = samples;
-    m.warmup_iterations = options.warmup_iterations;
-    m.origin = fmt::format("{}:{}-{}", origin, first_kept, last_kept);
-    if (interval > 1)
-      notes += fmt::format(
-          "each sample is Megatron-LM's mean over a log interval of {} "
-          "iterations; ",
-          interval);
-  }
+  record_iterations(m, kept, log.oom_line,
+                    fmt::format("CUDA out of memory at line {} after {} logged iterations; ",
+                                log.oom_line, log.iterations.size()),
+                    fmt::format("no iteration lines after the {} warm-up iterations (found {} "
+                                "iteration lines); lower --warmup or log more iterations",
+                                options.warmup_iterations, log.iterations.size()),
+                    origin, options, notes);
+  if (!m.oom && interval > 1)
+    notes += fmt::format("each sample is Megatron-LM's mean over a log interval of {} iterations; ",
+                         interval);
   if (dropped_batch > 0)
     notes += fmt::format("{} lines of another global batch size dropped; ", dropped_batch);
 
@@ -330,23 +317,17 @@ Measurement megatron_measurement(const MegatronLog& log, const std::string& orig
   }
   m.peak_memory_kind = options.memory_kind;
   m.strategy = to_json(s);
-  if (!notes.empty()) notes.resize(notes.size() - 2);
-  m.notes = notes;
+  m.notes = finished_notes(notes);
   return m;
 }
 
 MeasurementsFile import_megatron_logs(const std::vector<std::filesystem::path>& paths,
                                       const LogImportOptions& options) {
-  MeasurementsFile f;
-  f.context.framework = "megatron-lm";
-  f.context.gpu_type = options.gpu_type;
-  for (const auto& path : paths) {
-    const std::string origin = path.string();
-    const MegatronLog log = parse_megatron_log(logs::read_text_file(path), origin);
-    f.measurements.push_back(megatron_measurement(log, origin, options));
-    f.context.inputs.push_back(origin);
-  }
-  return f;
+  return measurements_from_logs(
+      paths, "megatron-lm", options,
+      [&](const std::string& text, const std::string& origin, MeasurementsFile&) {
+        return megatron_measurement(parse_megatron_log(text, origin), origin, options);
+      });
 }
 
 }  // namespace hetplan
