@@ -396,8 +396,22 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
   }
   // A tied head on the embedding's own device shares its table: held once, not twice.
   const LayerSpec& last = model_.layers.back();
-  if (last.head() && last.head()->tied && dev.front() == dev.back())
-    params[dev.front()] -= static_cast<double>(last.head()->vocab) * last.hidden / s.tp;
+  if (last.head() && last.head()->tied && dev.front() == dev.back()) {
+    const int64_t d = dev.front();
+    const double table = static_cast<double>(last.head()->vocab) * last.hidden / s.tp;
+    params[d] -= table;
+    if (!s.grad_accumulation_fusion) {
+      // Its two uses' gradients meet in one parameter's gradient (autograd adds the second to the
+      // first: read 2, write 1 activation-sized element) before the one add into the fp32 main
+      // gradient, which the embedding layer already counts; the head's own add into the main
+      // gradient (layer_work's grad_accumulate) does not happen.
+      const double act = dtype_bytes(dtype[d]);
+      const double saved = cost_.memory_op_s(*gpu[d], "grad_accumulate", table * (act + 8)) -
+                           cost_.memory_op_s(*gpu[d], "grad_accumulate", table * 3 * act);
+      stages[S - 1].backward_weight_s -= saved;
+      problem.backward_weight_s[S - 1] -= saved;
+    }
+  }
   // ZeRO-3 gathers a device's weights before every forward and backward.
   if (s.zero >= 3 && s.dp > 1) {
     for (int64_t j = 0; j < S; ++j) {

@@ -1,5 +1,6 @@
 #include <fstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
@@ -126,6 +127,54 @@ TEST(Evaluate, MemoryRuleAndHeterogeneousPartition) {
   };
   EXPECT_LT(layers(3), layers(0));  // the T4 stage gets fewer layers than the V100 stages
   EXPECT_EQ(p.notes.size(), 2u);    // bf16 runs as fp16 on v100 and on t4
+}
+
+// A tiny GPT with its LM head tied to the embedding, and the same model with a table of its own.
+TEST(Evaluate, ATiedHeadOnTheEmbeddingsDeviceAddsItsGradientOnce) {
+  const auto dir = temp_dir("tied");
+  const auto tiny = [&](bool tie) {
+    return load_model(write(dir, tie ? "tied.yaml" : "untied.yaml",
+                            fmt::format(R"(name: tiny-gpt
+seq_len: 32
+vocab: 512
+tie_embeddings: {}
+embedding: {{max_positions: 64, dropout: 0.1}}
+block: {{hidden: 64, heads: 4, ffn_hidden: 256, activation: gelu, norm: layernorm, bias: true}}
+layers: 2
+head: {{final_norm: layernorm}}
+)",
+                                        tie)));
+  };
+  const ModelSpec tied = tiny(true), untied = tiny(false);
+  const ClusterSpec cluster = load_cluster("p4d.24xlarge:1");
+  const CostModel cost(shipped_profile(), cluster);
+  const Evaluator with_tie(tied, cluster, cost), without(untied, cluster, cost);
+  Strategy s;
+  s.micro_batch = 2;
+  s.global_batch = 4;
+  for (const bool fusion : {true, false}) {
+    SCOPED_TRACE(fusion ? "gradient-accumulation fusion" : "no fusion");
+    s.grad_accumulation_fusion = fusion;
+    const Prediction a = with_tie.predict(s), b = without.predict(s);
+    ASSERT_TRUE(a.feasible && b.feasible);
+    const double table = 512.0 * 64;  // vocabulary x hidden
+    // The tied table is held once: 18 B per parameter (bf16 weight, fp32 main gradient, fp32
+    // master weight and two moments).
+    EXPECT_NEAR(b.peak_memory_bytes[0] - a.peak_memory_bytes[0], 18 * table, 1.0);
+    EXPECT_EQ(a.stages[0].forward_s, b.stages[0].forward_s);
+    EXPECT_EQ(a.stages[0].backward_input_s, b.stages[0].backward_input_s);
+    // Without fusion the head's add into the fp32 main gradient (10 B per element) becomes
+    // autograd's add of the two uses' bf16 gradients (6 B); with fusion the head's GEMM writes
+    // the main gradient and nothing changes.
+    const GpuSpec& a100 = cluster.groups[0].node.gpu;
+    const double saved = fusion ? 0.0
+                                : cost.memory_op_s(a100, "grad_accumulate", table * 10) -
+                                      cost.memory_op_s(a100, "grad_accumulate", table * 6);
+    if (!fusion) {
+      EXPECT_GT(saved, 0);
+    }
+    EXPECT_NEAR(b.stages[0].backward_weight_s - a.stages[0].backward_weight_s, saved, 1e-15);
+  }
 }
 
 TEST(PredictCli, PrintsTheContractFields) {
