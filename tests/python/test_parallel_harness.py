@@ -53,6 +53,8 @@ def launch(world, argv, timeout=300):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
                    LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                    OMP_NUM_THREADS="1")
+        if os.path.exists("/sys/class/net/lo"):  # Gloo on loopback, whatever the host name is
+            env.setdefault("GLOO_SOCKET_IFNAME", "lo")
         procs.append(subprocess.Popen([sys.executable, "-B", *argv], env=env, text=True,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
     results = []
