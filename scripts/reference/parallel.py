@@ -65,12 +65,13 @@ class Group:
         out.copy_(total[self.rank * n:(self.rank + 1) * n]).div_(self.world)
 
     def all_gather(self, full, part):
-        """full = the ranks' parts one after the other (part may be a view into full)."""
+        """full = the ranks' parts one after the other (part may be a view into full: copied
+        first, so that no input aliases the output)."""
+        part = part.clone()
         if self.nccl:
             dist.all_gather_into_tensor(full, part)
             return
-        part = self._bytes(part.clone())
-        dist.all_gather(list(self._bytes(full).chunk(self.world)), part)
+        dist.all_gather(list(self._bytes(full).chunk(self.world)), self._bytes(part))
 
     def broadcast(self, t, src=0):
         dist.broadcast(self._bytes(t), src)
