@@ -75,17 +75,14 @@ std::string layer_line(const LayerSpec& l) {
 Json work_json(const LayerWork& w) {
   Json gemms = Json::array(), memory = Json::array(), attention = Json::array(),
        comms = Json::array();
-  for (const auto& g : w.gemms)
-    gemms.push_back({{"name", g.name},
-                     {"pass", to_string(g.pass)},
-                     {"m", g.shape.m},
-                     {"n", g.shape.n},
-                     {"k", g.shape.k},
-                     {"batch", g.shape.batch},
-                     {"trans_a", g.shape.trans_a},
-                     {"trans_b", g.shape.trans_b},
-                     {"flops", g.shape.flops()},
-                     {"core_attention", g.group == OpGroup::kCoreAttention}});
+  for (const auto& g : w.gemms) {
+    Json j = to_json(g.shape);
+    j.update({{"name", g.name},
+              {"pass", to_string(g.pass)},
+              {"flops", g.shape.flops()},
+              {"core_attention", g.group == OpGroup::kCoreAttention}});
+    gemms.push_back(std::move(j));
+  }
   for (const auto& m : w.memory_ops)
     memory.push_back({{"kernel", m.kernel},
                       {"pass", to_string(m.pass)},

@@ -151,15 +151,25 @@ Provenance provenance_from_json(ObjectReader r) {
   return p;
 }
 
+Json to_json(const GemmShape& s) {
+  return {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch}, {"trans_a", s.trans_a},
+          {"trans_b", s.trans_b}};
+}
+
+GemmShape gemm_shape_from_json(ObjectReader& r) {
+  GemmShape s;
+  s.m = r.positive_integer("m");
+  s.n = r.positive_integer("n");
+  s.k = r.positive_integer("k");
+  s.batch = r.positive_integer_or("batch", 1);
+  s.trans_a = r.boolean_or("trans_a", false);
+  s.trans_b = r.boolean_or("trans_b", false);
+  return s;
+}
+
 Json to_json(const GemmMeasurement& m) {
-  Json j;
+  Json j = to_json(m.shape);
   j["dtype"] = to_string(m.dtype);
-  j["m"] = m.shape.m;
-  j["n"] = m.shape.n;
-  j["k"] = m.shape.k;
-  j["batch"] = m.shape.batch;
-  j["trans_a"] = m.shape.trans_a;
-  j["trans_b"] = m.shape.trans_b;
   j["origin"] = m.origin;
   j["time"] = to_json(m.time_s);
   j["tflops"] = m.shape.flops() / m.time_s.median / 1e12;
@@ -174,12 +184,7 @@ Json to_json(const GemmMeasurement& m) {
 GemmMeasurement gemm_from_json(ObjectReader r) {
   GemmMeasurement m;
   m.dtype = read_dtype(r, "dtype");
-  m.shape.m = r.positive_integer("m");
-  m.shape.n = r.positive_integer("n");
-  m.shape.k = r.positive_integer("k");
-  m.shape.batch = r.positive_integer_or("batch", 1);
-  m.shape.trans_a = r.boolean_or("trans_a", false);
-  m.shape.trans_b = r.boolean_or("trans_b", false);
+  m.shape = gemm_shape_from_json(r);
   m.origin = r.string_or("origin", "grid");
   m.time_s = distribution_from_json(r.object("time"));
   r.optional_number("tflops");  // derived; recomputed on write

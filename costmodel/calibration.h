@@ -181,6 +181,9 @@ bool parse_collective(std::string_view text, CollectiveKind& out);
 double bus_bandwidth_factor(CollectiveKind kind, int64_t n);
 
 Json to_json(const Provenance& p);
+// m, n, k, batch, trans_a, trans_b: the keys every file with a GEMM shape uses.
+Json to_json(const GemmShape& s);
+GemmShape gemm_shape_from_json(ObjectReader& r);
 Json to_json(const GemmMeasurement& m);
 Json to_json(const KernelMeasurement& m);
 Json to_json(const LayerMeasurement& m);

@@ -7,22 +7,6 @@
 namespace hetplan {
 namespace {
 
-Json shape_json(const GemmShape& s) {
-  return {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch}, {"trans_a", s.trans_a},
-          {"trans_b", s.trans_b}};
-}
-
-GemmShape shape_from(ObjectReader& r) {
-  GemmShape s;
-  s.m = r.positive_integer("m");
-  s.n = r.positive_integer("n");
-  s.k = r.positive_integer("k");
-  s.batch = r.positive_integer_or("batch", 1);
-  s.trans_a = r.boolean_or("trans_a", false);
-  s.trans_b = r.boolean_or("trans_b", false);
-  return s;
-}
-
 Dtype dtype_key(ObjectReader& r, const std::string& key) {
   Dtype d;
   if (!parse_dtype(key, d)) r.fail(key, "expected a dtype key (fp32, tf32, fp16, bf16, fp8)");
@@ -61,7 +45,7 @@ Json gpu_json(const GpuFit& g) {
     Json pts = Json::array();
     if (auto it = g.gemm_points.find(dtype); it != g.gemm_points.end())
       for (const auto& p : it->second) {
-        Json pj = shape_json(p.shape);
+        Json pj = to_json(p.shape);
         pj["time_s"] = p.time_s;
         pts.push_back(pj);
       }
@@ -116,7 +100,7 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
       q->finish();
     }
     for (auto& p : d.objects_or_empty("measured")) {
-      GemmPoint pt{shape_from(p), p.positive("time_s")};
+      GemmPoint pt{gemm_shape_from_json(p), p.positive("time_s")};
       p.finish();
       g.gemm_points[dtype].push_back(pt);
     }

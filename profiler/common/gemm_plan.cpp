@@ -126,14 +126,10 @@ double estimate_gemm_s(Dtype dtype, const GemmShape& shape, bool quick) {
 }
 
 Json case_to_spec(const GemmCase& c) {
-  return Json{{"dtype", to_string(c.dtype)},
-              {"m", c.shape.m},
-              {"n", c.shape.n},
-              {"k", c.shape.k},
-              {"batch", c.shape.batch},
-              {"trans_a", c.shape.trans_a},
-              {"trans_b", c.shape.trans_b},
-              {"origins", Json::array({c.origin})}};
+  Json j = to_json(c.shape);
+  j["dtype"] = to_string(c.dtype);
+  j["origins"] = Json::array({c.origin});
+  return j;
 }
 
 std::vector<PlanItem> gemm_items(const std::vector<GemmCase>& cases, const std::string& section,
