@@ -1,5 +1,7 @@
 // hetplan fit: calibration files into a profile, with the fit's quality on held-out data.
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -15,6 +17,7 @@ namespace {
 
 constexpr double kTargetMedian = 0.03;  // issue 7: held-out GEMM median error
 constexpr double kTargetP95 = 0.08;     // and p95
+constexpr double kFarRatio = 2;         // layer corrections worth a remark
 
 struct FitOptions {
   std::vector<std::string> inputs;
@@ -95,12 +98,40 @@ void print_report(const FitReport& report, const Profile& profile) {
                                  g.attention_points)
                    : std::string("prior, not measured"));
     if (!g.layers.empty()) {
-      fmt::print("  layers from their ops vs measured ({}): median |error| F {}, B {}, W {}; "
-                 "p95 F {}, B {}, W {}\n",
-                 g.layers.size(), pct(g.layer_quality[0].median_rel_error),
-                 pct(g.layer_quality[1].median_rel_error), pct(g.layer_quality[2].median_rel_error),
-                 pct(g.layer_quality[0].p95_rel_error), pct(g.layer_quality[1].p95_rel_error),
-                 pct(g.layer_quality[2].p95_rel_error));
+      int64_t usable = 0;
+      for (const auto& t : g.layers) usable += t.unused.empty();
+      std::string errors;
+      for (int p = 0; p < 3; ++p)
+        if (g.layer_quality[p].points > 0)
+          errors += fmt::format("; {} median |error| {}, p95 {} ({} timings)", "FBW"[p],
+                                pct(g.layer_quality[p].median_rel_error),
+                                pct(g.layer_quality[p].p95_rel_error), g.layer_quality[p].points);
+      fmt::print("  whole layers against their ops: {} timings, {} usable{}\n", g.layers.size(),
+                 usable, errors);
+      std::map<std::string, int64_t> unused;
+      for (const auto& t : g.layers)
+        if (!t.unused.empty()) ++unused[t.unused];
+      for (const auto& [why, n] : unused) fmt::print("    {} not used: {}\n", n, why);
+      bool far = false;
+      for (const auto& c : g.corrections) {
+        std::string points;
+        for (const auto& p : c.points)
+          points += fmt::format("{}mb {}: F x{:.3f} B x{:.3f} W x{:.3f} ({} timings)",
+                                points.empty() ? "" : "; ", p.micro_batch, p.ratio[0], p.ratio[1],
+                                p.ratio[2], p.timings);
+        fmt::print("    correction {} {} [{}]: {}\n", describe(c.key), to_string(c.dtype),
+                   c.source, points);
+        for (const auto& p : c.points)
+          if (std::max({p.ratio[0], p.ratio[1], p.ratio[2]}) > kFarRatio ||
+              std::min({p.ratio[0], p.ratio[1], p.ratio[2]}) < 1 / kFarRatio) {
+            far = true;
+            break;
+          }
+      }
+      if (far)
+        fmt::print("    note: ratios beyond {}x either way mean the timings hold work or overheads "
+                   "the ops do not (or the other way); the cost model applies them as measured\n",
+                   kFarRatio);
     }
   }
 }

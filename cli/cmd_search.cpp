@@ -28,6 +28,7 @@ struct SearchCliOptions {
   bool exhaustive = false, no_default_calibration = false, quiet = false;
   bool allow_idle_nodes = false;
   bool no_grad_accumulation_fusion = false;
+  bool no_flash_attention = false;
 };
 
 // "0-6 v100 | 7-20 v100 | 21-25 t4"
@@ -104,6 +105,9 @@ CommandRunner declare_search(CLI::App& app) {
   app.add_flag("--no-grad-accumulation-fusion", o->no_grad_accumulation_fusion,
                "Gradients added into the fp32 main gradients by a kernel per parameter and "
                "micro-batch (plain PyTorch), not by the weight-gradient GEMMs (Megatron-LM's default)");
+  app.add_flag("--no-flash-attention", o->no_flash_attention,
+               "Unfused attention (two batched GEMMs around a softmax, its s x s probabilities "
+               "kept), as frameworks without a fused attention kernel run it");
   app.add_flag("--quiet", o->quiet, "No progress on stderr");
   return [o]() {
     const ModelSpec model = load_model(o->model, o->seq_len);
@@ -119,6 +123,7 @@ CommandRunner declare_search(CLI::App& app) {
     opts.exhaustive = o->exhaustive;
     opts.allow_idle_nodes = o->allow_idle_nodes;
     opts.grad_accumulation_fusion = !o->no_grad_accumulation_fusion;
+    opts.flash_attention = !o->no_flash_attention;
     opts.schedules = o->schedules;
     opts.micro_batches = o->micro_batches;
     opts.tensor_widths = o->tensor_widths;

@@ -357,10 +357,12 @@ HostDeviceMeasurement host_device_from_json(ObjectReader r) {
 }
 
 Json to_json(const LayerForwardMeasurement& m) {
-  return {{"model", m.model},   {"entry", m.entry},       {"layer", m.layer},
-          {"kind", m.kind},     {"hidden", m.hidden},     {"heads", m.heads},
-          {"seq_len", m.seq_len}, {"vocab", m.vocab},     {"micro_batch", m.micro_batch},
-          {"tp", m.tp},         {"dtype", to_string(m.dtype)}, {"forward", to_json(m.forward_s)}};
+  Json j = {{"model", m.model},   {"entry", m.entry},       {"layer", m.layer},
+            {"kind", m.kind},     {"hidden", m.hidden},     {"heads", m.heads},
+            {"seq_len", m.seq_len}, {"vocab", m.vocab},     {"micro_batch", m.micro_batch},
+            {"tp", m.tp},         {"dtype", to_string(m.dtype)}, {"forward", to_json(m.forward_s)}};
+  if (!m.node_type.empty()) j["node_type"] = m.node_type;
+  return j;
 }
 
 LayerForwardMeasurement layer_forward_from_json(ObjectReader r) {
@@ -377,6 +379,7 @@ LayerForwardMeasurement layer_forward_from_json(ObjectReader r) {
   m.tp = r.positive_integer_or("tp", 1);
   m.dtype = read_dtype(r, "dtype");
   m.forward_s = distribution_from_json(r.object("forward"));
+  m.node_type = r.string_or("node_type", "");
   if (m.entry < 0 || m.layer < -1) r.fail("entry", "expected entry >= 0 and layer >= -1");
   r.finish();
   return m;

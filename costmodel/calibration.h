@@ -134,6 +134,9 @@ struct LayerForwardMeasurement {
   int64_t micro_batch = 1, tp = 1;
   Dtype dtype = Dtype::kFp16;
   Distribution forward_s;
+  // The node preset it was measured on (its tensor-parallel links); the file's context.node_type
+  // when the record does not say.
+  std::string node_type;
 };
 
 // One point of a serving profile (Helix's prompt/decode batch-to-time tables): the time of one

@@ -39,6 +39,14 @@ CostModel::CostModel(Profile profile, const ClusterSpec& cluster, CommPriors pri
     measured.collectives = profile_.collectives;
     comm_ = fit_communication(measured);
   }
+  // Whole-layer timings against this model's ops, once the rest is in place.
+  for (const auto& group : cluster_.groups) {
+    GpuCost& c = gpus_.at(group.node.gpu.name);
+    if (!c.timings.empty() || (c.fit.layers.empty() && c.fit.layer_forward.empty())) continue;
+    c.timings = compare_layer_timings(*this, group.node.gpu, c.fit);
+    for (auto& corr : layer_corrections(c.timings))
+      c.corrections.emplace(std::make_pair(corr.key, corr.dtype), std::move(corr));
+  }
 }
 
 const CostModel::GpuCost& CostModel::cost(const GpuSpec& gpu) const {
@@ -82,6 +90,35 @@ double CostModel::attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp
 
 LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
                                   const CommGroup& tp, Dtype dtype) const {
+  const LayerCorrection* c = layer_correction(gpu, work.key, compute_dtype(gpu, dtype));
+  LayerTimes t = scaled_layer_times(gpu, work, recompute, tp, dtype,
+                                    c ? c->at(work.micro_batch) : std::array<double, 3>{1, 1, 1});
+  t.correction = c;
+  return t;
+}
+
+LayerTimes CostModel::layer_times_from_ops(const GpuSpec& gpu, const LayerWork& work,
+                                           Recompute recompute, const CommGroup& tp,
+                                           Dtype dtype) const {
+  return scaled_layer_times(gpu, work, recompute, tp, dtype, {1, 1, 1});
+}
+
+const LayerCorrection* CostModel::layer_correction(const GpuSpec& gpu, const LayerKey& key,
+                                                   Dtype dtype) const {
+  const GpuCost& c = cost(gpu);
+  auto it = c.corrections.find({key, dtype});
+  return it == c.corrections.end() ? nullptr : &it->second;
+}
+
+const std::vector<LayerTiming>& CostModel::layer_timings(const GpuSpec& gpu) const {
+  return cost(gpu).timings;
+}
+
+// Each op of pass p takes `scale[p]` times its own time; forward ops re-run inside B keep the
+// forward's scale. Communication is not scaled.
+LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& work,
+                                         Recompute recompute, const CommGroup& tp, Dtype dtype,
+                                         const std::array<double, kNumPasses>& scale) const {
   LayerTimes t;
   double recomputed = 0;
   auto reruns = [&](Pass pass, OpGroup group) {
@@ -90,17 +127,17 @@ LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Rec
             (recompute == Recompute::kSelective && group == OpGroup::kCoreAttention));
   };
   for (const auto& g : work.gemms) {
-    const double s = gemm_s(gpu, dtype, g.shape);
+    const double s = scale[static_cast<int>(g.pass)] * gemm_s(gpu, dtype, g.shape);
     t.pass_s[static_cast<int>(g.pass)] += s;
     if (reruns(g.pass, g.group)) recomputed += s;
   }
   for (const auto& m : work.memory_ops) {
-    const double s = memory_op_s(gpu, m.kernel, m.bytes);
+    const double s = scale[static_cast<int>(m.pass)] * memory_op_s(gpu, m.kernel, m.bytes);
     t.pass_s[static_cast<int>(m.pass)] += s;
     if (reruns(m.pass, m.group)) recomputed += s;
   }
   for (const auto& a : work.attention) {
-    const double s = attention_s(gpu, dtype, a);
+    const double s = scale[static_cast<int>(a.pass)] * attention_s(gpu, dtype, a);
     t.pass_s[static_cast<int>(a.pass)] += s;
     if (reruns(a.pass, OpGroup::kDefault)) recomputed += s;
   }

@@ -8,6 +8,7 @@
 #include "costmodel/fit_collectives.h"
 #include "costmodel/gemm_model.h"
 #include "costmodel/hardware.h"
+#include "costmodel/layer_correction.h"
 #include "costmodel/layer_ops.h"
 #include "costmodel/profile.h"
 #include "costmodel/topology.h"
@@ -27,6 +28,8 @@ struct LayerTimes {
   double pass_s[kNumPasses] = {0, 0, 0};     // F, B (with recomputation), W
   double tp_comm_s[kNumPasses] = {0, 0, 0};  // the tensor-parallel collectives in each
   double recompute_s = 0;                    // forward work re-run inside B
+  // The whole-layer timings that scaled the ops (nullptr: none matched this layer).
+  const LayerCorrection* correction = nullptr;
 };
 
 class CostModel {
@@ -40,9 +43,19 @@ class CostModel {
   double gemm_s(const GpuSpec& gpu, Dtype dtype, const GemmShape& shape) const;
   double memory_op_s(const GpuSpec& gpu, const std::string& kernel, double bytes) const;
   double attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp& op) const;
-  // One layer's passes on `gpu` with its tensor-parallel group `tp`.
+  // One layer's passes on `gpu` with its tensor-parallel group `tp`: the sum of its ops, scaled
+  // per pass where the profile timed whole layers of this shape on this GPU type
+  // (costmodel/layer_correction.h; the communication is not scaled).
   LayerTimes layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
                          const CommGroup& tp, Dtype dtype) const;
+  // The sum of its ops alone (what the whole-layer timings are compared with).
+  LayerTimes layer_times_from_ops(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
+                                  const CommGroup& tp, Dtype dtype) const;
+  // The correction for layers of `key` computed in `dtype` on `gpu`; nullptr where none.
+  const LayerCorrection* layer_correction(const GpuSpec& gpu, const LayerKey& key,
+                                          Dtype dtype) const;
+  // Every whole-layer timing of `gpu`'s type against the ops, and the corrections made of them.
+  const std::vector<LayerTiming>& layer_timings(const GpuSpec& gpu) const;
 
   // A collective of `bytes` (nccl-tests convention) over `group`: measured where the profile has
   // the same collective, group size and link, else latency-bandwidth priors.
@@ -59,6 +72,8 @@ class CostModel {
   struct GpuCost {
     GpuFit fit;
     std::map<Dtype, GemmModel> gemm;
+    std::vector<LayerTiming> timings;
+    std::map<std::pair<LayerKey, Dtype>, LayerCorrection> corrections;
   };
   const GpuCost& cost(const GpuSpec& gpu) const;
   // Fitted measurement for this collective and group (directly measured, or composed from
@@ -66,6 +81,9 @@ class CostModel {
   std::optional<double> measured_collective_s(CollectiveKind kind, double bytes,
                                               const CommGroup& group) const;
   double link_efficiency(Fabric fabric) const;
+  LayerTimes scaled_layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
+                                const CommGroup& tp, Dtype dtype,
+                                const std::array<double, kNumPasses>& scale) const;
 
   Profile profile_;
   ClusterSpec cluster_;

@@ -1,5 +1,7 @@
 #include "costmodel/layer_ops.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
@@ -351,11 +353,50 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
 
 }  // namespace
 
+LayerKey layer_key(const LayerSpec& layer, const LayerShape& shape) {
+  LayerKey k;
+  k.kind = layer.kind();
+  k.hidden = layer.hidden;
+  k.seq_len = layer.seq_len;
+  k.tp = shape.tp;
+  if (const auto* b = layer.block()) {
+    k.heads = b->heads;
+    k.kv_heads = b->kv_heads > 0 ? b->kv_heads : b->heads;
+    k.head_dim = b->head_dim > 0 ? b->head_dim : layer.hidden / std::max<int64_t>(1, b->heads);
+    k.ffn_hidden = b->ffn_hidden;
+    k.experts = b->experts;
+    k.gated = b->activation == MlpActivation::kSwiglu;
+    k.flash_attention = shape.flash_attention;
+  }
+  return k;
+}
+
+std::string describe(const LayerKey& k) {
+  switch (k.kind) {
+    case LayerKind::kEmbedding:
+      return fmt::format("embedding h{} s{} tp{}", k.hidden, k.seq_len, k.tp);
+    case LayerKind::kLmHead:
+      return fmt::format("lm_head h{} s{} tp{}", k.hidden, k.seq_len, k.tp);
+    case LayerKind::kTransformer:
+      break;
+  }
+  std::string d = fmt::format("block h{} a{}", k.hidden, k.heads);
+  if (k.kv_heads != k.heads) d += fmt::format(" kv{}", k.kv_heads);
+  if (k.head_dim * k.heads != k.hidden) d += fmt::format(" d{}", k.head_dim);
+  d += fmt::format(" s{} ffn{}{}", k.seq_len, k.ffn_hidden, k.gated ? " swiglu" : "");
+  if (k.experts > 1) d += fmt::format(" x{} experts", k.experts);
+  d += fmt::format(" tp{}", k.tp);
+  if (!k.flash_attention) d += " unfused";
+  return d;
+}
+
 LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   if (shape.micro_batch <= 0 || shape.tp <= 0)
     throw InputError(fmt::format("micro-batch ({}) and tensor width ({}) must be > 0",
                                  shape.micro_batch, shape.tp));
   LayerWork w;
+  w.key = layer_key(layer, shape);
+  w.micro_batch = shape.micro_batch;
   Builder B(shape, w);
   if (const auto* b = layer.block()) {
     transformer(layer, *b, shape, B, w);

@@ -72,7 +72,26 @@ struct CommOp {
   double bytes = 0;
 };
 
+// What makes two layers the same for whole-layer timings (costmodel/layer_correction.h): the kind
+// and the sizes that set its GEMMs and attention, its tensor width and whether attention is fused.
+// Norms, biases, dropout and the vocabulary are left out: a timing's ratio to the cost model's
+// prediction carries over them, as the prediction itself follows them.
+struct LayerKey {
+  LayerKind kind = LayerKind::kTransformer;
+  int64_t hidden = 0, seq_len = 0;
+  int64_t heads = 0, kv_heads = 0, head_dim = 0, ffn_hidden = 0, experts = 1;  // blocks
+  bool gated = false;  // SwiGLU: three MLP GEMMs
+  int64_t tp = 1;
+  bool flash_attention = true;
+
+  auto operator<=>(const LayerKey&) const = default;
+};
+LayerKey layer_key(const LayerSpec& layer, const LayerShape& shape);
+std::string describe(const LayerKey& key);  // "block h1024 a16 s1024 ffn4096 tp1"
+
 struct LayerWork {
+  LayerKey key;
+  int64_t micro_batch = 1;
   std::vector<GemmOp> gemms;
   std::vector<MemoryOp> memory_ops;
   std::vector<AttentionOp> attention;

@@ -150,6 +150,10 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
         bwd.empty() ? fit.attention_efficiency : std::clamp(summarize(bwd).median, 0.01, 1.0);
   }
   fit.layers.insert(fit.layers.end(), f.layers.begin(), f.layers.end());
+  for (LayerForwardMeasurement m : f.layer_forward) {
+    if (m.node_type.empty()) m.node_type = f.context.node_type;
+    fit.layer_forward.push_back(std::move(m));
+  }
 }
 
 // The bandwidth the cost model gives the GEMM model (cost_model.cpp): datasheet x the fitted

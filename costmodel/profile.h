@@ -51,7 +51,9 @@ struct GpuFit {
   // "torch sdpa (...)": PyTorch's scaled_dot_product_attention, which frameworks run, preferred
   // where measured.
   std::string attention_source = "prior";
-  std::vector<LayerMeasurement> layers;      // whole-layer timings
+  // Whole-layer timings, which correct the cost model's layer times (costmodel/layer_correction.h):
+  std::vector<LayerMeasurement> layers;                // F, B and W (hetplan's profiler)
+  std::vector<LayerForwardMeasurement> layer_forward;  // forward only (imported: AMP)
   double context_reserve_bytes = 0;          // measured CUDA context + library reserve; 0 = prior
 };
 

@@ -66,6 +66,11 @@ Json gpu_json(const GpuFit& g) {
   Json layers = Json::array();
   for (const auto& l : g.layers) layers.push_back(to_json(l));
   j["layers"] = layers;
+  if (!g.layer_forward.empty()) {
+    Json forward = Json::array();
+    for (const auto& l : g.layer_forward) forward.push_back(to_json(l));
+    j["layer_forward"] = forward;
+  }
   j["context_reserve_bytes"] = g.context_reserve_bytes;
   return j;
 }
@@ -121,6 +126,8 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
   g.attention_bwd_efficiency = r.positive_or("attention_bwd_efficiency", g.attention_efficiency);
   g.attention_source = r.string_or("attention_source", "prior");
   for (auto& l : r.objects_or_empty("layers")) g.layers.push_back(layer_from_json(l));
+  for (auto& l : r.objects_or_empty("layer_forward"))
+    g.layer_forward.push_back(layer_forward_from_json(l));
   g.context_reserve_bytes = r.non_negative_or("context_reserve_bytes", 0);
   r.finish();
   return g;

@@ -20,27 +20,6 @@ bool is_gpu_preset(const std::string& name) {
   return false;
 }
 
-// The transformer block a layer measurement timed (profiler/common/layer_plan.h: gpt = LayerNorm,
-// GeLU, biases; llama = RMSNorm, SwiGLU, rotary, no biases; causal, no dropout).
-LayerSpec measured_block(const LayerMeasurement& m) {
-  LayerSpec layer;
-  layer.name = "measured";
-  layer.hidden = m.hidden;
-  layer.seq_len = m.seq_len;
-  TransformerLayer b;
-  const bool llama = m.style == "llama";
-  b.heads = m.heads;
-  b.kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
-  b.head_dim = m.hidden / m.heads;
-  b.ffn_hidden = m.ffn_hidden;
-  b.activation = llama ? MlpActivation::kSwiglu : MlpActivation::kGelu;
-  b.norm = llama ? NormKind::kRmsNorm : NormKind::kLayerNorm;
-  b.bias = !llama;
-  b.rotary = llama;
-  layer.op = b;
-  return layer;
-}
-
 Json quality_json(const FitQuality& q) {
   return {{"points", q.points},
           {"median_rel_error", q.median_rel_error},
@@ -128,7 +107,7 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
       fit.gemm_analytical_quality[dtype] = analytical;
       q.gemm.push_back(h);
     }
-    if (!fit.layers.empty()) {
+    if (!fit.layers.empty() || !fit.layer_forward.empty()) {
       ClusterSpec cluster;
       cluster.name = "fit-check";
       NodeGroup group;
@@ -138,30 +117,13 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
       group.count = 1;
       cluster.groups.push_back(group);
       const CostModel cost(profile, cluster);
+      q.layers = cost.layer_timings(spec);
       std::vector<double> errs[3];
-      for (const auto& m : fit.layers) {
-        LayerShape shape;
-        shape.micro_batch = m.micro_batch;
-        shape.tp = m.tp;
-        shape.dtype = m.dtype;
-        LayerCheck c;
-        c.measured = m;
-        const LayerSpec layer = measured_block(m);
-        if (!tensor_parallel_problem(ModelSpec{"", "", "", "", m.seq_len, m.dtype, {layer}}, m.tp)
-                 .empty())
-          continue;
-        const LayerTimes t = cost.layer_times(spec, layer_work(layer, shape), Recompute::kNone,
-                                              CommGroup{}, cost.compute_dtype(spec, m.dtype));
-        const double measured[3] = {m.forward_s.median, m.backward_input_s.median,
-                                    m.backward_weight_s.median};
-        for (int p = 0; p < 3; ++p) {
-          c.predicted_s[p] = t.pass_s[p];
-          c.rel_error[p] = measured[p] > 0 ? t.pass_s[p] / measured[p] - 1 : 0;
-          if (measured[p] > 0) errs[p].push_back(std::abs(c.rel_error[p]));
-        }
-        q.layers.push_back(c);
-      }
+      for (const auto& t : q.layers)
+        for (int p = 0; p < 3; ++p)
+          if (t.unused.empty() && t.measured_s[p] > 0) errs[p].push_back(std::abs(t.rel_error(p)));
       for (int p = 0; p < 3; ++p) q.layer_quality[p] = summarize_errors(errs[p]);
+      q.corrections = layer_corrections(q.layers);
     }
     report.gpus.push_back(std::move(q));
   }
@@ -189,17 +151,29 @@ Json to_json(const FitReport& report) {
       kernels[name] = {{"GBps", k.GBps}, {"overhead_s", k.overhead_s}, {"points", k.points},
                        {"median_rel_error", k.median_rel_error}};
     Json layers = Json::array();
-    for (const auto& c : g.layers) {
-      layers.push_back({{"style", c.measured.style},
-                        {"micro_batch", c.measured.micro_batch},
-                        {"seq_len", c.measured.seq_len},
-                        {"hidden", c.measured.hidden},
-                        {"tp", c.measured.tp},
-                        {"measured_s", {c.measured.forward_s.median,
-                                        c.measured.backward_input_s.median,
-                                        c.measured.backward_weight_s.median}},
-                        {"predicted_s", {c.predicted_s[0], c.predicted_s[1], c.predicted_s[2]}},
-                        {"rel_error", {c.rel_error[0], c.rel_error[1], c.rel_error[2]}}});
+    for (const auto& t : g.layers) {
+      Json l = {{"source", t.source},
+                {"what", t.what},
+                {"layer", describe(t.key)},
+                {"dtype", to_string(t.dtype)},
+                {"micro_batch", t.micro_batch},
+                {"forward_only", t.forward_only},
+                {"measured_s", {t.measured_s[0], t.measured_s[1], t.measured_s[2]}},
+                {"predicted_s", {t.predicted_s[0], t.predicted_s[1], t.predicted_s[2]}},
+                {"tp_comm_s", {t.comm_s[0], t.comm_s[1], t.comm_s[2]}},
+                {"rel_error", {t.rel_error(0), t.rel_error(1), t.rel_error(2)}}};
+      if (!t.unused.empty()) l["unused"] = t.unused;
+      layers.push_back(l);
+    }
+    Json corrections = Json::array();
+    for (const auto& c : g.corrections) {
+      Json points = Json::array();
+      for (const auto& p : c.points)
+        points.push_back({{"micro_batch", p.micro_batch}, {"ratio", p.ratio}, {"timings", p.timings}});
+      corrections.push_back({{"layer", describe(c.key)},
+                             {"dtype", to_string(c.dtype)},
+                             {"source", c.source},
+                             {"points", points}});
     }
     gpus[g.gpu_type] = {
         {"gemm", gemm},
@@ -209,6 +183,7 @@ Json to_json(const FitReport& report) {
                        {"points", g.attention_points},
                        {"source", g.attention_source}}},
         {"layers", layers},
+        {"layer_corrections", corrections},
         {"layer_quality", {{"forward", quality_json(g.layer_quality[0])},
                            {"backward_input", quality_json(g.layer_quality[1])},
                            {"backward_weight", quality_json(g.layer_quality[2])}}}};

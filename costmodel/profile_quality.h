@@ -11,6 +11,7 @@
 
 #include "costmodel/calibration.h"
 #include "costmodel/gemm_model.h"
+#include "costmodel/layer_correction.h"
 #include "costmodel/profile.h"
 
 namespace hetplan {
@@ -37,13 +38,6 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
                          double peak_flops, double memory_GBps, int64_t sm_count,
                          int bytes_per_element, int every = kDefaultHoldoutEvery);
 
-// A measured transformer layer against the sum of its ops' predicted times.
-struct LayerCheck {
-  LayerMeasurement measured;
-  double predicted_s[3] = {0, 0, 0};  // F, B, W
-  double rel_error[3] = {0, 0, 0};    // predicted / measured - 1 (signed)
-};
-
 struct GpuQuality {
   std::string gpu_type;
   std::vector<GemmHoldout> gemm;
@@ -51,8 +45,11 @@ struct GpuQuality {
   double attention_efficiency = 0, attention_bwd_efficiency = 0;
   int64_t attention_points = 0;
   std::string attention_source;
-  std::vector<LayerCheck> layers;
-  FitQuality layer_quality[3];  // |error| of F, B, W over the measured layers
+  // Whole layers timed against the sum of their ops (costmodel/layer_correction.h), and the
+  // corrections the cost model makes of them.
+  std::vector<LayerTiming> layers;
+  FitQuality layer_quality[3];  // |error| of F, B, W over the usable timings
+  std::vector<LayerCorrection> corrections;
 };
 
 struct FitReport {

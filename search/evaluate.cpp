@@ -277,6 +277,15 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
     std::vector<int64_t> tp_devices(groups[d].begin(), groups[d].begin() + s.tp);
     const CommGroup tp = make_comm_group(cluster_, devices_, tp_devices);
     rank_costs[d] = &layer_costs(lead.group, tp.nodes, s);
+    for (const LayerCost& c : *rank_costs[d]) {
+      const LayerCorrection* k = c.times.correction;
+      if (!k) continue;
+      const std::string note =
+          fmt::format("{} on {}: whole-layer timings ({}) scale its ops", describe(k->key),
+                      gpu[d]->name, k->source);
+      if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
+        out.notes.push_back(note);
+    }
     const double reserve = cost_.fit(*gpu[d]).context_reserve_bytes;
     limit[d] = gpu[d]->memory_bytes - (reserve > 0 ? reserve : kDefaultReserveBytes);
   }

@@ -1,0 +1,80 @@
+// Whole-layer timings correct the cost model's layer times. A layer's time is predicted from its
+// ops (GEMMs, memory-bound kernels, attention); where a calibration measured the whole layer on a
+// GPU, measured / predicted per pass is a ratio that scales the ops of every layer of the same
+// shape on that GPU (costmodel/cost_model.h applies it; docs/fit.md explains the rules).
+//
+// Two kinds of timings feed it:
+// - hetplan's profiler: forward, input-gradient and weight-gradient times of one rank's shard of
+//   a transformer block (no tensor-parallel communication), several micro-batches;
+// - imported forward times (AMP's known-cost arrays): one micro-batch, measured inside a framework
+//   with the tensor-parallel all-reduces included. The predicted communication on the node it was
+//   measured on is taken off before the ratio is formed, and B and W take the forward's ratio
+//   (AMP's own assumption: a layer's training step costs three times its forward).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "costmodel/calibration.h"
+#include "costmodel/layer_ops.h"
+#include "costmodel/model.h"
+
+namespace hetplan {
+
+class CostModel;
+struct GpuFit;
+struct GpuSpec;
+
+// The transformer block hetplan's profiler timed (profiler/common/layer_plan.h: gpt = LayerNorm,
+// GeLU, biases; llama = RMSNorm, SwiGLU, rotary, no biases; causal, no dropout, fused attention).
+LayerSpec measured_block(const LayerMeasurement& m);
+
+// One whole-layer timing against the cost model's prediction of the same layer from its ops.
+struct LayerTiming {
+  std::string source;  // "measured" or the importing tool ("imported:amp")
+  std::string what;    // e.g. "gpt block, micro-batch 2" or "amp gpt2 layer 3 (entry 4)"
+  LayerKey key;
+  Dtype dtype = Dtype::kBf16;  // the dtype the GPU computes in
+  int64_t micro_batch = 1;
+  bool forward_only = false;
+  double measured_s[kNumPasses] = {0, 0, 0};   // 0: not measured
+  double predicted_s[kNumPasses] = {0, 0, 0};  // from ops, communication included
+  double comm_s[kNumPasses] = {0, 0, 0};       // of which predicted tensor-parallel communication
+  std::string unused;  // why it corrects nothing; "" when it does
+
+  // predicted / measured - 1 (signed); 0 where the pass was not measured.
+  double rel_error(int pass) const;
+  // measured / predicted of the ops, the communication left out of both.
+  double ratio(int pass) const;
+};
+
+// Every whole-layer timing of `fit` (one GPU type, `gpu` its spec) against `cost`'s prediction
+// from ops (CostModel::layer_times_from_ops). Imported records that belong to one hetplan layer
+// are summed into one timing.
+std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuSpec& gpu,
+                                               const GpuFit& fit);
+
+// The ratios of one layer shape on one GPU type, by micro-batch.
+struct LayerCorrection {
+  LayerKey key;
+  Dtype dtype = Dtype::kBf16;
+  std::string source;  // "measured", or e.g. "imported:amp (forward; B and W take its ratio)"
+  struct Point {
+    int64_t micro_batch = 1;
+    std::array<double, kNumPasses> ratio{1, 1, 1};
+    int64_t timings = 0;  // how many timings were combined (their median)
+  };
+  std::vector<Point> points;  // ascending micro-batch
+
+  // The ratios at `micro_batch`: linear in log2(micro-batch) between measured micro-batches, the
+  // nearest measured one outside them.
+  std::array<double, kNumPasses> at(int64_t micro_batch) const;
+};
+
+// Groups usable timings by layer shape and dtype (the median of each micro-batch's ratios).
+// Timings of hetplan's own profiler replace imported ones of the same shape.
+std::vector<LayerCorrection> layer_corrections(const std::vector<LayerTiming>& timings);
+
+}  // namespace hetplan
