@@ -32,6 +32,25 @@ LayerSpec measured_block(const LayerMeasurement& m) {
   return layer;
 }
 
+LayerWork measured_block_work(const LayerMeasurement& m, Dtype dtype) {
+  const LayerSpec layer = measured_block(m);
+  LayerShape shape;
+  shape.micro_batch = m.micro_batch;
+  shape.tp = m.tp;
+  shape.dtype = dtype;
+  LayerWork w = layer_work(layer, shape);
+  const auto& b = *layer.block();
+  const double T = static_cast<double>(m.micro_batch) * m.seq_len;
+  const double act = dtype_bytes(dtype);
+  const double widths[3] = {static_cast<double>(b.heads / m.tp * b.head_dim),
+                            static_cast<double>(b.kv_heads / m.tp * b.head_dim),
+                            static_cast<double>(b.kv_heads / m.tp * b.head_dim)};
+  std::erase_if(w.memory_ops, [](const MemoryOp& op) { return op.kernel == "qkv_grad_concat"; });
+  for (Pass pass : {Pass::kForward, Pass::kBackwardInput})
+    for (double width : widths) w.memory_ops.push_back({"copy", pass, 2 * T * width * act});
+  return w;
+}
+
 double LayerTiming::rel_error(int pass) const {
   return measured_s[pass] > 0 ? predicted_s[pass] / measured_s[pass] - 1 : 0;
 }
@@ -115,16 +134,15 @@ std::optional<CommGroup> tp_group_on(const std::string& node_type, int64_t tp, s
   return make_comm_group(cluster, cluster_devices(cluster), ranks);
 }
 
-void predict(LayerTiming& t, const CostModel& cost, const GpuSpec& gpu, const LayerSpec& layer,
-             const LayerShape& shape, const CommGroup& tp) {
-  const ModelSpec one{"", "", "", "", layer.seq_len, shape.dtype, {layer}};
-  if (std::string p = tensor_parallel_problem(one, shape.tp); !p.empty()) {
-    t.unused = p;
-    return;
-  }
-  const LayerWork w = layer_work(layer, shape);
+// The layer's problem with tensor width `tp` ("" when there is none).
+std::string tp_problem(const LayerSpec& layer, int64_t tp, Dtype dtype) {
+  return tensor_parallel_problem(ModelSpec{"", "", "", "", layer.seq_len, dtype, {layer}}, tp);
+}
+
+void predict(LayerTiming& t, const CostModel& cost, const GpuSpec& gpu, const LayerWork& w,
+             const CommGroup& tp) {
   t.key = w.key;
-  const LayerTimes p = cost.layer_times_from_ops(gpu, w, Recompute::kNone, tp, shape.dtype);
+  const LayerTimes p = cost.layer_times_from_ops(gpu, w, Recompute::kNone, tp, t.dtype);
   for (int i = 0; i < kNumPasses; ++i) {
     t.predicted_s[i] = p.pass_s[i];
     t.comm_s[i] = p.tp_comm_s[i];
@@ -145,12 +163,10 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
     t.measured_s[0] = m.forward_s.median;
     t.measured_s[1] = m.backward_input_s.median;
     t.measured_s[2] = m.backward_weight_s.median;
-    LayerShape shape;
-    shape.micro_batch = m.micro_batch;
-    shape.tp = m.tp;
-    shape.dtype = t.dtype;
-    // The profiler times one rank's shard: no tensor-parallel communication.
-    predict(t, cost, gpu, measured_block(m), shape, CommGroup{});
+    if (std::string p = tp_problem(measured_block(m), m.tp, t.dtype); !p.empty())
+      t.unused = p;
+    else  // the profiler times one rank's shard: no tensor-parallel communication
+      predict(t, cost, gpu, measured_block_work(m, t.dtype), CommGroup{});
     out.push_back(t);
   }
 
@@ -190,7 +206,10 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
     shape.tp = m.tp;
     shape.dtype = t.dtype;
     shape.flash_attention = false;
-    predict(t, cost, gpu, *layer, shape, *tp);
+    if (std::string p = tp_problem(*layer, m.tp, t.dtype); !p.empty())
+      t.unused = p;
+    else
+      predict(t, cost, gpu, layer_work(*layer, shape), *tp);
     if (t.unused.empty() && t.measured_s[0] <= t.comm_s[0])
       t.unused = fmt::format(
           "the predicted tensor-parallel communication ({:.3f} ms) is not below the measured "

@@ -30,6 +30,13 @@ struct GpuSpec;
 // The transformer block hetplan's profiler timed (profiler/common/layer_plan.h: gpt = LayerNorm,
 // GeLU, biases; llama = RMSNorm, SwiGLU, rotary, no biases; causal, no dropout, fused attention).
 LayerSpec measured_block(const LayerMeasurement& m);
+// Its work as the profiler runs it on one rank (tp = m.tp, no communication), computed in
+// `dtype`: the block's ops plus the copies the profiler makes where frameworks pass views. Its
+// attention kernel takes contiguous Q, K and V, so the forward copies them out of the QKV
+// projection's output (three strided copies), and the backward joins their gradients with three
+// copies where the cost model counts one concatenation. A timing is compared with this, so that
+// its ratio carries the error of the layer's own ops only.
+LayerWork measured_block_work(const LayerMeasurement& m, Dtype dtype);
 
 // One whole-layer timing against the cost model's prediction of the same layer from its ops.
 struct LayerTiming {

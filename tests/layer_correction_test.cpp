@@ -45,6 +45,35 @@ TEST(LayerCorrection, InterpolatesInLogMicroBatchAndHoldsTheEndsOutside) {
   EXPECT_EQ(LayerCorrection{}.at(3), (std::array<double, 3>{1, 1, 1}));
 }
 
+// The profiler's block copies Q, K and V out of the QKV output and their gradients back in (three
+// copies each way) where frameworks pass views and join the gradients once.
+TEST(LayerCorrection, TheProfilersBlockIsComparedWithItsCopies) {
+  LayerMeasurement m;
+  m.style = "llama";
+  m.micro_batch = 2;
+  m.seq_len = 1024;
+  m.hidden = 2048;
+  m.heads = 16;
+  m.kv_heads = 4;  // grouped-query: K and V narrower than Q
+  m.ffn_hidden = 5632;
+  m.tp = 2;
+  const LayerWork plain = layer_work(measured_block(m), shape_of(2, 2));
+  const LayerWork profiled = measured_block_work(m, Dtype::kBf16);
+  EXPECT_EQ(profiled.key, plain.key);
+  EXPECT_EQ(profiled.gemms.size(), plain.gemms.size());
+  auto bytes = [](const LayerWork& w, const std::string& kernel, Pass pass) {
+    double b = 0;
+    for (const auto& op : w.memory_ops) b += op.kernel == kernel && op.pass == pass ? op.bytes : 0;
+    return b;
+  };
+  const double T = 2 * 1024, qkv = (16 + 2 * 4) / 2 * 128;  // one rank's Q, K, V columns
+  EXPECT_DOUBLE_EQ(bytes(plain, "qkv_grad_concat", Pass::kBackwardInput), 2 * T * qkv * 2);
+  EXPECT_DOUBLE_EQ(bytes(profiled, "qkv_grad_concat", Pass::kBackwardInput), 0);
+  EXPECT_DOUBLE_EQ(bytes(profiled, "copy", Pass::kForward), 2 * T * qkv * 2);
+  EXPECT_DOUBLE_EQ(bytes(profiled, "copy", Pass::kBackwardInput), 2 * T * qkv * 2);
+  EXPECT_EQ(profiled.memory_ops.size(), plain.memory_ops.size() + 5);
+}
+
 // A llama2-7b block timed by the profiler at micro-batches 1 and 4 (tp 1) on an H100, slower
 // than its ops by known factors: layers of that shape take the factors, others do not.
 class MeasuredLayers : public ::testing::Test {
@@ -56,9 +85,6 @@ class MeasuredLayers : public ::testing::Test {
     f.context.gpu_type = "h100-sxm";
     f.origin = "synthetic";
     for (int64_t mb : {1, 4}) {
-      const LayerTimes t = plain.layer_times_from_ops(
-          gpu(), layer_work(block(), shape_of(mb, 1)), Recompute::kNone, CommGroup{}, Dtype::kBf16);
-      const double k = mb == 1 ? 1.0 : 0.0;  // mb 1: x1.5, x2, x0.8; mb 4: as predicted
       LayerMeasurement m;
       m.style = "llama";
       m.micro_batch = mb;
@@ -66,6 +92,10 @@ class MeasuredLayers : public ::testing::Test {
       m.hidden = 4096;
       m.heads = m.kv_heads = 32;
       m.ffn_hidden = 11008;
+      // What the profiler's block would take if the ops were right, then slower by known factors.
+      const LayerTimes t = plain.layer_times_from_ops(gpu(), measured_block_work(m, Dtype::kBf16),
+                                                      Recompute::kNone, CommGroup{}, Dtype::kBf16);
+      const double k = mb == 1 ? 1.0 : 0.0;  // mb 1: x1.5, x2, x0.8; mb 4: as predicted
       m.forward_s = summarize({t.pass_s[0] * (1 + 0.5 * k)});
       m.backward_input_s = summarize({t.pass_s[1] * (1 + 1.0 * k)});
       m.backward_weight_s = summarize({t.pass_s[2] * (1 - 0.2 * k)});
