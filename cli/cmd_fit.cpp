@@ -108,6 +108,16 @@ void print_report(const FitReport& report, const Profile& profile) {
                                 pct(g.layer_quality[p].p95_rel_error), g.layer_quality[p].points);
       fmt::print("  whole layers against their ops: {} timings, {} usable{}\n", g.layers.size(),
                  usable, errors);
+      std::string held_out;
+      for (int p = 0; p < 3; ++p)
+        if (g.corrected_layer_quality[p].points > 0)
+          held_out += fmt::format("{}{} median |error| {}, p95 {} ({} timings)",
+                                  held_out.empty() ? "" : "; ", "FBW"[p],
+                                  pct(g.corrected_layer_quality[p].median_rel_error),
+                                  pct(g.corrected_layer_quality[p].p95_rel_error),
+                                  g.corrected_layer_quality[p].points);
+      if (!held_out.empty())
+        fmt::print("  with the corrections, each timing's micro-batch held out: {}\n", held_out);
       std::map<std::string, int64_t> unused;
       for (const auto& t : g.layers)
         if (!t.unused.empty()) ++unused[t.unused];

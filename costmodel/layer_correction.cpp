@@ -272,4 +272,28 @@ std::vector<LayerCorrection> layer_corrections(const std::vector<LayerTiming>& t
   return out;
 }
 
+std::array<std::vector<double>, kNumPasses> held_out_micro_batch_errors(
+    const std::vector<LayerTiming>& timings) {
+  std::array<std::vector<double>, kNumPasses> errors;
+  const std::vector<LayerCorrection> corrections = layer_corrections(timings);
+  for (const auto& t : timings) {
+    if (!t.unused.empty()) continue;
+    const LayerCorrection* c = nullptr;
+    for (const auto& k : corrections)
+      if (k.key == t.key && k.dtype == t.dtype) c = &k;
+    // Timings the correction does not use (imported ones beside measured) are not scored.
+    if (!c || (c->source == "measured") != (t.source == "measured")) continue;
+    LayerCorrection others = *c;
+    std::erase_if(others.points, [&](const auto& p) { return p.micro_batch == t.micro_batch; });
+    if (others.points.empty()) continue;
+    const std::array<double, kNumPasses> r = others.at(t.micro_batch);
+    for (int p = 0; p < kNumPasses; ++p) {
+      if (!(t.measured_s[p] > 0)) continue;
+      const double predicted = r[p] * (t.predicted_s[p] - t.comm_s[p]) + t.comm_s[p];
+      errors[p].push_back(predicted / t.measured_s[p] - 1);
+    }
+  }
+  return errors;
+}
+
 }  // namespace hetplan

@@ -80,6 +80,12 @@ struct LayerCorrection {
   std::array<double, kNumPasses> at(int64_t micro_batch) const;
 };
 
+// How well corrections carry over micro-batches: each usable timing predicted with the correction
+// its shape gets from its other micro-batches (signed predicted / measured - 1, per pass measured).
+// Shapes timed at one micro-batch only give none.
+std::array<std::vector<double>, kNumPasses> held_out_micro_batch_errors(
+    const std::vector<LayerTiming>& timings);
+
 // Groups usable timings by layer shape and dtype (the median of each micro-batch's ratios).
 // Timings of hetplan's own profiler replace imported ones of the same shape.
 std::vector<LayerCorrection> layer_corrections(const std::vector<LayerTiming>& timings);

@@ -124,6 +124,13 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
           if (t.unused.empty() && t.measured_s[p] > 0) errs[p].push_back(std::abs(t.rel_error(p)));
       for (int p = 0; p < 3; ++p) q.layer_quality[p] = summarize_errors(errs[p]);
       q.corrections = layer_corrections(q.layers);
+      const auto held_out = held_out_micro_batch_errors(q.layers);
+      for (int p = 0; p < 3; ++p) {
+        std::vector<double> abs_errors;
+        for (double e : held_out[p]) abs_errors.push_back(std::abs(e));
+        q.corrected_layer_quality[p] = summarize_errors(abs_errors);
+        q.corrected_layer_quality[p].method = "with corrections, the timing's micro-batch held out";
+      }
     }
     report.gpus.push_back(std::move(q));
   }
@@ -186,7 +193,13 @@ Json to_json(const FitReport& report) {
         {"layer_corrections", corrections},
         {"layer_quality", {{"forward", quality_json(g.layer_quality[0])},
                            {"backward_input", quality_json(g.layer_quality[1])},
-                           {"backward_weight", quality_json(g.layer_quality[2])}}}};
+                           {"backward_weight", quality_json(g.layer_quality[2])}}},
+        {"layer_quality_corrected_held_out",
+         {{"forward", quality_json(g.corrected_layer_quality[0])},
+          {"backward_input", quality_json(g.corrected_layer_quality[1])},
+          {"backward_weight", quality_json(g.corrected_layer_quality[2])},
+          {"method", "each timing predicted with the correction of its shape made from its other "
+                     "micro-batches"}}}};
   }
   return {{"format", "hetplan-fit-quality"},
           {"schema_version", 1},

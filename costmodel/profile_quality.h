@@ -50,6 +50,8 @@ struct GpuQuality {
   std::vector<LayerTiming> layers;
   FitQuality layer_quality[3];  // |error| of F, B, W over the usable timings
   std::vector<LayerCorrection> corrections;
+  // |error| of F, B, W with the corrections, each timing's micro-batch held out of its correction.
+  FitQuality corrected_layer_quality[3];
 };
 
 struct FitReport {

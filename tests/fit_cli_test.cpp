@@ -130,6 +130,10 @@ TEST(FitCli, LayerCheckComparesLayersBuiltFromTheirOps) {
   EXPECT_NEAR(q["layers"][0]["rel_error"][2].get<double>(), 1 / 1.1 - 1, 1e-9);
   EXPECT_NEAR(q["layer_quality"]["backward_weight"]["median_rel_error"].get<double>(),
               1 - 1 / 1.1, 1e-9);
+  // The correction it makes (W x1.1), and no held-out score: one micro-batch only.
+  ASSERT_EQ(q["layer_corrections"].size(), 1u);
+  EXPECT_NEAR(q["layer_corrections"][0]["points"][0]["ratio"][2].get<double>(), 1.1, 1e-9);
+  EXPECT_EQ(q["layer_quality_corrected_held_out"]["forward"]["points"].get<int64_t>(), 0);
   std::filesystem::remove_all(dir);
 }
 

@@ -170,6 +170,20 @@ TEST_F(MeasuredLayers, OtherShapesAndTheCommunicationAreLeftAlone) {
             nullptr);
 }
 
+// Scoring how corrections carry over micro-batches: each timing against the correction made of
+// the other micro-batch alone.
+TEST_F(MeasuredLayers, HeldOutMicroBatchesScoreTheCorrections) {
+  const auto errors = held_out_micro_batch_errors(cost_->layer_timings(gpu()));
+  // mb 1 from mb 4's ratios (1): ops / (1.5, 2, 0.8 x ops); mb 4 from mb 1's: 1.5, 2, 0.8 - 1.
+  const std::vector<double> f = {1 / 1.5 - 1, 0.5}, b = {-0.5, 1.0}, w = {1 / 0.8 - 1, -0.2};
+  ASSERT_EQ(errors[0].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_NEAR(errors[0][i], f[i], 1e-12);
+    EXPECT_NEAR(errors[1][i], b[i], 1e-12);
+    EXPECT_NEAR(errors[2][i], w[i], 1e-12);
+  }
+}
+
 // AMP's published T4 arrays (g4dn.12xlarge): with them, a GPT-2 medium block as AMP ran it
 // (unfused attention, fp16, micro-batch 1) takes exactly AMP's median forward time at each tensor
 // width on the same node, communication included; B and W take the forward's ratio.
@@ -224,6 +238,8 @@ TEST(ImportedLayers, AmpForwardTimesAreReproducedOnTheirNode) {
   for (const auto& t : cost.layer_timings(t4))
     heads_unused += t.unused.find("leave out the loss") != std::string::npos;
   EXPECT_EQ(heads_unused, 3);
+  // One micro-batch each: nothing to hold out.
+  for (const auto& e : held_out_micro_batch_errors(cost.layer_timings(t4))) EXPECT_TRUE(e.empty());
 }
 
 TEST(ImportedLayers, TensorParallelTimingsNeedTheirNode) {
