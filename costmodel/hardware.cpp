@@ -281,6 +281,12 @@ ClusterSpec load_cluster(const std::string& spec) {
   return parse_cluster_list(spec);
 }
 
+bool is_gpu_preset(const std::string& name) {
+  for (const auto& p : embedded_presets())
+    if (p.kind == "gpus" && p.name == name) return true;
+  return false;
+}
+
 std::vector<HardwarePresetInfo> hardware_presets() {
   std::vector<HardwarePresetInfo> out;
   for (const auto& p : embedded_presets()) {

@@ -92,5 +92,7 @@ struct HardwarePresetInfo {
   std::string description;
 };
 std::vector<HardwarePresetInfo> hardware_presets();
+// Whether `name` is a GPU preset (presets/gpus), i.e. hetplan knows its datasheet.
+bool is_gpu_preset(const std::string& name);
 
 }  // namespace hetplan

@@ -220,6 +220,19 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
   return out;
 }
 
+std::vector<LayerTiming> compare_layer_timings(const Profile& profile, const std::string& gpu_type) {
+  ClusterSpec cluster;
+  cluster.name = gpu_type;
+  NodeGroup group;
+  group.node.name = gpu_type;
+  group.node.gpu = load_gpu(gpu_type);
+  group.node.gpus = 1;
+  group.count = 1;
+  cluster.groups.push_back(group);
+  const CostModel cost(profile, cluster);
+  return cost.layer_timings(group.node.gpu);
+}
+
 std::array<double, kNumPasses> LayerCorrection::at(int64_t micro_batch) const {
   if (points.empty()) return {1, 1, 1};
   if (micro_batch <= points.front().micro_batch) return points.front().ratio;

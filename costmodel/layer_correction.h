@@ -26,6 +26,7 @@ namespace hetplan {
 class CostModel;
 struct GpuFit;
 struct GpuSpec;
+struct Profile;
 
 // The transformer block hetplan's profiler timed (profiler/common/layer_plan.h: gpt = LayerNorm,
 // GeLU, biases; llama = RMSNorm, SwiGLU, rotary, no biases; causal, no dropout, fused attention).
@@ -62,6 +63,9 @@ struct LayerTiming {
 // are summed into one timing.
 std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuSpec& gpu,
                                                const GpuFit& fit);
+
+// The same for GPU type `gpu_type` of `profile` (a GPU preset), on a cluster of one such GPU.
+std::vector<LayerTiming> compare_layer_timings(const Profile& profile, const std::string& gpu_type);
 
 // The ratios of one layer shape on one GPU type, by micro-batch.
 struct LayerCorrection {

@@ -9,7 +9,6 @@
 
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
-#include "costmodel/preset_table.h"
 
 namespace hetplan {
 namespace {
@@ -19,12 +18,6 @@ int source_rank(const std::string& source) {
   if (source.rfind("imported:", 0) == 0) return 2;
   if (source == "datasheet") return 1;
   return 0;
-}
-
-bool is_gpu_preset(const std::string& name) {
-  for (const auto& p : embedded_presets())
-    if (p.kind == "gpus" && p.name == name) return true;
-  return false;
 }
 
 // time = overhead + bytes / bw, least squares weighted by 1/time^2 (relative error).

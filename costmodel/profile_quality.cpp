@@ -5,20 +5,12 @@
 
 #include <fmt/format.h>
 
-#include "costmodel/cost_model.h"
 #include "costmodel/hardware.h"
 #include "costmodel/layer_ops.h"
-#include "costmodel/preset_table.h"
 #include "costmodel/stats.h"
 
 namespace hetplan {
 namespace {
-
-bool is_gpu_preset(const std::string& name) {
-  for (const auto& p : embedded_presets())
-    if (p.kind == "gpus" && p.name == name) return true;
-  return false;
-}
 
 Json quality_json(const FitQuality& q) {
   return {{"points", q.points},
@@ -108,16 +100,7 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
       q.gemm.push_back(h);
     }
     if (!fit.layers.empty() || !fit.layer_forward.empty()) {
-      ClusterSpec cluster;
-      cluster.name = "fit-check";
-      NodeGroup group;
-      group.node.name = type;
-      group.node.gpu = spec;
-      group.node.gpus = 1;
-      group.count = 1;
-      cluster.groups.push_back(group);
-      const CostModel cost(profile, cluster);
-      q.layers = cost.layer_timings(spec);
+      q.layers = compare_layer_timings(profile, type);
       std::vector<double> errs[3];
       for (const auto& t : q.layers)
         for (int p = 0; p < 3; ++p)

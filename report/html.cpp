@@ -249,6 +249,15 @@ std::string render_report_html(const Json& data) {
     if (!cal["collectives"].empty()) body += "<div class=\"chart\" id=\"chart-collectives\"></div>";
     body += "</div></section>";
   }
+  if (cal.contains("layers") && !cal["layers"].empty()) {
+    body +=
+        "<section id=\"layers\"><h2>Whole layers against their ops</h2><p class=\"explain\">"
+        "Each point is one pass (F, B or W) of one layer timed whole in the calibration files, "
+        "against the cost model's sum of the layer's ops from the fitted profile, before the "
+        "layer correction those timings make (docs/fit.md). Imported timings are forward only, "
+        "measured inside a framework with its tensor-parallel communication.</p>"
+        "<div class=\"chart\" id=\"chart-layers\"></div></section>";
+  }
   if (data.contains("pipeline")) {
     const Json& p = data["pipeline"];
     body += fmt::format(

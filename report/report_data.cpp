@@ -5,13 +5,16 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
+#include "costmodel/layer_correction.h"
 #include "costmodel/measurements.h"
+#include "costmodel/profile.h"
 #include "report/matching.h"
 #include "report/metrics.h"
 #include "report/predictions.h"
@@ -150,8 +153,43 @@ std::vector<std::pair<std::filesystem::path, bool>> calibration_paths(
   return out;
 }
 
+// Whole-layer timings of the calibration files against the cost model's prediction from ops, with
+// the shipped datasheet priors of their GPU types beneath them (what `hetplan fit` reports).
+Json layer_points(const std::vector<CalibrationFile>& files) {
+  std::vector<CalibrationFile> inputs;
+  std::set<std::string> types;
+  for (const auto& f : files)
+    if (!f.layers.empty() || !f.layer_forward.empty()) types.insert(f.context.gpu_type);
+  Json points = Json::array();
+  if (types.empty()) return points;
+  for (const auto& type : types) {
+    const auto prior = default_calibration_dir() / "datasheet" / (type + ".json");
+    if (std::filesystem::exists(prior)) inputs.push_back(load_calibration(prior));
+  }
+  inputs.insert(inputs.end(), files.begin(), files.end());
+  const Profile profile = fit_profile(inputs);
+  for (const auto& type : types) {
+    if (!is_gpu_preset(type)) continue;
+    for (const auto& t : compare_layer_timings(profile, type)) {
+      if (!t.unused.empty()) continue;
+      for (int p = 0; p < kNumPasses; ++p) {
+        if (!(t.measured_s[p] > 0)) continue;
+        points.push_back({{"source", fmt::format("{} {}{}", type, "FBW"[p],
+                                                 t.source == "measured" ? "" : " (imported)")},
+                          {"key", t.what},
+                          {"model", describe(t.key)},
+                          {"measured_s", t.measured_s[p]},
+                          {"predicted_s", t.predicted_s[p]},
+                          {"ape", std::abs(t.rel_error(p))}});
+      }
+    }
+  }
+  return points;
+}
+
 Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
   std::map<std::string, Json> gemm, coll;
+  std::vector<CalibrationFile> read;
   for (const auto& [path, found] : calibration_paths(inputs)) {
     const Document doc = load_document(path);
     // Folders may also hold profiles; only calibration files have curves.
@@ -173,6 +211,7 @@ Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
                            c.nodes > 1 ? fmt::format(" on {} nodes", c.nodes) : "", c.link, gpu)];
       series.push_back({c.bytes, c.busbw_GBps});
     }
+    read.push_back(cal);
   }
   auto to_list = [](std::map<std::string, Json>& m, bool sort) {
     Json list = Json::array();
@@ -185,7 +224,9 @@ Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
     }
     return list;
   };
-  return {{"gemm", to_list(gemm, false)}, {"collectives", to_list(coll, true)}};
+  return {{"gemm", to_list(gemm, false)},
+          {"collectives", to_list(coll, true)},
+          {"layers", layer_points(read)}};
 }
 
 Json pipeline_and_memory(const PredictedStrategy& ps, Json& memory) {

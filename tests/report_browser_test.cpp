@@ -57,8 +57,15 @@ TEST(ReportBrowser, RendersEveryChartWithoutErrors) {
   const fs::path out = fs::path(HETPLAN_BINARY).parent_path().parent_path() / "report-browser-test";
   fs::create_directories(out);
   const fs::path html = out / "report.html";
+  // AMP's published T4 layer timings give the whole-layer chart.
+  const fs::path amp = out / "amp-t4.json";
+  const auto imported = testing::run_hetplan(
+      "import --format amp " + std::string(HETPLAN_EXTERNAL_DATA) +
+      "/amp/known_cost/gpt2_G4_1.npy --out " + amp.string());
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
   std::string args = "report --measurements " + files.measurements + " --calibration " +
-                     files.calibration + " --out " + html.string();
+                     files.calibration + " --calibration " + amp.string() + " --out " +
+                     html.string();
   for (const auto& p : files.predictions) args += " --predictions " + p;
   args += " --predictions " + files.search;
   const auto made = testing::run_hetplan(args);
@@ -71,13 +78,15 @@ TEST(ReportBrowser, RendersEveryChartWithoutErrors) {
   const std::regex status(
       R"re(id="hetplan-render-status" data-charts="(\d+)" data-rendered="(\d+)" data-errors="([^"]*)")re");
   ASSERT_TRUE(std::regex_search(dom.output, m, status)) << dom.output.substr(0, 4000);
-  // Iteration and memory accuracy, GEMM and collective curves, timeline, memory per device.
-  EXPECT_EQ(m[1].str(), "6");
-  EXPECT_EQ(m[2].str(), "6");
+  // Iteration and memory accuracy, GEMM and collective curves, whole layers, timeline, memory
+  // per device.
+  EXPECT_EQ(m[1].str(), "7");
+  EXPECT_EQ(m[2].str(), "7");
   EXPECT_EQ(m[3].str(), "");
   EXPECT_EQ(dom.output.find("Uncaught"), std::string::npos) << dom.output.substr(0, 4000);
   for (const char* chart : {"chart-iteration", "chart-memory-accuracy", "chart-gemm",
-                            "chart-collectives", "chart-timeline", "chart-memory"})
+                            "chart-collectives", "chart-layers", "chart-timeline",
+                            "chart-memory"})
     EXPECT_TRUE(std::regex_search(
         dom.output, std::regex(std::string("id=\"") + chart + "\"[^>]*data-rendered=\"true\"")))
         << chart;

@@ -1,11 +1,16 @@
 // The report: error metrics (values worked out by hand), the matching key, the pipeline timeline
 // (worked out by hand), and the report document built from real hetplan outputs.
 #include <cmath>
+#include <filesystem>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include "costmodel/layer_correction.h"
+#include "costmodel/profile.h"
 #include "report/assets.h"
 #include "report/html.h"
+#include "report/import/profile_import.h"
 #include "report/matching.h"
 #include "report/metrics.h"
 #include "report/report_data.h"
@@ -178,6 +183,35 @@ TEST(ReportData, CalibrationFoldersSkipProfilesAndEmptyFiles) {
   EXPECT_EQ(data["calibration"]["gemm"].size(), 1u);
   EXPECT_EQ(data["calibration"]["collectives"].size(), 2u);
   EXPECT_EQ(data["inputs"]["calibration"].size(), 7u);  // the sample and six datasheet files
+}
+
+// Whole-layer timings in the calibration inputs (AMP's T4 arrays) against the cost model's ops.
+TEST(ReportData, WholeLayerTimingsAgainstTheirOps) {
+  const auto& files = testing::report_inputs();
+  const CalibrationFile amp = import_amp_known_cost(
+      {std::filesystem::path(HETPLAN_EXTERNAL_DATA) / "amp/known_cost/gpt2_G4_1.npy"}, {});
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("hetplan_report_amp_" + std::to_string(::getpid()) + ".json");
+  save_calibration(amp, path);
+  ReportInputs in;
+  in.predictions = {files.predictions[0]};
+  in.calibration = {path.string()};
+  const Json data = build_report_data(in);
+  std::filesystem::remove(path);
+  const Json& layers = data["calibration"]["layers"];
+  ASSERT_EQ(layers.size(), 25u);  // the embedding and 24 blocks; the head's entries are unused
+  const auto timings = compare_layer_timings(
+      fit_profile({load_calibration(default_calibration_dir() / "datasheet" / "t4.json"), amp}),
+      "t4");
+  const Json& block = layers[1];  // layer 1 = AMP's entry 2
+  EXPECT_EQ(block["source"], "t4 F (imported)");
+  EXPECT_EQ(block["model"], "block h1024 a16 s1024 ffn4096 tp1 unfused");
+  EXPECT_DOUBLE_EQ(block["measured_s"].get<double>(), amp.layer_forward[2].forward_s.median);
+  EXPECT_DOUBLE_EQ(block["predicted_s"].get<double>(), timings[1].predicted_s[0]);
+  EXPECT_NEAR(block["ape"].get<double>(),
+              std::abs(timings[1].predicted_s[0] / amp.layer_forward[2].forward_s.median - 1),
+              1e-12);
+  EXPECT_NE(render_report_html(data).find("id=\"chart-layers\""), std::string::npos);
 }
 
 TEST(ReportHtml, SelfContainedAndEscaped) {

@@ -40,10 +40,11 @@
   }
   function fmt(x, digits) { return Number(x).toPrecision(digits || 4); }
 
-  // Predicted against measured, with y = x and a +-10% band.
-  function accuracyOption(unit, scale, getMeasured, getPredicted, errorKey) {
+  // Predicted against measured, with y = x and a +-10% band: one point per entry of `points`
+  // (objects with source, key, model and the error under `errorKey`).
+  function accuracyOption(points, unit, scale, getMeasured, getPredicted, errorKey) {
     var bySource = {}, max = 0;
-    data.pairs.forEach(function (p) {
+    points.forEach(function (p) {
       var m = getMeasured(p), q = getPredicted(p);
       if (m === undefined || q === undefined) return;
       m /= scale; q /= scale;
@@ -184,10 +185,10 @@
   var hasTime = data.pairs.some(function (p) { return p.measured_s !== undefined; });
   var hasMemory = data.pairs.some(function (p) { return p.measured_memory_bytes !== undefined; });
   if (hasTime)
-    charts.push({ id: 'chart-iteration', option: accuracyOption('s', 1,
+    charts.push({ id: 'chart-iteration', option: accuracyOption(data.pairs, 's', 1,
       function (p) { return p.measured_s; }, function (p) { return p.predicted_s; }, 'ape') });
   if (hasMemory)
-    charts.push({ id: 'chart-memory-accuracy', option: accuracyOption('GiB', GIB,
+    charts.push({ id: 'chart-memory-accuracy', option: accuracyOption(data.pairs, 'GiB', GIB,
       function (p) { return p.measured_memory_bytes; }, function (p) { return p.predicted_memory_bytes; },
       'memory_ape') });
   if (data.calibration.gemm.length)
@@ -195,6 +196,9 @@
   if (data.calibration.collectives.length)
     charts.push({ id: 'chart-collectives', option: seriesOption('message size (bytes)', 'bus bandwidth (GB/s)',
       data.calibration.collectives, 'line') });
+  if (data.calibration.layers && data.calibration.layers.length)
+    charts.push({ id: 'chart-layers', option: accuracyOption(data.calibration.layers, 'ms', 1e-3,
+      function (p) { return p.measured_s; }, function (p) { return p.predicted_s; }, 'ape') });
   if (data.pipeline) charts.push({ id: 'chart-timeline', option: timelineOption(data.pipeline) });
   if (data.memory) charts.push({ id: 'chart-memory', option: memoryOption(data.memory) });
 
