@@ -230,11 +230,25 @@ std::string render_report_html(const Json& data) {
       "memory compares the framework's allocator figures with the prediction less its CUDA "
       "context reserve.</p>" +
       metrics_table(data["metrics"]) + "</section>";
+  // The charts the page script draws: one per quantity some matched pair has measured.
+  bool measured_time = false, measured_memory = false;
+  for (const Json& p : data["pairs"]) {
+    measured_time |= p.contains("measured_s");
+    measured_memory |= p.contains("measured_memory_bytes");
+  }
   body +=
       "<section id=\"accuracy\"><h2>Predicted against measured</h2><p class=\"explain\">Each "
-      "point is one measured strategy; the line is y = x, the shaded band ±10%.</p>"
-      "<div class=\"grid2\"><div class=\"chart\" id=\"chart-iteration\"></div>"
-      "<div class=\"chart\" id=\"chart-memory-accuracy\"></div></div></section>";
+      "point is one measured strategy; the line is y = x, the shaded band ±10%.</p>";
+  if (measured_time || measured_memory) {
+    body += "<div class=\"grid2\">";
+    if (measured_time) body += "<div class=\"chart\" id=\"chart-iteration\"></div>";
+    if (measured_memory) body += "<div class=\"chart\" id=\"chart-memory-accuracy\"></div>";
+    body += "</div>";
+  } else {
+    body += "<p class=\"muted\">No measured time or memory matched a prediction: nothing to "
+            "draw.</p>";
+  }
+  body += "</section>";
   body += "<section id=\"pairs\"><h2>Matched strategies</h2>" +
           (has_time ? pairs_table(data["pairs"])
                     : std::string("<p class=\"muted\">No measurement "
