@@ -215,12 +215,13 @@ std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>
         throw InputError(fmt::format("device {} is used by two pipeline ranks or twice in one", dev));
       types.insert(cluster_.groups[devices_[dev].group].node.gpu.name);
     }
-    if (types.size() > 1)
-      return fmt::format("pipeline rank {} spans GPU types {} and {}: each stage must run on one "
-                         "type", d, *types.begin(), *types.rbegin());
-    if (!want_type[d].empty() && want_type[d] != *types.begin())
+    // A rank may span GPU types (data-parallel replicas on different GPUs): its gpu_type names
+    // them all, joined by "+" in name order.
+    std::string joined;
+    for (const auto& t : types) joined += (joined.empty() ? "" : "+") + t;
+    if (!want_type[d].empty() && want_type[d] != joined)
       throw InputError(fmt::format("pipeline rank {} says gpu_type {} but its devices are {}", d,
-                                   want_type[d], *types.begin()));
+                                   want_type[d], joined));
   }
   // Layer ranges: given ones (one per virtual stage) must tile the model.
   const auto has_layers = [](const StageSpec& st) { return st.first_layer >= 0; };
@@ -259,35 +260,83 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
   const int64_t L = static_cast<int64_t>(model_.layers.size());
   Prediction out;
 
-  // Per pipeline rank: its GPU, compute dtype and every layer's cost there.
-  std::vector<const GpuSpec*> gpu(P);
+  auto note = [&out](std::string text) {
+    if (std::find(out.notes.begin(), out.notes.end(), text) == out.notes.end())
+      out.notes.push_back(std::move(text));
+  };
+  auto usable_bytes = [this](const GpuSpec& g) {
+    const double reserve = cost_.fit(g).context_reserve_bytes;
+    return g.memory_bytes - (reserve > 0 ? reserve : kDefaultReserveBytes);
+  };
+  // Per pipeline rank: its GPU, compute dtype and every layer's cost there. A rank whose
+  // data-parallel replicas run on several node kinds takes, per layer and pass, the slowest kind's
+  // time (the replicas meet at every gradient synchronisation), and the smallest GPU's memory.
+  std::vector<const GpuSpec*> gpu(P);       // the slowest kind (all of them when one)
+  std::vector<const GpuSpec*> mem_gpu(P);   // the kind with the least usable memory
   std::vector<Dtype> dtype(P);
   std::vector<const std::vector<LayerCost>*> rank_costs(P);
+  std::vector<std::vector<LayerCost>> mixed_costs(P);
   std::vector<double> limit(P);
   for (int64_t d = 0; d < P; ++d) {
-    const Device& lead = devices_[groups[d].front()];
-    gpu[d] = &cluster_.groups[lead.group].node.gpu;
+    // Each node kind on this rank, with a tensor-parallel group of it (tp devices in a row).
+    std::vector<std::pair<int64_t, const std::vector<LayerCost>*>> kinds;
+    for (size_t first = 0; first < groups[d].size(); first += static_cast<size_t>(s.tp)) {
+      const int64_t kind = devices_[groups[d][first]].group;
+      if (std::any_of(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; }))
+        continue;
+      const std::vector<int64_t> tp_devices(groups[d].begin() + first,
+                                            groups[d].begin() + first + s.tp);
+      const CommGroup tp = make_comm_group(cluster_, devices_, tp_devices);
+      kinds.emplace_back(kind, &layer_costs(kind, tp.nodes, s));
+    }
+    auto total = [](const std::vector<LayerCost>& costs) {
+      double t = 0;
+      for (const auto& c : costs) t += c.total_s();
+      return t;
+    };
+    size_t slowest = 0, smallest = 0;
+    for (size_t k = 1; k < kinds.size(); ++k) {
+      if (total(*kinds[k].second) > total(*kinds[slowest].second)) slowest = k;
+      if (usable_bytes(cluster_.groups[kinds[k].first].node.gpu) <
+          usable_bytes(cluster_.groups[kinds[smallest].first].node.gpu))
+        smallest = k;
+    }
+    gpu[d] = &cluster_.groups[kinds[slowest].first].node.gpu;
+    mem_gpu[d] = &cluster_.groups[kinds[smallest].first].node.gpu;
+    rank_costs[d] = kinds[slowest].second;
+    if (kinds.size() > 1) {
+      mixed_costs[d] = *kinds[slowest].second;
+      for (const auto& [kind, costs] : kinds)
+        for (size_t i = 0; i < costs->size(); ++i) {
+          LayerTimes& t = mixed_costs[d][i].times;
+          const LayerTimes& o = (*costs)[i].times;
+          for (int p = 0; p < kNumPasses; ++p) {
+            t.pass_s[p] = std::max(t.pass_s[p], o.pass_s[p]);
+            t.tp_comm_s[p] = std::max(t.tp_comm_s[p], o.tp_comm_s[p]);
+          }
+          t.recompute_s = std::max(t.recompute_s, o.recompute_s);
+        }
+      rank_costs[d] = &mixed_costs[d];
+      std::string names;
+      for (const auto& [kind, costs] : kinds)
+        names += (names.empty() ? "" : " and ") + cluster_.groups[kind].node.gpu.name;
+      note(fmt::format("pipeline rank {} runs on {}: each layer takes the slowest one's time, "
+                       "memory the smallest one's",
+                       d, names));
+    }
     dtype[d] = cost_.compute_dtype(*gpu[d], model_.dtype);
-    if (dtype[d] != model_.dtype) {
-      const std::string note = fmt::format("{} runs as {} on {}", to_string(model_.dtype),
-                                           to_string(dtype[d]), gpu[d]->name);
-      if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
-        out.notes.push_back(note);
+    for (const auto& [kind, costs] : kinds) {
+      const GpuSpec& g = cluster_.groups[kind].node.gpu;
+      const Dtype computed = cost_.compute_dtype(g, model_.dtype);
+      if (computed != model_.dtype)
+        note(fmt::format("{} runs as {} on {}", to_string(model_.dtype), to_string(computed),
+                         g.name));
+      for (const LayerCost& c : *costs)
+        if (const LayerCorrection* k = c.times.correction)
+          note(fmt::format("{} on {}: whole-layer timings ({}) scale its ops", describe(k->key),
+                           g.name, k->source));
     }
-    std::vector<int64_t> tp_devices(groups[d].begin(), groups[d].begin() + s.tp);
-    const CommGroup tp = make_comm_group(cluster_, devices_, tp_devices);
-    rank_costs[d] = &layer_costs(lead.group, tp.nodes, s);
-    for (const LayerCost& c : *rank_costs[d]) {
-      const LayerCorrection* k = c.times.correction;
-      if (!k) continue;
-      const std::string note =
-          fmt::format("{} on {}: whole-layer timings ({}) scale its ops", describe(k->key),
-                      gpu[d]->name, k->source);
-      if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
-        out.notes.push_back(note);
-    }
-    const double reserve = cost_.fit(*gpu[d]).context_reserve_bytes;
-    limit[d] = gpu[d]->memory_bytes - (reserve > 0 ? reserve : kDefaultReserveBytes);
+    limit[d] = usable_bytes(*mem_gpu[d]);
   }
   std::vector<int64_t> dev(S);
   for (int64_t j = 0; j < S; ++j) dev[j] = device_of_virtual_stage(s, j);
@@ -376,7 +425,9 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
     sp.stage.first_layer = ranges[j].first;
     sp.stage.last_layer = ranges[j].second;
     sp.stage.devices = groups[d];
-    sp.stage.gpu_type = gpu[d]->name;
+    std::set<std::string> types;
+    for (int64_t device : groups[d]) types.insert(cluster_.groups[devices_[device].group].node.gpu.name);
+    for (const auto& t : types) sp.stage.gpu_type += (sp.stage.gpu_type.empty() ? "" : "+") + t;
     const auto& costs = *rank_costs[d];
     for (int64_t i = sp.stage.first_layer; i <= sp.stage.last_layer; ++i) {
       const LayerCost& c = costs[i];
@@ -493,18 +544,18 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
     mem.dtype = dtype[d];
     mem.activations = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
     mem.transient = transient[d];
-    const double reserve = cost_.fit(*gpu[d]).context_reserve_bytes;
+    const double reserve = cost_.fit(*mem_gpu[d]).context_reserve_bytes;
     mem.reserve = reserve > 0 ? reserve : kDefaultReserveBytes;
     memory[d] = device_memory(mem);
     out.peak_memory_bytes.push_back(memory[d].total());
-    if (out.feasible && memory[d].total() > gpu[d]->memory_bytes) {
+    if (out.feasible && memory[d].total() > mem_gpu[d]->memory_bytes) {
       out.feasible = false;
       out.reason_code = "memory";
       out.reason = fmt::format(
           "pipeline rank {} ({}) needs {:.1f} GiB per GPU, it has {:.1f} GiB (weights+grads+"
           "optimizer {:.1f}, activations {:.1f} for a peak of {} chunk activations, transient "
           "{:.1f}, reserve {:.1f})",
-          d, gpu[d]->name, memory[d].total() / kGiB, gpu[d]->memory_bytes / kGiB,
+          d, mem_gpu[d]->name, memory[d].total() / kGiB, mem_gpu[d]->memory_bytes / kGiB,
           (memory[d].weights + memory[d].gradients + memory[d].optimizer) / kGiB,
           memory[d].activations / kGiB, pipe.peak_activation[d], memory[d].transient / kGiB,
           memory[d].reserve / kGiB);
@@ -523,7 +574,11 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
   out.samples_per_s = static_cast<double>(s.global_batch) / out.iteration_s;
   out.tokens_per_s = out.samples_per_s * static_cast<double>(model_.seq_len);
   double peak = 0;
-  for (int64_t d = 0; d < P; ++d) peak += gpu[d]->peak_flops(dtype[d]) * s.dp * s.tp;
+  for (int64_t d = 0; d < P; ++d)
+    for (int64_t device : groups[d]) {
+      const GpuSpec& g = cluster_.groups[devices_[device].group].node.gpu;
+      peak += g.peak_flops(cost_.compute_dtype(g, model_.dtype));
+    }
   out.mfu = model_flops_per_sample(model_) * static_cast<double>(s.global_batch) /
             (out.iteration_s * peak);
   out.bubble_rate = pipe.bubble_rate;

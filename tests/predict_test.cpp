@@ -6,6 +6,7 @@
 #include "cli_test_util.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/document.h"
+#include "costmodel/errors.h"
 #include "costmodel/profile.h"
 #include "search/evaluate.h"
 
@@ -127,6 +128,65 @@ TEST(Evaluate, MemoryRuleAndHeterogeneousPartition) {
   };
   EXPECT_LT(layers(3), layers(0));  // the T4 stage gets fewer layers than the V100 stages
   EXPECT_EQ(p.notes.size(), 2u);    // bf16 runs as fp16 on v100 and on t4
+}
+
+// Data-parallel replicas of one pipeline rank on two GPU kinds (AMP's heterogeneous cluster in
+// cluster order: pp 2 puts devices 8-15, four V100s and four T4s, on rank 1): each layer takes the
+// slower kind's time per pass, and the rank names both kinds.
+TEST(Evaluate, ARankOnTwoGpuKindsTakesTheSlowerPerLayer) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("p3.8xlarge:3,g4dn.12xlarge:1");
+  const CostModel cost(shipped_profile(), cluster);
+  const Evaluator ev(model, cluster, cost);
+  Strategy s;
+  s.dp = 8;
+  s.pp = 2;
+  s.micro_batch = 2;
+  s.global_batch = 32;
+  s.stages = {StageSpec{}, StageSpec{}};
+  s.stages[0].first_layer = 0;
+  s.stages[0].last_layer = 12;
+  s.stages[1].first_layer = 13;
+  s.stages[1].last_layer = 25;
+  const Prediction p = ev.predict(s);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  EXPECT_EQ(p.stages[0].stage.gpu_type, "v100");
+  EXPECT_EQ(p.stages[1].stage.gpu_type, "t4+v100");
+  const auto& v100 = ev.layer_costs(0, 1, s);
+  const auto& t4 = ev.layer_costs(1, 1, s);
+  double f = 0, b = 0, w = 0, t4_f = 0;
+  for (int i = 13; i <= 25; ++i) {
+    f += std::max(v100[i].times.pass_s[0], t4[i].times.pass_s[0]);
+    b += std::max(v100[i].times.pass_s[1], t4[i].times.pass_s[1]);
+    w += std::max(v100[i].times.pass_s[2], t4[i].times.pass_s[2]);
+    t4_f += t4[i].times.pass_s[0];
+  }
+  EXPECT_NEAR(p.stages[1].forward_s, f, 1e-12);
+  EXPECT_NEAR(p.stages[1].backward_input_s, b, 1e-12);
+  EXPECT_NEAR(p.stages[1].backward_weight_s, w, 1e-12);
+  EXPECT_DOUBLE_EQ(f, t4_f);  // the T4 is the slower at every layer here
+  bool noted = false;
+  for (const auto& n : p.notes) noted |= n.find("pipeline rank 1 runs on v100 and t4") == 0;
+  EXPECT_TRUE(noted);
+  // MFU over every device's own peak: 12 V100s and 4 T4s in fp16.
+  const double peak = 12 * 125e12 + 4 * 65e12;
+  EXPECT_NEAR(p.mfu, model_flops_per_sample(model) * 32 / (p.iteration_s * peak), 1e-12);
+
+  // A stage that names one kind for devices of two is an error naming both.
+  s.stages[0].devices = {0, 1, 2, 3, 4, 5, 6, 7};
+  s.stages[1].devices = {8, 9, 10, 11, 12, 13, 14, 15};
+  EXPECT_NEAR(ev.predict(s).iteration_s, p.iteration_s, 1e-15);  // the same devices
+  s.stages[1].gpu_type = "v100";
+  try {
+    ev.predict(s);
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("says gpu_type v100 but its devices are t4+v100"),
+              std::string::npos)
+        << e.what();
+  }
+  s.stages[1].gpu_type = "t4+v100";
+  EXPECT_TRUE(ev.predict(s).feasible);
 }
 
 // A tiny GPT with its LM head tied to the embedding, and the same model with a table of its own.
