@@ -276,6 +276,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
   std::vector<Dtype> dtype(P);
   std::vector<const std::vector<LayerCost>*> rank_costs(P);
   std::vector<std::vector<LayerCost>> mixed_costs(P);
+  std::vector<std::string> rank_type(P);  // its GPU types, joined by "+" in name order
   std::vector<double> limit(P);
   for (int64_t d = 0; d < P; ++d) {
     // Each node kind on this rank, with a tensor-parallel group of it (tp devices in a row).
@@ -304,7 +305,12 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
     gpu[d] = &cluster_.groups[kinds[slowest].first].node.gpu;
     mem_gpu[d] = &cluster_.groups[kinds[smallest].first].node.gpu;
     rank_costs[d] = kinds[slowest].second;
+    rank_type[d] = gpu[d]->name;
     if (kinds.size() > 1) {
+      std::set<std::string> types;
+      for (const auto& [kind, costs] : kinds) types.insert(cluster_.groups[kind].node.gpu.name);
+      rank_type[d].clear();
+      for (const auto& t : types) rank_type[d] += (rank_type[d].empty() ? "" : "+") + t;
       mixed_costs[d] = *kinds[slowest].second;
       for (const auto& [kind, costs] : kinds)
         for (size_t i = 0; i < costs->size(); ++i) {
@@ -425,9 +431,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
     sp.stage.first_layer = ranges[j].first;
     sp.stage.last_layer = ranges[j].second;
     sp.stage.devices = groups[d];
-    std::set<std::string> types;
-    for (int64_t device : groups[d]) types.insert(cluster_.groups[devices_[device].group].node.gpu.name);
-    for (const auto& t : types) sp.stage.gpu_type += (sp.stage.gpu_type.empty() ? "" : "+") + t;
+    sp.stage.gpu_type = rank_type[d];
     const auto& costs = *rank_costs[d];
     for (int64_t i = sp.stage.first_layer; i <= sp.stage.last_layer; ++i) {
       const LayerCost& c = costs[i];
