@@ -115,20 +115,17 @@ std::optional<CommGroup> tp_group_on(const std::string& node_type, int64_t tp, s
     return std::nullopt;
   }
   ClusterSpec cluster;
-  cluster.name = node_type;
-  NodeGroup group;
   try {
-    group.node = load_node(node_type);
+    cluster = load_cluster(node_type + ":1");
   } catch (const InputError& e) {
     why = fmt::format("unknown node preset {}: {}", node_type, e.what());
     return std::nullopt;
   }
-  group.count = 1;
-  if (group.node.gpus < tp) {
-    why = fmt::format("tp {} is wider than a {} node ({} GPUs)", tp, node_type, group.node.gpus);
+  const int64_t gpus = cluster.groups.front().node.gpus;
+  if (gpus < tp) {
+    why = fmt::format("tp {} is wider than a {} node ({} GPUs)", tp, node_type, gpus);
     return std::nullopt;
   }
-  cluster.groups.push_back(group);
   std::vector<int64_t> ranks;
   for (int64_t i = 0; i < tp; ++i) ranks.push_back(i);
   return make_comm_group(cluster, cluster_devices(cluster), ranks);
@@ -192,9 +189,9 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
                           : fmt::format("{}: {} entries, tp {}", m.model, records.size(), m.tp);
     t.dtype = cost.compute_dtype(gpu, m.dtype);
     t.micro_batch = m.micro_batch;
-    std::string why;
-    const std::optional<LayerSpec> layer = m.layer >= 0 ? imported_layer(m, why) : std::nullopt;
-    if (m.layer < 0) why = "maps onto no hetplan layer";
+    std::string why = "maps onto no hetplan layer";
+    std::optional<LayerSpec> layer;
+    if (m.layer >= 0) layer = imported_layer(m, why);
     const std::optional<CommGroup> tp = layer ? tp_group_on(m.node_type, m.tp, why) : std::nullopt;
     if (!layer || !tp) {
       t.unused = why;
@@ -220,7 +217,8 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
   return out;
 }
 
-std::vector<LayerTiming> compare_layer_timings(const Profile& profile, const std::string& gpu_type) {
+std::vector<LayerTiming> compare_layer_timings(const Profile& profile,
+                                               const std::string& gpu_type) {
   ClusterSpec cluster;
   cluster.name = gpu_type;
   NodeGroup group;

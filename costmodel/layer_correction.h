@@ -41,8 +41,9 @@ LayerWork measured_block_work(const LayerMeasurement& m, Dtype dtype);
 
 // One whole-layer timing against the cost model's prediction of the same layer from its ops.
 struct LayerTiming {
-  std::string source;  // "measured" or the importing tool ("imported:amp")
-  std::string what;    // e.g. "gpt block, micro-batch 2" or "amp gpt2 layer 3 (entry 4)"
+  std::string source;  // "measured" (hetplan's profiler) or "imported" (forward times of a tool)
+  // e.g. "gpt block, micro-batch 2" or "gpt2 layer 3 (transformer; entries 4), tp 1"
+  std::string what;
   LayerKey key;
   Dtype dtype = Dtype::kBf16;  // the dtype the GPU computes in
   int64_t micro_batch = 1;
@@ -65,13 +66,14 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
                                                const GpuFit& fit);
 
 // The same for GPU type `gpu_type` of `profile` (a GPU preset), on a cluster of one such GPU.
-std::vector<LayerTiming> compare_layer_timings(const Profile& profile, const std::string& gpu_type);
+std::vector<LayerTiming> compare_layer_timings(const Profile& profile,
+                                               const std::string& gpu_type);
 
 // The ratios of one layer shape on one GPU type, by micro-batch.
 struct LayerCorrection {
   LayerKey key;
   Dtype dtype = Dtype::kBf16;
-  std::string source;  // "measured", or e.g. "imported:amp (forward; B and W take its ratio)"
+  std::string source;  // "measured", or "imported (forward; B and W take its ratio)"
   struct Point {
     int64_t micro_batch = 1;
     std::array<double, kNumPasses> ratio{1, 1, 1};

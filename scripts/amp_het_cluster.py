@@ -119,6 +119,11 @@ def errors(predicted, measured):
             "spearman_throughput": spearman([1 / p for p in predicted], [1 / m for m in measured])}
 
 
+def fastest(rows, key):
+    """The trial of the row with the least `key`, or None."""
+    return min(rows, key=lambda r: r[key])["trial"] if rows else None
+
+
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -129,7 +134,8 @@ def run(cmd):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out-dir", required=True, help="strategies, predictions, measurements, report")
+    ap.add_argument("--out-dir", required=True,
+                    help="strategies, predictions, measurements, report")
     ap.add_argument("--trials", default=os.path.join(DATA, "trials.csv"))
     ap.add_argument("--calibration", action="append", default=[],
                     help="calibration files added to the shipped ones (repeatable)")
@@ -164,7 +170,8 @@ def main():
         with open(ppath) as f:
             predicted = json.load(f)["predicted"]
         m = {"model": MODEL_NAME, "cluster": CLUSTER, "strategy": strategy,
-             "source": "imported:amp", "origin": f"{os.path.relpath(args.trials, ROOT)}:{t['line']}"}
+             "source": "imported:amp",
+             "origin": f"{os.path.relpath(args.trials, ROOT)}:{t['line']}"}
         if math.isfinite(t["measured"]):
             m["iteration_s"] = t["measured"]
         else:
@@ -201,9 +208,9 @@ def main():
         "hetplan": errors([r["hetplan_predicted_s"] for r in timed],
                           [r["measured_s"] for r in timed]),
         "amp": errors([r["amp_predicted_s"] for r in timed], [r["measured_s"] for r in timed]),
-        "best_measured": min(timed, key=lambda r: r["measured_s"])["trial"] if timed else None,
-        "best_by_hetplan": min(timed, key=lambda r: r["hetplan_predicted_s"])["trial"] if timed else None,
-        "best_by_amp": min(timed, key=lambda r: r["amp_predicted_s"])["trial"] if timed else None,
+        "best_measured": fastest(timed, "measured_s"),
+        "best_by_hetplan": fastest(timed, "hetplan_predicted_s"),
+        "best_by_amp": fastest(timed, "amp_predicted_s"),
         "rows": rows,
     }
     print(f"{'trial':>5} {'mb':>3} {'tp':>3} {'dp':>3} {'pp':>3} {'measured':>9} {'hetplan':>9} "
@@ -212,7 +219,8 @@ def main():
         s = r["strategy"]
         meas = r["measured_s"]
         het = r["hetplan_predicted_s"] if r["hetplan_feasible"] else float("nan")
-        err = lambda p: f"{100 * (p / meas - 1):+6.0f}%" if math.isfinite(meas) and p == p else "      -"
+        err = lambda p: (f"{100 * (p / meas - 1):+6.0f}%"
+                         if math.isfinite(meas) and math.isfinite(p) else "      -")
         print(f"{r['trial']:>5} {s['micro_batch']:>3} {s['tp']:>3} {s['dp']:>3} {s['pp']:>3} "
               f"{meas:>8.2f}s {het:>8.2f}s {err(het)} {r['amp_predicted_s']:>7.2f}s "
               f"{err(r['amp_predicted_s'])}"
@@ -220,7 +228,8 @@ def main():
     for name in ("hetplan", "amp"):
         e = summary[name]
         print(f"{name:>8}: {e['count']} trials, median |error| {100 * e['median_ape']:.1f}%, "
-              f"p90 {100 * e['p90_ape']:.1f}%, Spearman (throughput) {e['spearman_throughput']:.3f}")
+              f"p90 {100 * e['p90_ape']:.1f}%, "
+              f"Spearman (throughput) {e['spearman_throughput']:.3f}")
     print(f"fastest measured: trial {summary['best_measured']}; fastest by hetplan: trial "
           f"{summary['best_by_hetplan']}; by AMP: trial {summary['best_by_amp']}")
     for s in skipped:

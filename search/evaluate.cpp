@@ -337,10 +337,15 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
       if (computed != model_.dtype)
         note(fmt::format("{} runs as {} on {}", to_string(model_.dtype), to_string(computed),
                          g.name));
-      for (const LayerCost& c : *costs)
-        if (const LayerCorrection* k = c.times.correction)
-          note(fmt::format("{} on {}: whole-layer timings ({}) scale its ops", describe(k->key),
-                           g.name, k->source));
+      // One note per correction, formatted once (this runs for every candidate of a search).
+      std::vector<const LayerCorrection*> used;
+      for (const LayerCost& c : *costs) {
+        const LayerCorrection* k = c.times.correction;
+        if (k && std::find(used.begin(), used.end(), k) == used.end()) used.push_back(k);
+      }
+      for (const LayerCorrection* k : used)
+        note(fmt::format("{} on {}: whole-layer timings ({}) scale its ops", describe(k->key),
+                         g.name, k->source));
     }
     limit[d] = usable_bytes(*mem_gpu[d]);
   }
