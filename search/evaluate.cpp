@@ -96,6 +96,9 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
   for (int64_t g = 0; g < group; ++g) first += cluster_.groups[g].count * cluster_.groups[g].node.gpus;
   std::vector<int64_t> tp_devices;
   const int64_t per_node = (s.tp + tp_nodes - 1) / tp_nodes;
+  if (tp_nodes > ng.count || per_node > ng.node.gpus)
+    throw std::logic_error(fmt::format("layer_costs: tp {} over {} nodes does not fit {} x {}",
+                                       s.tp, tp_nodes, ng.count, ng.node.name));
   for (int64_t i = 0; i < s.tp; ++i)
     tp_devices.push_back(first + (i / per_node) * ng.node.gpus + i % per_node);
   const CommGroup tp = make_comm_group(cluster_, devices_, tp_devices);
@@ -606,7 +609,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
       {"compute", static_cast<double>(m) * (busy[crit] - comm[crit])},
       {"tp_comm", static_cast<double>(m) * comm[crit]},
       {"pp_p2p", p2p},
-      {"pp_bubble", pipe.makespan_s - static_cast<double>(m) * busy[crit] - p2p},
+      {"pp_bubble", idle - p2p},  // >= 0: rounding can put the makespan a hair below m x busy
       {"dp_sync", exposed[tail_rank]},
       {"optimizer", optimizer[tail_rank]},
   };

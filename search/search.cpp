@@ -26,7 +26,6 @@ struct Placement {
   int64_t dp = 1, tp = 1, pp = 1;
   std::vector<StageSpec> stages;     // devices and GPU types; layers left to the partition
   std::vector<int64_t> stage_group;  // node group of each stage
-  int64_t tp_nodes = 1;              // nodes a tensor-parallel group spans
   double max_memory_bytes = 0;       // the largest device memory among the stages
 };
 
@@ -66,6 +65,11 @@ class TrainingSearch {
       for (const auto& info : pipeline::schedules()) schedules_.push_back(info.name);
     else
       schedules_ = o.schedules;
+    // With one stage every schedule is plain gradient accumulation over the micro-batches, except
+    // that GPipe keeps all of their activations; 1F1B (one in flight) stands for them all.
+    single_stage_schedule_ = schedules_.front();
+    for (const auto& name : schedules_)
+      if (name == "1f1b") single_stage_schedule_ = name;
   }
 
   SearchResult run() {
@@ -186,7 +190,7 @@ class TrainingSearch {
                       prune("pp");
                     } else if (zero >= 2 && pp > 1) {
                       prune("zero");
-                    } else if ((pp == 1 && sched != schedules_.front()) ||
+                    } else if ((pp == 1 && sched != single_stage_schedule_) ||
                                (rc == Recompute::kSelective && s.flash_attention) ||
                                (zero > 0 && dp == 1)) {
                       prune("equivalent");  // same plan as another candidate
@@ -212,8 +216,6 @@ class TrainingSearch {
       p.max_memory_bytes = std::max(p.max_memory_bytes,
                                     ev_.cluster().groups[d.group].node.gpu.memory_bytes);
     }
-    const int64_t per_node = ev_.cluster().groups[p.stage_group.front()].node.gpus;
-    p.tp_nodes = (tp + per_node - 1) / per_node;
     p.stages = std::move(stages);
     placements_.push_back(std::move(p));
     return placements_.size() - 1;
@@ -245,7 +247,12 @@ class TrainingSearch {
     kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
     const size_t L = ev_.model().layers.size();
     std::vector<const std::vector<LayerCost>*> costs;
-    for (int64_t g : kinds) costs.push_back(&ev_.layer_costs(g, p.tp_nodes, c.strategy));
+    for (int64_t g : kinds) {
+      // A tensor-parallel group spans as few nodes of its kind as hold it.
+      const int64_t per_node = ev_.cluster().groups[g].node.gpus;
+      const int64_t tp_nodes = (c.strategy.tp + per_node - 1) / per_node;
+      costs.push_back(&ev_.layer_costs(g, tp_nodes, c.strategy));
+    }
     std::vector<double> fastest(L, std::numeric_limits<double>::infinity());
     for (const auto* k : costs)
       for (size_t i = 0; i < L; ++i) fastest[i] = std::min(fastest[i], (*k)[i].total_s());
@@ -387,6 +394,7 @@ class TrainingSearch {
   const Evaluator& ev_;
   const SearchOptions& o_;
   std::vector<std::string> schedules_;
+  std::string single_stage_schedule_;  // the one schedule tried with pp 1
   std::vector<Placement> placements_;
   std::vector<Candidate> candidates_;
   std::vector<std::pair<int64_t, RankedStrategy>> top_;  // (candidate id, result), best first

@@ -94,6 +94,48 @@ TEST(Search, PrunedAndExhaustiveSearchAgreeOnSmallProblems) {
             search_training(s.ev, exhaustive).stats.evaluated);  // the bound does prune
 }
 
+TEST(Search, TensorGroupsOfEightOnFourGpuNodesListedFirst) {
+  // The node kinds' sizes differ: a tp-8 group spans two 4-GPU g4dn nodes but one p4d node. With
+  // the 4-GPU kind listed first the lower bound once laid the p4d group over two p4d nodes (of
+  // one) and read past the device list.
+  Problem s("gpt2-medium", "g4dn.12xlarge:2,p4d.24xlarge:1");
+  SearchOptions o = options(64, 3);
+  o.tensor_widths = {8};
+  const SearchResult r = search_training(s.ev, o);
+  ASSERT_FALSE(r.top.empty());
+  for (const auto& t : r.top) {
+    EXPECT_EQ(t.strategy.tp, 8);
+    // Each pipeline rank's tp group stays on one node kind: the 8 GPUs of the two g4dn nodes
+    // (devices 0-7) or the p4d's (8-15).
+    for (const auto& st : t.predicted.stages) {
+      const auto [lo, hi] = std::minmax_element(st.stage.devices.begin(), st.stage.devices.end());
+      EXPECT_TRUE(*hi < 8 || *lo >= 8) << st.stage.gpu_type;
+    }
+  }
+}
+
+TEST(Search, OneStageIsGradientAccumulationNotGpipe) {
+  // With pp 1 the search tries one schedule for all. GPipe keeps every micro-batch's activations;
+  // 1F1B, which is plain gradient accumulation at pp 1, keeps one. GPT-3 1.3B with micro-batch 8
+  // (m = 2 per replica at dp 16) fits a 40 GB A100 only the latter way.
+  Problem s("gpt3-1.3b", "p4d.24xlarge:2");
+  const SearchResult r = search_training(s.ev, options(256, 3));
+  ASSERT_FALSE(r.top.empty());
+  const Strategy& best = r.top.front().strategy;
+  EXPECT_EQ(best.pp, 1);  // it was dp 8 pp 2 (zb-h2), 5% slower, before
+  EXPECT_EQ(best.schedule, "1f1b");
+  EXPECT_EQ(best.dp, 16);
+  EXPECT_EQ(best.micro_batch, 8);
+
+  Strategy gpipe = best;
+  gpipe.schedule = "gpipe";
+  gpipe.stages.clear();
+  const Prediction p = s.ev.predict(gpipe);
+  EXPECT_FALSE(p.feasible);  // 2 micro-batches of activations do not fit
+  gpipe.schedule = "1f1b";
+  EXPECT_DOUBLE_EQ(s.ev.predict(gpipe).iteration_s, r.top.front().predicted.iteration_s);
+}
+
 TEST(Search, SameResultForAnyThreadCount) {
   Problem s("gpt2-medium", "g4dn.12xlarge:4");
   SearchOptions one = options(32, 8);
