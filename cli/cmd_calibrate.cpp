@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "profiler/common/dtypes.h"
 #include "profiler/common/gpu_module.h"
@@ -59,24 +60,25 @@ CommandRunner declare_calibrate(CLI::App& app) {
                  "MODEL (repeatable): its layers' GEMMs and per-layer F/B/W timing")
       ->type_name("MODEL");
   app.add_flag("--collectives", o->collectives, "NCCL collectives, p2p and host-device copies");
-  app.add_option("--device", o->device, "GPU index (default 0)")->check(CLI::NonNegativeNumber);
+  app.add_option("--device", o->device, "GPU index (default 0)")->check(kNonNegative);
   app.add_option(
       "--dtypes", *dtypes,
       "GEMM dtypes, comma-separated: fp32,tf32,fp16,bf16,fp8 (default: all the GPU has)");
   app.add_option("--micro-batches", o->micro_batches,
                  "Micro-batch sizes for --layers (default 1 2 4 8)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--tp", o->tensor_widths, "Tensor-parallel widths for --layers (default 1 2 4 8)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--seq-len", o->seq_len, "Sequence length for --layers (default: the model's)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive)
+      ->check(kPositive);
   app.add_flag_callback(
       "--no-cupti", [o] { o->cupti = false; }, "Do not trace kernels with CUPTI");
   app.add_option("--stop-after", o->stop_after,
                  "Stop after N new measurements as if interrupted (for testing --resume)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.footer("With no section flag, every section runs (--layers with gpt2-medium and llama2-7b).");
   return [o, dtypes] {
     if (!dtypes->empty()) o->dtypes = profiler::parse_dtype_list(*dtypes);

@@ -11,6 +11,7 @@
 #include "cli/cmd_model_info.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "costmodel/measurements.h"
 #include "costmodel/model.h"
@@ -76,7 +77,8 @@ CommandRunner declare_measure(CLI::App& app) {
       ->required();
   app.add_option("--strategy", o->strategy, "Strategy file (JSON or YAML)")->required();
   app.add_option("--out", o->out, "Measurements file to write")->required();
-  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)")
+      ->check(kPositive);
   app.add_option("--cluster", o->cluster, "Cluster name to record with the measurement");
   app.add_option("--python", o->python,
                  "Python with PyTorch (default: $HETPLAN_PYTHON, else python3)");

@@ -5,6 +5,7 @@
 #include "cli/cmd_model_info.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "costmodel/layer_ops.h"
 #include "costmodel/model.h"
@@ -148,7 +149,8 @@ CommandRunner declare_model_info(CLI::App& app) {
   auto o = std::make_shared<Options>();
   app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
       ->required();
-  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)")
+      ->check(kPositive);
   app.add_option("--json", o->json, "Write the layer list as JSON to FILE ('-' for stdout)")
       ->expected(0, 1)
       ->default_str("-");
@@ -157,10 +159,10 @@ CommandRunner declare_model_info(CLI::App& app) {
                "kernels with bytes, attention, tensor-parallel collectives, activation bytes");
   app.add_option("--micro-batch", o->shape.micro_batch, "Micro-batch size for --work")
       ->default_val(1)
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--tp", o->shape.tp, "Tensor-parallel width for --work")
       ->default_val(1)
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_flag("--sequence-parallel", o->shape.sequence_parallel, "Sequence parallelism (--work)");
   app.add_flag("--no-flash-attention", o->no_flash, "Unfused attention (--work)");
   app.add_flag("--no-grad-accumulation-fusion", o->no_fusion,

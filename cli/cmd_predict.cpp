@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/model.h"
@@ -57,7 +58,8 @@ CommandRunner declare_predict(CLI::App& app) {
   app.add_option("--strategy", o->strategy, "Strategy file (JSON or YAML)")->required();
   app.add_option("--calibration", o->calibration,
                  "Calibration files, profiles or directories (repeatable)");
-  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)")
+      ->check(kPositive);
   app.add_flag("--no-default-calibration", o->no_default_calibration,
                "Do not load the shipped calibration_data/");
   app.add_option("--json", o->json, "Write the prediction as JSON to FILE ('-' for stdout)");

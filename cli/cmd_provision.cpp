@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/validators.h"
 #include "costmodel/model.h"
 #include "search/provision.h"
 
@@ -24,15 +25,17 @@ CommandRunner declare_provision(CLI::App& app) {
       ->delimiter(',');
   app.add_option("--global-batch", o->global_batch, "Samples per iteration")
       ->required()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+      ->check(kPositive);
+  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)")
+      ->check(kPositive);
   app.add_option("--max-nodes", o->max_nodes, "Largest count per node type (tried: 1, 2, 4, ...)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--max-types", o->max_types, "At most this many node types in one mix")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--budget", o->budget, "Largest price per hour in dollars (0: none)");
-  app.add_option("--top", o->top, "Rows to print");
-  app.add_option("--threads", o->threads, "Worker threads for each search")->check(CLI::PositiveNumber);
+      ->check(kPositive);
+  app.add_option("--budget", o->budget, "Largest price per hour in dollars (0: none)")
+      ->check(kNonNegative);
+  app.add_option("--top", o->top, "Rows to print")->check(kPositive);
+  app.add_option("--threads", o->threads, "Worker threads for each search")->check(kPositive);
   app.add_option("--calibration", o->calibration, "Calibration files, profiles or directories");
   app.add_flag("--no-default-calibration", o->no_default_calibration,
                "Do not load the shipped calibration_data/");
@@ -69,6 +72,10 @@ CommandRunner declare_provision(CLI::App& app) {
     const auto infeasible = std::count_if(r.mixes.begin(), r.mixes.end(),
                                           [](const ProvisionedMix& m) { return !m.feasible; });
     if (infeasible) fmt::print("{} mixes could not train the model (nothing fits)\n", infeasible);
+    if (r.over_budget)
+      fmt::print("{} mixes cost more than the ${:.2f}/hour budget (the cheapest of them, {}, "
+                 "costs ${:.2f}/hour)\n",
+                 r.over_budget, o->budget, r.cheapest_over, r.cheapest_over_price);
     if (!o->json.empty()) {
       Json out;
       out["context"] = run_context("provision", profile);

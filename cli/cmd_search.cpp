@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/validators.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
@@ -78,25 +79,28 @@ CommandRunner declare_search(CLI::App& app) {
       ->required();
   app.add_option("--global-batch", o->global_batch, "Samples per iteration")
       ->required()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+      ->check(kPositive);
+  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)")
+      ->check(kPositive);
   app.add_option("--calibration", o->calibration,
                  "Calibration files, profiles or directories (repeatable)");
   app.add_flag("--no-default-calibration", o->no_default_calibration,
                "Do not load the shipped calibration_data/");
   app.add_option("--top", o->top, "How many strategies to keep (default 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
   app.add_option("--threads", o->threads, "Worker threads (the result does not depend on it)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--schedules", o->schedules, "Pipeline schedules to consider (default: all)")
       ->delimiter(',');
   app.add_option("--micro-batches", o->micro_batches,
                  "Micro-batch sizes to consider (default: divisors of the batch up to 64)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(kPositive);
   app.add_option("--tensor-widths", o->tensor_widths,
                  "Tensor-parallel widths to consider (default: powers of two up to 2 nodes)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(kPositive);
   app.add_option("--max-zero", o->max_zero, "Highest ZeRO stage to consider (0-3, default 3)")
       ->check(CLI::Range(0, 3));
   app.add_flag("--exhaustive", o->exhaustive, "Cost every valid candidate (no bound pruning)");

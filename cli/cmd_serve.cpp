@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
 #include "search/serve/cost_layer_time.h"
@@ -85,22 +86,22 @@ CommandRunner declare_serve(CLI::App& app) {
                  "searching");
   app.add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
   app.add_option("--time-limit", o->time_limit_s, "Search time limit in seconds (default 60)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--threads", o->threads, "Threads for the search (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--seed", o->seed, "Seed of the search, baselines and trace (default 1)");
   app.add_option("--evaluations", o->evaluations,
                  "Max-flow evaluations per local search (default 100000)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--requests", o->requests, "Requests in the simulated trace (default 1000)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   app.add_option("--rate", o->rate,
                  "Arrival rate of the trace, requests/s (default: half the max flow)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--prompt-tokens", o->prompt_tokens, "Mean prompt length (default 750)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--output-tokens", o->output_tokens, "Mean output length (default 240)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--kv-reserve", o->kv_reserve,
                  "Share of VRAM weights must leave free for KV cache (default 0.48)")
       ->check(CLI::Range(0.0, 0.95));

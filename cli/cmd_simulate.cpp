@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "search/pipeline/schedule.h"
 #include "search/pipeline/timeline_text.h"
@@ -112,8 +113,12 @@ int run_simulate(const SimulateOptions& o) {
 CommandRunner declare_simulate(CLI::App& app) {
   auto o = std::make_shared<SimulateOptions>();
   app.add_option("--schedule", o->schedule, schedule_help())->required();
-  app.add_option("--stages", o->stages, "pipeline stages (devices), p")->required();
-  app.add_option("--microbatches", o->microbatches, "micro-batches per iteration, m")->required();
+  app.add_option("--stages", o->stages, "pipeline stages (devices), p")
+      ->required()
+      ->check(kPositive);
+  app.add_option("--microbatches", o->microbatches, "micro-batches per iteration, m")
+      ->required()
+      ->check(kPositive);
   const char* per_stage =
       " (one value for every stage, or a comma-separated value per virtual "
       "stage in model order; per chunk for the V schedules)";
@@ -137,7 +142,8 @@ CommandRunner declare_simulate(CLI::App& app) {
   app.add_option("--activation-limit", o->activation_limit,
                  "most chunk activations a stage may hold; gives the lowest-bubble schedule of "
                  "the named schedule's family within it (0 = the schedule's own)");
-  app.add_option("--chunks", o->chunks, "virtual stages per device (interleaved; default 2)");
+  app.add_option("--chunks", o->chunks, "virtual stages per device (interleaved; default 2)")
+      ->check(kPositive);
   app.add_option("--activation-bytes", o->activation_bytes,
                  "activation bytes one micro-batch keeps per virtual stage, to report peak bytes")
       ->delimiter(',');

@@ -39,7 +39,14 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
   const auto start = std::chrono::steady_clock::now();
   if (o.node_types.empty()) throw InputError("--nodes: expected at least one node type");
   std::vector<NodeSpec> nodes;
-  for (const auto& name : o.node_types) nodes.push_back(load_node(name));
+  for (size_t i = 0; i < o.node_types.size(); ++i) {
+    for (size_t j = 0; j < i; ++j)
+      if (o.node_types[j] == o.node_types[i])
+        throw InputError(fmt::format("--nodes: {} is listed twice (each node type once; "
+                                     "--max-nodes sets how many of each are tried)",
+                                     o.node_types[i]));
+    nodes.push_back(load_node(o.node_types[i]));
+  }
   std::vector<std::vector<int64_t>> mixes;
   std::vector<int64_t> current(nodes.size(), 0);
   enumerate(nodes, counts_up_to(o.max_nodes_per_type), o.max_types, 0, current, mixes);
@@ -56,7 +63,13 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
       price += nodes[i].price_per_hour * static_cast<double>(mixes[k][i]);
       name += fmt::format("{}{}:{}", name.empty() ? "" : ",", nodes[i].name, mixes[k][i]);
     }
-    if (o.max_price_per_hour > 0 && price > o.max_price_per_hour) continue;
+    if (o.max_price_per_hour > 0 && price > o.max_price_per_hour) {
+      if (result.over_budget++ == 0 || price < result.cheapest_over_price) {
+        result.cheapest_over = name;
+        result.cheapest_over_price = price;
+      }
+      continue;
+    }
     cluster.name = name;
     cluster.origin = "provision " + name;
     ++result.mixes_tried;

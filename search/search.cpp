@@ -406,6 +406,12 @@ class TrainingSearch {
 }  // namespace
 
 SearchResult search_training(const Evaluator& evaluator, const SearchOptions& options) {
+  for (int64_t mb : options.micro_batches)
+    if (mb <= 0) throw InputError(fmt::format("micro-batches: expected sizes > 0, got {}", mb));
+  for (int64_t tp : options.tensor_widths)
+    if (tp <= 0) throw InputError(fmt::format("tensor widths: expected widths > 0, got {}", tp));
+  if (options.global_batch <= 0)
+    throw InputError(fmt::format("global batch: expected > 0, got {}", options.global_batch));
   return TrainingSearch(evaluator, options).run();
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "costmodel/errors.h"
+
 namespace hetplan {
 namespace {
 
@@ -46,6 +48,24 @@ TEST(Provision, BudgetExcludesExpensiveMixes) {
                                       load_profile_inputs({default_calibration_dir().string()}), o);
   EXPECT_EQ(r.mixes_tried, 2);
   for (const auto& m : r.mixes) EXPECT_LE(m.price_per_hour, 10);
+  // The other six are counted, with the cheapest of them: one p3.8xlarge at $12.24/h.
+  EXPECT_EQ(r.over_budget, 6);
+  EXPECT_EQ(r.cheapest_over, "p3.8xlarge:1");
+  EXPECT_DOUBLE_EQ(r.cheapest_over_price, 12.24);
+}
+
+TEST(Provision, ANodeTypeListedTwiceIsAnInputError) {
+  ProvisionOptions o;
+  o.node_types = {"g4dn.12xlarge", "g4dn.12xlarge"};
+  o.search.global_batch = 16;
+  try {
+    provision(load_model("gpt2-medium"), load_profile_inputs({default_calibration_dir().string()}),
+              o);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--nodes: g4dn.12xlarge is listed twice"),
+              std::string::npos);
+  }
 }
 
 }  // namespace

@@ -265,6 +265,28 @@ TEST(SearchCli, WritesTheContractJson) {
   std::filesystem::remove_all(dir);
 }
 
+// Zero or negative sizes are exit 2 naming the option (a zero micro-batch once divided by zero).
+TEST(SearchCli, NonPositiveSizesNameTheOption) {
+  const std::string base = "--model gpt2-medium --cluster g4dn.12xlarge:4 ";
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"search " + base + "--global-batch 32 --micro-batches 0",
+            "--micro-batches: expected a number > 0, got 0"},
+           {"search " + base + "--global-batch 32 --tensor-widths 2,0",
+            "--tensor-widths: expected a number > 0, got 0"},
+           {"search " + base + "--global-batch 0", "--global-batch: expected a number > 0, got 0"},
+           {"search " + base + "--global-batch 32 --seq-len -5",
+            "--seq-len: expected a number > 0, got -5"},
+           {"model-info --model gpt2-medium --seq-len 0", "--seq-len: expected a number > 0, got 0"},
+           {"provision --model gpt2-medium --nodes g4dn.12xlarge --global-batch 8 --top 0",
+            "--top: expected a number > 0, got 0"},
+           {"provision --model gpt2-medium --nodes g4dn.12xlarge --global-batch 8 --budget -5",
+            "--budget: expected a number >= 0, got -5"}}) {
+    const auto r = testing::run_hetplan(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
 // With idle nodes allowed, search and predict say which node groups the plan leaves idle, and
 // predict times the search's plan alike.
 TEST(SearchCli, IdleNodesAreNamed) {
