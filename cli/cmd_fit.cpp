@@ -38,9 +38,17 @@ std::vector<CalibrationFile> shipped_priors(const std::vector<CalibrationFile>& 
     if (!f.context.gpu_type.empty()) types.insert(f.context.gpu_type);
   const auto dir = default_calibration_dir();
   if (types.empty() || !std::filesystem::is_directory(dir)) return {};
+  std::vector<std::filesystem::path> given;
+  for (const auto& f : inputs) given.push_back(f.origin);
   std::vector<CalibrationFile> out;
-  for (auto& f : read_profile_inputs({dir.string()}).calibrations)
-    if (f.context.source == "datasheet" && types.count(f.context.gpu_type)) out.push_back(f);
+  for (auto& f : read_profile_inputs({dir.string()}).calibrations) {
+    if (f.context.source != "datasheet" || !types.count(f.context.gpu_type)) continue;
+    // A prior given as an input too is fitted once, as the input.
+    std::vector<std::filesystem::path> paths = given;
+    paths.push_back(f.origin);
+    const auto repeats = repeated_inputs(paths);
+    if (repeats.empty() || repeats.back().index != given.size()) out.push_back(f);
+  }
   return out;
 }
 
@@ -162,7 +170,13 @@ CommandRunner declare_fit(CLI::App& app) {
   app.add_flag("--require-targets", o->require_targets,
                "Exit 1 when a held-out GEMM score misses the targets (median 3%, p95 8%)");
   return [o]() {
+    check_outputs(o->inputs, {{"--out", o->out}, {"--json", o->json}});
     ProfileInputs in = read_profile_inputs(o->inputs);
+    if (!in.repeated.empty())
+      throw InputError(
+          fmt::format("{}: a file given twice would count its records twice (layer "
+                      "timings are summed per layer); give each file once",
+                      describe(in.repeated.front())));
     if (in.calibrations.empty() && in.profiles.empty())
       throw InputError("no calibration files found in the inputs");
     std::vector<CalibrationFile> files = o->no_default_calibration

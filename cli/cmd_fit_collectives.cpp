@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "costmodel/calibration_merge.h"
 #include "costmodel/fit_collectives.h"
+#include "costmodel/input_files.h"
 
 namespace hetplan::cli {
 
@@ -21,6 +23,8 @@ CommandRunner declare_fit_collectives(CLI::App& app) {
       ->check(CLI::ExistingFile);
   app.add_option("--out", args->out, "write the fit as JSON");
   return [args]() {
+    check_outputs(args->inputs, {{"--out", args->out}});
+    require_distinct_inputs({args->inputs.begin(), args->inputs.end()});
     std::vector<CalibrationFile> files;
     for (const auto& path : args->inputs) files.push_back(load_calibration(path));
     const CommunicationFit fit = fit_communication(merge_calibration_files(files));

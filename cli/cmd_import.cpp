@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "costmodel/errors.h"
+#include "costmodel/input_files.h"
 #include "report/import/importers.h"
 
 namespace hetplan::cli {
@@ -54,8 +55,10 @@ CommandRunner declare_import(CLI::App& app) {
       ->check(CLI::IsMember({"none", "selective", "full"}));
   return [o]() {
     const ImporterSpec& importer = find_importer(o->format);
+    check_outputs(o->inputs, {{"--out", o->out}});
     ImportRequest r;
     for (const auto& in : o->inputs) r.inputs.emplace_back(in);
+    require_distinct_inputs(r.inputs);
     r.log.model = o->model;
     r.log.cluster = o->cluster;
     r.log.gpu_type = o->gpu_type;

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "costmodel/calibration_merge.h"
+#include "costmodel/input_files.h"
 
 namespace hetplan::cli {
 
@@ -18,6 +20,8 @@ CommandRunner declare_merge(CLI::App& app) {
       ->check(CLI::ExistingFile);
   app.add_option("--out", args->out, "merged calibration file to write")->required();
   return [args]() {
+    check_outputs(args->inputs, {{"--out", args->out}});
+    require_distinct_inputs({args->inputs.begin(), args->inputs.end()});
     std::vector<CalibrationFile> files;
     for (const auto& path : args->inputs) files.push_back(load_calibration(path));
     const CalibrationFile merged = merge_calibration_files(files);

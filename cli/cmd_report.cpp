@@ -35,6 +35,10 @@ CommandRunner declare_report(CLI::App& app) {
   app.add_option("--title", o->in.title, "Page title");
   app.add_option("--json", o->json, "Also write the report's data (matches, metrics) as JSON");
   return [o]() {
+    std::vector<std::string> inputs = o->in.predictions;
+    inputs.insert(inputs.end(), o->in.measurements.begin(), o->in.measurements.end());
+    inputs.insert(inputs.end(), o->in.calibration.begin(), o->in.calibration.end());
+    check_outputs(inputs, {{"--out", o->out}, {"--json", o->json}});
     o->in.command = "hetplan report";
     for (const auto& p : o->in.predictions) o->in.command += " --predictions " + p;
     for (const auto& m : o->in.measurements) o->in.command += " --measurements " + m;

@@ -7,8 +7,10 @@
 #include <iterator>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "costmodel/calibration.h"
+#include "costmodel/errors.h"
 #include "costmodel/topology.h"
 
 namespace hetplan::cli {
@@ -22,7 +24,11 @@ Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpe
   }
   paths.insert(paths.end(), cluster.calibration.begin(), cluster.calibration.end());
   paths.insert(paths.end(), extra.begin(), extra.end());
-  return load_profile_inputs(paths);
+  // The shipped folder, the cluster file's own files and --calibration may name a file twice:
+  // it is read once (its layer records would otherwise count twice).
+  const ProfileInputs in = read_profile_inputs(paths);
+  for (const auto& r : in.repeated) fmt::print(stderr, "note: {}: read once\n", describe(r));
+  return merge_fitted(in.calibrations, in.profiles);
 }
 
 Json run_context(const std::string& command, const Profile& profile) {
@@ -49,6 +55,62 @@ void write_json_output(const Json& j, const std::string& path) {
     return;
   }
   write_json_atomically(j, path);
+}
+
+namespace {
+
+// The regular files an input names: itself, or every file under a folder.
+std::vector<std::filesystem::path> input_files(const std::string& input) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(input, ec)) return {input};
+  std::vector<fs::path> out;
+  for (auto it = fs::recursive_directory_iterator(input, ec); !ec && it != fs::end(it);
+       it.increment(ec))
+    if (it->is_regular_file(ec)) out.push_back(it->path());
+  return out;
+}
+
+}  // namespace
+
+void check_outputs(const std::vector<std::string>& inputs,
+                   const std::vector<std::pair<std::string, std::string>>& outputs) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (const auto& in : inputs) {
+    const auto f = input_files(in);
+    files.insert(files.end(), f.begin(), f.end());
+  }
+  std::vector<std::pair<std::string, fs::path>> seen;  // "--out p.json", canonical path
+  for (const auto& [option, value] : outputs) {
+    if (value.empty() || value == "-") continue;
+    const fs::path out(value);
+    std::error_code ec;
+    const fs::file_status status = fs::status(out, ec);
+    if (fs::is_directory(status))
+      throw InputError(fmt::format("{} {}: a folder; expected a file to write", option, value));
+    if (fs::exists(status))
+      for (const auto& f : files)
+        if (fs::equivalent(out, f, ec) && !ec)
+          throw InputError(
+              fmt::format("{} {}: also an input ({}); writing it would replace what "
+                          "is being read; write elsewhere",
+                          option, value, f.string()));
+    const fs::path canonical = fs::weakly_canonical(out, ec);
+    for (const auto& [other, path] : seen)
+      if (!canonical.empty() && canonical == path)
+        throw InputError(fmt::format("{} {}: the same file as {}; give two different files", option,
+                                     value, other));
+    seen.emplace_back(option + " " + value, canonical);
+    if (fs::exists(status) && !fs::is_regular_file(status)) continue;  // a device or pipe
+    const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+    if (!fs::is_directory(dir, ec))
+      throw InputError(
+          fmt::format("{} {}: no folder {}; create it first", option, value, dir.string()));
+    if (::access(dir.c_str(), W_OK) != 0)
+      throw InputError(
+          fmt::format("{} {}: the folder {} is not writable", option, value, dir.string()));
+  }
 }
 
 std::string own_command_line() {

@@ -34,4 +34,12 @@ std::string format_gib(double bytes);
 // Writes JSON to a file (atomically) or, for "-", to stdout.
 void write_json_output(const Json& j, const std::string& path);
 
+// Checks made before a command that reads `inputs` (files or folders) writes `outputs`, so that it
+// fails at once with exit status 2 instead of after the work (docs/cli.md "Inputs and outputs"):
+// no output is an input (the same file, also under an input folder) or another output, and each
+// output's folder exists and is writable. `outputs` pairs an option with its value ("--out",
+// "p.json"); empty values and "-" (stdout) are skipped. Throws InputError.
+void check_outputs(const std::vector<std::string>& inputs,
+                   const std::vector<std::pair<std::string, std::string>>& outputs);
+
 }  // namespace hetplan::cli

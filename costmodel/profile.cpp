@@ -9,6 +9,7 @@
 
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
+#include "costmodel/input_files.h"
 
 namespace hetplan {
 namespace {
@@ -273,7 +274,12 @@ ProfileInputs read_profile_inputs(const std::vector<std::string>& paths) {
   std::vector<std::filesystem::path> files;
   for (const auto& p : paths) collect_json_files(p, files);
   ProfileInputs in;
-  for (const auto& f : files) {
+  in.repeated = repeated_inputs(files);
+  std::vector<bool> skip(files.size(), false);
+  for (const auto& r : in.repeated) skip[r.index] = true;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (skip[i]) continue;
+    const std::filesystem::path& f = files[i];
     Document doc = load_document(f);
     const std::string format = doc.root.is_object() ? doc.root.value("format", "") : "";
     if (format == kProfileFormat) {

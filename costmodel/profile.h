@@ -12,6 +12,7 @@
 
 #include "costmodel/calibration.h"
 #include "costmodel/gemm_model.h"
+#include "costmodel/input_files.h"
 
 namespace hetplan {
 
@@ -86,10 +87,13 @@ Profile fit_profile(const std::vector<CalibrationFile>& files);
 // *.json) and returns the fitted profile. Profiles are merged as they are.
 Profile load_profile_inputs(const std::vector<std::string>& paths);
 
-// The files behind load_profile_inputs, read but not fitted.
+// The files behind load_profile_inputs, read but not fitted. A file that repeats an earlier one
+// (the same file, or the same bytes: costmodel/input_files.h) is read once and listed in
+// `repeated`, for the caller to refuse or to note.
 struct ProfileInputs {
   std::vector<CalibrationFile> calibrations;
   std::vector<Profile> profiles;
+  std::vector<RepeatedInput> repeated;
 };
 ProfileInputs read_profile_inputs(const std::vector<std::string>& paths);
 // Fits `calibrations` and merges `profiles` into the result (better sources win per GPU type).

@@ -12,6 +12,7 @@
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
+#include "costmodel/input_files.h"
 #include "costmodel/layer_correction.h"
 #include "costmodel/measurements.h"
 #include "costmodel/profile.h"
@@ -310,6 +311,14 @@ Json build_report_data(const ReportInputs& in) {
   data["generated"] = now_utc();
   data["hetplan_version"] = "0.1.0";
   data["command"] = in.command;
+  // A file given twice would count its pairs (or its calibration points) twice.
+  require_distinct_inputs({in.predictions.begin(), in.predictions.end()});
+  require_distinct_inputs({in.measurements.begin(), in.measurements.end()});
+  {
+    std::vector<std::filesystem::path> calibration;
+    for (const auto& [path, found] : calibration_paths(in.calibration)) calibration.push_back(path);
+    require_distinct_inputs(calibration);
+  }
   std::vector<PredictedStrategy> preds;
   for (const auto& path : in.predictions)
     for (auto& p : load_predicted_strategies(path)) preds.push_back(std::move(p));

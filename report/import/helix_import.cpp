@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "costmodel/input_files.h"
 #include "report/import/log_text.h"
 #include "report/import/profile_import.h"
 
@@ -53,67 +54,73 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
   CalibrationFile cal;
   cal.context.source = "imported:helix";
   std::string gpu_type;
-  for (const auto& input : inputs) {
-    for (const auto& src : csv_files(input)) {
-      const std::string origin = src.path.string();
-      const std::filesystem::path machine_dir = src.path.parent_path();
-      const std::string machine = machine_dir.filename().string();
-      const std::string model_dir = machine_dir.parent_path().filename().string();
-      std::smatch m;
-      std::string type = options.gpu_type;
-      int64_t gpus = 1;
-      if (std::regex_match(machine, m, kMachine)) {
-        if (type.empty() && kHelixGpus.count(m[1].str())) type = kHelixGpus.at(m[1].str());
-        if (m[2].matched) gpus = std::stoll(m[2].str());
-      }
-      if (type.empty())
-        throw InputError(origin, "",
-                         fmt::format("cannot tell the GPU type from the folder \"{}\" "
-                                     "(known: a100, v100, l4, t4, with xN for N "
-                                     "GPUs); give --gpu-type",
-                                     machine));
-      if (!gpu_type.empty() && type != gpu_type)
-        throw InputError(origin, "",
-                         fmt::format("GPU type {} differs from {}: one calibration "
-                                     "file holds one GPU type; import each apart",
-                                     type, gpu_type));
-      gpu_type = type;
-      std::string model = options.model;
-      if (model.empty() && kHelixModels.count(model_dir)) model = kHelixModels.at(model_dir);
-      if (model.empty())
-        throw InputError(origin, "",
-                         fmt::format("cannot tell the model from the folder \"{}\" "
-                                     "(known: llama2_70b, llama1_30b); give --model",
-                                     model_dir));
-      const std::string text = logs::read_text_file(src.path);
-      for (const auto& line : logs::split_lines(text)) {
-        const std::string_view row = logs::trim(line.text);
-        if (row.empty()) continue;
-        const size_t comma = row.find(',');
-        const auto tokens = comma == std::string_view::npos
-                                ? std::nullopt
-                                : logs::parse_integer(row.substr(0, comma));
-        const auto ms = comma == std::string_view::npos ? std::nullopt
-                                                        : logs::parse_number(row.substr(comma + 1));
-        if (!tokens || !ms || *tokens < 0 || *ms < 0)
-          logs::fail_at(origin, line.number,
-                        fmt::format("expected \"tokens,milliseconds\" "
-                                    "(two numbers >= 0), found \"{}\"",
-                                    row));
-        if (*tokens == 0) continue;  // Helix's "0,0" anchor row: no work, nothing measured
-        if (*ms == 0) logs::fail_at(origin, line.number, fmt::format("{} tokens in 0 ms", *tokens));
-        ServingLayerMeasurement s;
-        s.model = model;
-        s.phase = src.phase;
-        s.tokens = *tokens;
-        s.gpus = gpus;
-        s.time_s = summarize({*ms / 1e3});
-        cal.serving_layer.push_back(s);
-      }
-      cal.context
-          .citations[fmt::format("{}/{}/{}", model_dir, machine, src.path.filename().string())] =
-          "Helix (Mei et al., ASPLOS 2025) artifact, Apache-2.0; examples/external/helix/README.md";
+  std::vector<CsvSource> sources;
+  std::vector<std::filesystem::path> paths;
+  for (const auto& input : inputs)
+    for (auto& src : csv_files(input)) {
+      paths.push_back(src.path);
+      sources.push_back(std::move(src));
     }
+  require_distinct_inputs(paths);  // a folder and a file in it, say
+  for (const auto& src : sources) {
+    const std::string origin = src.path.string();
+    const std::filesystem::path machine_dir = src.path.parent_path();
+    const std::string machine = machine_dir.filename().string();
+    const std::string model_dir = machine_dir.parent_path().filename().string();
+    std::smatch m;
+    std::string type = options.gpu_type;
+    int64_t gpus = 1;
+    if (std::regex_match(machine, m, kMachine)) {
+      if (type.empty() && kHelixGpus.count(m[1].str())) type = kHelixGpus.at(m[1].str());
+      if (m[2].matched) gpus = std::stoll(m[2].str());
+    }
+    if (type.empty())
+      throw InputError(origin, "",
+                       fmt::format("cannot tell the GPU type from the folder \"{}\" "
+                                   "(known: a100, v100, l4, t4, with xN for N "
+                                   "GPUs); give --gpu-type",
+                                   machine));
+    if (!gpu_type.empty() && type != gpu_type)
+      throw InputError(origin, "",
+                       fmt::format("GPU type {} differs from {}: one calibration "
+                                   "file holds one GPU type; import each apart",
+                                   type, gpu_type));
+    gpu_type = type;
+    std::string model = options.model;
+    if (model.empty() && kHelixModels.count(model_dir)) model = kHelixModels.at(model_dir);
+    if (model.empty())
+      throw InputError(origin, "",
+                       fmt::format("cannot tell the model from the folder \"{}\" "
+                                   "(known: llama2_70b, llama1_30b); give --model",
+                                   model_dir));
+    const std::string text = logs::read_text_file(src.path);
+    for (const auto& line : logs::split_lines(text)) {
+      const std::string_view row = logs::trim(line.text);
+      if (row.empty()) continue;
+      const size_t comma = row.find(',');
+      const auto tokens = comma == std::string_view::npos
+                              ? std::nullopt
+                              : logs::parse_integer(row.substr(0, comma));
+      const auto ms = comma == std::string_view::npos ? std::nullopt
+                                                      : logs::parse_number(row.substr(comma + 1));
+      if (!tokens || !ms || *tokens < 0 || *ms < 0)
+        logs::fail_at(origin, line.number,
+                      fmt::format("expected \"tokens,milliseconds\" "
+                                  "(two numbers >= 0), found \"{}\"",
+                                  row));
+      if (*tokens == 0) continue;  // Helix's "0,0" anchor row: no work, nothing measured
+      if (*ms == 0) logs::fail_at(origin, line.number, fmt::format("{} tokens in 0 ms", *tokens));
+      ServingLayerMeasurement s;
+      s.model = model;
+      s.phase = src.phase;
+      s.tokens = *tokens;
+      s.gpus = gpus;
+      s.time_s = summarize({*ms / 1e3});
+      cal.serving_layer.push_back(s);
+    }
+    cal.context
+        .citations[fmt::format("{}/{}/{}", model_dir, machine, src.path.filename().string())] =
+        "Helix (Mei et al., ASPLOS 2025) artifact, Apache-2.0; examples/external/helix/README.md";
   }
   cal.context.gpu_type = gpu_type;
   cal.context.notes =

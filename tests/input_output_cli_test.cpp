@@ -1,0 +1,136 @@
+// Inputs given twice and outputs that would replace inputs, across the commands that read
+// calibration, measurements and logs (docs/cli.md "Inputs and outputs").
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+#include "costmodel/document.h"
+#include "costmodel/input_files.h"
+
+namespace hetplan {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_hetplan;
+using testing::temp_dir;
+
+const fs::path kAmp = fs::path(HETPLAN_EXTERNAL_DATA) / "amp" / "known_cost";
+const fs::path kSample = fs::path(HETPLAN_TEST_DATA) / "calibration" / "a100-sample.json";
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(RepeatedInputs, SameFileByAnyPathOrSameBytes) {
+  const auto dir = temp_dir("repeated_inputs");
+  write_text(dir / "a.json", "{\"x\": 1}");
+  write_text(dir / "b.json", "{\"x\": 1}");
+  write_text(dir / "c.json", "{\"x\": 2}");
+  fs::create_directories(dir / "sub");
+  const auto r = repeated_inputs({dir / "a.json", dir / "c.json", dir / "sub" / ".." / "a.json",
+                                  dir / "b.json", dir / "c.json"});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_TRUE(r[0].same_file);
+  EXPECT_EQ(r[0].index, 2u);
+  EXPECT_EQ(r[0].first, dir / "a.json");
+  EXPECT_FALSE(r[1].same_file);  // b.json is a copy of a.json
+  EXPECT_EQ(r[1].index, 3u);
+  EXPECT_EQ(r[1].first, dir / "a.json");
+  EXPECT_TRUE(r[2].same_file);
+  EXPECT_EQ(describe(r[1]),
+            (dir / "b.json").string() + ": the same content as " + (dir / "a.json").string());
+  EXPECT_TRUE(repeated_inputs({dir / "a.json", dir / "c.json"}).empty());
+  fs::remove_all(dir);
+}
+
+// AMP's T4 layer times given twice summed every layer twice: predict took 4.358 s for 2.222 s.
+TEST(RepeatedInputs, FileProducingCommandsRefuseThemAndPredictReadsThemOnce) {
+  const auto dir = temp_dir("repeated_cli");
+  const std::string t4 = (dir / "t4.json").string();
+  ASSERT_EQ(run_hetplan("import --format amp " + (kAmp / "gpt2_G4_1.npy").string() + " " +
+                        (kAmp / "gpt2_G4_2.npy").string() + " --out " + t4)
+                .exit_code,
+            0);
+  fs::copy_file(t4, dir / "copy.json");
+
+  auto r = run_hetplan("fit " + t4 + " " + t4 + " --out " + (dir / "p.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, t4 + ": the same file as " + t4)) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "p.json"));
+  r = run_hetplan("fit " + t4 + " " + dir.string() + " --out " + (dir / "p.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;  // the folder holds t4.json and a copy of it
+  r = run_hetplan("merge " + t4 + " " + (dir / "copy.json").string() + " --out " +
+                  (dir / "m.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "copy.json: the same content as " + t4)) << r.output;
+  const std::string npy = (kAmp / "gpt2_G4_1.npy").string();
+  r = run_hetplan("import --format amp " + npy + " " + npy + " --out " + (dir / "a.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "a.json"));
+
+  write_text(dir / "s.json", R"({"dp": 2, "tp": 2, "pp": 4, "micro_batch": 2, "global_batch": 32,
+    "schedule": "1f1b", "recompute": "none", "zero": 0, "flash_attention": false})");
+  auto predict = [&](const std::string& calibration, const std::string& out) {
+    auto p =
+        run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
+                    (dir / "s.json").string() + calibration + " --json " + (dir / out).string());
+    EXPECT_EQ(p.exit_code, 0) << p.output;
+    return std::make_pair(load_document(dir / out).root["predicted"]["iteration_s"].get<double>(),
+                          p.output);
+  };
+  const auto once = predict(" --calibration " + t4, "once.json");
+  const auto twice = predict(" --calibration " + t4 + " --calibration " + t4, "twice.json");
+  EXPECT_EQ(once.first, twice.first);
+  EXPECT_TRUE(contains(twice.second, "note: " + t4 + ": the same file as " + t4 + ": read once"))
+      << twice.second;
+  fs::remove_all(dir);
+}
+
+// QA's cases: each run exited 0 and replaced its input with its output.
+TEST(OutputChecks, AnOutputThatIsAnInputIsRefusedBeforeAnyWork) {
+  const auto dir = temp_dir("output_checks");
+  const std::string cal = (dir / "a100.json").string();
+  fs::copy_file(kSample, cal);
+  const auto before = fs::file_size(cal);
+  struct Case {
+    std::string args, message;
+  };
+  const std::string sub = (dir / "sub").string();
+  fs::create_directories(sub);
+  fs::copy_file(kSample, dir / "sub" / "in.json");
+  const Case cases[] = {
+      {"fit " + cal + " --out " + cal, "--out " + cal + ": also an input (" + cal + ")"},
+      {"fit " + cal + " --out " + (dir / "p.json").string() + " --json " +
+           (dir / "p.json").string(),
+       "--json " + (dir / "p.json").string() + ": the same file as --out " +
+           (dir / "p.json").string()},
+      {"fit " + sub + " --out " + sub + "/in.json", "also an input"},  // under an input folder
+      {"fit " + cal + " --out " + (dir / ".." / dir.filename() / "a100.json").string(),
+       "also an input"},
+      {"merge " + cal + " --out " + cal, "also an input"},
+      {"fit-collectives " + cal + " --out " + cal, "also an input"},
+      {"import --format kernel-bench " + cal + " --out " + cal, "also an input"},
+      {"report --predictions " + cal + " --out " + cal, "also an input"},
+      {"fit " + cal + " --out " + (dir / "no" / "p.json").string(),
+       "--out " + (dir / "no" / "p.json").string() + ": no folder " + (dir / "no").string() +
+           "; create it first"},
+      {"fit " + cal + " --out " + dir.string(), ": a folder; expected a file to write"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_hetplan(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.message)) << c.args << "\n" << r.output;
+    EXPECT_EQ(fs::file_size(cal), before) << c.args;
+  }
+  EXPECT_FALSE(fs::exists(dir / "p.json"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace hetplan
