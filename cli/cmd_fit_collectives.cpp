@@ -26,7 +26,17 @@ CommandRunner declare_fit_collectives(CLI::App& app) {
     check_outputs(args->inputs, {{"--out", args->out}});
     require_distinct_inputs({args->inputs.begin(), args->inputs.end()});
     std::vector<CalibrationFile> files;
-    for (const auto& path : args->inputs) files.push_back(load_calibration(path));
+    for (const auto& path : args->inputs) {
+      // Only the communication is fitted here: files of several GPU types may hold GEMMs too.
+      CalibrationFile f = load_calibration(path);
+      f.gemm.clear();
+      f.kernels.clear();
+      f.layers.clear();
+      f.layer_forward.clear();
+      f.serving_layer.clear();
+      f.datasheet.reset();
+      files.push_back(std::move(f));
+    }
     const CommunicationFit fit = fit_communication(merge_calibration_files(files));
     fmt::print("{:<15} {:<5} {:>6} {:>9} {:>10} {:>9} {:>9} {:>10} {:>9} {:>7} {:>7} {:>4}\n",
                "collective", "dtype", "group", "link", "small_us", "small_GBps", "break_KiB",

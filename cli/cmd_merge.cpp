@@ -26,11 +26,14 @@ CommandRunner declare_merge(CLI::App& app) {
     for (const auto& path : args->inputs) files.push_back(load_calibration(path));
     const CalibrationFile merged = merge_calibration_files(files);
     save_calibration(merged, args->out);
-    fmt::print("merged {} files into {}: {} collective, {} p2p, {} host-device, {} GEMM, {} "
-               "kernel, {} layer measurements, {} failures\n",
-               files.size(), args->out, merged.collectives.size(), merged.p2p.size(),
-               merged.host_device.size(), merged.gemm.size(), merged.kernels.size(),
-               merged.layers.size(), merged.failures.size());
+    fmt::print(
+        "merged {} files into {}: {} collective, {} p2p, {} host-device, {} GEMM, {} "
+        "kernel, {} layer, {} layer_forward, {} serving_layer measurements, {} failures{}\n",
+        files.size(), args->out, merged.collectives.size(), merged.p2p.size(),
+        merged.host_device.size(), merged.gemm.size(), merged.kernels.size(), merged.layers.size(),
+        merged.layer_forward.size(), merged.serving_layer.size(), merged.failures.size(),
+        merged.context.gpu_type.empty() ? ""
+                                        : fmt::format(" (GPU type {})", merged.context.gpu_type));
     return 0;
   };
 }

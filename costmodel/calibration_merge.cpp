@@ -39,19 +39,89 @@ std::vector<T> deduplicate(const std::vector<T>& items) {
   return out;
 }
 
+// GEMM, kernel, layer, imported-layer and serving measurements, and datasheet priors: what a
+// calibration file says about its one GPU type (context.gpu_type).
+std::string per_gpu_records(const CalibrationFile& f) {
+  std::string out;
+  auto count = [&](size_t n, const char* what) {
+    if (n) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, what);
+  };
+  count(f.gemm.size(), "GEMM");
+  count(f.kernels.size(), "kernel");
+  count(f.layers.size(), "layer");
+  count(f.layer_forward.size(), "layer_forward");
+  count(f.serving_layer.size(), "serving_layer");
+  if (f.datasheet) out += std::string(out.empty() ? "" : ", ") + "datasheet priors";
+  return out;
+}
+
+std::string name_of(const CalibrationFile& f, size_t i) {
+  return f.origin.empty() ? fmt::format("file {}", i + 1) : f.origin;
+}
+
+// Per-GPU measurements keep their GPU only through the file's context: every file that has them
+// must name one GPU type, and be of one source (the rank `fit` gives a file's GPU type). Returns
+// the index of the first such file, or files.size() when none has any.
+size_t check_per_gpu_files(const std::vector<CalibrationFile>& files) {
+  size_t first = files.size();
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string records = per_gpu_records(files[i]);
+    if (records.empty()) continue;
+    if (first == files.size()) {
+      first = i;
+      continue;
+    }
+    const CalibrationFile& a = files[first];
+    const CalibrationFile& b = files[i];
+    if (context_gpu_kind(a.context) != context_gpu_kind(b.context))
+      throw InputError(fmt::format(
+          "merge: {} ({}: {}) and {} ({}: {}) hold measurements of different GPU types, which a "
+          "merged file would lose (a calibration file holds one GPU type's GEMM, kernel and "
+          "layer measurements): pass them separately to fit or --calibration, each keeps its "
+          "type; merge joins ranks and runs of one GPU type, and communication-only files of "
+          "several node kinds",
+          name_of(a, first), context_gpu_kind(a.context), per_gpu_records(a), name_of(b, i),
+          context_gpu_kind(b.context), records));
+    if (a.context.source != b.context.source)
+      throw InputError(fmt::format(
+          "merge: {} (source {}) and {} (source {}) hold measurements of one GPU type from "
+          "different sources; fit and --calibration rank sources (measured > imported > "
+          "datasheet), a merged file has one: pass them separately",
+          name_of(a, first), a.context.source, name_of(b, i), b.context.source));
+  }
+  return first;
+}
+
+// Every file's citations: a figure cited differently by two files keeps both, the later under
+// "<figure> (<file>)".
+void merge_citations(Provenance& into, const CalibrationFile& other, size_t i) {
+  for (const auto& [figure, source] : other.context.citations) {
+    auto [it, fresh] = into.citations.emplace(figure, source);
+    if (!fresh && it->second != source)
+      into.citations[fmt::format("{} ({})", figure, name_of(other, i))] = source;
+  }
+}
+
 }  // namespace
 
 CalibrationFile merge_calibration_files(const std::vector<CalibrationFile>& files) {
   if (files.empty()) throw InputError("merge: no calibration file given");
-  CalibrationFile out = files.front();
-  tag_measurements_with_gpu_kind(out);
+  const size_t per_gpu = check_per_gpu_files(files);
+  // The provenance of the file whose GPU the per-GPU measurements belong to, else the first's.
+  const size_t base = per_gpu < files.size() ? per_gpu : 0;
+  CalibrationFile out;
+  out.context = files[base].context;
   bool same_kind = true;
-  for (size_t i = 1; i < files.size(); ++i) {
+  for (size_t i = 0; i < files.size(); ++i) {
     same_kind = same_kind && context_gpu_kind(files[i].context) == context_gpu_kind(out.context);
+    const std::string notes = out.context.notes;
     merge_calibration(out, files[i]);
+    if (i == base) out.context.notes = notes;  // its own provenance, not a "merged" note
+    merge_citations(out.context, files[i], i);
     if (!out.datasheet && files[i].datasheet) out.datasheet = files[i].datasheet;
   }
-  if (!same_kind) {
+  if (!same_kind && per_gpu == files.size()) {
+    // Communication of several node kinds, tagged per measurement: the file describes a cluster.
     out.context.gpu_type.clear();
     out.context.gpu_name.clear();
     out.context.gpu_count = 0;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "costmodel/errors.h"
 #include "costmodel/fit_collectives.h"
 
 namespace hetplan {
@@ -73,6 +74,80 @@ TEST(CalibrationMerge, NodeKindsStayApartAndRemeasurementsReplace) {
   ASSERT_NE(fh, nullptr);
   EXPECT_NEAR(fa->time_s(1e9) / fh->time_s(1e9), 2.0, 1e-6);
   EXPECT_NEAR(fh->large.bandwidth_GBps, 200, 1e-6);
+}
+
+std::string merge_error(const std::vector<CalibrationFile>& files) {
+  try {
+    merge_calibration_files(files);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+CalibrationFile amp_like(const std::string& gpu_type, const std::string& origin) {
+  CalibrationFile f;
+  f.origin = origin;
+  f.context.source = "imported:amp";
+  f.context.gpu_type = gpu_type;
+  f.context.citations[origin + ".npy"] = "AMP";
+  LayerForwardMeasurement m;
+  m.model = "gpt2";
+  m.forward_s = summarize({1e-3});
+  f.layer_forward.push_back(m);
+  return f;
+}
+
+// QA: merging V100 and T4 layer times cleared gpu_type and fit then dropped every record.
+TEST(CalibrationMerge, PerGpuMeasurementsOfTwoTypesAreRefusedNamingTheFiles) {
+  EXPECT_EQ(merge_error({amp_like("v100", "v100.json"), amp_like("t4", "t4.json")}),
+            "merge: v100.json (v100: 1 layer_forward) and t4.json (t4: 1 layer_forward) hold "
+            "measurements of different GPU types, which a merged file would lose (a calibration "
+            "file holds one GPU type's GEMM, kernel and layer measurements): pass them separately "
+            "to fit or --calibration, each keeps its type; merge joins ranks and runs of one GPU "
+            "type, and communication-only files of several node kinds");
+  // One GPU type's runs merge, with every file's citations.
+  const CalibrationFile both = merge_calibration_files({amp_like("t4", "a"), amp_like("t4", "b")});
+  EXPECT_EQ(both.context.gpu_type, "t4");
+  EXPECT_EQ(both.layer_forward.size(), 2u);
+  EXPECT_EQ(both.context.citations.size(), 2u);
+}
+
+// Communication of another node kind joins a file of GEMMs: the GEMMs keep their GPU type (the
+// merged context is theirs, whatever the order) and the collectives are tagged with theirs.
+TEST(CalibrationMerge, CommunicationOfAnotherKindKeepsTheGemmsGpu) {
+  CalibrationFile gemms;
+  gemms.origin = "a100.json";
+  gemms.context.source = "measured";
+  gemms.context.gpu_type = "a100-40gb";
+  GemmMeasurement g;
+  g.shape = {1024, 1024, 1024};
+  g.time_s = summarize({1e-4});
+  gemms.gemm.push_back(g);
+  for (const auto& files : {std::vector<CalibrationFile>{node_file("h100-sxm", 1.0), gemms},
+                            std::vector<CalibrationFile>{gemms, node_file("h100-sxm", 1.0)}}) {
+    const CalibrationFile merged = merge_calibration_files(files);
+    EXPECT_EQ(merged.context.gpu_type, "a100-40gb");
+    EXPECT_EQ(merged.gemm.size(), 1u);
+    EXPECT_EQ(merged.collectives.front().gpus, std::vector<std::string>{"h100-sxm"});
+  }
+}
+
+// QA: datasheet + measured came out "datasheet", measured + datasheet "measured".
+TEST(CalibrationMerge, PerGpuFilesOfDifferentSourcesAreRefusedInEitherOrder) {
+  CalibrationFile datasheet = amp_like("t4", "datasheet/t4.json");
+  datasheet.context.source = "datasheet";
+  datasheet.layer_forward.clear();
+  datasheet.datasheet = DatasheetPriors{{{"fp16", 0.7}}, 0.8, 5e-6, 0.3};
+  const CalibrationFile imported = amp_like("t4", "t4.json");
+  const std::string expected =
+      "hold measurements of one GPU type from different sources; fit and --calibration rank "
+      "sources (measured > imported > datasheet), a merged file has one: pass them separately";
+  EXPECT_NE(merge_error({datasheet, imported}).find(expected), std::string::npos);
+  EXPECT_NE(merge_error({imported, datasheet}).find(expected), std::string::npos);
+  EXPECT_EQ(
+      merge_error({imported, datasheet}),
+      "merge: t4.json (source imported:amp) and datasheet/t4.json (source datasheet) " + expected);
 }
 
 TEST(CalibrationMerge, CommandWritesTheMergedFile) {
