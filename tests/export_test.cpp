@@ -3,6 +3,7 @@
 // DeepSpeed's config docs and torchtitan's job_config.py).
 #include <gtest/gtest.h>
 
+#include "costmodel/errors.h"
 #include "costmodel/model.h"
 #include "report/export/exporters.h"
 #include "report/megatron_layout.h"
@@ -229,6 +230,25 @@ TEST(TorchtitanExport, DataParallelSchedulesAndRecompute) {
       {});
   ASSERT_EQ(vmin.unsupported.size(), 1u);
   EXPECT_NE(vmin.unsupported[0].find("schedule v-min with 2 chunks"), std::string::npos);
+}
+
+// search/strategy.cpp: without "chunks" a schedule runs its default, as predict simulates it.
+TEST(StrategyChunks, DefaultIsTheSchedulesAndInterleavedNeedsTwo) {
+  const std::string base = R"("dp": 4, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 32)";
+  EXPECT_EQ(strategy("{" + base + R"(, "schedule": "v-zb"})").chunks, 2);
+  EXPECT_EQ(strategy("{" + base + R"(, "schedule": "v-min"})").chunks, 2);
+  EXPECT_EQ(strategy("{" + base + R"(, "schedule": "interleaved"})").chunks, 2);
+  EXPECT_EQ(strategy("{" + base + R"(, "schedule": "interleaved", "chunks": 3})").chunks, 3);
+  EXPECT_EQ(strategy("{" + base + R"(, "schedule": "zb-h1"})").chunks, 1);
+  EXPECT_EQ(strategy("{" + base + "}").chunks, 1);
+  try {
+    strategy("{" + base + R"(, "schedule": "interleaved", "chunks": 1})");
+    FAIL() << "interleaved with 1 chunk was accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "s.json: chunks: schedule interleaved runs 2 or more chunks per device, found 1 "
+                 "(one chunk is schedule 1f1b)");
+  }
 }
 
 TEST(MegatronLayout, ParsesFormatsAndFindsFirstLast) {
