@@ -70,6 +70,60 @@ TEST(ServeSimulation, DecodeStepTimedByHand) {
   EXPECT_NEAR(s.decode_latency.mean_s, 0.046, 1e-12);
 }
 
+TEST(ServeSimulation, NicsTimedByHand) {
+  // One machine holds all 4 layers; one request of one prompt and one output token. Its inbound
+  // NIC takes 2 B/s: the 2-byte prompt arrives 1 ms (source link latency) + 1 s after it is sent;
+  // 4 layers x 1e-5 s of prompt; its outbound NIC sends the 2-byte token at 1 B/s (2 s), then the
+  // sink link's 1 ms: 3.00204 s to the first token.
+  ServingProblem p = testing::toy_problem(4, {100}, 4);
+  std::vector<Machine> machines = p.cluster.machines();
+  machines[0].nic_in_Bps = 2;
+  machines[0].nic_out_Bps = 1;
+  ServingCluster c("toy", machines);
+  c.set_link(kSource, 0, {1e15, 0.001});
+  c.set_link(0, kSink, {1e15, 0.001});
+  p.cluster = c;
+  const Placement pl = testing::ranges({{0, 4}});
+  SimulationConfig config;
+  config.requests = 1;
+  config.mean_prompt_tokens = 1;
+  config.mean_output_tokens = 1;
+  const SimulationResult s =
+      simulate_serving(p, pl, routing_from_flow(p, solve_flow(p, pl)), config);
+  ASSERT_EQ(s.completed, 1);
+  EXPECT_NEAR(s.prompt_latency.mean_s, 0.001 + 1 + 4 * 1e-5 + 2 + 0.001, 1e-12);
+}
+
+TEST(ServeSimulation, NicBoundThroughputStaysBelowTheMaxFlow) {
+  // QA's nic.yaml in small: A [0,2) feeds B [2,4), 100 tokens/s of compute each, but A's
+  // outbound NIC carries 5 activations (16384 bytes) per second: max flow 5 tokens/s. The
+  // simulation used to ignore NICs and reach the compute rate.
+  ServingProblem p = testing::toy_problem(4, {100, 100}, 4);
+  std::vector<Machine> machines = p.cluster.machines();
+  machines[0].nic_out_Bps = 5 * 16384.0;
+  ServingCluster c("toy", machines);
+  c.set_link(kSource, 0, {1e15, 0.001});
+  c.set_link(0, 1, {1e15, 0.001});
+  c.set_link(1, kSink, {1e15, 0.001});
+  p.cluster = c;
+  const Placement pl = testing::ranges({{0, 2}, {2, 2}});
+  const FlowResult f = solve_flow(p, pl);
+  ASSERT_DOUBLE_EQ(f.max_flow_tokens_per_s, 5.0);
+  SimulationConfig config;
+  config.requests = 100;
+  config.mean_prompt_tokens = 20;
+  config.mean_output_tokens = 10;
+  config.rate_requests_per_s = 10;  // 300 tokens/s offered: overload
+  const SimulationResult s = simulate_serving(p, pl, routing_from_flow(p, f), config);
+  EXPECT_EQ(s.completed, 100);
+  // A request's activations cross A's NIC prompt + output - 1 times (its last token is not run
+  // again) where the flow model counts prompt + output tokens: the NIC's 5 tokens/s bound the
+  // simulation at 5 x tokens / (tokens - requests).
+  const double tokens = s.throughput_tokens_per_s * s.duration_s;
+  EXPECT_LE(s.throughput_tokens_per_s, 5.0 * tokens / (tokens - 100) + 1e-9);
+  EXPECT_GT(s.throughput_tokens_per_s, 0.9 * f.max_flow_tokens_per_s);  // the NIC is saturated
+}
+
 TEST(ServeSimulation, ConservationOnHelixCluster) {
   const ServingProblem p = testing::helix_problem("clusters/cluster24.ini");
   const Placement pl = greedy_placement(p);

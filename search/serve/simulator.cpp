@@ -75,6 +75,8 @@ class Simulation {
         rng_(config.seed) {
     const int n = problem.machines();
     machines_.resize(n);
+    nic_in_free_.assign(n + 2, 0.0);
+    nic_out_free_.assign(n + 2, 0.0);
     for (int i = 0; i < n; ++i) {
       const LayerRange& r = placement.ranges[i];
       if (r.empty()) continue;
@@ -188,17 +190,38 @@ class Simulation {
     }
   }
 
-  // Sends `bytes` over the link from -> to (FIFO at its bandwidth, then its latency).
+  // Sends `bytes` from -> to: through the sender's outbound NIC, the link and the receiver's
+  // inbound NIC, each a FIFO at its bandwidth (store and forward), the link's latency between the
+  // link and the receiving NIC. Unlimited NICs take no time.
   void send(int from, int to, double bytes, Item item) {
-    const auto link = problem_.cluster.link(from, to);
-    double arrive = now_;
-    if (link) {
-      double& free_at = link_free_[{from, to}];
-      const double start = std::max(now_, free_at);
-      free_at = start + (link->bandwidth_Bps > 0 ? bytes / link->bandwidth_Bps : 0);
-      arrive = free_at + link->latency_s;
-    }
-    push(arrive, EventKind::kDeliver, to, item);
+    double t = occupy(nic_out_free_[slot(from)], nic_out_Bps(from), now_, bytes);
+    if (const auto link = problem_.cluster.link(from, to))
+      t = occupy(link_free_[{from, to}], link->bandwidth_Bps, t, bytes) + link->latency_s;
+    t = occupy(nic_in_free_[slot(to)], nic_in_Bps(to), t, bytes);
+    push(t, EventKind::kDeliver, to, item);
+  }
+
+  // A FIFO resource of `Bps` bytes/s free from `free_at`: when `bytes` ready at `ready` are
+  // through.
+  static double occupy(double& free_at, double Bps, double ready, double bytes) {
+    if (!(Bps > 0)) return ready;
+    free_at = std::max(ready, free_at) + bytes / Bps;
+    return free_at;
+  }
+
+  // NIC state slots: machines, then the clients' source and sink.
+  int slot(int endpoint) const {
+    if (endpoint == kSource) return problem_.machines();
+    if (endpoint == kSink) return problem_.machines() + 1;
+    return endpoint;
+  }
+  double nic_out_Bps(int endpoint) const {
+    if (endpoint == kSource) return problem_.cluster.source_nic_Bps;
+    return endpoint >= 0 ? problem_.cluster.machines()[endpoint].nic_out_Bps : 0;
+  }
+  double nic_in_Bps(int endpoint) const {
+    if (endpoint == kSink) return problem_.cluster.sink_nic_Bps;
+    return endpoint >= 0 ? problem_.cluster.machines()[endpoint].nic_in_Bps : 0;
   }
 
   void deliver(int target, const Item& item) {
@@ -310,6 +333,7 @@ class Simulation {
   std::vector<Request> requests_;
   std::deque<int> waiting_;
   std::map<std::pair<int, int>, double> link_free_;
+  std::vector<double> nic_in_free_, nic_out_free_;  // per slot(): when each NIC is free again
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   double now_ = 0;
   int64_t seq_ = 0;
