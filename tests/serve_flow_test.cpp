@@ -65,6 +65,36 @@ TEST(ServeFlow, NicLimitsTheMachine) {
   EXPECT_DOUBLE_EQ(max_flow(p, pl), 2.0);
 }
 
+TEST(ServeFlow, InboundNicChargedPerEdgeByWhatItCarries) {
+  // A [0,2) and B [0,4), 10 tokens/s each; B's inbound NIC takes 3 * 16384 B/s. With no link from
+  // the clients to B, B takes only A's activations (16384 bytes per token): 3 tokens/s, although
+  // B holds layer 0 (token ids of 2 bytes would make its NIC 24576 tokens/s).
+  ServingProblem p = toy_problem(4, {10, 10}, 4);
+  std::vector<Machine> machines = p.cluster.machines();
+  machines[1].nic_in_Bps = 3 * 16384.0;
+  ServingCluster c("toy", machines);
+  c.set_link(kSource, 0, {1e15, 0});
+  c.set_link(0, 1, {1e15, 0});
+  c.set_link(1, kSink, {1e15, 0});
+  p.cluster = c;
+  const Placement pl = ranges({{0, 2}, {0, 4}});
+  EXPECT_DOUBLE_EQ(max_flow(p, pl), 3.0);
+  // With a link from the clients B also takes token ids: 24576 tokens/s of NIC there, so B's
+  // compute (10) binds: source -> B and A -> B share B's 10 tokens/s.
+  p.cluster.set_link(kSource, 1, {1e15, 0});
+  EXPECT_DOUBLE_EQ(max_flow(p, pl), 10.0);
+  // The clients' token ids are charged 2 bytes each: a NIC of 8 B/s takes 4 tokens/s from the
+  // source (and 8 / 16384 from A).
+  machines[1].nic_in_Bps = 8;
+  ServingCluster d("toy", machines);
+  d.set_link(kSource, 0, {1e15, 0});
+  d.set_link(kSource, 1, {1e15, 0});
+  d.set_link(0, 1, {1e15, 0});
+  d.set_link(1, kSink, {1e15, 0});
+  p.cluster = d;
+  EXPECT_NEAR(max_flow(p, pl), 4.0, 1e-3);
+}
+
 TEST(ServeFlow, HelixPartialInferenceRule) {
   // Helix's ILP (simulator/initial_layout/ilp_layout/ilp_layout.py): i may feed j when
   // start_j <= end_i < end_j; j then runs the layers from end_i on.

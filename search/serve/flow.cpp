@@ -59,15 +59,23 @@ struct FlowGraph {
   }
 };
 
-// Vertices: 0 source, 1 sink, 2 client-side source hub, 3 client-side sink hub, then in/out per
-// machine (4 + 2i, 5 + 2i).
+// Tokens/s machine i's inbound NIC takes of `bytes`-sized tokens.
+double nic_in_tokens(const ServingProblem& problem, int i, double bytes) {
+  return per_token(problem.cluster.machines()[i].nic_in_Bps, bytes);
+}
+
+// Vertices: 0 source, 1 sink, 2 client-side source hub, 3 client-side sink hub, then per machine
+// i: in (4 + 3i), out (5 + 3i) and the activation entry (6 + 3i) of a machine holding layer 0.
+// Such a machine's inbound NIC takes token ids from the clients (2 bytes per token, on the
+// source's edge) and may take activations from other machines (partial inference: 16384 bytes
+// per token for LLaMA-2 70B, through the activation entry); each edge is charged what it carries.
 FlowGraph build(const ServingProblem& problem, const Placement& placement) {
   const int n = problem.machines();
   const int L = problem.num_layers();
   const ServingModel& model = problem.model;
   const ServingCluster& cluster = problem.cluster;
   FlowGraph fg;
-  fg.g = Graph(4 + 2 * n);
+  fg.g = Graph(4 + 3 * n);
   fg.source = 0;
   fg.sink = 1;
   const int src_hub = 2, sink_hub = 3;
@@ -75,26 +83,35 @@ FlowGraph build(const ServingProblem& problem, const Placement& placement) {
   fg.add(sink_hub, fg.sink, to_units(per_token(cluster.sink_nic_Bps, model.token_bytes)));
   fg.machine_edges.resize(n);
   fg.used.assign(n, false);
-  auto in = [](int i) { return 4 + 2 * i; };
-  auto out = [](int i) { return 5 + 2 * i; };
+  auto in = [](int i) { return 4 + 3 * i; };
+  auto out = [](int i) { return 5 + 3 * i; };
+  std::vector<int> entry(n);  // where activations from other machines enter machine i
 
-  auto add_link = [&](int from, int to, int u, int v, const Link& link, double bytes) {
-    const double cap = per_token(link.bandwidth_Bps, bytes);
+  auto add_link = [&](int from, int to, int u, int v, double cap) {
     fg.link_edges.push_back(fg.add(u, v, to_units(cap)));
     fg.link_info.push_back({from, to, cap, 0});
   };
 
   for (int i = 0; i < n; ++i) {
     const LayerRange& r = placement.ranges[i];
+    entry[i] = in(i);
     if (r.empty()) continue;
     fg.used[i] = true;
     fg.machine_edges[i] = fg.add(in(i), out(i), to_units(machine_arc_capacity(problem, i, r)));
-    if (r.start == 0)
+    if (r.start == 0) {
       if (auto link = cluster.link(kSource, i))
-        add_link(kSource, i, src_hub, in(i), *link, model.token_bytes);
+        add_link(kSource, i, src_hub, in(i),
+                 std::min(per_token(link->bandwidth_Bps, model.token_bytes),
+                          nic_in_tokens(problem, i, model.token_bytes)));
+      if (problem.partial_inference && cluster.machines()[i].nic_in_Bps > 0) {
+        entry[i] = 6 + 3 * i;
+        fg.add(entry[i], in(i),
+               to_units(nic_in_tokens(problem, i, model.activation_bytes_per_token)));
+      }
+    }
     if (r.end() == L)
       if (auto link = cluster.link(i, kSink))
-        add_link(i, kSink, out(i), sink_hub, *link, model.token_bytes);
+        add_link(i, kSink, out(i), sink_hub, per_token(link->bandwidth_Bps, model.token_bytes));
   }
   for (int i = 0; i < n; ++i) {
     if (!fg.used[i] || placement.ranges[i].end() == L) continue;
@@ -102,7 +119,8 @@ FlowGraph build(const ServingProblem& problem, const Placement& placement) {
       if (j == i || !fg.used[j] || !continues(problem, placement.ranges[i], placement.ranges[j]))
         continue;
       if (auto link = cluster.link(i, j))
-        add_link(i, j, out(i), in(j), *link, model.activation_bytes_per_token);
+        add_link(i, j, out(i), entry[j],
+                 per_token(link->bandwidth_Bps, model.activation_bytes_per_token));
     }
   }
   return fg;
@@ -120,13 +138,16 @@ double machine_arc_capacity(const ServingProblem& problem, int machine, const La
   if (range.empty() || range.count > problem.capacity[machine].max_layers) return 0;
   const Machine& m = problem.cluster.machines()[machine];
   const ServingModel& model = problem.model;
-  // Bytes per token on the NICs: token ids from/to the clients at the model's ends, hidden states
-  // between machines (Helix's FlowGraph does the same).
-  const double in_bytes = range.start == 0 ? model.token_bytes : model.activation_bytes_per_token;
+  // A machine's outbound NIC carries token ids to the clients when it holds the last layer (it
+  // then feeds no other machine), hidden states otherwise; its inbound NIC hidden states, unless
+  // it holds layer 0: then build() charges each inbound edge by what it carries.
   const double out_bytes =
       range.end() == problem.num_layers() ? model.token_bytes : model.activation_bytes_per_token;
-  return std::min({problem.capacity[machine].tokens_per_s[range.count],
-                   per_token(m.nic_in_Bps, in_bytes), per_token(m.nic_out_Bps, out_bytes)});
+  double cap = std::min(problem.capacity[machine].tokens_per_s[range.count],
+                        per_token(m.nic_out_Bps, out_bytes));
+  if (range.start > 0)
+    cap = std::min(cap, per_token(m.nic_in_Bps, model.activation_bytes_per_token));
+  return cap;
 }
 
 FlowResult solve_flow(const ServingProblem& problem, const Placement& placement) {

@@ -2,7 +2,9 @@
 // machine i -> machine j when j continues where i ends (see ServingProblem::partial_inference);
 // machines holding the last layer -> sink. Each machine is an arc in -> out with capacity
 // min(compute capacity at its layer count, NIC in, NIC out) in tokens/s; each link's capacity is
-// bandwidth / bytes per token (activation between machines, token id to and from clients).
+// bandwidth / bytes per token (activation between machines, token id to and from clients). NICs
+// are charged per edge by what it carries: a machine holding layer 0 takes token ids from the
+// clients and, with partial inference, activations from other machines.
 // Solved with Boost.Graph's push-relabel on integer milli-tokens/s.
 #pragma once
 
@@ -28,7 +30,8 @@ struct FlowResult {
   std::vector<FlowEdge> edges;           // every link edge of the graph, with its flow
 };
 
-// Capacity of machine i's arc in tokens/s when it holds `range` (0 for an empty range).
+// Capacity of machine i's arc in tokens/s when it holds `range` (0 for an empty range): compute,
+// outbound NIC and, unless it holds layer 0, inbound NIC (then limited per inbound edge).
 double machine_arc_capacity(const ServingProblem& problem, int machine, const LayerRange& range);
 
 // Whether requests may go from a machine holding `from` to one holding `to`.
