@@ -36,6 +36,7 @@ Json layer_json(const LayerSpec& l, size_t index) {
     j["activation"] = to_string(b->activation);
     j["norm"] = to_string(b->norm);
     j["bias"] = b->bias;
+    j["mlp_bias"] = b->mlp_bias;
     j["rotary"] = b->rotary;
     j["causal"] = b->causal;
     j["dropout"] = b->dropout;

@@ -47,7 +47,10 @@ Parts read_llama(ObjectReader& r, bool moe) {
   p.block.ffn_hidden = r.positive_integer("intermediate_size");
   p.block.activation = MlpActivation::kSwiglu;
   p.block.norm = NormKind::kRmsNorm;
+  // Hugging Face LlamaAttention gives q, k, v and o biases by attention_bias, LlamaMLP its three
+  // projections by mlp_bias.
   p.block.bias = r.boolean_or("attention_bias", false);
+  p.block.mlp_bias = r.boolean_or("mlp_bias", false);
   p.block.rotary = true;
   if (moe) {
     p.block.experts = r.positive_integer("num_local_experts");
@@ -68,6 +71,7 @@ Parts read_opt(ObjectReader& r) {
   p.block.ffn_hidden = r.positive_integer("ffn_dim");
   p.block.activation = MlpActivation::kRelu;
   p.block.bias = r.boolean_or("enable_bias", true);
+  p.block.mlp_bias = p.block.bias;
   p.block.dropout = r.non_negative_or("dropout", 0.1);
   const int64_t positions = r.positive_integer_or("max_position_embeddings", 2048);
   p.embedding.max_positions = positions + 2;  // OPT's learned positions are offset by 2
@@ -135,6 +139,10 @@ ModelSpec model_from_hf_config(const Document& doc) {
     r.fail("model_type", fmt::format("expected a supported Hugging Face model type (gpt2, llama, "
                                      "mistral, mixtral, opt, bert), found \"{}\"", type));
   }
+  if (p.layers > model_limits::kBlocks)
+    r.fail(type == "gpt2" ? "n_layer" : "num_hidden_layers",
+           fmt::format("expected at most {} layers (hetplan's limit), found {}",
+                       model_limits::kBlocks, p.layers));
   if (p.block.kv_heads == 0) p.block.kv_heads = p.block.heads;
   if (p.block.head_dim == 0) {
     if (p.hidden % p.block.heads != 0)
@@ -152,8 +160,10 @@ ModelSpec model_from_hf_config(const Document& doc) {
                               p.layers, p.hidden);
   m.source = doc.origin;
   m.seq_len = p.seq_len;
-  const std::string dtype = r.string_or("torch_dtype", "bfloat16");
-  m.dtype = dtype == "float16" ? Dtype::kFp16 : dtype == "float32" ? Dtype::kFp32 : Dtype::kBf16;
+  // torch_dtype is how the checkpoint is stored (often float32 or float16), not how it trains:
+  // mixed-precision training computes in bf16 (fp16 where the GPU has no bf16), as the
+  // frameworks do. A model file's `dtype` chooses otherwise.
+  m.dtype = Dtype::kBf16;
   m.layers.push_back({"embedding", p.hidden, m.seq_len, p.embedding});
   for (int64_t i = 0; i < p.layers; ++i)
     m.layers.push_back({fmt::format("block{}", i), p.hidden, m.seq_len, p.block});

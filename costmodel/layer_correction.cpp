@@ -27,6 +27,7 @@ LayerSpec measured_block(const LayerMeasurement& m) {
   b.activation = llama ? MlpActivation::kSwiglu : MlpActivation::kGelu;
   b.norm = llama ? NormKind::kRmsNorm : NormKind::kLayerNorm;
   b.bias = !llama;
+  b.mlp_bias = b.bias;
   b.rotary = llama;
   layer.op = b;
   return layer;

@@ -227,8 +227,8 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
   // sum of its two consumers' (the norm and the add): one more add. Megatron-LM fuses bias,
   // dropout and add into one forward kernel (3 x act + 1 bytes per element instead of 5 x act + 1).
   const double res_elems = Tr * h;
-  auto residual = [&] {
-    if (b.bias) B.bias_grad(Tr, static_cast<double>(h));
+  auto residual = [&](bool bias) {
+    if (bias) B.bias_grad(Tr, static_cast<double>(h));
     if (dropout) {
       B.dropout(res_elems);
       B.keep(res_elems);  // mask, one byte per element
@@ -236,7 +236,7 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
     B.memory("residual_add", Pass::kForward, 3 * res_elems * act);
     B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * act);
   };
-  residual();
+  residual(b.bias);
 
   // MLP (dense or mixture of experts).
   B.norm(b.norm, Tr, h);
@@ -260,7 +260,7 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
   }
   B.linear("fc1", tokens, h, up, experts);
   const double expert_rows = static_cast<double>(tokens) * experts;
-  if (b.bias) B.bias_grad(expert_rows, static_cast<double>(up));
+  if (b.mlp_bias) B.bias_grad(expert_rows, static_cast<double>(up));
   const double act_elems = expert_rows * f;
   if (swiglu) {
     B.elementwise("swiglu", act_elems, 2, 1, 2);
@@ -271,7 +271,7 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
   B.keep(act_elems * act);                     // fc2 input (activation output)
   B.linear("fc2", tokens, f, h, experts);
   B.leave_tp_region("mlp", x_bytes);
-  residual();
+  residual(b.mlp_bias);
 
   B.keep_full(Tr * h * act);  // full recomputation keeps the layer input only
   w.output_bytes = x_bytes;

@@ -65,7 +65,7 @@ int64_t block_parameters(const TransformerLayer& b, int64_t hidden, int64_t tp) 
   if (b.bias) attention += (q + 2 * kv) / tp + hidden;
   const int64_t up = b.activation == MlpActivation::kSwiglu ? 2 * b.ffn_hidden : b.ffn_hidden;
   int64_t expert = hidden * up / tp + b.ffn_hidden * hidden / tp;
-  if (b.bias) expert += up / tp + hidden;
+  if (b.mlp_bias) expert += up / tp + hidden;
   int64_t mlp = expert * b.experts;
   if (b.experts > 1) mlp += hidden * b.experts;  // router, replicated
   return attention + mlp + 2 * norm_parameters(b.norm, hidden);
@@ -110,14 +110,28 @@ void validate_model(const ModelSpec& m) {
   auto fail = [&](const std::string& key, const std::string& what) {
     throw InputError(m.origin, key, what);
   };
+  namespace lim = model_limits;
+  auto at_most = [&](const std::string& key, int64_t value, int64_t limit) {
+    if (value > limit)
+      fail(key, fmt::format("expected at most {} (hetplan's limit, far above any model), found {}",
+                            limit, value));
+  };
   if (m.layers.empty()) fail("layers", "expected at least one layer");
   if (m.seq_len <= 0) fail("seq_len", "expected a sequence length > 0");
+  at_most("seq_len", m.seq_len, lim::kSeqLen);
+  at_most("layers", static_cast<int64_t>(m.layers.size()), lim::kBlocks + 2);
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const LayerSpec& l = m.layers[i];
     const std::string at = fmt::format("layers[{}] ({})", i, l.name);
     if (l.hidden <= 0) fail(at + ".hidden", "expected a width > 0");
     if (l.seq_len <= 0) fail(at + ".seq_len", "expected a sequence length > 0");
+    at_most(at + ".hidden", l.hidden, lim::kWidth);
+    at_most(at + ".seq_len", l.seq_len, lim::kSeqLen);
     if (const auto* b = l.block()) {
+      at_most(at + ".heads", b->heads, lim::kHeads);
+      at_most(at + ".head_dim", b->head_dim, lim::kWidth);
+      at_most(at + ".ffn_hidden", b->ffn_hidden, lim::kWidth);
+      at_most(at + ".experts", b->experts, lim::kHeads);
       if (b->heads <= 0) fail(at + ".heads", "expected a head count > 0");
       if (b->kv_heads <= 0 || b->heads % b->kv_heads != 0)
         fail(at + ".kv_heads", fmt::format("expected a divisor of heads ({}), found {}", b->heads,
@@ -131,8 +145,12 @@ void validate_model(const ModelSpec& m) {
     } else if (const auto* e = l.embedding()) {
       if (e->vocab <= 0) fail(at + ".vocab", "expected a vocabulary size > 0");
       if (e->max_positions < 0) fail(at + ".max_positions", "expected >= 0");
+      at_most(at + ".vocab", e->vocab, lim::kVocab);
+      at_most(at + ".max_positions", e->max_positions, lim::kSeqLen);
+      at_most(at + ".token_types", e->token_types, lim::kVocab);
     } else if (const auto* h = l.head()) {
       if (h->vocab <= 0) fail(at + ".vocab", "expected a vocabulary size > 0");
+      at_most(at + ".vocab", h->vocab, lim::kVocab);
     }
   }
 }
@@ -164,6 +182,9 @@ bool looks_like_path(const std::string& s) {
 
 ModelSpec with_seq_len(const ModelSpec& model, int64_t seq_len) {
   if (seq_len <= 0 || seq_len == model.seq_len) return model;
+  if (seq_len > model_limits::kSeqLen)
+    throw InputError(fmt::format("--seq-len: expected at most {} tokens (hetplan's limit), found {}",
+                                 model_limits::kSeqLen, seq_len));
   ModelSpec out = model;
   for (auto& l : out.layers) {
     // Layers at other lengths (a funnel) scale with the input length.

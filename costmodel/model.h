@@ -35,7 +35,8 @@ struct TransformerLayer {
   int64_t ffn_hidden = 0;  // per expert for MoE
   MlpActivation activation = MlpActivation::kGelu;
   NormKind norm = NormKind::kLayerNorm;
-  bool bias = true;
+  bool bias = true;      // attention: QKV and output projection biases
+  bool mlp_bias = true;  // MLP: up and down projection biases
   bool rotary = false;
   bool causal = true;
   double dropout = 0;
@@ -97,6 +98,17 @@ ModelSpec model_from_hf_config(const Document& doc);
 ModelSpec with_seq_len(const ModelSpec& model, int64_t seq_len);
 // Checks internal consistency; throws InputError naming `model.origin`.
 void validate_model(const ModelSpec& model);
+
+// Sizes beyond these are input errors: far above any model trained (the largest have about 100
+// blocks, widths near 2^15, vocabularies near 2^18, contexts of 2^20 tokens), and small enough
+// that hetplan's parameter, byte and FLOP counts stay exact in 64 bits.
+namespace model_limits {
+constexpr int64_t kBlocks = 100'000;
+constexpr int64_t kWidth = int64_t{1} << 20;      // hidden, ffn_hidden, head_dim
+constexpr int64_t kHeads = int64_t{1} << 16;      // heads, experts
+constexpr int64_t kVocab = int64_t{1} << 27;
+constexpr int64_t kSeqLen = int64_t{1} << 26;
+}  // namespace model_limits
 
 // Model presets: name and one-line description, from presets/models/.
 struct PresetInfo {

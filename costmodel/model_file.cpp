@@ -46,7 +46,9 @@ BlockFields read_block(ObjectReader& r, const BlockFields& defaults) {
       r.positive_integer_or("ffn_hidden", r.has("hidden") ? 0 : defaults.block.ffn_hidden);
   b.activation = read_activation(r, defaults.block.activation);
   b.norm = read_norm(r, "norm", defaults.block.norm);
+  // `bias` sets both; `mlp_bias` the MLP's alone (Hugging Face LLaMA's attention_bias/mlp_bias).
   b.bias = r.boolean_or("bias", defaults.block.bias);
+  b.mlp_bias = r.boolean_or("mlp_bias", r.has("bias") ? b.bias : defaults.block.mlp_bias);
   b.rotary = r.boolean_or("rotary", defaults.block.rotary);
   b.causal = r.boolean_or("causal", defaults.block.causal);
   b.dropout = r.non_negative_or("dropout", defaults.block.dropout);
@@ -88,6 +90,9 @@ ModelSpec parse_model(const Document& doc) {
   m.source = r.string_or("source", "");
   m.seq_len = r.positive_integer("seq_len");
   const int64_t vocab = r.positive_integer("vocab");
+  if (vocab > model_limits::kVocab)
+    r.fail("vocab", fmt::format("expected at most {} (hetplan's limit), found {}",
+                                model_limits::kVocab, vocab));
   const std::string dtype = r.string_or("dtype", "bf16");
   if (!parse_dtype(dtype, m.dtype) || m.dtype == Dtype::kTf32)
     r.fail("dtype", fmt::format("expected fp32, fp16, bf16 or fp8, found \"{}\"", dtype));
@@ -103,6 +108,9 @@ ModelSpec parse_model(const Document& doc) {
     if (r.has("layers")) r.fail("layers", "give either layers (a count) or blocks (a list), not both");
     for (auto& g : r.objects("blocks")) {
       const int64_t count = g.positive_integer("count");
+      if (count > model_limits::kBlocks)
+        g.fail("count", fmt::format("expected at most {} blocks (hetplan's limit), found {}",
+                                    model_limits::kBlocks, count));
       BlockFields fields = read_block(g, defaults);
       complete_block(fields, g);
       groups.emplace_back(count, fields);
@@ -111,6 +119,9 @@ ModelSpec parse_model(const Document& doc) {
     if (groups.empty()) r.fail("blocks", "expected at least one group of blocks");
   } else {
     const int64_t count = r.positive_integer("layers");
+    if (count > model_limits::kBlocks)
+      r.fail("layers", fmt::format("expected at most {} blocks (hetplan's limit), found {}",
+                                   model_limits::kBlocks, count));
     if (!block) r.fail("block", "missing: expected the transformer block (hidden, heads, ...)");
     complete_block(defaults, *block);
     groups.emplace_back(count, defaults);

@@ -1,5 +1,6 @@
 #include "costmodel/model.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -321,7 +322,7 @@ TEST(HfConfig, LlamaAndGpt2ConfigsMatchThePresets) {
     "torch_dtype": "float16", "hidden_act": "silu"})";
   ModelSpec m = model_from_hf_config(parse_document(llama, "config.json", DocumentFormat::kJson));
   EXPECT_EQ(m.parameters(), load_model("llama2-7b").parameters());
-  EXPECT_EQ(m.dtype, Dtype::kFp16);
+  EXPECT_EQ(m.dtype, Dtype::kBf16);  // torch_dtype float16 is the checkpoint's storage, not training
   const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 1024, "n_layer": 24,
     "n_head": 16, "n_positions": 1024, "vocab_size": 50257, "n_inner": null})";
   m = model_from_hf_config(parse_document(gpt2, "config.json", DocumentFormat::kJson));
@@ -333,6 +334,65 @@ TEST(HfConfig, LlamaAndGpt2ConfigsMatchThePresets) {
   m = model_from_hf_config(parse_document(mixtral, "config.json", DocumentFormat::kJson));
   EXPECT_EQ(m.parameters(), 46'702'792'704);
   EXPECT_EQ(m.seq_len, 4096);  // long contexts default to 4096 tokens
+}
+
+TEST(HfConfig, LlamaAttentionAndMlpBiasesAreSeparate) {
+  // Llama 3.2 1B (hidden 2048, 16 layers, 32 heads, 8 KV heads, ffn 8192, tied 128256 vocab):
+  // 1,235,814,400 parameters without biases. attention_bias adds q, k, v and o biases (2048 +
+  // 512 + 512 + 2048 per layer), mlp_bias gate, up and down biases (8192 + 8192 + 2048).
+  auto config = [](bool attention, bool mlp) {
+    return fmt::format(R"({{"model_type": "llama", "hidden_size": 2048,
+      "intermediate_size": 8192, "num_attention_heads": 32, "num_key_value_heads": 8,
+      "num_hidden_layers": 16, "vocab_size": 128256, "tie_word_embeddings": true,
+      "attention_bias": {}, "mlp_bias": {}}})",
+                       attention, mlp);
+  };
+  auto params = [&](bool attention, bool mlp) {
+    return model_from_hf_config(
+               parse_document(config(attention, mlp), "config.json", DocumentFormat::kJson))
+        .parameters();
+  };
+  EXPECT_EQ(params(false, false), 1'235'814'400);
+  EXPECT_EQ(params(true, false), 1'235'814'400 + 16 * 5'120);
+  EXPECT_EQ(params(false, true), 1'235'814'400 + 16 * 18'432);
+  EXPECT_EQ(params(true, true), 1'235'814'400 + 16 * 23'552);
+}
+
+TEST(ModelFile, MlpBiasDefaultsToBias) {
+  auto block = [](const std::string& fields) {
+    const ModelSpec m = parse_model(parse_document(
+        std::string(kGood) + "block: {hidden: 64, heads: 4" + fields + "}\nlayers: 1\n", "m.yaml",
+        DocumentFormat::kYaml));
+    return *m.layers[1].block();
+  };
+  EXPECT_TRUE(block("").bias);
+  EXPECT_TRUE(block("").mlp_bias);
+  EXPECT_FALSE(block(", bias: false").mlp_bias);
+  const TransformerLayer b = block(", bias: false, mlp_bias: true");
+  EXPECT_FALSE(b.bias);
+  EXPECT_TRUE(b.mlp_bias);
+}
+
+TEST(ModelFile, SizesBeyondHetplansLimitsAreInputErrors) {
+  // Five billion blocks once ran out of memory, a huge vocabulary overflowed the parameter count.
+  const std::string block = "block: {hidden: 64, heads: 4}\n";
+  auto key_of_error = [](const std::string& text) -> std::string {
+    try {
+      parse_model(parse_document(text, "m.yaml", DocumentFormat::kYaml));
+    } catch (const InputError& e) {
+      return e.key_path();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(key_of_error(std::string(kGood) + block + "layers: 5000000000\n"), "layers");
+  EXPECT_EQ(key_of_error(std::string(kGood) + block + "layers: 100001\n"), "layers");
+  EXPECT_EQ(key_of_error(std::string(kGood) + block + "layers: 100000\n"), "no error");
+  EXPECT_EQ(key_of_error("name: t\nseq_len: 128\nvocab: 9223372036854775807\n" + block +
+                         "layers: 1\n"),
+            "vocab");
+  EXPECT_EQ(key_of_error(std::string(kGood) + "block: {hidden: 2097152, heads: 4}\nlayers: 1\n"),
+            "layers[0] (embedding).hidden");  // the first layer at that width
+  EXPECT_THROW(with_seq_len(load_model("gpt2-medium"), int64_t{1} << 40), InputError);
 }
 
 TEST(HfConfig, UnsupportedOrIncompleteConfigsAreErrors) {

@@ -12,9 +12,9 @@ namespace {
 std::string signature(const LayerSpec& l) {
   std::string s = fmt::format("{}:{}:{}", static_cast<int>(l.kind()), l.hidden, l.seq_len);
   if (const auto* b = l.block()) {
-    s += fmt::format(":{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}", b->heads, b->kv_heads, b->head_dim,
+    s += fmt::format(":{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}", b->heads, b->kv_heads, b->head_dim,
                      b->ffn_hidden, static_cast<int>(b->activation), static_cast<int>(b->norm),
-                     b->bias, b->rotary, b->causal, b->experts, b->top_k);
+                     b->bias, b->mlp_bias, b->rotary, b->causal, b->experts, b->top_k);
   } else if (const auto* h = l.head()) {
     s += fmt::format(":{}:{}", h->vocab, h->transform);
   } else if (const auto* e = l.embedding()) {
@@ -96,7 +96,8 @@ std::vector<LayerTimingCase> layer_timing_cases(const ModelSpec& model,
   for (const auto& group : group_identical_layers(model)) {
     const LayerSpec& l = *group.layer;
     const TransformerLayer* b = l.block();
-    if (b == nullptr || b->experts > 1) continue;
+    // The profiler's block has one bias flag for all four projections.
+    if (b == nullptr || b->experts > 1 || b->bias != b->mlp_bias) continue;
     for (int64_t tp : tensor_widths) {
       if (!tensor_parallel_problem(model, tp).empty()) continue;
       for (int64_t mb : micro_batches) {
@@ -136,6 +137,7 @@ double expected_activation_bytes(const LayerTimingCase& c) {
   b.activation = c.style == "llama" ? MlpActivation::kSwiglu : MlpActivation::kGelu;
   b.norm = c.style == "llama" ? NormKind::kRmsNorm : NormKind::kLayerNorm;
   b.bias = c.bias;
+  b.mlp_bias = c.bias;
   b.rotary = c.rotary;
   b.causal = c.causal;
   b.dropout = c.dropout;

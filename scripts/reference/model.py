@@ -283,8 +283,9 @@ class Mlp(nn.Module):
         h, f = layer["hidden"], layer["ffn_hidden"]
         self.swiglu = layer["activation"] == "swiglu"
         self.activation = layer["activation"]
-        self.fc1 = nn.Linear(h, 2 * f if self.swiglu else f, bias=layer["bias"])
-        self.fc2 = nn.Linear(f, h, bias=layer["bias"])
+        mlp_bias = layer.get("mlp_bias", layer["bias"])  # model-info before mlp_bias: one flag
+        self.fc1 = nn.Linear(h, 2 * f if self.swiglu else f, bias=mlp_bias)
+        self.fc2 = nn.Linear(f, h, bias=mlp_bias)
 
     def forward(self, x):
         y = self.fc1(x)
