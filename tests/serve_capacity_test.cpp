@@ -81,6 +81,28 @@ TEST(ServeCapacity, ProfileErrors) {
   }
 }
 
+TEST(ServeCapacity, ZeroTimeIsRejectedAndAByteOrderMarkIgnored) {
+  // QA's bad/cases/zerotime_all: every batch in 0 ms gave the machine unlimited capacity. Only
+  // Helix's "0,0" anchor row may take no time.
+  const fs::path dir = fs::temp_directory_path() / "hetplan_serve_zero_profiles";
+  fs::create_directories(dir / "z");
+  std::ofstream(dir / "z/prompt_bs2time.csv") << "0,0\n250,0\n7500,0\n";
+  std::ofstream(dir / "z/decode_bs2time.csv") << "0,0\n2,0\n500,0\n";
+  try {
+    ProfileDirectory(dir).for_machine_type("z");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("z/prompt_bs2time.csv: line 2: batch 250 in 0 ms: expected a "
+                                    "measured time > 0"));
+  }
+  // A UTF-8 byte-order mark before the first row is not part of it.
+  std::ofstream(dir / "z/prompt_bs2time.csv") << "\xEF\xBB\xBF"
+                                                 "0,0\n250,18\n";
+  std::ofstream(dir / "z/decode_bs2time.csv") << "\xEF\xBB\xBF"
+                                                 "0,0\n2,7\n";
+  EXPECT_NEAR(ProfileDirectory(dir).for_machine_type("z")->prompt_s(250), 0.018, 1e-15);
+}
+
 TEST(ServeCapacity, ServingModelFromPresets) {
   const ModelSpec spec = load_model("llama2-70b");
   const ServingModel m = serving_model_from(spec, Dtype::kFp16);

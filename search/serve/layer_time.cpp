@@ -38,6 +38,8 @@ Bs2TimeTable Bs2TimeTable::load(const fs::path& path) {
   int line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
+    // A UTF-8 byte-order mark (spreadsheets write one) is not part of the first row.
+    if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const size_t comma = line.find(',');
@@ -50,6 +52,11 @@ Bs2TimeTable Bs2TimeTable::load(const fs::path& path) {
     if (batch < 0 || ms < 0)
       throw InputError(path.string(), fmt::format("line {}", line_no),
                        "expected a batch >= 0 and a time >= 0");
+    // Only Helix's "0,0" anchor row may take no time: a batch measured at 0 ms would make the
+    // machine's capacity unlimited (as `hetplan import --format helix` rejects it too).
+    if (batch > 0 && ms == 0)
+      throw InputError(path.string(), fmt::format("line {}", line_no),
+                       fmt::format("batch {:g} in 0 ms: expected a measured time > 0", batch));
     points.emplace_back(batch, ms);
   }
   return Bs2TimeTable(std::move(points), path.string());
@@ -117,7 +124,8 @@ std::shared_ptr<const LayerTimeModel> ProfileDirectory::for_machine_type(
         fmt::format("no per-layer profile for machine type '{}' (expected a folder "
                     "{}/ with prompt_bs2time.csv and decode_bs2time.csv; found: {})",
                     machine_type, lower(machine_type), available.empty() ? "none" : available));
-  auto model = std::make_shared<Bs2TimeProfile>(Bs2TimeTable::load(found / "prompt_bs2time.csv"),
+  Bs2TimeTable prompt = Bs2TimeTable::load(found / "prompt_bs2time.csv");  // errors in this order
+  auto model = std::make_shared<Bs2TimeProfile>(std::move(prompt),
                                                 Bs2TimeTable::load(found / "decode_bs2time.csv"));
   cache_[machine_type] = model;
   return model;
