@@ -1,10 +1,13 @@
 // hetplan export: a strategy as Megatron-LM arguments, a DeepSpeed config or a torchtitan config.
+#include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "cli/command.h"
 #include "costmodel/errors.h"
+#include "costmodel/hardware.h"
 #include "costmodel/model.h"
 #include "report/export/exporters.h"
 #include "report/predictions.h"
@@ -17,6 +20,66 @@ struct ExportCliOptions {
   int64_t index = 0, seq_len = 0;
   bool allow_approximate = false, split_points = false;
 };
+
+// A model or cluster file the predictions file recorded (context "model_source" or
+// "cluster_source"): the path as written when it exists, else, for a relative path, relative to
+// the predictions file, else the file of that name next to the predictions file (a folder moved
+// as a whole). "" when none exists.
+std::string find_source(const std::string& recorded, const std::string& predictions_path) {
+  namespace fs = std::filesystem;
+  if (recorded.empty()) return "";
+  std::error_code ec;
+  const fs::path path(recorded), beside = fs::path(predictions_path).parent_path();
+  const std::vector<fs::path> tries = {path.is_relative() ? beside / path : path, path,
+                                       beside / path.filename()};
+  for (const auto& p : tries)
+    if (fs::is_regular_file(p, ec)) return p.string();
+  return "";
+}
+
+bool is_model_preset(const std::string& name) {
+  for (const auto& info : model_presets())
+    if (info.name == name) return true;
+  return false;
+}
+
+// The model the strategy was planned for: --model, the file the predictions file recorded, or the
+// preset it names.
+ModelSpec export_model(const ExportCliOptions& o, const PredictedStrategy& chosen) {
+  const int64_t seq_len = o.seq_len > 0 ? o.seq_len : chosen.seq_len;
+  if (!o.model.empty()) return load_model(o.model, seq_len);
+  if (const auto file = find_source(chosen.model_source, o.strategy); !file.empty())
+    return load_model(file, seq_len);
+  if (chosen.model.empty())
+    throw InputError(o.strategy, "", "the file does not name the model: give --model");
+  if (!is_model_preset(chosen.model))
+    throw InputError(
+        o.strategy, "model",
+        chosen.model_source.empty()
+            ? fmt::format("model \"{}\" is not a preset and the file does not say which model "
+                          "file it was read from: give --model with that file",
+                          chosen.model)
+            : fmt::format("model \"{}\" was read from {}, which no longer exists (nor next to "
+                          "this file): give --model with the model file",
+                          chosen.model, chosen.model_source));
+  return load_model(chosen.model, seq_len);
+}
+
+// The cluster the plan was made for, to name each device's node in the placement; nullopt when
+// the file does not name one or it cannot be read (the placement then names devices only).
+std::optional<ClusterSpec> export_cluster(const ExportCliOptions& o,
+                                          const PredictedStrategy& chosen) {
+  std::string spec = find_source(chosen.cluster_source, o.strategy);
+  if (spec.empty()) spec = chosen.cluster;
+  if (spec.empty() || chosen.strategy.stages.empty()) return std::nullopt;
+  try {
+    return load_cluster(spec);
+  } catch (const InputError& e) {
+    fmt::print(stderr, "note: cluster {} not read ({}); the placement names hetplan devices only\n",
+               spec, e.what());
+    return std::nullopt;
+  }
+}
 
 }  // namespace
 
@@ -43,16 +106,15 @@ CommandRunner declare_export(CLI::App& app) {
     const ExporterSpec& exporter = find_exporter(o->format);
     const auto list = load_predicted_strategies(o->strategy);
     if (o->index >= static_cast<int64_t>(list.size()))
-      throw InputError(
-          o->strategy, "strategies",
-          fmt::format("--index {}: the file holds {} strategies", o->index, list.size()));
+      throw InputError(o->strategy, "strategies",
+                       fmt::format("--index {}: the file holds {} {}", o->index, list.size(),
+                                   list.size() == 1 ? "strategy" : "strategies"));
     const PredictedStrategy& chosen = list[o->index];
-    const std::string model_name = o->model.empty() ? chosen.model : o->model;
-    if (model_name.empty())
-      throw InputError(o->strategy, "", "the file does not name the model: give --model");
-    const ModelSpec model = load_model(model_name, o->seq_len);
+    const ModelSpec model = export_model(*o, chosen);
+    const std::optional<ClusterSpec> cluster = export_cluster(*o, chosen);
     ExportOptions options;
     options.torchtitan_split_points = o->split_points;
+    options.cluster = cluster ? &*cluster : nullptr;
     const ExportResult r = exporter.run(model, chosen.strategy, options);
     if (!r.unsupported.empty() && !o->allow_approximate) {
       std::string list_text;
@@ -64,6 +126,7 @@ CommandRunner declare_export(CLI::App& app) {
     }
     for (const auto& note : r.approximations) fmt::print(stderr, "note: {}\n", note);
     for (const auto& no : r.unsupported) fmt::print(stderr, "NOT EXPRESSED: {}\n", no);
+    for (const auto& line : r.placement) fmt::print(stderr, "placement: {}\n", line);
     if (o->out.empty()) {
       fmt::print("{}", r.text);
     } else {

@@ -9,6 +9,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/model.h"
+#include "report/predictions.h"
 #include "search/evaluate.h"
 
 namespace hetplan::cli {
@@ -90,6 +91,7 @@ CommandRunner declare_predict(CLI::App& app) {
     if (!o->json.empty()) {
       Json out;
       out["context"] = run_context("predict", profile);
+      add_input_sources(out["context"], o->model, o->cluster, model.seq_len);
       out["model"] = model.name;
       out["cluster"] = cluster.name;
       out["strategy"] = to_json(strategy);

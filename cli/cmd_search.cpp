@@ -13,6 +13,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
+#include "report/predictions.h"
 #include "search/pipeline/schedule.h"
 #include "search/search.h"
 
@@ -185,6 +186,7 @@ CommandRunner declare_search(CLI::App& app) {
     if (!o->json.empty()) {
       Json out;
       out["context"] = run_context("search", profile);
+      add_input_sources(out["context"], o->model, o->cluster, model.seq_len);
       out["model"] = model.name;
       out["cluster"] = cluster.name;
       out["global_batch"] = o->global_batch;

@@ -1,8 +1,12 @@
 #include "report/predictions.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "costmodel/hardware.h"
+#include "costmodel/model.h"
 
 namespace hetplan {
 namespace {
@@ -50,12 +54,20 @@ PredictedStrategy read_one(ObjectReader strategy, std::optional<ObjectReader> pr
   p.origin = origin;
   p.strategy = strategy_from_json(strategy);
   if (predicted) p.predicted = prediction_from_json(*predicted);
-  // The prediction knows the partition and placement the strategy may have left open.
-  if (p.predicted && static_cast<int64_t>(p.predicted->stages.size()) == p.strategy.pp) {
-    const bool open = p.strategy.stages.empty() || p.strategy.stages.front().first_layer < 0;
-    if (open && p.predicted->stages.front().stage.first_layer >= 0) {
-      p.strategy.stages.clear();
-      for (const auto& st : p.predicted->stages) p.strategy.stages.push_back(st.stage);
+  // The prediction knows the partition and placement the strategy may have left open: its stages
+  // are the virtual stages (pp x chunks, model order).
+  Strategy& s = p.strategy;
+  if (p.predicted && static_cast<int64_t>(p.predicted->stages.size()) == s.pp * s.chunks) {
+    const auto& predicted_stages = p.predicted->stages;
+    const bool open = s.stages.empty() || s.stages.front().first_layer < 0;
+    if (open && predicted_stages.front().stage.first_layer >= 0) {
+      s.stages.clear();
+      for (const auto& st : predicted_stages) s.stages.push_back(st.stage);
+    } else if (s.stages.size() == predicted_stages.size()) {
+      for (size_t i = 0; i < s.stages.size(); ++i) {
+        if (s.stages[i].devices.empty()) s.stages[i].devices = predicted_stages[i].stage.devices;
+        if (s.stages[i].gpu_type.empty()) s.stages[i].gpu_type = predicted_stages[i].stage.gpu_type;
+      }
     }
   }
   return p;
@@ -86,6 +98,13 @@ std::vector<PredictedStrategy> load_predicted_strategies(const std::string& path
   ObjectReader r(doc);
   const std::string model = r.string_or("model", "");
   const std::string cluster = r.string_or("cluster", "");
+  std::string model_source, cluster_source;
+  int64_t seq_len = 0;
+  if (auto context = r.optional_object("context")) {
+    model_source = context->string_or("model_source", "");
+    cluster_source = context->string_or("cluster_source", "");
+    seq_len = context->integer_or("seq_len", 0);
+  }
   std::vector<PredictedStrategy> out;
   if (r.has("strategies")) {
     auto list = r.objects("strategies");
@@ -100,7 +119,30 @@ std::vector<PredictedStrategy> load_predicted_strategies(const std::string& path
   } else {
     out.push_back(read_one(r, std::nullopt, model, cluster, path));
   }
+  for (auto& p : out) {
+    p.model_source = model_source;
+    p.cluster_source = cluster_source;
+    p.seq_len = seq_len;
+  }
   return out;
+}
+
+void add_input_sources(Json& context, const std::string& model_arg, const std::string& cluster_arg,
+                       int64_t seq_len) {
+  // Presets are found by name; a file is recorded by its absolute path.
+  const auto file = [](const std::string& arg, bool preset) {
+    std::error_code ec;
+    if (preset || !std::filesystem::is_regular_file(arg, ec)) return std::string();
+    return std::filesystem::absolute(arg, ec).lexically_normal().string();
+  };
+  bool model_preset = false, cluster_preset = false;
+  for (const auto& info : model_presets()) model_preset |= info.name == model_arg;
+  for (const auto& info : hardware_presets())
+    cluster_preset |= info.kind == "cluster" && info.name == cluster_arg;
+  if (auto path = file(model_arg, model_preset); !path.empty()) context["model_source"] = path;
+  if (auto path = file(cluster_arg, cluster_preset); !path.empty())
+    context["cluster_source"] = path;
+  context["seq_len"] = seq_len;
 }
 
 }  // namespace hetplan

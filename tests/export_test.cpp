@@ -1,8 +1,12 @@
 // Exports to Megatron-LM, DeepSpeed and torchtitan. Expected outputs written out by hand from the
 // flag mapping of docs/exports.md (flag names checked against Megatron-LM's arguments.py,
 // DeepSpeed's config docs and torchtitan's job_config.py).
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
+#include "cli_test_util.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
 #include "report/export/exporters.h"
@@ -232,6 +236,143 @@ TEST(TorchtitanExport, DataParallelSchedulesAndRecompute) {
   EXPECT_NE(vmin.unsupported[0].find("schedule v-min with 2 chunks"), std::string::npos);
 }
 
+// pp 4 x 2 chunks of gpt2-medium as predict and search write them: one range per virtual stage,
+// model order (virtual stage j on pipeline rank j mod 4). 24 blocks, 3 per virtual stage.
+const char* kInterleavedEven = R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 8,
+  "schedule": "interleaved", "chunks": 2,
+  "stages": [{"layers": [0, 3]}, {"layers": [4, 6]}, {"layers": [7, 9]}, {"layers": [10, 12]},
+             {"layers": [13, 15]}, {"layers": [16, 18]}, {"layers": [19, 21]},
+             {"layers": [22, 25]}]})";
+// Blocks per virtual stage 2 4 4 2 | 2 4 4 2: every chunk of pipeline rank 0 and 3 holds 2 blocks,
+// of ranks 1 and 2 four. Megatron-LM: first rank 4 blocks, last 4, the middle ones (24 - 8) / 2 =
+// 8, each rank's blocks split evenly over its 2 chunks (get_num_layers_to_build).
+const char* kInterleavedFirstLast = R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
+  "global_batch": 8, "schedule": "interleaved", "chunks": 2,
+  "stages": [{"layers": [0, 2]}, {"layers": [3, 6]}, {"layers": [7, 10]}, {"layers": [11, 12]},
+             {"layers": [13, 14]}, {"layers": [15, 18]}, {"layers": [19, 22]},
+             {"layers": [23, 25]}]})";
+// v-zb over pp 2 (virtual stages 0 1 | 2 3 on ranks 0 1 1 0), blocks 5 7 7 5.
+const char* kVzb = R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+  "schedule": "v-zb", "stages": [{"layers": [0, 5]}, {"layers": [6, 12]}, {"layers": [13, 19]},
+                                 {"layers": [20, 25]}]})";
+
+std::string megatron_tail(const ExportResult& r) {
+  return r.text.substr(r.text.find("  --tensor-model-parallel-size"));
+}
+
+TEST(MegatronExport, VirtualStagesOfTheStrategy) {
+  const ExportResult even = export_megatron(gpt2(), strategy(kInterleavedEven), {});
+  EXPECT_TRUE(even.unsupported.empty());
+  EXPECT_TRUE(even.approximations.empty());
+  EXPECT_EQ(megatron_tail(even),
+            "  --tensor-model-parallel-size 1\n"
+            "  --pipeline-model-parallel-size 4\n"
+            "  --num-layers-per-virtual-pipeline-stage 3\n"
+            "  --micro-batch-size 1\n"
+            "  --global-batch-size 8\n"
+            "  --use-flash-attn\n"
+            ")\n");
+  const ExportResult fl = export_megatron(gpt2(), strategy(kInterleavedFirstLast), {});
+  EXPECT_TRUE(fl.unsupported.empty());
+  EXPECT_TRUE(fl.approximations.empty());
+  EXPECT_NE(fl.text.find("  --pipeline-model-parallel-size 4\n"
+                         "  --decoder-first-pipeline-num-layers 4\n"
+                         "  --decoder-last-pipeline-num-layers 4\n"
+                         "  --num-virtual-stages-per-pipeline-rank 2\n"
+                         "  --micro-batch-size 1\n"),
+            std::string::npos)
+      << fl.text;
+  // Blocks 3 3 3 3 | 3 3 2 4: not "uniform except the first and last rank".
+  const ExportResult other = export_megatron(
+      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 8,
+        "schedule": "interleaved", "chunks": 2,
+        "stages": [{"layers": [0, 3]}, {"layers": [4, 6]}, {"layers": [7, 9]},
+                   {"layers": [10, 12]}, {"layers": [13, 15]}, {"layers": [16, 18]},
+                   {"layers": [19, 20]}, {"layers": [21, 25]}]})"),
+      {});
+  EXPECT_TRUE(other.unsupported.empty());
+  EXPECT_NE(
+      other.text.find("  --pipeline-model-parallel-layout \"Ettt|ttt|ttt|ttt|ttt|ttt|tt|t*4L\"\n"),
+      std::string::npos)
+      << other.text;
+  EXPECT_EQ(other.approximations,
+            std::vector<std::string>{
+                "the partition is not uniform except the first and last pipeline rank's chunks, "
+                "so it is written as --pipeline-model-parallel-layout, which only recent "
+                "Megatron-LM versions have (older ones cannot express it)"});
+}
+
+TEST(MegatronExport, VScheduleAndRangesPerRankAreRefusedForTheirRealReason) {
+  const ExportResult v = export_megatron(gpt2(), strategy(kVzb), {});
+  EXPECT_EQ(v.unsupported,
+            std::vector<std::string>{
+                "schedule v-zb: Megatron-LM runs 1F1B and interleaved 1F1B only (its 2 chunks "
+                "per rank are written as interleaved virtual stages, which Megatron-LM places "
+                "round-robin, not in a V)"});
+  // Written anyway (--allow-approximate): the virtual stages in model order as interleaving over 2
+  // ranks (rank 0's chunks would hold 5 and 7 blocks: no first/last flags), which Megatron-LM runs
+  // only with p2p overlap.
+  EXPECT_NE(v.text.find("  --pipeline-model-parallel-size 2\n"
+                        "  --pipeline-model-parallel-layout \"Et*5|t*7|t*7|t*5L\"\n"
+                        "  --overlap-p2p-comm\n"),
+            std::string::npos)
+      << v.text;
+  ASSERT_EQ(v.approximations.size(), 2u);
+  EXPECT_EQ(v.approximations[1],
+            "Megatron-LM interleaves 2 pipeline ranks only with --overlap-p2p-comm (written)");
+  // One range per pipeline rank with 2 chunks: the chunks' ranges are missing.
+  const ExportResult per_rank = export_megatron(
+      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+        "schedule": "interleaved", "chunks": 2,
+        "stages": [{"layers": [0, 12]}, {"layers": [13, 25]}]})"),
+      {});
+  EXPECT_EQ(per_rank.unsupported,
+            std::vector<std::string>{
+                "the strategy gives 2 layer ranges, but schedule interleaved runs 2 chunks per "
+                "device: the partition needs one range per virtual stage (4)"});
+}
+
+TEST(DeepSpeedExport, VirtualStagesAreMergedNotLeftToHetplan) {
+  const ExportResult r = export_deepspeed(gpt2(), strategy(kVzb), {});
+  EXPECT_EQ(r.unsupported,
+            std::vector<std::string>{"schedule v-zb: DeepSpeed's pipeline engine runs 1F1B only"});
+  // Virtual stages [0-5], [6-12] | [13-19], [20-25] merged two at a time: parts [0, 13, 26], which
+  // is DeepSpeed's partition_uniform of 26 layers over 2 stages.
+  EXPECT_EQ(Json::parse(r.text).at("pipeline"), Json::parse(R"({"stages": 2,
+    "activation_checkpoint_interval": 0, "parts": [0, 13, 26], "partition": "uniform"})"));
+  ASSERT_EQ(r.approximations.size(), 2u);
+  EXPECT_EQ(r.approximations[0],
+            "DeepSpeed's pipeline holds one contiguous layer range per rank: hetplan's 4 virtual "
+            "stages are merged 2 at a time into 2 stages");
+}
+
+TEST(TorchtitanExport, VirtualStagesOfTheStrategy) {
+  const ExportResult inter = export_torchtitan(gpt2(), strategy(kInterleavedFirstLast), {});
+  EXPECT_TRUE(inter.unsupported.empty());
+  EXPECT_NE(inter.text.find("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+                            "pipeline_parallel_microbatch_size = 1\n"
+                            "module_fqns_per_model_part = [\n"
+                            "  [\"tok_embeddings\", \"layers.0\", \"layers.1\"],\n"
+                            "  [\"layers.2\", \"layers.3\", \"layers.4\", \"layers.5\"],\n"
+                            "  [\"layers.6\", \"layers.7\", \"layers.8\", \"layers.9\"],\n"
+                            "  [\"layers.10\", \"layers.11\"],\n"
+                            "  [\"layers.12\", \"layers.13\"],\n"
+                            "  [\"layers.14\", \"layers.15\", \"layers.16\", \"layers.17\"],\n"
+                            "  [\"layers.18\", \"layers.19\", \"layers.20\", \"layers.21\"],\n"
+                            "  [\"layers.22\", \"layers.23\", \"norm\", \"output\"],\n"
+                            "]\n"),
+            std::string::npos)
+      << inter.text;
+  // torchtitan's V style puts model parts r and 2pp-1-r on rank r, as hetplan's V does.
+  const ExportResult v = export_torchtitan(gpt2(), strategy(kVzb), {});
+  EXPECT_TRUE(v.unsupported.empty());
+  EXPECT_NE(v.text.find("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"), std::string::npos);
+  EXPECT_NE(v.text.find("  [\"layers.19\", \"layers.20\", \"layers.21\", \"layers.22\", "
+                        "\"layers.23\", \"norm\", \"output\"],\n]\n"),
+            std::string::npos)
+      << v.text;
+}
+
 // search/strategy.cpp: without "chunks" a schedule runs its default, as predict simulates it.
 TEST(StrategyChunks, DefaultIsTheSchedulesAndInterleavedNeedsTwo) {
   const std::string base = R"("dp": 4, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 32)";
@@ -249,6 +390,251 @@ TEST(StrategyChunks, DefaultIsTheSchedulesAndInterleavedNeedsTwo) {
                  "s.json: chunks: schedule interleaved runs 2 or more chunks per device, found 1 "
                  "(one chunk is schedule 1f1b)");
   }
+}
+
+// amp-hetero: 3 p3.8xlarge (4 x V100, devices 0-11) then 1 g4dn.12xlarge (4 x T4, devices 12-15).
+// hetplan's plan puts pipeline rank 0 on the T4 node.
+const char* kT4First = R"({"dp": 2, "tp": 2, "pp": 4, "micro_batch": 1, "global_batch": 32,
+  "zero": 1, "stages": [
+  {"layers": [0, 2], "gpu_type": "t4", "devices": [12, 13, 14, 15]},
+  {"layers": [3, 10], "gpu_type": "v100", "devices": [0, 1, 2, 3]},
+  {"layers": [11, 18], "gpu_type": "v100", "devices": [4, 5, 6, 7]},
+  {"layers": [19, 25], "gpu_type": "v100", "devices": [8, 9, 10, 11]}]})";
+
+const ClusterSpec& amp_hetero() {
+  static const ClusterSpec c = load_cluster("amp-hetero");
+  return c;
+}
+
+TEST(ExportPlacement, NodeOrderOfAMixedCluster) {
+  ExportOptions o;
+  o.cluster = &amp_hetero();
+  const ExportResult mt = export_megatron(gpt2(), strategy(kT4First), o);
+  const std::vector<std::string> nodes = {
+      "  node 3 (g4dn.12xlarge, t4): ranks 0-3 (pipeline rank 0) on GPUs 0-3",
+      "  node 0 (p3.8xlarge, v100): ranks 4-7 (pipeline rank 1) on GPUs 0-3",
+      "  node 1 (p3.8xlarge, v100): ranks 8-11 (pipeline rank 2) on GPUs 0-3",
+      "  node 2 (p3.8xlarge, v100): ranks 12-15 (pipeline rank 3) on GPUs 0-3"};
+  std::vector<std::string> expected = {
+      "Megatron-LM numbers ranks tensor-parallel fastest, then data-parallel, then pipeline "
+      "rank; hetplan's plan runs them on these nodes (numbered in cluster order):"};
+  expected.insert(expected.end(), nodes.begin(), nodes.end());
+  expected.push_back(
+      "start node 3 as --node-rank 0, node 0 as --node-rank 1, node 1 as --node-rank 2, node 2 "
+      "as --node-rank 3, each with --nproc-per-node 4 (torchrun's default static rendezvous: "
+      "--nnodes 4 and the same --master-addr and --master-port on every node; with "
+      "--rdzv-backend c10d torchrun ignores --node-rank)");
+  EXPECT_EQ(mt.placement, expected);
+  EXPECT_NE(mt.text.find("# placement:   node 3 (g4dn.12xlarge, t4): ranks 0-3 (pipeline rank 0) "
+                         "on GPUs 0-3\n"),
+            std::string::npos);
+  EXPECT_NE(mt.text.find("HETPLAN_RANK_DEVICES=(12 13 14 15 0 1 2 3 4 5 6 7 8 9 10 11)  # hetplan "
+                         "device of rank r\n"
+                         "HETPLAN_NODE_RANK=(1 2 3 0)  # torchrun --node-rank of cluster node i "
+                         "(-1: unused)\n"
+                         "MEGATRON_ARGS=(\n"),
+            std::string::npos)
+      << mt.text;
+
+  const ExportResult tt = export_torchtitan(gpt2(), strategy(kT4First), o);
+  EXPECT_EQ(tt.placement.size(), 6u);
+  EXPECT_NE(tt.text.find("# hetplan_rank_devices = [12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, "
+                         "10, 11]  # hetplan device of rank r\n"
+                         "# hetplan_node_rank = [1, 2, 3, 0]  # torchrun --node-rank of cluster "
+                         "node i (-1: unused)\n"),
+            std::string::npos)
+      << tt.text;
+
+  const ExportResult ds = export_deepspeed(gpt2(), strategy(kT4First), o);
+  expected[0] =
+      "DeepSpeed numbers ranks tensor-parallel fastest, then data-parallel, then pipeline rank; "
+      "hetplan's plan runs them on these nodes (numbered in cluster order):";
+  expected.back() =
+      "list the nodes in the DeepSpeed hostfile in this order: node 3, node 0, node 1, node 2 (its "
+      "launcher numbers ranks in hostfile order, a node's GPUs in ascending order)";
+  EXPECT_EQ(ds.placement, expected);
+  EXPECT_EQ(Json::parse(ds.text).at("hetplan_placement"), Json::parse(R"({
+    "rank_devices": [12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+    "hostfile_order": [
+      {"node": 3, "node_kind": "g4dn.12xlarge", "gpu_type": "t4", "gpus": [0, 1, 2, 3], "first_rank": 0},
+      {"node": 0, "node_kind": "p3.8xlarge", "gpu_type": "v100", "gpus": [0, 1, 2, 3], "first_rank": 4},
+      {"node": 1, "node_kind": "p3.8xlarge", "gpu_type": "v100", "gpus": [0, 1, 2, 3], "first_rank": 8},
+      {"node": 2, "node_kind": "p3.8xlarge", "gpu_type": "v100", "gpus": [0, 1, 2, 3], "first_rank": 12}]})"));
+}
+
+TEST(ExportPlacement, PartNodesGapsAndNoCluster) {
+  using export_detail::Launcher;
+  // Pipeline rank 0 on GPUs 2 and 3 of node 0, rank 1 on the T4 node; nodes 1 and 2 idle.
+  const Strategy part = strategy(R"({"dp": 1, "tp": 2, "pp": 2, "micro_batch": 1,
+    "global_batch": 8, "stages": [{"devices": [2, 3]}, {"devices": [12, 13]}]})");
+  auto p = export_detail::rank_placement(part, &amp_hetero());
+  EXPECT_EQ(export_detail::node_ranks(p), (std::vector<int64_t>{0, -1, -1, 1}));
+  EXPECT_EQ(export_detail::placement_lines(part, p, "torchtitan", Launcher::kTorchrun),
+            (std::vector<std::string>{
+                "torchtitan numbers ranks tensor-parallel fastest, then data-parallel, then "
+                "pipeline rank; hetplan's plan runs them on these nodes (numbered in cluster "
+                "order):",
+                "  node 0 (p3.8xlarge, v100): ranks 0-1 (pipeline rank 0) on GPUs 2-3 "
+                "(CUDA_VISIBLE_DEVICES=2,3)",
+                "  node 3 (g4dn.12xlarge, t4): ranks 2-3 (pipeline rank 1) on GPUs 0-1",
+                "  the cluster's other 2 nodes are not used",
+                "start node 0 as --node-rank 0, node 3 as --node-rank 1, each with "
+                "--nproc-per-node 2 (torchrun's default static rendezvous: --nnodes 2 and the "
+                "same --master-addr and --master-port on every node; with --rdzv-backend c10d "
+                "torchrun ignores --node-rank)"}));
+  // Node 0 holds ranks 0-1 and 4-5: no node order starts them so.
+  const Strategy gap = strategy(R"({"dp": 1, "tp": 2, "pp": 3, "micro_batch": 1,
+    "global_batch": 8, "stages": [{"devices": [0, 1]}, {"devices": [4, 5]},
+    {"devices": [2, 3]}]})");
+  p = export_detail::rank_placement(gap, &amp_hetero());
+  EXPECT_TRUE(export_detail::node_ranks(p).empty());
+  const auto lines = export_detail::placement_lines(gap, p, "Megatron-LM", Launcher::kTorchrun);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[1], "  ranks 0-1 (pipeline rank 0): node 0 (p3.8xlarge, v100) GPUs 0-1");
+  EXPECT_EQ(lines[2], "  ranks 2-3 (pipeline rank 1): node 1 (p3.8xlarge, v100) GPUs 0-1");
+  EXPECT_EQ(lines[3], "  ranks 4-5 (pipeline rank 2): node 0 (p3.8xlarge, v100) GPUs 2-3");
+  EXPECT_EQ(lines[4],
+            "a node's ranks are not one contiguous block, so no node order gives this placement: "
+            "start each rank yourself on its node and GPU (RANK, LOCAL_RANK, WORLD_SIZE, "
+            "MASTER_ADDR, MASTER_PORT and CUDA_VISIBLE_DEVICES set per process)");
+  // Without the cluster: hetplan device indices and the GPU types the strategy names.
+  p = export_detail::rank_placement(strategy(kT4First), nullptr);
+  EXPECT_EQ(
+      export_detail::placement_lines(strategy(kT4First), p, "DeepSpeed", Launcher::kDeepSpeed),
+      (std::vector<std::string>{
+          "DeepSpeed numbers ranks tensor-parallel fastest, then data-parallel, then "
+          "pipeline rank; hetplan's plan runs them on these devices:",
+          "  ranks 0-3 (pipeline rank 0, t4): hetplan devices 12-15",
+          "  ranks 4-7 (pipeline rank 1, v100): hetplan devices 0-3",
+          "  ranks 8-11 (pipeline rank 2, v100): hetplan devices 4-7",
+          "  ranks 12-15 (pipeline rank 3, v100): hetplan devices 8-11",
+          "hetplan numbers devices in cluster order (node groups as listed, nodes, GPUs); "
+          "start the nodes so that every rank runs on its device"}));
+  // A homogeneous cluster in device order needs one line; a strategy without devices none.
+  const ClusterSpec four = load_cluster("g4dn.12xlarge:4");
+  const Strategy in_order = strategy(R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 1,
+    "global_batch": 8, "stages": [{"devices": [0, 1, 2, 3]}, {"devices": [4, 5, 6, 7]}]})");
+  EXPECT_EQ(export_detail::placement_lines(in_order, export_detail::rank_placement(in_order, &four),
+                                           "Megatron-LM", Launcher::kTorchrun),
+            std::vector<std::string>{
+                "rank r runs on hetplan device r (4 ranks per node, nodes in cluster order): the "
+                "launcher's default order, with node i started as torchrun --node-rank i"});
+  EXPECT_TRUE(export_megatron(gpt2(), strategy(kUneven), {}).placement.empty());
+}
+
+// From search to export on the command line.
+using testing::run_hetplan;
+
+TEST(ExportCli, SearchedInterleavedAndVSchedulesExport) {
+  const auto dir = testing::temp_dir("export_virtual");
+  const std::string search =
+      "search --model gpt2-medium --cluster g4dn.12xlarge:4 --global-batch "
+      "32 --threads 1 --top 1 --json ";
+  const auto inter = (dir / "inter.json").string(), v = (dir / "v.json").string();
+  ASSERT_EQ(run_hetplan(search + inter + " --schedules interleaved").exit_code, 0);
+  ASSERT_EQ(run_hetplan(search + v + " --schedules v-zb").exit_code, 0);
+  auto r = run_hetplan("export --strategy " + inter + " --format megatron");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("NOT EXPRESSED"), std::string::npos) << r.output;
+  r = run_hetplan("export --strategy " + inter + " --format torchtitan");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"), std::string::npos);
+  r = run_hetplan("export --strategy " + v + " --format torchtitan");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"), std::string::npos);
+  // DeepSpeed: the schedule is the one reason, and the partition is not "left to hetplan".
+  r = run_hetplan("export --strategy " + v + " --format deepspeed");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("deepspeed cannot express this strategy:\n  - schedule v-zb: DeepSpeed's "
+                          "pipeline engine runs 1F1B only\n(--allow-approximate"),
+            std::string::npos)
+      << r.output;
+  r = run_hetplan("export --strategy " + v + " --format deepspeed --allow-approximate");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("leaves the layer partition"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("virtual stages are merged 2 at a time into 4 stages"),
+            std::string::npos);
+  // One strategy, singular.
+  r = run_hetplan("export --strategy " + v + " --index 1 --format megatron");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--index 1: the file holds 1 strategy\n"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ExportCli, VScheduleWithoutChunksIsTwoChunksEverywhere) {
+  const auto dir = testing::temp_dir("export_chunks");
+  const auto s = dir / "v.json";
+  std::ofstream(s) << R"({"dp": 4, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 32,
+                         "schedule": "v-zb", "recompute": "none", "zero": 1})";
+  const auto pv = (dir / "pv.json").string();
+  auto r = run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
+                       s.string() + " --json " + pv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(load_document(pv).root.at("strategy").at("chunks"), 2);
+  EXPECT_EQ(load_document(pv).root.at("predicted").at("stages").size(), 8u);
+  r = run_hetplan("export --strategy " + pv + " --format torchtitan");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pipeline_parallel_schedule = \"ZBVZeroBubble\""), std::string::npos);
+  std::ofstream(s) << R"({"dp": 4, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 32,
+                         "schedule": "interleaved", "chunks": 1})";
+  r = run_hetplan("export --strategy " + s.string() + " --model gpt2-medium --format megatron");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("v.json: chunks: schedule interleaved runs 2 or more chunks per device, "
+                          "found 1 (one chunk is schedule 1f1b)"),
+            std::string::npos)
+      << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ExportCli, FindsTheModelFileTheSearchRead) {
+  namespace fs = std::filesystem;
+  const auto dir = testing::temp_dir("export_model_file");
+  fs::create_directories(dir / "a");
+  fs::copy_file(std::string(HETPLAN_EXTERNAL_DATA) + "/../models/tiny-gpt.yaml",
+                dir / "a/tiny.yaml");
+  const auto json = (dir / "a/s.json").string();
+  auto r = run_hetplan("search --model " + (dir / "a/tiny.yaml").string() +
+                       " --cluster g4dn.12xlarge:1 --global-batch 8 --seq-len 16 --threads 1 "
+                       "--schedules 1f1b --top 1 --json " +
+                       json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(load_document(json).root.at("context").at("model_source"),
+            fs::absolute(dir / "a/tiny.yaml").lexically_normal().string());
+  r = run_hetplan("export --strategy " + json + " --format megatron");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("# Megatron-LM arguments for tiny-gpt:"), std::string::npos);
+  EXPECT_NE(r.output.find("  --seq-length 16\n"), std::string::npos);  // the search's --seq-len
+  // The folder moved: the model file is found next to the predictions file.
+  fs::rename(dir / "a", dir / "b");
+  r = run_hetplan("export --strategy " + (dir / "b/s.json").string() + " --format megatron");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  fs::remove(dir / "b/tiny.yaml");
+  r = run_hetplan("export --strategy " + (dir / "b/s.json").string() + " --format megatron");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("s.json: model: model \"tiny-gpt\" was read from " +
+                          fs::absolute(dir / "a/tiny.yaml").lexically_normal().string() +
+                          ", which no longer exists (nor next to this file): give --model with "
+                          "the model file"),
+            std::string::npos)
+      << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(ExportCli, SaysWhichNodeRunsWhichRanks) {
+  const auto dir = testing::temp_dir("export_placement");
+  const auto s = dir / "p.json";
+  std::ofstream(s) << R"({"model": "gpt2-medium", "cluster": "amp-hetero", "strategy": )"
+                   << kT4First << "}";
+  for (const std::string format : {"megatron", "deepspeed", "torchtitan"}) {
+    const auto r = run_hetplan("export --strategy " + s.string() + " --format " + format);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("placement:   node 3 (g4dn.12xlarge, t4): ranks 0-3 (pipeline rank 0) "
+                            "on GPUs 0-3\n"),
+              std::string::npos)
+        << format << "\n"
+        << r.output;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(MegatronLayout, ParsesFormatsAndFindsFirstLast) {

@@ -21,9 +21,42 @@ std::vector<int64_t> deepspeed_uniform_parts(int64_t n, int64_t p) {
   return parts;
 }
 
+// pp stages of v consecutive virtual stages each.
+std::vector<StageBlocks> merge_chunks(const std::vector<StageBlocks>& segments, int64_t pp) {
+  const size_t v = segments.size() / static_cast<size_t>(pp);
+  std::vector<StageBlocks> out;
+  for (size_t i = 0; i < segments.size(); i += v) {
+    StageBlocks b = segments[i];
+    for (size_t k = 1; k < v; ++k) b.blocks += segments[i + k].blocks;
+    b.head = segments[i + v - 1].head;
+    out.push_back(b);
+  }
+  return out;
+}
+
+// hetplan's placement for the launcher: ranks and nodes in hostfile order. DeepSpeed reads the keys
+// it knows and ignores the others.
+Json placement_json(const export_detail::RankPlacement& p) {
+  Json j;
+  Json devices = Json::array();
+  for (const auto& r : p.ranks) devices.push_back(r.device);
+  j["rank_devices"] = devices;
+  if (!p.nodes.empty()) {
+    Json nodes = Json::array();
+    for (const auto& n : p.nodes)
+      nodes.push_back({{"node", n.node},
+                       {"node_kind", n.kind},
+                       {"gpu_type", n.gpu_type},
+                       {"gpus", n.gpus},
+                       {"first_rank", n.first_rank}});
+    j["hostfile_order"] = nodes;
+  }
+  return j;
+}
+
 }  // namespace
 
-ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const ExportOptions&) {
+ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const ExportOptions& o) {
   ExportResult out;
   const LayerSpec* layer = export_detail::uniform_block(model, out);
   Json j;
@@ -80,9 +113,16 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
                       "only",
                       s.schedule));
     bool from_strategy = false;
-    const auto stages = export_detail::pipeline_segments(model, s, out, &from_strategy);
+    auto stages = export_detail::pipeline_segments(model, s, out, &from_strategy);
     const int64_t layers = static_cast<int64_t>(model.layers.size());
     if (layer && from_strategy) {
+      if (static_cast<int64_t>(stages.size()) > s.pp) {
+        stages = merge_chunks(stages, s.pp);
+        out.approximations.push_back(fmt::format(
+            "DeepSpeed's pipeline holds one contiguous layer range per rank: hetplan's {} virtual "
+            "stages are merged {} at a time into {} stages",
+            s.pp * s.chunks, s.chunks, s.pp));
+      }
       std::vector<int64_t> parts;
       for (const auto& st : to_stage_specs(stages)) parts.push_back(st.first_layer);
       parts.push_back(layers);
@@ -111,6 +151,10 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
         "DeepSpeed adds each micro-batch's gradients with kernels of their own; hetplan predicted "
         "gradient-accumulation fusion (predict with \"grad_accumulation_fusion\": false for "
         "DeepSpeed's time)");
+  const auto placement = export_detail::rank_placement(s, o.cluster);
+  out.placement = export_detail::placement_lines(s, placement, "DeepSpeed",
+                                                 export_detail::Launcher::kDeepSpeed);
+  if (!placement.ranks.empty()) j["hetplan_placement"] = placement_json(placement);
   out.text = j.dump(2) + "\n";
   return out;
 }

@@ -1,5 +1,7 @@
 #include "report/export/exporters.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
@@ -54,17 +56,18 @@ std::vector<StageBlocks> pipeline_segments(const ModelSpec& model, const Strateg
   if (from_strategy) *from_strategy = false;
   if (s.pp <= 1) return {};
   const int64_t blocks = model.num_blocks();
-  if (s.chunks <= 1) {
-    std::vector<StageBlocks> stages = strategy_stage_blocks(s, blocks);
-    if (from_strategy) *from_strategy = !stages.empty();
-    return stages;
+  const int64_t n = s.pp * std::max<int64_t>(s.chunks, 1);
+  const bool ranges = !s.stages.empty() && s.stages.front().first_layer >= 0;
+  if (ranges && static_cast<int64_t>(s.stages.size()) == n) {
+    if (from_strategy) *from_strategy = true;
+    return strategy_stage_blocks(s, blocks);
   }
-  if (!s.stages.empty() && s.stages.front().first_layer >= 0)
+  if (ranges)
     out.unsupported.push_back(fmt::format(
-        "the strategy gives one layer range per device, but schedule {} runs {} chunks per "
-        "device: the chunks' ranges are not in the strategy",
-        s.schedule, s.chunks));
-  const int64_t n = s.pp * s.chunks;
+        "the strategy gives {} layer ranges, but schedule {} runs {} chunks per device: the "
+        "partition needs one range per virtual stage ({})",
+        s.stages.size(), s.schedule, s.chunks, n));
+  if (s.chunks <= 1) return {};
   std::vector<int64_t> counts(n, blocks / n);
   for (int64_t i = 0; i < blocks % n; ++i) ++counts[i];
   return split_by_counts(counts);

@@ -1,5 +1,6 @@
 // Megatron-LM command-line arguments. Flag names as in megatron/training/arguments.py.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "report/export/exporters.h"
 #include "report/megatron_layout.h"
@@ -68,59 +69,104 @@ void model_args(const ModelSpec& model, const LayerSpec& layer, Args& a, ExportR
   }
 }
 
-// Pipeline partition flags: nothing for the even split, --decoder-first/last-pipeline-num-layers
-// for "uniform except first and last", else --pipeline-model-parallel-layout.
+bool same_split(const std::vector<StageBlocks>& x, const std::vector<StageBlocks>& y) {
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i].blocks != y[i].blocks || x[i].embedding != y[i].embedding || x[i].head != y[i].head)
+      return false;
+  return true;
+}
+
+// --decoder-first/last-pipeline-num-layers for pp x v segments in model order (virtual stage j on
+// pipeline rank j mod pp): Megatron-LM splits a rank's blocks evenly over its v chunks
+// (get_num_layers_to_build), so every chunk of the first rank must hold first / v blocks, of the
+// last rank last / v, and of every other rank one common count. nullopt when the segments are not
+// so; {-1, -1} for the even split.
+std::optional<std::pair<int64_t, int64_t>> first_last_per_rank(
+    const std::vector<StageBlocks>& segments, int64_t pp) {
+  const auto n = static_cast<int64_t>(segments.size());
+  const int64_t v = n / pp;
+  if (v == 1) return megatron_first_last(segments);
+  // The blocks every chunk of pipeline ranks [from, to] holds; -1 when they differ.
+  auto common = [&](int64_t from, int64_t to) {
+    const int64_t b = segments[from].blocks;
+    for (int64_t j = 0; j < n; ++j)
+      if (j % pp >= from && j % pp <= to && segments[j].blocks != b) return int64_t{-1};
+    return b;
+  };
+  const int64_t first = common(0, 0), last = common(pp - 1, pp - 1);
+  if (first <= 0 || last <= 0) return std::nullopt;  // uneven chunks, or an embedding-only chunk
+  if (pp == 2)
+    return first == last ? std::make_pair(-1L, -1L) : std::make_pair(first * v, last * v);
+  const int64_t middle = common(1, pp - 2);
+  if (middle <= 0) return std::nullopt;
+  return std::make_pair(first == middle ? -1L : first * v, last == middle ? -1L : last * v);
+}
+
+// Pipeline partition flags: nothing for the even split (--num-layers-per-virtual-pipeline-stage
+// with chunks), --decoder-first/last-pipeline-num-layers for "uniform except the first and last
+// pipeline rank" (with --num-virtual-stages-per-pipeline-rank, which Megatron-LM requires for an
+// uneven split with chunks), else --pipeline-model-parallel-layout.
 void partition_args(const ModelSpec& model, const Strategy& s, Args& a, ExportResult& out) {
   bool from_strategy = false;
   const auto segments = export_detail::pipeline_segments(model, s, out, &from_strategy);
   if (segments.empty()) {
-    if (s.pp > 1)
-      out.approximations.push_back(
-          "the strategy leaves the layer partition to hetplan: Megatron-LM's even split is used "
-          "(export a predict or search --json output to carry hetplan's partition)");
+    out.approximations.push_back(
+        "the strategy leaves the layer partition to hetplan: Megatron-LM's even split is used "
+        "(export a predict or search --json output to carry hetplan's partition)");
     return;
   }
   const int64_t blocks = model.num_blocks();
-  const int64_t n = static_cast<int64_t>(segments.size());
-  const auto even = even_split(blocks, n);
-  auto same = [](const std::vector<StageBlocks>& x, const std::vector<StageBlocks>& y) {
-    if (x.size() != y.size()) return false;
-    for (size_t i = 0; i < x.size(); ++i)
-      if (x[i].blocks != y[i].blocks || x[i].embedding != y[i].embedding || x[i].head != y[i].head)
-        return false;
-    return true;
-  };
-  if (s.chunks > 1) {
-    if (same(segments, even)) {
-      a.add("--num-layers-per-virtual-pipeline-stage", blocks / n);
-    } else {
-      a.add("--pipeline-model-parallel-layout",
-            fmt::format("\"{}\"", format_megatron_layout(segments)));
-      out.approximations.push_back(fmt::format(
-          "{} blocks do not divide into {} virtual stages: --pipeline-model-parallel-layout "
-          "(recent Megatron-LM) gives the first ones one block more",
-          blocks, n));
-    }
+  const auto n = static_cast<int64_t>(segments.size());
+  const int64_t v = n / s.pp;
+  if (same_split(segments, even_split(blocks, n))) {
+    if (v > 1) a.add("--num-layers-per-virtual-pipeline-stage", blocks / n);
     return;
   }
-  if (same(segments, even)) return;
-  if (const auto fl = megatron_first_last(segments)) {
+  if (const auto fl = first_last_per_rank(segments, s.pp)) {
     if (fl->first >= 0) a.add("--decoder-first-pipeline-num-layers", fl->first);
     if (fl->second >= 0) a.add("--decoder-last-pipeline-num-layers", fl->second);
+    if (v > 1) a.add("--num-virtual-stages-per-pipeline-rank", v);
     return;
   }
   // Not "uniform except first and last": only the layout flag can say it.
   a.add("--pipeline-model-parallel-layout",
         fmt::format("\"{}\"", format_megatron_layout(segments)));
-  out.approximations.push_back(
-      "the partition is not uniform except the first and last stage, so it is written as "
-      "--pipeline-model-parallel-layout, which only recent Megatron-LM versions have (older ones "
-      "cannot express it)");
+  if (from_strategy)
+    out.approximations.push_back(fmt::format(
+        "the partition is not uniform except the first and last {}, so it is written as "
+        "--pipeline-model-parallel-layout, which only recent Megatron-LM versions have (older ones "
+        "cannot express it)",
+        v > 1 ? "pipeline rank's chunks" : "stage"));
+  else
+    out.approximations.push_back(fmt::format(
+        "{} blocks do not divide into {} virtual stages: --pipeline-model-parallel-layout "
+        "(recent Megatron-LM) gives the first ones one block more",
+        blocks, n));
+}
+
+// The placement as comment lines and bash arrays a launch script can use.
+std::string placement_text(const Strategy& s, const ExportOptions& o, ExportResult& out) {
+  const auto p = export_detail::rank_placement(s, o.cluster);
+  out.placement =
+      export_detail::placement_lines(s, p, "Megatron-LM", export_detail::Launcher::kTorchrun);
+  if (p.ranks.empty()) return "";
+  std::string text;
+  for (const auto& line : out.placement) text += "# placement: " + line + "\n";
+  std::vector<int64_t> devices;
+  for (const auto& r : p.ranks) devices.push_back(r.device);
+  text += fmt::format("HETPLAN_RANK_DEVICES=({})  # hetplan device of rank r\n",
+                      fmt::join(devices, " "));
+  if (const auto ranks = export_detail::node_ranks(p); !ranks.empty())
+    text += fmt::format(
+        "HETPLAN_NODE_RANK=({})  # torchrun --node-rank of cluster node i (-1: unused)\n",
+        fmt::join(ranks, " "));
+  return text;
 }
 
 }  // namespace
 
-ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const ExportOptions&) {
+ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const ExportOptions& o) {
   ExportResult out;
   Args a;
   const LayerSpec* layer = export_detail::uniform_block(model, out);
@@ -133,13 +179,21 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
           "schedule gpipe: Megatron-LM runs 1F1B (same bubble, fewer "
           "activations held)");
     else if (s.schedule != "1f1b" && s.schedule != "interleaved")
-      out.unsupported.push_back(
-          fmt::format("schedule {}: Megatron-LM runs 1F1B and interleaved "
-                      "1F1B only",
-                      s.schedule));
+      out.unsupported.push_back(fmt::format(
+          "schedule {}: Megatron-LM runs 1F1B and interleaved 1F1B only{}", s.schedule,
+          s.chunks > 1 ? fmt::format(" (its {} chunks per rank are written as interleaved virtual "
+                                     "stages, which Megatron-LM places round-robin, not in a V)",
+                                     s.chunks)
+                       : ""));
     if (s.schedule == "interleaved" && s.chunks < 2)
       out.unsupported.push_back("schedule interleaved with chunks 1");
     if (layer) partition_args(model, s, a, out);
+    if (s.chunks > 1 && s.pp == 2) {
+      // arguments.py: interleaving over 2 pipeline ranks needs p2p overlap.
+      a.add("--overlap-p2p-comm");
+      out.approximations.push_back(
+          "Megatron-LM interleaves 2 pipeline ranks only with --overlap-p2p-comm (written)");
+    }
   }
   a.add("--micro-batch-size", s.micro_batch);
   a.add("--global-batch-size", s.global_batch);
@@ -175,6 +229,7 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
     text += fmt::format("# vocabulary {}: from the tokenizer\n", emb->vocab);
   for (const auto& note : out.approximations) text += "# note: " + note + "\n";
   for (const auto& no : out.unsupported) text += "# NOT EXPRESSED: " + no + "\n";
+  text += placement_text(s, o, out);
   text += "MEGATRON_ARGS=(\n";
   for (const auto& line : a.lines) text += "  " + line + "\n";
   text += ")\n";

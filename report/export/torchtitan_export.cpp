@@ -1,6 +1,7 @@
 // A torchtitan job config (TOML). Keys as in torchtitan/config/job_config.py; schedule names as in
 // torch.distributed.pipelining.schedules.get_schedule_class.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "report/export/exporters.h"
 
@@ -58,11 +59,15 @@ std::string schedule_name(const Strategy& s, ExportResult& out) {
   if (s.schedule == "1f1b") return "1F1B";
   if (s.schedule == "interleaved") return "Interleaved1F1B";
   if (s.schedule == "v-zb" && s.chunks == 2) return "ZBVZeroBubble";
+  // The nearest schedule with the same stages per rank and placement is written.
+  const bool v_shape = s.schedule.rfind("v-", 0) == 0 && s.chunks == 2;
+  const std::string written = v_shape ? "ZBVZeroBubble" : s.chunks > 1 ? "Interleaved1F1B" : "1F1B";
   out.unsupported.push_back(fmt::format(
       "schedule {}{}: torch.distributed.pipelining has GPipe, 1F1B, Interleaved1F1B, "
-      "InterleavedZeroBubble (interleaved only), ZBVZeroBubble (V-shape, 2 chunks) and DualPipeV",
-      s.schedule, s.chunks > 1 ? fmt::format(" with {} chunks", s.chunks) : ""));
-  return "1F1B";
+      "InterleavedZeroBubble (interleaved only), ZBVZeroBubble (V-shape, 2 chunks) and DualPipeV "
+      "({} written)",
+      s.schedule, s.chunks > 1 ? fmt::format(" with {} chunks", s.chunks) : "", written));
+  return written;
 }
 
 }  // namespace
@@ -163,6 +168,10 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
         "gradient-accumulation fusion (predict with \"grad_accumulation_fusion\": false for "
         "torchtitan's time)");
 
+  const auto placement = export_detail::rank_placement(s, o.cluster);
+  out.placement = export_detail::placement_lines(s, placement, "torchtitan",
+                                                 export_detail::Launcher::kTorchrun);
+
   std::string head = fmt::format(
       "# torchtitan job config for {}: {}\n# exported by hetplan. "
       "Launch on {} GPUs (NGPU / torchrun).\n",
@@ -177,6 +186,17 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
                                  "embeddings; this one does not)");
   for (const auto& note : out.approximations) head += "# note: " + note + "\n";
   for (const auto& no : out.unsupported) head += "# NOT EXPRESSED: " + no + "\n";
+  for (const auto& line : out.placement) head += "# placement: " + line + "\n";
+  if (!placement.ranks.empty()) {
+    std::vector<int64_t> devices;
+    for (const auto& r : placement.ranks) devices.push_back(r.device);
+    head += fmt::format("# hetplan_rank_devices = [{}]  # hetplan device of rank r\n",
+                        fmt::join(devices, ", "));
+    if (const auto ranks = export_detail::node_ranks(placement); !ranks.empty())
+      head += fmt::format(
+          "# hetplan_node_rank = [{}]  # torchrun --node-rank of cluster node i (-1: unused)\n",
+          fmt::join(ranks, ", "));
+  }
   out.text = head + t.text;
   return out;
 }
