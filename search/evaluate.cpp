@@ -407,6 +407,30 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
       std::fill(in.limit_bytes.begin(), in.limit_bytes.end(), std::numeric_limits<double>::max());
       part = partition_layers_greedy(in);
     }
+    if (v > 1) {
+      // Several stages per device: the partition above balances the stages, but a device's busy
+      // time is the sum of its own. Balance the devices too, and keep whichever split the
+      // schedule runs faster (one micro-batch's passes per stage; the rest is the same for both).
+      const PartitionResult balanced = balance_device_loads(in, dev, limit, part);
+      auto makespan = [&](const std::vector<std::pair<int64_t, int64_t>>& split) {
+        pipeline::PipelineProblem q = problem;
+        q.forward_s.assign(S, 0);
+        q.backward_input_s.assign(S, 0);
+        q.backward_weight_s.assign(S, 0);
+        q.p2p_s.assign(std::max<int64_t>(1, S - 1), 0);
+        for (int64_t j = 0; j < S; ++j)
+          for (int64_t i = split[j].first; i <= split[j].second; ++i) {
+            const LayerTimes& t = (*rank_costs[dev[j]])[i].times;
+            q.forward_s[j] += t.pass_s[0];
+            q.backward_input_s[j] += t.pass_s[1];
+            q.backward_weight_s[j] += t.pass_s[2];
+          }
+        const pipeline::PipelineResult r = pipeline::estimate(s.schedule, q);
+        return r.feasible ? r.makespan_s : std::numeric_limits<double>::infinity();
+      };
+      if (balanced.ranges != part.ranges && makespan(balanced.ranges) < makespan(part.ranges))
+        part = balanced;
+    }
     ranges = part.ranges;
     // Chunked schedules were partitioned by time alone: a device whose weights, gradients,
     // optimizer state and one micro-batch of activations already overflow cannot fit.

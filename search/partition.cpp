@@ -1,8 +1,10 @@
 #include "search/partition.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
+#include <optional>
 
 namespace hetplan {
 
@@ -197,6 +199,122 @@ PartitionResult partition_layers_greedy(const PartitionInput& in) {
     result.max_stage_s = std::max(result.max_stage_s, t);
   }
   return result;
+}
+
+PartitionResult balance_device_loads(const PartitionInput& in,
+                                     const std::vector<int64_t>& device_of_stage,
+                                     const std::vector<double>& device_limit_bytes,
+                                     PartitionResult start) {
+  const int64_t S = static_cast<int64_t>(start.ranges.size());
+  if (!start.feasible || S < 2) return start;
+  const int64_t L = static_cast<int64_t>(in.time_s[0].size());
+  const int64_t P = *std::max_element(device_of_stage.begin(), device_of_stage.end()) + 1;
+  // Prefix sums per stage: time, and what a layer holds (weights and state, one micro-batch).
+  std::vector<std::vector<double>> time(S, std::vector<double>(L + 1, 0)), held = time;
+  for (int64_t j = 0; j < S; ++j)
+    for (int64_t i = 0; i < L; ++i) {
+      time[j][i + 1] = time[j][i] + in.time_s[j][i];
+      held[j][i + 1] = held[j][i] + in.static_bytes[j][i] + in.activation_bytes[j][i];
+    }
+  auto& r = start.ranges;
+  auto stage_time = [&](int64_t j, int64_t first, int64_t last) {
+    return time[j][last + 1] - time[j][first];
+  };
+  std::vector<double> load(P, 0), bytes(P, 0);
+  for (int64_t j = 0; j < S; ++j) {
+    load[device_of_stage[j]] += stage_time(j, r[j].first, r[j].second);
+    bytes[device_of_stage[j]] += held[j][r[j].second + 1] - held[j][r[j].first];
+  }
+  // Lexicographic: the busiest device's load, the slowest stage, the sums of squared stage times
+  // and of squared loads (the spread of both).
+  using Score = std::array<double, 4>;
+  std::vector<double> stage_s(S);
+  for (int64_t j = 0; j < S; ++j) stage_s[j] = stage_time(j, r[j].first, r[j].second);
+  auto score = [&](const std::vector<double>& l, const std::vector<double>& t) {
+    Score sc{0, *std::max_element(t.begin(), t.end()), 0, 0};
+    for (double x : t) sc[2] += x * x;
+    for (double x : l) {
+      sc[0] = std::max(sc[0], x);
+      sc[3] += x * x;
+    }
+    return sc;
+  };
+  auto better = [](const Score& a, const Score& b) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] < b[i] * (1 - 1e-12)) return true;
+      if (a[i] > b[i] * (1 + 1e-12)) return false;
+    }
+    return false;
+  };
+  const double cap = *std::max_element(stage_s.begin(), stage_s.end());
+  auto current = score(load, stage_s);
+  // A move passes one layer from stage j along a chain of stages to stage k: each stage in between
+  // gives its end layer on and takes its neighbour's, so its window shifts by one. Moving right
+  // (k > j) shifts the boundaries between j and k left by one; moving left, right by one.
+  std::vector<std::pair<int64_t, int64_t>> moved;  // new ranges of stages lo..hi
+  std::vector<double> trial_load, trial_bytes, trial_stage;
+  auto try_move = [&](int64_t j, int64_t k) -> std::optional<Score> {
+    const int64_t lo = std::min(j, k), hi = std::max(j, k);
+    moved.assign(r.begin() + lo, r.begin() + hi + 1);
+    for (int64_t x = lo; x < hi; ++x) {  // boundary between x and x + 1
+      if (k > j) {
+        --moved[x - lo].second;
+        --moved[x + 1 - lo].first;
+      } else {
+        ++moved[x - lo].second;
+        ++moved[x + 1 - lo].first;
+      }
+    }
+    trial_load = load;
+    trial_bytes = bytes;
+    trial_stage = stage_s;
+    for (int64_t x = lo; x <= hi; ++x) {
+      const auto [f, l] = moved[x - lo];
+      if (f > l) return std::nullopt;
+      const double t = stage_time(x, f, l);
+      // No stage may get slower than the slowest stage of the start (its fewest-bubbles split).
+      if (t > cap * (1 + 1e-12)) return std::nullopt;
+      const int64_t d = device_of_stage[x];
+      trial_load[d] += t - stage_s[x];
+      trial_stage[x] = t;
+      trial_bytes[d] += (held[x][l + 1] - held[x][f]) - (held[x][r[x].second + 1] - held[x][r[x].first]);
+    }
+    if (!device_limit_bytes.empty())
+      for (int64_t d = 0; d < P; ++d)
+        if (trial_bytes[d] > bytes[d] && trial_bytes[d] > device_limit_bytes[d]) return std::nullopt;
+    return score(trial_load, trial_stage);
+  };
+  for (int64_t iteration = 0; iteration < 4 * L; ++iteration) {
+    const int64_t busiest = std::max_element(load.begin(), load.end()) - load.begin();
+    const double slowest = *std::max_element(stage_s.begin(), stage_s.end());
+    // Candidate moves: a layer out of a stage of the busiest device, or out of the slowest stage,
+    // along any chain.
+    std::optional<std::pair<int64_t, int64_t>> best;
+    auto best_score = current;
+    for (int64_t j = 0; j < S; ++j) {
+      const bool on_busiest = device_of_stage[j] == busiest;
+      if ((!on_busiest && stage_s[j] < slowest) || r[j].first == r[j].second) continue;
+      for (int64_t k = 0; k < S; ++k) {
+        if (k == j || (on_busiest && device_of_stage[k] == busiest)) continue;
+        if (const auto sc = try_move(j, k); sc && better(*sc, best_score)) {
+          best_score = *sc;
+          best = std::make_pair(j, k);
+        }
+      }
+    }
+    if (!best) break;
+    try_move(best->first, best->second);
+    const int64_t lo = std::min(best->first, best->second);
+    std::copy(moved.begin(), moved.end(), r.begin() + lo);
+    load = trial_load;
+    bytes = trial_bytes;
+    stage_s = trial_stage;
+    current = best_score;
+  }
+  start.max_stage_s = 0;
+  for (int64_t j = 0; j < S; ++j)
+    start.max_stage_s = std::max(start.max_stage_s, stage_time(j, r[j].first, r[j].second));
+  return start;
 }
 
 }  // namespace hetplan

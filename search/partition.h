@@ -41,4 +41,16 @@ namespace hetplan {
 // from the DP.
 PartitionResult partition_layers_greedy(const PartitionInput& in);
 
+// For schedules that run several virtual stages per device (interleaved, the V family), where a
+// device's busy time is the sum of its stages' and bounds the iteration: starting from `start`,
+// moves a layer at a time out of the busiest device's stages into a neighbouring stage while that
+// lowers the busiest device's load (then the sum of squared loads), no stage getting slower than
+// the slowest stage of `start`. `device_of_stage[j]` is stage
+// j's device; a move that would put a device's weights, optimizer state and one micro-batch of
+// activations over `device_limit_bytes` (when given) is not made. Every stage keeps a layer.
+PartitionResult balance_device_loads(const PartitionInput& in,
+                                     const std::vector<int64_t>& device_of_stage,
+                                     const std::vector<double>& device_limit_bytes,
+                                     PartitionResult start);
+
 }  // namespace hetplan
