@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "costmodel/errors.h"
+#include "costmodel/hardware.h"
 #include "costmodel/profile.h"
 #include "costmodel/profile_quality.h"
 
@@ -179,6 +180,16 @@ CommandRunner declare_fit(CLI::App& app) {
                       describe(in.repeated.front())));
     if (in.calibrations.empty() && in.profiles.empty())
       throw InputError("no calibration files found in the inputs");
+    for (const auto& f : in.calibrations)
+      if (!per_gpu_records(f).empty() && !is_gpu_preset(f.context.gpu_type))
+        throw InputError(
+            f.origin, "context.gpu_type",
+            fmt::format("expected a GPU preset ({}), found \"{}\": fit needs the GPU's datasheet "
+                        "(peaks, bandwidth) to fit its measurements; a GPU type a cluster file "
+                        "defines (gpu_types) is fitted on the fly: give the file to predict or "
+                        "search --calibration with that cluster, or list it in the cluster "
+                        "file's calibration",
+                        gpu_preset_names(), f.context.gpu_type));
     std::vector<CalibrationFile> files = o->no_default_calibration
                                              ? std::vector<CalibrationFile>{}
                                              : shipped_priors(in.calibrations);

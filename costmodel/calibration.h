@@ -216,6 +216,12 @@ void save_calibration(const CalibrationFile& file, const std::filesystem::path& 
 // measurements without `gpus` are tagged with its GPU kind, so node kinds stay apart (tag `into`'s
 // own with tag_measurements_with_gpu_kind before the first merge).
 void merge_calibration(CalibrationFile& into, const CalibrationFile& other);
+// What `file` holds that belongs to its one GPU type (context.gpu_type): GEMM, kernel, layer,
+// layer_forward and serving_layer measurements and datasheet priors, as "8 GEMM, 2 kernel"; empty
+// when it holds none (a communication-only file).
+std::string per_gpu_records(const CalibrationFile& file);
+// The GPU presets, "a100-40gb, a100-80gb, ..." (for messages).
+std::string gpu_preset_names();
 // The GPU kind a file's context names: gpu_type, else gpu_name; empty when neither is set.
 std::string context_gpu_kind(const Provenance& context);
 // Tags every collective, p2p and host-device measurement of `file` that has no `gpus` with its

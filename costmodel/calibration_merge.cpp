@@ -39,22 +39,6 @@ std::vector<T> deduplicate(const std::vector<T>& items) {
   return out;
 }
 
-// GEMM, kernel, layer, imported-layer and serving measurements, and datasheet priors: what a
-// calibration file says about its one GPU type (context.gpu_type).
-std::string per_gpu_records(const CalibrationFile& f) {
-  std::string out;
-  auto count = [&](size_t n, const char* what) {
-    if (n) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, what);
-  };
-  count(f.gemm.size(), "GEMM");
-  count(f.kernels.size(), "kernel");
-  count(f.layers.size(), "layer");
-  count(f.layer_forward.size(), "layer_forward");
-  count(f.serving_layer.size(), "serving_layer");
-  if (f.datasheet) out += std::string(out.empty() ? "" : ", ") + "datasheet priors";
-  return out;
-}
-
 std::string name_of(const CalibrationFile& f, size_t i) {
   return f.origin.empty() ? fmt::format("file {}", i + 1) : f.origin;
 }
