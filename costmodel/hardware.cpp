@@ -191,7 +191,14 @@ ClusterSpec parse_cluster(const Document& doc) {
   r.string_or("description", "");
   std::map<std::string, GpuSpec> gpus;
   if (auto g = r.optional_object("gpu_types"))
-    for (const auto& key : g->keys()) gpus[key] = parse_gpu(g->object(key), key);
+    for (const auto& key : g->keys()) {
+      // A preset's name would mean two GPUs: the preset nodes' and this one, and calibrations
+      // keyed by the name would apply to both.
+      if (find_preset("gpus", key))
+        g->fail(key, fmt::format("redefines the preset GPU {}: give this GPU a name of its own",
+                                 key));
+      gpus[key] = parse_gpu(g->object(key), key);
+    }
   std::map<std::string, NodeSpec> nodes;
   if (auto n = r.optional_object("node_types"))
     for (const auto& key : n->keys()) nodes[key] = parse_node(n->object(key), key, gpus);

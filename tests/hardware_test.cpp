@@ -77,6 +77,10 @@ TEST(Hardware, BadClustersNameTheKey) {
                      "intra_latency_us: 1, network_gbit: 1, network_latency_us: 1}}\nnodes: "
                      "[{type: b, count: 1}]\n",
                      "node_types.b.gpus");
+  // Redefining a preset GPU applied only to nodes of the file's own types, not to the presets'.
+  expect_input_error("gpu_types: {t4: {peak_tflops: {bf16: 1000}, memory_gib: 16, memory_GBps: "
+                     "320, sm_count: 40, l2_mib: 4}}\nnodes: [{type: g4dn.12xlarge, count: 1}]\n",
+                     "gpu_types.t4");
   EXPECT_THROW(load_cluster("p4d.24xlarge:0"), InputError);
   EXPECT_THROW(load_cluster("p4d.24xlarge:x"), InputError);
   EXPECT_THROW(load_cluster("dgx-z:2"), InputError);
