@@ -1,6 +1,7 @@
 // `hetplan simulate`: builds one pipeline schedule and times it with the event-driven simulator.
 // Prints a summary (and an ASCII timeline for small problems); --json writes the contract fields
 // makespan, bubble_rate, peak_activation and timeline. See docs/schedules.md.
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -90,6 +91,15 @@ int run_simulate(const SimulateOptions& o) {
   if (!r.feasible)
     throw InputError(fmt::format("--activation-limit {}: {}", o.activation_limit, r.reason));
 
+  if (!std::isfinite(r.makespan_s))
+    throw InputError(fmt::format("--forward/--backward-input/--backward-weight: the makespan "
+                                 "overflows ({}); expected times a double can sum",
+                                 r.makespan_s));
+  const auto json = [&] { return to_json(o, problem, r); };
+  if (o.json_path == "-") {  // stdout is the JSON alone, for programs
+    fmt::print("{}\n", json().dump(1));
+    return 0;
+  }
   fmt::print("schedule {} ({}): {} stages, {} micro-batches, {} chunk(s) per stage\n", o.schedule,
              r.variant, problem.devices, problem.microbatches, problem.chunks);
   fmt::print("makespan {:.6g}, bubble rate {:.2f}% (worst device {:.2f}%)\n", r.makespan_s,
@@ -102,7 +112,7 @@ int run_simulate(const SimulateOptions& o) {
     std::ofstream out(o.json_path);
     if (!out) throw RuntimeFailure(fmt::format("cannot write {}", o.json_path));
     // Indented when small enough to read; compact otherwise (a big timeline is for programs).
-    out << to_json(o, problem, r).dump(r.timeline.size() <= 10000 ? 1 : -1) << '\n';
+    out << json().dump(r.timeline.size() <= 10000 ? 1 : -1) << '\n';
     if (!out) throw RuntimeFailure(fmt::format("failed writing {}", o.json_path));
   }
   return 0;
@@ -147,7 +157,8 @@ CommandRunner declare_simulate(CLI::App& app) {
   app.add_option("--activation-bytes", o->activation_bytes,
                  "activation bytes one micro-batch keeps per virtual stage, to report peak bytes")
       ->delimiter(',');
-  app.add_option("--json", o->json_path, "write the result (with the full timeline) as JSON");
+  app.add_option("--json", o->json_path,
+                 "write the result (with the full timeline) as JSON ('-' for stdout)");
   app.add_option("--width", o->width, "columns of the ASCII timeline")->check(CLI::Range(8, 10000));
   return [o] { return run_simulate(*o); };
 }

@@ -64,6 +64,17 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
   EXPECT_NE(out.find("d0 |FFFF"), std::string::npos) << out;
 }
 
+TEST_F(SimulateCli, JsonToStdoutIsTheJsonAlone) {
+  const fs::path text = dir / "out.txt";
+  ASSERT_EQ(run("--schedule 1f1b --stages 4 --microbatches 8 --forward 1 --backward-input 1 "
+                "--backward-weight 1 --json -",
+                text),
+            0);
+  const auto j = nlohmann::json::parse(slurp(text));  // no summary around it
+  EXPECT_DOUBLE_EQ(j.at("makespan").get<double>(), 33.0);
+  EXPECT_FALSE(fs::exists("-"));
+}
+
 TEST_F(SimulateCli, ActivationLimitShowsInThePeaks) {
   const fs::path json = dir / "v.json";
   ASSERT_EQ(run("--schedule v-zb --stages 4 --microbatches 16 --forward 1 --backward-input 1 "
@@ -84,6 +95,11 @@ TEST_F(SimulateCli, BadArgumentsExitTwo) {
   EXPECT_NE(slurp(text).find("--stages: expected a number > 0, got 0"), std::string::npos);
   EXPECT_EQ(run("--schedule nope --stages 4 --microbatches 8" + times, text), 2);
   EXPECT_NE(slurp(text).find("unknown schedule 'nope'"), std::string::npos);
+  EXPECT_EQ(run("--schedule 1f1b --stages 2 --microbatches 4 --forward 1e308 --backward-input "
+                "1e308 --backward-weight 1",
+                text),
+            2);
+  EXPECT_NE(slurp(text).find("the makespan overflows (inf)"), std::string::npos);
   EXPECT_EQ(run("--schedule 1f1b --stages 4 --microbatches 8 --forward -1 --backward-input 1 "
                 "--backward-weight 1",
                 text),
