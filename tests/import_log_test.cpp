@@ -116,6 +116,32 @@ TEST(MegatronLog, ReservedMemoryAndFullRecompute) {
   EXPECT_TRUE(m.notes.empty()) << m.notes;  // recompute_method uniform, 1 layer: exact
 }
 
+// QA: gradient_accumulation_fusion False in the arguments block was recorded as true.
+TEST(MegatronLog, GradientAccumulationFusionAsTheArgumentsSay) {
+  const std::string path = kData + "/megatron/gpt2-medium_tp2_pp2_dp2.log";
+  const std::string text = logs::read_text_file(path);
+  EXPECT_TRUE(strategy_of(megatron("gpt2-medium_tp2_pp2_dp2.log")).grad_accumulation_fusion);
+  auto with = [&](const std::string& line) {
+    std::string t = text;
+    const std::string arg = "  gradient_accumulation_fusion .................... True\n";
+    t.replace(t.find(arg), arg.size(), line);
+    return megatron_measurement(parse_megatron_log(t, "g.log"), "g.log", {});
+  };
+  const Measurement off = with("  gradient_accumulation_fusion .................... False\n");
+  EXPECT_FALSE(strategy_of(off).grad_accumulation_fusion);
+  EXPECT_EQ(off.strategy["grad_accumulation_fusion"], false);
+  // Not printed (Megatron-LM before 2022, or a trimmed log): Megatron-LM's default, with a note.
+  const Measurement unsaid = with("");
+  EXPECT_TRUE(strategy_of(unsaid).grad_accumulation_fusion);
+  EXPECT_EQ(unsaid.notes,
+            "the arguments block does not print gradient_accumulation_fusion: recorded as true, "
+            "Megatron-LM's default (versions before 2022 had no such fusion: false)");
+  EXPECT_NE(error_of([&] {
+              with("  gradient_accumulation_fusion .................... yes\n");
+            }).find("arguments.gradient_accumulation_fusion: expected True or False"),
+            std::string::npos);
+}
+
 TEST(MegatronLog, OutOfMemoryRun) {
   const Measurement m = megatron("gpt2-medium_dp8_mb32_oom.log");
   EXPECT_TRUE(m.oom);
@@ -239,6 +265,9 @@ TEST(DeepSpeedLog, PipelineEngineStepsConfigAndMemory) {
   EXPECT_EQ(m.iteration_s->count, 5);
   EXPECT_DOUBLE_EQ(m.iteration_s->median, 0.163);
   EXPECT_EQ(m.peak_memory_bytes, std::vector<double>{5.83 * kGiB});  // the larger Max_MA
+  // DeepSpeed adds gradients with kernels of its own (the report matches on this).
+  EXPECT_FALSE(s.grad_accumulation_fusion);
+  EXPECT_EQ(m.strategy["grad_accumulation_fusion"], false);
 }
 
 TEST(DeepSpeedLog, ThroughputTimerLines) {

@@ -212,6 +212,9 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
                      "train_batch_size");
   s.zero = static_cast<int>(
       config_integer(log, origin, {"zero_optimization", "stage"}, "zero_optimization_stage", 0));
+  // DeepSpeed adds every gradient with a kernel of its own: no weight-gradient GEMM accumulates
+  // into the fp32 main gradient (docs/exports.md), which the report matches on.
+  s.grad_accumulation_fusion = false;
   const int64_t autotp = config_integer(log, origin, {"tensor_parallel", "autotp_size"}, "", 0);
   s.tp = autotp > 0 ? autotp : options.tp.value_or(1);
   if (autotp > 0 && options.tp && *options.tp != autotp)

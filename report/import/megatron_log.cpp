@@ -196,6 +196,15 @@ Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std:
           "{} (hetplan models every layer recomputed); ",
           method.empty() ? "None" : method, layers);
   }
+  // Printed after Megatron-LM's checks (it turns the fusion off where neither Transformer Engine
+  // nor APEX provides the kernel); --no-gradient-accumulation-fusion prints False.
+  if (a.has("gradient_accumulation_fusion")) {
+    s.grad_accumulation_fusion = a.flag("gradient_accumulation_fusion");
+  } else {
+    notes +=
+        "the arguments block does not print gradient_accumulation_fusion: recorded as true, "
+        "Megatron-LM's default (versions before 2022 had no such fusion: false); ";
+  }
   const std::string backend = a.text("attention_backend");
   s.flash_attention =
       a.flag("use_flash_attn") || !(contains(backend, "unfused") || contains(backend, "local"));
