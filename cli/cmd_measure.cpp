@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/cmd_model_info.h"
 #include "cli/command.h"
@@ -15,6 +16,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/measurements.h"
 #include "costmodel/model.h"
+#include "search/evaluate.h"
 #include "search/strategy.h"
 
 namespace hetplan::cli {
@@ -97,8 +99,22 @@ CommandRunner declare_measure(CLI::App& app) {
       throw InputError(o->strategy, "global_batch",
                        fmt::format("{} is not a multiple of dp x micro_batch = {} x {}",
                                    strategy.global_batch, strategy.dp, strategy.micro_batch));
-    if (std::string why = tensor_parallel_problem(model, strategy.tp); !why.empty())
-      throw InputError(o->strategy, "tp", why);
+    if (std::string code, why = strategy_model_problem(model, strategy, code); !why.empty())
+      throw InputError(o->strategy, code, why);
+    // What the reference harness runs (docs/measure.md): one kind of parallelism at a time, and
+    // ZeRO up to stage 2.
+    std::vector<std::string> kinds;
+    for (const auto& [key, degree] : {std::pair<const char*, int64_t>{"dp", strategy.dp},
+                                      {"tp", strategy.tp}, {"pp", strategy.pp}})
+      if (degree > 1) kinds.push_back(fmt::format("{} {}", key, degree));
+    if (kinds.size() > 1)
+      throw InputError(o->strategy, "dp",
+                       fmt::format("the reference harness runs one kind of parallelism at a time; "
+                                   "this strategy has {}",
+                                   fmt::join(kinds, ", ")));
+    if (strategy.zero >= 3 && strategy.dp > 1)
+      throw InputError(o->strategy, "zero",
+                       "ZeRO-3 is not supported by the reference harness (stages 0-2 are)");
     const auto harness = harness_path();
     if (!std::filesystem::exists(harness))
       throw RuntimeFailure(fmt::format("the reference harness {} is missing (set "

@@ -1,7 +1,10 @@
 // hetplan predict: one strategy's iteration time, throughput, MFU and memory per device.
 #include <map>
+#include <set>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/command.h"
 #include "cli/common.h"
@@ -79,7 +82,25 @@ CommandRunner declare_predict(CLI::App& app) {
                                                       {"tp", "tp"}, {"pp", "pp"}, {"zero", "zero"}};
       throw InputError(o->strategy, key.count(code) ? key.at(code) : code, problem);
     }
-    const Prediction p = evaluator.predict(strategy);
+    std::set<std::string> types;
+    for (const auto& g : cluster.groups) types.insert(g.node.gpu.name);
+    for (size_t i = 0; i < strategy.stages.size(); ++i) {
+      std::stringstream joined(strategy.stages[i].gpu_type);
+      for (std::string t; std::getline(joined, t, '+');)
+        if (!t.empty() && !types.count(t))
+          throw InputError(o->strategy, fmt::format("stages[{}].gpu_type", i),
+                           fmt::format("a GPU type of cluster {} ({}), found \"{}\"", cluster.name,
+                                       fmt::join(types, ", "), t));
+    }
+    // The stages' devices and layers are checked as the strategy is placed: name the file.
+    const Prediction p = [&] {
+      try {
+        return evaluator.predict(strategy);
+      } catch (const InputError& e) {
+        if (!e.origin().empty()) throw;
+        throw InputError(o->strategy, "stages", e.what());
+      }
+    }();
     if (o->json != "-") {
       fmt::print("model {} ({:.2f}B parameters, sequence {}) on {} ({} GPUs)\n", model.name,
                  model.parameters() / 1e9, model.seq_len, cluster.name, cluster.num_gpus());

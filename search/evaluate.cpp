@@ -125,23 +125,13 @@ int64_t Evaluator::device_of_virtual_stage(const Strategy& s, int64_t j) {
   return j % P;  // interleaved: round robin
 }
 
-std::string Evaluator::structural_problem(const Strategy& s, std::string& code) const {
-  const int64_t layers = static_cast<int64_t>(model_.layers.size());
-  pipeline::schedule_info(s.schedule);  // throws InputError naming the known schedules
-  if (s.microbatches() == 0) {
-    code = "batch";
-    return fmt::format("global batch {} is not a multiple of dp x micro_batch = {} x {}",
-                       s.global_batch, s.dp, s.micro_batch);
-  }
-  if (s.devices() > static_cast<int64_t>(devices_.size())) {
-    code = "devices";
-    return fmt::format("dp x tp x pp = {} GPUs, the cluster has {}", s.devices(), devices_.size());
-  }
-  if (std::string p = tensor_parallel_problem(model_, s.tp); !p.empty()) {
+std::string strategy_model_problem(const ModelSpec& model, const Strategy& s, std::string& code) {
+  const int64_t layers = static_cast<int64_t>(model.layers.size());
+  if (std::string p = tensor_parallel_problem(model, s.tp); !p.empty()) {
     code = "tp";
     return p;
   }
-  const int64_t v = chunks_of(s);
+  const int64_t v = Evaluator::chunks_of(s);
   if (s.schedule.rfind("v-", 0) == 0 && v != 2) {
     code = "chunks";
     return fmt::format("the V schedules place exactly 2 chunks per device, not {}", v);
@@ -156,6 +146,20 @@ std::string Evaluator::structural_problem(const Strategy& s, std::string& code) 
                        "nor DeepSpeed (ZeRO-1 is)", s.zero);
   }
   return "";
+}
+
+std::string Evaluator::structural_problem(const Strategy& s, std::string& code) const {
+  pipeline::schedule_info(s.schedule);  // throws InputError naming the known schedules
+  if (s.microbatches() == 0) {
+    code = "batch";
+    return fmt::format("global batch {} is not a multiple of dp x micro_batch = {} x {}",
+                       s.global_batch, s.dp, s.micro_batch);
+  }
+  if (s.devices() > static_cast<int64_t>(devices_.size())) {
+    code = "devices";
+    return fmt::format("dp x tp x pp = {} GPUs, the cluster has {}", s.devices(), devices_.size());
+  }
+  return strategy_model_problem(model_, s, code);
 }
 
 std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>>& groups,

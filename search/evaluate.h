@@ -32,6 +32,11 @@ struct PredictOptions {
   bool skip_unfit = false;
 };
 
+// What makes a strategy impossible for the model whatever the cluster (tp not dividing the
+// heads, more stages than layers, ...): a message, with `code` set to the strategy key at fault
+// ("tp", "chunks", "pp", "zero"); empty when none.
+std::string strategy_model_problem(const ModelSpec& model, const Strategy& s, std::string& code);
+
 class Evaluator {
  public:
   Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const CostModel& cost);

@@ -51,16 +51,28 @@ Strategy strategy_from_json(ObjectReader r) {
   if (zero < 0 || zero > 3) r.fail("zero", fmt::format("expected a ZeRO stage 0-3, found {}", zero));
   s.zero = static_cast<int>(zero);
   s.sequence_parallel = r.boolean_or("sequence_parallel", false);
+  if (s.sequence_parallel && s.tp == 1)
+    r.fail("sequence_parallel", "sequence parallelism splits activations over the tensor-parallel "
+                                "group: it needs tp > 1");
   // Without "chunks" a schedule runs its default (interleaved and the V schedules: 2), as predict
-  // and search do; an unknown schedule is reported where it is evaluated.
-  int64_t default_chunks = 1;
-  for (const auto& info : pipeline::schedules())
-    if (info.name == s.schedule) default_chunks = info.default_chunks;
-  s.chunks = r.positive_integer_or("chunks", default_chunks);
+  // and search do.
+  const pipeline::ScheduleInfo* schedule = nullptr;
+  std::string known;
+  for (const auto& info : pipeline::schedules()) {
+    if (info.name == s.schedule) schedule = &info;
+    known += (known.empty() ? "" : ", ") + info.name;
+  }
+  if (schedule == nullptr)
+    r.fail("schedule", fmt::format("expected one of {}, found \"{}\"", known, s.schedule));
+  s.chunks = r.positive_integer_or("chunks", schedule->default_chunks);
   if (s.schedule == "interleaved" && s.chunks < 2)
     r.fail("chunks", fmt::format("schedule interleaved runs 2 or more chunks per device, found {} "
                                  "(one chunk is schedule 1f1b)",
                                  s.chunks));
+  if (schedule->default_chunks <= 1 && s.chunks != 1)
+    r.fail("chunks", fmt::format("schedule {} runs one chunk per device, found {} (interleaved and "
+                                 "the V schedules run several)",
+                                 s.schedule, s.chunks));
   s.flash_attention = r.boolean_or("flash_attention", true);
   s.grad_accumulation_fusion = r.boolean_or("grad_accumulation_fusion", true);
   for (auto& st : r.objects_or_empty("stages")) {

@@ -88,6 +88,21 @@ TEST(MeasureCli, ErrorsAndDryRun) {
   r = run_hetplan("measure --model gpt2-medium --strategy " + bad + " --out " + out);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("bad.json: tp:"), std::string::npos) << r.output;
+  // What predict refuses, and what the harness cannot run, are refused before it starts.
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"dp": 1, "tp": 1, "pp": 30, "micro_batch": 1, "global_batch": 4})",
+            "bad.json: pp: pp 30 x 1 chunks exceeds the model's 26 layers"},
+           {R"({"dp": 2, "tp": 2, "pp": 1, "micro_batch": 1, "global_batch": 4})",
+            "bad.json: dp: the reference harness runs one kind of parallelism at a time; this "
+            "strategy has dp 2, tp 2"},
+           {R"({"dp": 2, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 4, "zero": 3})",
+            "bad.json: zero: ZeRO-3 is not supported by the reference harness"}}) {
+    write(dir, "bad.json", text);
+    r = run_hetplan("measure --model gpt2-medium --strategy " + bad + " --out " + out +
+                    " --dry-run");
+    EXPECT_EQ(r.exit_code, 2) << text << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+  }
 
   if (shell("python3 --version") != 0) GTEST_SKIP() << "no python3";
   r = run_hetplan("measure --model gpt2-medium --strategy " + strategy + " --out " + out +

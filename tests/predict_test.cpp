@@ -287,7 +287,22 @@ TEST(PredictCli, BadInputExitsTwoNamingFileAndKey) {
        "s.json: micro_batch: expected a whole number > 0"},
       {R"({"dp": 64, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 64})", "s.json: dp:"},
       {R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8, "schedule": "x"})",
-       "unknown schedule"},
+       "s.json: schedule: expected one of gpipe, 1f1b, interleaved"},
+      {R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8, "chunks": 2})",
+       "s.json: chunks: schedule 1f1b runs one chunk per device, found 2"},
+      {R"({"dp": 2, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8,
+           "sequence_parallel": true})",
+       "s.json: sequence_parallel: sequence parallelism splits activations over the "
+       "tensor-parallel group: it needs tp > 1"},
+      {R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+           "stages": [{"layers": [0, 4]}, {"layers": [7, 25]}]})",
+       "s.json: stages: stage 1 starts at layer 7; expected 5"},
+      {R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+           "stages": [{"devices": [0, 1, 2, 99]}, {}]})",
+       "s.json: stages: pipeline rank 0 uses device 99; the cluster has 16 devices"},
+      {R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+           "stages": [{"gpu_type": "v100"}, {"gpu_type": "t4"}]})",
+       "s.json: stages[0].gpu_type: a GPU type of cluster g4dn.12xlarge:4 (t4), found \"v100\""},
   };
   for (const auto& c : cases) {
     const std::string strategy = write(dir, "s.json", c.strategy);
