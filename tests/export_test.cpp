@@ -124,6 +124,17 @@ TEST(MegatronExport, InterleavedAndUnsupportedSchedules) {
       strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1})"), {});
   ASSERT_FALSE(bert.unsupported.empty());
   EXPECT_NE(bert.unsupported.back().find("not a GPT-style decoder"), std::string::npos);
+  // Attention biases without MLP biases (an HF LLaMA with attention_bias): Megatron-LM has all
+  // four projections' biases or none.
+  ModelSpec llama = load_model("llama2-7b");
+  for (auto& layer : llama.layers)
+    if (auto* b = std::get_if<TransformerLayer>(&layer.op)) b->bias = true;
+  const ExportResult biased = export_megatron(
+      llama, strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1})"), {});
+  EXPECT_EQ(biased.unsupported,
+            std::vector<std::string>{"biases on the attention projections only (Megatron-LM "
+                                     "biases all four or none; QKV alone with --add-qkv-bias)"});
+  EXPECT_EQ(biased.text.find("--disable-bias-linear"), std::string::npos);
 }
 
 TEST(DeepSpeedExport, ExplicitParts) {

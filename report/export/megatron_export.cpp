@@ -41,7 +41,13 @@ void model_args(const ModelSpec& model, const LayerSpec& layer, Args& a, ExportR
   if (b.activation == MlpActivation::kSwiglu) a.add("--swiglu");
   if (b.activation == MlpActivation::kRelu)
     out.unsupported.push_back("ReLU MLPs (Megatron-LM has GeLU, SwiGLU and squared ReLU)");
+  // --disable-bias-linear drops every projection's bias; --add-qkv-bias gives QKV alone one.
   if (!b.bias) a.add("--disable-bias-linear");
+  if (b.bias != b.mlp_bias)
+    out.unsupported.push_back(fmt::format(
+        "biases on the {} projections only (Megatron-LM biases all four or none; QKV alone "
+        "with --add-qkv-bias)",
+        b.bias ? "attention" : "MLP"));
   if (!head.tied) a.add("--untie-embeddings-and-output-weights");
   a.add("--hidden-dropout", b.dropout);
   a.add("--attention-dropout", b.dropout);
