@@ -155,19 +155,25 @@ CommandRunner declare_model_info(CLI::App& app) {
   app.add_option("--json", o->json, "Write the layer list as JSON to FILE ('-' for stdout)")
       ->expected(0, 1)
       ->default_str("-");
-  app.add_flag("--work", o->work,
-               "Add each layer's work to the JSON as the cost model sees it: GEMMs, memory-bound "
-               "kernels with bytes, attention, tensor-parallel collectives, activation bytes");
+  CLI::Option* work =
+      app.add_flag("--work", o->work,
+                   "Add each layer's work to the JSON as the cost model sees it: GEMMs, "
+                   "memory-bound kernels with bytes, attention, tensor-parallel collectives, "
+                   "activation bytes");
   app.add_option("--micro-batch", o->shape.micro_batch, "Micro-batch size for --work")
       ->default_val(1)
-      ->check(kPositive);
+      ->check(kPositive)
+      ->needs(work);
   app.add_option("--tp", o->shape.tp, "Tensor-parallel width for --work")
       ->default_val(1)
-      ->check(kPositive);
-  app.add_flag("--sequence-parallel", o->shape.sequence_parallel, "Sequence parallelism (--work)");
-  app.add_flag("--no-flash-attention", o->no_flash, "Unfused attention (--work)");
+      ->check(kPositive)
+      ->needs(work);
+  app.add_flag("--sequence-parallel", o->shape.sequence_parallel, "Sequence parallelism (--work)")
+      ->needs(work);
+  app.add_flag("--no-flash-attention", o->no_flash, "Unfused attention (--work)")->needs(work);
   app.add_flag("--no-grad-accumulation-fusion", o->no_fusion,
-               "Every gradient added into the fp32 main gradients by a kernel (--work)");
+               "Every gradient added into the fp32 main gradients by a kernel (--work)")
+      ->needs(work);
   return [o]() {
     const ModelSpec m = load_model(o->model, o->seq_len);
     if (o->work && o->json.empty())

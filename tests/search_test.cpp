@@ -340,6 +340,16 @@ TEST(SearchCli, NonPositiveSizesNameTheOption) {
   }
 }
 
+// model-info's shape options only shape --work: alone they were silently ignored.
+TEST(ModelInfoCli, ShapeOptionsNeedWork) {
+  auto r = testing::run_hetplan("model-info --model gpt2-medium --tp 4");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--tp requires --work"), std::string::npos) << r.output;
+  r = testing::run_hetplan("model-info --model gpt2-medium --tp 4 --work --json -");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Json::parse(r.output)["work_shape"]["tp"], 4);
+}
+
 // With idle nodes allowed, search and predict say which node groups the plan leaves idle, and
 // predict times the search's plan alike.
 TEST(SearchCli, IdleNodesAreNamed) {
