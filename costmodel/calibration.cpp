@@ -160,11 +160,18 @@ Json to_json(const GemmShape& s) {
 }
 
 GemmShape gemm_shape_from_json(ObjectReader& r) {
+  // cuBLAS takes each size as an int.
+  constexpr int64_t kMax = 2147483647;
+  auto size = [&](std::string_view key, int64_t v) {
+    if (v > kMax)
+      r.fail(key, fmt::format("expected at most {} (cuBLAS's int sizes), found {}", kMax, v));
+    return v;
+  };
   GemmShape s;
-  s.m = r.positive_integer("m");
-  s.n = r.positive_integer("n");
-  s.k = r.positive_integer("k");
-  s.batch = r.positive_integer_or("batch", 1);
+  s.m = size("m", r.positive_integer("m"));
+  s.n = size("n", r.positive_integer("n"));
+  s.k = size("k", r.positive_integer("k"));
+  s.batch = size("batch", r.positive_integer_or("batch", 1));
   s.trans_a = r.boolean_or("trans_a", false);
   s.trans_b = r.boolean_or("trans_b", false);
   return s;

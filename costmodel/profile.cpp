@@ -14,6 +14,9 @@
 namespace hetplan {
 namespace {
 
+// Measured GEMMs may beat the datasheet peak by clock and rounding differences, not by more.
+constexpr double kPeakMargin = 1.1;
+
 int source_rank(const std::string& source) {
   if (source == "measured") return 3;
   if (source.rfind("imported:", 0) == 0) return 2;
@@ -78,8 +81,22 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
   const bool known_gpu = is_gpu_preset(fit.gpu_type);
   const GpuSpec spec = known_gpu ? load_gpu(fit.gpu_type) : GpuSpec{};
   // GEMMs: measured points per dtype; the analytical model is fitted to them once every file is
-  // in (fit_gemms), with the streaming bandwidth the files settle on.
-  for (const auto& g : f.gemm) fit.gemm_points[g.dtype].push_back({g.shape, g.time_s.median});
+  // in (fit_gemms), with the streaming bandwidth the files settle on. A time that implies more
+  // than the datasheet peak is no measurement of this GPU (a unit error, another GPU's file).
+  for (size_t i = 0; i < f.gemm.size(); ++i) {
+    const GemmMeasurement& g = f.gemm[i];
+    const double peak = known_gpu ? spec.peak_flops(g.dtype) : 0;
+    const double achieved = g.shape.flops() / g.time_s.median;
+    if (peak > 0 && achieved > kPeakMargin * peak)
+      throw InputError(
+          f.origin, fmt::format("gemm[{}].time.median_s", i),
+          fmt::format("{} x {} x {} (batch {}) {} in {:.4g} s is {:.4g} TFLOP/s, above the {}'s {} "
+                      "peak of {:.4g} TFLOP/s: expected the seconds one product took on it",
+                      g.shape.m, g.shape.n, g.shape.k, g.shape.batch, to_string(g.dtype),
+                      g.time_s.median, achieved / 1e12, fit.gpu_type, to_string(g.dtype),
+                      peak / 1e12));
+    fit.gemm_points[g.dtype].push_back({g.shape, g.time_s.median});
+  }
   // Memory-bound kernels: a fit per kernel; the copy probe sets the streaming bandwidth.
   // Activations are half precision: fp32 variants of a kernel count only where no half-precision
   // one was measured.

@@ -18,7 +18,41 @@ Json quality_json(const FitQuality& q) {
           {"p95_rel_error", q.p95_rel_error}};
 }
 
+// A score of no points has no errors: null, not zeros.
+Json scored_json(const FitQuality& q) {
+  return q.points > 0 ? quality_json(q) : Json(nullptr);
+}
+
+std::vector<std::string> gemm_warnings(const GemmHoldout& h, int every, const GpuFit& fit) {
+  std::vector<std::string> out;
+  const auto n = static_cast<size_t>(h.points);
+  if (n < kMinFitShapes)
+    out.push_back(fmt::format(
+        "only {} shapes for the GEMM model's 7 coefficients (want at least {}): the coefficients "
+        "are not determined by them and unreliable for shapes not measured; the measured shapes "
+        "are used as measured (`hetplan calibrate --gemm` measures a grid)",
+        n, kMinFitShapes));
+  if (every >= 2 && n < kMinHoldoutShapes)
+    out.push_back(
+        fmt::format("fewer than {} shapes: none held out, no held-out score", kMinHoldoutShapes));
+  else if (every >= 2 && !h.scored())
+    out.push_back(fmt::format("no shape fell in the held-out 1 in {}: no held-out score", every));
+  if (auto it = fit.gemm.find(h.dtype);
+      it != fit.gemm.end() && it->second.peak_fraction < kImplausiblePeakFraction)
+    out.push_back(fmt::format(
+        "fitted peak fraction {:.3f}: the large GEMMs reach {:.1f}% of the datasheet peak, "
+        "implausibly slow for measured GEMMs (times in another unit, microseconds written as "
+        "seconds?)",
+        it->second.peak_fraction, 100 * it->second.peak_fraction));
+  return out;
+}
+
 }  // namespace
+
+bool meets_gemm_targets(const GemmHoldout& h) {
+  return h.scored() && h.corrected.median_rel_error <= kGemmTargetMedian &&
+         h.corrected.p95_rel_error <= kGemmTargetP95;
+}
 
 bool is_held_out(const GemmShape& shape, int every) {
   if (every <= 1) return false;
@@ -45,6 +79,7 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
   GemmHoldout out;
   std::vector<GemmPoint> fit_set, held;
   for (const auto& p : points) (is_held_out(p.shape, every) ? held : fit_set).push_back(p);
+  out.points = static_cast<int64_t>(points.size());
   out.fit_points = static_cast<int64_t>(fit_set.size());
   out.fitted = fit_gemm_efficiency(fit_set, prior, peak_flops, memory_GBps, sm_count,
                                    bytes_per_element);
@@ -57,8 +92,10 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
   }
   out.analytical = summarize_errors(analytical);
   out.corrected = summarize_errors(corrected);
-  const GemmEfficiency all = fit_gemm_efficiency(points, prior, peak_flops, memory_GBps, sm_count,
-                                                 bytes_per_element);
+  const GemmEfficiency all = held.empty()
+                                 ? out.fitted
+                                 : fit_gemm_efficiency(points, prior, peak_flops, memory_GBps,
+                                                       sm_count, bytes_per_element);
   const GemmModel whole(all, peak_flops, memory_GBps, sm_count, bytes_per_element);
   std::vector<double> in_sample;
   for (const auto& p : points) in_sample.push_back(std::abs(whole.analytical_s(p.shape) / p.time_s - 1));
@@ -87,10 +124,21 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
     const GpuSpec spec = load_gpu(type);
     const double bandwidth = spec.memory_GBps * fit.memory_efficiency;
     for (const auto& [dtype, pts] : fit.gemm_points) {
-      if (!spec.supports(dtype) || pts.size() < 10) continue;
+      if (pts.empty()) continue;
+      if (!spec.supports(dtype)) {
+        q.warnings.push_back(fmt::format("{} {} GEMMs not used: the {} has no {} unit", pts.size(),
+                                         to_string(dtype), type, to_string(dtype)));
+        continue;
+      }
+      const int split = pts.size() >= kMinHoldoutShapes ? every : 0;
       GemmHoldout h = gemm_holdout(pts, GemmEfficiency{}, spec.peak_flops(dtype), bandwidth,
-                                   spec.sm_count, dtype_bytes(dtype), every);
+                                   spec.sm_count, dtype_bytes(dtype), split);
       h.dtype = dtype;
+      h.warnings = gemm_warnings(h, every, fit);
+      if (!h.scored()) {
+        q.gemm.push_back(h);
+        continue;  // the profile keeps its in-sample score
+      }
       FitQuality stored = h.corrected;
       stored.method = fmt::format("held-out 1 in {}, with measured-table correction", every);
       fit.gemm_quality[dtype] = stored;
@@ -126,15 +174,24 @@ Json to_json(const FitReport& report) {
     Json gemm = Json::object();
     for (const auto& h : g.gemm) {
       const GemmEfficiency& e = h.fitted;
-      gemm[std::string(to_string(h.dtype))] = {
-          {"fit_points", h.fit_points},
-          {"held_out_corrected", quality_json(h.corrected)},
-          {"held_out_analytical", quality_json(h.analytical)},
-          {"in_sample_analytical", quality_json(h.in_sample)},
-          {"fitted_without_held_out",
-           {{"peak_fraction", e.peak_fraction}, {"tile_m", e.tile_m}, {"tile_n", e.tile_n},
-            {"k_half", e.k_half}, {"overhead_s", e.overhead_s}, {"tile_exponent", e.tile_exponent},
-            {"memory_fraction", e.memory_fraction}, {"blend", e.blend}}}};
+      gemm[std::string(to_string(h.dtype))] = {{"points", h.points},
+                                               {"fit_points", h.fit_points},
+                                               {"held_out_corrected", scored_json(h.corrected)},
+                                               {"held_out_analytical", scored_json(h.analytical)},
+                                               {"in_sample_analytical", quality_json(h.in_sample)},
+                                               {"target", !h.scored()             ? "not scored"
+                                                          : meets_gemm_targets(h) ? "met"
+                                                                                  : "missed"},
+                                               {"warnings", h.warnings},
+                                               {"fitted_without_held_out",
+                                                {{"peak_fraction", e.peak_fraction},
+                                                 {"tile_m", e.tile_m},
+                                                 {"tile_n", e.tile_n},
+                                                 {"k_half", e.k_half},
+                                                 {"overhead_s", e.overhead_s},
+                                                 {"tile_exponent", e.tile_exponent},
+                                                 {"memory_fraction", e.memory_fraction},
+                                                 {"blend", e.blend}}}};
     }
     Json kernels = Json::object();
     for (const auto& [name, k] : g.kernels)
@@ -166,31 +223,39 @@ Json to_json(const FitReport& report) {
                              {"points", points}});
     }
     gpus[g.gpu_type] = {
+        {"warnings", g.warnings},
         {"gemm", gemm},
         {"kernels", kernels},
-        {"attention", {{"efficiency", g.attention_efficiency},
-                       {"bwd_efficiency", g.attention_bwd_efficiency},
-                       {"points", g.attention_points},
-                       {"source", g.attention_source}}},
+        {"attention",
+         {{"efficiency", g.attention_efficiency},
+          {"bwd_efficiency", g.attention_bwd_efficiency},
+          {"points", g.attention_points},
+          {"source", g.attention_source}}},
         {"layers", layers},
         {"layer_corrections", corrections},
-        {"layer_quality", {{"forward", quality_json(g.layer_quality[0])},
-                           {"backward_input", quality_json(g.layer_quality[1])},
-                           {"backward_weight", quality_json(g.layer_quality[2])}}},
+        {"layer_quality",
+         {{"forward", quality_json(g.layer_quality[0])},
+          {"backward_input", quality_json(g.layer_quality[1])},
+          {"backward_weight", quality_json(g.layer_quality[2])}}},
         {"layer_quality_corrected_held_out",
          {{"forward", quality_json(g.corrected_layer_quality[0])},
           {"backward_input", quality_json(g.corrected_layer_quality[1])},
           {"backward_weight", quality_json(g.corrected_layer_quality[2])},
-          {"method", "each timing predicted with the correction of its shape made from its other "
-                     "micro-batches"}}}};
+          {"method",
+           "each timing predicted with the correction of its shape made from its other "
+           "micro-batches"}}}};
   }
   return {{"format", "hetplan-fit-quality"},
           {"schema_version", 1},
-          {"holdout", {{"every", report.holdout_every},
-                       {"rule", "a shape is held out when a stable hash of (m, n, k, batch, "
-                                "layout) is 0 modulo `every`"}}},
-          {"targets", {{"gemm_held_out_median_rel_error", 0.03},
-                       {"gemm_held_out_p95_rel_error", 0.08}}},
+          {"holdout",
+           {{"every", report.holdout_every},
+            {"rule",
+             "a shape is held out when a stable hash of (m, n, k, batch, "
+             "layout) is 0 modulo `every` (0: none), for dtypes with at least "
+             "10 shapes"}}},
+          {"targets",
+           {{"gemm_held_out_median_rel_error", kGemmTargetMedian},
+            {"gemm_held_out_p95_rel_error", kGemmTargetP95}}},
           {"gpus", gpus}};
 }
 
