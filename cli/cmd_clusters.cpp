@@ -13,8 +13,37 @@ CommandRunner declare_clusters(CLI::App& app) {
     const auto presets = hardware_presets();
     if (*json) {
       Json out = Json::array();
-      for (const auto& p : presets)
-        out.push_back({{"kind", p.kind}, {"name", p.name}, {"description", p.description}});
+      // What the tables show, and more, for scripts.
+      for (const auto& p : presets) {
+        Json j = {{"kind", p.kind}, {"name", p.name}, {"description", p.description}};
+        if (p.kind == "gpu") {
+          const GpuSpec g = load_gpu(p.name);
+          Json peaks = Json::object();
+          for (const auto& [dtype, tflops] : g.peak_tflops)
+            peaks[std::string(to_string(dtype))] = tflops;
+          j["peak_tflops"] = peaks;
+          j["memory_bytes"] = g.memory_bytes;
+          j["memory_GBps"] = g.memory_GBps;
+          j["sm_count"] = g.sm_count;
+          j["l2_bytes"] = g.l2_bytes;
+        } else if (p.kind == "node") {
+          const NodeSpec n = load_node(p.name);
+          j["gpu"] = n.gpu.name;
+          j["gpus"] = n.gpus;
+          j["fabric"] = std::string(to_string(n.fabric));
+          j["intra_GBps"] = n.intra_GBps;
+          j["network_gbit"] = n.network_gbit;
+          j["price_per_hour"] = n.price_per_hour;
+        } else if (p.kind == "cluster") {
+          const ClusterSpec c = load_cluster(p.name);
+          j["gpus"] = c.num_gpus();
+          Json nodes = Json::array();
+          for (const auto& g : c.groups)
+            nodes.push_back({{"type", g.node.name}, {"count", g.count}});
+          j["nodes"] = nodes;
+        }
+        out.push_back(j);
+      }
       fmt::print("{}\n", out.dump(2));
       return 0;
     }
@@ -27,13 +56,16 @@ CommandRunner declare_clusters(CLI::App& app) {
       fmt::print("{:<12} {:>6.0f} TF {:>6.0f} GB {:>5.0f} GB/s {:>4}  {}\n", g.name, tf,
                  g.memory_bytes / (1ull << 30), g.memory_GBps, g.sm_count, g.description);
     }
-    fmt::print("\nNode types (use as --cluster NODE:COUNT,NODE:COUNT)\n{:<15} {:>9} {:>9} {:>11} "
-               "{:>10} {:>8}\n", "name", "GPUs", "fabric", "intra GB/s", "network", "$/hour");
+    fmt::print(
+        "\nNode types (use as --cluster NODE:COUNT,NODE:COUNT)\n{:<15} {:<14} {:>9} {:>11} "
+        "{:>10} {:>8}\n",
+        "name", "GPUs", "fabric", "intra GB/s", "network", "$/hour");
     for (const auto& p : presets) {
       if (p.kind != "node") continue;
       const NodeSpec n = load_node(p.name);
-      fmt::print("{:<15} {:>3}x {:<5} {:>8} {:>11.1f} {:>6.0f} Gb {:>8.2f}\n", n.name, n.gpus,
-                 n.gpu.name, to_string(n.fabric), n.intra_GBps, n.network_gbit, n.price_per_hour);
+      fmt::print("{:<15} {:<14} {:>9} {:>11.1f} {:>7.0f} Gb {:>8.2f}\n", n.name,
+                 fmt::format("{}x {}", n.gpus, n.gpu.name), to_string(n.fabric), n.intra_GBps,
+                 n.network_gbit, n.price_per_hour);
     }
     fmt::print("\nCluster presets\n");
     for (const auto& p : presets) {

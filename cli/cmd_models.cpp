@@ -22,6 +22,8 @@ CommandRunner declare_models(CLI::App& app) {
                        {"parameters", m.parameters()},
                        {"blocks", m.num_blocks()},
                        {"seq_len", m.seq_len},
+                       {"hidden", block.hidden},
+                       {"heads", block.block() ? block.block()->heads : 0},
                        {"description", m.description},
                        {"source", m.source}});
         continue;

@@ -1,7 +1,11 @@
 #include "costmodel/hardware.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 
+#include "cli_test_util.h"
+#include "costmodel/document.h"
 #include "costmodel/errors.h"
 #include "costmodel/topology.h"
 
@@ -101,6 +105,28 @@ TEST(Topology, CommGroupsSeeNodesAndLinks) {
   const Link l = link_between(c, devices[7], devices[8]);
   EXPECT_FALSE(l.same_node);
   EXPECT_DOUBLE_EQ(l.GBps, 50);
+}
+
+// The --json listings carry the tables' figures (they had names and descriptions alone).
+TEST(PresetListings, JsonHasTheTablesNumbers) {
+  auto r = testing::run_hetplan("clusters --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::map<std::string, Json> by_name;
+  for (const Json& j : Json::parse(r.output)) by_name[j["name"].get<std::string>()] = j;
+  EXPECT_EQ(by_name.at("t4")["peak_tflops"]["fp16"], 65.0);  // the T4 datasheet's
+  EXPECT_EQ(by_name.at("t4")["memory_GBps"], 320.0);
+  EXPECT_EQ(by_name.at("p4d.24xlarge")["gpu"], "a100-40gb");
+  EXPECT_EQ(by_name.at("p4d.24xlarge")["gpus"], 8);
+  EXPECT_EQ(by_name.at("amp-hetero")["gpus"], 16);
+  EXPECT_EQ(by_name.at("amp-hetero")["nodes"][0]["type"], "p3.8xlarge");
+  r = testing::run_hetplan("models --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const Json& j : Json::parse(r.output))
+    if (j["name"] == "gpt2-medium") {
+      EXPECT_EQ(j["hidden"], 1024);
+      EXPECT_EQ(j["heads"], 16);
+      EXPECT_EQ(j["parameters"], 354823168);
+    }
 }
 
 }  // namespace
