@@ -9,6 +9,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
 #include "search/serve/capacity.h"
+#include "search/serve/flow.h"
 #include "search/serve/layer_time.h"
 #include "search/serve/serving_model.h"
 #include "serve_test_util.h"
@@ -140,9 +141,43 @@ TEST(ServeCapacity, PlacementErrorsNameTheMachine) {
   pl.ranges.assign(p.machines(), LayerRange{});
   pl.ranges[1] = {0, 5};  // ComputeNode-1 is a T4: at most 4 layers
   const auto errors = placement_errors(p, pl);
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_THAT(errors[0], HasSubstr("ComputeNode-1: 5 layers need 8.56 GB of weights"));
-  EXPECT_THAT(errors[0], HasSubstr("may hold 4"));
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0],
+            "ComputeNode-1: 5 layers need 8.56 GB of weights; T4 (16.0 GB of VRAM) may hold 4 "
+            "(48% of VRAM stays free for KV cache and workspace)");
+  EXPECT_EQ(errors[1], "layers 5..79 are held by no machine");
+}
+
+TEST(ServeCapacity, KvCacheMustHoldOneRequest) {
+  // QA's tinykv.yaml: T4s of 17.12 GB with --kv-reserve 0 could take 8 layers of LLaMA-2 70B,
+  // leaving 0.8 x 17.12e9 - 8 x 1711308800 = 5.5296e6 bytes of KV cache: 5.5296e6 / (8 x 4096) =
+  // 168.75 tokens per layer, less than one request (750 + 240). 7 layers leave 1.717e9 bytes:
+  // 59,879 tokens per layer. So a T4 may hold 7, and 8 is an error naming the KV cache.
+  const ModelSpec spec = load_model("llama2-70b");
+  const ServingModel model = serving_model_from(spec, spec.dtype);
+  const Machine t4{"t", "T4", "T4", 1, 17.12e9, 0, 0};
+  CapacityParams params;
+  params.kv_reserve_fraction = 0;
+  const ProfileDirectory dir(kHelix / "profiles/llama2_70b");
+  const MachineCapacity cap = machine_capacity(t4, model, *dir.for_machine_type("T4"), {}, params);
+  EXPECT_EQ(cap.weight_max_layers, 8);
+  EXPECT_EQ(cap.max_layers, 7);
+  EXPECT_NEAR(kv_tokens_per_layer(t4, model, params, 8), 168.75, 1e-6);
+  EXPECT_DOUBLE_EQ(cap.tokens_per_s[8], 0.0);
+  EXPECT_GT(cap.tokens_per_s[7], 0.0);
+
+  ServingProblem p;
+  p.cluster = ServingCluster("tinykv", {t4});
+  p.model = model;
+  p.params = params;
+  p.capacity = {cap};
+  p.times = {dir.for_machine_type("T4")};
+  const auto errors = placement_errors(p, testing::ranges({{0, 8}}));
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors[0],
+            "t: with 8 layers the KV cache holds 169 tokens per layer, less than one request of "
+            "750 + 240 tokens; T4 (17.1 GB of VRAM) may hold 7 layers");
+  EXPECT_DOUBLE_EQ(machine_arc_capacity(p, 0, {0, 8}), 0.0);
 }
 
 }  // namespace

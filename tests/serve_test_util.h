@@ -58,6 +58,7 @@ inline ServingProblem toy_problem(int layers, const std::vector<double>& capacit
   for (int i = 0; i < n; ++i) {
     MachineCapacity cap;
     cap.max_layers = max_layers;
+    cap.weight_max_layers = max_layers;
     cap.tokens_per_s.assign(max_layers + 1, capacities[i]);
     cap.tokens_per_s[0] = 0;
     cap.decode_batch.assign(max_layers + 1, 4);

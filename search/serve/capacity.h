@@ -35,7 +35,8 @@ struct CapacityParams {
 
 // Capacity of one machine by the number of layers k it holds (index k; k = 0 unused).
 struct MachineCapacity {
-  int max_layers = 0;                       // most layers whose weights fit (VRAM rule above)
+  int max_layers = 0;         // most layers it may hold: weights fit, KV cache holds a request
+  int weight_max_layers = 0;  // most layers whose weights fit (the VRAM rule alone)
   std::vector<double> tokens_per_s;         // compute capacity, tokens (prompt + output) per second
   std::vector<double> decode_batch;         // typical decode batch (requests per step)
   std::vector<double> kv_tokens_per_layer;  // KV cache capacity, tokens per layer held
@@ -57,6 +58,10 @@ struct ServingProblem {
   int machines() const { return cluster.size(); }
 };
 
+// KV cache of a machine holding k layers, in tokens per layer held: C(k) in docs/serving.md.
+double kv_tokens_per_layer(const Machine& machine, const ServingModel& model,
+                           const CapacityParams& params, int k);
+
 // Capacity of one machine (see docs/serving.md for the formulas).
 MachineCapacity machine_capacity(const Machine& machine, const ServingModel& model,
                                  const LayerTimeModel& times, const ServingWorkload& workload,
@@ -68,7 +73,8 @@ ServingProblem make_problem(ServingCluster cluster, ServingModel model,
                             CapacityParams params = {});
 
 // Why `placement` is not valid for `problem` (ranges outside the model, more layers than VRAM
-// allows), one line per problem; empty when valid.
+// allows or than leave KV cache for one request, layers no machine holds), one line per problem;
+// empty when valid.
 std::vector<std::string> placement_errors(const ServingProblem& problem,
                                           const Placement& placement);
 
