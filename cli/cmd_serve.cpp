@@ -16,6 +16,7 @@
 #include "search/serve/helix_import.h"
 #include "search/serve/planner.h"
 #include "search/serve/serve_output.h"
+#include "search/serve/topology.h"
 
 namespace hetplan::cli {
 namespace {
@@ -87,8 +88,7 @@ CommandRunner declare_serve(CLI::App& app) {
   app.add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
   app.add_option("--time-limit", o->time_limit_s, "Search time limit in seconds (default 60)")
       ->check(kPositive);
-  app.add_option("--threads", o->threads, "Threads for the search (default 1)")
-      ->check(kPositive);
+  app.add_option("--threads", o->threads, "Threads for the search (default 1)")->check(kPositive);
   app.add_option("--seed", o->seed, "Seed of the search, baselines and trace (default 1)");
   app.add_option("--evaluations", o->evaluations,
                  "Max-flow evaluations per local search (default 100000)")
@@ -152,6 +152,10 @@ CommandRunner declare_serve(CLI::App& app) {
           evaluate_placement(problem, fs::path(o->placement).stem().string(),
                              load_placement(o->placement, problem.cluster, problem.num_layers()));
     } else {
+      // A cluster that cannot serve the model at all is inconsistent input, not a result of 0.
+      if (const std::string why = why_nothing_serves(problem); !why.empty())
+        throw InputError(o->cluster, "",
+                         fmt::format("cannot serve {}: {}", problem.model.name, why));
       PlannerOptions po;
       po.time_limit_s = o->time_limit_s;
       po.threads = o->threads;

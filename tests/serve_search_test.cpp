@@ -1,6 +1,7 @@
 // Helix's published placements under hetplan's model, the baselines, and the searches: valid
 // placements only, local search never worse than its start, MILP under a tiny time limit,
 // determinism.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "search/serve/baselines.h"
@@ -151,15 +152,34 @@ TEST(ServeSearch, PlannerBeatsHelixIlpAndIsDeterministic) {
 }
 
 TEST(ServeSearch, ModelThatCannotFitGivesZeroFlowNotACrash) {
-  // 2 machines holding at most 1 layer each cannot hold a 4-layer model.
+  // 2 machines holding at most 1 layer each cannot hold a 4-layer model: no valid placement, and
+  // the result says why (the CLI refuses such a cluster with exit status 2).
   const ServingProblem p = testing::toy_problem(4, {10, 10}, 1);
   PlannerOptions o;
   o.local_search_evaluations = 200;
   o.time_limit_s = 5;
   const PlanResult r = plan_serving(p, o);
   EXPECT_EQ(r.best.placement.ranges.size(), 2u);
-  EXPECT_TRUE(r.best.valid());
   EXPECT_DOUBLE_EQ(r.best.flow.max_flow_tokens_per_s, 0.0);
+  EXPECT_DOUBLE_EQ(r.upper_bound_tokens_per_s, 0.0);  // was 5: 2 x 1 x 10 / 4
+  EXPECT_EQ(r.best.errors, std::vector<std::string>{"layers 0..3 are held by no machine"});
+  EXPECT_EQ(r.best.no_flow_reason,
+            "the cluster's machines hold at most 2 of the model's 4 layers (2 x toy: 1 layer "
+            "each; a layer's weights are 1.00 GB, and a machine keeps 48% of its VRAM free for "
+            "KV cache, --kv-reserve)");
+}
+
+TEST(ServeSearch, PlacementLeavingLayersUnheldIsInvalid) {
+  // QA's pl/skip_sol.ini: a placement that leaves layers to no machine was "valid" with flow 0.
+  const ServingProblem p = testing::toy_problem(6, {10, 10, 10}, 3);
+  const EvaluatedPlacement e = evaluate_placement(p, "skip", testing::ranges({{0, 2}, {3, 1}, {}}));
+  EXPECT_FALSE(e.valid());
+  EXPECT_EQ(e.errors, (std::vector<std::string>{"layer 2 is held by no machine",
+                                                "layers 4..5 are held by no machine"}));
+  EXPECT_EQ(e.no_flow_reason, "layer 2 held by no machine with capacity");
+  // An empty placement ({"placement": []}) leaves them all.
+  EXPECT_EQ(evaluate_placement(p, "none", testing::ranges({{}, {}, {}})).errors,
+            std::vector<std::string>{"layers 0..5 are held by no machine"});
 }
 
 }  // namespace

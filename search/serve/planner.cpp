@@ -8,6 +8,7 @@
 
 #include "search/serve/baselines.h"
 #include "search/serve/local_search.h"
+#include "search/serve/topology.h"
 
 namespace hetplan::serve {
 namespace {
@@ -26,6 +27,11 @@ EvaluatedPlacement evaluate_placement(const ServingProblem& problem, std::string
   e.name = std::move(name);
   e.errors = placement_errors(problem, placement);
   e.flow = solve_flow(problem, placement);
+  if (!(e.flow.max_flow_tokens_per_s > 0)) {
+    // What the cluster lacks comes first; else what this placement lacks.
+    e.no_flow_reason = why_nothing_serves(problem);
+    if (e.no_flow_reason.empty()) e.no_flow_reason = why_no_flow(problem, placement);
+  }
   e.placement = std::move(placement);
   return e;
 }
@@ -60,20 +66,32 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
     }
   };
 
-  // Starts: the baselines and the greedy placement.
+  // Starts: the baselines and the greedy placement; on a cluster whose links do not join every
+  // pair of machines, also pipelines along the links (the others ignore links).
   std::vector<Placement> starts = {
       greedy_placement(problem), petals_placement(problem, options.seed), swarm_placement(problem)};
-  const char* start_names[] = {"greedy", "petals", "swarm"};
-  for (size_t i = 0; i < starts.size(); ++i)
-    consider(start_names[i], starts[i], max_flow(problem, starts[i]), seconds_since(t0), 1);
+  std::vector<std::string> start_names = {"greedy", "petals", "swarm"};
+  if (!fully_linked(problem.cluster)) {
+    starts.push_back(chain_placement(problem));
+    start_names.push_back("chains");
+  }
+  std::vector<double> start_flows;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    start_flows.push_back(max_flow(problem, starts[i]));
+    consider(start_names[i], starts[i], start_flows[i], seconds_since(t0), 1);
+  }
 
-  // Two local searches, from the greedy start and from the Petals placement; in parallel when
-  // there are threads for it. Each has its own seed, so the results do not depend on timing.
-  const double search_share = options.use_milp ? 0.45 : 0.9;
+  // Two local searches, from the greedy start and from the Petals placement (or from the chains
+  // where they serve more); in parallel when there are threads for it. Each has its own seed, so
+  // the results do not depend on timing.
+  const double search_share = options.use_milp && fully_linked(problem.cluster) ? 0.45 : 0.9;
   LocalSearchOptions ls;
   ls.evaluations = options.local_search_evaluations;
   ls.time_limit_s = std::max(0.0, options.time_limit_s * search_share - seconds_since(t0));
   const Placement* search_starts[] = {&starts[0], &starts[1]};
+  if (starts.size() > 3)
+    for (int k = 0; k < 2; ++k)
+      if (start_flows[3] > start_flows[k]) search_starts[k] = &starts[3];
   LocalSearchResult searched[2];
   auto run = [&](int k) {
     LocalSearchOptions mine = ls;
@@ -98,7 +116,12 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
     consider(k == 0 ? "local search (greedy)" : "local search (petals)", searched[k].placement,
              searched[k].max_flow_tokens_per_s, searched[k].elapsed_s, searched[k].evaluations);
 
-  if (options.use_milp) {
+  // The MILP ignores links: on a cluster where not every pair of machines is linked its
+  // placements rarely serve anything, and its time is better left to the local search.
+  const bool milp_useful = fully_linked(problem.cluster);
+  if (options.use_milp && !milp_useful)
+    say("MILP skipped: it ignores links, and this cluster does not link every pair of machines");
+  if (options.use_milp && milp_useful) {
     MilpOptions mo;
     mo.threads = options.threads;
     mo.seed = options.seed;

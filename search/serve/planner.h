@@ -17,12 +17,13 @@
 namespace hetplan::serve {
 
 // A placement with its max flow; `errors` says why it is not valid (then its flow counts only the
-// machines that fit).
+// machines that fit); `no_flow_reason` why its max flow is 0 ("" when it is not).
 struct EvaluatedPlacement {
   std::string name;
   Placement placement;
   FlowResult flow;
   std::vector<std::string> errors;
+  std::string no_flow_reason;
   bool valid() const { return errors.empty(); }
 };
 

@@ -94,6 +94,8 @@ Json serve_json(const ServeReport& report) {
   out["source"] = chosen.name;
   out["valid"] = chosen.valid();
   out["errors"] = chosen.errors;
+  out["no_flow_reason"] =
+      chosen.no_flow_reason.empty() ? Json(nullptr) : Json(chosen.no_flow_reason);
   out["max_flow_tokens_per_s"] = chosen.flow.max_flow_tokens_per_s;
   out["max_flow_decode_tokens_per_s"] = chosen.flow.max_flow_tokens_per_s * decode_share(problem);
   out["placement"] = placement_json(problem, chosen);
@@ -103,12 +105,15 @@ Json serve_json(const ServeReport& report) {
                           : Json(nullptr);
   Json baselines = Json::array();
   for (const ServeEntry& b : report.baselines) {
-    Json entry = {{"name", b.evaluated.name},
-                  {"valid", b.evaluated.valid()},
-                  {"errors", b.evaluated.errors},
-                  {"max_flow_tokens_per_s", b.evaluated.flow.max_flow_tokens_per_s},
-                  {"used_machines", b.evaluated.placement.used_machines()},
-                  {"placement", placement_json(problem, b.evaluated)}};
+    Json entry = {
+        {"name", b.evaluated.name},
+        {"valid", b.evaluated.valid()},
+        {"errors", b.evaluated.errors},
+        {"no_flow_reason",
+         b.evaluated.no_flow_reason.empty() ? Json(nullptr) : Json(b.evaluated.no_flow_reason)},
+        {"max_flow_tokens_per_s", b.evaluated.flow.max_flow_tokens_per_s},
+        {"used_machines", b.evaluated.placement.used_machines()},
+        {"placement", placement_json(problem, b.evaluated)}};
     entry["simulation"] =
         b.simulation ? simulation_json(report.simulation_config, *b.simulation) : Json(nullptr);
     baselines.push_back(entry);
@@ -153,6 +158,7 @@ std::string serve_summary(const ServeReport& report) {
                    chosen.name, chosen.flow.max_flow_tokens_per_s,
                    chosen.flow.max_flow_tokens_per_s * decode_share(problem));
   for (const auto& e : chosen.errors) s += "  invalid: " + e + "\n";
+  if (!chosen.no_flow_reason.empty()) s += "  no flow: " + chosen.no_flow_reason + "\n";
   if (report.plan)
     s += fmt::format(
         "search: best by {} in {:.1f} s; upper bound {:.1f} tokens/s (MILP LP "

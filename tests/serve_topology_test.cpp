@@ -1,0 +1,93 @@
+// Placements along the cluster's links (Helix's simulator_cluster.ini lists only the links one
+// placement used) and the reasons given when nothing flows.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "search/serve/flow.h"
+#include "search/serve/planner.h"
+#include "search/serve/topology.h"
+#include "serve_test_util.h"
+
+namespace hetplan::serve {
+namespace {
+
+using testing::ranges;
+
+// toy_problem() with only the links given: (from, to) pairs of machine indices, kSource, kSink.
+ServingProblem linked_only(ServingProblem p, const std::vector<std::pair<int, int>>& links) {
+  ServingCluster c("toy", p.cluster.machines());
+  for (const auto& [from, to] : links) c.set_link(from, to, {1e15, 0.001});
+  p.cluster = c;
+  return p;
+}
+
+TEST(ServeTopology, ChainFollowsTheLinks) {
+  // 4 layers; three machines of up to 2 layers, 10 tokens/s each, joined only as
+  // clients -> 0 -> 1 -> 2 -> clients. Water filling ignores the links; the chain takes them in
+  // order, each machine as many layers as it may: 0 two, then 1 one (with two it would end the
+  // model on a machine without a link to the clients), 2 the last.
+  const ServingProblem p = linked_only(testing::toy_problem(4, {10, 10, 10}, 2),
+                                       {{kSource, 0}, {0, 1}, {1, 2}, {2, kSink}});
+  EXPECT_FALSE(fully_linked(p.cluster));
+  const Placement chain = chain_placement(p);
+  EXPECT_EQ(chain, ranges({{0, 2}, {2, 1}, {3, 1}}));
+  EXPECT_DOUBLE_EQ(max_flow(p, chain), 10.0);
+  EXPECT_EQ(why_nothing_serves(p), "");
+}
+
+TEST(ServeTopology, ChainsAugmentThroughPlacedMachines) {
+  // 2 layers; machine 0 holds up to 2 layers at 30 tokens/s; 1 and 2 one layer at 10 each.
+  // Links: clients -> 0, 0 -> 1, 0 -> 2, 1 -> clients, 2 -> clients. The first chain puts 0 on
+  // layer 0 and 1 on layer 1 (10 tokens/s); the next goes through 0 again (20 left) to 2.
+  ServingProblem p = linked_only(testing::toy_problem(2, {30, 10, 10}, 2),
+                                 {{kSource, 0}, {0, 1}, {0, 2}, {1, kSink}, {2, kSink}});
+  p.capacity[1].max_layers = p.capacity[2].max_layers = 1;
+  const Placement chain = chain_placement(p);
+  EXPECT_EQ(chain, ranges({{0, 1}, {1, 1}, {1, 1}}));
+  EXPECT_DOUBLE_EQ(max_flow(p, chain), 20.0);
+}
+
+TEST(ServeTopology, HelixSimulatorClusterIsSearchable) {
+  // QA: every method found 0 tokens/s on Helix's simulator_cluster.ini for cluster24's ILP
+  // placement, whose 31 links join 24 machines in one chain with parallel branches (clients ->
+  // compute_node_17 -> ... -> compute_node_6 -> clients); Helix's own placement reaches 1104.35
+  // tokens/s on it (serve_search_test). The chains find the same.
+  const ServingProblem p =
+      testing::helix_problem("layouts/single_cluster-llama70b/ilp/simulator_cluster.ini");
+  EXPECT_FALSE(fully_linked(p.cluster));
+  EXPECT_NEAR(max_flow(p, chain_placement(p)), 1104.35, 0.01);
+  PlannerOptions o;
+  o.local_search_evaluations = 500;
+  o.use_milp = false;
+  const PlanResult r = plan_serving(p, o);
+  EXPECT_TRUE(r.best.valid());
+  EXPECT_GE(r.best.flow.max_flow_tokens_per_s, 1104.35);
+}
+
+TEST(ServeTopology, WhyNothingServes) {
+  const ServingProblem base = testing::toy_problem(4, {10, 10, 10}, 2);
+  EXPECT_EQ(why_nothing_serves(linked_only(base, {{0, 1}, {1, kSink}})),
+            "no machine has a link from the clients (source)");
+  EXPECT_EQ(why_nothing_serves(linked_only(base, {{kSource, 0}, {0, 1}})),
+            "no machine has a link to the clients (sink)");
+  // The machines hold 6 layers between them, but m0 (2 layers) links only to the clients.
+  EXPECT_EQ(why_nothing_serves(linked_only(base, {{kSource, 0}, {0, kSink}, {1, 2}})),
+            "no chain of linked machines from the clients back to the clients can hold all 4 "
+            "layers (links from the clients go to m0; links to the clients come from m0)");
+}
+
+TEST(ServeTopology, WhyAPlacementHasNoFlow) {
+  const ServingProblem p = linked_only(testing::toy_problem(4, {10, 10, 10}, 2),
+                                       {{kSource, 0}, {0, 1}, {1, 2}, {2, kSink}});
+  EXPECT_EQ(why_no_flow(p, ranges({{0, 2}, {2, 2}, {}})),
+            "no machine holding layer 3 that requests reach has a link to the clients (sink)");
+  EXPECT_EQ(why_no_flow(p, ranges({{0, 2}, {}, {2, 2}})),
+            "requests from the clients get through layers 0..1 at most: no machine they reach has "
+            "a link to a machine holding layer 2");
+  EXPECT_EQ(why_no_flow(p, ranges({{2, 2}, {0, 2}, {}})),
+            "no machine holding layer 0 has a link from the clients (source)");
+  EXPECT_EQ(why_no_flow(p, ranges({{0, 1}, {1, 1}, {2, 2}})), "");
+}
+
+}  // namespace
+}  // namespace hetplan::serve
