@@ -123,6 +123,59 @@ TEST(AmpImport, KeepsOtherModelsUnmappedAndRefusesMixedMachines) {
             std::string::npos);
 }
 
+// QA: --model gpt2-medium left every record unmapped (layer -1), --model nosuch and arrays of the
+// wrong length were taken, --tp 2 on the _1 and _2 files wrote two forward times per layer.
+TEST(AmpImport, ModelNamesLengthsAndDegreesAreChecked) {
+  const auto g4 = [](int tp) {
+    return kExternal / fmt::format("amp/known_cost/gpt2_G4_{}.npy", tp);
+  };
+  ProfileImportOptions o;
+  o.model = "gpt2-medium";  // the hetplan model AMP's gpt2 maps onto
+  const CalibrationFile medium = import_amp_known_cost({g4(1)}, o);
+  ASSERT_EQ(medium.layer_forward.size(), 30u);
+  EXPECT_EQ(medium.layer_forward[2].model, "gpt2");
+  EXPECT_EQ(medium.layer_forward[2].layer, 1);
+  EXPECT_EQ(medium.layer_forward[2].kind, "transformer");
+  EXPECT_NE(medium.context.notes.find("--model gpt2-medium read as AMP's gpt2"), std::string::npos);
+  o.model = "nosuch";
+  EXPECT_EQ(error_of([&] { import_amp_known_cost({g4(1)}, o); }),
+            "--model: unknown AMP model \"nosuch\": hetplan knows the layer lists of gpt2 (30 "
+            "entries, also named gpt2-medium or amp-gpt2), transgan (56 entries); --model names "
+            "the AMP model whose layer list the files hold");
+
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("hetplan_amp_checks_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto short_file = dir / "gpt2_G4_1.npy";
+  std::ofstream(short_file, std::ios::binary)
+      << npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (29,), }", 29 * 8);
+  EXPECT_EQ(error_of([&] { import_amp_known_cost({short_file}, {}); }),
+            short_file.string() +
+                ": header.shape: expected 30 entries (AMP's gpt2 layer list), "
+                "found 29");
+  const auto bert = dir / "bert_G4_1.npy";
+  std::filesystem::copy_file(g4(1), bert);
+  EXPECT_NE(error_of([&] {
+              import_amp_known_cost({bert}, {});
+            }).find("unknown AMP model \"bert\": hetplan knows the layer lists of gpt2"),
+            std::string::npos);
+  const auto tp3 = dir / "gpt2_G4_3.npy";
+  std::filesystem::copy_file(g4(1), tp3);
+  EXPECT_EQ(error_of([&] { import_amp_known_cost({tp3}, {}); }),
+            tp3.string() +
+                ": tensor-parallel degree 3 (AMP measured 1, 2 and 4): expected a "
+                "divisor of gpt2's 16 heads within the machine's 4 GPUs");
+  std::filesystem::remove_all(dir);
+
+  ProfileImportOptions two;
+  two.tp = 2;
+  EXPECT_EQ(error_of([&] {
+              import_amp_known_cost({g4(1), g4(2)}, two);
+            }),
+            g4(2).string() + ": gpt2 at tensor-parallel degree 2 again (also " + g4(1).string() +
+                "; --tp gives every file the same degree): one file per model and degree");
+}
+
 TEST(HelixImport, ReadsPromptAndDecodeTables) {
   const CalibrationFile cal =
       import_helix_profiles({kExternal / "helix/profiles/llama2_70b/a100"}, {});
