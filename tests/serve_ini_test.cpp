@@ -135,9 +135,10 @@ TEST(ServeIni, HelixSolution) {
 // Writes `text` to a temporary file of this test's own folder (ctest runs tests in parallel
 // processes) and returns its path.
 fs::path write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("hetplan_serve_ini_test_" +
-                        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("hetplan_serve_ini_test_" +
+       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   fs::create_directories(dir);
   std::ofstream(dir / name) << text;
   return dir / name;
@@ -162,8 +163,8 @@ std::string error_of(const std::string& cluster_text) {
 
 const char* kGoodHead =
     "[NodeNames]\ntotal_compute_nodes=2\n\n"
-    "[ComputeNode-0]\ntype=T4\nconnected_nodes=['source', 1]\n\n"
-    "[ComputeNode-1]\ntype=T4\nconnected_nodes=[0, 'sink']\n\n";
+    "[ComputeNode-0]\ntype=T4\nconnected_nodes=[1]\n\n"
+    "[ComputeNode-1]\ntype=T4\nconnected_nodes=[0]\n\n";
 
 TEST(ServeIni, GoodSmallFileParses) {
   const fs::path profiles = write_temp("machine_profiles.ini", kProfiles);
@@ -221,6 +222,49 @@ TEST(ServeIni, UnknownKeyAndMalformedLines) {
               HasSubstr("expected a whole number, found 'two'"));
   EXPECT_THAT(error_of(std::string(kGoodHead) + "[Link-0-7]\nbandwidth=1 * mbps\nlatency=0\n"),
               HasSubstr("expected a link name"));
+}
+
+TEST(ServeIni, ConnectedNodesNeedTheirLinks) {
+  // QA's cl/missing_14_15.ini: ComputeNode-14 lists 15 but [Link-14-15] was deleted; the missing
+  // link went unnoticed. Either direction of a link between machines serves.
+  EXPECT_THAT(error_of(std::string(kGoodHead)),
+              HasSubstr("bad_cluster.ini: [ComputeNode-0] connected_nodes (line 6): lists 1, but "
+                        "the file has no [Link-0-1] section (nor [Link-1-0])"));
+  EXPECT_EQ(error_of(std::string(kGoodHead) + "[Link-1-0]\nbandwidth=1 * mbps\nlatency=0\n"),
+            "no error");
+  EXPECT_THAT(error_of("[NodeNames]\ntotal_compute_nodes=1\n\n[SourceNode]\nconnected_nodes=[0]\n"
+                       "\n[ComputeNode-0]\ntype=T4\n"),
+              HasSubstr("[SourceNode] connected_nodes (line 5): lists 0, but the file has no "
+                        "[Link-source-0] section"));
+  EXPECT_THAT(error_of("[NodeNames]\ntotal_compute_nodes=1\n\n[ComputeNode-0]\ntype=T4\n"
+                       "connected_nodes=[0]\n"),
+              HasSubstr("expected node numbers 0..0 (or 'source', 'sink' for a compute node), "
+                        "found 0"));
+}
+
+TEST(ServeIni, ByteOrderMarkIsSkipped) {
+  const IniFile ini = IniFile::parse(
+      "\xEF\xBB\xBF"
+      "[NodeNames]\nx = 1\n",
+      "bom.ini");
+  EXPECT_TRUE(ini.has_section("NodeNames"));
+}
+
+TEST(ServeIni, SimulatorClusterNamesListedTwice) {
+  // QA's cl/sim_dupname.ini named compute_node_2 twice and was reported as an unknown node in
+  // a link section far below.
+  const fs::path sim = kHelix / "layouts/single_cluster-llama70b/ilp/simulator_cluster.ini";
+  std::ifstream in(sim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string first = "'compute_node_2', 'compute_node_3'";
+  text.replace(text.find(first), first.size(), "'compute_node_2', 'compute_node_2'");
+  try {
+    read_helix_cluster(write_temp("dup_simulator_cluster.ini", text));
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("dup_simulator_cluster.ini: [ComputeNodes] names (line 11): "
+                                    "lists 'compute_node_2' twice (items 1 and 2)"));
+  }
 }
 
 TEST(ServeIni, BadSolutionFiles) {

@@ -74,6 +74,45 @@ std::string known_types(const std::map<std::string, HelixMachineProfile>& profil
   return out;
 }
 
+// Every neighbour a node's connected_nodes lists needs its [Link-a-b] section (Helix would fail
+// to load the file otherwise): a missing one would silently become a missing link.
+void check_connected_nodes(const IniFile& ini, const ServingCluster& cluster) {
+  auto check = [&](const std::string& section, int node) {
+    if (!ini.has_section(section)) return;
+    IniSectionReader r(ini, section);
+    if (!r.has("connected_nodes")) return;
+    for (const auto& item : r.list("connected_nodes")) {
+      const auto index = parse_index(item);
+      const int other = item == "source" ? kSource
+                        : item == "sink" ? kSink
+                        : index          ? *index
+                                         : cluster.size();
+      const bool client = other == kSource || other == kSink;
+      if (other == node || (node < 0 && client) || (!client && other >= cluster.size()))
+        r.fail("connected_nodes",
+               fmt::format("expected node numbers 0..{} (or 'source', 'sink' for a compute "
+                           "node), found {}",
+                           cluster.size() - 1, item));
+      const int from = other == kSource || node == kSink ? other : node;
+      const int to = other == kSource || node == kSink ? node : other;
+      auto end_name = [](int e) {
+        return e == kSource ? std::string("source")
+               : e == kSink ? std::string("sink")
+                            : std::to_string(e);
+      };
+      if (!cluster.link(from, to))
+        r.fail("connected_nodes",
+               fmt::format(
+                   "lists {}, but the file has no [Link-{}-{}] section{}", item, end_name(from),
+                   end_name(to),
+                   client ? "" : fmt::format(" (nor [Link-{}-{}])", end_name(to), end_name(from))));
+    }
+  };
+  check("SourceNode", kSource);
+  check("SinkNode", kSink);
+  for (int i = 0; i < cluster.size(); ++i) check(fmt::format("ComputeNode-{}", i), i);
+}
+
 ServingCluster read_topology(const IniFile& ini, const fs::path& profiles_path) {
   const auto profiles = read_helix_machine_profiles(profiles_path);
   IniSectionReader names(ini, "NodeNames");
@@ -107,7 +146,11 @@ ServingCluster read_topology(const IniFile& ini, const fs::path& profiles_path) 
 
   for (const auto& section : ini.sections()) {
     const std::string& name = section.name;
-    if (name == "NodeNames" || name == "SourceNode" || name == "SinkNode") continue;
+    if (name == "SourceNode" || name == "SinkNode") {
+      IniSectionReader(ini, section).only({"connected_nodes"});
+      continue;
+    }
+    if (name == "NodeNames") continue;
     if (name.rfind("ComputeNode-", 0) == 0) {
       const auto idx = parse_index(name.substr(12));
       if (!idx || *idx >= n)
@@ -137,6 +180,7 @@ ServingCluster read_topology(const IniFile& ini, const fs::path& profiles_path) 
     // Helix's links between machines carry traffic both ways, each at the full bandwidth.
     if (*ia >= 0 && *ib >= 0) cluster.set_link(*ib, *ia, link);
   }
+  check_connected_nodes(ini, cluster);
   return cluster;
 }
 
@@ -152,6 +196,12 @@ ServingCluster read_simulator_cluster(const IniFile& ini) {
   if (names.empty()) names_section.fail("names", "expected at least one compute node");
 
   std::vector<Machine> machines;
+  for (size_t i = 0; i < names.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (names[i] == names[j])
+        names_section.fail("names", fmt::format("lists '{}' twice (items {} and {}): a machine "
+                                                "name must be unique",
+                                                names[i], j + 1, i + 1));
   for (const auto& name : names) {
     if (!ini.has_section(name))
       throw InputError(ini.origin(), "[" + name + "]",

@@ -81,7 +81,8 @@ IniFile IniFile::load(const std::filesystem::path& path) {
 IniFile IniFile::parse(const std::string& text, std::string origin) {
   IniFile file;
   file.origin_ = std::move(origin);
-  std::istringstream in(text);
+  // A UTF-8 byte-order mark (Windows editors write one) is not part of the first line.
+  std::istringstream in(text.rfind("\xEF\xBB\xBF", 0) == 0 ? text.substr(3) : text);
   std::string raw;
   int line_no = 0;
   IniEntry* last_entry = nullptr;
