@@ -52,12 +52,16 @@ CommandRunner declare_report(CLI::App& app) {
     }
     if (!o->json.empty()) write_json_output(data, o->json);
     const Json& it = data["metrics"]["iteration"];
-    fmt::print("{}: {} matched pairs", o->out, data["pairs"].size());
+    std::string summary = fmt::format("{}: {} matched pairs", o->out, data["pairs"].size());
     if (it["count"].get<int64_t>() > 0)
-      fmt::print(", iteration time median error {:.1f}%, p90 {:.1f}%",
-                 100 * it["median_ape"].get<double>(), 100 * it["p90_ape"].get<double>());
-    fmt::print("; {} measurements and {} predictions unmatched\n",
-               data["unmatched_measurements"].size(), data["unmatched_predictions"].size());
+      summary +=
+          fmt::format(", iteration time median error {:.1f}%, p90 {:.1f}%",
+                      100 * it["median_ape"].get<double>(), 100 * it["p90_ape"].get<double>());
+    summary +=
+        fmt::format("; {} measurements and {} predictions unmatched\n",
+                    data["unmatched_measurements"].size(), data["unmatched_predictions"].size());
+    // With --json - stdout is the JSON alone.
+    fmt::print(o->json == "-" ? stderr : stdout, "{}", summary);
     return 0;
   };
 }

@@ -37,12 +37,14 @@ Json or_null(const std::optional<double>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
 
+// Statistics of no pairs are null, not 0 (a 0% error would read as a perfect prediction).
 Json to_json(const ErrorStats& e) {
+  auto value = [&](double v) { return e.count > 0 ? Json(v) : Json(nullptr); };
   return {{"count", e.count},
-          {"median_ape", e.median_ape},
-          {"p90_ape", e.p90_ape},
-          {"max_ape", e.max_ape},
-          {"median_signed", e.median_signed}};
+          {"median_ape", value(e.median_ape)},
+          {"p90_ape", value(e.p90_ape)},
+          {"max_ape", value(e.max_ape)},
+          {"median_signed", value(e.median_signed)}};
 }
 
 // Predicted peak memory per stage comparable with a measurement of `kind`: the framework's
@@ -321,7 +323,14 @@ Json build_report_data(const ReportInputs& in) {
   }
   std::vector<PredictedStrategy> preds;
   for (const auto& path : in.predictions)
-    for (auto& p : load_predicted_strategies(path)) preds.push_back(std::move(p));
+    for (auto& p : load_predicted_strategies(path)) {
+      // A strategy file reads as a strategy without a prediction: it is no prediction to score.
+      if (!p.predicted)
+        throw InputError(p.origin, "predicted",
+                         "missing: expected the output of hetplan predict --json or search --json "
+                         "(a strategy with its prediction), not a strategy file");
+      preds.push_back(std::move(p));
+    }
   std::vector<MeasurementsFile> measured;
   for (const auto& path : in.measurements) measured.push_back(load_measurements(path));
   const Matching matching = match_measurements(preds, measured);
