@@ -208,6 +208,15 @@ TEST(HelixImport, MalformedRowsAndMixedGpus) {
   EXPECT_EQ(error_of([&] { import_helix_profiles({dir}, {}); }),
             (dir / "prompt_bs2time.csv").string() +
                 ":3: expected \"tokens,milliseconds\" (two numbers >= 0), found \"500,fast\"");
+  // QA: a table with no data rows wrote an empty calibration file with exit status 0.
+  { std::ofstream(dir / "prompt_bs2time.csv") << "0,0\n\n"; }
+  EXPECT_EQ(error_of([&] { import_helix_profiles({dir}, {}); }),
+            (dir / "prompt_bs2time.csv").string() +
+                ": no measured row (\"tokens,milliseconds\" with tokens > 0): the table is empty "
+                "or holds only Helix's \"0,0\" anchor");
+  { std::ofstream(dir / "prompt_bs2time.csv") << ""; }
+  EXPECT_NE(error_of([&] { import_helix_profiles({dir}, {}); }).find("no measured row"),
+            std::string::npos);
   EXPECT_NE(error_of([&] {
               import_helix_profiles({kExternal / "helix/profiles/llama2_70b/a100",
                                      kExternal / "helix/profiles/llama2_70b/v100"},

@@ -94,6 +94,7 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
                                    "(known: llama2_70b, llama1_30b); give --model",
                                    model_dir));
     const std::string text = logs::read_text_file(src.path);
+    const size_t rows_before = cal.serving_layer.size();
     for (const auto& line : logs::split_lines(text)) {
       const std::string_view row = logs::trim(line.text);
       if (row.empty()) continue;
@@ -118,6 +119,10 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
       s.time_s = summarize({*ms / 1e3});
       cal.serving_layer.push_back(s);
     }
+    if (cal.serving_layer.size() == rows_before)
+      throw InputError(origin, "",
+                       "no measured row (\"tokens,milliseconds\" with tokens > 0): the table is "
+                       "empty or holds only Helix's \"0,0\" anchor");
     cal.context
         .citations[fmt::format("{}/{}/{}", model_dir, machine, src.path.filename().string())] =
         "Helix (Mei et al., ASPLOS 2025) artifact, Apache-2.0; examples/external/helix/README.md";
