@@ -101,6 +101,27 @@ TEST(ImportCli, KernelBenchJsonBecomesAMeasuredCalibration) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("other.json"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("hetplan.kernel_bench/1"), std::string::npos) << r.output;
+
+  // QA: a median below the minimum passed the import and failed only in fit; --gpu-type
+  // a100-40gb relabelled an H100's bench.
+  Json bench = Json::parse(std::ifstream(kData + "/kernel_bench/h100_subset.json"));
+  bench["results"][0]["time_s"] = 4.8468e-08;  // min 4.794e-05
+  std::ofstream(dir / "fast.json") << bench.dump();
+  r = run_hetplan("import --format kernel-bench " + (dir / "fast.json").string() + " --out " +
+                  (dir / "x.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("fast.json: results[0].time_s: expected time_min_s <= time_s <= "
+                          "time_max_s, found 4.7944e-05 <= 4.8468e-08 <= 4.896e-05"),
+            std::string::npos)
+      << r.output;
+  r = run_hetplan("import --format kernel-bench " + kData + "/kernel_bench/h100_subset.json" +
+                  " --gpu-type a100-40gb --out " + (dir / "x.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("h100_subset.json: context.gpu: the GPU --gpu-type names (a100-40gb), "
+                          "not \"NVIDIA H100 80GB HBM3\" (h100-sxm)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.json"));
   std::filesystem::remove_all(dir);
 }
 

@@ -6,6 +6,7 @@
 
 #include "costmodel/document.h"
 #include "costmodel/errors.h"
+#include "costmodel/hardware.h"
 #include "profiler/common/gpu_type.h"
 #include "report/import/profile_import.h"
 
@@ -34,6 +35,11 @@ KernelMeasurement read_result(ObjectReader r) {
   k.time_s.min = r.positive_or("time_min_s", k.time_s.median);
   k.time_s.max = r.positive_or("time_max_s", k.time_s.median);
   k.time_s.count = r.positive_integer_or("samples", 1);
+  // The calibration file's reader (and so fit) requires this of every time.
+  if (k.time_s.min > k.time_s.median || k.time_s.median > k.time_s.max)
+    r.fail("time_s", fmt::format("expected time_min_s <= time_s <= time_max_s, found {:.6g} <= "
+                                 "{:.6g} <= {:.6g}",
+                                 k.time_s.min, k.time_s.median, k.time_s.max));
   k.time_s.mean = k.time_s.median;
   // The bench keeps min, median and max; the spread fields take the extremes.
   k.time_s.p10 = k.time_s.min;
@@ -56,7 +62,14 @@ void read_kernel_bench_context(ObjectReader r, Provenance& p) {
     r.fail("gpu", fmt::format("the same GPU as the other inputs (\"{}\"), not \"{}\"", p.gpu_name,
                               gpu));
   p.gpu_name = gpu;
-  if (p.gpu_type.empty()) p.gpu_type = profiler::gpu_type_key(gpu, memory).key;
+  const profiler::GpuTypeKey named = profiler::gpu_type_key(gpu, memory);
+  // --gpu-type names a type the bench's GPU cannot be: another preset than its name says. (A type
+  // that is no preset may be a cluster's name for it.)
+  if (!p.gpu_type.empty() && named.known && p.gpu_type != named.key && is_gpu_preset(p.gpu_type))
+    r.fail("gpu", fmt::format("the GPU --gpu-type names ({}), not \"{}\" ({}): give that GPU's "
+                              "bench, or leave out --gpu-type",
+                              p.gpu_type, gpu, named.key));
+  if (p.gpu_type.empty()) p.gpu_type = named.key;
   p.memory_bytes = memory;
   p.sm_count = r.integer_or("sm_count", 0);
   p.l2_bytes = r.integer_or("l2_bytes", 0);
