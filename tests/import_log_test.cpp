@@ -270,6 +270,30 @@ TEST(DeepSpeedLog, PipelineEngineStepsConfigAndMemory) {
   EXPECT_EQ(m.strategy["grad_accumulation_fusion"], false);
 }
 
+// QA: --tp 2 was taken for a log whose RANK=4 STAGE=1 line says a stage holds dp 4 x tp 1 ranks.
+TEST(DeepSpeedLog, TensorParallelWidthFromTheStagesFirstRanks) {
+  const std::string path = kData + "/deepspeed/gpt2-medium_pp2_dp4_zero1.log";
+  LogImportOptions o;
+  o.model = "gpt2-medium";
+  o.tp = 2;
+  EXPECT_EQ(error_of([&] { deepspeed("gpt2-medium_pp2_dp4_zero1.log", o); }),
+            path + ":3: RANK=4 STAGE=1: 4 ranks per stage = dp 4 x tp 1; --tp says tp 2");
+  o.tp = 1;
+  EXPECT_EQ(strategy_of(deepspeed("gpt2-medium_pp2_dp4_zero1.log", o)).tp, 1);
+  // Stage 1 starting at rank 8 with dp 4: tp 2, read from the log without --tp.
+  std::string text = logs::read_text_file(path);
+  const std::string line4 = "RANK=4 STAGE=1";
+  text.replace(text.find(line4), line4.size(), "RANK=8 STAGE=1");
+  o.tp.reset();
+  const Measurement m = deepspeed_measurement(parse_deepspeed_log(text, "t.log"), "t.log", o);
+  EXPECT_EQ(strategy_of(m).tp, 2);
+  text.replace(text.find("RANK=8 STAGE=1"), line4.size(), "RANK=6 STAGE=1");
+  EXPECT_EQ(
+      error_of([&] { deepspeed_measurement(parse_deepspeed_log(text, "t.log"), "t.log", o); }),
+      "t.log:3: RANK=6 STAGE=1: stage 1 starts at rank 6, not a multiple of stage x dp = 1 "
+      "x 4 (DeepSpeed numbers ranks stage, data, model)");
+}
+
 TEST(DeepSpeedLog, ThroughputTimerLines) {
   LogImportOptions o;
   o.model = "gpt2-medium";

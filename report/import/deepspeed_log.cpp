@@ -144,7 +144,10 @@ DeepSpeedLog parse_deepspeed_log(std::string_view text, const std::string& origi
       log.config_line = n;
       log.config = read_config_json(lines, i, pos + 7, origin);
     } else if (search(s, m, kStageRe)) {
-      log.pipeline_stages = std::max<int64_t>(log.pipeline_stages, std::stoll(m[2].str()) + 1);
+      const int64_t rank = std::stoll(m[1].str()), stage = std::stoll(m[2].str());
+      log.pipeline_stages = std::max<int64_t>(log.pipeline_stages, stage + 1);
+      auto [it, fresh] = log.stage_first_rank.emplace(stage, std::make_pair(rank, n));
+      if (!fresh && rank < it->second.first) it->second = {rank, n};
     } else if (search(s, m, kVersionRe)) {
       log.version = m[1].str();
     } else if (contains(s, "config.py") && search(s, m, kConfigLineRe)) {
@@ -230,6 +233,26 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
                      fmt::format("{} is not a multiple of micro-batch {} x accumulation {}",
                                  s.global_batch, s.micro_batch, gas));
   s.dp = s.global_batch / (s.micro_batch * gas);
+  // Where the log shows a stage after the first, its first rank is stage x dp x tp: the
+  // tensor-parallel width the run had, which --tp and autotp must agree with.
+  for (const auto& [stage, first] : log.stage_first_rank) {
+    if (stage == 0) continue;
+    const auto [rank, line] = first;
+    const std::string where = fmt::format("RANK={} STAGE={}", rank, stage);
+    if (rank % (stage * s.dp) != 0)
+      fail_at(origin, line,
+              fmt::format("{}: stage {} starts at rank {}, not a multiple of stage x dp = {} x {} "
+                          "(DeepSpeed numbers ranks stage, data, model)",
+                          where, stage, rank, stage, s.dp));
+    const int64_t tp = rank / (stage * s.dp);
+    if (tp != s.tp && (autotp > 0 || options.tp))
+      fail_at(
+          origin, line,
+          fmt::format("{}: {} ranks per stage = dp {} x tp {}; {} says tp {}", where, rank / stage,
+                      s.dp, tp, autotp > 0 ? "tensor_parallel.autotp_size" : "--tp", s.tp));
+    s.tp = tp;
+    break;
+  }
   if (options.recompute) {
     if (!parse_recompute(*options.recompute, s.recompute))
       throw InputError(fmt::format("--recompute: expected none, selective or full, found \"{}\"",

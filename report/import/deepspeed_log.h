@@ -39,6 +39,10 @@ struct DeepSpeedLog {
   int64_t config_line = 0;
   std::map<std::string, std::string> engine_config;  // "name ..... value" lines of the config print
   int64_t pipeline_stages = 0;                       // from "RANK=r STAGE=s" lines; 0 when none
+  // The lowest rank each stage's "RANK=r STAGE=s" lines name, and the line: DeepSpeed numbers
+  // ranks stage first (rank = stage x dp x tp + data x tp + model), so stage s starts at
+  // s x dp x tp.
+  std::map<int64_t, std::pair<int64_t, int64_t>> stage_first_rank;  // stage -> (rank, line)
   std::string version;
   int64_t oom_line = 0;
 };
