@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -82,8 +83,27 @@ Document parse_document(std::string_view text, std::string origin, DocumentForma
     doc.root = yaml_to_json(text, doc.origin);
     return doc;
   }
+  // nlohmann keeps the last of two equal keys without a word; like the YAML reader, refuse them.
+  // Per open object: its keys so far and the key being read.
+  std::vector<std::pair<std::set<std::string>, std::string>> objects;
+  const auto refuse_duplicates = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) {
+      objects.emplace_back();
+    } else if (event == Json::parse_event_t::object_end) {
+      objects.pop_back();
+    } else if (event == Json::parse_event_t::key && !objects.empty()) {
+      const std::string key = parsed.get<std::string>();
+      objects.back().second = key;
+      if (!objects.back().first.insert(key).second) {
+        std::string path;
+        for (const auto& o : objects) path += (path.empty() ? "" : ".") + o.second;
+        throw InputError(doc.origin, path, "duplicate key (only one value may be given)");
+      }
+    }
+    return true;
+  };
   try {
-    doc.root = Json::parse(text);
+    doc.root = Json::parse(text, refuse_duplicates);
   } catch (const Json::parse_error& e) {
     throw InputError(doc.origin, "", fmt::format("malformed JSON: {}", e.what()));
   }

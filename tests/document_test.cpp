@@ -23,6 +23,24 @@ TEST(Document, DuplicateYamlKeyIsAnError) {
   EXPECT_THROW(yaml_to_json("a: 1\na: 2\n", "t.yaml"), InputError);
 }
 
+// QA: {"gpu_type": "t4", "gpu_type": "v100"} read as v100 without a word.
+TEST(Document, DuplicateJsonKeyIsAnErrorNamingItsPath) {
+  auto error = [](const std::string& text) {
+    try {
+      parse_document(text, "d.json", DocumentFormat::kJson);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error(R"({"context": {"source": "x", "gpu_type": "t4", "gpu_type": "v100"}})"),
+            "d.json: context.gpu_type: duplicate key (only one value may be given)");
+  EXPECT_EQ(error(R"({"gemm": [{"m": 1}, {"m": 1, "n": 2, "m": 3}]})"),
+            "d.json: gemm.m: duplicate key (only one value may be given)");
+  // The same key in sibling and nested objects is no duplicate.
+  EXPECT_EQ(error(R"([{"m": 1}, {"x": {"m": 1}, "m": 2, "y": [{"m": 1}, {"m": 1}]}])"), "");
+}
+
 TEST(Document, MalformedInputNamesTheFile) {
   try {
     parse_document("{\"a\": ", "bad.json", DocumentFormat::kJson);
