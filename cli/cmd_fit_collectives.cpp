@@ -8,7 +8,7 @@
 #include "cli/common.h"
 #include "costmodel/calibration_merge.h"
 #include "costmodel/fit_collectives.h"
-#include "costmodel/input_files.h"
+#include "costmodel/profile.h"
 
 namespace hetplan::cli {
 
@@ -18,24 +18,21 @@ CommandRunner declare_fit_collectives(CLI::App& app) {
     std::string out;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("calibrations", args->inputs, "calibration files (merged in order)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  app.add_option("calibrations", args->inputs,
+                 "calibration files or folders of them (merged in order)")
+      ->required();
   app.add_option("--out", args->out, "write the fit as JSON");
   return [args]() {
     check_outputs(args->inputs, {{"--out", args->out}});
-    require_distinct_inputs({args->inputs.begin(), args->inputs.end()});
-    std::vector<CalibrationFile> files;
-    for (const auto& path : args->inputs) {
+    std::vector<CalibrationFile> files = read_calibration_inputs(args->inputs, "fit-collectives");
+    for (CalibrationFile& f : files) {
       // Only the communication is fitted here: files of several GPU types may hold GEMMs too.
-      CalibrationFile f = load_calibration(path);
       f.gemm.clear();
       f.kernels.clear();
       f.layers.clear();
       f.layer_forward.clear();
       f.serving_layer.clear();
       f.datasheet.reset();
-      files.push_back(std::move(f));
     }
     const CommunicationFit fit = fit_communication(merge_calibration_files(files));
     fmt::print("{:<15} {:<5} {:>6} {:>9} {:>10} {:>9} {:>9} {:>10} {:>9} {:>7} {:>7} {:>4}\n",

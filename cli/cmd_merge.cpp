@@ -5,7 +5,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "costmodel/calibration_merge.h"
-#include "costmodel/input_files.h"
+#include "costmodel/profile.h"
 
 namespace hetplan::cli {
 
@@ -15,15 +15,13 @@ CommandRunner declare_merge(CLI::App& app) {
     std::string out;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("calibrations", args->inputs, "calibration files to merge, in order")
-      ->required()
-      ->check(CLI::ExistingFile);
+  app.add_option("calibrations", args->inputs,
+                 "calibration files (or folders of them) to merge, in order")
+      ->required();
   app.add_option("--out", args->out, "merged calibration file to write")->required();
   return [args]() {
     check_outputs(args->inputs, {{"--out", args->out}});
-    require_distinct_inputs({args->inputs.begin(), args->inputs.end()});
-    std::vector<CalibrationFile> files;
-    for (const auto& path : args->inputs) files.push_back(load_calibration(path));
+    const std::vector<CalibrationFile> files = read_calibration_inputs(args->inputs, "merge");
     const CalibrationFile merged = merge_calibration_files(files);
     save_calibration(merged, args->out);
     fmt::print(

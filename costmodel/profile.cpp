@@ -311,6 +311,27 @@ ProfileInputs read_profile_inputs(const std::vector<std::string>& paths) {
   return in;
 }
 
+std::vector<CalibrationFile> read_calibration_inputs(const std::vector<std::string>& paths,
+                                                     const std::string& command) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& p : paths) collect_json_files(p, files);
+  require_distinct_inputs(files);
+  std::vector<CalibrationFile> out;
+  for (const auto& f : files) {
+    const Document doc = load_document(f);
+    if (doc.root.is_object() && doc.root.value("format", "") == kProfileFormat)
+      throw InputError(f.string(), "format",
+                       fmt::format("expected \"{}\": this is a profile, which {} does not read "
+                                   "(it takes the calibration files the profile was fitted from)",
+                                   kCalibrationFormat, command));
+    out.push_back(calibration_from_document(doc));
+  }
+  if (out.empty())
+    throw InputError(fmt::format("{}: no calibration file in {}", command,
+                                 paths.empty() ? std::string("the inputs") : paths.front()));
+  return out;
+}
+
 Profile merge_fitted(const std::vector<CalibrationFile>& calibrations,
                      const std::vector<Profile>& profiles) {
   Profile profile = fit_profile(calibrations);

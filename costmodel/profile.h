@@ -96,6 +96,11 @@ struct ProfileInputs {
   std::vector<RepeatedInput> repeated;
 };
 ProfileInputs read_profile_inputs(const std::vector<std::string>& paths);
+// The calibration files `paths` name (files, or folders searched for *.json as above), for the
+// commands that read calibration files only (`command`: merge, fit-collectives). InputError for
+// none, a file given twice (costmodel/input_files.h) or a profile among them.
+std::vector<CalibrationFile> read_calibration_inputs(const std::vector<std::string>& paths,
+                                                     const std::string& command);
 // Fits `calibrations` and merges `profiles` into the result (better sources win per GPU type).
 Profile merge_fitted(const std::vector<CalibrationFile>& calibrations,
                      const std::vector<Profile>& profiles);

@@ -92,6 +92,39 @@ TEST(RepeatedInputs, FileProducingCommandsRefuseThemAndPredictReadsThemOnce) {
   fs::remove_all(dir);
 }
 
+// merge and fit-collectives take folders as fit does; a profile among their inputs is bad input;
+// an AMP folder stands for its arrays.
+TEST(FolderInputs, CalibrationFoldersAndAmpFolders) {
+  const auto dir = temp_dir("folder_inputs");
+  fs::create_directories(dir / "cal");
+  fs::copy_file(kSample, dir / "cal" / "a100.json");
+  auto r = run_hetplan("merge " + (dir / "cal").string() + " --out " + (dir / "m.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "merged 1 files")) << r.output;
+  r = run_hetplan("fit " + (dir / "cal").string() + " --out " + (dir / "cal" / "p.json").string() +
+                  " --holdout-every 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_hetplan("merge " + (dir / "cal").string() + " --out " + (dir / "m.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "p.json: format: expected \"hetplan-calibration\": this is a "
+                       "profile, which merge does not read"))
+      << r.output;
+  r = run_hetplan("fit-collectives " + (dir / "cal").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+
+  fs::create_directories(dir / "g4");
+  for (int tp : {1, 2, 4}) {
+    const std::string name = "gpt2_G4_" + std::to_string(tp) + ".npy";
+    fs::copy_file(kAmp / name, dir / "g4" / name);
+  }
+  r = run_hetplan("import --format amp " + (dir / "g4").string() + " --out " +
+                  (dir / "t4.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "90 layer_forward records for t4")) << r.output;
+  fs::remove_all(dir);
+}
+
 // QA's cases: each run exited 0 and replaced its input with its output.
 TEST(OutputChecks, AnOutputThatIsAnInputIsRefusedBeforeAnyWork) {
   const auto dir = temp_dir("output_checks");

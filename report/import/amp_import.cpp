@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <utility>
@@ -82,7 +84,7 @@ void map_gpt2_entry(LayerForwardMeasurement& m) {
 
 }  // namespace
 
-CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& files,
+CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& inputs,
                                       const ProfileImportOptions& options) {
   static const std::regex kName(R"(^(.+)_([A-Za-z0-9]+)_(\d+)\.npy$)");
   CalibrationFile cal;
@@ -90,7 +92,21 @@ CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& 
   const AmpMachine* machine = nullptr;
   std::string notes, aliases;
   std::map<std::pair<std::string, int64_t>, std::string> seen;  // (model, tp) -> file
-  for (const auto& path : files) {
+  // A folder stands for its .npy files (AMP's src/known_cost), in name order.
+  std::vector<std::filesystem::path> arrays;
+  for (const auto& input : inputs) {
+    if (!std::filesystem::is_directory(input)) {
+      arrays.push_back(input);
+      continue;
+    }
+    std::vector<std::filesystem::path> found;
+    for (const auto& e : std::filesystem::directory_iterator(input))
+      if (e.is_regular_file() && e.path().extension() == ".npy") found.push_back(e.path());
+    if (found.empty()) throw InputError(input.string(), "", "no .npy file in this folder");
+    std::sort(found.begin(), found.end());
+    arrays.insert(arrays.end(), found.begin(), found.end());
+  }
+  for (const auto& path : arrays) {
     const std::string name = path.filename().string();
     const std::string origin = path.string();
     std::smatch m;

@@ -21,8 +21,9 @@ struct ProfileImportOptions {
 // AMP's src/known_cost/<model>_<machine>_<tp>.npy: per-layer forward seconds at micro-batch 1
 // (fp16, Megatron-LM v1.1.5 inside DeepSpeed). Machines: G4 = g4dn.12xlarge (T4), P3 = p3.8xlarge
 // (V100). gpt2's 30 entries map onto hetplan's gpt2-medium layers (embedding, 24 blocks, head);
-// other models' entries are kept with layer -1. All files must be of one machine type.
-CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& files,
+// other models' entries are kept with layer -1. All files must be of one machine type. A folder in
+// `inputs` stands for its .npy files.
+CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& inputs,
                                       const ProfileImportOptions& options);
 
 // Helix's profiles/<model>/<gpu>/{prompt,decode}_bs2time.csv (rows "tokens,milliseconds" for one
