@@ -81,6 +81,8 @@ CommandRunner declare_calibrate(CLI::App& app) {
       ->check(kPositive);
   app.footer("With no section flag, every section runs (--layers with gpt2-medium and llama2-7b).");
   return [o, dtypes] {
+    // Before minutes of measuring: the file and its journal need a writable folder.
+    check_outputs({}, {{"--out", o->out.string()}});
     if (!dtypes->empty()) o->dtypes = profiler::parse_dtype_list(*dtypes);
     o->command_line = own_command_line();
     return run(*o);

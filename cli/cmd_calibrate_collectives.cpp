@@ -82,6 +82,8 @@ CommandRunner declare_calibrate_collectives(CLI::App& app) {
   app.add_flag("--quick", a->quick, "x8 size steps, bf16 only, fewer repetitions");
   app.add_flag("--resume", a->resume, "continue from the per-rank journals beside --out");
   return [a]() -> int {
+    // Before the sweep: the file and the journals beside it need a writable folder.
+    check_outputs({}, {{"--out", a->out}});
     const profiler::CollectiveOptions options = to_options(*a);
 #if HETPLAN_HAVE_CUDA
     CalibrationFile out;

@@ -154,6 +154,9 @@ TEST(OutputChecks, AnOutputThatIsAnInputIsRefusedBeforeAnyWork) {
        "--out " + (dir / "no" / "p.json").string() + ": no folder " + (dir / "no").string() +
            "; create it first"},
       {"fit " + cal + " --out " + dir.string(), ": a folder; expected a file to write"},
+      // Before minutes of measuring, not after (with or without a GPU).
+      {"calibrate --quick --out " + (dir / "no" / "c.json").string(), "no folder"},
+      {"calibrate-collectives --out " + (dir / "no" / "c.json").string(), "no folder"},
   };
   for (const auto& c : cases) {
     const auto r = run_hetplan(c.args);
