@@ -267,6 +267,15 @@ TEST(ServeIni, SimulatorClusterNamesListedTwice) {
   }
 }
 
+TEST(ServeIni, MachineCountIsCapped) {
+  // QA: total_compute_nodes or a count of 1e8 hung, 30000 machines took 24 GB for the link table.
+  // Refused before any machine is made, naming the cap and why.
+  EXPECT_THAT(error_of("[NodeNames]\ntotal_compute_nodes=100000000\n"),
+              HasSubstr("[NodeNames] total_compute_nodes (line 2): 100000000 machines: hetplan "
+                        "serve takes at most 2048 (the flow graph of a fully linked cluster has "
+                        "an edge per pair of machines"));
+}
+
 TEST(ServeIni, BadSolutionFiles) {
   const ServingCluster c = read_helix_cluster(kHelix / "clusters/cluster24.ini");
   auto error = [&](const std::string& text) -> std::string {
@@ -320,6 +329,21 @@ TEST(ServeClusterFile, ReadsMachinesTypesAndLinks) {
   EXPECT_DOUBLE_EQ(c.source_nic_Bps, 10e9);
 }
 
+TEST(ServeClusterFile, CountsAreCappedBeforeMachinesAreMade) {
+  const fs::path path = fs::temp_directory_path() / "hetplan_serve_huge_count.yaml";
+  std::ofstream(path) << "machine_types:\n  A100: {gpu: a100-40gb, nic_GBps: 10}\nmachines:\n"
+                         "  - {name: a, type: A100, count: 2000}\n"
+                         "  - {name: b, type: A100, count: 100000000}\n"
+                         "links:\n  default: {bandwidth_GBps: 1.0, latency_ms: 1}\n";
+  try {
+    load_serving_cluster(path);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("machines[1].count: the cluster would have 100002000 "
+                                    "machines: hetplan serve takes at most 2048"));
+  }
+}
+
 TEST(ServeClusterFile, ErrorsNameTheKey) {
   const auto dir = std::filesystem::temp_directory_path() / "hetplan_serve_cluster_file";
   std::filesystem::create_directories(dir);
@@ -343,6 +367,15 @@ TEST(ServeClusterFile, ErrorsNameTheKey) {
   EXPECT_THAT(error("machine_types:\n  A: {}\nmachines:\n  - {type: A}\nlinks:\n  default: "
                     "{bandwidth_GBps: 1}\n"),
               HasSubstr("vram_GB"));
+  // QA's y/unknown_key.yaml: the list of known keys left out vram_GB.
+  EXPECT_THAT(error("machine_types:\n  A: {gpu: a100-40gb, vram_gb: 80}\nmachines:\n  - {type: A}"
+                    "\nlinks:\n  default: {bandwidth_GBps: 1}\n"),
+              HasSubstr("c.yaml: machine_types.A.vram_gb: unknown key (known keys here: gpu, "
+                        "gpus, nic_GBps, nic_in_GBps, nic_out_GBps, vram_GB)"));
+  // QA's y/unknown_gpu.yaml: the GPU preset's error named no file or key.
+  EXPECT_THAT(error("machine_types:\n  X: {gpu: h900}\nmachines:\n  - {type: X}\nlinks:\n  "
+                    "default: {bandwidth_GBps: 1}\n"),
+              HasSubstr("c.yaml: machine_types.X.gpu: unknown GPU type \"h900\""));
 }
 
 }  // namespace

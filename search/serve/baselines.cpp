@@ -139,7 +139,8 @@ Placement water_fill(const ServingProblem& problem, const std::vector<int>& laye
   return p;
 }
 
-Placement greedy_placement(const ServingProblem& problem) {
+Placement greedy_placement(const ServingProblem& problem,
+                           std::chrono::steady_clock::time_point deadline) {
   const auto classes = machine_classes(problem);
   std::vector<int> layers(problem.machines(), 0);
   for (int i = 0; i < problem.machines(); ++i) layers[i] = problem.capacity[i].max_layers;
@@ -152,6 +153,7 @@ Placement greedy_placement(const ServingProblem& problem) {
       const int current = layers[members.front()];
       for (int k = 0; k <= kmax; ++k) {
         if (k == current) continue;
+        if (std::chrono::steady_clock::now() > deadline) return best;
         std::vector<int> trial = layers;
         for (int i : members) trial[i] = k;
         Placement p = water_fill(problem, trial);

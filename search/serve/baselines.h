@@ -2,6 +2,8 @@
 // separate homogeneous pipelines per machine type; and hetplan's own greedy start.
 #pragma once
 
+#include <chrono>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,8 +32,10 @@ Placement homogeneous_placement(const ServingProblem& problem);
 Placement water_fill(const ServingProblem& problem, const std::vector<int>& layers);
 
 // hetplan's greedy start: one layer count per machine class, chosen by coordinate ascent on the
-// max flow of water_fill().
-Placement greedy_placement(const ServingProblem& problem);
+// max flow of water_fill(); the ascent stops at `deadline` (the first placement is always made).
+Placement greedy_placement(
+    const ServingProblem& problem,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 // Groups of interchangeable machines (same machine type, VRAM and NICs), in first-seen order.
 std::vector<std::vector<int>> machine_classes(const ServingProblem& problem);

@@ -59,10 +59,15 @@ ServingCluster read_cluster_file(const std::filesystem::path& path) {
     TypeInfo info;
     info.gpu = t.string_or("gpu", type_name);
     info.gpus = static_cast<int>(t.positive_integer_or("gpus", 1));
-    if (t.has("vram_GB")) {
-      info.vram_bytes = t.positive("vram_GB") * kGB;
+    // positive_or() marks vram_GB as a known key even when it is absent.
+    if (const double vram_GB = t.positive_or("vram_GB", 0); vram_GB > 0) {
+      info.vram_bytes = vram_GB * kGB;  // gpu then only names the machine's GPU ("T4")
     } else if (t.has("gpu")) {
-      info.vram_bytes = info.gpus * load_gpu(info.gpu).memory_bytes;
+      try {
+        info.vram_bytes = info.gpus * load_gpu(info.gpu).memory_bytes;
+      } catch (const InputError& e) {
+        t.fail("gpu", std::string(e.what()) + " (or give vram_GB)");
+      }
     } else {
       t.fail("vram_GB", "missing: expected vram_GB, or gpu naming a GPU preset (hetplan clusters)");
     }
@@ -75,6 +80,7 @@ ServingCluster read_cluster_file(const std::filesystem::path& path) {
 
   std::vector<Machine> machines;
   std::set<std::string> names;
+  int64_t total = 0;
   for (auto& m : top.objects("machines")) {
     const std::string type = m.string("type");
     auto it = types.find(type);
@@ -85,6 +91,10 @@ ServingCluster read_cluster_file(const std::filesystem::path& path) {
              fmt::format("unknown machine type '{}' (machine_types defines: {})", type, known));
     }
     const int64_t count = m.positive_integer_or("count", 1);
+    // Checked before the machines are made: a count of 1e8 would take minutes and gigabytes.
+    if (count > kMaxServingMachines - total)
+      m.fail("count", "the cluster would have " + too_many_machines(total + count));
+    total += count;
     const std::string base = m.string_or("name", type);
     for (int64_t i = 0; i < count; ++i) {
       Machine machine;

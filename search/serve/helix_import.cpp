@@ -119,6 +119,7 @@ ServingCluster read_topology(const IniFile& ini, const fs::path& profiles_path) 
   names.only({"total_compute_nodes"});
   const int64_t n = names.integer("total_compute_nodes");
   if (n <= 0) names.fail("total_compute_nodes", "expected a number of machines > 0");
+  if (n > kMaxServingMachines) names.fail("total_compute_nodes", too_many_machines(n));
 
   std::vector<Machine> machines;
   for (int i = 0; i < n; ++i) {
@@ -194,6 +195,8 @@ ServingCluster read_simulator_cluster(const IniFile& ini) {
   names_section.only({"names"});
   const auto names = names_section.list("names");
   if (names.empty()) names_section.fail("names", "expected at least one compute node");
+  if (names.size() > static_cast<size_t>(kMaxServingMachines))
+    names_section.fail("names", too_many_machines(static_cast<int64_t>(names.size())));
 
   std::vector<Machine> machines;
   for (size_t i = 0; i < names.size(); ++i)

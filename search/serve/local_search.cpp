@@ -39,13 +39,13 @@ class Annealer {
     auto last_report = t0;
     int64_t done = 0;
     for (; done < options_.evaluations; ++done) {
-      if ((done & 255) == 0) {
-        const auto now = Clock::now();
-        if (std::chrono::duration<double>(now - t0).count() > options_.time_limit_s) break;
-        if (options_.progress && now - last_report > std::chrono::seconds(1)) {
-          options_.progress(done, result.max_flow_tokens_per_s);
-          last_report = now;
-        }
+      // The clock is read at every step: one evaluation takes 20 us on Helix's clusters but 0.2 s
+      // on 2000 machines, where checking every 256 overran the limit by a minute.
+      const auto now = Clock::now();
+      if (std::chrono::duration<double>(now - t0).count() > options_.time_limit_s) break;
+      if (options_.progress && now - last_report > std::chrono::seconds(1)) {
+        options_.progress(done, result.max_flow_tokens_per_s);
+        last_report = now;
       }
       const double progress = static_cast<double>(done) / options_.evaluations;
       const double temperature = t_start * std::pow(t_end / t_start, progress);
@@ -201,7 +201,7 @@ LocalSearchResult anneal_counts(const ServingProblem& problem, const Placement& 
       std::max(options.start_temperature * std::max(best.max_flow_tokens_per_s, 1.0), 1e-6);
   int64_t done = 0;
   for (; done < evaluations; ++done) {
-    if ((done & 63) == 0 && Clock::now() > deadline) break;
+    if (Clock::now() > deadline) break;
     const double temperature = t_start * std::pow(1e-3, static_cast<double>(done) / evaluations);
     std::vector<int> next = counts;
     const int i = static_cast<int>(rng() % n);

@@ -187,12 +187,17 @@ Placement decode(const ServingProblem& problem, const Model& m, const double* x)
 
 }  // namespace
 
-double milp_upper_bound(const ServingProblem& problem) {
+std::optional<double> milp_upper_bound(const ServingProblem& problem, double time_limit_s) {
+  const auto t0 = Clock::now();
   Model m;
   build(problem, {}, m);
-  if (m.arcs.empty()) return 0;
+  if (m.arcs.empty()) return 0.0;
+  const double left_s = time_limit_s - std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!(left_s > 0)) return std::nullopt;
+  m.solver.getModelPtr()->setMaximumSeconds(left_s);
   m.solver.initialSolve();
-  return m.solver.isProvenOptimal() ? m.solver.getObjValue() * kUnit : 0;
+  if (!m.solver.isProvenOptimal()) return std::nullopt;
+  return m.solver.getObjValue() * kUnit;
 }
 
 MilpResult solve_placement_milp(const ServingProblem& problem, const std::vector<Placement>& starts,
@@ -230,13 +235,10 @@ MilpResult solve_placement_milp(const ServingProblem& problem, const std::vector
   result.integer_columns = static_cast<int>(m.arcs.size());
   if (m.arcs.empty()) return result;
 
-  // Root LP relaxation: an upper bound on any placement's max flow.
-  {
-    OsiClpSolverInterface lp(m.solver);
-    lp.initialSolve();
-    if (lp.isProvenOptimal()) result.lp_bound_tokens_per_s = lp.getObjValue() * kUnit;
-  }
-
+  auto left_s = [&] {
+    return options.time_limit_s - std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  // The warm starts come first, whatever the time: they are what the MILP returns at least.
   std::vector<double> best_start;
   double best_start_obj = -1;
   for (const Placement& start : starts) {
@@ -248,11 +250,29 @@ MilpResult solve_placement_milp(const ServingProblem& problem, const std::vector
     }
   }
 
+  // Root LP relaxation: an upper bound on any placement's max flow (0 when out of time).
+  if (left_s() > 0) {
+    OsiClpSolverInterface lp(m.solver);
+    lp.getModelPtr()->setMaximumSeconds(left_s());
+    lp.initialSolve();
+    if (lp.isProvenOptimal()) result.lp_bound_tokens_per_s = lp.getObjValue() * kUnit;
+  }
+
   CbcModel model(m.solver);
   model.setLogLevel(options.log ? 1 : 0);
   model.messageHandler()->setLogLevel(options.log ? 1 : 0);
   model.setUseElapsedTime(true);  // wall-clock limit, as the user asked for
-  model.setMaximumSeconds(std::max(0.0, options.time_limit_s));
+  // What the LPs above took comes off CBC's share; with nothing left, the warm start stands.
+  if (left_s() <= 0) {
+    if (!best_start.empty()) {
+      result.solved = true;
+      result.placement = decode(problem, m, best_start.data());
+      result.objective_tokens_per_s = best_start_obj * kUnit;
+    }
+    result.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return result;
+  }
+  model.setMaximumSeconds(left_s());
   model.setMaximumNodes(static_cast<int>(std::min<int64_t>(options.max_nodes, 1 << 30)));
   model.setRandomSeed(static_cast<int>(options.seed % 1000000007));
   if (options.threads > 1) {

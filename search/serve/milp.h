@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "search/serve/capacity.h"
@@ -19,7 +20,7 @@
 namespace hetplan::serve {
 
 struct MilpOptions {
-  double time_limit_s = 30;
+  double time_limit_s = 30;  // wall clock, the LPs before branch and bound included
   int threads = 1;
   int64_t max_nodes = 20000;  // branch-and-bound nodes (a deterministic work limit)
   uint64_t seed = 1;
@@ -43,8 +44,9 @@ struct MilpResult {
 
 // Solves the placement MILP, warm-started from the best of `starts` (valid placements).
 // The root LP bound of the full MILP (every layer count allowed): an upper bound on the max flow
-// of any placement in the flow model, tighter than flow_upper_bound().
-double milp_upper_bound(const ServingProblem& problem);
+// of any placement in the flow model, tighter than flow_upper_bound(). Empty when the LP is not
+// solved within `time_limit_s` (building the model included).
+std::optional<double> milp_upper_bound(const ServingProblem& problem, double time_limit_s = 60);
 
 MilpResult solve_placement_milp(const ServingProblem& problem, const std::vector<Placement>& starts,
                                 const MilpOptions& options);

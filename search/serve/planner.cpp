@@ -19,6 +19,9 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Least time the MILP phase is started with (its LPs before branch and bound).
+constexpr double kMinMilpSeconds = 0.5;
+
 }  // namespace
 
 EvaluatedPlacement evaluate_placement(const ServingProblem& problem, std::string name,
@@ -66,13 +69,23 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
     }
   };
 
+  // Every phase stops at or skips past its share of the time limit; a phase that has no time
+  // left says so. `left(share)`: seconds until share x the limit.
+  auto left = [&](double share) { return options.time_limit_s * share - seconds_since(t0); };
+  auto at = [&](double share) {
+    return t0 + std::chrono::duration_cast<Clock::duration>(
+                    std::chrono::duration<double>(options.time_limit_s * share));
+  };
+
   // Starts: the baselines and the greedy placement; on a cluster whose links do not join every
   // pair of machines, also pipelines along the links (the others ignore links).
-  std::vector<Placement> starts = {
-      greedy_placement(problem), petals_placement(problem, options.seed), swarm_placement(problem)};
+  const bool linked = fully_linked(problem.cluster);
+  std::vector<Placement> starts = {greedy_placement(problem, at(0.25)),
+                                   petals_placement(problem, options.seed),
+                                   swarm_placement(problem)};
   std::vector<std::string> start_names = {"greedy", "petals", "swarm"};
-  if (!fully_linked(problem.cluster)) {
-    starts.push_back(chain_placement(problem));
+  if (!linked) {
+    starts.push_back(chain_placement(problem, at(0.4)));
     start_names.push_back("chains");
   }
   std::vector<double> start_flows;
@@ -81,13 +94,18 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
     consider(start_names[i], starts[i], start_flows[i], seconds_since(t0), 1);
   }
 
+  // The MILP ignores links: on a cluster where not every pair of machines is linked its
+  // placements rarely serve anything, and its time is better left to the local search.
+  const bool milp = options.use_milp && linked;
+  if (options.use_milp && !linked)
+    say("MILP skipped: it ignores links, and this cluster does not link every pair of machines");
+
   // Two local searches, from the greedy start and from the Petals placement (or from the chains
   // where they serve more); in parallel when there are threads for it. Each has its own seed, so
   // the results do not depend on timing.
-  const double search_share = options.use_milp && fully_linked(problem.cluster) ? 0.45 : 0.9;
+  const double search_share = milp ? 0.45 : 0.9;
   LocalSearchOptions ls;
   ls.evaluations = options.local_search_evaluations;
-  ls.time_limit_s = std::max(0.0, options.time_limit_s * search_share - seconds_since(t0));
   const Placement* search_starts[] = {&starts[0], &starts[1]};
   if (starts.size() > 3)
     for (int k = 0; k < 2; ++k)
@@ -102,51 +120,64 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
       };
     searched[k] = local_search(problem, *search_starts[k], mine);
   };
-  if (options.threads >= 2) {
-    ls.time_limit_s = std::max(0.0, options.time_limit_s * search_share - seconds_since(t0));
-    std::thread second(run, 1);
-    run(0);
-    second.join();
+  if (left(search_share) <= 0) {
+    say(fmt::format("local search skipped: the starts took {:.1f} s of the {:g} s limit",
+                    seconds_since(t0), options.time_limit_s));
   } else {
-    ls.time_limit_s /= 2;
-    run(0);
-    run(1);
+    ls.time_limit_s = left(search_share);
+    if (options.threads >= 2) {
+      std::thread second(run, 1);
+      run(0);
+      second.join();
+    } else {
+      ls.time_limit_s /= 2;
+      run(0);
+      ls.time_limit_s = std::max(0.0, left(search_share));
+      run(1);
+    }
+    for (int k = 0; k < 2; ++k)
+      consider(k == 0 ? "local search (greedy)" : "local search (petals)", searched[k].placement,
+               searched[k].max_flow_tokens_per_s, searched[k].elapsed_s, searched[k].evaluations);
   }
-  for (int k = 0; k < 2; ++k)
-    consider(k == 0 ? "local search (greedy)" : "local search (petals)", searched[k].placement,
-             searched[k].max_flow_tokens_per_s, searched[k].elapsed_s, searched[k].evaluations);
 
-  // The MILP ignores links: on a cluster where not every pair of machines is linked its
-  // placements rarely serve anything, and its time is better left to the local search.
-  const bool milp_useful = fully_linked(problem.cluster);
-  if (options.use_milp && !milp_useful)
-    say("MILP skipped: it ignores links, and this cluster does not link every pair of machines");
-  if (options.use_milp && milp_useful) {
+  if (milp) {
     MilpOptions mo;
     mo.threads = options.threads;
     mo.seed = options.seed;
     mo.max_nodes = options.milp_nodes;
     mo.layer_count_window = options.milp_layer_count_window;
     // The MILP rarely beats the local search on its own (docs/serving.md): at most 30% of the time.
-    mo.time_limit_s = std::max(
-        0.0, std::min(options.time_limit_s * 0.3, options.time_limit_s * 0.85 - seconds_since(t0)));
-    say(fmt::format("MILP (CBC, {} threads, {:.0f} s limit)", mo.threads, mo.time_limit_s));
-    result.milp = solve_placement_milp(problem, {best, starts[0]}, mo);
-    result.milp_upper_bound_tokens_per_s = milp_upper_bound(problem);
-    if (result.milp.solved) {
-      const double flow = max_flow(problem, result.milp.placement);
-      consider("milp", result.milp.placement, flow, result.milp.elapsed_s, result.milp.nodes);
-      // A short polish of the MILP's placement when it found something new.
-      if (flow > best_flow * (1 - 1e-9) && !(result.milp.placement == best)) {
-        LocalSearchOptions polish = ls;
-        polish.evaluations = options.local_search_evaluations / 5;
-        polish.seed = options.seed * 2 + 7;
-        polish.time_limit_s = std::max(0.0, options.time_limit_s * 0.95 - seconds_since(t0));
-        const auto p = local_search(problem, result.milp.placement, polish);
-        consider("milp + local search", p.placement, p.max_flow_tokens_per_s, p.elapsed_s,
-                 p.evaluations);
+    mo.time_limit_s = std::max(0.0, std::min(options.time_limit_s * 0.3, left(0.85)));
+    // Its LPs before branch and bound take 0.1-0.3 s on Helix's clusters: below that it cannot
+    // even return its warm start.
+    if (mo.time_limit_s < kMinMilpSeconds) {
+      say(fmt::format("MILP skipped: {:.2f} s left for it, it needs {:g} s (raise --time-limit)",
+                      mo.time_limit_s, kMinMilpSeconds));
+    } else {
+      say(fmt::format("MILP (CBC, {} threads, {:.1f} s limit)", mo.threads, mo.time_limit_s));
+      result.milp = solve_placement_milp(problem, {best, starts[0]}, mo);
+      if (result.milp.solved) {
+        const double flow = max_flow(problem, result.milp.placement);
+        consider("milp", result.milp.placement, flow, result.milp.elapsed_s, result.milp.nodes);
+        // A short polish of the MILP's placement when it found something new.
+        if (flow > best_flow * (1 - 1e-9) && !(result.milp.placement == best) && left(0.9) > 0) {
+          LocalSearchOptions polish = ls;
+          polish.evaluations = options.local_search_evaluations / 5;
+          polish.seed = options.seed * 2 + 7;
+          polish.time_limit_s = left(0.9);
+          const auto p = local_search(problem, result.milp.placement, polish);
+          consider("milp + local search", p.placement, p.max_flow_tokens_per_s, p.elapsed_s,
+                   p.evaluations);
+        }
       }
     }
+  }
+  // The full MILP's LP bound, in what is left of the limit (the bound is reported, not searched).
+  if (options.use_milp) {
+    if (left(0.97) >= kMinMilpSeconds)
+      result.milp_upper_bound_tokens_per_s = milp_upper_bound(problem, left(0.97));
+    if (!result.milp_upper_bound_tokens_per_s)
+      say("MILP LP bound not computed: no time left for it (raise --time-limit)");
   }
 
   result.best = evaluate_placement(problem, "hetplan", best);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,9 +58,10 @@ struct PlanResult {
   EvaluatedPlacement best;
   std::string method;  // the phase that found `best`
   std::vector<SearchPhase> phases;
-  MilpResult milp;                           // when the MILP ran
-  double upper_bound_tokens_per_s = 0;       // Helix's bound: sum of max k * capacity(k) / L
-  double milp_upper_bound_tokens_per_s = 0;  // the full MILP's LP bound (tighter)
+  MilpResult milp;                      // when the MILP ran
+  double upper_bound_tokens_per_s = 0;  // Helix's bound: sum of max k * capacity(k) / L
+  // The full MILP's LP bound (tighter); absent without the MILP or when not solved in time.
+  std::optional<double> milp_upper_bound_tokens_per_s;
   double elapsed_s = 0;
 };
 

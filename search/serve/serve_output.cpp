@@ -131,7 +131,9 @@ Json serve_json(const ServeReport& report) {
                    {"elapsed_s", plan.elapsed_s},
                    {"phases", phases},
                    {"upper_bound_tokens_per_s", plan.upper_bound_tokens_per_s},
-                   {"milp_lp_bound_tokens_per_s", plan.milp_upper_bound_tokens_per_s}};
+                   {"milp_lp_bound_tokens_per_s", plan.milp_upper_bound_tokens_per_s
+                                                      ? Json(*plan.milp_upper_bound_tokens_per_s)
+                                                      : Json(nullptr)}};
     if (plan.milp.columns > 0)
       search["milp"] = {{"solved", plan.milp.solved},
                         {"optimal", plan.milp.optimal},
@@ -159,12 +161,15 @@ std::string serve_summary(const ServeReport& report) {
                    chosen.flow.max_flow_tokens_per_s * decode_share(problem));
   for (const auto& e : chosen.errors) s += "  invalid: " + e + "\n";
   if (!chosen.no_flow_reason.empty()) s += "  no flow: " + chosen.no_flow_reason + "\n";
-  if (report.plan)
+  if (report.plan) {
+    const PlanResult& plan = *report.plan;
     s += fmt::format(
-        "search: best by {} in {:.1f} s; upper bound {:.1f} tokens/s (MILP LP "
-        "bound {:.1f})\n",
-        report.plan->method, report.plan->elapsed_s, report.plan->upper_bound_tokens_per_s,
-        report.plan->milp_upper_bound_tokens_per_s);
+        "search: best by {} in {:.1f} s; upper bound {:.1f} tokens/s{}\n",
+        plan.method.empty() ? "none" : plan.method, plan.elapsed_s, plan.upper_bound_tokens_per_s,
+        plan.milp_upper_bound_tokens_per_s
+            ? fmt::format(" (MILP LP bound {:.1f})", *plan.milp_upper_bound_tokens_per_s)
+            : "");
+  }
   s += "\nmachine              type    layers    capacity      flow (tokens/s)\n";
   for (int i = 0; i < problem.machines(); ++i) {
     const LayerRange& r = chosen.placement.ranges[i];
