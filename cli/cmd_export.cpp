@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/model.h"
@@ -103,6 +104,7 @@ CommandRunner declare_export(CLI::App& app) {
                "torchtitan: write pipeline_parallel_split_points (older torchtitan) instead of "
                "module_fqns_per_model_part");
   return [o]() {
+    check_outputs({o->strategy, o->model}, {{"--out", o->out}});
     const ExporterSpec& exporter = find_exporter(o->format);
     const auto list = load_predicted_strategies(o->strategy);
     if (o->index >= static_cast<int64_t>(list.size()))

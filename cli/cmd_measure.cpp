@@ -93,6 +93,7 @@ CommandRunner declare_measure(CLI::App& app) {
   app.add_flag("--dry-run", o->dry_run,
                "Print what the harness would build (no torch or GPU needed) and write nothing");
   return [o]() {
+    if (!o->dry_run) check_outputs({o->strategy, o->model}, {{"--out", o->out}});
     const ModelSpec model = load_model(o->model, o->seq_len);
     const Strategy strategy = load_strategy(o->strategy);
     if (strategy.microbatches() == 0)

@@ -175,6 +175,7 @@ CommandRunner declare_model_info(CLI::App& app) {
                "Every gradient added into the fp32 main gradients by a kernel (--work)")
       ->needs(work);
   return [o]() {
+    check_outputs({o->model}, {{"--json", o->json}});
     const ModelSpec m = load_model(o->model, o->seq_len);
     if (o->work && o->json.empty())
       throw InputError("--work: the work is written as JSON only (give --json FILE or -)");

@@ -68,6 +68,9 @@ CommandRunner declare_predict(CLI::App& app) {
                "Do not load the shipped calibration_data/");
   app.add_option("--json", o->json, "Write the prediction as JSON to FILE ('-' for stdout)");
   return [o]() {
+    std::vector<std::string> inputs = {o->strategy, o->model, o->cluster};
+    inputs.insert(inputs.end(), o->calibration.begin(), o->calibration.end());
+    check_outputs(inputs, {{"--json", o->json}});
     const ModelSpec model = load_model(o->model, o->seq_len);
     const ClusterSpec cluster = load_cluster(o->cluster);
     const Strategy strategy = load_strategy(o->strategy);

@@ -41,6 +41,9 @@ CommandRunner declare_provision(CLI::App& app) {
                "Do not load the shipped calibration_data/");
   app.add_option("--json", o->json, "Write every mix as JSON to FILE");
   return [o]() {
+    std::vector<std::string> inputs = {o->model};
+    inputs.insert(inputs.end(), o->calibration.begin(), o->calibration.end());
+    check_outputs(inputs, {{"--json", o->json}});
     const ModelSpec model = load_model(o->model, o->seq_len);
     ProvisionOptions po;
     po.node_types = o->nodes;

@@ -115,6 +115,9 @@ CommandRunner declare_search(CLI::App& app) {
                "kept), as frameworks without a fused attention kernel run it");
   app.add_flag("--quiet", o->quiet, "No progress on stderr");
   return [o]() {
+    std::vector<std::string> inputs = {o->model, o->cluster};
+    inputs.insert(inputs.end(), o->calibration.begin(), o->calibration.end());
+    check_outputs(inputs, {{"--json", o->json}});
     const ModelSpec model = load_model(o->model, o->seq_len);
     const ClusterSpec cluster = load_cluster(o->cluster);
     for (const auto& s : o->schedules) pipeline::schedule_info(s);  // InputError names the known

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "search/pipeline/schedule.h"
@@ -160,7 +161,10 @@ CommandRunner declare_simulate(CLI::App& app) {
   app.add_option("--json", o->json_path,
                  "write the result (with the full timeline) as JSON ('-' for stdout)");
   app.add_option("--width", o->width, "columns of the ASCII timeline")->check(CLI::Range(8, 10000));
-  return [o] { return run_simulate(*o); };
+  return [o] {
+    check_outputs({}, {{"--json", o->json_path}});
+    return run_simulate(*o);
+  };
 }
 
 }  // namespace hetplan::cli

@@ -168,5 +168,32 @@ TEST(OutputChecks, AnOutputThatIsAnInputIsRefusedBeforeAnyWork) {
   fs::remove_all(dir);
 }
 
+// The planning commands check their outputs too, before any work.
+TEST(OutputChecks, PlanningCommandsRefuseToWriteOverTheirInputs) {
+  const auto dir = temp_dir("planning_outputs");
+  const std::string s = (dir / "s.json").string();
+  write_text(s, R"({"dp": 4, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 32})");
+  const std::string strategy = " --model gpt2-medium --cluster g4dn.12xlarge:1 --strategy " + s;
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"predict" + strategy + " --json " + s, "--json " + s + ": also an input"},
+           {"export --strategy " + s + " --model gpt2-medium --format megatron --out " + s,
+            "--out " + s + ": also an input"},
+           {"measure --model gpt2-medium --strategy " + s + " --out " + s,
+            "--out " + s + ": also an input"},
+           {"search --model gpt2-medium --cluster g4dn.12xlarge:1 --global-batch 8 --json "
+            "/nonexistent-hetplan/x.json",
+            "--json /nonexistent-hetplan/x.json: no folder /nonexistent-hetplan"},
+           {"simulate --schedule 1f1b --stages 2 --microbatches 2 --forward 1 --backward-input 1 "
+            "--backward-weight 1 --json " + dir.string(),
+            "--json " + dir.string() + ": a folder; expected a file to write"}}) {
+    const auto r = run_hetplan(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, message)) << args << "\n" << r.output;
+  }
+  // The strategy is untouched.
+  EXPECT_EQ(load_document(s).root["dp"], 4);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hetplan
