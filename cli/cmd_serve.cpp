@@ -4,6 +4,7 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -48,12 +49,78 @@ std::string now_utc() {
 }
 
 ServingCluster load_cluster_for_serving(const ServeCliOptions& o) {
-  if (!o.machine_profiles.empty()) return read_helix_cluster(o.cluster, o.machine_profiles);
+  if (!o.machine_profiles.empty()) {
+    if (fs::path(o.cluster).extension() != ".ini")
+      throw InputError(o.cluster, "",
+                       "--machine-profiles applies only to Helix cluster topologies "
+                       "(cluster*.ini, pruned_cluster.ini); a hetplan serving cluster file gives "
+                       "VRAM and NICs in its machine_types");
+    return read_helix_cluster(o.cluster, o.machine_profiles);
+  }
   if (!fs::exists(o.cluster))
     throw InputError(o.cluster, "",
                      "no such file: --cluster takes a Helix INI file (cluster*.ini, "
                      "simulator_cluster.ini) or a hetplan serving cluster file (YAML or JSON)");
   return load_serving_cluster(o.cluster);
+}
+
+// Helix's profile folders name their model; another model's per-layer times would silently give
+// the wrong capacities. Models are compared by shape, so a model file of the same model passes.
+void check_profiles_model(const std::string& profiles, const std::string& model_arg,
+                          const ServingModel& model) {
+  const std::string named = helix_profile_model(profiles);
+  if (named.empty()) return;
+  const ModelSpec spec = load_model(named);
+  const ServingModel theirs = serving_model_from(spec, spec.dtype);
+  if (theirs.num_layers == model.num_layers &&
+      theirs.layer_weight_bytes == model.layer_weight_bytes &&
+      theirs.activation_bytes_per_token == model.activation_bytes_per_token &&
+      theirs.kv_bytes_per_token_layer == model.kv_bytes_per_token_layer)
+    return;
+  throw InputError(
+      profiles, "",
+      fmt::format("the folder holds Helix's per-layer times of {} ({} layers of {:.2f} GB), but "
+                  "--model {} has {} layers of {:.2f} GB: expected the profiles of the model "
+                  "served (Helix's are profiles/llama2_70b and profiles/llama1_30b)",
+                  named, theirs.num_layers, theirs.layer_weight_bytes / 1e9, model_arg,
+                  model.num_layers, model.layer_weight_bytes / 1e9));
+}
+
+// Requests must fit the model's context (a longer prompt only extended the profile's table and
+// raised the capacity).
+void check_request_lengths(const ServeCliOptions& o, const ModelSpec& spec) {
+  const double tokens = o.prompt_tokens + o.output_tokens;
+  if (spec.seq_len > 0 && !(tokens <= static_cast<double>(spec.seq_len)))
+    throw InputError(fmt::format(
+        "--prompt-tokens {:g} + --output-tokens {:g} = {:g} tokens: expected at most {}'s context "
+        "of {} tokens",
+        o.prompt_tokens, o.output_tokens, tokens, spec.name, spec.seq_len));
+}
+
+// Prompts longer than a profile measured are extrapolated, which is said.
+void note_extrapolated_prompts(const ServeCliOptions& o, const ServingProblem& problem) {
+  if (o.quiet) return;
+  std::set<std::string> said;
+  for (size_t i = 0; i < problem.times.size(); ++i) {
+    const auto& times = *problem.times[i];
+    if (o.prompt_tokens <= times.max_measured_prompt_tokens() ||
+        !said.insert(times.origin()).second)
+      continue;
+    fmt::print(stderr,
+               "note: --prompt-tokens {:g} is beyond the longest prompt measured in {} ({:g} "
+               "tokens): its time is extrapolated along the last two points\n",
+               o.prompt_tokens, times.origin(), times.max_measured_prompt_tokens());
+  }
+}
+
+// The folder --json writes to must exist before a search of minutes, not after it.
+void check_json_folder(const std::string& json) {
+  if (json.empty() || json == "-") return;
+  const fs::path folder = fs::path(json).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder))
+    throw InputError(json, "",
+                     fmt::format("the folder {} does not exist: --json writes the result there",
+                                 folder.string()));
 }
 
 std::optional<SimulationResult> simulate(const ServingProblem& problem, const EvaluatedPlacement& e,
@@ -89,7 +156,8 @@ CommandRunner declare_serve(CLI::App& app) {
   app.add_option("--time-limit", o->time_limit_s, "Search time limit in seconds (default 60)")
       ->check(kPositive);
   app.add_option("--threads", o->threads, "Threads for the search (default 1)")->check(kPositive);
-  app.add_option("--seed", o->seed, "Seed of the search, baselines and trace (default 1)");
+  app.add_option("--seed", o->seed, "Seed of the search, baselines and trace (default 1)")
+      ->check(kNonNegative);
   app.add_option("--evaluations", o->evaluations,
                  "Max-flow evaluations per local search (default 100000)")
       ->check(kPositive);
@@ -115,12 +183,15 @@ CommandRunner declare_serve(CLI::App& app) {
                "model's batch, so that the simulation cannot beat the max flow)");
   app.add_flag("--quiet", o->quiet, "No progress on stderr");
   return [o]() {
+    check_json_folder(o->json);
     const ModelSpec spec = load_model(o->model);
+    check_request_lengths(*o, spec);
     ServingModel model = serving_model_from(spec, spec.dtype);
     ServingCluster cluster = load_cluster_for_serving(*o);
     // Per-layer times: Helix's measured tables, or hetplan's cost model at serving shapes.
     std::unique_ptr<LayerTimeSource> times;
     if (!o->profiles.empty()) {
+      check_profiles_model(o->profiles, o->model, model);
       times = std::make_unique<ProfileDirectory>(o->profiles);
     } else {
       // A decode step attends on average to the prompt and half the output.
@@ -134,6 +205,7 @@ CommandRunner declare_serve(CLI::App& app) {
     ServingProblem problem =
         make_problem(std::move(cluster), std::move(model), *times, workload, params);
     problem.partial_inference = !o->exact_boundaries;
+    note_extrapolated_prompts(*o, problem);
 
     ServeReport report;
     report.problem = &problem;
@@ -175,6 +247,7 @@ CommandRunner declare_serve(CLI::App& app) {
       sc.mean_prompt_tokens = o->prompt_tokens;
       sc.mean_output_tokens = o->output_tokens;
       sc.seed = o->seed;
+      sc.max_request_tokens = spec.seq_len;
       sc.model_batch_limit = !o->optimistic_batching;
       sc.rate_requests_per_s = o->rate > 0
                                    ? o->rate

@@ -109,5 +109,129 @@ TEST(ServeCli, BadInputExitsWithStatus2) {
   EXPECT_THAT(r.output, HasSubstr("/nonexistent-profiles: expected a directory"));
 }
 
+// A file under a fresh temporary folder for this test.
+fs::path temp_file(const std::string& name, const std::string& text) {
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("hetplan_serve_cli_" +
+       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << text;
+  return dir / name;
+}
+
+std::string profiles_arg() {
+  return " --profiles " + (kHelix / "profiles/llama2_70b").string();
+}
+
+TEST(ServeCli, ClusterThatCannotHoldTheModelIsExit2) {
+  // QA's t4_19.yaml printed max flow 0 with "upper bound 1039.6"; tinykv.yaml (KV cache for one
+  // request only up to 7 layers per T4) had a max flow of 70.6 while the simulation rejected all.
+  const std::string t4 =
+      "machine_types:\n  T4: {gpu: T4, vram_GB: {}, nic_GBps: 10}\nmachines:\n"
+      "  - {name: t, type: T4, count: {}}\nlinks:\n  default: "
+      "{bandwidth_GBps: 1.0, latency_ms: 1}\n";
+  auto cluster = [&](const std::string& vram, const std::string& count) {
+    std::string text = t4;
+    text.replace(text.find("{}"), 2, vram);
+    text.replace(text.find("{}"), 2, count);
+    return temp_file("c" + count + ".yaml", text).string();
+  };
+  CliRun r = run("--model llama2-70b --cluster " + cluster("16", "19") + profiles_arg());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("c19.yaml: cannot serve llama2-70b: the cluster's machines "
+                                  "hold at most 76 of the model's 80 layers (19 x T4: 4 layers "
+                                  "each;"));
+  r = run("--model llama2-70b --cluster " + cluster("17.12", "10") + profiles_arg() +
+          " --kv-reserve 0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("hold at most 70 of the model's 80 layers (10 x T4: 7 layers "
+                                  "each (with 8 its KV cache would hold 169 tokens per layer, "
+                                  "less than one request of 990)"));
+}
+
+TEST(ServeCli, GivenPlacementLeavingLayersUnheldIsInvalid) {
+  // QA's pl/j_partial.json and j_emptylist.json reported valid: true, errors: [].
+  const fs::path out = fs::temp_directory_path() / "hetplan_serve_partial.json";
+  const fs::path placement = temp_file(
+      "partial.json", R"({"placement": [{"machine": "ComputeNode-6", "layers": [0, 11]}]})");
+  const CliRun r = run(common_args("clusters/cluster24.ini") + " --placement " +
+                       placement.string() + " --no-simulation --json " + out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("invalid: layers 12..79 are held by no machine"));
+  EXPECT_THAT(r.output, HasSubstr("no flow: layers 12..79 held by no machine with capacity"));
+  const auto j = read_json(out);
+  EXPECT_FALSE(j["valid"].get<bool>());
+  EXPECT_EQ(j["errors"], nlohmann::json({"layers 12..79 are held by no machine"}));
+  EXPECT_EQ(j["no_flow_reason"], "layers 12..79 held by no machine with capacity");
+}
+
+TEST(ServeCli, InconsistentOptionsAndInputsAreExit2BeforeTheSearch) {
+  const std::string c24 = common_args("clusters/cluster24.ini") + " --time-limit 1 --no-simulation";
+  // LLaMA-1 30B's profile folder for LLaMA-2 70B (QA: silently used).
+  CliRun r = run("--model llama2-70b --cluster " + (kHelix / "clusters/cluster24.ini").string() +
+                 " --profiles " + (kHelix / "profiles/llama1_30b").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("llama1_30b: the folder holds Helix's per-layer times of "
+                                  "llama1-30b (60 layers of 1.07 GB), but --model llama2-70b has "
+                                  "80 layers of 1.71 GB"));
+  // Requests longer than the model's context (QA: a 60000-token prompt raised the capacity).
+  r = run(c24 + " --prompt-tokens 60000");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("--prompt-tokens 60000 + --output-tokens 240 = 60240 tokens: "
+                                  "expected at most llama2-70b's context of 4096 tokens"));
+  r = run(c24 + " --output-tokens 1e308");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("expected at most llama2-70b's context of 4096 tokens"));
+  // --seed -1 (QA: accepted).
+  r = run(c24 + " --seed -1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("--seed: expected a number >= 0, got -1"));
+  // --json into a folder that does not exist: refused before the search, not after it.
+  r = run(c24 + " --json /nonexistent-hetplan-folder/x.json");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("/nonexistent-hetplan-folder/x.json: the folder "
+                                  "/nonexistent-hetplan-folder does not exist"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("max flow")));
+  // --machine-profiles with a YAML cluster (QA: read the YAML as INI).
+  const fs::path yaml =
+      temp_file("one.yaml",
+                "machine_types:\n  A100: {gpu: a100-40gb}\nmachines:\n  - "
+                "{name: a, type: A100}\nlinks:\n  default: {bandwidth_GBps: 1}\n");
+  r = run("--model llama2-70b --cluster " + yaml.string() + " --machine-profiles " +
+          (kHelix / "clusters/machine_profiles.ini").string() + profiles_arg());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("one.yaml: --machine-profiles applies only to Helix cluster "
+                                  "topologies"));
+  // A placement whose machine types are not the cluster's (QA's pl/j_typemismatch.json).
+  const fs::path typed = temp_file(
+      "typed.json",
+      R"({"placement": [{"machine": "ComputeNode-0", "machine_type": "T4", "layers": [0, 3]}]})");
+  r = run(common_args("clusters/cluster24.ini") + " --placement " + typed.string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("typed.json: placement[0].machine_type: the placement says T4 "
+                                  "for 'ComputeNode-0', but"));
+  EXPECT_THAT(r.output, HasSubstr("cluster24.ini makes it L4"));
+  // Unused machines as `serve --json` writes them (machine_type, layers null) are read back.
+  const fs::path unused = temp_file(
+      "unused.json", R"({"placement": [{"machine": "ComputeNode-1", "machine_type": "T4", )"
+                     R"("layers": null}, {"machine": "ComputeNode-0", "layers": [0, 3]}]})");
+  r = run(common_args("clusters/cluster24.ini") + " --placement " + unused.string() +
+          " --no-simulation");
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+TEST(ServeCli, NoMilpLeavesTheBoundOut) {
+  // QA: --no-milp reported "MILP LP bound 0.0" and milp_lp_bound_tokens_per_s 0.0.
+  const fs::path out = fs::temp_directory_path() / "hetplan_serve_nomilp.json";
+  const CliRun r = run(common_args("clusters/cluster24.ini") +
+                       " --time-limit 1 --evaluations 200 --no-milp --no-simulation --quiet "
+                       "--json " +
+                       out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("MILP LP bound")));
+  EXPECT_TRUE(read_json(out)["search"]["milp_lp_bound_tokens_per_s"].is_null());
+}
+
 }  // namespace
 }  // namespace hetplan::serve

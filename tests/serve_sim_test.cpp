@@ -124,6 +124,27 @@ TEST(ServeSimulation, NicBoundThroughputStaysBelowTheMaxFlow) {
   EXPECT_GT(s.throughput_tokens_per_s, 0.9 * f.max_flow_tokens_per_s);  // the NIC is saturated
 }
 
+TEST(ServeSimulation, RequestsFitTheContext) {
+  // Lengths are drawn up to 1.5 x the means: 4500 + 1500 would pass a 4096-token context. The
+  // output is shortened to fit (the CLI sets the cap to the model's context).
+  const ServingProblem p = testing::toy_problem(4, {1e6}, 4);
+  const Placement pl = testing::ranges({{0, 4}});
+  SimulationConfig c;
+  c.requests = 50;
+  c.rate_requests_per_s = 1000;
+  c.mean_prompt_tokens = 3000;
+  c.mean_output_tokens = 1000;
+  c.max_request_tokens = 4096;
+  const SimulationResult s = simulate_serving(p, pl, routing_from_flow(p, solve_flow(p, pl)), c);
+  ASSERT_EQ(s.completed, 50);
+  EXPECT_LE(s.throughput_tokens_per_s * s.duration_s, 50 * 4096 + 1e-6);
+  c.max_request_tokens = 0;  // no cap: some requests are longer
+  const SimulationResult longer =
+      simulate_serving(p, pl, routing_from_flow(p, solve_flow(p, pl)), c);
+  EXPECT_GT(longer.throughput_tokens_per_s * longer.duration_s,
+            s.throughput_tokens_per_s * s.duration_s);
+}
+
 TEST(ServeSimulation, ConservationOnHelixCluster) {
   const ServingProblem p = testing::helix_problem("clusters/cluster24.ini");
   const Placement pl = greedy_placement(p);

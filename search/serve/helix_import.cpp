@@ -286,7 +286,14 @@ ServingCluster read_helix_cluster(const fs::path& path, const fs::path& machine_
   if (ini.has_section("NodeNames"))
     return read_topology(ini,
                          machine_profiles.empty() ? find_machine_profiles(path) : machine_profiles);
-  if (ini.has_section("ComputeNodes")) return read_simulator_cluster(ini);
+  if (ini.has_section("ComputeNodes")) {
+    if (!machine_profiles.empty())
+      throw InputError(path.string(), "",
+                       "a simulator_cluster.ini gives VRAM and NICs per node itself: "
+                       "--machine-profiles applies only to Helix cluster topologies "
+                       "(cluster*.ini, pruned_cluster.ini)");
+    return read_simulator_cluster(ini);
+  }
   if (ini.has_section("Solution"))
     throw InputError(path.string(), "",
                      "this is a Helix placement (*_sol.ini); pass it with --placement and give "

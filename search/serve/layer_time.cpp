@@ -131,4 +131,13 @@ std::shared_ptr<const LayerTimeModel> ProfileDirectory::for_machine_type(
   return model;
 }
 
+std::string helix_profile_model(const fs::path& dir) {
+  // Helix's profile folders (examples/external/helix/profiles), as `hetplan import` reads them.
+  static const std::map<std::string, std::string> kFolders = {{"llama2_70b", "llama2-70b"},
+                                                              {"llama1_30b", "llama1-30b"}};
+  const fs::path name = dir.filename().empty() ? dir.parent_path().filename() : dir.filename();
+  const auto it = kFolders.find(lower(name.string()));
+  return it == kFolders.end() ? "" : it->second;
+}
+
 }  // namespace hetplan::serve

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +24,13 @@ class LayerTimeModel {
   virtual double decode_s(double batch) const = 0;
   // Largest decode batch the times are known for.
   virtual double max_decode_batch() const = 0;
+  // Longest prompt batch that was measured (tokens); beyond it times are extrapolated. Infinite
+  // for times that are derived, not measured.
+  virtual double max_measured_prompt_tokens() const {
+    return std::numeric_limits<double>::infinity();
+  }
+  // Where the times come from, for messages ("profiles/llama2_70b/t4").
+  virtual std::string origin() const { return ""; }
 };
 
 // Where per-layer times come from: one LayerTimeModel per machine type.
@@ -46,6 +54,7 @@ class Bs2TimeTable {
   double seconds(double x) const;
   double smallest_positive() const;
   double largest() const { return points_.back().first; }
+  const std::string& origin() const { return origin_; }
 
  private:
   std::vector<std::pair<double, double>> points_;  // (batch, ms), sorted, batch unique
@@ -59,6 +68,8 @@ class Bs2TimeProfile : public LayerTimeModel {
   double prompt_s(double tokens) const override;
   double decode_s(double batch) const override;
   double max_decode_batch() const override { return decode_.largest(); }
+  double max_measured_prompt_tokens() const override { return prompt_.largest(); }
+  std::string origin() const override { return prompt_.origin(); }
 
  private:
   Bs2TimeTable prompt_;
@@ -78,5 +89,10 @@ class ProfileDirectory : public LayerTimeSource {
   std::filesystem::path dir_;
   mutable std::map<std::string, std::shared_ptr<const LayerTimeModel>> cache_;
 };
+
+// The model preset whose per-layer times a Helix profile folder holds, by the folder's name
+// (profiles/llama2_70b -> "llama2-70b", profiles/llama1_30b -> "llama1-30b"); "" for any other
+// name.
+std::string helix_profile_model(const std::filesystem::path& dir);
 
 }  // namespace hetplan::serve

@@ -29,7 +29,18 @@ Placement read_placement_json(const std::filesystem::path& path, const ServingCl
       entry.fail("machine", fmt::format("no machine '{}' in {}", name, cluster.origin()));
     if (seen[machine]) entry.fail("machine", fmt::format("machine '{}' appears twice", name));
     seen[machine] = true;
-    if (!entry.has("layers") || entry.raw("layers").is_null()) {
+    // A placement made for another cluster must not pass for this one.
+    if (entry.has("machine_type")) {
+      const std::string type = entry.string("machine_type");
+      const std::string& actual = cluster.machines()[machine].machine_type;
+      if (type != actual)
+        entry.fail("machine_type",
+                   fmt::format("the placement says {} for '{}', but {} makes it {}: expected the "
+                               "cluster the placement was made for",
+                               type, name, cluster.origin(), actual));
+    }
+    if (!entry.has("layers")) {  // absent or null (as `serve --json` writes unused machines)
+      (void)entry.optional_string("layers");  // marks the key as read
       entry.finish();
       continue;  // listed but unused
     }
@@ -41,7 +52,7 @@ Placement read_placement_json(const std::filesystem::path& path, const ServingCl
                                  static_cast<int>(layers[1] - layers[0] + 1)};
     // Fields `serve --json` writes next to each range are accepted and ignored.
     for (const char* key :
-         {"machine_type", "layer_count", "flow_tokens_per_s", "capacity_tokens_per_s", "gpu_type"})
+         {"layer_count", "flow_tokens_per_s", "capacity_tokens_per_s", "gpu_type"})
       if (entry.has(key)) entry.raw(key);
     entry.finish();
   }

@@ -1,5 +1,7 @@
 #include "search/serve/serve_output.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace hetplan::serve {
@@ -154,8 +156,9 @@ std::string serve_summary(const ServeReport& report) {
   const ServingProblem& problem = *report.problem;
   const EvaluatedPlacement& chosen = report.chosen.evaluated;
   std::string s;
-  s += fmt::format("Serving {} ({} layers) on {} ({} machines)\n", problem.model.name,
-                   problem.num_layers(), problem.cluster.origin(), problem.machines());
+  s += fmt::format("Serving {} ({} layers) on {} ({} machine{})\n", problem.model.name,
+                   problem.num_layers(), problem.cluster.origin(), problem.machines(),
+                   problem.machines() == 1 ? "" : "s");
   s += fmt::format("{}: max flow {:.1f} tokens/s (prompt + output; {:.1f} output tokens/s)\n",
                    chosen.name, chosen.flow.max_flow_tokens_per_s,
                    chosen.flow.max_flow_tokens_per_s * decode_share(problem));
@@ -187,11 +190,17 @@ std::string serve_summary(const ServeReport& report) {
     return fmt::format("{:>11.1f} {:>9.2f} {:>9.3f}", sim->decode_throughput_tokens_per_s,
                        sim->prompt_latency.mean_s, sim->decode_latency.mean_s);
   };
-  s += "\nplacement       max flow  machines  sim output/s  prompt s  s/token\n";
-  s += fmt::format("{:<14} {:>9.1f} {:>9} {}\n", chosen.name, chosen.flow.max_flow_tokens_per_s,
-                   chosen.placement.used_machines(), sim_cells(report.chosen.simulation));
+  // The name column is as wide as the longest name (a placement file's name may be long).
+  size_t width = 14;
+  width = std::max(width, chosen.name.size());
+  for (const ServeEntry& b : report.baselines) width = std::max(width, b.evaluated.name.size());
+  s += fmt::format("\n{:<{}} max flow  machines  sim output/s  prompt s  s/token\n", "placement",
+                   width + 2);
+  s += fmt::format("{:<{}} {:>9.1f} {:>9} {}{}\n", chosen.name, width,
+                   chosen.flow.max_flow_tokens_per_s, chosen.placement.used_machines(),
+                   sim_cells(report.chosen.simulation), chosen.valid() ? "" : "  (invalid)");
   for (const ServeEntry& b : report.baselines)
-    s += fmt::format("{:<14} {:>9.1f} {:>9} {}{}\n", b.evaluated.name,
+    s += fmt::format("{:<{}} {:>9.1f} {:>9} {}{}\n", b.evaluated.name, width,
                      b.evaluated.flow.max_flow_tokens_per_s, b.evaluated.placement.used_machines(),
                      sim_cells(b.simulation), b.evaluated.valid() ? "" : "  (invalid)");
   return s;

@@ -104,6 +104,11 @@ class Simulation {
       req.arrival = t;
       req.prompt = length(config_.mean_prompt_tokens);
       req.output = length(config_.mean_output_tokens);
+      if (const int64_t cap = config_.max_request_tokens;
+          cap > 1 && req.prompt + req.output > cap) {
+        req.output = static_cast<int>(std::max<int64_t>(1, cap - req.prompt));
+        req.prompt = static_cast<int>(cap - req.output);
+      }
       requests_.push_back(req);
       push(t, EventKind::kArrival, static_cast<int>(r), {});
     }

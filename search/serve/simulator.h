@@ -19,6 +19,9 @@ struct SimulationConfig {
   double mean_prompt_tokens = 750;
   double mean_output_tokens = 240;
   uint64_t seed = 1;
+  // The model's context: a drawn request longer than this gets a shorter output (then prompt).
+  // 0: no cap.
+  int64_t max_request_tokens = 0;
   // Decode batch per machine and step: the capacity model's typical batch (true: the simulation
   // can never beat the max flow) or the largest batch the profile measured (false: optimistic,
   // like vLLM's max_num_seqs).
