@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/model.h"
@@ -93,7 +94,7 @@ CommandRunner declare_export(CLI::App& app) {
                  "Strategy file, or predict/search --json output (its partition is exported)")
       ->required();
   app.add_option("--index", o->index, "Which strategy of a search --json output (0 = best)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   app.add_option("--model", o->model, "Model preset or file (default: the one the file names)");
   app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
   app.add_option("--format", o->format, "What to write:" + formats)->required();

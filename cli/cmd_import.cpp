@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "costmodel/input_files.h"
 #include "report/import/importers.h"
@@ -41,15 +42,15 @@ CommandRunner declare_import(CLI::App& app) {
                  "GPU type (recorded; overrides the names for AMP and "
                  "Helix)");
   app.add_option("--warmup", o->warmup, "Logged iterations to drop at the start (default 2)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   app.add_option("--memory", o->memory, "Peak memory to record: allocated (default) or reserved")
       ->check(CLI::IsMember({"allocated", "reserved"}));
   app.add_option("--tp", o->tp,
                  "Tensor-parallel width where the log does not say (DeepSpeed); "
                  "AMP: override the file names' degree")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--pp", o->pp, "Pipeline stages where the log does not say (DeepSpeed)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--recompute", o->recompute,
                  "Activation recomputation where the log does not say (DeepSpeed)")
       ->check(CLI::IsMember({"none", "selective", "full"}));

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "report/html.h"
 #include "report/report_data.h"
@@ -31,7 +32,7 @@ CommandRunner declare_report(CLI::App& app) {
   app.add_option("--strategy-index", o->in.strategy_index,
                  "Whose pipeline timeline and memory to draw: the K-th strategy over all "
                  "--predictions in order (default 0, the best of a search)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   app.add_option("--title", o->in.title, "Page title");
   app.add_option("--json", o->json, "Also write the report's data (matches, metrics) as JSON");
   return [o]() {
