@@ -155,19 +155,23 @@ TEST(ServeSearch, PlannerBeatsHelixIlpAndIsDeterministic) {
 TEST(ServeSearch, TimeLimitIsHonoured) {
   // QA: with --time-limit 1 the MILP always ran (0.3 s asked, 0.6 s taken, "0 s limit" printed)
   // and its LP bound took 0.9 s more on cluster42; the greedy start had no limit at all. Every
-  // phase now stops at or skips past its share; what is skipped is said and left out.
+  // phase now stops at or skips past its share; what is skipped is said and left out, and the
+  // local search takes the share of a MILP that cannot run.
   const ServingProblem& p = cluster42();
   PlannerOptions o;
   o.time_limit_s = 1;
   std::vector<std::string> lines;
   o.progress = [&](const std::string& line) { lines.push_back(line); };
   const PlanResult r = plan_serving(p, o);
-  EXPECT_LE(r.elapsed_s, 1.1);  // the last max-flow evaluations may end a little after the limit
+  // The last max-flow evaluations may end a little after the limit (more on a loaded machine).
+  EXPECT_LE(r.elapsed_s, 1.25);
   EXPECT_GT(r.best.flow.max_flow_tokens_per_s, 0);
   EXPECT_FALSE(r.milp_upper_bound_tokens_per_s.has_value());
   std::string all;
   for (const auto& line : lines) all += line + "\n";
-  EXPECT_THAT(all, ::testing::HasSubstr("MILP skipped: 0.30 s left for it, it needs 0.5 s"));
+  EXPECT_THAT(all, ::testing::HasSubstr("MILP skipped: its 30% of the time limit is less than "
+                                        "the 0.5 s it needs"));
+  EXPECT_THAT(all, ::testing::HasSubstr("MILP LP bound not computed: it needs 1.5 s"));
   // The greedy start past its deadline is its first placement: every machine at its most layers.
   std::vector<int> most;
   for (const auto& cap : p.capacity) most.push_back(cap.max_layers);
