@@ -9,6 +9,7 @@
 #include "cli_test_util.h"
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
@@ -16,21 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_hetplan;
 using testing::temp_dir;
+using testing::contains;
+using testing::error_of;
 
 const fs::path kSample = fs::path(HETPLAN_TEST_DATA) / "calibration" / "a100-sample.json";
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // a100-sample.json (8 GEMMs) with its context.gpu_type replaced (nullptr: removed).
 std::string sample_with_gpu_type(const fs::path& dir, const char* type) {

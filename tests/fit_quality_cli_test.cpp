@@ -9,6 +9,7 @@
 
 #include "cli_test_util.h"
 #include "costmodel/document.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
@@ -16,12 +17,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_hetplan;
 using testing::temp_dir;
+using testing::contains;
 
 const fs::path kSample = fs::path(HETPLAN_TEST_DATA) / "calibration" / "a100-sample.json";
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // a100-sample.json with every GEMM time multiplied by `scale` (and `edit` applied).
 std::string scaled_sample(const fs::path& dir, const std::string& name, double scale) {

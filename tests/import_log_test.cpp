@@ -11,9 +11,12 @@
 #include "report/import/log_text.h"
 #include "report/import/megatron_log.h"
 #include "search/strategy.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
+
+using testing::error_of;
 
 const std::string kData = HETPLAN_TEST_DATA;
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -31,15 +34,6 @@ Measurement deepspeed(const std::string& file, LogImportOptions o) {
 
 Strategy strategy_of(const Measurement& m) {
   return strategy_from_json(ObjectReader(m.strategy, "measurement", "strategy"));
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(MegatronLog, ReadsStrategyTimesAndMemoryPerStage) {

@@ -10,20 +10,14 @@
 #include "costmodel/errors.h"
 #include "report/import/npy.h"
 #include "report/import/profile_import.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
 
-const std::filesystem::path kExternal = HETPLAN_EXTERNAL_DATA;
+using testing::error_of;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+const std::filesystem::path kExternal = HETPLAN_EXTERNAL_DATA;
 
 std::string npy_bytes(const std::string& header, size_t data_bytes) {
   std::string h = header;

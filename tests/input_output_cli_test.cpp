@@ -8,6 +8,7 @@
 #include "cli_test_util.h"
 #include "costmodel/document.h"
 #include "costmodel/input_files.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
@@ -15,16 +16,13 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_hetplan;
 using testing::temp_dir;
+using testing::contains;
 
 const fs::path kAmp = fs::path(HETPLAN_EXTERNAL_DATA) / "amp" / "known_cost";
 const fs::path kSample = fs::path(HETPLAN_TEST_DATA) / "calibration" / "a100-sample.json";
 
 void write_text(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(RepeatedInputs, SameFileByAnyPathOrSameBytes) {

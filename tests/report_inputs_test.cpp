@@ -8,16 +8,14 @@
 #include "cli_test_util.h"
 #include "costmodel/document.h"
 #include "report_fixture.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::run_hetplan;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 TEST(ReportInputs, AStrategyWithoutItsPredictionIsBadInput) {
   const auto& in = testing::report_inputs();

@@ -1,0 +1,25 @@
+// Small helpers shared by tests: substring checks, and the message of the InputError a call throws.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "costmodel/errors.h"
+
+namespace hetplan::testing {
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The message of the InputError `f` throws; empty when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace hetplan::testing
