@@ -261,14 +261,19 @@ std::filesystem::path default_calibration_dir() {
   return std::filesystem::path(HETPLAN_SOURCE_DIR) / "calibration_data";
 }
 
+std::vector<std::filesystem::path> json_files_under(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(folder))
+    if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 namespace {
 
 void collect_json_files(const std::filesystem::path& p, std::vector<std::filesystem::path>& out) {
   if (std::filesystem::is_directory(p)) {
-    std::vector<std::filesystem::path> found;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(p))
-      if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path());
-    std::sort(found.begin(), found.end());
+    const auto found = json_files_under(p);
     out.insert(out.end(), found.begin(), found.end());
   } else if (std::filesystem::exists(p)) {
     out.push_back(p);

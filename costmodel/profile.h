@@ -104,6 +104,9 @@ std::vector<CalibrationFile> read_calibration_inputs(const std::vector<std::stri
 // Fits `calibrations` and merges `profiles` into the result (better sources win per GPU type).
 Profile merge_fitted(const std::vector<CalibrationFile>& calibrations,
                      const std::vector<Profile>& profiles);
+// The *.json files under `folder` (recursively), in name order: what a folder of calibration
+// files stands for.
+std::vector<std::filesystem::path> json_files_under(const std::filesystem::path& folder);
 // The shipped calibration data (calibration_data/ of the source tree, or $HETPLAN_CALIBRATION_DIR).
 std::filesystem::path default_calibration_dir();
 

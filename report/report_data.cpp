@@ -147,11 +147,7 @@ std::vector<std::pair<std::filesystem::path, bool>> calibration_paths(
       out.emplace_back(in, false);
       continue;
     }
-    std::vector<std::filesystem::path> found;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(in))
-      if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path());
-    std::sort(found.begin(), found.end());
-    for (auto& f : found) out.emplace_back(std::move(f), true);
+    for (auto& f : json_files_under(in)) out.emplace_back(std::move(f), true);
   }
   return out;
 }

@@ -220,10 +220,13 @@ PartitionResult balance_device_loads(const PartitionInput& in,
   auto stage_time = [&](int64_t j, int64_t first, int64_t last) {
     return time[j][last + 1] - time[j][first];
   };
+  auto stage_bytes = [&](int64_t j, int64_t first, int64_t last) {
+    return held[j][last + 1] - held[j][first];
+  };
   std::vector<double> load(P, 0), bytes(P, 0);
   for (int64_t j = 0; j < S; ++j) {
     load[device_of_stage[j]] += stage_time(j, r[j].first, r[j].second);
-    bytes[device_of_stage[j]] += held[j][r[j].second + 1] - held[j][r[j].first];
+    bytes[device_of_stage[j]] += stage_bytes(j, r[j].first, r[j].second);
   }
   // Lexicographic: the busiest device's load, the slowest stage, the sums of squared stage times
   // and of squared loads (the spread of both).
@@ -277,11 +280,12 @@ PartitionResult balance_device_loads(const PartitionInput& in,
       const int64_t d = device_of_stage[x];
       trial_load[d] += t - stage_s[x];
       trial_stage[x] = t;
-      trial_bytes[d] += (held[x][l + 1] - held[x][f]) - (held[x][r[x].second + 1] - held[x][r[x].first]);
+      trial_bytes[d] += stage_bytes(x, f, l) - stage_bytes(x, r[x].first, r[x].second);
     }
     if (!device_limit_bytes.empty())
       for (int64_t d = 0; d < P; ++d)
-        if (trial_bytes[d] > bytes[d] && trial_bytes[d] > device_limit_bytes[d]) return std::nullopt;
+        if (trial_bytes[d] > bytes[d] && trial_bytes[d] > device_limit_bytes[d])
+          return std::nullopt;
     return score(trial_load, trial_stage);
   };
   for (int64_t iteration = 0; iteration < 4 * L; ++iteration) {
@@ -303,7 +307,7 @@ PartitionResult balance_device_loads(const PartitionInput& in,
       }
     }
     if (!best) break;
-    try_move(best->first, best->second);
+    try_move(best->first, best->second);  // the best move's ranges and sums again, to apply
     const int64_t lo = std::min(best->first, best->second);
     std::copy(moved.begin(), moved.end(), r.begin() + lo);
     load = trial_load;
@@ -311,9 +315,7 @@ PartitionResult balance_device_loads(const PartitionInput& in,
     stage_s = trial_stage;
     current = best_score;
   }
-  start.max_stage_s = 0;
-  for (int64_t j = 0; j < S; ++j)
-    start.max_stage_s = std::max(start.max_stage_s, stage_time(j, r[j].first, r[j].second));
+  start.max_stage_s = *std::max_element(stage_s.begin(), stage_s.end());
   return start;
 }
 

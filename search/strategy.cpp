@@ -57,13 +57,11 @@ Strategy strategy_from_json(ObjectReader r) {
   // Without "chunks" a schedule runs its default (interleaved and the V schedules: 2), as predict
   // and search do.
   const pipeline::ScheduleInfo* schedule = nullptr;
-  std::string known;
-  for (const auto& info : pipeline::schedules()) {
+  for (const auto& info : pipeline::schedules())
     if (info.name == s.schedule) schedule = &info;
-    known += (known.empty() ? "" : ", ") + info.name;
-  }
   if (schedule == nullptr)
-    r.fail("schedule", fmt::format("expected one of {}, found \"{}\"", known, s.schedule));
+    r.fail("schedule", fmt::format("expected one of {}, found \"{}\"", pipeline::schedule_names(),
+                                   s.schedule));
   s.chunks = r.positive_integer_or("chunks", schedule->default_chunks);
   if (s.schedule == "interleaved" && s.chunks < 2)
     r.fail("chunks", fmt::format("schedule interleaved runs 2 or more chunks per device, found {} "

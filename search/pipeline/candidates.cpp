@@ -121,9 +121,7 @@ const std::vector<Entry>& table() {
 const Entry& entry(std::string_view name) {
   for (const Entry& e : table())
     if (e.info.name == name) return e;
-  std::string known;
-  for (const Entry& e : table()) known += (known.empty() ? "" : ", ") + e.info.name;
-  throw InputError(fmt::format("unknown schedule '{}' (known: {})", name, known));
+  throw InputError(fmt::format("unknown schedule '{}' (known: {})", name, schedule_names()));
 }
 
 bool same_order(const PassOrder& a, const PassOrder& b) {
@@ -212,6 +210,12 @@ const std::vector<ScheduleInfo>& schedules() {
     return v;
   }();
   return kInfos;
+}
+
+std::string schedule_names() {
+  std::string known;
+  for (const ScheduleInfo& info : schedules()) known += (known.empty() ? "" : ", ") + info.name;
+  return known;
 }
 
 const ScheduleInfo& schedule_info(std::string_view name) {

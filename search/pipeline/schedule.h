@@ -64,6 +64,8 @@ struct ScheduleInfo {
 const std::vector<ScheduleInfo>& schedules();
 // The table entry for `name`; throws InputError listing the known names when there is none.
 const ScheduleInfo& schedule_info(std::string_view name);
+// The table's names in order, comma separated ("gpipe, 1f1b, ..."), for messages.
+std::string schedule_names();
 
 // Builds the schedule's pass order and runs the exact event-driven simulator. Throws InputError for
 // malformed problems (zero devices, negative times, wrong vector sizes, unknown schedule); returns
