@@ -173,6 +173,12 @@ double gemm_bandwidth_GBps(const GpuSpec& spec, const GpuFit& fit) {
   return spec.memory_GBps * fit.memory_efficiency;
 }
 
+// Whether `f` holds anything the training cost model fits: priors, GEMMs, kernels or layer timings.
+bool shapes_training_fit(const CalibrationFile& f) {
+  return f.datasheet || !f.gemm.empty() || !f.kernels.empty() || !f.layers.empty() ||
+         !f.layer_forward.empty();
+}
+
 // Fits each dtype's analytical GEMM model to its measured points and scores it in-sample
 // (`hetplan fit` replaces the score by a held-out one, costmodel/profile_quality.h).
 void fit_gemms(GpuFit& fit) {
@@ -248,7 +254,11 @@ Profile fit_profile(const std::vector<CalibrationFile>& files) {
     GpuFit& fit = profile.gpus[type];
     fit.gpu_type = type;
     fit.origins.push_back(f->origin);
-    if (source_rank(f->context.source) >= source_rank(fit.source)) fit.source = f->context.source;
+    if (fit.source.empty()) fit.source = "default";
+    // Serving tables (Helix's serving_layer) are kept for reference and change no training
+    // coefficient: a file of them alone is no source of the GPU's fit.
+    if (shapes_training_fit(*f) && source_rank(f->context.source) >= source_rank(fit.source))
+      fit.source = f->context.source;
     if (f->datasheet) apply_priors(fit, *f->datasheet);
     apply_measurements(fit, *f);
   }

@@ -1,5 +1,6 @@
 // `hetplan fit` end to end on a synthetic calibration file, and the profile format it writes.
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -194,6 +195,36 @@ TEST(ProfileFit, RegistryKernelNamesReachTheCostModelsOps) {
   EXPECT_NEAR(g.kernels.at("gelu_fwd").GBps, 2500, 25);
   EXPECT_EQ(g.kernels.count("gelu_fwd_bf16"), 0u);
   EXPECT_NEAR(g.memory_efficiency, 3000.0 / 3350.0, 0.01);
+}
+
+// QA: predict and search named Helix ("imported:helix") as the source of the T4's training fit,
+// which Helix's serving tables do not change (its coefficients were the datasheet's).
+TEST(ProfileFit, ServingTablesAloneAreNoSourceOfTheTrainingFit) {
+  CalibrationFile helix;
+  helix.context.source = "imported:helix";
+  helix.context.gpu_type = "t4";
+  helix.origin = "helix-t4.json";
+  helix.serving_layer.push_back({"llama2-70b", "prompt", 250, 1, summarize({0.002})});
+  const CalibrationFile prior =
+      load_calibration(default_calibration_dir() / "datasheet" / "t4.json");
+  const GpuFit both = fit_profile({prior, helix}).gpu("t4");
+  EXPECT_EQ(both.source, "datasheet");
+  EXPECT_EQ(both.origins.size(), 2u);  // the serving tables are still among its files
+  EXPECT_EQ(fit_profile({helix}).gpu("t4").source, "default");
+
+  const auto dir = temp_dir("helix_source");
+  const auto imported =
+      run_hetplan("import --format helix " + std::string(HETPLAN_EXTERNAL_DATA) +
+                  "/helix/profiles/llama2_70b/t4 --out " + (dir / "helix-t4.json").string());
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  const auto r = run_hetplan(
+      "predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
+      std::string(HETPLAN_SOURCE_DIR) + "/examples/strategies/gpt2-medium-g4dn.json " +
+      "--calibration " + (dir / "helix-t4.json").string() + " --json " + (dir / "p.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json j = Json::parse(std::ifstream(dir / "p.json"));
+  EXPECT_EQ(j["context"]["gpu_sources"]["t4"], "datasheet");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
