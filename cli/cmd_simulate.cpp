@@ -72,11 +72,30 @@ nlohmann::json to_json(const SimulateOptions& o, const pl::PipelineProblem& prob
   return j;
 }
 
+// The chunks per device --chunks asks for, checked as a strategy file's "chunks" is
+// (search/strategy.cpp): interleaved with one chunk would be 1f1b under another name, and only
+// interleaved takes a count of its own.
+int checked_chunks(const std::string& schedule, int chunks) {
+  const pl::ScheduleInfo& info = pl::schedule_info(schedule);
+  if (chunks == 0) return info.default_chunks;
+  if (schedule == "interleaved" && chunks < 2)
+    throw InputError(
+        fmt::format("--chunks {}: schedule interleaved runs 2 or more chunks per "
+                    "device (one chunk is schedule 1f1b)",
+                    chunks));
+  if (schedule != "interleaved" && chunks != info.default_chunks)
+    throw InputError(
+        fmt::format("--chunks {}: schedule {} runs {} chunk{} per device (only "
+                    "interleaved takes --chunks)",
+                    chunks, schedule, info.default_chunks, info.default_chunks == 1 ? "" : "s"));
+  return chunks;
+}
+
 int run_simulate(const SimulateOptions& o) {
   pl::PipelineProblem problem;
   problem.devices = o.stages;
   problem.microbatches = o.microbatches;
-  problem.chunks = o.chunks;
+  problem.chunks = checked_chunks(o.schedule, o.chunks);
   problem.forward_s = o.forward;
   problem.backward_input_s = o.backward_input;
   problem.backward_weight_s = o.backward_weight;
@@ -86,7 +105,6 @@ int run_simulate(const SimulateOptions& o) {
   const bool small = o.microbatches > 0 && o.stages > 0 &&
                      static_cast<long>(o.stages) * o.microbatches <= kTimelineMaxPassesPerDevice;
   problem.record_timeline = small || !o.json_path.empty();
-  problem.chunks = o.chunks == 0 ? pl::schedule_info(o.schedule).default_chunks : o.chunks;
 
   const pl::PipelineResult r = pl::simulate(o.schedule, problem);
   if (!r.feasible)
@@ -153,7 +171,8 @@ CommandRunner declare_simulate(CLI::App& app) {
   app.add_option("--activation-limit", o->activation_limit,
                  "most chunk activations a stage may hold; gives the lowest-bubble schedule of "
                  "the named schedule's family within it (0 = the schedule's own)");
-  app.add_option("--chunks", o->chunks, "virtual stages per device (interleaved; default 2)")
+  app.add_option("--chunks", o->chunks,
+                 "virtual stages per device (interleaved only: 2 or more; default 2)")
       ->check(kPositive);
   app.add_option("--activation-bytes", o->activation_bytes,
                  "activation bytes one micro-batch keeps per virtual stage, to report peak bytes")

@@ -111,4 +111,32 @@ TEST_F(SimulateCli, BadArgumentsExitTwo) {
   EXPECT_EQ(run("--schedule 1f1b --stages 4 --microbatches 8 --forward 1", text), 2);
 }
 
+// QA: interleaved with --chunks 1 ran as 1f1b and printed "interleaved (1 chunk = 1f1b)"; a
+// strategy file with it is exit 2 (search/strategy.cpp), and so is simulate now.
+TEST_F(SimulateCli, ChunksAreCheckedAsStrategyFilesAre) {
+  const std::string times = " --forward 1 --backward-input 1 --backward-weight 1";
+  const fs::path text = dir / "err.txt";
+  EXPECT_EQ(run("--schedule interleaved --stages 2 --microbatches 4 --chunks 1" + times, text), 2);
+  EXPECT_EQ(slurp(text),
+            "hetplan: error: --chunks 1: schedule interleaved runs 2 or more chunks per device "
+            "(one chunk is schedule 1f1b)\n");
+  EXPECT_EQ(run("--schedule 1f1b --stages 2 --microbatches 4 --chunks 3" + times, text), 2);
+  EXPECT_EQ(slurp(text),
+            "hetplan: error: --chunks 3: schedule 1f1b runs 1 chunk per device (only interleaved "
+            "takes --chunks)\n");
+  EXPECT_EQ(run("--schedule v-zb --stages 2 --microbatches 4 --chunks 3" + times, text), 2);
+  EXPECT_EQ(slurp(text),
+            "hetplan: error: --chunks 3: schedule v-zb runs 2 chunks per device (only interleaved "
+            "takes --chunks)\n");
+  // The schedule's own count, given or not, runs.
+  const fs::path json = dir / "v.json";
+  EXPECT_EQ(run("--schedule v-zb --stages 2 --microbatches 4 --chunks 2" + times, text), 0);
+  EXPECT_EQ(run("--schedule interleaved --stages 2 --microbatches 4 --chunks 3 --json " +
+                json.string() + times),
+            0);
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j.at("chunks"), 3);
+  EXPECT_EQ(j.at("variant"), "interleaved, 3 chunks");
+}
+
 }  // namespace
