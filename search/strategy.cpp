@@ -118,7 +118,7 @@ Json to_json(const Prediction& p) {
   Json j;
   j["feasible"] = p.feasible;
   j["reason"] = p.reason;
-  if (!p.reason_code.empty()) j["reason_code"] = p.reason_code;
+  j["reason_code"] = p.reason_code;  // "" when feasible: the contract's field is always there
   j["iteration_s"] = p.iteration_s;
   j["samples_per_s"] = p.samples_per_s;
   j["tokens_per_s"] = p.tokens_per_s;

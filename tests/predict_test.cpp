@@ -247,10 +247,13 @@ TEST(PredictCli, PrintsTheContractFields) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   Json j = load_document(out).root;
   const Json& p = j["predicted"];
-  for (const char* key : {"iteration_s", "samples_per_s", "tokens_per_s", "mfu",
-                          "peak_memory_bytes", "feasible", "reason", "breakdown"})
+  for (const char* key :
+       {"iteration_s", "samples_per_s", "tokens_per_s", "mfu", "peak_memory_bytes", "feasible",
+        "reason", "reason_code", "breakdown", "bubble_rate", "stages", "notes"})
     EXPECT_TRUE(p.contains(key)) << key;
   EXPECT_TRUE(p["feasible"].get<bool>());
+  // docs/cli.md shows reason_code "" for a feasible prediction (it was left out).
+  EXPECT_EQ(p.value("reason_code", "absent"), "");
   EXPECT_EQ(p["peak_memory_bytes"].size(), 4u);
   for (const char* key : {"compute", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer"})
     EXPECT_TRUE(p["breakdown"].contains(key)) << key;
@@ -269,6 +272,7 @@ TEST(PredictCli, ReportsAStrategyThatCannotFit) {
   EXPECT_NE(r.output.find("INFEASIBLE (memory)"), std::string::npos) << r.output;
   Json p = load_document(out).root["predicted"];
   EXPECT_FALSE(p["feasible"].get<bool>());
+  EXPECT_EQ(p.value("reason_code", "absent"), "memory");
   EXPECT_NE(p["reason"].get<std::string>().find("GiB"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
