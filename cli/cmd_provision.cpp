@@ -1,5 +1,7 @@
-// hetplan provision: which GPUs to rent for a training job (hardware and strategy searched together).
+// hetplan provision: which GPUs to rent for a training job (hardware and strategy searched
+// together).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "cli/command.h"
 #include "cli/common.h"
@@ -19,7 +21,8 @@ CommandRunner declare_provision(CLI::App& app) {
     bool no_default_calibration = false;
   };
   auto o = std::make_shared<Options>();
-  app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")->required();
+  app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
+      ->required();
   app.add_option("--nodes", o->nodes, "Node types to choose from (comma separated presets)")
       ->required()
       ->delimiter(',');
@@ -39,7 +42,7 @@ CommandRunner declare_provision(CLI::App& app) {
   app.add_option("--calibration", o->calibration, "Calibration files, profiles or directories");
   app.add_flag("--no-default-calibration", o->no_default_calibration,
                "Do not load the shipped calibration_data/");
-  app.add_option("--json", o->json, "Write every mix as JSON to FILE");
+  app.add_option("--json", o->json, "Write every mix as JSON to FILE ('-' for stdout)");
   return [o]() {
     std::vector<std::string> inputs = {o->model};
     inputs.insert(inputs.end(), o->calibration.begin(), o->calibration.end());
@@ -52,31 +55,38 @@ CommandRunner declare_provision(CLI::App& app) {
     po.max_price_per_hour = o->budget;
     po.search.global_batch = o->global_batch;
     po.search.threads = o->threads;
-    po.progress = [](size_t done, size_t total) {
-      fmt::print(stderr, "\rsearched {}/{} node mixes", done, total);
-      if (done == total) fmt::print(stderr, "\n");
+    const bool tty = isatty(STDERR_FILENO);
+    po.progress = [tty](size_t done, size_t total) {
+      // One line per mix when stderr is a file (a "\r" line would run them together there).
+      fmt::print(stderr, "{}searched {}/{} node mixes{}", tty ? "\r" : "", done, total,
+                 tty && done < total ? "" : "\n");
     };
     ClusterSpec none;
     const Profile profile = load_run_profile(o->calibration, none, o->no_default_calibration);
     const ProvisionResult r = provision(model, profile, po);
-    fmt::print("{} (global batch {}): {} node mixes in {}\n", model.name, o->global_batch,
+    // With --json - stdout holds the JSON alone (docs/cli.md); the table goes to stderr.
+    FILE* table = o->json == "-" ? stderr : stdout;
+    fmt::print(table, "{} (global batch {}): {} node mixes in {}\n", model.name, o->global_batch,
                r.mixes_tried, format_seconds(r.elapsed_s));
-    fmt::print("{:<40} {:>6} {:>9} {:>12} {:>10} {:>7}  {}\n", "nodes", "GPUs", "$/hour",
+    fmt::print(table, "{:<40} {:>6} {:>9} {:>12} {:>10} {:>7}  {}\n", "nodes", "GPUs", "$/hour",
                "tokens/s", "$/M tok", "pareto", "best strategy");
     int64_t shown = 0;
     for (const auto& m : r.mixes) {
       if (!m.feasible || shown++ >= o->top) continue;
       const Strategy& s = m.best.strategy;
-      fmt::print("{:<40} {:>6} {:>9.2f} {:>12.0f} {:>10.3f} {:>7}  dp {} tp {} pp {} mb {} {} {}\n",
+      fmt::print(table,
+                 "{:<40} {:>6} {:>9.2f} {:>12.0f} {:>10.3f} {:>7}  dp {} tp {} pp {} mb {} {} {}\n",
                  m.cluster.name, m.cluster.num_gpus(), m.price_per_hour, m.tokens_per_s,
                  m.dollars_per_million_tokens, m.pareto ? "yes" : "", s.dp, s.tp, s.pp,
                  s.micro_batch, s.schedule, to_string(s.recompute));
     }
     const auto infeasible = std::count_if(r.mixes.begin(), r.mixes.end(),
                                           [](const ProvisionedMix& m) { return !m.feasible; });
-    if (infeasible) fmt::print("{} mixes could not train the model (nothing fits)\n", infeasible);
+    if (infeasible)
+      fmt::print(table, "{} mixes could not train the model (nothing fits)\n", infeasible);
     if (r.over_budget)
-      fmt::print("{} mixes cost more than the ${:.2f}/hour budget (the cheapest of them, {}, "
+      fmt::print(table,
+                 "{} mixes cost more than the ${:.2f}/hour budget (the cheapest of them, {}, "
                  "costs ${:.2f}/hour)\n",
                  r.over_budget, o->budget, r.cheapest_over, r.cheapest_over_price);
     if (!o->json.empty()) {
@@ -86,8 +96,10 @@ CommandRunner declare_provision(CLI::App& app) {
       out["global_batch"] = o->global_batch;
       Json list = Json::array();
       for (const auto& m : r.mixes) {
-        Json j = {{"nodes", m.cluster.name}, {"gpus", m.cluster.num_gpus()},
-                  {"price_per_hour", m.price_per_hour}, {"feasible", m.feasible},
+        Json j = {{"nodes", m.cluster.name},
+                  {"gpus", m.cluster.num_gpus()},
+                  {"price_per_hour", m.price_per_hour},
+                  {"feasible", m.feasible},
                   {"pareto", m.pareto}};
         if (m.feasible) {
           j["tokens_per_s"] = m.tokens_per_s;

@@ -2,7 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "cli_test_util.h"
+#include "costmodel/document.h"
 #include "costmodel/errors.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
@@ -66,6 +73,28 @@ TEST(Provision, ANodeTypeListedTwiceIsAnInputError) {
     EXPECT_NE(std::string(e.what()).find("--nodes: g4dn.12xlarge is listed twice"),
               std::string::npos);
   }
+}
+
+// With --json - stdout holds the JSON alone (docs/cli.md); the table went to stdout before it.
+TEST(ProvisionCli, JsonToStdoutIsTheJsonAlone) {
+  const auto dir = testing::temp_dir("provision_stdout");
+  const std::string out = (dir / "stdout.json").string(), err = (dir / "stderr.txt").string();
+  const int status = std::system((std::string(HETPLAN_BINARY) +
+                                  " provision --model gpt2-medium --nodes g4dn.12xlarge "
+                                  "--global-batch 8 --max-nodes 2 --json - > " +
+                                  out + " 2> " + err)
+                                     .c_str());
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  const auto j = load_document(out).root;
+  EXPECT_EQ(j["mixes_tried"], 2);
+  EXPECT_EQ(j["mixes"].size(), 2u);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(testing::contains(text, "gpt2-medium (global batch 8): 2 node mixes")) << text;
+  // Progress on a file is one line per mix, not "\r" lines run together.
+  EXPECT_TRUE(testing::contains(text, "searched 1/2 node mixes\nsearched 2/2 node mixes\n"))
+      << text;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
