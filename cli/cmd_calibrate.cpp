@@ -72,7 +72,6 @@ CommandRunner declare_calibrate(CLI::App& app) {
       ->delimiter(',')
       ->check(kPositive);
   app.add_option("--seq-len", o->seq_len, "Sequence length for --layers (default: the model's)")
-      ->check(kPositive)
       ->check(kPositive);
   app.add_flag_callback(
       "--no-cupti", [o] { o->cupti = false; }, "Do not trace kernels with CUPTI");

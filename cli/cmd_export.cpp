@@ -96,7 +96,10 @@ CommandRunner declare_export(CLI::App& app) {
   app.add_option("--index", o->index, "Which strategy of a search --json output (0 = best)")
       ->check(kNonNegative);
   app.add_option("--model", o->model, "Model preset or file (default: the one the file names)");
-  app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+  app.add_option(
+         "--seq-len", o->seq_len,
+         "Sequence length (default: the one the prediction was made with, else the model's)")
+      ->check(kPositive);
   app.add_option("--format", o->format, "What to write:" + formats)->required();
   app.add_option("--out", o->out, "Output file (default: stdout)");
   app.add_flag("--allow-approximate", o->allow_approximate,

@@ -333,7 +333,10 @@ TEST(SearchCli, NonPositiveSizesNameTheOption) {
            {"provision --model gpt2-medium --nodes g4dn.12xlarge --global-batch 8 --top 0",
             "--top: expected a number > 0, got 0"},
            {"provision --model gpt2-medium --nodes g4dn.12xlarge --global-batch 8 --budget -5",
-            "--budget: expected a number >= 0, got -5"}}) {
+            "--budget: expected a number >= 0, got -5"},
+           // export took --seq-len 0 or -5 as "the model's" without a word.
+           {"export --strategy s.json --format megatron --seq-len -5",
+            "--seq-len: expected a number > 0, got -5"}}) {
     const auto r = testing::run_hetplan(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
