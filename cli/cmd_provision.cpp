@@ -23,7 +23,8 @@ CommandRunner declare_provision(CLI::App& app) {
   auto o = std::make_shared<Options>();
   app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
       ->required();
-  app.add_option("--nodes", o->nodes, "Node types to choose from (comma separated presets)")
+  app.add_option("--nodes", o->nodes,
+                 "Node types to choose from (comma separated presets or node files)")
       ->required()
       ->delimiter(',');
   app.add_option("--global-batch", o->global_batch, "Samples per iteration")
