@@ -115,7 +115,14 @@ void check_outputs(const std::vector<std::string>& inputs,
                                      value, other));
     seen.emplace_back(option + " " + value, canonical);
     if (fs::exists(status) && !fs::is_regular_file(status)) continue;  // a device or pipe
-    const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+    // Through a symbolic link the file written is the link's target, in the target's folder.
+    fs::path target;
+    try {
+      target = write_target(out);
+    } catch (const RuntimeFailure& e) {
+      throw InputError(fmt::format("{} {}: {}", option, value, e.what()));
+    }
+    const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
     if (!fs::is_directory(dir, ec))
       throw InputError(
           fmt::format("{} {}: no folder {}; create it first", option, value, dir.string()));

@@ -544,7 +544,24 @@ CalibrationFile load_calibration(const std::filesystem::path& path) {
   return calibration_from_document(load_document(path));
 }
 
-void write_json_atomically(const Json& json, const std::filesystem::path& path) {
+std::filesystem::path write_target(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  constexpr int kMaxLinks = 40;  // Linux's limit (ELOOP)
+  fs::path p = path;
+  for (int hop = 0; hop < kMaxLinks; ++hop) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) return p;
+    const fs::path link = fs::read_symlink(p, ec);
+    if (ec) return p;
+    p = link.is_absolute() ? link : p.parent_path() / link;
+  }
+  throw RuntimeFailure(fmt::format("{}: too many levels of symbolic links", path.string()));
+}
+
+void write_json_atomically(const Json& json, const std::filesystem::path& output) {
+  // Renaming over a symbolic link would replace the link with a regular file and leave the file
+  // it leads to as it was: the temporary file goes beside the target, and the rename replaces it.
+  const std::filesystem::path path = write_target(output);
   // A device or pipe (/dev/null, /dev/stdout) is written in place: renaming over it would
   // replace it with a regular file.
   std::error_code status_error;

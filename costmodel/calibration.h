@@ -228,7 +228,11 @@ std::string context_gpu_kind(const Provenance& context);
 // context's GPU kind (no-op when the context names none).
 void tag_measurements_with_gpu_kind(CalibrationFile& file);
 
-// Writes JSON text atomically (shared by every writer of result files).
+// Writes JSON text atomically (shared by every writer of result files). A symbolic link is
+// followed: the file it leads to is replaced, and the link stays.
 void write_json_atomically(const Json& json, const std::filesystem::path& path);
+// The file a write to `path` replaces: `path`, or where its chain of symbolic links leads (which
+// need not exist yet). Throws RuntimeFailure for a loop of links.
+std::filesystem::path write_target(const std::filesystem::path& path);
 
 }  // namespace hetplan

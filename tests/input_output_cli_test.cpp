@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
+#include "costmodel/calibration.h"
 #include "costmodel/document.h"
 #include "costmodel/input_files.h"
 #include "test_util.h"
@@ -190,6 +191,50 @@ TEST(OutputChecks, PlanningCommandsRefuseToWriteOverTheirInputs) {
   }
   // The strategy is untouched.
   EXPECT_EQ(load_document(s).root["dp"], 4);
+  fs::remove_all(dir);
+}
+
+// QA: an output that is a symbolic link was replaced by a regular file (the rename of the atomic
+// write), and the file it pointed to kept its old content.
+TEST(OutputChecks, AnOutputThroughASymbolicLinkReplacesItsTarget) {
+  const auto dir = temp_dir("symlink_output");
+  fs::create_directories(dir / "store");
+  write_text(dir / "store" / "real.json", "old");
+  fs::create_symlink("store/real.json", dir / "link.json");   // relative to the link's folder
+  fs::create_symlink(dir / "link.json", dir / "chain.json");  // a link to a link
+  write_json_atomically(Json{{"x", 1}}, dir / "chain.json");
+  EXPECT_TRUE(fs::is_symlink(dir / "chain.json"));
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  EXPECT_EQ(Json::parse(std::ifstream(dir / "store" / "real.json")), (Json{{"x", 1}}));
+  EXPECT_EQ(write_target(dir / "chain.json"), dir / "store" / "real.json");
+  EXPECT_FALSE(fs::exists(dir / "store" / "real.json.tmp"));
+  EXPECT_FALSE(fs::exists(dir / "chain.json.tmp"));
+  // A link to a file not written yet: the file is created where the link leads.
+  fs::create_symlink("store/new.json", dir / "dangling.json");
+  write_json_atomically(Json{{"x", 2}}, dir / "dangling.json");
+  EXPECT_TRUE(fs::is_symlink(dir / "dangling.json"));
+  EXPECT_EQ(Json::parse(std::ifstream(dir / "store" / "new.json")), (Json{{"x", 2}}));
+
+  // Through the CLI: the profile `fit` writes lands in the target.
+  const auto r = run_hetplan("fit " + kSample.string() + " --out " + (dir / "link.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  EXPECT_EQ(Json::parse(std::ifstream(dir / "store" / "real.json"))["format"], "hetplan-profile");
+  // The folder checked before any work is the target's; a loop of links is bad input.
+  fs::create_symlink("nowhere/p.json", dir / "lost.json");
+  auto bad = run_hetplan("fit " + kSample.string() + " --out " + (dir / "lost.json").string());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "--out " + (dir / "lost.json").string() + ": no folder " +
+                                       (dir / "nowhere").string() + "; create it first"))
+      << bad.output;
+  fs::create_symlink("loop-b.json", dir / "loop-a.json");
+  fs::create_symlink("loop-a.json", dir / "loop-b.json");
+  bad = run_hetplan("fit " + kSample.string() + " --out " + (dir / "loop-a.json").string());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "--out " + (dir / "loop-a.json").string() + ": " +
+                                       (dir / "loop-a.json").string() +
+                                       ": too many levels of symbolic links"))
+      << bad.output;
   fs::remove_all(dir);
 }
 
