@@ -1,16 +1,17 @@
 // The PyTorch reference harness on a real GPU (label gpu): hetplan measure on the tiny example
 // models writes a measurements file with a sane time and a peak memory at least the 18 bytes per
 // parameter of the mixed-precision layout. Skips where no GPU is visible to PyTorch.
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include "costmodel/measurements.h"
 #include "costmodel/model.h"
+#include "tests/gpu/gpu_test_util.h"
 
 namespace hetplan {
 namespace {
@@ -45,10 +46,13 @@ TEST(ReferenceHarnessGpu, TinyModelsTrainAndReport) {
     for (const char* recompute : {"none", "full"}) {
       const auto strategy = dir / "s.json";
       std::ofstream(strategy) << R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 4,
-          "global_batch": 8, "recompute": ")" << recompute << "\"}";
+          "global_batch": 8, "recompute": ")"
+                              << recompute << "\"}";
       const auto out = dir / (std::string(name) + "_" + recompute + ".json");
-      const std::string model = (kRoot / "examples/models" / (std::string(name) + ".yaml")).string();
-      const int rc = shell(std::string(HETPLAN_BINARY) + " measure --model " + model +
+      const std::string model =
+          (kRoot / "examples/models" / (std::string(name) + ".yaml")).string();
+      // $HETPLAN_BINARY on a GPU machine, where the build's path does not exist.
+      const int rc = shell(gpu_test::hetplan_binary() + " measure --model " + model +
                            " --strategy " + strategy.string() + " --out " + out.string() +
                            " --warmup 2 --iters 5 --python " + python());
       ASSERT_EQ(rc, 0) << name << " " << recompute;
