@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Short text summary of a hetplan calibration file (printed by scripts/gpu_calibrate.sh)."""
+"""Short text summary of a hetplan calibration file (printed by scripts/gpu_session.sh)."""
 import collections
 import json
 import sys
@@ -81,4 +81,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "out/gpu-full/calibration.json"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "out/gpu-session/b/calibration.json"))

@@ -1,0 +1,425 @@
+#!/usr/bin/env bash
+# The GPU session's runbook (docs/benchmarks.md "Still to be measured on a GPU"): what one lent
+# GPU can take, in parts that each fit one device-tool call (10 minutes at most), ordered by value.
+#
+#   bash scripts/gpu_session.sh a   GPU tests, kernel bench, attention against PyTorch's SDPA,
+#                                   `hetplan calibrate --quick`; attention per path if time is left
+#   bash scripts/gpu_session.sh b   the full `hetplan calibrate` (resumable: run `b` again until
+#                                   its summary says complete), then `hetplan fit` of it
+#   bash scripts/gpu_session.sh c   predicted against measured (scripts/measure_sweep.sh), the
+#                                   Python GPU tests, harness_vs_model on the GPU, the LLaMA rows
+#                                   with the eager operators, the parallel harness tests (CPU)
+#
+# Needs gpu-bundle/ (scripts/gpu_bundle.sh, made here) carried to the GPU machine; the scripts
+# run from the repository copy the tool sends. Each part writes $OUT/<part>/summary.txt (what was
+# done and what is left) and $OUT/<part>/results.tgz (logs and result files; split into
+# results.tgz.partN when over 15 MiB), both rewritten after every step, so a call cut short still
+# brings back what it finished. Every step runs under a time limit that ends it before the call's
+# (HETPLAN_CALL_SECONDS); a step that no longer fits is listed as left.
+#
+# Results of earlier calls: copy each call's files (files_at) into gpu-results/ here and carry
+# gpu-results too. Part b continues the calibration journal found in gpu-results/b/ (on a fresh
+# machine), part c takes its calibration from b (else a's quick one) there. On a machine kept
+# warm, out/gpu-session/ (ignored by git) still holds the earlier parts' work and is used first.
+#
+# Environment:
+#   HETPLAN_CALL_SECONDS    seconds this call may take in all (default 570: the tool's 600 less
+#                           a margin for its start and transfers)
+#   OUT                     where results go (the device tool sets it; default out/gpu-session/OUT)
+#   HETPLAN_CALIBRATE_ARGS  extra arguments for the full calibration (part b)
+#   HETPLAN_FRESH=1         part b: start the calibration afresh (earlier journal set aside)
+#   HETPLAN_SESSION_WITHOUT_GPU=1   go on without a visible GPU (rehearsal: every GPU step then
+#                           fails or skips, and the summaries, limits and staging can be checked)
+#   HETPLAN_SESSION_FAKE_STEP_S=N   rehearsal: every step is `sleep N` instead of its command
+# Exit status: 0 when every step ran (whatever their own exit statuses, which the summary gives),
+# 1 when the bundle or the GPU is missing, 2 for a bad argument.
+# The parts and the helpers they use are called through "part_$part": not unreachable.
+# shellcheck disable=SC2317
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+part=${1:-}
+case "$part" in
+  a | b | c) ;;
+  *) echo "usage: $0 a|b|c   (docs/benchmarks.md \"Still to be measured on a GPU\")" >&2; exit 2 ;;
+esac
+
+start_s=$(date +%s)
+deadline=$((start_s + ${HETPLAN_CALL_SECONDS:-570}))
+pack_reserve_s=15  # packing the results at the end
+min_step_s=20      # a step is not started with less than this left
+session=$root/out/gpu-session
+work=$session/$part
+outdir=${OUT:-$session/OUT}/$part
+results=$root/gpu-results
+# Parts a and c start clean; b keeps its journal (a second call continues it) unless told not to
+# (then the earlier one is set aside, not lost).
+if [ "$part" != b ]; then
+  rm -rf "$work"
+elif [ "${HETPLAN_FRESH:-0}" = 1 ] && [ -d "$work" ]; then
+  mv "$work" "$session/b.old.$start_s"
+fi
+mkdir -p "$work/logs" "$outdir"
+summary=$work/summary.txt
+: > "$summary"
+left_steps=()
+
+say() { echo "$*" | tee -a "$summary"; }
+elapsed() { echo $(($(date +%s) - start_s)); }
+
+# Writes the summary and the packed work folder to $OUT/<part>/ (at most 8 files come back, 16 MiB
+# each: results.tgz is split above 15 MiB).
+pack() {
+  cp "$summary" "$outdir/summary.txt"
+  rm -f "$outdir"/results.tgz*
+  tar -C "$work" --exclude=./input -czf "$session/$part-results.tgz" . 2>/dev/null
+  if [ "$(stat -c %s "$session/$part-results.tgz")" -gt $((15 * 1048576)) ]; then
+    split -b 15M -d -a 1 "$session/$part-results.tgz" "$outdir/results.tgz.part"
+    rm -f "$session/$part-results.tgz"
+  else
+    mv "$session/$part-results.tgz" "$outdir/results.tgz"
+  fi
+}
+
+# step NAME CAP_S GRACE_S COMMAND...: runs COMMAND (output in logs/NAME.log) for at most CAP_S
+# seconds, fewer when the call's deadline is nearer. At the limit it gets SIGINT (hetplan
+# calibrate then finishes the measurement in flight and writes its file; Python stops with
+# KeyboardInterrupt) and GRACE_S seconds later SIGKILL. Returns COMMAND's exit status, 124 when
+# stopped at the limit, 99 when not started.
+step() {
+  local name=$1 cap=$2 grace=$3
+  shift 3
+  local now left limit t0 rc
+  now=$(date +%s)
+  left=$((deadline - now - pack_reserve_s - grace))
+  if [ "$left" -lt "$min_step_s" ]; then
+    say "[left]    $name: not started, $((deadline - now)) s left in this call (it takes up to $cap s)"
+    left_steps+=("$name")
+    return 99
+  fi
+  limit=$((cap < left ? cap : left))
+  echo "== $name (limit $limit s, at $(elapsed) s)"
+  [ -n "${HETPLAN_SESSION_FAKE_STEP_S:-}" ] && set -- sleep "$HETPLAN_SESSION_FAKE_STEP_S"
+  t0=$(date +%s)
+  timeout --signal=INT --kill-after="$grace" "$limit" "$@" > "$work/logs/$name.log" 2>&1 < /dev/null
+  rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    say "[stopped] $name: at its limit of $limit s; what it finished is in logs/$name.log"
+    left_steps+=("$name (stopped at its limit)")
+    rc=124
+  else
+    say "[done]    $name: exit $rc in $(($(date +%s) - t0)) s"
+    # Why it failed, as far as its last lines say.
+    [ "$rc" -ne 0 ] && tail -n 3 "$work/logs/$name.log" | cut -c1-300 | sed 's/^/    | /' |
+      tee -a "$summary"
+  fi
+  pack
+  return "$rc"
+}
+
+# What a step printed that matters, into the summary (and the call's output).
+excerpt() {  # excerpt FILE [grep -E pattern] [max lines]
+  local file=$1 pattern=${2:-.} max=${3:-40}
+  [ -f "$file" ] || return 0
+  grep -aE "$pattern" "$file" | awk -v max="$max" 'NR <= max' | sed 's/^/    /' | tee -a "$summary"
+}
+
+# The plan, the sections, problems, the last progress line and the file written.
+calibrate_excerpt() {
+  excerpt "$1" ' measurements|^calibrate: (section|warning|the GPU)|failed:|^wrote' 24
+  grep -a "^calibrate: \[" "$1" | tail -1 | sed 's/^/    /' | tee -a "$summary"
+}
+
+# The GEMM held-out scores against their targets, attention, the layer corrections (item 3).
+fit_excerpt() {
+  excerpt "$1" 'GEMM|dtype|^  (fp8|fp16|bf16|tf32|fp32) |attention efficiency|whole layers|with the corrections|^    correction|not used|targets' 40
+}
+
+finish() {
+  local next
+  say ""
+  if [ ${#left_steps[@]} -eq 0 ]; then
+    say "part $part: every step ran, in $(elapsed) s"
+  else
+    say "part $part: left for a later call: ${left_steps[*]} (after $(elapsed) s)"
+  fi
+  case "$part" in
+    a) next="b (the full calibration)" ;;
+    b) next=$([ -f "$work/complete" ] && echo "c (the sweep and the Python GPU tests)" ||
+                echo "b again (the calibration continues from its journal)") ;;
+    c) next="nothing: copy the numbers into docs/benchmarks.md" ;;
+  esac
+  say "next: $next"
+  pack
+  echo "results: $outdir (summary.txt, results.tgz)"
+}
+
+# --- the bundle: unpacked into out/gpu-session/bundle/ unless that is already this one ---------
+bundle=$session/bundle
+archive=$root/gpu-bundle/hetplan-gpu.tar.xz
+if [ ! -f "$archive" ]; then
+  say "gpu_session: $archive missing: make it here (scripts/gpu_bundle.sh) and carry gpu-bundle"
+  pack
+  exit 1
+fi
+if ! cmp -s "$root/gpu-bundle/MANIFEST.txt" "$bundle/MANIFEST.txt"; then
+  rm -rf "$bundle"
+  mkdir -p "$bundle"
+  # Python's lzma: a bare machine may lack the xz program.
+  python3 - "$archive" "$bundle" <<'PY' || { say "gpu_session: cannot unpack $archive"; pack; exit 1; }
+import sys, tarfile
+with tarfile.open(sys.argv[1], "r:xz") as t:
+    if hasattr(tarfile, "tar_filter"):
+        t.extractall(sys.argv[2], filter="tar")
+    else:
+        t.extractall(sys.argv[2])
+PY
+fi
+bin=$bundle/bin
+# The bundle's libraries go on the path only where this machine lacks them: Python and PyTorch
+# (started by the steps, also under hetplan measure) keep the system's zlib, BLAS, ...
+rm -rf "$bundle/ldpath"
+mkdir -p "$bundle/ldpath"
+have=$(ldconfig -p 2>/dev/null | awk '{print $1}')
+for lib in "$bundle"/lib/*; do
+  [ -f "$lib" ] || continue
+  grep -qxF "$(basename "$lib")" <<< "$have" || ln -s "$lib" "$bundle/ldpath/"
+done
+# CUDA's libraries: pip's nvidia-* wheels first (those PyTorch loads), then the toolkit's.
+cuda_dirs=$(python3 - 2>/dev/null <<'PY'
+import glob, os, site
+roots = site.getsitepackages() + [site.getusersitepackages()]
+for r in roots:
+    for d in sorted(glob.glob(os.path.join(r, "nvidia", "*", "lib"))):
+        print(d)
+PY
+)
+path=$bundle/ldpath
+for d in $cuda_dirs /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib; do
+  [ -d "$d" ] && path="$path:$d"
+done
+export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# hetplan and the harness, run from this copy of the repository (not the build's source path).
+export HETPLAN_BINARY=$bin/hetplan HETPLAN=$bin/hetplan HETPLAN_PYTHON=${HETPLAN_PYTHON:-python3}
+export HETPLAN_SCRIPTS_DIR=$root/scripts HETPLAN_CALIBRATION_DIR=$root/calibration_data
+export HETPLAN_KERNELS_LIB=$bin/libhetplan_kernels_c.so PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+
+say "gpu_session part $part, $(date -u +%FT%TZ) on $(hostname), call budget $((deadline - start_s)) s"
+say "bundle: $(sed -n 2p "$bundle/MANIFEST.txt"); $(sed -n 3p "$bundle/MANIFEST.txt")"
+{
+  echo "== nvidia-smi"
+  nvidia-smi
+  nvidia-smi -q -d CLOCK,PERFORMANCE
+  echo "== libraries (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
+  for f in "$bin"/*; do echo "-- $f"; ldd "$f"; done
+  echo "== python"
+  python3 -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__,
+    "cuda", torch.version.cuda, "visible", torch.cuda.is_available())'
+} > "$work/logs/machine.log" 2>&1
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null)
+say "GPU: ${gpu:-none visible}"
+unresolved=$(grep -a "=> not found" "$work/logs/machine.log" | sort -u)
+if [ -n "$unresolved" ]; then
+  say "gpu_session: libraries not found (the steps that need them will fail):"
+  echo "$unresolved" | sed 's/^/    /' | tee -a "$summary"
+fi
+if [ -z "$gpu" ] && [ "${HETPLAN_SESSION_WITHOUT_GPU:-0}" != 1 ]; then
+  say "gpu_session: no GPU visible (nvidia-smi): nothing to measure here"
+  pack
+  exit 1
+fi
+pack
+
+# The file of an earlier call's results for PART (gpu-results/PART/results.tgz, or its parts put
+# back together), unpacked into DIR; fails when there is none.
+earlier_results() {  # earlier_results PART DIR
+  local from=$results/$1 into=$2
+  mkdir -p "$into"
+  if [ -f "$from/results.tgz" ]; then
+    tar -C "$into" -xzf "$from/results.tgz"
+  elif compgen -G "$from/results.tgz.part*" > /dev/null; then
+    cat "$from"/results.tgz.part* | tar -C "$into" -xzf -
+  else
+    return 1
+  fi
+}
+
+lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
+
+# ---------------------------------------------------------------------------------------------
+part_a() {
+  step gpu_tests_kernels 150 15 "$bin/hetplan_gpu_tests" --gtest_color=no \
+    --gtest_filter='*KernelCase*:*KernelProperties*'
+  step gpu_tests_profiler 210 15 "$bin/hetplan_gpu_tests" --gtest_color=no \
+    --gtest_filter='-*KernelCase*:*KernelProperties*'
+  for t in kernels profiler; do
+    say "  gpu tests ($t):"
+    excerpt "$work/logs/gpu_tests_$t.log" \
+      '^\[  (PASSED|SKIPPED|FAILED) +\] [0-9]+ tests?|^\[  FAILED  \] .*\([0-9]+ ms\)$|wgmma self-test|^(bf16 8192|best device copy|[0-9]+ of [0-9]+ GEMMs)' 30
+  done
+  step kernel_bench 200 15 "$bin/hetplan_kernel_bench" --json "$work/kernel_bench.json"
+  # The table's rows (they hold a %copy column; the progress lines do not) of items 5 and 6.
+  excerpt "$work/logs/kernel_bench.log" '^(attention|swiglu_bwd)[^ ]* .*%|^copy bandwidth|  (incorrect|error)' 40
+  if [ -s "$work/kernel_bench.json" ]; then
+    step attention_vs_sdpa 90 10 python3 scripts/bench_attention_torch.py \
+      --ours "$work/kernel_bench.json" --json "$work/attention_torch.json" &&
+      excerpt "$work/logs/attention_vs_sdpa.log" '.' 24
+  else
+    say "[skipped] attention_vs_sdpa: the kernel bench wrote no kernel_bench.json"
+  fi
+  step calibrate_quick 170 40 "$bin/hetplan" calibrate --quick --out "$work/calibration-quick.json"
+  rc=$?
+  [ "$rc" -ne 99 ] && say "  calibrate --quick: exit $rc (0: complete; target: under 120 s)"
+  calibrate_excerpt "$work/logs/calibrate_quick.log"
+  [ -f "$work/calibration-quick.json" ] &&
+    python3 scripts/calibration_summary.py "$work/calibration-quick.json" > "$work/calibration-quick.summary.txt" 2>&1
+  excerpt "$work/calibration-quick.summary.txt" '.' 30
+  # Extras: attention on each path alone (mma.sync: the sm_80 kernels; wgmma: Hopper's).
+  for path in mma wgmma; do
+    step "attention_$path" 60 10 env HETPLAN_ATTENTION_KERNEL="$path" "$bin/hetplan_kernel_bench" \
+      --filter attention --json "$work/kernel_bench_$path.json" &&
+      excerpt "$work/logs/attention_$path.log" '^attention[^ ]* .*%' 12
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
+part_b() {
+  local cal=$work/calibration.json staged=$session/b-staged
+  # A fresh machine: continue the journal an earlier call brought back, if it holds more.
+  rm -rf "$staged"
+  if [ "${HETPLAN_FRESH:-0}" != 1 ] && earlier_results b "$staged" &&
+    [ "$(lines "$staged/calibration.json.journal")" -gt "$(lines "$cal.journal")" ]; then
+    cp "$staged"/calibration.json* "$work/"
+    say "resuming the journal of an earlier call ($(lines "$cal.journal") lines, gpu-results/b)"
+  elif [ -f "$cal.journal" ]; then
+    say "resuming this machine's journal ($(lines "$cal.journal") lines)"
+  fi
+  rm -f "$work/complete"
+  # shellcheck disable=SC2086  # HETPLAN_CALIBRATE_ARGS is a list of arguments
+  step calibrate_full 3600 40 "$bin/hetplan" calibrate --out "$cal" --resume ${HETPLAN_CALIBRATE_ARGS:-}
+  rc=$?
+  cat "$work/logs/calibrate_full.log" >> "$work/calibrate-all-calls.log" 2>/dev/null
+  case "$rc" in
+    0) touch "$work/complete"; say "  calibration complete" ;;
+    99) ;;
+    *) say "  calibration not complete (exit $rc): run part b again, it continues the journal" ;;
+  esac
+  calibrate_excerpt "$work/logs/calibrate_full.log"
+  [ -f "$cal" ] && python3 scripts/calibration_summary.py "$cal" > "$work/calibration.summary.txt" 2>&1
+  # All but the kernels' lines (part a's bench has those; the file keeps them).
+  excerpt "$work/calibration.summary.txt" '^([^k]|k[^e]|ke[^r])' 80
+  if [ -f "$work/complete" ]; then
+    # Item 3: held-out GEMM accuracy on this GPU's tables and the layer corrections.
+    step fit 60 10 "$bin/hetplan" fit "$cal" --out "$work/profile.json" --json "$work/fit-quality.json"
+    fit_excerpt "$work/logs/fit.log"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# The calibration the sweep's predictions use: part b's (complete or not), else a's quick one.
+sweep_calibration() {
+  local staged=$session/c-staged f
+  for f in "$session/b/calibration.json" "$session/a/calibration-quick.json"; do
+    [ -s "$f" ] && { echo "$f"; return 0; }
+  done
+  rm -rf "$staged"
+  for p in b a; do
+    if earlier_results "$p" "$staged/$p" 2>/dev/null; then
+      for f in "$staged/$p/calibration.json" "$staged/$p/calibration-quick.json"; do
+        [ -s "$f" ] && { echo "$f"; return 0; }
+      done
+    fi
+  done
+  return 1
+}
+
+# The LLaMA rows of the sweep again with the eager operators (HETPLAN_KERNELS_LIB=off): the step
+# time with and without hetplan's fused kernels (item 8).
+llama_eager() {
+  local sweep=$1
+  python3 - "$sweep" <<'PY' || return
+import json, os, sys
+sweep = sys.argv[1]
+with open(os.path.join(sweep, "plan.json")) as f:
+    configs = json.load(f)["configs"]
+llama = {"configs": [c for c in configs if "llama" in c["model"]]}
+with open(os.path.join(sweep, "plan-llama.json"), "w") as f:
+    json.dump(llama, f, indent=1)
+print(f"{len(llama['configs'])} LLaMA-style configurations")
+PY
+  HETPLAN_KERNELS_LIB=off python3 scripts/reference_train.py --plan "$sweep/plan-llama.json" \
+    --out "$sweep/measurements-eager.json" --cluster p5.48xlarge:1 --warmup 2 --iters 8 \
+    --budget-s 3 --hetplan-version 0.1.0
+  local rc=$?
+  python3 - "$sweep" <<'PY' || return
+import json, os, sys
+sweep = sys.argv[1]
+def load(name):
+    try:
+        with open(os.path.join(sweep, name)) as f:
+            return json.load(f)["measurements"]
+    except (OSError, ValueError, KeyError):
+        return []
+with open(os.path.join(sweep, "plan.json")) as f:
+    configs = json.load(f)["configs"]
+fused = {c["label"]: m for c, m in zip(configs, load("measurements.json"))}
+llama = [c for c in configs if "llama" in c["model"]]
+def ms(m):
+    t = (m or {}).get("iteration_s") or {}
+    return f"{1e3 * t['median_s']:9.1f}" if "median_s" in t else f"{'-':>9}"
+print(f"{'configuration':40} {'fused ms':>9} {'eager ms':>9}")
+for c, m in zip(llama, load("measurements-eager.json")):
+    print(f"{c['label']:40} {ms(fused.get(c['label']))} {ms(m)}")
+PY
+  return "$rc"
+}
+
+part_c() {
+  local cal sweep=$work/sweep files=()
+  if cal=$(sweep_calibration); then
+    # The shipped SDPA timings give the fit PyTorch's attention (what the harness runs).
+    mkdir -p "$work/input"
+    cp "$cal" "$work/input/"
+    files=("$work/input/$(basename "$cal")"
+           "$root/calibration_data/measured/h100-sxm/attention-torch-sdpa-2026-11-22.json")
+    say "sweep calibration: $cal (+ the shipped SDPA attention timings)"
+    if ! step fit_check 60 10 "$bin/hetplan" fit "${files[@]}" --out "$work/profile-check.json" \
+      --json "$work/fit-quality.json"; then
+      files=("${files[0]}")
+      say "  the fit refused the two together (logs/fit_check.log): the calibration alone"
+    fi
+    fit_excerpt "$work/logs/fit_check.log"
+  else
+    say "sweep calibration: none from parts a or b: datasheet priors only"
+  fi
+  step measure_sweep 330 20 bash scripts/measure_sweep.sh "$sweep" "${files[@]}"
+  rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 99 ] && [ -f "$sweep/measurements.json" ]; then
+    # Stopped part-way: compare what was measured.
+    step measure_sweep_compare 30 5 env SWEEP_ARGS=--compare-only \
+      bash scripts/measure_sweep.sh "$sweep" "${files[@]}"
+    excerpt "$work/logs/measure_sweep_compare.log" '.' 60
+  else
+    excerpt "$work/logs/measure_sweep.log" '^( ?[0-9]+ |iteration time|peak memory|out of memory|hetplan predict|with datasheet|sweep done|fitting|[0-9]+ configurations)' 60
+  fi
+  step fused_kernels_tests 90 10 python3 -m unittest -v tests/python/test_fused_kernels.py
+  excerpt "$work/logs/fused_kernels_tests.log" '^(Ran|OK|FAILED)|\.\.\. (FAIL|ERROR|skipped)' 20
+  for model in gpt2-medium examples/models/llama-370m.yaml; do
+    name=$(basename "$model" .yaml)
+    step "harness_vs_model_$name" 90 10 python3 scripts/harness_vs_model.py --model "$model" \
+      --micro-batch 1 --device cuda --json "$work/harness_vs_model_$name.json"
+    excerpt "$work/logs/harness_vs_model_$name.log" '^layer|forward|backward|total' 16
+  done
+  if [ -f "$sweep/plan.json" ]; then
+    export -f llama_eager
+    # shellcheck disable=SC2016  # $1 is the inner shell's
+    step llama_eager 150 10 bash -c 'llama_eager "$1"' _ "$sweep"
+    excerpt "$work/logs/llama_eager.log" '^(configuration|[a-z].* s[0-9]+ mb|[0-9]+ LLaMA)' 12
+  fi
+  step parallel_harness_tests 150 10 python3 -m unittest -v tests/python/test_parallel_harness.py
+  excerpt "$work/logs/parallel_harness_tests.log" '^(Ran|OK|FAILED)|\.\.\. (FAIL|ERROR|skipped)' 20
+}
+
+"part_$part"
+finish
+exit 0
