@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/search_table.h"
 #include "cli/validators.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
@@ -33,34 +34,22 @@ struct SearchCliOptions {
   bool no_flash_attention = false;
 };
 
-// "0-6 v100 | 7-20 v100 | 21-25 t4"
-std::string stages_summary(const Prediction& p) {
-  std::string out;
-  for (const auto& st : p.stages)
-    out += fmt::format("{}{}-{} {}", out.empty() ? "" : " | ", st.stage.first_layer,
-                       st.stage.last_layer, st.stage.gpu_type);
-  if (out.size() > 60) {  // long pipelines: layers per stage only
-    out.clear();
-    for (const auto& st : p.stages)
-      out += fmt::format("{}{}", out.empty() ? "" : ",", st.stage.last_layer - st.stage.first_layer + 1);
-    out = "layers/stage " + out;
-  }
-  return out;
-}
-
 void print_table(const std::vector<RankedStrategy>& rows) {
-  fmt::print("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} {:>10} {:>10} {:>6} {:>9}  {}\n",
-             "rank", "dp", "tp", "pp", "mb", "schedule", "recompute", "zero", "sp", "iteration",
-             "samples/s", "MFU", "peak mem", "stages");
+  fmt::print(
+      "{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} {:>10} {:>10} {:>6} {:>9}  {}\n",
+      "rank", "dp", "tp", "pp", "mb", "schedule", "recompute", "zero", "sp", "iteration",
+      "samples/s", "MFU", "peak mem", "layers per stage");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Strategy& s = rows[i].strategy;
     const Prediction& p = rows[i].predicted;
     double peak = 0;
     for (double b : p.peak_memory_bytes) peak = std::max(peak, b);
-    fmt::print("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} {:>10} {:>10.2f} {:>5.1f}% {:>9}  {}\n",
-               i + 1, s.dp, s.tp, s.pp, s.micro_batch, s.schedule, to_string(s.recompute), s.zero,
-               s.sequence_parallel ? "yes" : "no", format_seconds(p.iteration_s), p.samples_per_s,
-               100 * p.mfu, format_gib(peak), stages_summary(p));
+    fmt::print(
+        "{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} {:>10} {:>10.2f} {:>5.1f}% {:>9}  "
+        "{}\n",
+        i + 1, s.dp, s.tp, s.pp, s.micro_batch, s.schedule, to_string(s.recompute), s.zero,
+        s.sequence_parallel ? "yes" : "no", format_seconds(p.iteration_s), p.samples_per_s,
+        100 * p.mfu, format_gib(peak), stage_layers_summary(p.stages));
   }
 }
 
