@@ -2,6 +2,8 @@
 // latency-bandwidth per collective, group shape and link; p2p pairs; host-device copies; checks of
 // the hierarchical composition), printed as a table and optionally written as JSON. `hetplan fit`
 // stores the same CommunicationFit in the profile.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/command.h"
@@ -11,6 +13,14 @@
 #include "costmodel/profile.h"
 
 namespace hetplan::cli {
+namespace {
+
+// A regime's bandwidth, or "-" where it has none (latency only).
+std::string bandwidth_text(const LatencyBandwidth& term) {
+  return term.latency_only() ? "-" : fmt::format("{:.2f}", term.bandwidth_GBps);
+}
+
+}  // namespace
 
 CommandRunner declare_fit_collectives(CLI::App& app) {
   struct Args {
@@ -35,21 +45,26 @@ CommandRunner declare_fit_collectives(CLI::App& app) {
       f.datasheet.reset();
     }
     const CommunicationFit fit = fit_communication(merge_calibration_files(files));
-    fmt::print("{:<15} {:<5} {:>6} {:>9} {:>10} {:>9} {:>9} {:>10} {:>9} {:>7} {:>7} {:>4}\n",
+    fmt::print("{:<15} {:<5} {:>6} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>4}\n",
                "collective", "dtype", "group", "link", "small_us", "small_GBps", "break_KiB",
                "large_us", "large_GBps", "med_err", "max_err", "pts");
     for (const auto& f : fit.collectives)
-      fmt::print("{:<15} {:<5} {:>3}x{:<2} {:>9} {:>10.2f} {:>9.2f} {:>10.1f} {:>9.2f} {:>9.2f} "
-                 "{:>6.1f}% {:>6.1f}% {:>4}\n",
-                 to_string(f.op), to_string(f.dtype), f.nodes, f.gpus_per_node, f.link,
-                 f.small.latency_s * 1e6, f.small.bandwidth_GBps, f.breakpoint_bytes / 1024,
-                 f.large.latency_s * 1e6, f.large.bandwidth_GBps, 100 * f.median_rel_error,
-                 100 * f.max_rel_error, f.points);
+      fmt::print(
+          "{:<15} {:<5} {:>3}x{:<2} {:>9} {:>10.2f} {:>10} {:>10.2f} {:>10.2f} {:>10} "
+          "{:>6.1f}% {:>6.1f}% {:>4}\n",
+          to_string(f.op), to_string(f.dtype), f.nodes, f.gpus_per_node, f.link,
+          f.small.latency_s * 1e6, bandwidth_text(f.small), f.breakpoint_bytes / 1024,
+          f.large.latency_s * 1e6, bandwidth_text(f.large), 100 * f.median_rel_error,
+          100 * f.max_rel_error, f.points);
+    if (std::any_of(fit.collectives.begin(), fit.collectives.end(),
+                    [](const auto& f) { return f.small.latency_only() || f.large.latency_only(); }))
+      fmt::print("GB/s -: the regime's times do not grow with the message size (latency only)\n");
     for (const auto& f : fit.host_device)
-      fmt::print("host-device {} {:<8}: {:.2f} us + bytes / {:.2f} GB/s (large), median error "
-                 "{:.1f}%\n",
-                 f.direction, f.pinned ? "pinned" : "pageable", f.large.latency_s * 1e6,
-                 f.large.bandwidth_GBps, 100 * f.median_rel_error);
+      fmt::print(
+          "host-device {} {:<8}: {:.2f} us + bytes / {} GB/s (large), median error "
+          "{:.1f}%\n",
+          f.direction, f.pinned ? "pinned" : "pageable", f.large.latency_s * 1e6,
+          bandwidth_text(f.large), 100 * f.median_rel_error);
     for (const auto& c : fit.hierarchy_checks)
       fmt::print("hierarchical {} {} over {} x {}: median error {:.1f}%, max {:.1f}% ({} sizes)\n",
                  to_string(c.op), to_string(c.dtype), c.nodes, c.gpus_per_node,

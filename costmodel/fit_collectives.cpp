@@ -13,7 +13,6 @@ namespace {
 
 // Slowest per-byte cost we accept (1e6 GB/s): keeps a flat noisy series from giving an infinite
 // or negative bandwidth.
-constexpr double kMinSecondsPerByte = 1e-15;
 constexpr double kHuberK = 1.345;  // 95% efficiency under Gaussian noise
 
 double median_of(std::vector<double> v) {
@@ -71,7 +70,7 @@ std::pair<double, double> weighted_line(const std::vector<SizeTime>& pts,
       b = b_only;
     }
   }
-  return {std::max(a, 0.0), std::max(b / scale, kMinSecondsPerByte)};
+  return {std::max(a, 0.0), std::max(b / scale, 0.0)};
 }
 
 double relative_residual(const LatencyBandwidth& f, const SizeTime& p) {
@@ -122,7 +121,12 @@ LatencyBandwidth fit_latency_bandwidth(const std::vector<SizeTime>& points,
     }
     std::tie(a, b) = weighted_line(pts, w);
   }
-  return {a, 1.0 / b / 1e9};
+  // Times that do not grow with size over the regime (a slope that adds under a millionth of the
+  // time at its largest size is rounding): latency alone, no bandwidth term.
+  double largest = 0;
+  for (const auto& p : pts) largest = std::max(largest, p.bytes);
+  if (b * largest <= 1e-6 * a) b = 0;
+  return {a, b > 0 ? 1.0 / b / 1e9 : kLatencyOnly};
 }
 
 TwoRegimeFit fit_two_regimes(std::vector<SizeTime> points, const FitOptions& options) {
@@ -314,7 +318,8 @@ std::optional<double> hierarchical_time_s(const CommunicationFit& fit, Collectiv
 // ---- JSON ----
 
 Json to_json(const LatencyBandwidth& term) {
-  return Json{{"latency_s", term.latency_s}, {"bandwidth_GBps", term.bandwidth_GBps}};
+  return Json{{"latency_s", term.latency_s},
+              {"bandwidth_GBps", term.latency_only() ? Json() : Json(term.bandwidth_GBps)}};
 }
 
 namespace {
@@ -331,7 +336,7 @@ void put_curve(Json& j, const TwoRegimeFit& f) {
 LatencyBandwidth term_from_json(ObjectReader r) {
   LatencyBandwidth t;
   t.latency_s = r.non_negative_or("latency_s", 0);
-  t.bandwidth_GBps = r.positive("bandwidth_GBps");
+  t.bandwidth_GBps = r.positive_or("bandwidth_GBps", kLatencyOnly);  // null: latency only
   r.finish();
   return t;
 }
@@ -383,7 +388,7 @@ Json to_json(const CollectiveFit& f) {
          {"link", f.link}};
   if (!f.gpus.empty()) j["gpus"] = f.gpus;
   put_curve(j, f);
-  j["large_busbw_GBps"] = f.large_busbw_GBps();
+  j["large_busbw_GBps"] = f.large.latency_only() ? Json() : Json(f.large_busbw_GBps());
   return j;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,12 +16,17 @@
 
 namespace hetplan {
 
+// The bandwidth of a term whose times do not grow with the message size over its regime (one-GPU
+// communicators' small messages): latency alone. Written as null in JSON.
+inline constexpr double kLatencyOnly = std::numeric_limits<double>::infinity();
+
 // One latency-bandwidth term: time = latency_s + bytes / (bandwidth_GBps * 1e9).
 struct LatencyBandwidth {
   double latency_s = 0;
   double bandwidth_GBps = 0;
 
   double time_s(double bytes) const { return latency_s + bytes / (bandwidth_GBps * 1e9); }
+  bool latency_only() const { return bandwidth_GBps == kLatencyOnly; }
 };
 
 // Two regimes split at a breakpoint: sizes <= breakpoint_bytes use `small`, larger ones `large`.

@@ -125,11 +125,35 @@ TEST(FitCollectives, StrayPointDoesNotMoveTheFit) {
   EXPECT_LT(rel(f.latency_s, 20e-6), 0.01);
 }
 
-TEST(FitCollectives, LatencyOnlySeriesGivesHugeBandwidthNotNegative) {
+// QA: a flat series came back with the floor of the fit's slope as a bandwidth (1e6 GB/s), which
+// fit-collectives printed and wrote as small_GBps as if measured. It is latency alone: JSON null.
+TEST(FitCollectives, LatencyOnlySeriesHasNoBandwidth) {
   std::vector<SizeTime> pts = {{1024, 5e-6}, {2048, 5e-6}, {4096, 5e-6}};
   const LatencyBandwidth f = fit_latency_bandwidth(pts);
   EXPECT_NEAR(f.latency_s, 5e-6, 1e-12);
-  EXPECT_GT(f.bandwidth_GBps, 1e5);
+  EXPECT_TRUE(f.latency_only());
+  EXPECT_DOUBLE_EQ(f.time_s(1e6), f.latency_s);
+  EXPECT_TRUE(to_json(f)["bandwidth_GBps"].is_null());
+  // Flat below 64 KiB (5 us), then 5 us + bytes / 100 GB/s: the small regime has no bandwidth.
+  CollectiveFit c;
+  static_cast<TwoRegimeFit&>(c) = fit_two_regimes([] {
+    std::vector<SizeTime> sweep;
+    for (double b : full_sweep_sizes()) sweep.push_back({b, b <= 65536 ? 5e-6 : 5e-6 + b / 100e9});
+    return sweep;
+  }());
+  c.op = CollectiveKind::kAllReduce;
+  c.group_size = c.gpus_per_node = 1;
+  c.link = "self";
+  EXPECT_TRUE(c.small.latency_only());
+  EXPECT_NEAR(c.large.bandwidth_GBps, 100, 1e-6);
+  CommunicationFit all;
+  all.collectives.push_back(c);
+  const Json j = to_json(all);
+  EXPECT_TRUE(j["collectives"][0]["small"]["bandwidth_GBps"].is_null());
+  EXPECT_FALSE(j["collectives"][0]["large"]["bandwidth_GBps"].is_null());
+  const CommunicationFit back = communication_fit_from_json(ObjectReader(j, "fit.json"));
+  EXPECT_TRUE(back.collectives[0].small.latency_only());
+  EXPECT_DOUBLE_EQ(back.collectives[0].time_s(4096), c.small.latency_s);
 }
 
 CollectiveMeasurement coll(CollectiveKind op, int64_t group, int64_t nodes, double bytes,
