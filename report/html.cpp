@@ -254,11 +254,17 @@ std::string render_report_html(const Json& data) {
                     : std::string("<p class=\"muted\">No measurement "
                                   "matched a prediction.</p>")) +
           unmatched_lists(data) + "</section>";
-  if (!cal["gemm"].empty() || !cal["collectives"].empty()) {
+  const int64_t one_gpu = cal.value("one_gpu_collectives", int64_t{0});
+  if (!cal["gemm"].empty() || !cal["collectives"].empty() || one_gpu > 0) {
     body +=
         "<section id=\"calibration\"><h2>Calibration</h2><p class=\"explain\">GEMM throughput "
         "against size and collective bus bandwidth (nccl-tests definition) against message "
-        "size, from the calibration files.</p><div class=\"grid2\">";
+        "size, from the calibration files: one series per collective, dtype, group and link." +
+        (one_gpu > 0 ? fmt::format(" {} one-GPU (\"self\") measurement{} left out: a copy "
+                                   "inside the device says nothing about links.",
+                                   one_gpu, one_gpu == 1 ? " is" : "s are")
+                     : std::string()) +
+        "</p><div class=\"grid2\">";
     if (!cal["gemm"].empty()) body += "<div class=\"chart\" id=\"chart-gemm\"></div>";
     if (!cal["collectives"].empty()) body += "<div class=\"chart\" id=\"chart-collectives\"></div>";
     body += "</div></section>";

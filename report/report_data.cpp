@@ -188,6 +188,7 @@ Json layer_points(const std::vector<CalibrationFile>& files) {
 
 Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
   std::map<std::string, Json> gemm, coll;
+  int64_t one_gpu_collectives = 0;
   std::vector<CalibrationFile> read;
   for (const auto& [path, found] : calibration_paths(inputs)) {
     const Document doc = load_document(path);
@@ -205,9 +206,15 @@ Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
     }
     for (const auto& c : cal.collectives) {
       if (!c.ok) continue;
-      Json& series =
-          coll[fmt::format("{} {} GPUs{} {} ({})", to_string(c.op), c.group_size,
-                           c.nodes > 1 ? fmt::format(" on {} nodes", c.nodes) : "", c.link, gpu)];
+      // A one-GPU ("self") communicator copies inside the device: it says nothing about links
+      // (docs/benchmarks.md "Collectives"), so it is counted, not drawn beside real groups.
+      if (c.group_size <= 1) {
+        ++one_gpu_collectives;
+        continue;
+      }
+      Json& series = coll[fmt::format(
+          "{} {} {} GPUs{} {} ({})", to_string(c.op), to_string(c.dtype), c.group_size,
+          c.nodes > 1 ? fmt::format(" on {} nodes", c.nodes) : "", c.link, gpu)];
       series.push_back({c.bytes, c.busbw_GBps});
     }
     read.push_back(cal);
@@ -225,6 +232,7 @@ Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
   };
   return {{"gemm", to_list(gemm, false)},
           {"collectives", to_list(coll, true)},
+          {"one_gpu_collectives", one_gpu_collectives},
           {"layers", layer_points(read)}};
 }
 

@@ -185,6 +185,49 @@ TEST(ReportData, CalibrationFoldersSkipProfilesAndEmptyFiles) {
   EXPECT_EQ(data["inputs"]["calibration"].size(), 7u);  // the sample and six datasheet files
 }
 
+// QA: the bus-bandwidth chart drew one-GPU ("self") communicators beside real groups and put the
+// dtypes of one collective and group in one series.
+TEST(ReportData, BusBandwidthSeriesPerDtypeWithoutOneGpuGroups) {
+  const auto& files = testing::report_inputs();
+  CalibrationFile cal;
+  cal.context.source = "measured";
+  cal.context.gpu_type = "h100-sxm";
+  auto add = [&](int64_t group, Dtype dtype, double bytes, const char* link) {
+    CollectiveMeasurement c;
+    c.op = CollectiveKind::kAllReduce;
+    c.dtype = dtype;
+    c.group_size = c.gpus_per_node = group;
+    c.bytes = bytes;
+    c.link = link;
+    c.time_s = summarize({1e-5 + bytes / 1e11});
+    cal.collectives.push_back(c);
+  };
+  for (double bytes : {1e6, 1e8}) {
+    add(1, Dtype::kBf16, bytes, "self");
+    add(8, Dtype::kBf16, bytes, "nvswitch");
+    add(8, Dtype::kFp32, bytes, "nvswitch");
+  }
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("hetplan_busbw_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  save_calibration(cal, dir / "coll.json");
+  ReportInputs in;
+  in.predictions = {files.predictions[0]};
+  in.calibration = {(dir / "coll.json").string()};
+  const Json data = build_report_data(in);
+  const Json& series = data["calibration"]["collectives"];
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0]["name"], "all_reduce bf16 8 GPUs nvswitch (h100-sxm)");
+  EXPECT_EQ(series[1]["name"], "all_reduce fp32 8 GPUs nvswitch (h100-sxm)");
+  EXPECT_EQ(series[0]["points"].size(), 2u);
+  EXPECT_EQ(data["calibration"]["one_gpu_collectives"], 2);
+  EXPECT_NE(render_report_html(data).find(
+                "2 one-GPU (\"self\") measurements are left out: a copy inside the device "
+                "says nothing about links."),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
 // Whole-layer timings in the calibration inputs (AMP's T4 arrays) against the cost model's ops.
 TEST(ReportData, WholeLayerTimingsAgainstTheirOps) {
   const auto& files = testing::report_inputs();
