@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "search/serve/flow.h"
+#include "search/serve/link_search.h"
+#include "search/serve/placement.h"
 #include "search/serve/planner.h"
 #include "search/serve/topology.h"
 #include "serve_test_util.h"
@@ -62,6 +64,84 @@ TEST(ServeTopology, HelixSimulatorClusterIsSearchable) {
   const PlanResult r = plan_serving(p, o);
   EXPECT_TRUE(r.best.valid());
   EXPECT_GE(r.best.flow.max_flow_tokens_per_s, 1104.35);
+}
+
+// One of Helix's six simulator_cluster.ini files (setup "single_cluster" or
+// "high_heterogeneity", method "ilp", "petals" or "swarm") and Helix's placement on it.
+struct HelixFile {
+  ServingProblem problem;
+  Placement helix;
+};
+
+HelixFile helix_file(const std::string& setup, const std::string& method) {
+  const std::string dir = "layouts/" + setup + "-llama70b/" + method + "/";
+  HelixFile f{testing::helix_problem(dir + "simulator_cluster.ini"), {}};
+  f.helix = load_placement(testing::kHelix / dir / (method + "_sol.ini"), f.problem.cluster,
+                           f.problem.num_layers());
+  EXPECT_TRUE(placement_errors(f.problem, f.helix).empty());
+  return f;
+}
+
+// A budget of max-flow evaluations, not of time, so that the result is the same on any machine.
+LocalSearchOptions evaluations_only(int64_t evaluations, uint64_t seed) {
+  LocalSearchOptions o;
+  o.evaluations = evaluations;
+  o.seed = seed;
+  o.time_limit_s = 1e9;
+  return o;
+}
+
+TEST(ServeTopology, LinkSearchPassesHelixIlpOnItsOwnLinks) {
+  // High heterogeneity, Helix's ILP file: only compute_node_39 (an L4) is linked from the clients
+  // and only compute_node_23 (an A100) from it. The chains make one pipeline whose four A100s
+  // hold 11 layers each (2747.4 tokens/s); Helix's placement reaches 3403.63 (node 39's capacity
+  // at 2 layers). Moves along the links (new branches through idle machines, layers passed along
+  // a pipeline to the bottleneck) get past both.
+  const HelixFile f = helix_file("high_heterogeneity", "ilp");
+  const double helix = max_flow(f.problem, f.helix);
+  EXPECT_NEAR(helix, 3403.63, 0.01);
+  const Placement chains = chain_placement(f.problem);
+  EXPECT_NEAR(max_flow(f.problem, chains), 2747.4, 0.1);
+  const LocalSearchResult r = link_local_search(f.problem, chains, evaluations_only(20000, 1));
+  EXPECT_EQ(r.evaluations, 20000);
+  EXPECT_NEAR(r.max_flow_tokens_per_s, 4853.412, 0.001);  // 1.43x Helix's
+  EXPECT_GE(r.max_flow_tokens_per_s, helix);
+  EXPECT_DOUBLE_EQ(max_flow(f.problem, r.placement), r.max_flow_tokens_per_s);
+  EXPECT_TRUE(placement_errors(f.problem, r.placement).empty());
+}
+
+TEST(ServeTopology, LinkSearchAddsBranchesHelixIlpSingleCluster) {
+  // Single cluster, Helix's ILP file: one link from the clients (to compute_node_17, a T4) and
+  // one to them; the chains and Helix's placement both stop at a T4 holding 3 layers (1104.35).
+  // Idle machines joined as parallel branches let the T4s at both ends hold fewer layers.
+  const HelixFile f = helix_file("single_cluster", "ilp");
+  const double helix = max_flow(f.problem, f.helix);
+  EXPECT_NEAR(helix, 1104.35, 0.01);
+  const Placement chains = chain_placement(f.problem);
+  EXPECT_NEAR(max_flow(f.problem, chains), helix, 0.01);
+  const LocalSearchResult r = link_local_search(f.problem, chains, evaluations_only(10000, 1));
+  EXPECT_NEAR(r.max_flow_tokens_per_s, 1782.292, 0.001);  // 1.61x Helix's
+  EXPECT_GE(r.max_flow_tokens_per_s, helix);
+  EXPECT_TRUE(placement_errors(f.problem, r.placement).empty());
+}
+
+TEST(ServeTopology, PlannerPassesHelixSwarmOnItsOwnLinks) {
+  // The whole planner on high heterogeneity's Swarm file, where it stayed at the chains' 4712.3
+  // tokens/s below Helix's own 4742.0. Evaluations end the local searches, not the clock.
+  const HelixFile f = helix_file("high_heterogeneity", "swarm");
+  const double helix = max_flow(f.problem, f.helix);
+  EXPECT_NEAR(helix, 4742.0, 0.1);
+  PlannerOptions o;
+  o.local_search_evaluations = 10000;
+  o.use_milp = false;
+  o.time_limit_s = 1000;
+  o.threads = 2;
+  o.seed = 1;
+  const PlanResult r = plan_serving(f.problem, o);
+  EXPECT_TRUE(r.best.valid());
+  EXPECT_NEAR(r.best.flow.max_flow_tokens_per_s, 5785.835, 0.001);  // 1.22x Helix's
+  EXPECT_GE(r.best.flow.max_flow_tokens_per_s, helix);
+  EXPECT_THAT(r.method, ::testing::StartsWith("local search (chains"));
 }
 
 TEST(ServeTopology, WhyNothingServes) {

@@ -7,6 +7,8 @@
 
 #include "search/serve/baselines.h"
 #include "search/serve/flow.h"
+#include "search/serve/link_search.h"
+#include "search/serve/topology.h"
 
 namespace hetplan::serve {
 namespace {
@@ -74,19 +76,8 @@ class Annealer {
  private:
   double evaluate(const Placement& p) { return max_flow(problem_, p); }
 
-  std::vector<double> coverage(const Placement& p) const {
-    std::vector<double> cov(problem_.num_layers(), 0.0);
-    for (int i = 0; i < problem_.machines(); ++i) {
-      const LayerRange& r = p.ranges[i];
-      if (r.empty()) continue;
-      const double c = machine_arc_capacity(problem_, i, r);
-      for (int l = r.start; l < r.end(); ++l) cov[l] += c;
-    }
-    return cov;
-  }
-
   double mean_coverage(const Placement& p) const {
-    const auto cov = coverage(p);
+    const auto cov = layer_coverage(problem_, p);
     double sum = 0;
     for (double c : cov) sum += c;
     return sum / cov.size();
@@ -95,7 +86,7 @@ class Annealer {
   // Max flow plus a small reward for every layer's capacity up to the reference level.
   double score(const Placement& p, double flow) const {
     double soft = 0;
-    for (double c : coverage(p)) soft += std::min(c, reference_);
+    for (double c : layer_coverage(problem_, p)) soft += std::min(c, reference_);
     return flow + kSoftWeight * soft / problem_.num_layers();
   }
 
@@ -113,7 +104,7 @@ class Annealer {
 
   // The window of `count` layers with the least capacity.
   int weakest_start(const Placement& p, int count) const {
-    const auto cov = coverage(p);
+    const auto cov = layer_coverage(problem_, p);
     int best = 0;
     double best_sum = 0;
     for (int s = 0; s + count <= problem_.num_layers(); ++s) {
@@ -243,8 +234,21 @@ LocalSearchResult anneal_counts(const ServingProblem& problem, const Placement& 
 
 }  // namespace
 
+std::vector<double> layer_coverage(const ServingProblem& problem, const Placement& placement) {
+  std::vector<double> cov(problem.num_layers(), 0.0);
+  for (int i = 0; i < problem.machines(); ++i) {
+    const LayerRange& r = placement.ranges[i];
+    if (r.empty()) continue;
+    const double c = machine_arc_capacity(problem, i, r);
+    for (int l = r.start; l < r.end(); ++l) cov[l] += c;
+  }
+  return cov;
+}
+
 LocalSearchResult local_search(const ServingProblem& problem, const Placement& start,
                                const LocalSearchOptions& options) {
+  // Water filling and the moves below ignore links: on a sparse cluster they cut every path.
+  if (!fully_linked(problem.cluster)) return link_local_search(problem, start, options);
   const auto t0 = Clock::now();
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(options.time_limit_s));

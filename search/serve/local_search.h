@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "search/serve/capacity.h"
 #include "search/serve/placement.h"
@@ -27,6 +28,9 @@ struct LocalSearchResult {
   int64_t evaluations = 0;
   double elapsed_s = 0;
 };
+
+// Per layer, the summed arc capacity of the machines holding it (the searches' tie-breaker).
+std::vector<double> layer_coverage(const ServingProblem& problem, const Placement& placement);
 
 // Improves `start` (which must be valid); never returns a placement worse than `start`, and every
 // placement it returns is valid (placement_errors() is empty).

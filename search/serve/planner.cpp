@@ -110,15 +110,16 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
                     kMinMilpSeconds));
 
   // Two local searches, from the greedy start and from the Petals placement (or from the chains
-  // where they serve more); in parallel when there are threads for it. Each has its own seed, so
-  // the results do not depend on timing.
+  // where they serve more; on a sparse cluster local_search() moves only along links); in
+  // parallel when there are threads for it. Each has its own seed, so the results do not depend
+  // on timing.
   const double search_share = milp ? 0.45 : 0.9;
   LocalSearchOptions ls;
   ls.evaluations = options.local_search_evaluations;
-  const Placement* search_starts[] = {&starts[0], &starts[1]};
+  size_t search_starts[] = {0, 1};
   if (starts.size() > 3)
-    for (int k = 0; k < 2; ++k)
-      if (start_flows[3] > start_flows[k]) search_starts[k] = &starts[3];
+    for (size_t& k : search_starts)
+      if (start_flows[3] > start_flows[k]) k = 3;
   LocalSearchResult searched[2];
   auto run = [&](int k) {
     LocalSearchOptions mine = ls;
@@ -127,7 +128,7 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
       mine.progress = [&](int64_t evals, double flow) {
         say(fmt::format("local search: {} evaluations, best {:.1f} tokens/s", evals, flow));
       };
-    searched[k] = local_search(problem, *search_starts[k], mine);
+    searched[k] = local_search(problem, starts[search_starts[k]], mine);
   };
   if (left(search_share) <= 0) {
     say(fmt::format("local search skipped: the starts took {:.1f} s of the {:g} s limit",
@@ -145,8 +146,10 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
       run(1);
     }
     for (int k = 0; k < 2; ++k)
-      consider(k == 0 ? "local search (greedy)" : "local search (petals)", searched[k].placement,
-               searched[k].max_flow_tokens_per_s, searched[k].elapsed_s, searched[k].evaluations);
+      consider(fmt::format("local search ({}{})", start_names[search_starts[k]],
+                           search_starts[0] == search_starts[1] ? fmt::format(" {}", k + 1) : ""),
+               searched[k].placement, searched[k].max_flow_tokens_per_s, searched[k].elapsed_s,
+               searched[k].evaluations);
   }
 
   if (milp) {
