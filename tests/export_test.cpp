@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
@@ -311,6 +312,47 @@ TEST(MegatronExport, VirtualStagesOfTheStrategy) {
                 "the partition is not uniform except the first and last pipeline rank's chunks, "
                 "so it is written as --pipeline-model-parallel-layout, which only recent "
                 "Megatron-LM versions have (older ones cannot express it)"});
+}
+
+// QA: interleaved plans were written whatever their micro-batch count; Megatron-LM's interleaved
+// schedule stops at its first step unless the count splits into groups of
+// --microbatch-group-size-per-virtual-pipeline-stage N (default pp) with no last group of
+// 0 < M mod N < pp, and needs M >= N >= pp (megatron/core/pipeline_parallel/schedules.py).
+TEST(MegatronExport, InterleavedMicroBatchesAsMegatronGroupsThem) {
+  auto interleaved = [](int64_t global_batch) {
+    return strategy(fmt::format(R"({{"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
+        "global_batch": {}, "schedule": "interleaved", "chunks": 2}})",
+                                global_batch));
+  };
+  // 8 = 2 groups of 4: Megatron-LM's default.
+  const ExportResult eight = export_megatron(gpt2(), interleaved(8), {});
+  EXPECT_TRUE(eight.approximations.empty());
+  EXPECT_EQ(eight.text.find("--microbatch-group-size"), std::string::npos);
+  // 10: groups of 4 leave 2 < pp; groups of 5 leave none.
+  const ExportResult ten = export_megatron(gpt2(), interleaved(10), {});
+  EXPECT_TRUE(ten.unsupported.empty());
+  EXPECT_NE(ten.text.find("  --num-layers-per-virtual-pipeline-stage 3\n"
+                          "  --microbatch-group-size-per-virtual-pipeline-stage 5\n"),
+            std::string::npos)
+      << ten.text;
+  EXPECT_EQ(ten.approximations,
+            std::vector<std::string>{
+                "10 micro-batches are no multiple of pp 4: Megatron-LM's interleaved schedule "
+                "refuses a last group of fewer than pp, so they run in groups of 5 "
+                "(--microbatch-group-size-per-virtual-pipeline-stage, recent Megatron-LM; older "
+                "versions refuse them), where hetplan simulated groups of 4 and a last one of 2"});
+  // 6: no group size in [4, 6] but 6 itself leaves a last group of 0 or >= 4.
+  EXPECT_NE(export_megatron(gpt2(), interleaved(6), {})
+                .text.find("  --microbatch-group-size-per-virtual-pipeline-stage 6\n"),
+            std::string::npos);
+  // 3 < pp: nothing Megatron-LM's interleaved schedule takes.
+  const ExportResult three = export_megatron(gpt2(), interleaved(3), {});
+  EXPECT_EQ(three.unsupported,
+            std::vector<std::string>{
+                "3 micro-batches over 4 pipeline ranks with virtual stages: Megatron-LM's "
+                "interleaved schedule needs at least pp micro-batches per iteration (schedules.py "
+                "refuses fewer at the first step)"});
+  EXPECT_EQ(three.text.find("--microbatch-group-size"), std::string::npos);
 }
 
 TEST(MegatronExport, VScheduleAndRangesPerRankAreRefusedForTheirRealReason) {

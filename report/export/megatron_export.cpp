@@ -151,6 +151,43 @@ void partition_args(const ModelSpec& model, const Strategy& s, Args& a, ExportRe
         blocks, n));
 }
 
+// Megatron-LM's interleaved schedule takes the micro-batches in groups of N =
+// --microbatch-group-size-per-virtual-pipeline-stage (default pp: ModelParallelConfig
+// __post_init__) and stops at its first step with N outside [pp, M] (ValueError) or a last group
+// of 0 < M mod N < pp micro-batches (RuntimeError): megatron/core/pipeline_parallel/schedules.py,
+// forward_backward_pipelining_with_interleaving. Versions before the group size refused any M that
+// is no multiple of pp ("number of microbatches is not divisible by pipeline-model-parallel-size
+// when using interleaved schedule"). The smallest N it takes for M; 0 when none (M < pp).
+int64_t megatron_microbatch_group(int64_t pp, int64_t m) {
+  for (int64_t n = pp; n <= m; ++n)
+    if (m % n == 0 || m % n >= pp) return n;
+  return 0;
+}
+
+// Virtual stages with a micro-batch count Megatron-LM's default grouping refuses: the nearest
+// grouping it runs (groups of N instead of hetplan's groups of pp and a smaller last one), or
+// not expressed with fewer micro-batches than pipeline ranks.
+void microbatch_group_args(const Strategy& s, Args& a, ExportResult& out) {
+  const int64_t m = s.microbatches();
+  const int64_t n = megatron_microbatch_group(s.pp, m);
+  if (n == s.pp) return;
+  if (n == 0) {
+    out.unsupported.push_back(fmt::format(
+        "{} micro-batch{} over {} pipeline ranks with virtual stages: Megatron-LM's interleaved "
+        "schedule needs at least pp micro-batches per iteration (schedules.py refuses fewer at "
+        "the first step)",
+        m, m == 1 ? "" : "es", s.pp));
+    return;
+  }
+  a.add("--microbatch-group-size-per-virtual-pipeline-stage", n);
+  out.approximations.push_back(fmt::format(
+      "{} micro-batches are no multiple of pp {}: Megatron-LM's interleaved schedule refuses a "
+      "last group of fewer than pp, so they run in groups of {} "
+      "(--microbatch-group-size-per-virtual-pipeline-stage, recent Megatron-LM; older versions "
+      "refuse them), where hetplan simulated groups of {} and a last one of {}",
+      m, s.pp, n, s.pp, m % s.pp));
+}
+
 // The placement as comment lines and bash arrays a launch script can use.
 std::string placement_text(const Strategy& s, const ExportOptions& o, ExportResult& out) {
   const auto p = export_detail::rank_placement(s, o.cluster);
@@ -194,6 +231,7 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
     if (s.schedule == "interleaved" && s.chunks < 2)
       out.unsupported.push_back("schedule interleaved with chunks 1");
     if (layer) partition_args(model, s, a, out);
+    if (s.chunks > 1) microbatch_group_args(s, a, out);
     if (s.chunks > 1 && s.pp == 2) {
       // arguments.py: interleaving over 2 pipeline ranks needs p2p overlap.
       a.add("--overlap-p2p-comm");
