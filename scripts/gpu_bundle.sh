@@ -84,8 +84,13 @@ done
 [ "$problems" -eq 0 ] || exit 1
 
 arches=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD -- . 2>/dev/null || commit="$commit + uncommitted changes"
+# What the binaries were built from: $HETPLAN_BUNDLE_COMMIT (a build of an exported commit), else
+# this checkout's HEAD, marked when the checkout has uncommitted changes.
+commit=${HETPLAN_BUNDLE_COMMIT:-}
+if [ -z "$commit" ]; then
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  git diff --quiet HEAD -- . 2>/dev/null || commit="$commit + uncommitted changes"
+fi
 {
   echo "hetplan GPU bundle, made $(date -u +%FT%TZ) on $(hostname) by scripts/gpu_bundle.sh"
   echo "commit $commit; build folder $build; CUDA architectures ${arches:-unknown}"

@@ -31,8 +31,8 @@
 #   HETPLAN_SESSION_WITHOUT_GPU=1   go on without a visible GPU (rehearsal: every GPU step then
 #                           fails or skips, and the summaries, limits and staging can be checked)
 #   HETPLAN_SESSION_FAKE_STEP_S=N   rehearsal: every step is `sleep N` instead of its command
-# Exit status: 0 when every step ran (whatever their own exit statuses, which the summary gives),
-# 1 when the bundle or the GPU is missing, 2 for a bad argument.
+# Exit status: 0 when the part ran to its end (each step's exit status is in the summary, and the
+# steps that did not fit are listed), 1 when the bundle or the GPU is missing, 2 for a bad argument.
 # The parts and the helpers they use are called through "part_$part": not unreachable.
 # shellcheck disable=SC2317
 set -uo pipefail
@@ -126,7 +126,7 @@ excerpt() {  # excerpt FILE [grep -E pattern] [max lines]
 
 # The plan, the sections, problems, the last progress line and the file written.
 calibrate_excerpt() {
-  excerpt "$1" ' measurements|^calibrate: (section|warning|the GPU)|failed:|^wrote' 24
+  excerpt "$1" ' measurements|^calibrate: (section|warning|the GPU|.* failed:)|^wrote' 24
   grep -a "^calibrate: \[" "$1" | tail -1 | sed 's/^/    /' | tee -a "$summary"
 }
 
