@@ -1,8 +1,10 @@
 // hetplan serve: places a model's layers on a heterogeneous serving cluster by max flow (Helix's
 // model), next to baselines, and simulates a request trace on the result.
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -18,6 +20,7 @@
 #include "search/serve/planner.h"
 #include "search/serve/serve_output.h"
 #include "search/serve/topology.h"
+#include "search/serve/training_cluster.h"
 
 namespace hetplan::cli {
 namespace {
@@ -48,20 +51,46 @@ std::string now_utc() {
   return date;
 }
 
-ServingCluster load_cluster_for_serving(const ServeCliOptions& o) {
+ServeCluster load_cluster_for_serving(const ServeCliOptions& o) {
   if (!o.machine_profiles.empty()) {
     if (fs::path(o.cluster).extension() != ".ini")
       throw InputError(o.cluster, "",
                        "--machine-profiles applies only to Helix cluster topologies "
                        "(cluster*.ini, pruned_cluster.ini); a hetplan serving cluster file gives "
-                       "VRAM and NICs in its machine_types");
-    return read_helix_cluster(o.cluster, o.machine_profiles);
+                       "VRAM and NICs in its machine_types, a training cluster its node types");
+    return {read_helix_cluster(o.cluster, o.machine_profiles), std::nullopt};
   }
-  if (!fs::exists(o.cluster))
-    throw InputError(o.cluster, "",
-                     "no such file: --cluster takes a Helix INI file (cluster*.ini, "
-                     "simulator_cluster.ini) or a hetplan serving cluster file (YAML or JSON)");
-  return load_serving_cluster(o.cluster);
+  return load_serve_cluster(o.cluster);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A training cluster's machine types are its node kinds ("p4d.24xlarge"), which Helix's profile
+// folders ("a100", "t4x2") do not name: every missing one is said at once, before any is read.
+void check_profiles_cover(const std::string& profiles, const ClusterSpec& training) {
+  std::set<std::string> folders;
+  std::string found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(profiles, ec))
+    if (entry.is_directory()) folders.insert(entry.path().filename().string());
+  for (const auto& f : folders) found += (found.empty() ? "" : ", ") + f;
+  std::string missing;
+  for (const auto& g : training.groups) {
+    bool has = false;
+    for (const auto& f : folders) has = has || lower(f) == lower(g.node.name);
+    if (!has) missing += (missing.empty() ? "" : ", ") + g.node.name + "/";
+  }
+  if (missing.empty()) return;
+  throw InputError(
+      profiles, "",
+      fmt::format("no per-layer profiles for the machine types of cluster {}: a training "
+                  "cluster's machine types are its node types; expected the folders {} with "
+                  "prompt_bs2time.csv and decode_bs2time.csv (found: {}), or no --profiles to "
+                  "derive the times from the cost model",
+                  training.name, missing, found.empty() ? "none" : found));
 }
 
 // Helix's profile folders name their model; another model's per-layer times would silently give
@@ -136,8 +165,8 @@ CommandRunner declare_serve(CLI::App& app) {
   app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
       ->required();
   app.add_option("--cluster", o->cluster,
-                 "Serving cluster: a Helix INI file (cluster*.ini, pruned_cluster.ini, "
-                 "simulator_cluster.ini) or a hetplan serving cluster file (YAML/JSON)")
+                 "Cluster preset, NODE:COUNT,..., training or serving cluster file (YAML/JSON), "
+                 "or a Helix INI file (cluster*.ini, pruned_cluster.ini, simulator_cluster.ini)")
       ->required();
   app.add_option("--profiles", o->profiles,
                  "Per-layer times: <dir>/<machine type>/{prompt,decode}_bs2time.csv (Helix)");
@@ -187,17 +216,23 @@ CommandRunner declare_serve(CLI::App& app) {
     const ModelSpec spec = load_model(o->model);
     check_request_lengths(*o, spec);
     ServingModel model = serving_model_from(spec, spec.dtype);
-    ServingCluster cluster = load_cluster_for_serving(*o);
+    ServeCluster loaded = load_cluster_for_serving(*o);
+    ServingCluster& cluster = loaded.serving;
+    const ClusterSpec training = loaded.training.value_or(ClusterSpec{});
     // Per-layer times: Helix's measured tables, or hetplan's cost model at serving shapes.
     std::unique_ptr<LayerTimeSource> times;
     if (!o->profiles.empty()) {
       check_profiles_model(o->profiles, o->model, model);
       times = std::make_unique<ProfileDirectory>(o->profiles);
+      if (loaded.training) check_profiles_cover(o->profiles, training);
     } else {
+      // As predict and search: the shipped calibration, the cluster file's, then --calibration.
+      std::map<std::string, NodeSpec> nodes;
+      for (const auto& g : training.groups) nodes[g.node.name] = g.node;
       // A decode step attends on average to the prompt and half the output.
       times = std::make_unique<CostModelLayerTimes>(
-          spec, cli::load_run_profile(o->calibration, ClusterSpec{}, o->no_default_calibration),
-          o->prompt_tokens, o->prompt_tokens + o->output_tokens / 2);
+          spec, cli::load_run_profile(o->calibration, training, o->no_default_calibration),
+          o->prompt_tokens, o->prompt_tokens + o->output_tokens / 2, std::move(nodes));
     }
     ServingWorkload workload{o->prompt_tokens, o->output_tokens};
     CapacityParams params;

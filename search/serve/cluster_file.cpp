@@ -12,7 +12,8 @@
 //       - {between: [a100-0, a100-1], bandwidth_GBps: 12.5, latency_ms: 0.01}
 //   client_nic_GBps: 10                                        # optional
 //
-// GBps = 1e9 bytes/s, GB = 1e9 bytes. The lead will connect this to the cluster presets.
+// GBps = 1e9 bytes/s, GB = 1e9 bytes. Training cluster presets and files are converted instead
+// (search/serve/training_cluster.cpp).
 #include <map>
 #include <optional>
 #include <set>
@@ -47,7 +48,10 @@ Link read_link(ObjectReader& r) {
 }  // namespace
 
 ServingCluster read_cluster_file(const std::filesystem::path& path) {
-  const Document doc = load_document(path);
+  return read_cluster_document(load_document(path));
+}
+
+ServingCluster read_cluster_document(const Document& doc) {
   ObjectReader top(doc);
   top.optional_string("name");
   top.optional_string("description");
@@ -113,7 +117,7 @@ ServingCluster read_cluster_file(const std::filesystem::path& path) {
   }
   if (machines.empty()) top.fail("machines", "expected at least one machine");
 
-  ServingCluster cluster(path.string(), std::move(machines));
+  ServingCluster cluster(doc.origin, std::move(machines));
   const double client_nic = top.non_negative_or("client_nic_GBps", 0) * kGB;
   cluster.source_nic_Bps = client_nic;
   cluster.sink_nic_Bps = client_nic;

@@ -16,7 +16,7 @@ namespace {
 
 // Node presets whose fabric a machine of that GPU uses for its tensor-parallel group.
 const std::map<std::string, std::string> kNodeOfGpu = {
-    {"t4", "g4dn.12xlarge"},        {"l4", "g6.12xlarge"},         {"v100", "p3.8xlarge"},
+    {"t4", "g4dn.12xlarge"},       {"l4", "g6.12xlarge"},         {"v100", "p3.8xlarge"},
     {"a100-40gb", "p4d.24xlarge"}, {"a100-80gb", "p4d.24xlarge"}, {"h100-sxm", "p5.48xlarge"}};
 
 // Decode batches the capacity model may ask for; beyond this the KV cache runs out first.
@@ -24,13 +24,11 @@ constexpr double kMaxDecodeBatch = 1024;
 
 class CostLayerModel : public LayerTimeModel {
  public:
-  CostLayerModel(const ModelSpec& model, const Profile& profile, const std::string& gpu_type,
-                 int64_t gpus, double prompt_tokens, double context_tokens)
+  // Each layer runs tensor-parallel over `gpus` GPUs of `node`.
+  CostLayerModel(const ModelSpec& model, const Profile& profile, const NodeSpec& node, int64_t gpus,
+                 double prompt_tokens, double context_tokens)
       : prompt_tokens_(std::max(1.0, prompt_tokens)), context_tokens_(context_tokens) {
-    NodeSpec node = load_node(kNodeOfGpu.at(gpu_type));
-    node.gpu = load_gpu(gpu_type);
-    node.gpus = std::max(node.gpus, gpus);
-    cluster_.name = fmt::format("{}x{}", gpu_type, gpus);
+    cluster_.name = fmt::format("{}x{}", node.gpu.name, gpus);
     cluster_.groups.push_back({node, 1});
     cost_ = std::make_unique<CostModel>(profile, cluster_);
     std::vector<int64_t> devices;
@@ -111,25 +109,38 @@ std::pair<std::string, int64_t> gpu_of_machine_type(const std::string& machine_t
       {"a100", "a100-40gb"}, {"h100", "h100-sxm"}, {"v100", "v100"}, {"t4", "t4"}, {"l4", "l4"}};
   if (auto it = kAlias.find(t); it != kAlias.end()) t = it->second;
   if (!kNodeOfGpu.count(t))
-    throw InputError(fmt::format("machine type \"{}\": expected a GPU (A100, V100, L4, T4, H100, "
-                                 "or a GPU preset) with an optional xN suffix",
-                                 machine_type));
+    throw InputError(
+        fmt::format("machine type \"{}\": expected a GPU (A100, V100, L4, T4, H100, "
+                    "or a GPU preset) with an optional xN suffix",
+                    machine_type));
   return {t, count};
 }
 
 CostModelLayerTimes::CostModelLayerTimes(const ModelSpec& model, Profile profile,
-                                         double prompt_tokens, double context_tokens)
+                                         double prompt_tokens, double context_tokens,
+                                         std::map<std::string, NodeSpec> nodes)
     : model_(model),
       profile_(std::move(profile)),
       prompt_tokens_(prompt_tokens),
-      context_tokens_(context_tokens) {}
+      context_tokens_(context_tokens),
+      nodes_(std::move(nodes)) {}
 
 std::shared_ptr<const LayerTimeModel> CostModelLayerTimes::for_machine_type(
     const std::string& machine_type) const {
   if (auto it = cache_.find(machine_type); it != cache_.end()) return it->second;
-  const auto [gpu, count] = gpu_of_machine_type(machine_type);
-  auto m = std::make_shared<CostLayerModel>(model_, profile_, gpu, count, prompt_tokens_,
-                                            context_tokens_);
+  std::shared_ptr<const LayerTimeModel> m;
+  if (auto node = nodes_.find(machine_type); node != nodes_.end()) {
+    m = std::make_shared<CostLayerModel>(model_, profile_, node->second, node->second.gpus,
+                                         prompt_tokens_, context_tokens_);
+  } else {
+    // A Helix machine type: its GPU in the node preset of that GPU (for the fabric).
+    const auto [gpu, count] = gpu_of_machine_type(machine_type);
+    NodeSpec node_spec = load_node(kNodeOfGpu.at(gpu));
+    node_spec.gpu = load_gpu(gpu);
+    node_spec.gpus = std::max(node_spec.gpus, count);
+    m = std::make_shared<CostLayerModel>(model_, profile_, node_spec, count, prompt_tokens_,
+                                         context_tokens_);
+  }
   cache_[machine_type] = m;
   return m;
 }

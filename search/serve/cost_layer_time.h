@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "costmodel/hardware.h"
 #include "costmodel/model.h"
 #include "costmodel/profile.h"
 #include "search/serve/layer_time.h"
@@ -21,8 +22,10 @@ class CostModelLayerTimes : public LayerTimeSource {
  public:
   // `prompt_tokens`: the average prompt length (attention in a prompt pass grows with it);
   // `context_tokens`: the average context a decode step attends to (KV cache read per request).
+  // `nodes`: machine types that are node kinds of a training cluster (serve --cluster with a
+  // preset or training cluster file), timed on that node's GPU, all its GPUs and its fabric.
   CostModelLayerTimes(const ModelSpec& model, Profile profile, double prompt_tokens,
-                      double context_tokens);
+                      double context_tokens, std::map<std::string, NodeSpec> nodes = {});
   std::shared_ptr<const LayerTimeModel> for_machine_type(
       const std::string& machine_type) const override;
 
@@ -30,6 +33,7 @@ class CostModelLayerTimes : public LayerTimeSource {
   const ModelSpec& model_;
   Profile profile_;
   double prompt_tokens_, context_tokens_;
+  std::map<std::string, NodeSpec> nodes_;
   mutable std::map<std::string, std::shared_ptr<const LayerTimeModel>> cache_;
 };
 

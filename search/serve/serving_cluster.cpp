@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
-#include "search/serve/helix_import.h"
+#include "search/serve/training_cluster.h"
 
 namespace hetplan::serve {
 
@@ -52,9 +52,7 @@ std::optional<Link> ServingCluster::link(int from, int to) const {
 }
 
 ServingCluster load_serving_cluster(const std::filesystem::path& path) {
-  const std::string ext = path.extension().string();
-  if (ext == ".ini") return read_helix_cluster(path);
-  return read_cluster_file(path);
+  return read_serve_cluster_file(path).serving;
 }
 
 }  // namespace hetplan::serve

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/document.h"
+
 namespace hetplan::serve {
 
 // One machine: a node of the serving pipeline.
@@ -71,8 +73,8 @@ class ServingCluster {
 };
 
 // Reads a serving cluster: a Helix INI file (cluster*.ini or pruned_cluster.ini with
-// machine_profiles.ini next to it, or a simulator_cluster.ini), or a hetplan serving cluster file
-// (YAML or JSON, see docs/serving.md).
+// machine_profiles.ini next to it, or a simulator_cluster.ini), a hetplan serving cluster file
+// or a training cluster file, converted (YAML or JSON, see docs/serving.md).
 ServingCluster load_serving_cluster(const std::filesystem::path& path);
 
 // "N machines: hetplan serve takes at most kMaxServingMachines (why)".
@@ -80,5 +82,6 @@ std::string too_many_machines(int64_t machines);
 
 // Reads hetplan's own serving cluster file (YAML or JSON).
 ServingCluster read_cluster_file(const std::filesystem::path& path);
+ServingCluster read_cluster_document(const Document& doc);
 
 }  // namespace hetplan::serve
