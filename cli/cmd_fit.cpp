@@ -20,13 +20,41 @@ constexpr double kFarRatio = 2;  // layer corrections worth a remark
 
 struct FitOptions {
   std::vector<std::string> inputs;
-  std::string out, json;
+  std::string out, json, cluster;
   int holdout_every = kDefaultHoldoutEvery;
   bool no_default_calibration = false;
   bool require_targets = false;
 };
 
 std::string pct(double x) { return fmt::format("{:.2f}%", 100 * x); }
+
+// The GPU types --cluster defines (none without it); every calibrated GPU type must be one of them
+// or a preset: fit needs the GPU's datasheet (peaks, bandwidth) to fit its measurements.
+std::map<std::string, GpuSpec> checked_gpu_types(const std::vector<CalibrationFile>& files,
+                                                 const std::string& cluster_spec) {
+  std::map<std::string, GpuSpec> defined;
+  if (!cluster_spec.empty()) defined = load_cluster(cluster_spec).gpu_types;
+  std::string cluster_names;
+  for (const auto& [name, gpu] : defined) cluster_names += ", " + name;
+  for (const auto& f : files) {
+    const std::string& type = f.context.gpu_type;
+    if (per_gpu_records(f).empty() || is_gpu_preset(type) || defined.count(type)) continue;
+    throw InputError(
+        f.origin, "context.gpu_type",
+        fmt::format("expected a GPU preset ({}){}, found \"{}\": fit needs the GPU's datasheet "
+                    "(peaks, bandwidth) to fit its measurements{}",
+                    gpu_preset_names(),
+                    cluster_spec.empty()
+                        ? std::string()
+                        : fmt::format(" or a GPU type --cluster {} defines ({})", cluster_spec,
+                                      defined.empty() ? "none" : cluster_names.substr(2)),
+                    type,
+                    cluster_spec.empty() ? "; give the cluster file that defines it (gpu_types) "
+                                           "as --cluster FILE"
+                                         : ""));
+  }
+  return defined;
+}
 
 // The shipped datasheet priors of the GPU types the inputs calibrate, as the lowest-ranked
 // sources: what a measured file leaves out (say, attention when --kernels did not run) then keeps
@@ -173,6 +201,10 @@ CommandRunner declare_fit(CLI::App& app) {
       ->required();
   app.add_option("--out", o->out, "The profile to write")->required();
   app.add_option("--json", o->json, "Write the fit-quality report as JSON to FILE ('-' for stdout)");
+  app.add_option(
+      "--cluster", o->cluster,
+      "Cluster whose GPU types (gpu_types of a cluster file) the inputs may calibrate: a "
+      "preset, a file or NODE:COUNT,... as predict and search take it");
   app.add_option("--holdout-every", o->holdout_every,
                  "Hold out 1 in N GEMM shapes to score the fit (0: no held-out scoring)")
       ->check(CLI::Range(0, 1000))
@@ -191,7 +223,9 @@ CommandRunner declare_fit(CLI::App& app) {
     if (o->require_targets && o->holdout_every == 0)
       throw InputError(
           "--require-targets needs held-out GEMM scores; --holdout-every 0 holds out none");
-    check_outputs(o->inputs, {{"--out", o->out}, {"--json", o->json}});
+    std::vector<std::string> read = o->inputs;
+    if (!o->cluster.empty()) read.push_back(o->cluster);
+    check_outputs(read, {{"--out", o->out}, {"--json", o->json}});
     ProfileInputs in = read_profile_inputs(o->inputs);
     if (!in.repeated.empty())
       throw InputError(
@@ -200,23 +234,14 @@ CommandRunner declare_fit(CLI::App& app) {
                       describe(in.repeated.front())));
     if (in.calibrations.empty() && in.profiles.empty())
       throw InputError("no calibration files found in the inputs");
-    for (const auto& f : in.calibrations)
-      if (!per_gpu_records(f).empty() && !is_gpu_preset(f.context.gpu_type))
-        throw InputError(
-            f.origin, "context.gpu_type",
-            fmt::format("expected a GPU preset ({}), found \"{}\": fit needs the GPU's datasheet "
-                        "(peaks, bandwidth) to fit its measurements; a GPU type a cluster file "
-                        "defines (gpu_types) is fitted on the fly: give the file to predict or "
-                        "search --calibration with that cluster, or list it in the cluster "
-                        "file's calibration",
-                        gpu_preset_names(), f.context.gpu_type));
+    const std::map<std::string, GpuSpec> gpu_types = checked_gpu_types(in.calibrations, o->cluster);
     std::vector<CalibrationFile> files = o->no_default_calibration
                                              ? std::vector<CalibrationFile>{}
                                              : shipped_priors(in.calibrations);
     files.insert(files.end(), in.calibrations.begin(), in.calibrations.end());
-    Profile profile = fit_profile(files);
+    Profile profile = fit_profile(files, gpu_types);
     // Kernels, attention and layers are scored whatever --holdout-every says.
-    const FitReport report = assess_profile(profile, files, o->holdout_every);
+    const FitReport report = assess_profile(profile, files, o->holdout_every, gpu_types);
     for (const auto& p : in.profiles) {
       Profile merged = merge_fitted({}, {profile, p});
       profile = std::move(merged);

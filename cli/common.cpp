@@ -40,7 +40,7 @@ Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpe
                  "type of the cluster: its measurements are not used\n",
                  f.origin, type, gpu_preset_names());
   }
-  return merge_fitted(in.calibrations, in.profiles);
+  return merge_fitted(in.calibrations, in.profiles, cluster.gpu_types);
 }
 
 Json run_context(const std::string& command, const Profile& profile) {

@@ -244,6 +244,7 @@ ClusterSpec parse_cluster(const Document& doc) {
   }
   r.finish();
   validate_cluster(c);
+  c.gpu_types = std::move(gpus);
   return c;
 }
 
@@ -286,6 +287,13 @@ ClusterSpec load_cluster(const std::string& spec) {
   if (const EmbeddedPreset* p = find_preset("clusters", spec)) return parse_cluster(preset_document(*p));
   if (looks_like_path(spec) || std::filesystem::exists(spec)) return parse_cluster(load_document(spec));
   return parse_cluster_list(spec);
+}
+
+std::optional<GpuSpec> find_gpu_spec(const std::string& name,
+                                     const std::map<std::string, GpuSpec>& defined) {
+  if (auto it = defined.find(name); it != defined.end()) return it->second;
+  if (find_preset("gpus", name)) return load_gpu(name);
+  return std::nullopt;
 }
 
 bool is_gpu_preset(const std::string& name) {

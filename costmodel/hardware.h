@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,7 @@ struct ClusterSpec {
   std::vector<NodeGroup> groups;
   std::vector<NetworkLink> links;
   std::vector<std::string> calibration;  // calibration files the cluster points to
+  std::map<std::string, GpuSpec> gpu_types;  // the GPU types the cluster file defines
 
   int64_t num_gpus() const;
   int64_t num_nodes() const;
@@ -94,5 +96,9 @@ struct HardwarePresetInfo {
 std::vector<HardwarePresetInfo> hardware_presets();
 // Whether `name` is a GPU preset (presets/gpus), i.e. hetplan knows its datasheet.
 bool is_gpu_preset(const std::string& name);
+// The datasheet of GPU type `name`: one of `defined` (a cluster file's gpu_types), else a preset;
+// nullopt when neither has it.
+std::optional<GpuSpec> find_gpu_spec(const std::string& name,
+                                     const std::map<std::string, GpuSpec>& defined);
 
 }  // namespace hetplan

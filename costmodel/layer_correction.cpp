@@ -218,13 +218,12 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
   return out;
 }
 
-std::vector<LayerTiming> compare_layer_timings(const Profile& profile,
-                                               const std::string& gpu_type) {
+std::vector<LayerTiming> compare_layer_timings(const Profile& profile, const GpuSpec& gpu) {
   ClusterSpec cluster;
-  cluster.name = gpu_type;
+  cluster.name = gpu.name;
   NodeGroup group;
-  group.node.name = gpu_type;
-  group.node.gpu = load_gpu(gpu_type);
+  group.node.name = gpu.name;
+  group.node.gpu = gpu;
   group.node.gpus = 1;
   group.count = 1;
   cluster.groups.push_back(group);

@@ -65,9 +65,9 @@ struct LayerTiming {
 std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuSpec& gpu,
                                                const GpuFit& fit);
 
-// The same for GPU type `gpu_type` of `profile` (a GPU preset), on a cluster of one such GPU.
-std::vector<LayerTiming> compare_layer_timings(const Profile& profile,
-                                               const std::string& gpu_type);
+// The same for GPU `gpu` (its datasheet: a preset's or a cluster file's) of `profile`, on a
+// cluster of one such GPU.
+std::vector<LayerTiming> compare_layer_timings(const Profile& profile, const GpuSpec& gpu);
 
 // The ratios of one layer shape on one GPU type, by micro-batch.
 struct LayerCorrection {

@@ -77,9 +77,9 @@ void apply_priors(GpuFit& fit, const DatasheetPriors& p) {
   for (auto& [d, e] : fit.gemm) e.overhead_s = p.kernel_launch_s;
 }
 
-void apply_measurements(GpuFit& fit, const CalibrationFile& f) {
-  const bool known_gpu = is_gpu_preset(fit.gpu_type);
-  const GpuSpec spec = known_gpu ? load_gpu(fit.gpu_type) : GpuSpec{};
+void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::optional<GpuSpec>& gpu) {
+  const bool known_gpu = gpu.has_value();
+  const GpuSpec spec = known_gpu ? *gpu : GpuSpec{};
   // GEMMs: measured points per dtype; the analytical model is fitted to them once every file is
   // in (fit_gemms), with the streaming bandwidth the files settle on. A time that implies more
   // than the datasheet peak is no measurement of this GPU (a unit error, another GPU's file).
@@ -181,9 +181,9 @@ bool shapes_training_fit(const CalibrationFile& f) {
 
 // Fits each dtype's analytical GEMM model to its measured points and scores it in-sample
 // (`hetplan fit` replaces the score by a held-out one, costmodel/profile_quality.h).
-void fit_gemms(GpuFit& fit) {
-  if (!is_gpu_preset(fit.gpu_type)) return;
-  const GpuSpec spec = load_gpu(fit.gpu_type);
+void fit_gemms(GpuFit& fit, const std::optional<GpuSpec>& gpu) {
+  if (!gpu) return;
+  const GpuSpec& spec = *gpu;
   for (const auto& [dtype, pts] : fit.gemm_points) {
     if (!spec.supports(dtype) || pts.empty()) continue;
     const GemmEfficiency prior = fit.gemm.count(dtype) ? fit.gemm[dtype] : GemmEfficiency{};
@@ -236,7 +236,8 @@ GpuFit Profile::gpu(const std::string& gpu_type) const {
   return fit;
 }
 
-Profile fit_profile(const std::vector<CalibrationFile>& files) {
+Profile fit_profile(const std::vector<CalibrationFile>& files,
+                    const std::map<std::string, GpuSpec>& gpu_types) {
   Profile profile;
   // Lowest-ranked sources first, so that better ones override them.
   std::vector<const CalibrationFile*> order;
@@ -260,9 +261,9 @@ Profile fit_profile(const std::vector<CalibrationFile>& files) {
     if (shapes_training_fit(*f) && source_rank(f->context.source) >= source_rank(fit.source))
       fit.source = f->context.source;
     if (f->datasheet) apply_priors(fit, *f->datasheet);
-    apply_measurements(fit, *f);
+    apply_measurements(fit, *f, find_gpu_spec(type, gpu_types));
   }
-  for (auto& [type, fit] : profile.gpus) fit_gemms(fit);
+  for (auto& [type, fit] : profile.gpus) fit_gemms(fit, find_gpu_spec(type, gpu_types));
   return profile;
 }
 
@@ -348,8 +349,9 @@ std::vector<CalibrationFile> read_calibration_inputs(const std::vector<std::stri
 }
 
 Profile merge_fitted(const std::vector<CalibrationFile>& calibrations,
-                     const std::vector<Profile>& profiles) {
-  Profile profile = fit_profile(calibrations);
+                     const std::vector<Profile>& profiles,
+                     const std::map<std::string, GpuSpec>& gpu_types) {
+  Profile profile = fit_profile(calibrations, gpu_types);
   for (const auto& p : profiles) merge_profile(profile, p);
   return profile;
 }

@@ -12,6 +12,7 @@
 
 #include "costmodel/calibration.h"
 #include "costmodel/gemm_model.h"
+#include "costmodel/hardware.h"
 #include "costmodel/input_files.h"
 
 namespace hetplan {
@@ -80,8 +81,11 @@ std::string cost_op_name(const std::string& measured_kernel);
 bool is_attention_measurement(const KernelMeasurement& k);
 
 // Fits calibration files into a profile. Files of the same GPU type are combined: measured
-// sections replace imported ones, which replace datasheet priors.
-Profile fit_profile(const std::vector<CalibrationFile>& files);
+// sections replace imported ones, which replace datasheet priors. A GPU type's datasheet (peaks,
+// bandwidth) comes from `gpu_types` (a cluster file's own types), else its preset; a type with
+// neither keeps its measured points but fits no GEMM model, bandwidth or attention efficiency.
+Profile fit_profile(const std::vector<CalibrationFile>& files,
+                    const std::map<std::string, GpuSpec>& gpu_types = {});
 
 // Reads calibration files and profiles from paths (files or directories, searched recursively for
 // *.json) and returns the fitted profile. Profiles are merged as they are.
@@ -101,9 +105,11 @@ ProfileInputs read_profile_inputs(const std::vector<std::string>& paths);
 // none, a file given twice (costmodel/input_files.h) or a profile among them.
 std::vector<CalibrationFile> read_calibration_inputs(const std::vector<std::string>& paths,
                                                      const std::string& command);
-// Fits `calibrations` and merges `profiles` into the result (better sources win per GPU type).
+// Fits `calibrations` (with `gpu_types` as fit_profile) and merges `profiles` into the result
+// (better sources win per GPU type).
 Profile merge_fitted(const std::vector<CalibrationFile>& calibrations,
-                     const std::vector<Profile>& profiles);
+                     const std::vector<Profile>& profiles,
+                     const std::map<std::string, GpuSpec>& gpu_types = {});
 // The *.json files under `folder` (recursively), in name order: what a folder of calibration
 // files stands for.
 std::vector<std::filesystem::path> json_files_under(const std::filesystem::path& folder);

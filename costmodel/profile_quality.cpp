@@ -103,7 +103,8 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
   return out;
 }
 
-FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& files, int every) {
+FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& files, int every,
+                         const std::map<std::string, GpuSpec>& gpu_types) {
   FitReport report;
   report.holdout_every = every;
   for (auto& [type, fit] : profile.gpus) {
@@ -117,11 +118,12 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
       if (f.context.gpu_type == type)
         for (const auto& k : f.kernels)
           q.attention_points += is_attention_measurement(k);
-    if (!is_gpu_preset(type)) {
+    const std::optional<GpuSpec> gpu = find_gpu_spec(type, gpu_types);
+    if (!gpu) {
       report.gpus.push_back(std::move(q));
       continue;
     }
-    const GpuSpec spec = load_gpu(type);
+    const GpuSpec& spec = *gpu;
     const double bandwidth = spec.memory_GBps * fit.memory_efficiency;
     for (const auto& [dtype, pts] : fit.gemm_points) {
       if (pts.empty()) continue;
@@ -148,7 +150,7 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
       q.gemm.push_back(h);
     }
     if (!fit.layers.empty() || !fit.layer_forward.empty()) {
-      q.layers = compare_layer_timings(profile, type);
+      q.layers = compare_layer_timings(profile, spec);
       std::vector<double> errs[3];
       for (const auto& t : q.layers)
         for (int p = 0; p < 3; ++p)

@@ -82,10 +82,12 @@ struct FitReport {
 
 // Scores `profile` (fitted from `files`) per GPU type: every dtype with measured GEMMs (held out
 // 1 in `every` where it has kMinHoldoutShapes; `every` 0 holds out none), the kernels, attention
-// and whole layers. GPU types that are not presets get no GEMM or layer scores (their peaks are
-// unknown). Also stores each held-out GEMM score in `profile.gpus[type].gemm_quality`.
+// and whole layers. A GPU type's datasheet comes from `gpu_types` (a cluster file's own types),
+// else its preset; a type with neither gets no GEMM or layer scores (its peaks are unknown). Also
+// stores each held-out GEMM score in `profile.gpus[type].gemm_quality`.
 FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& files,
-                         int every = kDefaultHoldoutEvery);
+                         int every = kDefaultHoldoutEvery,
+                         const std::map<std::string, GpuSpec>& gpu_types = {});
 
 Json to_json(const FitReport& report);
 

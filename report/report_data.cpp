@@ -169,7 +169,7 @@ Json layer_points(const std::vector<CalibrationFile>& files) {
   const Profile profile = fit_profile(inputs);
   for (const auto& type : types) {
     if (!is_gpu_preset(type)) continue;
-    for (const auto& t : compare_layer_timings(profile, type)) {
+    for (const auto& t : compare_layer_timings(profile, load_gpu(type))) {
       if (!t.unused.empty()) continue;
       for (int p = 0; p < kNumPasses; ++p) {
         if (!(t.measured_s[p] > 0)) continue;

@@ -9,6 +9,8 @@
 #include "cli_test_util.h"
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
+#include "costmodel/hardware.h"
+#include "costmodel/profile.h"
 #include "test_util.h"
 
 namespace hetplan {
@@ -61,18 +63,35 @@ TEST(CalibrationGpuType, MissingOrMiscasedIsBadInputForEveryReader) {
   fs::remove_all(dir);
 }
 
-// A GPU type no preset has may be one a cluster file defines: fit cannot fit it (no datasheet),
-// predict with that cluster takes it, predict with another cluster warns that it is not used.
-TEST(CalibrationGpuType, UnknownTypeIsRefusedByFitAndJudgedByTheCluster) {
+// A GPU type no preset has may be one a cluster file defines: fit fits it with the cluster given as
+// --cluster (its datasheet from gpu_types) and refuses it without; predict with that cluster takes
+// it, predict with another cluster warns that it is not used.
+TEST(CalibrationGpuType, UnknownTypeIsFittedWithItsClusterAndJudgedByTheCluster) {
   const auto dir = temp_dir("cal_gpu_custom");
   const std::string h900 = sample_with_gpu_type(dir, "h900");
-  auto r = run_hetplan("fit " + h900 + " --out " + (dir / "p.json").string());
+  const std::string profile = (dir / "p.json").string();
+  auto r = run_hetplan("fit " + h900 + " --out " + profile);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, h900 + ": context.gpu_type: expected a GPU preset (a100-40gb, "
-                                        "a100-80gb, h100-sxm, l4, t4, v100), found \"h900\""))
+                                        "a100-80gb, h100-sxm, l4, t4, v100), found \"h900\": fit "
+                                        "needs the GPU's datasheet (peaks, bandwidth) to fit its "
+                                        "measurements; give the cluster file that defines it "
+                                        "(gpu_types) as --cluster FILE"))
       << r.output;
-  EXPECT_FALSE(fs::exists(dir / "p.json"));
+  EXPECT_FALSE(fs::exists(profile));
+  // A cluster that does not define it: the known types named, the cluster's (none) among them.
+  r = run_hetplan("fit " + h900 + " --out " + profile + " --cluster p4d.24xlarge:1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, h900 + ": context.gpu_type: expected a GPU preset (a100-40gb, "
+                                        "a100-80gb, h100-sxm, l4, t4, v100) or a GPU type "
+                                        "--cluster p4d.24xlarge:1 defines (none), found \"h900\""))
+      << r.output;
+  EXPECT_FALSE(fs::exists(profile));
 
+  std::ofstream(dir / "s.json") << R"({"dp": 8, "tp": 1, "pp": 1, "micro_batch": 1,
+    "global_batch": 8})";
+  const std::string predict = "predict --model gpt2-medium --strategy " +
+                              (dir / "s.json").string() + " --calibration " + h900 + " --cluster ";
   std::ofstream(dir / "lab.yaml") << R"(name: lab
 gpu_types:
   h900: {peak_tflops: {bf16: 2000, fp16: 2000, fp32: 60}, memory_gib: 141, memory_GBps: 4800,
@@ -83,11 +102,21 @@ node_types:
 nodes:
   - {type: box, count: 1}
 )";
-  std::ofstream(dir / "s.json") << R"({"dp": 8, "tp": 1, "pp": 1, "micro_batch": 1,
-    "global_batch": 8})";
-  const std::string predict = "predict --model gpt2-medium --strategy " +
-                              (dir / "s.json").string() + " --calibration " + h900 + " --cluster ";
-  r = run_hetplan(predict + (dir / "lab.yaml").string());
+  // QA: fit could not fit a GPU type a cluster file defines. With the file as --cluster, the
+  // sample's bf16 GEMMs (A100 speed) are fitted against h900's datasheet (2000 TFLOP/s): the
+  // profile holds what fit_profile makes of them with that datasheet, a fraction of the peak
+  // about 312/2000 of an A100's.
+  const std::string lab = (dir / "lab.yaml").string();
+  r = run_hetplan("fit " + h900 + " --out " + profile + " --cluster " + lab);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "bf16   fitted on all: peak fraction 0.125")) << r.output;
+  const Json fitted = Json::parse(std::ifstream(profile));
+  const Profile expected = fit_profile({load_calibration(h900)}, load_cluster(lab).gpu_types);
+  EXPECT_DOUBLE_EQ(fitted["gpus"]["h900"]["gemm"]["bf16"]["peak_fraction"].get<double>(),
+                   expected.gpu("h900").gemm.at(Dtype::kBf16).peak_fraction);
+  EXPECT_NE(expected.gpu("h900").gemm.at(Dtype::kBf16).peak_fraction,
+            fit_profile({load_calibration(h900)}).gpu("h900").gemm[Dtype::kBf16].peak_fraction);
+  r = run_hetplan(predict + lab);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(contains(r.output, "warning")) << r.output;
   r = run_hetplan(predict + "p4d.24xlarge:1");

@@ -245,7 +245,7 @@ TEST(ReportData, WholeLayerTimingsAgainstTheirOps) {
   ASSERT_EQ(layers.size(), 25u);  // the embedding and 24 blocks; the head's entries are unused
   const auto timings = compare_layer_timings(
       fit_profile({load_calibration(default_calibration_dir() / "datasheet" / "t4.json"), amp}),
-      "t4");
+      load_gpu("t4"));
   const Json& block = layers[1];  // layer 1 = AMP's entry 2
   EXPECT_EQ(block["source"], "t4 F (imported)");
   EXPECT_EQ(block["model"], "block h1024 a16 s1024 ffn4096 tp1 unfused");
