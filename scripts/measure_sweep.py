@@ -216,6 +216,10 @@ def main(argv):
     configs = [CONFIGS[i] for i in QUICK] if a.quick else CONFIGS
     t0 = time.time()
     if a.compare_only:
+        if not os.path.exists(os.path.join(a.out, "plan.json")):
+            print(f"measure_sweep: {a.out}/plan.json missing: --compare-only needs an earlier "
+                  "sweep's folder", file=sys.stderr)
+            return 2
         with open(os.path.join(a.out, "plan.json")) as f:
             entries = json.load(f)["configs"]
     else:
@@ -232,6 +236,13 @@ def main(argv):
         if rc not in (0, 1):
             print(f"the harness exited {rc}", file=sys.stderr)
             return 1
+    measurements = os.path.join(a.out, "measurements.json")
+    if not os.path.exists(measurements):
+        # The harness writes its file even when every configuration fails; without it (no
+        # PyTorch, no GPU, a crash before the first configuration) there is nothing to compare.
+        print(f"measure_sweep: {measurements}: not written by the harness (see its messages "
+              "above); nothing to compare", file=sys.stderr)
+        return 1
     result = {"cluster": CLUSTER}
     for sub, title in (("predictions", "hetplan predict vs PyTorch"),
                        ("predictions-datasheet", "with datasheet priors only")):

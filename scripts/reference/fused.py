@@ -12,7 +12,7 @@ the kernels hetplan calibrates, through the C interface of libhetplan_kernels_c.
 
 Where the library is found: $HETPLAN_KERNELS_LIB (a path; "off" turns the kernels off), else
 kernels/libhetplan_kernels_c.so in $HETPLAN_BUILD_DIR, build/ or build-h100/, else
-gpu-bundle/bin/ (scripts/gpu_bundle.sh). Without it, or on the CPU, the eager operators run, and
+out/gpu-session/bundle/bin/ (where scripts/gpu_session.sh unpacks the GPU bundle). Without it, or on the CPU, the eager operators run, and
 `implementation()` says which ran (the harness writes it into its measurement's notes).
 """
 
@@ -37,7 +37,7 @@ def candidates():
         return [Path(env)]
     dirs = [os.environ.get("HETPLAN_BUILD_DIR"), "build", "build-h100"]
     paths = [_ROOT / d / "kernels" / _NAME for d in dirs if d]
-    return paths + [_ROOT / "gpu-bundle" / "bin" / _NAME]
+    return paths + [_ROOT / "out" / "gpu-session" / "bundle" / "bin" / _NAME]
 
 
 def _bind(lib):
