@@ -220,6 +220,9 @@ TEST(ServeTrainingCluster, ServeOnAPresetPlacesEveryLayer) {
       for (int l = p["layers"][0].get<int>(); l <= p["layers"][1].get<int>(); ++l) held.insert(l);
   EXPECT_EQ(held.size(), 40u);  // llama2-13b's 40 blocks
   EXPECT_EQ(j["placement"][3]["machine"], "g4dn.12xlarge");
+  // The summary's columns are as wide as the longest machine name and type (13 characters here).
+  EXPECT_THAT(r.output, HasSubstr("\nmachine       type             layers  capacity      flow"));
+  EXPECT_THAT(r.output, HasSubstr("\np3.8xlarge-0  p3.8xlarge    "));
 }
 
 TEST(ServeTrainingCluster, CliErrorsAreExit2) {

@@ -172,7 +172,8 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
       say(fmt::format("MILP skipped: {:.2f} s left for it, it needs {:g} s (raise --time-limit)",
                       mo.time_limit_s, kMinMilpSeconds));
     } else {
-      say(fmt::format("MILP (CBC, {} threads, {:.1f} s limit)", mo.threads, mo.time_limit_s));
+      say(fmt::format("MILP (CBC, {} thread{}, {:.1f} s limit)", mo.threads,
+                      mo.threads == 1 ? "" : "s", mo.time_limit_s));
       result.milp = solve_placement_milp(problem, {best, starts[0]}, mo);
       if (result.milp.solved) {
         const double flow = max_flow(problem, result.milp.placement);

@@ -1,6 +1,8 @@
 #include "search/serve/serve_output.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -173,17 +175,25 @@ std::string serve_summary(const ServeReport& report) {
             ? fmt::format(" (MILP LP bound {:.1f})", *plan.milp_upper_bound_tokens_per_s)
             : "");
   }
-  s += "\nmachine              type    layers    capacity      flow (tokens/s)\n";
+  // Columns as wide as the longest machine name and machine type (a training cluster's node
+  // types, such as g4dn.12xlarge, are longer than Helix's).
+  size_t name_w = std::string_view("machine").size(), type_w = std::string_view("type").size();
+  for (const Machine& m : problem.cluster.machines()) {
+    name_w = std::max(name_w, m.name.size());
+    type_w = std::max(type_w, m.machine_type.size());
+  }
+  s += fmt::format("\n{:<{}} {:<{}} {:>9} {:>9} {:>9}  (tokens/s)\n", "machine", name_w, "type",
+                   type_w, "layers", "capacity", "flow");
   for (int i = 0; i < problem.machines(); ++i) {
     const LayerRange& r = chosen.placement.ranges[i];
     const Machine& m = problem.cluster.machines()[i];
     if (r.empty()) {
-      s += fmt::format("{:<20} {:<7} {:>9}\n", m.name, m.machine_type, "-");
+      s += fmt::format("{:<{}} {:<{}} {:>9}\n", m.name, name_w, m.machine_type, type_w, "-");
       continue;
     }
-    s +=
-        fmt::format("{:<20} {:<7} {:>4}-{:<4} {:>9.1f} {:>9.1f}\n", m.name, m.machine_type, r.start,
-                    r.end() - 1, chosen.flow.machine_capacity[i], chosen.flow.machine_flow[i]);
+    s += fmt::format("{:<{}} {:<{}} {:>9} {:>9.1f} {:>9.1f}\n", m.name, name_w, m.machine_type,
+                     type_w, fmt::format("{}-{}", r.start, r.end() - 1),
+                     chosen.flow.machine_capacity[i], chosen.flow.machine_flow[i]);
   }
   auto sim_cells = [](const std::optional<SimulationResult>& sim) {
     if (!sim) return std::string("          -         -         -");
