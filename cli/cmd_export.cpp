@@ -1,6 +1,5 @@
 // hetplan export: a strategy as Megatron-LM arguments, a DeepSpeed config or a torchtitan config.
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -8,6 +7,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/validators.h"
+#include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/model.h"
@@ -136,9 +136,7 @@ CommandRunner declare_export(CLI::App& app) {
     if (o->out.empty()) {
       fmt::print("{}", r.text);
     } else {
-      std::ofstream out(o->out, std::ios::binary | std::ios::trunc);
-      out << r.text;
-      if (!out) throw RuntimeFailure(fmt::format("cannot write {}", o->out));
+      write_text_atomically(r.text, o->out);
     }
     return 0;
   };

@@ -1,11 +1,11 @@
 // hetplan report: predicted against measured, as one self-contained HTML file.
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/validators.h"
+#include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "report/html.h"
 #include "report/report_data.h"
@@ -45,12 +45,7 @@ CommandRunner declare_report(CLI::App& app) {
     for (const auto& m : o->in.measurements) o->in.command += " --measurements " + m;
     for (const auto& c : o->in.calibration) o->in.command += " --calibration " + c;
     const Json data = build_report_data(o->in);
-    {
-      std::ofstream out(o->out, std::ios::binary | std::ios::trunc);
-      if (!out) throw RuntimeFailure(fmt::format("cannot write {}", o->out));
-      out << render_report_html(data);
-      if (!out) throw RuntimeFailure(fmt::format("error while writing {}", o->out));
-    }
+    write_text_atomically(render_report_html(data), o->out);
     if (!o->json.empty()) write_json_output(data, o->json);
     const Json& it = data["metrics"]["iteration"];
     std::string summary = fmt::format("{}: {} matched pairs", o->out, data["pairs"].size());

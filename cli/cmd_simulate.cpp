@@ -2,7 +2,6 @@
 // Prints a summary (and an ASCII timeline for small problems); --json writes the contract fields
 // makespan, bubble_rate, peak_activation and timeline. See docs/schedules.md.
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/validators.h"
+#include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "search/pipeline/schedule.h"
 #include "search/pipeline/timeline_text.h"
@@ -111,9 +111,10 @@ int run_simulate(const SimulateOptions& o) {
     throw InputError(fmt::format("--activation-limit {}: {}", o.activation_limit, r.reason));
 
   if (!std::isfinite(r.makespan_s))
-    throw InputError(fmt::format("--forward/--backward-input/--backward-weight: the makespan "
-                                 "overflows ({}); expected times a double can sum",
-                                 r.makespan_s));
+    throw InputError(
+        fmt::format("--forward/--backward-input/--backward-weight: the makespan "
+                    "overflows ({}); expected times a double can sum",
+                    r.makespan_s));
   const auto json = [&] { return to_json(o, problem, r); };
   if (o.json_path == "-") {  // stdout is the JSON alone, for programs
     fmt::print("{}\n", json().dump(1));
@@ -128,11 +129,8 @@ int run_simulate(const SimulateOptions& o) {
   fmt::print("peak activations per device (chunk activations):{}\n", peaks);
   if (small) fmt::print("{}", pl::render_timeline(r, problem.devices, o.width));
   if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    if (!out) throw RuntimeFailure(fmt::format("cannot write {}", o.json_path));
     // Indented when small enough to read; compact otherwise (a big timeline is for programs).
-    out << json().dump(r.timeline.size() <= 10000 ? 1 : -1) << '\n';
-    if (!out) throw RuntimeFailure(fmt::format("failed writing {}", o.json_path));
+    write_text_atomically(json().dump(r.timeline.size() <= 10000 ? 1 : -1) + '\n', o.json_path);
   }
   return 0;
 }

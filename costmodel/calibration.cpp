@@ -558,7 +558,7 @@ std::filesystem::path write_target(const std::filesystem::path& path) {
   throw RuntimeFailure(fmt::format("{}: too many levels of symbolic links", path.string()));
 }
 
-void write_json_atomically(const Json& json, const std::filesystem::path& output) {
+void write_text_atomically(const std::string& text, const std::filesystem::path& output) {
   // Renaming over a symbolic link would replace the link with a regular file and leave the file
   // it leads to as it was: the temporary file goes beside the target, and the rename replaces it.
   const std::filesystem::path path = write_target(output);
@@ -568,7 +568,7 @@ void write_json_atomically(const Json& json, const std::filesystem::path& output
   const auto status = std::filesystem::status(path, status_error);
   if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
     std::ofstream out(path, std::ios::binary);
-    out << json.dump(1) << '\n';
+    out << text;
     if (!out) throw RuntimeFailure(fmt::format("error while writing {}", path.string()));
     return;
   }
@@ -576,7 +576,7 @@ void write_json_atomically(const Json& json, const std::filesystem::path& output
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw RuntimeFailure(fmt::format("cannot write {}", tmp.string()));
-    out << json.dump(1) << '\n';
+    out << text;
     if (!out) throw RuntimeFailure(fmt::format("error while writing {}", tmp.string()));
   }
   std::error_code ec;
@@ -584,6 +584,10 @@ void write_json_atomically(const Json& json, const std::filesystem::path& output
   if (ec)
     throw RuntimeFailure(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(),
                                      ec.message()));
+}
+
+void write_json_atomically(const Json& json, const std::filesystem::path& path) {
+  write_text_atomically(json.dump(1) + '\n', path);
 }
 
 void save_calibration(const CalibrationFile& file, const std::filesystem::path& path) {

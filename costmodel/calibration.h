@@ -228,8 +228,12 @@ std::string context_gpu_kind(const Provenance& context);
 // context's GPU kind (no-op when the context names none).
 void tag_measurements_with_gpu_kind(CalibrationFile& file);
 
-// Writes JSON text atomically (shared by every writer of result files). A symbolic link is
-// followed: the file it leads to is replaced, and the link stays.
+// Writes `text` atomically (a temporary file beside the target, then a rename), shared by every
+// writer of result files, so that an interrupted write never leaves half a file. A symbolic link
+// is followed: the file it leads to is replaced, and the link stays. A device or pipe
+// (/dev/null, /dev/stdout) is written in place.
+void write_text_atomically(const std::string& text, const std::filesystem::path& path);
+// The same for JSON (indented one space, with a final newline).
 void write_json_atomically(const Json& json, const std::filesystem::path& path);
 // The file a write to `path` replaces: `path`, or where its chain of symbolic links leads (which
 // need not exist yet). Throws RuntimeFailure for a loop of links.

@@ -2,6 +2,7 @@
 // calibration, measurements and logs (docs/cli.md "Inputs and outputs").
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -15,12 +16,14 @@ namespace hetplan {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::contains;
 using testing::run_hetplan;
 using testing::temp_dir;
-using testing::contains;
 
 const fs::path kAmp = fs::path(HETPLAN_EXTERNAL_DATA) / "amp" / "known_cost";
 const fs::path kSample = fs::path(HETPLAN_TEST_DATA) / "calibration" / "a100-sample.json";
+const fs::path kRepoStrategy = fs::path(HETPLAN_TEST_DATA).parent_path().parent_path() /
+                               "examples" / "strategies" / "gpt2-medium-g4dn.json";
 
 void write_text(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
@@ -183,7 +186,8 @@ TEST(OutputChecks, PlanningCommandsRefuseToWriteOverTheirInputs) {
             "/nonexistent-hetplan/x.json",
             "--json /nonexistent-hetplan/x.json: no folder /nonexistent-hetplan"},
            {"simulate --schedule 1f1b --stages 2 --microbatches 2 --forward 1 --backward-input 1 "
-            "--backward-weight 1 --json " + dir.string(),
+            "--backward-weight 1 --json " +
+                dir.string(),
             "--json " + dir.string() + ": a folder; expected a file to write"}}) {
     const auto r = run_hetplan(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
@@ -227,6 +231,24 @@ TEST(OutputChecks, AnOutputThroughASymbolicLinkReplacesItsTarget) {
   EXPECT_TRUE(contains(bad.output, "--out " + (dir / "lost.json").string() + ": no folder " +
                                        (dir / "nowhere").string() + "; create it first"))
       << bad.output;
+  // Text outputs (simulate --json, export --out) are written the same way.
+  fs::create_symlink("store/timeline.json", dir / "timeline.json");
+  const auto sim = run_hetplan(
+      "simulate --schedule 1f1b --stages 2 --microbatches 2 --forward 1 --backward-input 1 "
+      "--backward-weight 1 --json " +
+      (dir / "timeline.json").string());
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  EXPECT_TRUE(fs::is_symlink(dir / "timeline.json"));
+  EXPECT_EQ(Json::parse(std::ifstream(dir / "store" / "timeline.json"))["makespan"], 9);
+  fs::create_symlink("store/megatron.sh", dir / "megatron.sh");
+  const auto exp =
+      run_hetplan("export --strategy " + kRepoStrategy.string() +
+                  " --model gpt2-medium --format megatron --out " + (dir / "megatron.sh").string());
+  ASSERT_EQ(exp.exit_code, 0) << exp.output;
+  EXPECT_TRUE(fs::is_symlink(dir / "megatron.sh"));
+  std::stringstream exported;
+  exported << std::ifstream(dir / "store" / "megatron.sh").rdbuf();
+  EXPECT_TRUE(contains(exported.str(), "MEGATRON_ARGS=(")) << exported.str();
   fs::create_symlink("loop-b.json", dir / "loop-a.json");
   fs::create_symlink("loop-a.json", dir / "loop-b.json");
   bad = run_hetplan("fit " + kSample.string() + " --out " + (dir / "loop-a.json").string());
