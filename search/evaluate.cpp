@@ -1,6 +1,7 @@
 #include "search/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -14,6 +15,83 @@
 
 namespace hetplan {
 namespace {
+
+// The refinement's simulation budget per split, in stages x micro-batches (one simulation costs
+// about that many pass triples): 96 simulations for AMP's GPT-2 V-ZB plan (8 stages, 8
+// micro-batches), a few for 64 stages and 16 micro-batches, none where one simulation is long.
+constexpr int64_t kRefineBudget = 6144;
+// What a better split could still gain, as a share of the makespan, below which it is not sought.
+constexpr double kRefineMinGain = 0.005;
+
+// The exact V split is used up to this many pipeline ranks x layers^2 (8 ranks of 100 layers);
+// its sweeps grow with both. Beyond, with few layers per stage, the local search of
+// balance_device_loads and the refinement do. On the dev VM the 1024-GPU GPT-3 search took 26.2 s
+// of CPU with no exact split, 28.2 s up to 4 x 100^2, 33.1 s up to this, 55 s with no limit.
+constexpr double kExactSplitSize = 8 * 100 * 100;
+
+// Whether stage j runs on device j before the turn and 2P-1-j after it (the V schedules).
+bool v_placement(const std::vector<int64_t>& dev) {
+  const int64_t S = static_cast<int64_t>(dev.size());
+  const int64_t P = *std::max_element(dev.begin(), dev.end()) + 1;
+  bool nested = S == 2 * P;
+  for (int64_t j = 0; j < S && nested; ++j) nested = dev[j] == (j < P ? j : S - 1 - j);
+  return nested;
+}
+
+// Several stages per device (interleaved, V family): the busiest device, not the slowest stage,
+// bounds the iteration. Of the device-balanced split (exact for the V placement, a local search
+// from the stage-balanced one otherwise) and the stage-balanced one, the one the schedule runs
+// faster, with its makespan.
+std::pair<PartitionResult, double> chunked_start(const PartitionInput& in,
+                                                 const std::vector<int64_t>& dev,
+                                                 const std::vector<double>& limit,
+                                                 const PartitionResult& by_stage,
+                                                 const SplitMakespan& makespan) {
+  const double size = static_cast<double>(dev.size()) / 2 * std::pow(in.time_s[0].size(), 2);
+  PartitionResult by_device = v_placement(dev) && size <= kExactSplitSize
+                                  ? partition_v_devices(in, limit, by_stage.ranges)
+                                  : PartitionResult{};
+  if (!by_device.feasible) by_device = balance_device_loads(in, dev, limit, by_stage);
+  const double device_s = makespan(by_device.ranges);
+  if (by_device.ranges == by_stage.ranges) return {by_device, device_s};
+  const double stage_s = makespan(by_stage.ranges);
+  return stage_s < device_s ? std::make_pair(by_stage, stage_s)
+                            : std::make_pair(by_device, device_s);
+}
+
+// The most a device's weights, gradients, optimizer state and one micro-batch of activations
+// take of its memory: above 1 the split cannot fit.
+double chunked_split_fits(const PartitionInput& in, const std::vector<int64_t>& dev,
+                          const std::vector<double>& limit,
+                          const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  std::vector<double> need(limit.size(), 0);
+  for (size_t j = 0; j < ranges.size(); ++j)
+    for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
+      need[dev[j]] += in.static_bytes[j][i] + in.activation_bytes[j][i];
+  double worst = 0;
+  for (size_t d = 0; d < limit.size(); ++d) worst = std::max(worst, need[d] / limit[d]);
+  return worst;
+}
+
+// Refines a chunked split by simulation, unless even a perfect one (the micro-batches times the
+// average device's work) would gain little.
+PartitionResult refine_chunked(const PartitionInput& in, const std::vector<int64_t>& dev,
+                               const std::vector<double>& limit,
+                               const std::pair<PartitionResult, double>& start,
+                               const SplitMakespan& makespan, int64_t microbatches) {
+  const int64_t S = static_cast<int64_t>(dev.size());
+  const int64_t P = *std::max_element(dev.begin(), dev.end()) + 1;
+  double average_s = 0;
+  for (size_t i = 0; i < in.time_s[0].size(); ++i) {
+    double cheapest = in.time_s[0][i];
+    for (const auto& row : in.time_s) cheapest = std::min(cheapest, row[i]);
+    average_s += cheapest / static_cast<double>(P);
+  }
+  const double gain_s = start.second - static_cast<double>(microbatches) * average_s;
+  if (gain_s < kRefineMinGain * start.second) return start.first;
+  return refine_by_makespan(in, dev, limit, start.first, makespan,
+                            kRefineBudget / (S * microbatches));
+}
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -254,6 +332,35 @@ std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>
   return "";
 }
 
+std::vector<double> Evaluator::stage_peaks(const Strategy& s) const {
+  const int64_t P = s.pp, v = chunks_of(s), S = P * v, m = s.microbatches();
+  const auto key = std::make_tuple(s.schedule, P, m, v);
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (auto it = peaks_.find(key); it != peaks_.end()) return it->second;
+  }
+  pipeline::PipelineProblem probe;
+  probe.devices = static_cast<int>(P);
+  probe.microbatches = static_cast<int>(m);
+  probe.chunks = static_cast<int>(v);
+  probe.record_timeline = false;
+  probe.forward_s = probe.backward_input_s = {1.0};
+  probe.backward_weight_s = {pipeline::schedule_info(s.schedule).splits_backward ? 1.0 : 0.0};
+  probe.p2p_s = {0.0};
+  // One chunk's stages at a time carry one byte per activation: the peak bytes are then that
+  // chunk's peak count. Their sum bounds the device's peak, which may fall at another moment.
+  std::vector<double> peaks(S, 0);
+  for (int64_t chunk = 0; chunk < v; ++chunk) {
+    probe.activation_bytes.assign(S, 0);
+    for (int64_t j = chunk * P; j < (chunk + 1) * P; ++j) probe.activation_bytes[j] = 1;
+    const pipeline::PipelineResult r = pipeline::estimate(s.schedule, probe);
+    for (int64_t j = chunk * P; j < (chunk + 1) * P; ++j)
+      peaks[j] = r.peak_activation_bytes[device_of_virtual_stage(s, j)];
+  }
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  return peaks_.emplace(key, std::move(peaks)).first->second;
+}
+
 Prediction Evaluator::predict(const Strategy& input, const PredictOptions& options) const {
   std::string code;
   if (std::string problem = structural_problem(input, code); !problem.empty())
@@ -370,14 +477,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
   // schedule's own peak).
   if (ranges.empty()) {
     PartitionInput in;
-    std::vector<double> in_flight(P, 1);
-    if (v == 1) {
-      problem.forward_s = problem.backward_input_s = {1.0};
-      problem.backward_weight_s = {pipeline::schedule_info(s.schedule).splits_backward ? 1.0 : 0.0};
-      problem.p2p_s = {0.0};
-      const pipeline::PipelineResult probe = pipeline::estimate(s.schedule, problem);
-      for (int64_t d = 0; d < P; ++d) in_flight[d] = probe.peak_activation[d];
-    }
+    const std::vector<double> in_flight = stage_peaks(s);
     for (int64_t j = 0; j < S; ++j) {
       const int64_t d = dev[j];
       std::vector<double> t, stat, act, tr;
@@ -391,7 +491,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
       in.static_bytes.push_back(std::move(stat));
       in.activation_bytes.push_back(std::move(act));
       in.transient_bytes.push_back(std::move(tr));
-      in.in_flight.push_back(in_flight[d]);
+      in.in_flight.push_back(in_flight[j]);
       in.limit_bytes.push_back(v == 1 ? limit[d] : std::numeric_limits<double>::max());
     }
     PartitionResult part = partition_layers_greedy(in);
@@ -412,39 +512,44 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
       part = partition_layers_greedy(in);
     }
     if (v > 1) {
-      // Several stages per device: the partition above balances the stages, but a device's busy
-      // time is the sum of its own. Balance the devices too, and keep whichever split the
-      // schedule runs faster (one micro-batch's passes per stage; the rest is the same for both).
-      const PartitionResult balanced = balance_device_loads(in, dev, limit, part);
-      auto makespan = [&](const std::vector<std::pair<int64_t, int64_t>>& split) {
+      // Virtual stage j's devices send its output to stage j + 1's (free on the V's turn).
+      std::vector<Link> link(S);
+      for (int64_t j = 0; j + 1 < S; ++j)
+        if (dev[j + 1] != dev[j])
+          link[j] = link_between(cluster_, devices_[groups[dev[j]].front()],
+                                 devices_[groups[dev[j + 1]].front()]);
+      // The schedule on a split: one micro-batch's passes per stage and the activations sent
+      // between them; the rest of the iteration does not depend on where the cuts fall.
+      const SplitMakespan makespan = [&](const std::vector<std::pair<int64_t, int64_t>>& split) {
         pipeline::PipelineProblem q = problem;
         q.forward_s.assign(S, 0);
         q.backward_input_s.assign(S, 0);
         q.backward_weight_s.assign(S, 0);
         q.p2p_s.assign(std::max<int64_t>(1, S - 1), 0);
-        for (int64_t j = 0; j < S; ++j)
+        for (int64_t j = 0; j < S; ++j) {
+          const auto& costs = *rank_costs[dev[j]];
           for (int64_t i = split[j].first; i <= split[j].second; ++i) {
-            const LayerTimes& t = (*rank_costs[dev[j]])[i].times;
+            const LayerTimes& t = costs[i].times;
             q.forward_s[j] += t.pass_s[0];
             q.backward_input_s[j] += t.pass_s[1];
             q.backward_weight_s[j] += t.pass_s[2];
           }
+          if (j + 1 < S && dev[j + 1] != dev[j])
+            q.p2p_s[j] = cost_.p2p_s(costs[split[j].second].output_bytes, link[j]);
+        }
         const pipeline::PipelineResult r = pipeline::estimate(s.schedule, q);
         return r.feasible ? r.makespan_s : std::numeric_limits<double>::infinity();
       };
-      if (balanced.ranges != part.ranges && makespan(balanced.ranges) < makespan(part.ranges))
-        part = balanced;
+      const auto start = chunked_start(in, dev, limit, part, makespan);
+      part = start.first;
+      if (!options.skip_unfit || chunked_split_fits(in, dev, limit, part.ranges) <= 1)
+        part = refine_chunked(in, dev, limit, start, makespan, m);
     }
     ranges = part.ranges;
     // Chunked schedules were partitioned by time alone: a device whose weights, gradients,
     // optimizer state and one micro-batch of activations already overflow cannot fit.
     if (v > 1 && options.skip_unfit) {
-      std::vector<double> need(P, 0);
-      for (int64_t j = 0; j < S; ++j)
-        for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
-          need[dev[j]] += in.static_bytes[j][i] + in.activation_bytes[j][i];
-      double worst = 0;
-      for (int64_t d = 0; d < P; ++d) worst = std::max(worst, need[d] / limit[d]);
+      const double worst = chunked_split_fits(in, dev, limit, ranges);
       if (worst > 1) {
         Prediction p = infeasible("memory", "no layer partition fits in device memory");
         p.memory_overflow = worst;

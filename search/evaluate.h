@@ -82,6 +82,12 @@ class Evaluator {
   mutable std::mutex cache_mutex_;
   mutable std::map<CacheKey, std::unique_ptr<std::vector<LayerCost>>> cache_;
   std::vector<int64_t> canonical_layer_;  // index of the first layer identical to each layer
+
+  // Per virtual stage: the most micro-batch activations of that stage the schedule holds at once
+  // (from its pass order, which the times do not change). Cached by schedule, pp, micro-batches
+  // and chunks.
+  std::vector<double> stage_peaks(const Strategy& s) const;
+  mutable std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, std::vector<double>> peaks_;
 };
 
 }  // namespace hetplan

@@ -30,9 +30,9 @@ PartitionResult partition_layers(const PartitionInput& in) {
         act += in.activation_bytes[s][i];
         transient = std::max(transient, in.transient_bytes[s][i]);
         if (stat + in.in_flight[s] * act + transient > in.limit_bytes[s]) break;  // grows with i
-        std::pair<double, double> prev = s == 0 ? (i == 0 ? std::make_pair(0.0, 0.0)
-                                                          : std::make_pair(kInf, kInf))
-                                                : best[s - 1][i];
+        std::pair<double, double> prev =
+            s == 0 ? (i == 0 ? std::make_pair(0.0, 0.0) : std::make_pair(kInf, kInf))
+                   : best[s - 1][i];
         if (prev.first == kInf) continue;
         const std::pair<double, double> cand = {std::max(prev.first, time), prev.second + time};
         if (cand < best[s][j]) {
@@ -107,7 +107,8 @@ class Reach {
       size_t j = 0;  // one past the last layer of the window [i, j)
       for (size_t i = 0; i < L_; ++i) {
         if (j < i) j = i;
-        while (j < L_ && t[j + 1] - t[i] <= T && f[j + 1] - f[i] + max_transient(s, i, j + 1) <= limit)
+        while (j < L_ && t[j + 1] - t[i] <= T &&
+               f[j + 1] - f[i] + max_transient(s, i, j + 1) <= limit)
           ++j;
         // The stage may end after any layer of [i, j): cut points i+1 .. j.
         if (j > i) cur[i] = good_[j + 1] - good_[i + 1] > 0;
@@ -195,7 +196,8 @@ PartitionResult partition_layers_greedy(const PartitionInput& in) {
   result.ranges = reach.cut(hi);
   for (int64_t s = 0; s < P; ++s) {
     double t = 0;
-    for (int64_t i = result.ranges[s].first; i <= result.ranges[s].second; ++i) t += in.time_s[s][i];
+    for (int64_t i = result.ranges[s].first; i <= result.ranges[s].second; ++i)
+      t += in.time_s[s][i];
     result.max_stage_s = std::max(result.max_stage_s, t);
   }
   return result;
@@ -316,6 +318,84 @@ PartitionResult balance_device_loads(const PartitionInput& in,
     current = best_score;
   }
   start.max_stage_s = *std::max_element(stage_s.begin(), stage_s.end());
+  return start;
+}
+
+}  // namespace hetplan
+
+namespace hetplan {
+
+PartitionResult refine_by_makespan(const PartitionInput& in,
+                                   const std::vector<int64_t>& device_of_stage,
+                                   const std::vector<double>& device_limit_bytes,
+                                   PartitionResult start, const SplitMakespan& makespan,
+                                   int64_t max_simulations) {
+  using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+  const int64_t S = static_cast<int64_t>(start.ranges.size());
+  if (!start.feasible || S < 2 || max_simulations < 2) return start;
+  const int64_t P = *std::max_element(device_of_stage.begin(), device_of_stage.end()) + 1;
+  // Device loads and bytes (static, in-flight activations, the largest transient) of a split.
+  auto measure = [&](const Ranges& r, std::vector<double>& load, std::vector<double>& bytes) {
+    load.assign(P, 0);
+    bytes.assign(P, 0);
+    std::vector<double> transient(P, 0);
+    for (int64_t j = 0; j < S; ++j) {
+      const int64_t d = device_of_stage[j];
+      for (int64_t i = r[j].first; i <= r[j].second; ++i) {
+        load[d] += in.time_s[j][i];
+        bytes[d] += in.static_bytes[j][i] + in.in_flight[j] * in.activation_bytes[j][i];
+        transient[d] = std::max(transient[d], in.transient_bytes[j][i]);
+      }
+    }
+    for (int64_t d = 0; d < P; ++d) bytes[d] += transient[d];
+    return *std::max_element(load.begin(), load.end());
+  };
+  // One layer from stage j to stage k: the stages between pass one on, so only j and k change size.
+  auto moved = [&](const Ranges& r, int64_t j, int64_t k) {
+    Ranges out = r;
+    int64_t first = 0;
+    for (int64_t x = 0; x < S; ++x) {
+      const int64_t size = r[x].second - r[x].first + 1 - (x == j) + (x == k);
+      out[x] = {first, first + size - 1};
+      first += size;
+    }
+    return out;
+  };
+  Ranges current = start.ranges;
+  std::vector<double> load, bytes, trial_load, trial_bytes;
+  double cap = measure(current, load, bytes);
+  double best = makespan(current);
+  int64_t simulations = 1;
+  for (bool improved = true; improved && simulations < max_simulations;) {
+    improved = false;
+    for (int64_t j = 0; j < S && !improved && simulations < max_simulations; ++j) {
+      if (current[j].first == current[j].second) continue;  // every stage keeps a layer
+      for (int64_t k = 0; k < S && !improved && simulations < max_simulations; ++k) {
+        if (k == j) continue;
+        Ranges trial = moved(current, j, k);
+        if (measure(trial, trial_load, trial_bytes) > cap * (1 + 1e-12)) continue;
+        bool fits = true;
+        for (int64_t d = 0; d < P && !device_limit_bytes.empty(); ++d)
+          fits = fits && (trial_bytes[d] <= device_limit_bytes[d] || trial_bytes[d] <= bytes[d]);
+        if (!fits) continue;
+        const double t = makespan(trial);
+        ++simulations;
+        if (t < best * (1 - 1e-12)) {
+          best = t;
+          current = std::move(trial);
+          cap = measure(current, load, bytes);
+          improved = true;
+        }
+      }
+    }
+  }
+  start.ranges = std::move(current);
+  start.max_stage_s = 0;
+  for (int64_t j = 0; j < S; ++j) {
+    double t = 0;
+    for (int64_t i = start.ranges[j].first; i <= start.ranges[j].second; ++i) t += in.time_s[j][i];
+    start.max_stage_s = std::max(start.max_stage_s, t);
+  }
   return start;
 }
 
