@@ -16,7 +16,7 @@ int64_t layers_of(const StagePrediction& s) {
 }
 
 std::vector<Item> summary_items(const std::vector<StagePrediction>& stages) {
-  constexpr size_t kShortestRun = 3;  // "5,5" reads as easily as "2x5"
+  constexpr size_t kShortestRun = 3;  // "5,5" reads as easily as "5(x2)"
   std::vector<Item> items;
   size_t i = 0;
   while (i < stages.size()) {
@@ -30,7 +30,7 @@ std::vector<Item> summary_items(const std::vector<StagePrediction>& stages) {
     const std::string head = sep + (new_gpu ? gpu + " " : "");
     const int64_t n = layers_of(stages[i]);
     if (end - i >= kShortestRun) {
-      items.push_back({head + fmt::format("{}x{}", end - i, n), static_cast<int64_t>(end - i)});
+      items.push_back({head + fmt::format("{}(x{})", n, end - i), static_cast<int64_t>(end - i)});
     } else {
       for (size_t k = i; k < end; ++k)
         items.push_back({(k == i ? head : std::string(",")) + std::to_string(n), 1});

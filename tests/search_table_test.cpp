@@ -38,11 +38,12 @@ TEST(SearchTable, LayersPerStageByGpuTypeWhateverTheLength) {
   EXPECT_EQ(stage_layers_summary(stages_of({5, 5, 4, 1, 1, 5, 4, 1}, {"v100", "v100", "v100", "t4",
                                                                       "t4", "v100", "v100", "t4"})),
             "v100 5,5,4 | t4 1,1 | v100 5,4 | t4 1");
-  // Runs of three or more stages of one count: "4x6" is four stages of 6 layers.
+  // Runs of three or more stages of one count: "6(x4)" is four stages of 6 layers ("4x6" was
+  // read both ways).
   EXPECT_EQ(stage_layers_summary(stages_of(
                 {7, 6, 6, 6, 6, 5, 5},
                 {"h100-sxm", "h100-sxm", "h100-sxm", "h100-sxm", "h100-sxm", "v100", "v100"})),
-            "h100-sxm 7,4x6 | v100 5,5");
+            "h100-sxm 7,6(x4) | v100 5,5");
   // Past the width: cut at the last stage that fits, the rest counted.
   std::vector<int64_t> layers;
   std::vector<std::string> gpus;
@@ -65,7 +66,7 @@ TEST(SearchTable, EveryRowOfASearchHasTheOneFormat) {
   const auto r = testing::run_hetplan(
       "search --model gpt2-medium --cluster amp-hetero --global-batch 64 --top 20");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::regex item(R"((?:^| \| )([a-z0-9.-]+) ((?:\d+x)?\d+(?:,(?:\d+x)?\d+)*))");
+  const std::regex item(R"((?:^| \| )([a-z0-9.-]+) (\d+(?:\(x\d+\))?(?:,\d+(?:\(x\d+\))?)*))");
   std::istringstream lines(r.output);
   std::string line;
   int rows = 0;
@@ -83,9 +84,9 @@ TEST(SearchTable, EveryRowOfASearchHasTheOneFormat) {
       std::istringstream counts((*it)[2].str());
       std::string c;
       while (std::getline(counts, c, ',')) {
-        const size_t x = c.find('x');
+        const size_t x = c.find("(x");
         layers += x == std::string::npos ? std::stoll(c)
-                                         : std::stoll(c.substr(0, x)) * std::stoll(c.substr(x + 1));
+                                         : std::stoll(c.substr(0, x)) * std::stoll(c.substr(x + 2));
       }
     }
     EXPECT_EQ(rebuilt, column) << line;
