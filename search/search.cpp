@@ -19,8 +19,8 @@
 namespace hetplan {
 namespace {
 
-constexpr size_t kBatch = 64;
-constexpr size_t kNearKept = 5;  // infeasible candidates reported when nothing fits  // candidates costed between two updates of the pruning bound
+constexpr size_t kBatch = 64;    // candidates costed between two updates of the pruning bound
+constexpr size_t kNearKept = 5;  // infeasible candidates reported when nothing fits
 
 struct Placement {
   int64_t dp = 1, tp = 1, pp = 1;
