@@ -41,8 +41,10 @@ profiler::CollectiveOptions to_options(const CollectiveArgs& a) {
   for (const auto& s : a.ops) {
     CollectiveKind k;
     if (!parse_collective(s, k))
-      throw InputError(fmt::format("--ops: expected all_reduce, all_gather, reduce_scatter, "
-                                   "all_to_all, broadcast or send_recv; found \"{}\"", s));
+      throw InputError(
+          fmt::format("--ops: expected all_reduce, all_gather, reduce_scatter, "
+                      "all_to_all, broadcast or send_recv; found \"{}\"",
+                      s));
     o.ops.push_back(k);
   }
   for (const auto& s : a.dtypes) {
@@ -68,8 +70,9 @@ std::shared_ptr<CollectiveArgs> add_collective_options(CLI::App& app) {
   app.add_option("--max-bytes", a->max_bytes, "largest message (default 1 GiB)");
   app.add_option("--intra-link", a->intra_link,
                  "link name of groups inside a node (default: detected: nvswitch, nvlink, pcie)");
-  app.add_option("--collective-timeout", a->timeout_s,
-                 "seconds before a communicator init or a measurement counts as hung (default 120)");
+  app.add_option(
+      "--collective-timeout", a->timeout_s,
+      "seconds before a communicator init or a measurement counts as hung (default 120)");
   app.add_option("--max-gpus", a->max_gpus, "use at most this many GPUs per process");
   app.add_flag("--no-p2p", a->no_p2p, "skip the pairwise p2p matrix");
   app.add_flag("--no-host-device", a->no_host_device, "skip host-device copies");
@@ -96,17 +99,18 @@ CommandRunner declare_calibrate_collectives(CLI::App& app) {
         });
     if (summary.writer) {
       save_calibration(out, options.out_path);
-      fmt::print("wrote {}: {} collective, {} p2p, {} host-device measurements ({} measured, {} "
-                 "from journals, {} failed) from {} ranks\n",
-                 options.out_path.string(), out.collectives.size(), out.p2p.size(),
-                 out.host_device.size(), summary.measured, summary.reused, summary.failed,
-                 summary.ranks);
+      fmt::print(
+          "wrote {}: {} collective, {} p2p, {} host-device measurements ({} measured, {} "
+          "from journals, {} failed) from {} ranks\n",
+          options.out_path.string(), out.collectives.size(), out.p2p.size(), out.host_device.size(),
+          summary.measured, summary.reused, summary.failed, summary.ranks);
     }
     return summary.failed > 0 ? 1 : 0;
 #else
     (void)options;
-    throw RuntimeFailure("this hetplan was built without CUDA (no nvcc or NCCL found at build "
-                         "time), so it cannot measure collectives: no GPU support");
+    throw RuntimeFailure(
+        "this hetplan was built without CUDA (no nvcc or NCCL found at build "
+        "time), so it cannot measure collectives: no GPU support");
 #endif
   };
 }

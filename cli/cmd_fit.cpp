@@ -123,27 +123,26 @@ void print_report(const FitReport& report, const Profile& profile) {
       }
       for (const auto& [dtype, e] : fit.gemm) {
         if (!fit.gemm_points.count(dtype)) continue;
-        fmt::print("  {:<6} fitted on all: peak fraction {:.3f}, largest tile {}x{}, k_half {:.0f}, "
-                   "overhead {:.2f} us, tile exponent {:.2f}, memory fraction {:.2f}, blend {:.1f}, "
-                   "wave smoothing {:.2f}\n",
-                   to_string(dtype), e.peak_fraction, e.tile_m, e.tile_n, e.k_half,
-                   e.overhead_s * 1e6, e.tile_exponent, e.memory_fraction, e.blend,
-                   e.wave_smoothing);
+        fmt::print(
+            "  {:<6} fitted on all: peak fraction {:.3f}, largest tile {}x{}, k_half {:.0f}, "
+            "overhead {:.2f} us, tile exponent {:.2f}, memory fraction {:.2f}, blend {:.1f}, "
+            "wave smoothing {:.2f}\n",
+            to_string(dtype), e.peak_fraction, e.tile_m, e.tile_n, e.k_half, e.overhead_s * 1e6,
+            e.tile_exponent, e.memory_fraction, e.blend, e.wave_smoothing);
       }
     }
     if (!g.kernels.empty()) {
       fmt::print("  {:<28} {:>9} {:>10} {:>7} {:>14}\n", "kernel", "GB/s", "overhead", "points",
                  "median error");
       for (const auto& [name, k] : g.kernels)
-        fmt::print("  {:<28} {:>9.0f} {:>7.2f} us {:>7} {:>14}\n", name, k.GBps,
-                   k.overhead_s * 1e6, k.points, pct(k.median_rel_error));
+        fmt::print("  {:<28} {:>9.0f} {:>7.2f} us {:>7} {:>14}\n", name, k.GBps, k.overhead_s * 1e6,
+                   k.points, pct(k.median_rel_error));
     }
     fmt::print("  attention efficiency: forward {:.3f}, backward {:.3f} of the dense peak ({})\n",
                g.attention_efficiency, g.attention_bwd_efficiency,
-               g.attention_points > 0
-                   ? fmt::format("{}; {} measurements in the files", g.attention_source,
-                                 g.attention_points)
-                   : std::string("prior, not measured"));
+               g.attention_points > 0 ? fmt::format("{}; {} measurements in the files",
+                                                    g.attention_source, g.attention_points)
+                                      : std::string("prior, not measured"));
     if (!g.layers.empty()) {
       int64_t usable = 0;
       for (const auto& t : g.layers) usable += t.unused.empty();
@@ -158,11 +157,10 @@ void print_report(const FitReport& report, const Profile& profile) {
       std::string held_out;
       for (int p = 0; p < 3; ++p)
         if (g.corrected_layer_quality[p].points > 0)
-          held_out += fmt::format("{}{} median |error| {}, p95 {} ({} timings)",
-                                  held_out.empty() ? "" : "; ", "FBW"[p],
-                                  pct(g.corrected_layer_quality[p].median_rel_error),
-                                  pct(g.corrected_layer_quality[p].p95_rel_error),
-                                  g.corrected_layer_quality[p].points);
+          held_out += fmt::format(
+              "{}{} median |error| {}, p95 {} ({} timings)", held_out.empty() ? "" : "; ", "FBW"[p],
+              pct(g.corrected_layer_quality[p].median_rel_error),
+              pct(g.corrected_layer_quality[p].p95_rel_error), g.corrected_layer_quality[p].points);
       if (!held_out.empty())
         fmt::print("  with the corrections, each timing's micro-batch held out: {}\n", held_out);
       std::map<std::string, int64_t> unused;
@@ -176,8 +174,8 @@ void print_report(const FitReport& report, const Profile& profile) {
           points += fmt::format("{}mb {}: F x{:.3f} B x{:.3f} W x{:.3f} ({} timings)",
                                 points.empty() ? "" : "; ", p.micro_batch, p.ratio[0], p.ratio[1],
                                 p.ratio[2], p.timings);
-        fmt::print("    correction {} {} [{}]: {}\n", describe(c.key), to_string(c.dtype),
-                   c.source, points);
+        fmt::print("    correction {} {} [{}]: {}\n", describe(c.key), to_string(c.dtype), c.source,
+                   points);
         for (const auto& p : c.points)
           if (std::max({p.ratio[0], p.ratio[1], p.ratio[2]}) > kFarRatio ||
               std::min({p.ratio[0], p.ratio[1], p.ratio[2]}) < 1 / kFarRatio) {
@@ -186,9 +184,10 @@ void print_report(const FitReport& report, const Profile& profile) {
           }
       }
       if (far)
-        fmt::print("    note: ratios beyond {}x either way mean the timings hold work or overheads "
-                   "the ops do not (or the other way); the cost model applies them as measured\n",
-                   kFarRatio);
+        fmt::print(
+            "    note: ratios beyond {}x either way mean the timings hold work or overheads "
+            "the ops do not (or the other way); the cost model applies them as measured\n",
+            kFarRatio);
     }
   }
 }
@@ -200,7 +199,8 @@ CommandRunner declare_fit(CLI::App& app) {
   app.add_option("inputs", o->inputs, "Calibration files or directories (profiles are merged)")
       ->required();
   app.add_option("--out", o->out, "The profile to write")->required();
-  app.add_option("--json", o->json, "Write the fit-quality report as JSON to FILE ('-' for stdout)");
+  app.add_option("--json", o->json,
+                 "Write the fit-quality report as JSON to FILE ('-' for stdout)");
   app.add_option(
       "--cluster", o->cluster,
       "Cluster whose GPU types (gpu_types of a cluster file) the inputs may calibrate: a "
@@ -249,8 +249,8 @@ CommandRunner declare_fit(CLI::App& app) {
     save_profile(profile, o->out);
     const bool quiet = o->json == "-";
     if (!quiet) {
-      fmt::print("fitted {} calibration file(s) and {} profile(s) into {}\n", in.calibrations.size(),
-                 in.profiles.size(), o->out);
+      fmt::print("fitted {} calibration file(s) and {} profile(s) into {}\n",
+                 in.calibrations.size(), in.profiles.size(), o->out);
     }
     if (!quiet) print_report(report, profile);
     if (!o->json.empty()) {

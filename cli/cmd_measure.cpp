@@ -1,10 +1,10 @@
 // hetplan measure: times real training iterations of a strategy with the PyTorch reference harness
 // (scripts/reference_train.py) and writes a measurements file. docs/measure.md.
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -59,16 +59,18 @@ std::string python_of(const MeasureOptions& o) {
 
 // Fails with a clear message when the interpreter cannot import torch or sees no GPU.
 void check_python(const std::string& python) {
-  const int rc = run_shell(quote(python) +
-                           " -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)'"
-                           " >/dev/null 2>&1");
+  const int rc =
+      run_shell(quote(python) +
+                " -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)'"
+                " >/dev/null 2>&1");
   if (rc == 3)
-    throw RuntimeFailure(fmt::format("PyTorch ({}) sees no CUDA GPU: hetplan measure needs one",
-                                     python));
+    throw RuntimeFailure(
+        fmt::format("PyTorch ({}) sees no CUDA GPU: hetplan measure needs one", python));
   if (rc != 0)
-    throw RuntimeFailure(fmt::format("no Python with PyTorch found (tried \"{}\"); install "
-                                     "PyTorch, or pass --python or set HETPLAN_PYTHON",
-                                     python));
+    throw RuntimeFailure(
+        fmt::format("no Python with PyTorch found (tried \"{}\"); install "
+                    "PyTorch, or pass --python or set HETPLAN_PYTHON",
+                    python));
 }
 
 }  // namespace
@@ -85,7 +87,8 @@ CommandRunner declare_measure(CLI::App& app) {
   app.add_option("--python", o->python,
                  "Python with PyTorch (default: $HETPLAN_PYTHON, else python3)");
   app.add_option("--gpu-type", o->gpu_type, "hetplan GPU type to record (default: from the name)");
-  app.add_option("--warmup", o->warmup, "Warm-up iterations (default 3)")->check(CLI::Range(1, 100));
+  app.add_option("--warmup", o->warmup, "Warm-up iterations (default 3)")
+      ->check(CLI::Range(1, 100));
   app.add_option("--iters", o->iters, "Timed iterations at most (default 10)")
       ->check(CLI::Range(3, 10000));
   app.add_option("--budget-s", o->budget_s,
@@ -106,7 +109,8 @@ CommandRunner declare_measure(CLI::App& app) {
     // ZeRO up to stage 2.
     std::vector<std::string> kinds;
     for (const auto& [key, degree] : {std::pair<const char*, int64_t>{"dp", strategy.dp},
-                                      {"tp", strategy.tp}, {"pp", strategy.pp}})
+                                      {"tp", strategy.tp},
+                                      {"pp", strategy.pp}})
       if (degree > 1) kinds.push_back(fmt::format("{} {}", key, degree));
     if (kinds.size() > 1)
       throw InputError(o->strategy, "dp",
@@ -118,15 +122,16 @@ CommandRunner declare_measure(CLI::App& app) {
                        "ZeRO-3 is not supported by the reference harness (stages 0-2 are)");
     const auto harness = harness_path();
     if (!std::filesystem::exists(harness))
-      throw RuntimeFailure(fmt::format("the reference harness {} is missing (set "
-                                       "HETPLAN_SCRIPTS_DIR to the scripts/ folder)",
-                                       harness.string()));
+      throw RuntimeFailure(
+          fmt::format("the reference harness {} is missing (set "
+                      "HETPLAN_SCRIPTS_DIR to the scripts/ folder)",
+                      harness.string()));
     const std::string python = python_of(*o);
     if (!o->dry_run) check_python(python);
 
     // The harness builds the model from hetplan's own layer list, and runs hetplan's strategy.
-    const auto tmp = std::filesystem::temp_directory_path() /
-                     fmt::format("hetplan_measure_{}", ::getpid());
+    const auto tmp =
+        std::filesystem::temp_directory_path() / fmt::format("hetplan_measure_{}", ::getpid());
     std::filesystem::create_directories(tmp);
     const auto info_path = tmp / "model.json";
     const auto strategy_path = tmp / "strategy.json";
@@ -138,8 +143,8 @@ CommandRunner declare_measure(CLI::App& app) {
     if (devices > 1 && !o->dry_run)
       // The underscore spelling: torchrun before 2.0 knows no other.
       cmd += fmt::format("-m torch.distributed.run --standalone --nproc_per_node={} ", devices);
-    cmd += quote(harness.string()) + " --model-info " + quote(info_path.string()) +
-           " --strategy " + quote(strategy_path.string()) +
+    cmd += quote(harness.string()) + " --model-info " + quote(info_path.string()) + " --strategy " +
+           quote(strategy_path.string()) +
            // The name `hetplan predict --json` writes, which `hetplan report` matches on.
            " --model-name " + quote(model.name);
     if (o->dry_run) {
@@ -174,9 +179,10 @@ CommandRunner declare_measure(CLI::App& app) {
       }
     }
     if (rc != 0)
-      throw RuntimeFailure(fmt::format("the reference harness failed (exit {}); {} keeps what it "
-                                       "measured",
-                                       rc, o->out));
+      throw RuntimeFailure(
+          fmt::format("the reference harness failed (exit {}); {} keeps what it "
+                      "measured",
+                      rc, o->out));
     return 0;
   };
 }

@@ -58,14 +58,13 @@ std::string layer_line(const LayerSpec& l) {
     return fmt::format("embedding  vocab {} positions {} token types {} norm {} dropout {}",
                        e->vocab, e->max_positions, e->token_types, to_string(e->norm), e->dropout);
   if (const auto* b = l.block())
-    return fmt::format("block      hidden {} seq {} heads {} kv heads {} head_dim {} ffn {} {} {}{}{}{} "
-                       "dropout {}{}",
-                       l.hidden, l.seq_len, b->heads, b->kv_heads, b->head_dim, b->ffn_hidden,
-                       to_string(b->activation), to_string(b->norm), b->bias ? " bias" : "",
-                       b->rotary ? " rotary" : "", b->causal ? " causal" : " bidirectional",
-                       b->dropout,
-                       b->experts > 1 ? fmt::format(" experts {} top-{}", b->experts, b->top_k)
-                                      : std::string());
+    return fmt::format(
+        "block      hidden {} seq {} heads {} kv heads {} head_dim {} ffn {} {} {}{}{}{} "
+        "dropout {}{}",
+        l.hidden, l.seq_len, b->heads, b->kv_heads, b->head_dim, b->ffn_hidden,
+        to_string(b->activation), to_string(b->norm), b->bias ? " bias" : "",
+        b->rotary ? " rotary" : "", b->causal ? " causal" : " bidirectional", b->dropout,
+        b->experts > 1 ? fmt::format(" experts {} top-{}", b->experts, b->top_k) : std::string());
   const auto& h = std::get<LmHeadLayer>(l.op);
   return fmt::format("lm_head    vocab {} final norm {}{}{}{}", h.vocab, to_string(h.final_norm),
                      h.tied ? " tied" : "", h.transform ? " transform" : "",
@@ -199,8 +198,7 @@ CommandRunner declare_model_info(CLI::App& app) {
       if (o->json == "-") return 0;
     }
     fmt::print("{}: {:.3f}B parameters, {} blocks, sequence {}, {} ({})\n", m.name,
-               m.parameters() / 1e9, m.num_blocks(), m.seq_len, to_string(m.dtype),
-               m.description);
+               m.parameters() / 1e9, m.num_blocks(), m.seq_len, to_string(m.dtype), m.description);
     // Consecutive identical layers are printed once.
     for (size_t i = 0; i < m.layers.size();) {
       size_t j = i + 1;

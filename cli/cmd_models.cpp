@@ -12,8 +12,8 @@ CommandRunner declare_models(CLI::App& app) {
   return [json]() {
     Json out = Json::array();
     if (!*json)
-      fmt::print("{:<15} {:>9} {:>6} {:>6} {:>6} {:>6}  {}\n", "name", "params", "layers",
-                 "hidden", "heads", "seq", "description");
+      fmt::print("{:<15} {:>9} {:>6} {:>6} {:>6} {:>6}  {}\n", "name", "params", "layers", "hidden",
+                 "heads", "seq", "description");
     for (const auto& info : model_presets()) {
       const ModelSpec m = load_model(info.name);
       const LayerSpec& block = m.layers[1];

@@ -9,8 +9,8 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/validators.h"
-#include "costmodel/errors.h"
 #include "costmodel/cost_model.h"
+#include "costmodel/errors.h"
 #include "costmodel/model.h"
 #include "report/predictions.h"
 #include "search/evaluate.h"
@@ -26,16 +26,18 @@ struct PredictOptions {
 };
 
 void print_prediction(const Strategy& s, const Prediction& p) {
-  fmt::print("strategy: dp {} tp {} pp {} micro-batch {} global batch {} schedule {} recompute {} "
-             "zero {}{}\n",
-             s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule, to_string(s.recompute),
-             s.zero, s.sequence_parallel ? " sequence-parallel" : "");
+  fmt::print(
+      "strategy: dp {} tp {} pp {} micro-batch {} global batch {} schedule {} recompute {} "
+      "zero {}{}\n",
+      s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule, to_string(s.recompute), s.zero,
+      s.sequence_parallel ? " sequence-parallel" : "");
   if (!p.feasible) fmt::print("INFEASIBLE ({}): {}\n", p.reason_code, p.reason);
   if (p.iteration_s <= 0) return;
-  fmt::print("iteration {}  |  {:.2f} samples/s  {:.0f} tokens/s  |  MFU {:.1f}%  |  bubble "
-             "{:.1f}%\n",
-             format_seconds(p.iteration_s), p.samples_per_s, p.tokens_per_s, 100 * p.mfu,
-             100 * p.bubble_rate);
+  fmt::print(
+      "iteration {}  |  {:.2f} samples/s  {:.0f} tokens/s  |  MFU {:.1f}%  |  bubble "
+      "{:.1f}%\n",
+      format_seconds(p.iteration_s), p.samples_per_s, p.tokens_per_s, 100 * p.mfu,
+      100 * p.bubble_rate);
   fmt::print("breakdown:");
   for (const auto& [name, sec] : p.breakdown) fmt::print("  {} {}", name, format_seconds(sec));
   fmt::print("\n\n{:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10}\n", "stage",
@@ -81,8 +83,11 @@ CommandRunner declare_predict(CLI::App& app) {
     // such candidates); one that does not fit in memory is a prediction: infeasible.
     std::string code;
     if (std::string problem = evaluator.structural_problem(strategy, code); !problem.empty()) {
-      const std::map<std::string, std::string> key = {{"batch", "global_batch"}, {"devices", "dp"},
-                                                      {"tp", "tp"}, {"pp", "pp"}, {"zero", "zero"}};
+      const std::map<std::string, std::string> key = {{"batch", "global_batch"},
+                                                      {"devices", "dp"},
+                                                      {"tp", "tp"},
+                                                      {"pp", "pp"},
+                                                      {"zero", "zero"}};
       throw InputError(o->strategy, key.count(code) ? key.at(code) : code, problem);
     }
     std::set<std::string> types;

@@ -76,8 +76,7 @@ CommandRunner declare_search(CLI::App& app) {
                  "Calibration files, profiles or directories (repeatable)");
   app.add_flag("--no-default-calibration", o->no_default_calibration,
                "Do not load the shipped calibration_data/");
-  app.add_option("--top", o->top, "How many strategies to keep (default 10)")
-      ->check(kPositive);
+  app.add_option("--top", o->top, "How many strategies to keep (default 10)")->check(kPositive);
   app.add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
   app.add_option("--threads", o->threads, "Worker threads (the result does not depend on it)")
       ->check(kPositive);
@@ -96,9 +95,10 @@ CommandRunner declare_search(CLI::App& app) {
   app.add_flag("--exhaustive", o->exhaustive, "Cost every valid candidate (no bound pruning)");
   app.add_flag("--allow-idle-nodes", o->allow_idle_nodes,
                "Also plans that leave whole node groups idle (every subset of the groups)");
-  app.add_flag("--no-grad-accumulation-fusion", o->no_grad_accumulation_fusion,
-               "Gradients added into the fp32 main gradients by a kernel per parameter and "
-               "micro-batch (plain PyTorch), not by the weight-gradient GEMMs (Megatron-LM's default)");
+  app.add_flag(
+      "--no-grad-accumulation-fusion", o->no_grad_accumulation_fusion,
+      "Gradients added into the fp32 main gradients by a kernel per parameter and "
+      "micro-batch (plain PyTorch), not by the weight-gradient GEMMs (Megatron-LM's default)");
   app.add_flag("--no-flash-attention", o->no_flash_attention,
                "Unfused attention (two batched GEMMs around a softmax, its s x s probabilities "
                "kept), as frameworks without a fused attention kernel run it");
@@ -139,13 +139,14 @@ CommandRunner declare_search(CLI::App& app) {
     const bool to_stdout = o->json == "-";
     if (!to_stdout) {
       fmt::print("{} ({:.2f}B parameters, sequence {}, global batch {}) on {} ({} GPUs)\n",
-                 model.name, model.parameters() / 1e9, model.seq_len, o->global_batch,
-                 cluster.name, cluster.num_gpus());
+                 model.name, model.parameters() / 1e9, model.seq_len, o->global_batch, cluster.name,
+                 cluster.num_gpus());
       if (!r.top.empty()) {
         print_table(r.top);
         const Prediction& best = r.top.front().predicted;
         fmt::print("\nbest: {:.0f} tokens/s; breakdown:", best.tokens_per_s);
-        for (const auto& [name, sec] : best.breakdown) fmt::print("  {} {}", name, format_seconds(sec));
+        for (const auto& [name, sec] : best.breakdown)
+          fmt::print("  {} {}", name, format_seconds(sec));
         fmt::print("\n");
         for (const auto& note : best.notes) fmt::print("note: {}\n", note);
         const Strategy& bs = r.top.front().strategy;
@@ -155,11 +156,11 @@ CommandRunner declare_search(CLI::App& app) {
       } else {
         fmt::print("no feasible strategy.\n");
         if (r.min_static_bytes > 0)
-          fmt::print("  weights, gradients and optimizer state alone need at least {} per GPU in "
-                     "every candidate (spread over all {} GPUs with the best ZeRO stage); the "
-                     "largest GPU has {}\n",
-                     format_gib(r.min_static_bytes), cluster.num_gpus(),
-                     format_gib(r.static_limit_bytes));
+          fmt::print(
+              "  weights, gradients and optimizer state alone need at least {} per GPU in "
+              "every candidate (spread over all {} GPUs with the best ZeRO stage); the "
+              "largest GPU has {}\n",
+              format_gib(r.min_static_bytes), cluster.num_gpus(), format_gib(r.static_limit_bytes));
         for (const auto& near : r.closest_infeasible)
           fmt::print("  closest: dp {} tp {} pp {} mb {} {} recompute {} zero {}: {}\n",
                      near.strategy.dp, near.strategy.tp, near.strategy.pp,
@@ -169,11 +170,12 @@ CommandRunner declare_search(CLI::App& app) {
       std::string pruned, infeasible;
       for (const auto& [k, v] : r.stats.pruned) pruned += fmt::format(" {} {}", k, v);
       for (const auto& [k, v] : r.stats.infeasible) infeasible += fmt::format(" {} {}", k, v);
-      fmt::print("\n{} candidates, {} costed ({} feasible) in {} ({:.0f} candidates/s)\npruned:{}\n"
-                 "infeasible:{}\n",
-                 r.stats.candidates, r.stats.evaluated, r.stats.feasible,
-                 format_seconds(r.stats.elapsed_s), r.stats.candidates_per_s,
-                 pruned.empty() ? " none" : pruned, infeasible.empty() ? " none" : infeasible);
+      fmt::print(
+          "\n{} candidates, {} costed ({} feasible) in {} ({:.0f} candidates/s)\npruned:{}\n"
+          "infeasible:{}\n",
+          r.stats.candidates, r.stats.evaluated, r.stats.feasible,
+          format_seconds(r.stats.elapsed_s), r.stats.candidates_per_s,
+          pruned.empty() ? " none" : pruned, infeasible.empty() ? " none" : infeasible);
     }
     if (!o->json.empty()) {
       Json out;

@@ -49,8 +49,11 @@ Json run_context(const std::string& command, const Profile& profile) {
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   Json sources = Json::object();
   for (const auto& [type, fit] : profile.gpus) sources[type] = fit.source;
-  return {{"hetplan_version", "0.1.0"}, {"command", command}, {"date", date},
-          {"calibration", profile.origins}, {"gpu_sources", sources}};
+  return {{"hetplan_version", "0.1.0"},
+          {"command", command},
+          {"date", date},
+          {"calibration", profile.origins},
+          {"gpu_sources", sources}};
 }
 
 std::string format_seconds(double s) {
@@ -152,7 +155,8 @@ std::string idle_groups_text(const ClusterSpec& cluster, const Strategy& s) {
   const std::vector<Device> devices = cluster_devices(cluster);
   std::vector<bool> used(cluster.groups.size(), false);
   for (const auto& st : s.stages)
-    for (int64_t d : st.devices) used[static_cast<size_t>(devices[static_cast<size_t>(d)].group)] = true;
+    for (int64_t d : st.devices)
+      used[static_cast<size_t>(devices[static_cast<size_t>(d)].group)] = true;
   std::string out;
   for (size_t g = 0; g < cluster.groups.size(); ++g) {
     const NodeGroup& group = cluster.groups[g];

@@ -4,16 +4,17 @@
 #include <exception>
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/command.h"
 #include "costmodel/errors.h"
 
 int main(int argc, char** argv) {
   using hetplan::cli::CommandRunner;
-  CLI::App app{"hetplan: calibrate a GPU cluster, fit a cost model, and search training and "
-               "serving strategies"};
+  CLI::App app{
+      "hetplan: calibrate a GPU cluster, fit a cost model, and search training and "
+      "serving strategies"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "hetplan 0.1.0");
   std::vector<std::pair<CLI::App*, CommandRunner>> commands;

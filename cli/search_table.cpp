@@ -11,9 +11,7 @@ struct Item {
   int64_t stages = 0;
 };
 
-int64_t layers_of(const StagePrediction& s) {
-  return s.stage.last_layer - s.stage.first_layer + 1;
-}
+int64_t layers_of(const StagePrediction& s) { return s.stage.last_layer - s.stage.first_layer + 1; }
 
 std::vector<Item> summary_items(const std::vector<StagePrediction>& stages) {
   constexpr size_t kShortestRun = 3;  // "5,5" reads as easily as "5(x2)"

@@ -60,9 +60,9 @@ std::string_view to_string(CollectiveKind kind) {
 }
 
 bool parse_collective(std::string_view text, CollectiveKind& out) {
-  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
-                           CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
-                           CollectiveKind::kBroadcast, CollectiveKind::kSendRecv}) {
+  for (CollectiveKind k :
+       {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+        CollectiveKind::kAllToAll, CollectiveKind::kBroadcast, CollectiveKind::kSendRecv}) {
     if (text == to_string(k)) {
       out = k;
       return true;
@@ -74,7 +74,8 @@ bool parse_collective(std::string_view text, CollectiveKind& out) {
 double bus_bandwidth_factor(CollectiveKind kind, int64_t n) {
   // nccl-tests, doc/PERFORMANCE.md: all-reduce 2(n-1)/n; all-gather, reduce-scatter and
   // all-to-all (n-1)/n; broadcast, reduce and send/recv 1.
-  if (n <= 1) return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kSendRecv ? 1 : 0;
+  if (n <= 1)
+    return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kSendRecv ? 1 : 0;
   const double nd = static_cast<double>(n);
   switch (kind) {
     case CollectiveKind::kAllReduce:
@@ -127,7 +128,8 @@ Provenance provenance_from_json(ObjectReader r) {
   p.source = r.string("source");
   if (p.source != "measured" && p.source != "datasheet" && p.source.rfind("imported:", 0) != 0)
     r.fail("source", fmt::format("expected \"measured\", \"datasheet\" or \"imported:<tool>\", "
-                                 "found \"{}\"", p.source));
+                                 "found \"{}\"",
+                                 p.source));
   p.gpu_type = r.string_or("gpu_type", "");
   p.gpu_name = r.string_or("gpu_name", "");
   p.node_type = r.string_or("node_type", "");
@@ -155,7 +157,11 @@ Provenance provenance_from_json(ObjectReader r) {
 }
 
 Json to_json(const GemmShape& s) {
-  return {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch}, {"trans_a", s.trans_a},
+  return {{"m", s.m},
+          {"n", s.n},
+          {"k", s.k},
+          {"batch", s.batch},
+          {"trans_a", s.trans_a},
           {"trans_b", s.trans_b}};
 }
 
@@ -303,7 +309,8 @@ CollectiveMeasurement collective_from_json(ObjectReader r) {
   const std::string op = r.string("op");
   if (!parse_collective(op, m.op))
     r.fail("op", fmt::format("expected all_reduce, all_gather, reduce_scatter, all_to_all, "
-                             "broadcast or send_recv; found \"{}\"", op));
+                             "broadcast or send_recv; found \"{}\"",
+                             op));
   m.dtype = read_dtype(r, "dtype");
   m.bytes = r.positive("bytes");
   m.group_size = r.positive_integer("group_size");
@@ -326,8 +333,8 @@ CollectiveMeasurement collective_from_json(ObjectReader r) {
 }
 
 Json to_json(const P2pMeasurement& m) {
-  Json j{{"src", m.src},   {"dst", m.dst},   {"bytes", m.bytes},
-         {"time", to_json(m.time_s)}, {"GBps", m.GBps}, {"link", m.link}};
+  Json j{{"src", m.src},   {"dst", m.dst},  {"bytes", m.bytes}, {"time", to_json(m.time_s)},
+         {"GBps", m.GBps}, {"link", m.link}};
   if (!m.gpus.empty()) j["gpus"] = m.gpus;
   return j;
 }
@@ -347,8 +354,11 @@ P2pMeasurement p2p_from_json(ObjectReader r) {
 }
 
 Json to_json(const HostDeviceMeasurement& m) {
-  Json j{{"direction", m.direction}, {"pinned", m.pinned}, {"bytes", m.bytes},
-         {"time", to_json(m.time_s)},  {"GBps", m.GBps}};
+  Json j{{"direction", m.direction},
+         {"pinned", m.pinned},
+         {"bytes", m.bytes},
+         {"time", to_json(m.time_s)},
+         {"GBps", m.GBps}};
   if (!m.gpus.empty()) j["gpus"] = m.gpus;
   return j;
 }
@@ -367,10 +377,18 @@ HostDeviceMeasurement host_device_from_json(ObjectReader r) {
 }
 
 Json to_json(const LayerForwardMeasurement& m) {
-  Json j = {{"model", m.model},   {"entry", m.entry},       {"layer", m.layer},
-            {"kind", m.kind},     {"hidden", m.hidden},     {"heads", m.heads},
-            {"seq_len", m.seq_len}, {"vocab", m.vocab},     {"micro_batch", m.micro_batch},
-            {"tp", m.tp},         {"dtype", to_string(m.dtype)}, {"forward", to_json(m.forward_s)}};
+  Json j = {{"model", m.model},
+            {"entry", m.entry},
+            {"layer", m.layer},
+            {"kind", m.kind},
+            {"hidden", m.hidden},
+            {"heads", m.heads},
+            {"seq_len", m.seq_len},
+            {"vocab", m.vocab},
+            {"micro_batch", m.micro_batch},
+            {"tp", m.tp},
+            {"dtype", to_string(m.dtype)},
+            {"forward", to_json(m.forward_s)}};
   if (!m.node_type.empty()) j["node_type"] = m.node_type;
   return j;
 }
@@ -396,7 +414,10 @@ LayerForwardMeasurement layer_forward_from_json(ObjectReader r) {
 }
 
 Json to_json(const ServingLayerMeasurement& m) {
-  return {{"model", m.model}, {"phase", m.phase}, {"tokens", m.tokens}, {"gpus", m.gpus},
+  return {{"model", m.model},
+          {"phase", m.phase},
+          {"tokens", m.tokens},
+          {"gpus", m.gpus},
           {"time", to_json(m.time_s)}};
 }
 
@@ -512,9 +533,9 @@ CalibrationFile calibration_from_document(const Document& doc) {
     r.fail("format", fmt::format("expected \"{}\", found \"{}\"", kCalibrationFormat, format));
   const int64_t version = r.integer("schema_version");
   if (version != kCalibrationSchemaVersion)
-    r.fail("schema_version", fmt::format("expected {} (this hetplan reads version {}), found {}",
-                                         kCalibrationSchemaVersion, kCalibrationSchemaVersion,
-                                         version));
+    r.fail("schema_version",
+           fmt::format("expected {} (this hetplan reads version {}), found {}",
+                       kCalibrationSchemaVersion, kCalibrationSchemaVersion, version));
   CalibrationFile f;
   f.origin = doc.origin;
   f.context = provenance_from_json(r.object("context"));
@@ -527,10 +548,8 @@ CalibrationFile calibration_from_document(const Document& doc) {
   f.collectives = read_list<CollectiveMeasurement>(r, "collectives", collective_from_json);
   f.p2p = read_list<P2pMeasurement>(r, "p2p", p2p_from_json);
   f.host_device = read_list<HostDeviceMeasurement>(r, "host_device", host_device_from_json);
-  f.layer_forward =
-      read_list<LayerForwardMeasurement>(r, "layer_forward", layer_forward_from_json);
-  f.serving_layer =
-      read_list<ServingLayerMeasurement>(r, "serving_layer", serving_layer_from_json);
+  f.layer_forward = read_list<LayerForwardMeasurement>(r, "layer_forward", layer_forward_from_json);
+  f.serving_layer = read_list<ServingLayerMeasurement>(r, "serving_layer", serving_layer_from_json);
   for (auto& item : r.objects_or_empty("failures")) {
     f.failures.push_back({item.string("what"), item.string("error")});
     item.finish();
@@ -582,8 +601,8 @@ void write_text_atomically(const std::string& text, const std::filesystem::path&
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec)
-    throw RuntimeFailure(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(),
-                                     ec.message()));
+    throw RuntimeFailure(
+        fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
 }
 
 void write_json_atomically(const Json& json, const std::filesystem::path& path) {
@@ -644,10 +663,9 @@ void merge_calibration(CalibrationFile& into, const CalibrationFile& other_in) {
   append(into.layer_forward, other.layer_forward);
   append(into.serving_layer, other.serving_layer);
   append(into.failures, other.failures);
-  const std::string note = fmt::format("merged {} (source {}, host {}, date {})",
-                                       other.origin.empty() ? "a file" : other.origin,
-                                       other.context.source, other.context.host,
-                                       other.context.date);
+  const std::string note = fmt::format(
+      "merged {} (source {}, host {}, date {})", other.origin.empty() ? "a file" : other.origin,
+      other.context.source, other.context.host, other.context.date);
   into.context.notes += (into.context.notes.empty() ? "" : "; ") + note;
 }
 

@@ -22,8 +22,8 @@ inline constexpr int kCalibrationSchemaVersion = 1;
 // Where the numbers came from. `source` is "measured", "datasheet" or "imported:<tool>".
 struct Provenance {
   std::string source;
-  std::string gpu_type;  // hetplan GPU type key (presets/gpus), e.g. "h100-sxm"
-  std::string gpu_name;  // as the driver reports it
+  std::string gpu_type;   // hetplan GPU type key (presets/gpus), e.g. "h100-sxm"
+  std::string gpu_name;   // as the driver reports it
   std::string node_type;  // node preset, when the file describes a node's links
   int64_t gpu_count = 0;  // GPUs visible to the calibration
   int64_t sm_count = 0;
@@ -65,8 +65,8 @@ struct GemmMeasurement {
 struct KernelMeasurement {
   std::string kernel;  // registry name, e.g. "layernorm_fwd"
   Dtype dtype = Dtype::kBf16;
-  Json params;         // sizes: {"rows": .., "cols": ..} or attention shape
-  double bytes = 0;    // minimum bytes moved (each input read once, each output written once)
+  Json params;       // sizes: {"rows": .., "cols": ..} or attention shape
+  double bytes = 0;  // minimum bytes moved (each input read once, each output written once)
   double flops = 0;
   Distribution time_s;
   Json method;  // optional: how it was measured
@@ -81,12 +81,18 @@ struct LayerMeasurement {
   int64_t tp = 1;
   Distribution forward_s, backward_input_s, backward_weight_s;
   int64_t activation_bytes = 0;  // kept for backward, measured
-  Json method;  // optional: how it was measured (samples, activation cross-checks)
-  Json trace;   // optional: CUPTI trace per pass
+  Json method;                   // optional: how it was measured (samples, activation cross-checks)
+  Json trace;                    // optional: CUPTI trace per pass
 };
 
-enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast,
-                            kSendRecv };
+enum class CollectiveKind {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kBroadcast,
+  kSendRecv
+};
 
 struct CollectiveMeasurement {
   CollectiveKind op = CollectiveKind::kAllReduce;
@@ -126,10 +132,10 @@ struct HostDeviceMeasurement {
 // One layer's forward time imported from another tool's per-layer profile (AMP's known-cost
 // arrays): one record per entry of the tool's layer list, with the hetplan layer it maps to.
 struct LayerForwardMeasurement {
-  std::string model;    // the tool's model name, e.g. "gpt2"
-  int64_t entry = 0;    // index in the tool's layer list
-  int64_t layer = -1;   // hetplan layer index it belongs to; -1 when it maps to none
-  std::string kind;     // "embedding", "transformer", "lm_head" or "other"
+  std::string model;   // the tool's model name, e.g. "gpt2"
+  int64_t entry = 0;   // index in the tool's layer list
+  int64_t layer = -1;  // hetplan layer index it belongs to; -1 when it maps to none
+  std::string kind;    // "embedding", "transformer", "lm_head" or "other"
   int64_t hidden = 0, heads = 0, seq_len = 0, vocab = 0;  // 0 where not applicable or unknown
   int64_t micro_batch = 1, tp = 1;
   Dtype dtype = Dtype::kFp16;

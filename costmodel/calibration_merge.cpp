@@ -11,8 +11,7 @@ namespace hetplan {
 namespace {
 
 auto key_of(const CollectiveMeasurement& m) {
-  return std::tuple(m.op, m.dtype, m.bytes, m.group_size, m.nodes, m.gpus_per_node, m.link,
-                    m.gpus);
+  return std::tuple(m.op, m.dtype, m.bytes, m.group_size, m.nodes, m.gpus_per_node, m.link, m.gpus);
 }
 auto key_of(const P2pMeasurement& m) { return std::tuple(m.src, m.dst, m.bytes, m.link, m.gpus); }
 auto key_of(const HostDeviceMeasurement& m) {

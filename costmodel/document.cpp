@@ -72,8 +72,9 @@ Json yaml_to_json(std::string_view text, const std::string& origin) {
   try {
     return node_to_json(YAML::Load(std::string(text)), origin);
   } catch (const YAML::Exception& e) {
-    throw InputError(origin, "", fmt::format("malformed YAML at line {}, column {}: {}",
-                                             e.mark.line + 1, e.mark.column + 1, e.msg));
+    throw InputError(origin, "",
+                     fmt::format("malformed YAML at line {}, column {}: {}", e.mark.line + 1,
+                                 e.mark.column + 1, e.msg));
   }
 }
 

@@ -1,6 +1,6 @@
 // Input documents (JSON or YAML) and a strict reader for their objects. Every loader in hetplan
-// reads through ObjectReader so that unknown keys, missing keys, wrong types and out-of-range values
-// are all reported the same way: file, key path, what was expected.
+// reads through ObjectReader so that unknown keys, missing keys, wrong types and out-of-range
+// values are all reported the same way: file, key path, what was expected.
 #pragma once
 
 #include <cstdint>

@@ -172,9 +172,8 @@ TwoRegimeFit fit_two_regimes(std::vector<SizeTime> points, const FitOptions& opt
     // the geometric middle of the gap.
     const double inv_s = 1 / (best_small.bandwidth_GBps * 1e9);
     const double inv_l = 1 / (best_large.bandwidth_GBps * 1e9);
-    const double cross = inv_s != inv_l
-                             ? (best_large.latency_s - best_small.latency_s) / (inv_s - inv_l)
-                             : -1;
+    const double cross =
+        inv_s != inv_l ? (best_large.latency_s - best_small.latency_s) / (inv_s - inv_l) : -1;
     best.breakpoint_bytes = cross >= lo && cross < hi ? cross : std::sqrt(lo * hi);
   }
   fill_errors(best, points);
@@ -185,8 +184,7 @@ const CollectiveFit* CommunicationFit::find(CollectiveKind op, Dtype dtype, int6
                                             int64_t nodes, const std::string& link,
                                             const std::vector<std::string>& gpus) const {
   for (const auto& f : collectives) {
-    if (f.op != op || f.dtype != dtype || f.group_size != group_size || f.nodes != nodes)
-      continue;
+    if (f.op != op || f.dtype != dtype || f.group_size != group_size || f.nodes != nodes) continue;
     if (!link.empty() && f.link != link) continue;
     if (!gpus.empty() && f.gpus != gpus) continue;
     return &f;
@@ -212,7 +210,8 @@ CommunicationFit fit_communication(const CalibrationFile& file, const FitOptions
   }
   using P2pKey = std::tuple<int64_t, int64_t, std::string, std::vector<std::string>>;
   std::map<P2pKey, std::vector<SizeTime>> p2p;
-  for (const auto& m : file.p2p) p2p[{m.src, m.dst, m.link, m.gpus}].push_back({m.bytes, m.time_s.median});
+  for (const auto& m : file.p2p)
+    p2p[{m.src, m.dst, m.link, m.gpus}].push_back({m.bytes, m.time_s.median});
   for (const auto& [key, pts] : p2p) {
     P2pFit f;
     static_cast<TwoRegimeFit&>(f) = fit_two_regimes(pts, options);
@@ -234,10 +233,11 @@ CommunicationFit fit_communication(const CalibrationFile& file, const FitOptions
   std::map<CheckKey, std::vector<double>> errors;
   for (const auto& m : file.collectives) {
     if (!m.ok || m.nodes < 2 || m.gpus_per_node < 2) continue;
-    const auto t = hierarchical_time_s(out, m.op, m.dtype, m.bytes, m.nodes, m.gpus_per_node,
-                                       m.gpus);
-    if (t) errors[{m.op, m.dtype, m.nodes, m.gpus_per_node}].push_back(
-        std::abs(*t / m.time_s.median - 1));
+    const auto t =
+        hierarchical_time_s(out, m.op, m.dtype, m.bytes, m.nodes, m.gpus_per_node, m.gpus);
+    if (t)
+      errors[{m.op, m.dtype, m.nodes, m.gpus_per_node}].push_back(
+          std::abs(*t / m.time_s.median - 1));
   }
   for (const auto& [key, errs] : errors) {
     HierarchyCheck c;
@@ -366,7 +366,8 @@ CollectiveKind op_from(ObjectReader& r) {
   CollectiveKind k;
   if (!parse_collective(text, k))
     r.fail("op", fmt::format("expected all_reduce, all_gather, reduce_scatter, all_to_all, "
-                             "broadcast or send_recv; found \"{}\"", text));
+                             "broadcast or send_recv; found \"{}\"",
+                             text));
   return k;
 }
 
@@ -380,12 +381,8 @@ Json list_json(const std::vector<T>& items) {
 }  // namespace
 
 Json to_json(const CollectiveFit& f) {
-  Json j{{"op", to_string(f.op)},
-         {"dtype", to_string(f.dtype)},
-         {"group_size", f.group_size},
-         {"nodes", f.nodes},
-         {"gpus_per_node", f.gpus_per_node},
-         {"link", f.link}};
+  Json j{{"op", to_string(f.op)}, {"dtype", to_string(f.dtype)},      {"group_size", f.group_size},
+         {"nodes", f.nodes},      {"gpus_per_node", f.gpus_per_node}, {"link", f.link}};
   if (!f.gpus.empty()) j["gpus"] = f.gpus;
   put_curve(j, f);
   j["large_busbw_GBps"] = f.large.latency_only() ? Json() : Json(f.large_busbw_GBps());

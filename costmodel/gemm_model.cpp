@@ -168,9 +168,9 @@ double GemmModel::analytical_s(const GemmShape& s) const {
       const double mem = io_bytes / bandwidth;
       // Split-K: a second kernel reads the fp32 partial products and writes the result.
       const double reduce =
-          splits > 1 ? eff_.overhead_s + (4.0 * outputs * double(splits) + bytes_ * outputs) /
-                                             bandwidth
-                     : 0;
+          splits > 1
+              ? eff_.overhead_s + (4.0 * outputs * double(splits) + bytes_ * outputs) / bandwidth
+              : 0;
       const double bound = std::max(compute, mem) + reduce;
       if (bound < best) {
         best = bound;
@@ -236,7 +236,8 @@ double GemmModel::log_correction(const GemmShape& s) const {
   std::vector<Row> rows(k);
   for (size_t i = 0; i < k; ++i) {
     const Feature& f = features_[near[i].second];
-    if (f.layout != layout && layout_col[f.layout] < 0) layout_col[f.layout] = static_cast<int>(n++);
+    if (f.layout != layout && layout_col[f.layout] < 0)
+      layout_col[f.layout] = static_cast<int>(n++);
     rows[i].z[0] = 1;
     for (int j = 0; j < 4; ++j) rows[i].z[1 + j] = f.x[j] - q[j];
     if (f.layout != layout) rows[i].z[layout_col[f.layout]] = 1;
@@ -279,8 +280,8 @@ double GemmModel::log_correction(const GemmShape& s) const {
 }
 
 double GemmModel::time_s(const GemmShape& s) const {
-  if (auto it = exact_.find(gemm_shape_hash(s)); it != exact_.end() &&
-                                                  points_[it->second].shape == s)
+  if (auto it = exact_.find(gemm_shape_hash(s));
+      it != exact_.end() && points_[it->second].shape == s)
     return points_[it->second].time_s;
   return analytical_s(s) * std::exp(log_correction(s));
 }

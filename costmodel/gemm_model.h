@@ -21,8 +21,8 @@ namespace hetplan {
 struct GemmEfficiency {
   double peak_fraction = 0.8;  // of the datasheet peak, reached by the largest tile on long K
   int64_t tile_m = 128, tile_n = 128;  // the largest tile; smaller candidates have no larger side
-  double k_half = 64;        // per-tile fixed cost, in K steps of the main loop
-  double overhead_s = 5e-6;  // launch and epilogue
+  double k_half = 64;                  // per-tile fixed cost, in K steps of the main loop
+  double overhead_s = 5e-6;            // launch and epilogue
   double tile_exponent = 0.5;    // a smaller tile runs at (its intensity / the largest's)^this
   double memory_fraction = 1.0;  // of the streaming bandwidth reached by memory-bound GEMMs
   double blend = 8;              // p of the p-norm of compute and memory time (large = max)
@@ -85,8 +85,8 @@ uint64_t gemm_shape_hash(const GemmShape& s);
 // to measured points: robust (Huber) least squares on log time, Nelder-Mead over the continuous
 // coefficients for each candidate largest tile. `prior` is returned unchanged for fewer than 8
 // points, and is the starting point otherwise.
-GemmEfficiency fit_gemm_efficiency(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
-                                   double peak_flops, double memory_GBps, int64_t sm_count,
-                                   int bytes_per_element);
+GemmEfficiency fit_gemm_efficiency(const std::vector<GemmPoint>& points,
+                                   const GemmEfficiency& prior, double peak_flops,
+                                   double memory_GBps, int64_t sm_count, int bytes_per_element);
 
 }  // namespace hetplan

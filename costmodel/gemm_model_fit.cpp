@@ -75,7 +75,8 @@ Params nelder_mead(const std::function<double(const Params&)>& f, Params start, 
         for (size_t j = 0; j < kParams; ++j) centroid[j] += simplex[i][j] / kParams;
     auto along = [&](double t) {
       Params p;
-      for (size_t j = 0; j < kParams; ++j) p[j] = centroid[j] + t * (simplex[worst][j] - centroid[j]);
+      for (size_t j = 0; j < kParams; ++j)
+        p[j] = centroid[j] + t * (simplex[worst][j] - centroid[j]);
       return p;
     };
     const Params reflected = along(-1);
@@ -139,10 +140,12 @@ GemmEfficiency initial_guess(const std::vector<GemmPoint>& pts, GemmEfficiency e
   e.overhead_s = 0;
   GemmModel unit(e, peak, bandwidth, sms, bytes);
   std::vector<std::pair<double, double>> by_flops;
-  for (const auto& p : pts) by_flops.emplace_back(p.shape.flops(), unit.analytical_s(p.shape) / p.time_s);
+  for (const auto& p : pts)
+    by_flops.emplace_back(p.shape.flops(), unit.analytical_s(p.shape) / p.time_s);
   std::sort(by_flops.begin(), by_flops.end());
   std::vector<double> top;
-  for (size_t i = by_flops.size() * 3 / 4; i < by_flops.size(); ++i) top.push_back(by_flops[i].second);
+  for (size_t i = by_flops.size() * 3 / 4; i < by_flops.size(); ++i)
+    top.push_back(by_flops[i].second);
   e.peak_fraction = std::clamp(summarize(top).median, 0.05, 1.0);
   GemmModel scaled(e, peak, bandwidth, sms, bytes);
   std::vector<double> small;
@@ -154,9 +157,9 @@ GemmEfficiency initial_guess(const std::vector<GemmPoint>& pts, GemmEfficiency e
 
 }  // namespace
 
-GemmEfficiency fit_gemm_efficiency(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
-                                   double peak_flops, double memory_GBps, int64_t sm_count,
-                                   int bytes_per_element) {
+GemmEfficiency fit_gemm_efficiency(const std::vector<GemmPoint>& points,
+                                   const GemmEfficiency& prior, double peak_flops,
+                                   double memory_GBps, int64_t sm_count, int bytes_per_element) {
   const std::vector<GemmPoint> pts = fit_subset(points, kMaxFitPoints);
   if (pts.size() < 8 || !(peak_flops > 0) || !(memory_GBps > 0)) return prior;
   const std::pair<int64_t, int64_t> largest_tiles[] = {{128, 128}, {128, 256}, {256, 128}};

@@ -107,8 +107,9 @@ NodeSpec parse_node(ObjectReader r, const std::string& name,
   }
   n.gpus = r.positive_integer("gpus");
   const std::string fabric = r.choice("fabric", {"pcie", "nvlink", "nvswitch"});
-  n.fabric = fabric == "pcie" ? Fabric::kPcie : fabric == "nvlink" ? Fabric::kNvlink
-                                                                   : Fabric::kNvswitch;
+  n.fabric = fabric == "pcie"     ? Fabric::kPcie
+             : fabric == "nvlink" ? Fabric::kNvlink
+                                  : Fabric::kNvswitch;
   n.intra_GBps = r.positive("intra_GBps");
   n.intra_latency_s = r.positive("intra_latency_us") * 1e-6;
   n.network_gbit = r.positive("network_gbit");
@@ -173,14 +174,15 @@ double ClusterSpec::network_latency_s(const std::string& a, const std::string& b
 
 void validate_cluster(const ClusterSpec& c) {
   if (c.groups.empty() || c.num_gpus() <= 0)
-    throw InputError(c.origin, "nodes", "expected at least one node with GPUs (a cluster with no "
-                                        "GPUs cannot run anything)");
+    throw InputError(c.origin, "nodes",
+                     "expected at least one node with GPUs (a cluster with no "
+                     "GPUs cannot run anything)");
   for (size_t i = 0; i < c.groups.size(); ++i)
     for (size_t j = i + 1; j < c.groups.size(); ++j)
       if (c.groups[i].node.name == c.groups[j].node.name)
-        throw InputError(c.origin, fmt::format("nodes[{}]", j),
-                         fmt::format("node type \"{}\" listed twice; give one count",
-                                     c.groups[j].node.name));
+        throw InputError(
+            c.origin, fmt::format("nodes[{}]", j),
+            fmt::format("node type \"{}\" listed twice; give one count", c.groups[j].node.name));
 }
 
 ClusterSpec parse_cluster(const Document& doc) {
@@ -195,8 +197,8 @@ ClusterSpec parse_cluster(const Document& doc) {
       // A preset's name would mean two GPUs: the preset nodes' and this one, and calibrations
       // keyed by the name would apply to both.
       if (find_preset("gpus", key))
-        g->fail(key, fmt::format("redefines the preset GPU {}: give this GPU a name of its own",
-                                 key));
+        g->fail(key,
+                fmt::format("redefines the preset GPU {}: give this GPU a name of its own", key));
       gpus[key] = parse_gpu(g->object(key), key);
     }
   std::map<std::string, NodeSpec> nodes;
@@ -210,9 +212,9 @@ ClusterSpec parse_cluster(const Document& doc) {
     } else if (find_preset("nodes", type)) {
       g.node = load_node(type);
     } else {
-      item.fail("type", fmt::format("expected a node type ({}{}), found \"{}\"",
-                                    preset_names("nodes"),
-                                    nodes.empty() ? "" : ", or one of the file's node_types", type));
+      item.fail("type",
+                fmt::format("expected a node type ({}{}), found \"{}\"", preset_names("nodes"),
+                            nodes.empty() ? "" : ", or one of the file's node_types", type));
     }
     g.count = item.positive_integer("count");
     item.finish();
@@ -222,8 +224,7 @@ ClusterSpec parse_cluster(const Document& doc) {
     for (auto& l : net->objects_or_empty("links")) {
       auto between = l.strings("between");
       if (between.size() != 2) l.fail("between", "expected two node types");
-      NetworkLink link{between[0], between[1], l.positive("gbit"),
-                       l.positive("latency_us") * 1e-6};
+      NetworkLink link{between[0], between[1], l.positive("gbit"), l.positive("latency_us") * 1e-6};
       for (const auto& name : between) {
         bool known = false;
         for (const auto& g : c.groups) known |= g.node.name == name;
@@ -258,8 +259,8 @@ ClusterSpec parse_cluster_list(const std::string& spec) {
   size_t pos = 0;
   while (pos <= spec.size()) {
     const size_t comma = spec.find(',', pos);
-    const std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos
-                                                                         : comma - pos);
+    const std::string item =
+        spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     const size_t colon = item.find(':');
     const std::string type = item.substr(0, colon);
     int64_t count = 1;
@@ -270,8 +271,9 @@ ClusterSpec parse_cluster_list(const std::string& spec) {
         throw InputError(c.origin, item, "expected NODE:COUNT with a whole count > 0");
     }
     if (!find_preset("nodes", type))
-      throw InputError(c.origin, item, fmt::format("unknown node type \"{}\": expected one of {}",
-                                                   type, preset_names("nodes")));
+      throw InputError(
+          c.origin, item,
+          fmt::format("unknown node type \"{}\": expected one of {}", type, preset_names("nodes")));
     c.groups.push_back({load_node(type), count});
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -284,8 +286,10 @@ ClusterSpec parse_cluster_list(const std::string& spec) {
 
 ClusterSpec load_cluster(const std::string& spec) {
   if (spec.empty()) throw InputError("--cluster: expected a preset, a file or NODE:COUNT,...");
-  if (const EmbeddedPreset* p = find_preset("clusters", spec)) return parse_cluster(preset_document(*p));
-  if (looks_like_path(spec) || std::filesystem::exists(spec)) return parse_cluster(load_document(spec));
+  if (const EmbeddedPreset* p = find_preset("clusters", spec))
+    return parse_cluster(preset_document(*p));
+  if (looks_like_path(spec) || std::filesystem::exists(spec))
+    return parse_cluster(load_document(spec));
   return parse_cluster_list(spec);
 }
 

@@ -38,12 +38,12 @@ struct NodeSpec {
   GpuSpec gpu;
   int64_t gpus = 0;
   Fabric fabric = Fabric::kPcie;
-  double intra_GBps = 0;        // per GPU and direction, to its peers inside the node
+  double intra_GBps = 0;  // per GPU and direction, to its peers inside the node
   double intra_latency_s = 0;
-  double network_gbit = 0;      // the node's network bandwidth (all NICs)
+  double network_gbit = 0;  // the node's network bandwidth (all NICs)
   double network_latency_s = 0;
-  double host_link_GBps = 0;    // per GPU, host <-> device
-  double price_per_hour = 0;    // on-demand, for provisioning
+  double host_link_GBps = 0;  // per GPU, host <-> device
+  double price_per_hour = 0;  // on-demand, for provisioning
   std::map<std::string, std::string> citations;
 };
 
@@ -66,7 +66,7 @@ struct ClusterSpec {
   std::string origin;
   std::vector<NodeGroup> groups;
   std::vector<NetworkLink> links;
-  std::vector<std::string> calibration;  // calibration files the cluster points to
+  std::vector<std::string> calibration;      // calibration files the cluster points to
   std::map<std::string, GpuSpec> gpu_types;  // the GPU types the cluster file defines
 
   int64_t num_gpus() const;

@@ -137,7 +137,8 @@ ModelSpec model_from_hf_config(const Document& doc) {
     p = read_bert(r);
   } else {
     r.fail("model_type", fmt::format("expected a supported Hugging Face model type (gpt2, llama, "
-                                     "mistral, mixtral, opt, bert), found \"{}\"", type));
+                                     "mistral, mixtral, opt, bert), found \"{}\"",
+                                     type));
   }
   if (p.layers > model_limits::kBlocks)
     r.fail(type == "gpt2" ? "n_layer" : "num_hidden_layers",
@@ -156,8 +157,8 @@ ModelSpec model_from_hf_config(const Document& doc) {
   std::string name = r.string_or("_name_or_path", "");
   if (name.empty()) name = std::filesystem::path(doc.origin).parent_path().filename().string();
   m.name = name.empty() ? type : name;
-  m.description = fmt::format("{} from a Hugging Face config ({} layers, hidden {})", type,
-                              p.layers, p.hidden);
+  m.description =
+      fmt::format("{} from a Hugging Face config ({} layers, hidden {})", type, p.layers, p.hidden);
   m.source = doc.origin;
   m.seq_len = p.seq_len;
   // torch_dtype is how the checkpoint is stored (often float32 or float16), not how it trains:

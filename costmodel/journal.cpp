@@ -1,7 +1,7 @@
 #include "costmodel/journal.h"
 
-#include <fstream>
 #include <unistd.h>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -32,7 +32,8 @@ Journal::Journal(std::filesystem::path path, bool resume) : path_(std::move(path
     }
   }
   file_ = std::fopen(path_.c_str(), resume ? "a" : "w");
-  if (!file_) throw RuntimeFailure(fmt::format("cannot open journal {} for writing", path_.string()));
+  if (!file_)
+    throw RuntimeFailure(fmt::format("cannot open journal {} for writing", path_.string()));
   // A torn last line has no newline: start our appends on a fresh line.
   if (resume && dropped_lines_ > 0) std::fputc('\n', file_);
 }

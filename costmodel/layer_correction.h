@@ -51,7 +51,7 @@ struct LayerTiming {
   double measured_s[kNumPasses] = {0, 0, 0};   // 0: not measured
   double predicted_s[kNumPasses] = {0, 0, 0};  // from ops, communication included
   double comm_s[kNumPasses] = {0, 0, 0};       // of which predicted tensor-parallel communication
-  std::string unused;  // why it corrects nothing; "" when it does
+  std::string unused;                          // why it corrects nothing; "" when it does
 
   // predicted / measured - 1 (signed); 0 where the pass was not measured.
   double rel_error(int pass) const;

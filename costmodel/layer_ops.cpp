@@ -61,8 +61,8 @@ class Builder {
 
   // A linear layer y = x W^T with `in` -> `out` features over `tokens` rows: forward GEMM,
   // input-gradient GEMM, weight-gradient GEMM. `experts` independent copies are batched.
-  void linear(const std::string& name, int64_t tokens, int64_t in, int64_t out,
-              int64_t batch = 1, bool input_gradient = true) {
+  void linear(const std::string& name, int64_t tokens, int64_t in, int64_t out, int64_t batch = 1,
+              bool input_gradient = true) {
     if (tokens <= 0 || in <= 0 || out <= 0) return;
     gemm(name, Pass::kForward, {out, tokens, in, batch, true, false});
     if (input_gradient) gemm(name, Pass::kBackwardInput, {in, tokens, out, batch, false, false});
@@ -119,7 +119,8 @@ class Builder {
   }
 
   // The Megatron "g" (forward reduce) and "f" (backward reduce) around a tensor-parallel region of
-  // `bytes` (whole activation): all-reduce, or with sequence parallelism all-gather + reduce-scatter.
+  // `bytes` (whole activation): all-reduce, or with sequence parallelism all-gather +
+  // reduce-scatter.
   void enter_tp_region(const std::string& name, double bytes) {
     if (s_.sequence_parallel) {
       comm(name + "_allgather", Pass::kForward, CollectiveKind::kAllGather, bytes);
@@ -160,8 +161,8 @@ void check_divides(const LayerSpec& layer, const char* what, int64_t value, int6
                                  what, value, layer.name));
 }
 
-void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerShape& s,
-                 Builder& B, LayerWork& w) {
+void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerShape& s, Builder& B,
+                 LayerWork& w) {
   const int64_t t = s.tp;
   check_divides(layer, "the heads", b.heads, t);
   check_divides(layer, "the KV heads", b.kv_heads, t);
@@ -253,7 +254,7 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
     // Dispatch and combine copies of the routed tokens (top-k copies each).
     B.elementwise("moe_permute", static_cast<double>(T) * b.top_k * h, 1, 1, 0);
     experts = b.experts;
-    tokens = T * b.top_k / b.experts;  // balanced routing, capacity factor 1
+    tokens = T * b.top_k / b.experts;                    // balanced routing, capacity factor 1
     B.keep(static_cast<double>(T) * b.top_k * h * act);  // dispatched expert inputs
   } else {
     B.keep(Tr * h * act);  // fc1 input
@@ -421,11 +422,13 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
 std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp) {
   for (const auto& l : model.layers) {
     if (const auto* b = l.block()) {
-      if (b->heads % tp) return fmt::format("tp {} does not divide the {} heads of {}", tp, b->heads, l.name);
+      if (b->heads % tp)
+        return fmt::format("tp {} does not divide the {} heads of {}", tp, b->heads, l.name);
       if (b->kv_heads % tp)
         return fmt::format("tp {} does not divide the {} KV heads of {}", tp, b->kv_heads, l.name);
       if (b->ffn_hidden % tp)
-        return fmt::format("tp {} does not divide the MLP width {} of {}", tp, b->ffn_hidden, l.name);
+        return fmt::format("tp {} does not divide the MLP width {} of {}", tp, b->ffn_hidden,
+                           l.name);
     }
   }
   return "";

@@ -98,9 +98,9 @@ struct LayerWork {
   std::vector<CommOp> comms;  // empty at tp = 1
   // Activation bytes kept for backward per micro-batch on one rank, by recomputation mode.
   double activation_bytes[3] = {0, 0, 0};  // indexed by Recompute
-  double output_bytes = 0;  // the activation handed to the next layer (whole tensor)
-  int64_t params = 0;       // held on one rank (a tied head holds its copy)
-  int64_t gemm_weight_params = 0;  // of those, the weights of its GEMMs (linear layers)
+  double output_bytes = 0;                 // the activation handed to the next layer (whole tensor)
+  int64_t params = 0;                      // held on one rank (a tied head holds its copy)
+  int64_t gemm_weight_params = 0;          // of those, the weights of its GEMMs (linear layers)
   // Model FLOPs of the layer on one rank per pass (no recomputation; attention counted in full,
   // as Megatron-LM and PaLM count it for MFU).
   double model_flops[kNumPasses] = {0, 0, 0};

@@ -19,9 +19,9 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
 }
 
 Json to_json(const MemoryBreakdown& m) {
-  return {{"weights_bytes", m.weights},         {"gradients_bytes", m.gradients},
-          {"optimizer_bytes", m.optimizer},     {"activations_bytes", m.activations},
-          {"transient_bytes", m.transient},     {"reserve_bytes", m.reserve},
+  return {{"weights_bytes", m.weights},     {"gradients_bytes", m.gradients},
+          {"optimizer_bytes", m.optimizer}, {"activations_bytes", m.activations},
+          {"transient_bytes", m.transient}, {"reserve_bytes", m.reserve},
           {"total_bytes", m.total()}};
 }
 

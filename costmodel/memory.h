@@ -13,19 +13,21 @@ namespace hetplan {
 inline constexpr double kDefaultReserveBytes = 1.0 * (1ull << 30);
 
 struct MemoryInput {
-  double params = 0;          // parameters held by this device (its tensor-parallel shard)
-  int64_t dp = 1;             // data-parallel degree (ZeRO shards over it)
-  int zero = 0;               // 0 (none) .. 3
+  double params = 0;           // parameters held by this device (its tensor-parallel shard)
+  int64_t dp = 1;              // data-parallel degree (ZeRO shards over it)
+  int zero = 0;                // 0 (none) .. 3
   Dtype dtype = Dtype::kBf16;  // training precision of weights and activations
-  double activations = 0;     // activation bytes held at the pipeline's peak
-  double transient = 0;       // working buffers of the layer being run (recomputed activations,
-                              // gradients in flight, logits, p2p buffers, ZeRO-3 gathers)
+  double activations = 0;      // activation bytes held at the pipeline's peak
+  double transient = 0;        // working buffers of the layer being run (recomputed activations,
+                               // gradients in flight, logits, p2p buffers, ZeRO-3 gathers)
   double reserve = kDefaultReserveBytes;
 };
 
 struct MemoryBreakdown {
   double weights = 0, gradients = 0, optimizer = 0, activations = 0, transient = 0, reserve = 0;
-  double total() const { return weights + gradients + optimizer + activations + transient + reserve; }
+  double total() const {
+    return weights + gradients + optimizer + activations + transient + reserve;
+  }
 };
 
 // Mixed precision with Adam (Megatron-LM's layout): half-precision weights (2 B), fp32 main

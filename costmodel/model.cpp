@@ -134,8 +134,8 @@ void validate_model(const ModelSpec& m) {
       at_most(at + ".experts", b->experts, lim::kHeads);
       if (b->heads <= 0) fail(at + ".heads", "expected a head count > 0");
       if (b->kv_heads <= 0 || b->heads % b->kv_heads != 0)
-        fail(at + ".kv_heads", fmt::format("expected a divisor of heads ({}), found {}", b->heads,
-                                           b->kv_heads));
+        fail(at + ".kv_heads",
+             fmt::format("expected a divisor of heads ({}), found {}", b->heads, b->kv_heads));
       if (b->head_dim <= 0) fail(at + ".head_dim", "expected a head size > 0");
       if (b->ffn_hidden <= 0) fail(at + ".ffn_hidden", "expected an MLP width > 0");
       if (b->experts <= 0) fail(at + ".experts", "expected 1 (dense) or more experts");
@@ -183,8 +183,9 @@ bool looks_like_path(const std::string& s) {
 ModelSpec with_seq_len(const ModelSpec& model, int64_t seq_len) {
   if (seq_len <= 0 || seq_len == model.seq_len) return model;
   if (seq_len > model_limits::kSeqLen)
-    throw InputError(fmt::format("--seq-len: expected at most {} tokens (hetplan's limit), found {}",
-                                 model_limits::kSeqLen, seq_len));
+    throw InputError(
+        fmt::format("--seq-len: expected at most {} tokens (hetplan's limit), found {}",
+                    model_limits::kSeqLen, seq_len));
   ModelSpec out = model;
   for (auto& l : out.layers) {
     // Layers at other lengths (a funnel) scale with the input length.
@@ -195,8 +196,8 @@ ModelSpec with_seq_len(const ModelSpec& model, int64_t seq_len) {
                                    "whole number of tokens",
                                    seq_len, l.name, l.seq_len, model.seq_len));
     l.seq_len = scaled;
-    if (auto* e = std::get_if<EmbeddingLayer>(&l.op); e && e->max_positions > 0 &&
-                                                      e->max_positions < seq_len)
+    if (auto* e = std::get_if<EmbeddingLayer>(&l.op);
+        e && e->max_positions > 0 && e->max_positions < seq_len)
       throw InputError(model.origin, "embedding.max_positions",
                        fmt::format("the model has {} learned positions; --seq-len {} needs more",
                                    e->max_positions, seq_len));
@@ -212,17 +213,18 @@ ModelSpec load_model(const std::string& name_or_path, int64_t seq_len) {
   } else if (looks_like_path(name_or_path) || std::filesystem::exists(name_or_path)) {
     Document doc = load_document(name_or_path);
     // A Hugging Face config.json has "model_type"; ours has "layers" or "blocks".
-    if (doc.root.is_object() && (doc.root.contains("model_type") ||
-                                 doc.root.contains("architectures")))
+    if (doc.root.is_object() &&
+        (doc.root.contains("model_type") || doc.root.contains("architectures")))
       model = model_from_hf_config(doc);
     else
       model = parse_model(doc);
   } else {
     std::string names;
     for (const auto& info : model_presets()) names += (names.empty() ? "" : ", ") + info.name;
-    throw InputError(fmt::format("unknown model \"{}\": expected a preset ({}) or a model file "
-                                 "(.yaml, .json, or a Hugging Face config.json)",
-                                 name_or_path, names));
+    throw InputError(
+        fmt::format("unknown model \"{}\": expected a preset ({}) or a model file "
+                    "(.yaml, .json, or a Hugging Face config.json)",
+                    name_or_path, names));
   }
   validate_model(model);
   return with_seq_len(model, seq_len);

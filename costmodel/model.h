@@ -17,11 +17,12 @@ namespace hetplan {
 enum class NormKind { kNone, kLayerNorm, kRmsNorm };
 enum class MlpActivation { kGelu, kRelu, kSwiglu };
 
-// Token (and learned position / token-type) embedding; vocabulary-parallel under tensor parallelism.
+// Token (and learned position / token-type) embedding; vocabulary-parallel under tensor
+// parallelism.
 struct EmbeddingLayer {
   int64_t vocab = 0;
-  int64_t max_positions = 0;  // learned position embeddings; 0 with rotary or none
-  int64_t token_types = 0;    // BERT segment embeddings
+  int64_t max_positions = 0;        // learned position embeddings; 0 with rotary or none
+  int64_t token_types = 0;          // BERT segment embeddings
   NormKind norm = NormKind::kNone;  // BERT normalises the embedding output
   double dropout = 0;
 };
@@ -70,8 +71,8 @@ struct LayerSpec {
 struct ModelSpec {
   std::string name;
   std::string description;
-  std::string source;  // where its figures come from (paper, config)
-  std::string origin;  // the file or preset it was read from
+  std::string source;   // where its figures come from (paper, config)
+  std::string origin;   // the file or preset it was read from
   int64_t seq_len = 0;  // default sequence length (tokens per sample at the input)
   Dtype dtype = Dtype::kBf16;
   std::vector<LayerSpec> layers;
@@ -104,8 +105,8 @@ void validate_model(const ModelSpec& model);
 // that hetplan's parameter, byte and FLOP counts stay exact in 64 bits.
 namespace model_limits {
 constexpr int64_t kBlocks = 100'000;
-constexpr int64_t kWidth = int64_t{1} << 20;      // hidden, ffn_hidden, head_dim
-constexpr int64_t kHeads = int64_t{1} << 16;      // heads, experts
+constexpr int64_t kWidth = int64_t{1} << 20;  // hidden, ffn_hidden, head_dim
+constexpr int64_t kHeads = int64_t{1} << 16;  // heads, experts
 constexpr int64_t kVocab = int64_t{1} << 27;
 constexpr int64_t kSeqLen = int64_t{1} << 26;
 }  // namespace model_limits

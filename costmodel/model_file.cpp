@@ -12,15 +12,17 @@ namespace {
 NormKind read_norm(ObjectReader& r, std::string_view key, NormKind fallback) {
   const std::string v =
       r.choice_or(key, {"none", "layernorm", "rmsnorm"}, std::string(to_string(fallback)));
-  return v == "none" ? NormKind::kNone : v == "layernorm" ? NormKind::kLayerNorm
-                                                          : NormKind::kRmsNorm;
+  return v == "none"        ? NormKind::kNone
+         : v == "layernorm" ? NormKind::kLayerNorm
+                            : NormKind::kRmsNorm;
 }
 
 MlpActivation read_activation(ObjectReader& r, MlpActivation fallback) {
   const std::string v =
       r.choice_or("activation", {"gelu", "relu", "swiglu"}, std::string(to_string(fallback)));
-  return v == "gelu" ? MlpActivation::kGelu : v == "relu" ? MlpActivation::kRelu
-                                                          : MlpActivation::kSwiglu;
+  return v == "gelu"   ? MlpActivation::kGelu
+         : v == "relu" ? MlpActivation::kRelu
+                       : MlpActivation::kSwiglu;
 }
 
 // A block description as written: 0 in a size means "derive it" (kv_heads = heads, head_dim =
@@ -52,7 +54,8 @@ BlockFields read_block(ObjectReader& r, const BlockFields& defaults) {
   b.rotary = r.boolean_or("rotary", defaults.block.rotary);
   b.causal = r.boolean_or("causal", defaults.block.causal);
   b.dropout = r.non_negative_or("dropout", defaults.block.dropout);
-  if (b.dropout >= 1) r.fail("dropout", fmt::format("expected 0 <= dropout < 1, found {}", b.dropout));
+  if (b.dropout >= 1)
+    r.fail("dropout", fmt::format("expected 0 <= dropout < 1, found {}", b.dropout));
   b.experts = r.positive_integer_or("experts", defaults.block.experts);
   b.top_k = r.positive_integer_or("top_k", defaults.block.top_k);
   return out;
@@ -65,18 +68,19 @@ void complete_block(BlockFields& f, const ObjectReader& r) {
   if (b.heads <= 0) r.fail("heads", "missing: expected the number of attention heads");
   if (b.kv_heads == 0) b.kv_heads = b.heads;
   if (b.heads % b.kv_heads != 0)
-    r.fail("kv_heads", fmt::format("expected a divisor of heads ({}), found {}", b.heads,
-                                   b.kv_heads));
+    r.fail("kv_heads",
+           fmt::format("expected a divisor of heads ({}), found {}", b.heads, b.kv_heads));
   if (b.head_dim == 0) {
     if (f.hidden % b.heads != 0)
       r.fail("heads", fmt::format("expected a divisor of hidden ({}) or an explicit head_dim, "
-                                  "found {}", f.hidden, b.heads));
+                                  "found {}",
+                                  f.hidden, b.heads));
     b.head_dim = f.hidden / b.heads;
   }
   if (b.ffn_hidden == 0) b.ffn_hidden = 4 * f.hidden;
   if (b.top_k > b.experts)
-    r.fail("top_k", fmt::format("expected at most the expert count ({}), found {}", b.experts,
-                                b.top_k));
+    r.fail("top_k",
+           fmt::format("expected at most the expert count ({}), found {}", b.experts, b.top_k));
 }
 
 }  // namespace
@@ -105,7 +109,8 @@ ModelSpec parse_model(const Document& doc) {
 
   std::vector<std::pair<int64_t, BlockFields>> groups;
   if (r.has("blocks")) {
-    if (r.has("layers")) r.fail("layers", "give either layers (a count) or blocks (a list), not both");
+    if (r.has("layers"))
+      r.fail("layers", "give either layers (a count) or blocks (a list), not both");
     for (auto& g : r.objects("blocks")) {
       const int64_t count = g.positive_integer("count");
       if (count > model_limits::kBlocks)
@@ -166,7 +171,8 @@ ModelSpec parse_model(const Document& doc) {
   }
   if (tied && first_hidden != last_hidden)
     r.fail("tie_embeddings", fmt::format("tied embeddings need the same width at both ends "
-                                         "({} and {})", first_hidden, last_hidden));
+                                         "({} and {})",
+                                         first_hidden, last_hidden));
   m.layers.push_back({"lm_head", last_hidden, groups.back().second.seq_len, head});
   r.finish();
   validate_model(m);

@@ -132,8 +132,8 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
       attention.count("sdpa_fwd_default") != 0 || attention.count("sdpa_bwd_default") != 0;
   for (auto it = attention.begin(); it != attention.end();) {
     const bool sdpa = it->first.rfind("sdpa_", 0) == 0;
-    const bool keep = have_sdpa ? it->first == "sdpa_fwd_default" || it->first == "sdpa_bwd_default"
-                                : !sdpa;
+    const bool keep =
+        have_sdpa ? it->first == "sdpa_fwd_default" || it->first == "sdpa_bwd_default" : !sdpa;
     it = keep ? std::next(it) : attention.erase(it);
   }
   // Another file of this GPU may already have given SDPA's figures: hetplan's do not replace them.
@@ -296,7 +296,8 @@ void collect_json_files(const std::filesystem::path& p, std::vector<std::filesys
 void merge_profile(Profile& into, const Profile& other) {
   for (const auto& [type, fit] : other.gpus)
     if (source_rank(fit.source) >= source_rank(into.gpu(type).source)) into.gpus[type] = fit;
-  into.collectives.insert(into.collectives.end(), other.collectives.begin(), other.collectives.end());
+  into.collectives.insert(into.collectives.end(), other.collectives.begin(),
+                          other.collectives.end());
   into.origins.insert(into.origins.end(), other.origins.begin(), other.origins.end());
   into.failures.insert(into.failures.end(), other.failures.begin(), other.failures.end());
 }
@@ -320,8 +321,9 @@ ProfileInputs read_profile_inputs(const std::vector<std::string>& paths) {
     } else if (format == kCalibrationFormat) {
       in.calibrations.push_back(calibration_from_document(doc));
     } else {
-      throw InputError(f.string(), "format",
-                       fmt::format("expected \"{}\" or \"{}\"", kCalibrationFormat, kProfileFormat));
+      throw InputError(
+          f.string(), "format",
+          fmt::format("expected \"{}\" or \"{}\"", kCalibrationFormat, kProfileFormat));
     }
   }
   return in;

@@ -47,8 +47,8 @@ struct GpuFit {
   double memory_efficiency = 0.85;  // of the datasheet bandwidth, for streaming kernels
   double launch_s = 5e-6;
   std::map<std::string, KernelFit> kernels;  // by kernels/ registry name
-  double attention_efficiency = 0.35;      // fused attention forward, of the bf16/fp16 peak
-  double attention_bwd_efficiency = 0.35;  // its backward (measured separately where possible)
+  double attention_efficiency = 0.35;        // fused attention forward, of the bf16/fp16 peak
+  double attention_bwd_efficiency = 0.35;    // its backward (measured separately where possible)
   // Which attention the efficiencies describe: "prior", "hetplan kernels" (kernels/), or
   // "torch sdpa (...)": PyTorch's scaled_dot_product_attention, which frameworks run, preferred
   // where measured.
@@ -56,7 +56,7 @@ struct GpuFit {
   // Whole-layer timings, which correct the cost model's layer times (costmodel/layer_correction.h):
   std::vector<LayerMeasurement> layers;                // F, B and W (hetplan's profiler)
   std::vector<LayerForwardMeasurement> layer_forward;  // forward only (imported: AMP)
-  double context_reserve_bytes = 0;          // measured CUDA context + library reserve; 0 = prior
+  double context_reserve_bytes = 0;  // measured CUDA context + library reserve; 0 = prior
 };
 
 struct Profile {

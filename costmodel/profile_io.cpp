@@ -14,7 +14,8 @@ Dtype dtype_key(ObjectReader& r, const std::string& key) {
 }
 
 Json quality_json(const FitQuality& q) {
-  Json j = {{"points", q.points}, {"median_rel_error", q.median_rel_error},
+  Json j = {{"points", q.points},
+            {"median_rel_error", q.median_rel_error},
             {"p95_rel_error", q.p95_rel_error}};
   if (!q.method.empty()) j["method"] = q.method;
   return j;
@@ -32,10 +33,14 @@ Json gpu_json(const GpuFit& g) {
   j["origins"] = g.origins;
   Json gemm = Json::object();
   for (const auto& [dtype, e] : g.gemm) {
-    Json d = {{"peak_fraction", e.peak_fraction}, {"tile_m", e.tile_m},
-              {"tile_n", e.tile_n},               {"k_half", e.k_half},
-              {"overhead_s", e.overhead_s},       {"tile_exponent", e.tile_exponent},
-              {"memory_fraction", e.memory_fraction}, {"blend", e.blend},
+    Json d = {{"peak_fraction", e.peak_fraction},
+              {"tile_m", e.tile_m},
+              {"tile_n", e.tile_n},
+              {"k_half", e.k_half},
+              {"overhead_s", e.overhead_s},
+              {"tile_exponent", e.tile_exponent},
+              {"memory_fraction", e.memory_fraction},
+              {"blend", e.blend},
               {"wave_smoothing", e.wave_smoothing}};
     if (auto q = g.gemm_quality.find(dtype); q != g.gemm_quality.end()) {
       d["quality"] = quality_json(q->second);
@@ -57,7 +62,9 @@ Json gpu_json(const GpuFit& g) {
   j["launch_s"] = g.launch_s;
   Json kernels = Json::object();
   for (const auto& [name, k] : g.kernels)
-    kernels[name] = {{"GBps", k.GBps}, {"overhead_s", k.overhead_s}, {"points", k.points},
+    kernels[name] = {{"GBps", k.GBps},
+                     {"overhead_s", k.overhead_s},
+                     {"points", k.points},
                      {"median_rel_error", k.median_rel_error}};
   j["kernels"] = kernels;
   j["attention_efficiency"] = g.attention_efficiency;
@@ -164,7 +171,8 @@ Profile profile_from_document(const Document& doc) {
   if (r.has("origins")) p.origins = r.strings("origins");
   auto gpus = r.object("gpus");
   for (const auto& type : gpus.keys()) p.gpus[type] = gpu_from(gpus.object(type), type);
-  for (auto& c : r.objects_or_empty("collectives")) p.collectives.push_back(collective_from_json(c));
+  for (auto& c : r.objects_or_empty("collectives"))
+    p.collectives.push_back(collective_from_json(c));
   for (auto& f : r.objects_or_empty("failures")) {
     p.failures.push_back({f.string("what"), f.string("error")});
     f.finish();

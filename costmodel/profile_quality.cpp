@@ -19,9 +19,7 @@ Json quality_json(const FitQuality& q) {
 }
 
 // A score of no points has no errors: null, not zeros.
-Json scored_json(const FitQuality& q) {
-  return q.points > 0 ? quality_json(q) : Json(nullptr);
-}
+Json scored_json(const FitQuality& q) { return q.points > 0 ? quality_json(q) : Json(nullptr); }
 
 std::vector<std::string> gemm_warnings(const GemmHoldout& h, int every, const GpuFit& fit) {
   std::vector<std::string> out;
@@ -81,8 +79,8 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
   for (const auto& p : points) (is_held_out(p.shape, every) ? held : fit_set).push_back(p);
   out.points = static_cast<int64_t>(points.size());
   out.fit_points = static_cast<int64_t>(fit_set.size());
-  out.fitted = fit_gemm_efficiency(fit_set, prior, peak_flops, memory_GBps, sm_count,
-                                   bytes_per_element);
+  out.fitted =
+      fit_gemm_efficiency(fit_set, prior, peak_flops, memory_GBps, sm_count, bytes_per_element);
   GemmModel model(out.fitted, peak_flops, memory_GBps, sm_count, bytes_per_element);
   model.set_measurements(fit_set);
   std::vector<double> analytical, corrected;
@@ -98,7 +96,8 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
                                                        sm_count, bytes_per_element);
   const GemmModel whole(all, peak_flops, memory_GBps, sm_count, bytes_per_element);
   std::vector<double> in_sample;
-  for (const auto& p : points) in_sample.push_back(std::abs(whole.analytical_s(p.shape) / p.time_s - 1));
+  for (const auto& p : points)
+    in_sample.push_back(std::abs(whole.analytical_s(p.shape) / p.time_s - 1));
   out.in_sample = summarize_errors(in_sample);
   return out;
 }
@@ -116,8 +115,7 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
     q.attention_source = fit.attention_source;
     for (const auto& f : files)
       if (f.context.gpu_type == type)
-        for (const auto& k : f.kernels)
-          q.attention_points += is_attention_measurement(k);
+        for (const auto& k : f.kernels) q.attention_points += is_attention_measurement(k);
     const std::optional<GpuSpec> gpu = find_gpu_spec(type, gpu_types);
     if (!gpu) {
       report.gpus.push_back(std::move(q));
@@ -197,7 +195,9 @@ Json to_json(const FitReport& report) {
     }
     Json kernels = Json::object();
     for (const auto& [name, k] : g.kernels)
-      kernels[name] = {{"GBps", k.GBps}, {"overhead_s", k.overhead_s}, {"points", k.points},
+      kernels[name] = {{"GBps", k.GBps},
+                       {"overhead_s", k.overhead_s},
+                       {"points", k.points},
                        {"median_rel_error", k.median_rel_error}};
     Json layers = Json::array();
     for (const auto& t : g.layers) {
@@ -218,7 +218,8 @@ Json to_json(const FitReport& report) {
     for (const auto& c : g.corrections) {
       Json points = Json::array();
       for (const auto& p : c.points)
-        points.push_back({{"micro_batch", p.micro_batch}, {"ratio", p.ratio}, {"timings", p.timings}});
+        points.push_back(
+            {{"micro_batch", p.micro_batch}, {"ratio", p.ratio}, {"timings", p.timings}});
       corrections.push_back({{"layer", describe(c.key)},
                              {"dtype", to_string(c.dtype)},
                              {"source", c.source},

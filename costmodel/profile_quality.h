@@ -35,10 +35,10 @@ struct GemmHoldout {
   Dtype dtype = Dtype::kBf16;
   int64_t points = 0;      // measured shapes
   int64_t fit_points = 0;  // of them, fitted (the others are held out)
-  FitQuality analytical;  // held-out shapes, analytical model alone
-  FitQuality corrected;   // held-out shapes, with the measured-table correction (what predicts)
-  FitQuality in_sample;   // every shape, analytical model fitted on every shape
-  GemmEfficiency fitted;  // fitted on the fit set
+  FitQuality analytical;   // held-out shapes, analytical model alone
+  FitQuality corrected;    // held-out shapes, with the measured-table correction (what predicts)
+  FitQuality in_sample;    // every shape, analytical model fitted on every shape
+  GemmEfficiency fitted;   // fitted on the fit set
   // Why the score says less than it seems to: too few shapes for the coefficients, none held out,
   // an implausible peak fraction.
   std::vector<std::string> warnings;

@@ -59,9 +59,9 @@ Distribution distribution_from_json(ObjectReader r, const char* unit_suffix) {
   d.p90 = r.number_or(key("p90"), d.max);
   d.mean = r.number_or(key("mean"), d.median);
   d.stddev = r.non_negative_or(key("stddev"), 0);
-  if (!(d.median > 0)) r.fail(key("median"), fmt::format("expected a time > 0, found {}", d.median));
-  if (d.min > d.median || d.median > d.max)
-    r.fail(key("median"), "expected min <= median <= max");
+  if (!(d.median > 0))
+    r.fail(key("median"), fmt::format("expected a time > 0, found {}", d.median));
+  if (d.min > d.median || d.median > d.max) r.fail(key("median"), "expected min <= median <= max");
   r.finish();
   return d;
 }

@@ -22,15 +22,15 @@ std::vector<Device> cluster_devices(const ClusterSpec& cluster);
 
 // What a collective over some devices runs on.
 struct CommGroup {
-  int64_t size = 1;      // ranks
-  int64_t nodes = 1;     // distinct nodes
-  int64_t per_node = 1;  // ranks per node (the largest count on one node)
+  int64_t size = 1;                   // ranks
+  int64_t nodes = 1;                  // distinct nodes
+  int64_t per_node = 1;               // ranks per node (the largest count on one node)
   Fabric fabric = Fabric::kNvswitch;  // slowest fabric inside the nodes
   double intra_GBps = 0;              // slowest per-GPU fabric bandwidth
   double intra_latency_s = 0;
   double inter_GBps = 0;  // slowest node-to-node network among the group's nodes (whole NIC)
   double inter_latency_s = 0;
-  int64_t sharing = 1;    // groups that use each node's network at the same time
+  int64_t sharing = 1;       // groups that use each node's network at the same time
   std::string link() const;  // "nvswitch", "nvlink", "pcie" inside a node, "net" across nodes
 };
 

@@ -145,7 +145,8 @@ std::string attention_support(DType dtype, int head_dim) {
   HETPLAN_CUDA_CHECK(cudaGetDevice(&device));
   HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  HETPLAN_CUDA_CHECK(
+      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (major < 7 || (major == 7 && minor < 5)) return "needs sm_75 or newer";
   if (dtype == DType::kBF16 && major < 8) return "bf16 needs sm_80 or newer; use fp16 on sm_75";
   const size_t need = head_dim == 64 ? attention_backward_smem_bytes<bf16, 64>()
@@ -208,7 +209,9 @@ double attention_forward_flops(const AttentionShape& s) {
   const double full = 4.0 * s.batch * s.heads * static_cast<double>(s.seq) * s.seq * s.head_dim;
   return s.causal ? full / 2 : full;
 }
-double attention_backward_flops(const AttentionShape& s) { return 2.5 * attention_forward_flops(s); }
+double attention_backward_flops(const AttentionShape& s) {
+  return 2.5 * attention_forward_flops(s);
+}
 
 template void attention_forward<bf16>(const bf16*, const bf16*, const bf16*, bf16*, float*,
                                       const AttentionShape&, cudaStream_t);

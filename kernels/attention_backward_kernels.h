@@ -32,11 +32,11 @@ HETPLAN_DEVICE void attention_backward_block(const AttentionParams<T>& p) {
   constexpr int kTile = kAttnTile * kD;
   T* sk = reinterpret_cast<T*>(simt::dynamic_smem());
   T* sv = sk + kTile;
-  T* sq = sv + kTile;       // two buffers
-  T* sdo = sq + 2 * kTile;  // two buffers
-  T* sds = sdo + 2 * kTile; // [64 keys][64 queries], 8 chunks per row
+  T* sq = sv + kTile;        // two buffers
+  T* sdo = sq + 2 * kTile;   // two buffers
+  T* sds = sdo + 2 * kTile;  // [64 keys][64 queries], 8 chunks per row
   float* slse = reinterpret_cast<float*>(sds + kAttnTile * kAttnTile);  // two buffers of 64
-  float* sd = slse + 2 * kAttnTile;                                      // two buffers of 64
+  float* sd = slse + 2 * kAttnTile;                                     // two buffers of 64
   const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp();
   const int g = lane >> 2, q = lane & 3;
   const int kt = static_cast<int>(simt::block_x());  // key tile; low tiles (most work) first
@@ -69,7 +69,8 @@ HETPLAN_DEVICE void attention_backward_block(const AttentionParams<T>& p) {
     float next_stat = 0.0f;  // lse (threads 0-63) or D (64-127) of the next tile, stored late
     if (has_next) {
       load_tile<T, kD>(sq + (buf ^ 1) * kTile, p.q + head, p.stride_s, (i + 1) * kAttnTile, p.seq);
-      load_tile<T, kD>(sdo + (buf ^ 1) * kTile, p.dout + head, p.stride_s, (i + 1) * kAttnTile, p.seq);
+      load_tile<T, kD>(sdo + (buf ^ 1) * kTile, p.dout + head, p.stride_s, (i + 1) * kAttnTile,
+                       p.seq);
       simt::cp_async_commit();
       const int r = (i + 1) * kAttnTile + (tid & 63);
       if (r < p.seq) next_stat = (tid < 64 ? p.lse : p.dvec)[row_stats + r];
@@ -202,8 +203,9 @@ HETPLAN_DEVICE void attention_backward_block(const AttentionParams<T>& p) {
         for (int r = 0; r < 2; ++r) {
           const int query = q0 + warp * 16 + g + 8 * r;
           if (query < p.seq)
-            simt::atomic_add2(p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + col,
-                              acc[t][2 * r], acc[t][2 * r + 1]);
+            simt::atomic_add2(
+                p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + col,
+                acc[t][2 * r], acc[t][2 * r + 1]);
         }
       }
     }

@@ -9,16 +9,16 @@ namespace hetplan::kernels {
 
 template <class T, int kD>
 HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p) {
-  constexpr int kKBytes = kHopperTile * kD * 2;   // K, V: 128 keys
-  constexpr int kQBytes = kHopperBwdQ * kD * 2;   // Q, dO: 64 queries
+  constexpr int kKBytes = kHopperTile * kD * 2;  // K, V: 128 keys
+  constexpr int kQBytes = kHopperBwdQ * kD * 2;  // Q, dO: 64 queries
   constexpr int kQ = kHopperBwdQ;
   unsigned char* sk = hopper_smem();
   unsigned char* sv = sk + kKBytes;
-  unsigned char* sq = sv + kKBytes;                 // two buffers
-  unsigned char* sdo = sq + 2 * kQBytes;            // two buffers
-  unsigned char* sds = sdo + 2 * kQBytes;           // dS^T: 128 keys x 64 queries
+  unsigned char* sq = sv + kKBytes;        // two buffers
+  unsigned char* sdo = sq + 2 * kQBytes;   // two buffers
+  unsigned char* sds = sdo + 2 * kQBytes;  // dS^T: 128 keys x 64 queries
   float* slse = reinterpret_cast<float*>(sds + kHopperTile * kQ * 2);  // two buffers of 64
-  float* sd = slse + 2 * kQ;                                             // two buffers of 64
+  float* sd = slse + 2 * kQ;                                           // two buffers of 64
   const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp();
   const int g = lane >> 2, q = lane & 3, wg = warp >> 2, wq = warp & 3;
   const int kt = static_cast<int>(simt::block_x());  // key tile; low tiles (most work) first
@@ -27,7 +27,7 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
   const int64_t row_stats = (static_cast<int64_t>(b) * p.heads + h) * p.seq;
   const int k0 = kt * kHopperTile;
   const int n_tiles = static_cast<int>(ceil_div(p.seq, kQ));
-  const int first = p.causal ? k0 / kQ : 0;  // earlier query tiles see none of these keys
+  const int first = p.causal ? k0 / kQ : 0;     // earlier query tiles see none of these keys
   const int key_local = wg * 64 + wq * 16 + g;  // this thread's first key row in the block
   // dQ = dS K in m64n64 products: for d = 128 warpgroup w takes columns 64 w .. + 63 over all
   // 128 keys; for d = 64 it takes all columns over its own 64 keys (both then add to the same
@@ -44,7 +44,8 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
   simt::cp_async_commit();
   if (tid < 2 * kQ) {
     const int r = first * kQ + (tid & 63);
-    (tid < kQ ? slse : sd)[tid & 63] = r < p.seq ? (tid < kQ ? p.lse : p.dvec)[row_stats + r] : 0.0f;
+    (tid < kQ ? slse : sd)[tid & 63] =
+        r < p.seq ? (tid < kQ ? p.lse : p.dvec)[row_stats + r] : 0.0f;
   }
 
   float dk[kD / 2] = {}, dv[kD / 2] = {};
@@ -58,8 +59,10 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     const bool has_next = i + 1 < n_tiles;
     float next_stat = 0.0f;
     if (has_next) {
-      load_tile_sw128<T, kD, kQ>(sq + (buf ^ 1) * kQBytes, p.q + head, p.stride_s, (i + 1) * kQ, p.seq);
-      load_tile_sw128<T, kD, kQ>(sdo + (buf ^ 1) * kQBytes, p.dout + head, p.stride_s, (i + 1) * kQ, p.seq);
+      load_tile_sw128<T, kD, kQ>(sq + (buf ^ 1) * kQBytes, p.q + head, p.stride_s, (i + 1) * kQ,
+                                 p.seq);
+      load_tile_sw128<T, kD, kQ>(sdo + (buf ^ 1) * kQBytes, p.dout + head, p.stride_s, (i + 1) * kQ,
+                                 p.seq);
       simt::cp_async_commit();
       const int r = (i + 1) * kQ + (tid & 63);
       if (tid < 2 * kQ && r < p.seq) next_stat = (tid < kQ ? p.lse : p.dvec)[row_stats + r];
@@ -160,7 +163,8 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
       const int query = q0 + wq * 16 + g + (even ? 0 : 8);
       const int col = col0 + 8 * j + 2 * (q & 2);
       if (query < p.seq) {
-        float* dst = p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + col;
+        float* dst =
+            p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + col;
         if (even)
           simt::atomic_add4(dst, dq[4 * j], dq[4 * j + 1], got0, got1);
         else
@@ -175,8 +179,8 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
   T* stage = reinterpret_cast<T*>(sq);
   store_acc_rows<T, kD>(dk, p.scale, p.scale, stage, warp * 16, p.dk + head, p.stride_s,
                         k0 + warp * 16, p.seq);
-  store_acc_rows<T, kD>(dv, 1.0f, 1.0f, stage, warp * 16, p.dv + head, p.stride_s,
-                        k0 + warp * 16, p.seq);
+  store_acc_rows<T, kD>(dv, 1.0f, 1.0f, stage, warp * 16, p.dv + head, p.stride_s, k0 + warp * 16,
+                        p.seq);
 }
 
 }  // namespace hetplan::kernels

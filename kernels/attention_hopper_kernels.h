@@ -36,7 +36,7 @@ constexpr int kHopperTile = 128;     // forward: queries per block and keys per 
                                      // backward: keys per block
 constexpr int kHopperBwdQ = 64;      // backward: queries per tile
 
-constexpr int kHopperStages = 3;     // forward: K/V buffers
+constexpr int kHopperStages = 3;  // forward: K/V buffers
 
 // Dynamic shared memory, with 1 KB of slack to align the tiles to 1024 bytes: forward Q and three
 // K/V stages (225 KB at d = 128, of the H100's 227 KB per block).
@@ -47,7 +47,9 @@ constexpr size_t attention_forward_hopper_smem_bytes() {
 template <class T, int kD>
 constexpr size_t attention_backward_hopper_smem_bytes() {
   return (2 * size_t{kHopperTile} * kD + 4 * size_t{kHopperBwdQ} * kD +
-          size_t{kHopperTile} * kHopperBwdQ) * sizeof(T) + 4 * kHopperBwdQ * sizeof(float) + 1024;
+          size_t{kHopperTile} * kHopperBwdQ) *
+             sizeof(T) +
+         4 * kHopperBwdQ * sizeof(float) + 1024;
 }
 
 // The dynamic shared memory, 1024-byte aligned.
@@ -96,7 +98,8 @@ HETPLAN_DEVICE void store_acc_rows(const float (&acc)[kD / 2], float scale0, flo
   const int row_g = swz<kChunks>(warp_row + g, 0) + 2 * q;
   HETPLAN_UNROLL
   for (int j = 0; j < kD / 8; ++j) {
-    simt::sts32(stage + (row_g ^ (j << 3)), simt::pack2<T>(acc[4 * j] * scale0, acc[4 * j + 1] * scale0));
+    simt::sts32(stage + (row_g ^ (j << 3)),
+                simt::pack2<T>(acc[4 * j] * scale0, acc[4 * j + 1] * scale0));
     simt::sts32(stage + 8 * kD + (row_g ^ (j << 3)),
                 simt::pack2<T>(acc[4 * j + 2] * scale1, acc[4 * j + 3] * scale1));
   }
@@ -124,8 +127,9 @@ HETPLAN_DEVICE void acc_to_a(const float (&s)[kN / 2], int kk, uint32_t (&a)[4])
 // the running softmax: m, l updated, s becomes P = 2^(scale_log2 s - m) in place; returns the
 // factor by which the output accumulated so far must be rescaled, per row (g, g + 8).
 template <int kN>
-HETPLAN_DEVICE void softmax_tile(float (&s)[kN / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
-                                 int kv0, int row_base, bool diagonal, int seq, float scale_log2) {
+HETPLAN_DEVICE void softmax_tile(float (&s)[kN / 2], float (&m)[2], float (&l)[2],
+                                 float (&alpha)[2], int kv0, int row_base, bool diagonal, int seq,
+                                 float scale_log2) {
   const int q = simt::lane() & 3;
   if (diagonal || kv0 + kN > seq) {
     HETPLAN_UNROLL
@@ -165,7 +169,7 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
   constexpr int kTileBytes = kHopperTile * kD * 2;
   constexpr int kN = kHopperTile;  // keys per tile
   unsigned char* sq = hopper_smem();
-  unsigned char* sk = sq + kTileBytes;                   // kHopperStages buffers
+  unsigned char* sk = sq + kTileBytes;                  // kHopperStages buffers
   unsigned char* sv = sk + kHopperStages * kTileBytes;  // kHopperStages buffers
   const int lane = simt::lane(), warp = simt::warp(), g = lane >> 2, q = lane & 3;
   const int wg = warp >> 2, wq = warp & 3;
@@ -179,10 +183,12 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
   const int row_base = q0 + wg * 64 + wq * 16 + g;  // this thread's first query row
   auto load_kv = [&](int tile) {
     const int st = tile % kHopperStages;
-    load_tile_sw128<T, kD, kHopperTile>(sk + st * kTileBytes, p.k + head, p.stride_s, tile * kN, p.seq);
-    load_tile_sw128<T, kD, kHopperTile>(sv + st * kTileBytes, p.v + head, p.stride_s, tile * kN, p.seq);
+    load_tile_sw128<T, kD, kHopperTile>(sk + st * kTileBytes, p.k + head, p.stride_s, tile * kN,
+                                        p.seq);
+    load_tile_sw128<T, kD, kHopperTile>(sv + st * kTileBytes, p.v + head, p.stride_s, tile * kN,
+                                        p.seq);
   };
-  auto issue_s = [&](float (&s)[kN / 2], int tile) {
+  auto issue_s = [&](float(&s)[kN / 2], int tile) {
     const unsigned char* kt = sk + (tile % kHopperStages) * kTileBytes;
     HETPLAN_UNROLL
     for (int kk = 0; kk < kD / 16; ++kk)
@@ -286,7 +292,8 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
     for (int r = 0; r < 2; ++r) {
       const int row = row_base + 8 * r;
       if (row < p.seq)
-        p.lse[(static_cast<int64_t>(b) * p.heads + h) * p.seq + row] = (m[r] + log2f(l[r])) * kAttnLn2;
+        p.lse[(static_cast<int64_t>(b) * p.heads + h) * p.seq + row] =
+            (m[r] + log2f(l[r])) * kAttnLn2;
     }
   }
 }

@@ -126,15 +126,15 @@ HETPLAN_DEVICE void load_tile(T* tile, const T* head, int64_t stride_s, int row0
 // Writes a warp's 16 x kD fp32 accumulator rows (C fragments, times `scale`) to global rows
 // row0 + 0..15 (those < seq) through the warp's 16 rows of the shared tile `stage`.
 template <class T, int kD>
-HETPLAN_DEVICE void store_rows(const float (&acc)[kD / 8][4], float scale0, float scale1,
-                               T* stage, int warp_row, T* dst, int64_t stride_s, int row0,
-                               int seq) {
+HETPLAN_DEVICE void store_rows(const float (&acc)[kD / 8][4], float scale0, float scale1, T* stage,
+                               int warp_row, T* dst, int64_t stride_s, int row0, int seq) {
   constexpr int kChunks = kD / 8;
   const int lane = simt::lane(), g = lane >> 2, q = lane & 3;
   const int row_g = swz<kChunks>(warp_row + g, 0) + 2 * q;  // chunk dt is row_g ^ (dt << 3)
   HETPLAN_UNROLL
   for (int dt = 0; dt < kD / 8; ++dt) {
-    simt::sts32(stage + (row_g ^ (dt << 3)), simt::pack2<T>(acc[dt][0] * scale0, acc[dt][1] * scale0));
+    simt::sts32(stage + (row_g ^ (dt << 3)),
+                simt::pack2<T>(acc[dt][0] * scale0, acc[dt][1] * scale0));
     simt::sts32(stage + 8 * kD + (row_g ^ (dt << 3)),
                 simt::pack2<T>(acc[dt][2] * scale1, acc[dt][3] * scale1));
   }
@@ -155,8 +155,8 @@ HETPLAN_DEVICE void attention_forward_block(const AttentionParams<T>& p) {
   constexpr int kKSteps = kD / 16;  // k-steps of S = Q K^T
   constexpr int kTile = kAttnTile * kD;
   T* sq = reinterpret_cast<T*>(simt::dynamic_smem());
-  T* sk = sq + kTile;       // two buffers
-  T* sv = sk + 2 * kTile;   // two buffers
+  T* sk = sq + kTile;      // two buffers
+  T* sv = sk + 2 * kTile;  // two buffers
   const int lane = simt::lane(), warp = simt::warp(), g = lane >> 2, q = lane & 3;
   const int n_tiles = static_cast<int>(ceil_div(p.seq, kAttnTile));
   // Causal: the heaviest query tiles (the last ones) start first.
@@ -183,8 +183,9 @@ HETPLAN_DEVICE void attention_forward_block(const AttentionParams<T>& p) {
     simt::ldmatrix_x4<false>(qa[kk], sq + warp * 16 * kD + (rows16 ^ (kk << 4)));
 
   float o[kD / 8][4] = {};
-  float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores (log2 units), rows g, g+8
-  float l[2] = {0.0f, 0.0f};            // this thread's share of the running sum
+  float m[2] = {-INFINITY,
+                -INFINITY};   // running max of the scaled scores (log2 units), rows g, g+8
+  float l[2] = {0.0f, 0.0f};  // this thread's share of the running sum
 
   for (int j = 0; j < kv_tiles; ++j) {
     const int buf = j & 1;
@@ -292,7 +293,8 @@ HETPLAN_DEVICE void attention_forward_block(const AttentionParams<T>& p) {
     for (int r = 0; r < 2; ++r) {
       const int row = q0 + warp * 16 + g + 8 * r;
       if (row < p.seq)
-        p.lse[(static_cast<int64_t>(b) * p.heads + h) * p.seq + row] = (m[r] + log2f(l[r])) * kAttnLn2;
+        p.lse[(static_cast<int64_t>(b) * p.heads + h) * p.seq + row] =
+            (m[r] + log2f(l[r])) * kAttnLn2;
     }
   }
 }

@@ -11,8 +11,8 @@ __global__ void __launch_bounds__(kProbeThreads) read_reduce_kernel(ReduceArgs a
   read_reduce_block(a);
 }
 // One block adds the per-block partials in a fixed order.
-__global__ void __launch_bounds__(kProbeThreads) reduce_finish_kernel(const float* partial, int n,
-                                                                       float* sum) {
+__global__ void __launch_bounds__(kProbeThreads)
+    reduce_finish_kernel(const float* partial, int n, float* sum) {
   __shared__ float scratch[32];
   float s = 0.0f;
   for (int i = threadIdx.x; i < n; i += blockDim.x) s += partial[i];

@@ -37,11 +37,14 @@ HETPLAN_DEVICE void copy_block(const CopyArgs& a) {
   for (; v + (kProbeUnroll - 1) * stride < n; v += kProbeUnroll * stride) {
     simt::Bits<16> b[kProbeUnroll];
     HETPLAN_UNROLL
-    for (int u = 0; u < kProbeUnroll; ++u) b[u] = simt::load_bits<16>(a.src + (v + u * stride) * 16);
+    for (int u = 0; u < kProbeUnroll; ++u)
+      b[u] = simt::load_bits<16>(a.src + (v + u * stride) * 16);
     HETPLAN_UNROLL
-    for (int u = 0; u < kProbeUnroll; ++u) simt::store_bits<16>(a.dst + (v + u * stride) * 16, b[u]);
+    for (int u = 0; u < kProbeUnroll; ++u)
+      simt::store_bits<16>(a.dst + (v + u * stride) * 16, b[u]);
   }
-  for (; v < n; v += stride) simt::store_bits<16>(a.dst + v * 16, simt::load_bits<16>(a.src + v * 16));
+  for (; v < n; v += stride)
+    simt::store_bits<16>(a.dst + v * 16, simt::load_bits<16>(a.src + v * 16));
   const int64_t t = n * 16 + simt::block_x() * simt::block_threads() + simt::thread_x();
   if (t < a.bytes) a.dst[t] = a.src[t];
 }
@@ -75,7 +78,8 @@ HETPLAN_DEVICE void read_reduce_block(const ReduceArgs& a) {
   if (simt::thread_x() == 0) a.partial[simt::block_x()] = sum;
 }
 
-// ---- random fill: element i of stream `seed` is lo + (hi - lo) * U(Philox(seed, i / 4)[i % 4]) ----
+// ---- random fill: element i of stream `seed` is lo + (hi - lo) * U(Philox(seed, i / 4)[i % 4])
+// ----
 template <class T>
 struct FillArgs {
   T* p;
@@ -88,11 +92,13 @@ template <class T>
 HETPLAN_DEVICE void fill_block(const FillArgs<T>& a) {
   const int64_t groups = ceil_div(a.n, 4);
   const int64_t stride = simt::grid_x() * simt::block_threads();
-  for (int64_t k = simt::block_x() * simt::block_threads() + simt::thread_x(); k < groups; k += stride) {
+  for (int64_t k = simt::block_x() * simt::block_threads() + simt::thread_x(); k < groups;
+       k += stride) {
     const Philox4 w = philox_group(a.seed, 0, static_cast<uint64_t>(4 * k));
     HETPLAN_UNROLL
     for (int i = 0; i < 4; ++i)
-      if (4 * k + i < a.n) a.p[4 * k + i] = simt::from_f32<T>(a.lo + (a.hi - a.lo) * uniform01(w.v[i]));
+      if (4 * k + i < a.n)
+        a.p[4 * k + i] = simt::from_f32<T>(a.lo + (a.hi - a.lo) * uniform01(w.v[i]));
   }
 }
 
@@ -107,12 +113,14 @@ struct FillIntArgs {
 HETPLAN_DEVICE void fill_int_block(const FillIntArgs& a) {
   const int64_t groups = ceil_div(a.n, 4);
   const int64_t stride = simt::grid_x() * simt::block_threads();
-  for (int64_t k = simt::block_x() * simt::block_threads() + simt::thread_x(); k < groups; k += stride) {
+  for (int64_t k = simt::block_x() * simt::block_threads() + simt::thread_x(); k < groups;
+       k += stride) {
     const Philox4 w = philox_group(a.seed, 0, static_cast<uint64_t>(4 * k));
     HETPLAN_UNROLL
     for (int i = 0; i < 4; ++i)
       if (4 * k + i < a.n)
-        a.p[4 * k + i] = a.lo + static_cast<int32_t>((static_cast<uint64_t>(w.v[i]) * a.span) >> 32);
+        a.p[4 * k + i] =
+            a.lo + static_cast<int32_t>((static_cast<uint64_t>(w.v[i]) * a.span) >> 32);
   }
 }
 

@@ -25,20 +25,22 @@ int sm_count() {
   HETPLAN_CUDA_CHECK(cudaGetDevice(&device));
   std::lock_guard lock(mutex);
   int& n = cache.at(static_cast<size_t>(device));
-  if (n == 0) HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+  if (n == 0)
+    HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
   return n;
 }
 
 int resident_blocks(const void* kernel, int block, size_t smem_bytes) {
   int blocks = 0;
-  HETPLAN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block, smem_bytes));
+  HETPLAN_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block, smem_bytes));
   return blocks > 0 ? blocks : 1;
 }
 
 void allow_dynamic_smem(const void* kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return;
-  HETPLAN_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  HETPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(bytes)));
   // All of the unified L1/shared storage as shared memory, so that several such blocks fit per SM.
   HETPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                           cudaSharedmemCarveoutMaxShared));

@@ -36,10 +36,10 @@ inline dim3 grid_of(const LaunchShape& s) {
 
 }  // namespace hetplan::kernels
 
-#define HETPLAN_CUDA_CHECK(call)                                                  \
-  do {                                                                            \
-    const cudaError_t hetplan_err_ = (call);                                      \
-    if (hetplan_err_ != cudaSuccess)                                              \
+#define HETPLAN_CUDA_CHECK(call)                                                     \
+  do {                                                                               \
+    const cudaError_t hetplan_err_ = (call);                                         \
+    if (hetplan_err_ != cudaSuccess)                                                 \
       ::hetplan::kernels::throw_cuda_error(hetplan_err_, #call, __FILE__, __LINE__); \
   } while (0)
 

@@ -45,7 +45,8 @@ class DeviceBuffer {
     if (n == 0) n = count_ - first;
     std::vector<T> host(n);
     if (n > 0)
-      HETPLAN_CUDA_CHECK(cudaMemcpy(host.data(), ptr_ + first, n * sizeof(T), cudaMemcpyDeviceToHost));
+      HETPLAN_CUDA_CHECK(
+          cudaMemcpy(host.data(), ptr_ + first, n * sizeof(T), cudaMemcpyDeviceToHost));
     return host;
   }
   // Sets every byte (0xff makes every fp32/bf16/fp16 element a NaN: the poison for outputs).

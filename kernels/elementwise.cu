@@ -73,10 +73,12 @@ template <class T, bool kBackward>
 void launch_swiglu(const SwigluArgs<T>& a, cudaStream_t stream) {
   if (a.rows <= 0 || a.cols <= 0) return;
   const int vec = row_vector_width<T>(a.cols, {a.in, a.dout, a.out});
-  auto* kernel = vec == 1 ? &swiglu_kernel<T, 1, kBackward> : &swiglu_kernel<T, vec16<T>(), kBackward>;
+  auto* kernel =
+      vec == 1 ? &swiglu_kernel<T, 1, kBackward> : &swiglu_kernel<T, vec16<T>(), kBackward>;
   const int block = row_loop_block(a.cols, vec);
-  const LaunchShape s = row_loop_shape(a.rows, a.cols, vec, sm_count(),
-                                       resident_blocks(reinterpret_cast<const void*>(kernel), block, 0));
+  const LaunchShape s =
+      row_loop_shape(a.rows, a.cols, vec, sm_count(),
+                     resident_blocks(reinterpret_cast<const void*>(kernel), block, 0));
   kernel<<<grid_of(s), s.block, 0, stream>>>(a);
   HETPLAN_CHECK_LAUNCH();
 }
@@ -93,16 +95,17 @@ void swiglu_backward(const T* in, const T* dout, T* din, int64_t rows, int cols,
 }
 
 template <class T>
-void bias_dropout_residual_forward(const T* x, const T* bias, const T* residual, T* y,
-                                   int64_t rows, int cols, const Dropout& dropout,
-                                   cudaStream_t stream) {
+void bias_dropout_residual_forward(const T* x, const T* bias, const T* residual, T* y, int64_t rows,
+                                   int cols, const Dropout& dropout, cudaStream_t stream) {
   const BiasDropoutArgs<T> a{x, bias, residual, y, rows, cols, mask_of(dropout)};
   if (rows <= 0 || cols <= 0) return;
   const int vec = row_vector_width<T>(cols, {x, bias, residual, y});
-  auto* kernel = vec == 1 ? &bias_dropout_residual_kernel<T, 1> : &bias_dropout_residual_kernel<T, vec16<T>()>;
+  auto* kernel =
+      vec == 1 ? &bias_dropout_residual_kernel<T, 1> : &bias_dropout_residual_kernel<T, vec16<T>()>;
   const int block = row_loop_block(cols, vec);
-  const LaunchShape s = row_loop_shape(rows, cols, vec, sm_count(),
-                                       resident_blocks(reinterpret_cast<const void*>(kernel), block, 0));
+  const LaunchShape s =
+      row_loop_shape(rows, cols, vec, sm_count(),
+                     resident_blocks(reinterpret_cast<const void*>(kernel), block, 0));
   kernel<<<grid_of(s), s.block, 0, stream>>>(a);
   HETPLAN_CHECK_LAUNCH();
 }
@@ -124,7 +127,17 @@ void adamw_step(float* master, bf16* param, const float* grad, float* m, float* 
                 const AdamWConfig& c, cudaStream_t stream) {
   if (c.step < 1) throw std::invalid_argument("adamw_step: step counts from 1");
   if (n <= 0) return;
-  const AdamWArgs a{master, param, grad, m, v, n, c.lr, c.beta1, c.beta2, c.eps, c.weight_decay,
+  const AdamWArgs a{master,
+                    param,
+                    grad,
+                    m,
+                    v,
+                    n,
+                    c.lr,
+                    c.beta1,
+                    c.beta2,
+                    c.eps,
+                    c.weight_decay,
                     c.grad_scale,
                     static_cast<float>(1.0 / (1.0 - std::pow(double{c.beta1}, c.step))),
                     static_cast<float>(1.0 / (1.0 - std::pow(double{c.beta2}, c.step)))};
@@ -140,13 +153,13 @@ void adamw_step(float* master, bf16* param, const float* grad, float* m, float* 
   HETPLAN_CHECK_LAUNCH();
 }
 
-#define HETPLAN_ELEMENTWISE(T)                                                                  \
-  template void gelu_forward<T>(const T*, T*, int64_t, cudaStream_t);                           \
-  template void gelu_backward<T>(const T*, const T*, T*, int64_t, cudaStream_t);                \
-  template void swiglu_forward<T>(const T*, T*, int64_t, int, cudaStream_t);                    \
-  template void swiglu_backward<T>(const T*, const T*, T*, int64_t, int, cudaStream_t);         \
+#define HETPLAN_ELEMENTWISE(T)                                                                   \
+  template void gelu_forward<T>(const T*, T*, int64_t, cudaStream_t);                            \
+  template void gelu_backward<T>(const T*, const T*, T*, int64_t, cudaStream_t);                 \
+  template void swiglu_forward<T>(const T*, T*, int64_t, int, cudaStream_t);                     \
+  template void swiglu_backward<T>(const T*, const T*, T*, int64_t, int, cudaStream_t);          \
   template void bias_dropout_residual_forward<T>(const T*, const T*, const T*, T*, int64_t, int, \
-                                                 const Dropout&, cudaStream_t);                 \
+                                                 const Dropout&, cudaStream_t);                  \
   template void dropout_backward<T>(const T*, T*, int64_t, const Dropout&, cudaStream_t);
 HETPLAN_ELEMENTWISE(float)
 HETPLAN_ELEMENTWISE(bf16)

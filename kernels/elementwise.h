@@ -37,9 +37,8 @@ struct Dropout {
 
 // y = residual + dropout(x + bias) over [rows, cols]; bias ([cols]) may be null.
 template <class T>
-void bias_dropout_residual_forward(const T* x, const T* bias, const T* residual, T* y,
-                                   int64_t rows, int cols, const Dropout& dropout,
-                                   cudaStream_t stream);
+void bias_dropout_residual_forward(const T* x, const T* bias, const T* residual, T* y, int64_t rows,
+                                   int cols, const Dropout& dropout, cudaStream_t stream);
 // dx = dy * keep / (1 - p) over n = rows * cols values. The residual's gradient is dy itself and
 // the bias gradient is column_sum(dx) (norms.h), the W-pass part.
 template <class T>

@@ -98,7 +98,8 @@ struct GeluOp {
     } else {
       HETPLAN_UNROLL
       for (int i = 0; i < N; ++i)
-        out[i] = 0.5f * x[i] * (1.0f + tanh_fast(kSqrt2OverPi * (x[i] + kGeluCubic * x[i] * x[i] * x[i])));
+        out[i] = 0.5f * x[i] *
+                 (1.0f + tanh_fast(kSqrt2OverPi * (x[i] + kGeluCubic * x[i] * x[i] * x[i])));
     }
     simt::store<N>(a.out + e, out);
   }
@@ -121,8 +122,8 @@ struct SwigluArgs {
 
 // The backward of one vector: dgate and dup from gate, up and dout.
 template <int kVec>
-HETPLAN_DEVICE void swiglu_grad(const float (&g)[kVec], const float (&u)[kVec], const float (&d)[kVec],
-                                float (&dg)[kVec], float (&du)[kVec]) {
+HETPLAN_DEVICE void swiglu_grad(const float (&g)[kVec], const float (&u)[kVec],
+                                const float (&d)[kVec], float (&dg)[kVec], float (&du)[kVec]) {
   HETPLAN_UNROLL
   for (int i = 0; i < kVec; ++i) {
     const float s = sigmoid_fast(g[i]);
@@ -244,7 +245,8 @@ HETPLAN_DEVICE void bias_dropout_residual_block(const BiasDropoutArgs<T>& a) {
       if (a.bias) simt::load<kVec>(a.bias + c, b);
       dropout_keep<kVec>(a.mask, e, keep);
       HETPLAN_UNROLL
-      for (int i = 0; i < kVec; ++i) y[i] = res[i] + (keep[i] ? (x[i] + b[i]) * a.mask.scale : 0.0f);
+      for (int i = 0; i < kVec; ++i)
+        y[i] = res[i] + (keep[i] ? (x[i] + b[i]) * a.mask.scale : 0.0f);
       simt::store<kVec>(a.y + e, y);
     }
   }

@@ -11,8 +11,8 @@ namespace hetplan::kernels {
 
 struct LaunchShape {
   int64_t grid_x = 1, grid_y = 1, grid_z = 1;
-  int block = 1;     // threads, 1-D
-  size_t smem = 0;   // dynamic shared memory bytes
+  int block = 1;    // threads, 1-D
+  size_t smem = 0;  // dynamic shared memory bytes
 };
 
 #if defined(__CUDACC__)

@@ -110,8 +110,8 @@ void layernorm_backward_input(const T* x, const T* gamma, const float* mean, con
 
 template <class T>
 void layernorm_backward_weight(const T* x, const float* mean, const float* rstd, const T* dy,
-                               float* dgamma, float* dbeta, int64_t rows, int cols,
-                               void* workspace, cudaStream_t stream) {
+                               float* dgamma, float* dbeta, int64_t rows, int cols, void* workspace,
+                               cudaStream_t stream) {
   launch_columns<T, ColumnKind::kLayerNorm>({x, mean, rstd, dy, nullptr, nullptr, rows, cols},
                                             dgamma, dbeta, workspace, stream);
 }
@@ -144,19 +144,19 @@ void column_sum(const T* dy, float* out, int64_t rows, int cols, void* workspace
                                       out, nullptr, workspace, stream);
 }
 
-#define HETPLAN_NORMS(T)                                                                        \
-  template void layernorm_forward<T>(const T*, const T*, const T*, T*, float*, float*, int64_t, \
-                                     int, float, cudaStream_t);                                 \
-  template void layernorm_backward_input<T>(const T*, const T*, const float*, const float*,     \
-                                            const T*, T*, int64_t, int, cudaStream_t);          \
-  template void layernorm_backward_weight<T>(const T*, const float*, const float*, const T*,    \
-                                             float*, float*, int64_t, int, void*, cudaStream_t); \
-  template void rmsnorm_forward<T>(const T*, const T*, T*, float*, int64_t, int, float,         \
-                                   cudaStream_t);                                               \
-  template void rmsnorm_backward_input<T>(const T*, const T*, const float*, const T*, T*,       \
-                                          int64_t, int, cudaStream_t);                          \
-  template void rmsnorm_backward_weight<T>(const T*, const float*, const T*, float*, int64_t,   \
-                                           int, void*, cudaStream_t);                           \
+#define HETPLAN_NORMS(T)                                                                           \
+  template void layernorm_forward<T>(const T*, const T*, const T*, T*, float*, float*, int64_t,    \
+                                     int, float, cudaStream_t);                                    \
+  template void layernorm_backward_input<T>(const T*, const T*, const float*, const float*,        \
+                                            const T*, T*, int64_t, int, cudaStream_t);             \
+  template void layernorm_backward_weight<T>(const T*, const float*, const float*, const T*,       \
+                                             float*, float*, int64_t, int, void*, cudaStream_t);   \
+  template void rmsnorm_forward<T>(const T*, const T*, T*, float*, int64_t, int, float,            \
+                                   cudaStream_t);                                                  \
+  template void rmsnorm_backward_input<T>(const T*, const T*, const float*, const T*, T*, int64_t, \
+                                          int, cudaStream_t);                                      \
+  template void rmsnorm_backward_weight<T>(const T*, const float*, const T*, float*, int64_t, int, \
+                                           void*, cudaStream_t);                                   \
   template void column_sum<T>(const T*, float*, int64_t, int, void*, cudaStream_t);
 HETPLAN_NORMS(float)
 HETPLAN_NORMS(bf16)

@@ -26,8 +26,8 @@ void layernorm_backward_input(const T* x, const T* gamma, const float* mean, con
 // dgamma = sum_rows dy * xhat, dbeta = sum_rows dy ([cols], fp32, overwritten).
 template <class T>
 void layernorm_backward_weight(const T* x, const float* mean, const float* rstd, const T* dy,
-                               float* dgamma, float* dbeta, int64_t rows, int cols,
-                               void* workspace, cudaStream_t stream);
+                               float* dgamma, float* dbeta, int64_t rows, int cols, void* workspace,
+                               cudaStream_t stream);
 
 // y = x * rstd * gamma; rstd ([rows], fp32) saved.
 template <class T>

@@ -83,7 +83,7 @@ HETPLAN_DEVICE void norm_forward_block(const NormForwardArgs<T>& a) {
   T* y = a.y + row * a.cols;
 
   Raw raw[kNormForwardIters] = {};
-HETPLAN_UNROLL
+  HETPLAN_UNROLL
   for (int it = 0; it < kNormForwardIters; ++it) {
     const int j = it * threads + tid;
     if (j < nvec) raw[it] = simt::load_bits<Raw::kSize>(x + j * kVec);
@@ -100,12 +100,12 @@ HETPLAN_UNROLL
     shift = first[0];
   }
   float sum = 0.0f, sq = 0.0f;
-HETPLAN_UNROLL
+  HETPLAN_UNROLL
   for (int it = 0; it < kNormForwardIters; ++it) {
     if (it * threads + tid >= nvec) continue;
     float v[kVec];
     simt::unpack<T, kVec>(raw[it], v);
-HETPLAN_UNROLL
+    HETPLAN_UNROLL
     for (int e = 0; e < kVec; ++e) {
       const float d = v[e] - shift;
       sum += d;
@@ -126,7 +126,7 @@ HETPLAN_UNROLL
     if constexpr (kKind == NormKind::kLayerNorm) a.mean[row] = mean;
     a.rstd[row] = rstd;
   }
-HETPLAN_UNROLL
+  HETPLAN_UNROLL
   for (int it = 0; it < kNormForwardIters; ++it) {
     const int j = it * threads + tid;
     if (j >= nvec) continue;
@@ -136,10 +136,10 @@ HETPLAN_UNROLL
     if constexpr (kKind == NormKind::kLayerNorm) {
       float b[kVec];
       simt::load<kVec>(a.beta + j * kVec, b);
-HETPLAN_UNROLL
+      HETPLAN_UNROLL
       for (int e = 0; e < kVec; ++e) out[e] = (v[e] - mean) * rstd * g[e] + b[e];
     } else {
-HETPLAN_UNROLL
+      HETPLAN_UNROLL
       for (int e = 0; e < kVec; ++e) out[e] = v[e] * rstd * g[e];
     }
     simt::store<kVec>(y + j * kVec, out);
@@ -157,7 +157,7 @@ HETPLAN_DEVICE void norm_backward_input_block(const NormBackwardArgs<T>& a) {
   const int64_t offset = row * a.cols;
 
   Raw raw_x[kNormBackwardIters] = {}, raw_dy[kNormBackwardIters] = {};
-HETPLAN_UNROLL
+  HETPLAN_UNROLL
   for (int it = 0; it < kNormBackwardIters; ++it) {
     const int j = it * threads + tid;
     if (j >= nvec) continue;
@@ -167,7 +167,7 @@ HETPLAN_UNROLL
   const float mean = kKind == NormKind::kLayerNorm ? a.mean[row] : 0.0f;
   const float rstd = a.rstd[row];
   float sum_g = 0.0f, sum_gx = 0.0f;  // sums of g = dy * gamma and of g * xhat
-HETPLAN_UNROLL
+  HETPLAN_UNROLL
   for (int it = 0; it < kNormBackwardIters; ++it) {
     const int j = it * threads + tid;
     if (j >= nvec) continue;
@@ -175,7 +175,7 @@ HETPLAN_UNROLL
     simt::unpack<T, kVec>(raw_x[it], x);
     simt::unpack<T, kVec>(raw_dy[it], dy);
     simt::load<kVec>(a.gamma + j * kVec, g);
-HETPLAN_UNROLL
+    HETPLAN_UNROLL
     for (int e = 0; e < kVec; ++e) {
       const float gd = dy[e] * g[e];
       sum_g += gd;
@@ -185,7 +185,7 @@ HETPLAN_UNROLL
   simt::block_sum2(sum_g, sum_gx, scratch);
   const float mean_g = kKind == NormKind::kLayerNorm ? sum_g * inv_cols : 0.0f;
   const float mean_gx = sum_gx * inv_cols;
-HETPLAN_UNROLL
+  HETPLAN_UNROLL
   for (int it = 0; it < kNormBackwardIters; ++it) {
     const int j = it * threads + tid;
     if (j >= nvec) continue;
@@ -193,7 +193,7 @@ HETPLAN_UNROLL
     simt::unpack<T, kVec>(raw_x[it], x);
     simt::unpack<T, kVec>(raw_dy[it], dy);
     simt::load<kVec>(a.gamma + j * kVec, g);
-HETPLAN_UNROLL
+    HETPLAN_UNROLL
     for (int e = 0; e < kVec; ++e) {
       const float xhat = (x[e] - mean) * rstd;
       dx[e] = rstd * (dy[e] * g[e] - mean_g - xhat * mean_gx);
@@ -208,12 +208,12 @@ enum class ColumnKind { kLayerNorm, kRmsNorm, kSum };
 
 template <class T>
 struct ColumnArgs {
-  const T* x;          // unused for kSum
-  const float* mean;   // kLayerNorm only
-  const float* rstd;   // unused for kSum
+  const T* x;         // unused for kSum
+  const float* mean;  // kLayerNorm only
+  const float* rstd;  // unused for kSum
   const T* dy;
-  float* partial_g;    // [chunks, cols]: sums of dy * xhat (of dy for kSum)
-  float* partial_b;    // [chunks, cols]: sums of dy (kLayerNorm only)
+  float* partial_g;  // [chunks, cols]: sums of dy * xhat (of dy for kSum)
+  float* partial_b;  // [chunks, cols]: sums of dy (kLayerNorm only)
   int64_t rows;
   int cols;
 };
@@ -245,19 +245,19 @@ HETPLAN_DEVICE void column_partials_block(const ColumnArgs<T>& a) {
   const int64_t r1 = r0 + kColumnRowsPerChunk < a.rows ? r0 + kColumnRowsPerChunk : a.rows;
   float acc_g[kVec] = {}, acc_b[kVec] = {};
   if (col < a.cols) {
-HETPLAN_UNROLL_BY(4)
+    HETPLAN_UNROLL_BY(4)
     for (int64_t r = r0 + warp; r < r1; r += kColumnWarps) {
       float dy[kVec];
       simt::load<kVec>(a.dy + r * a.cols + col, dy);
       if constexpr (kKind == ColumnKind::kSum) {
-HETPLAN_UNROLL
+        HETPLAN_UNROLL
         for (int e = 0; e < kVec; ++e) acc_g[e] += dy[e];
       } else {
         float x[kVec];
         simt::load<kVec>(a.x + r * a.cols + col, x);
         const float mean = kKind == ColumnKind::kLayerNorm ? a.mean[r] : 0.0f;
         const float rstd = a.rstd[r];
-HETPLAN_UNROLL
+        HETPLAN_UNROLL
         for (int e = 0; e < kVec; ++e) {
           acc_g[e] += dy[e] * (x[e] - mean) * rstd;
           if constexpr (kKind == ColumnKind::kLayerNorm) acc_b[e] += dy[e];
@@ -267,7 +267,7 @@ HETPLAN_UNROLL
   }
   float* sg = reinterpret_cast<float*>(simt::dynamic_smem());
   float* sb = sg + kColumnWarps * kStrip;
-HETPLAN_UNROLL
+  HETPLAN_UNROLL
   for (int e = 0; e < kVec; ++e) {
     sg[warp * kStrip + lane * kVec + e] = acc_g[e];
     sb[warp * kStrip + lane * kVec + e] = acc_b[e];

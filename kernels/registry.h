@@ -13,10 +13,10 @@
 // Typical use (the benchmark):
 //   for (const Case& c : all_cases())
 //     for (const Shape& s : c.bench_shapes) {
-//       if (std::string why = c.unsupported(s); !why.empty()) { report "not supported: " + why; continue; }
-//       auto inst = c.make(s, seed);
-//       CheckResult ok = inst->check();            // verify before timing
-//       time inst->run(stream) with CUDA events;  bytes / time against the copy bandwidth
+//       if (std::string why = c.unsupported(s); !why.empty()) { report "not supported: " + why;
+//       continue; } auto inst = c.make(s, seed); CheckResult ok = inst->check();            //
+//       verify before timing time inst->run(stream) with CUDA events;  bytes / time against the
+//       copy bandwidth
 //     }
 // Adding a kernel: one cases/*.cpp entry (a Case with its Instance class) and its add_* call in
 // registry.cpp.
@@ -68,13 +68,14 @@ class Instance {
 struct Case {
   std::string name;    // unique: "<kernel>_<dtype>", e.g. "layernorm_fwd_bf16"
   std::string family;  // kernel family, e.g. "layernorm"; several cases share one
-  std::string pass;    // "forward", "backward_input", "backward_weight", "backward", "optimizer", "probe"
+  std::string
+      pass;  // "forward", "backward_input", "backward_weight", "backward", "optimizer", "probe"
   DType dtype = DType::kBF16;
   Bound bound = Bound::kMemory;
-  std::string note;                  // what exactly runs (layout, fixed parameters)
-  std::vector<std::string> dims;     // names of the shape's values, e.g. {"rows", "cols"}
-  std::vector<Shape> test_shapes;    // small and odd sizes: the GPU tests check each
-  std::vector<Shape> bench_shapes;   // large sizes: the benchmark checks and times each
+  std::string note;                 // what exactly runs (layout, fixed parameters)
+  std::vector<std::string> dims;    // names of the shape's values, e.g. {"rows", "cols"}
+  std::vector<Shape> test_shapes;   // small and odd sizes: the GPU tests check each
+  std::vector<Shape> bench_shapes;  // large sizes: the benchmark checks and times each
   std::function<Work(const Shape&)> work;
   // Allocates and fills an instance; inputs from `seed` (same seed, same inputs). Throws
   // std::invalid_argument for a shape the kernels do not support.

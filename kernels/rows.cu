@@ -28,7 +28,8 @@ __global__ void __launch_bounds__(256) embedding_backward_kernel(EmbeddingBackwa
   embedding_backward_block<T, kVec>(a);
 }
 __global__ void iota_kernel(int32_t* p, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
     p[i] = static_cast<int32_t>(i);
 }
 template <class T, int kVec>
@@ -37,12 +38,14 @@ __global__ void __launch_bounds__(256) rotary_kernel(RotaryArgs<T> a) {
 }
 __global__ void rotary_tables_kernel(float* cos, float* sin, int seq, int half, float base) {
   const int64_t n = int64_t{seq} * half;
-  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < n; k += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < n;
+       k += int64_t{gridDim.x} * blockDim.x) {
     const int64_t p = k / half;
     const int i = static_cast<int>(k % half);
     // Double precision: angles reach seq radians, where fp32 sin/cos lose digits. In units of
     // pi, reduced to [0, 2), so sincospi needs no slow argument reduction.
-    double turns = static_cast<double>(p) * pow(static_cast<double>(base), -static_cast<double>(i) / half) / M_PI;
+    double turns = static_cast<double>(p) *
+                   pow(static_cast<double>(base), -static_cast<double>(i) / half) / M_PI;
     turns -= 2.0 * floor(turns / 2.0);
     double s = 0, c = 0;
     sincospi(turns, &s, &c);
@@ -91,8 +94,8 @@ void cross_entropy_backward(const T* logits, const int32_t* labels, const float*
                             cudaStream_t stream) {
   if (tokens <= 0) return;
   if (vocab <= 0) throw std::invalid_argument("cross_entropy: vocab must be positive");
-  const CrossEntropyArgs<T> a{logits, labels, nullptr, const_cast<float*>(lse), dloss, dlogits,
-                              tokens, vocab};
+  const CrossEntropyArgs<T> a{logits, labels,  nullptr, const_cast<float*>(lse),
+                              dloss,  dlogits, tokens,  vocab};
   const int vec = row_vector_width<T>(0, {logits, dlogits});
   const LaunchShape s = row_block_shape(tokens, vocab, vec);
   if (vec == 1)
@@ -136,13 +139,12 @@ void embedding_backward(const int32_t* ids, const T* dout, float* dweight, int64
   auto* sorted_tokens = reinterpret_cast<int32_t*>(base + 2 * align256(tokens * 4));
   void* temp = base + 3 * align256(tokens * 4);
   size_t temp_bytes = workspace_bytes - static_cast<size_t>(3 * align256(tokens * 4));
-  iota_kernel<<<static_cast<unsigned>(std::min<int64_t>(ceil_div(tokens, 256), 1024)), 256, 0, stream>>>(
-      token_index, tokens);
+  iota_kernel<<<static_cast<unsigned>(std::min<int64_t>(ceil_div(tokens, 256), 1024)), 256, 0,
+                stream>>>(token_index, tokens);
   HETPLAN_CHECK_LAUNCH();
-  HETPLAN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, ids, sorted_ids,
-                                                     token_index, sorted_tokens,
-                                                     static_cast<int>(tokens), 0, key_bits(vocab),
-                                                     stream));
+  HETPLAN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, ids, sorted_ids, token_index,
+                                                     sorted_tokens, static_cast<int>(tokens), 0,
+                                                     key_bits(vocab), stream));
   const EmbeddingBackwardArgs<T> a{sorted_ids, sorted_tokens, dout, dweight, tokens, hidden};
   const int vec = row_vector_width<T>(hidden, {dout, dweight});
   const LaunchShape s = embedding_backward_shape(tokens, hidden, vec);
@@ -157,8 +159,8 @@ void rotary_tables(float* cos, float* sin, int seq, int head_dim, float base, cu
   if (seq <= 0) return;
   if (head_dim <= 0 || head_dim % 2) throw std::invalid_argument("rotary: head_dim must be even");
   const int64_t n = int64_t{seq} * (head_dim / 2);
-  rotary_tables_kernel<<<static_cast<unsigned>(std::min<int64_t>(ceil_div(n, 256), 4096)), 256, 0, stream>>>(
-      cos, sin, seq, head_dim / 2, base);
+  rotary_tables_kernel<<<static_cast<unsigned>(std::min<int64_t>(ceil_div(n, 256), 4096)), 256, 0,
+                         stream>>>(cos, sin, seq, head_dim / 2, base);
   HETPLAN_CHECK_LAUNCH();
 }
 
@@ -183,9 +185,8 @@ void launch_rotary(const RotaryArgs<T>& a, cudaStream_t stream) {
 }
 
 template <class T>
-void rotary_forward(const T* x, T* y, const float* cos, const float* sin, int64_t tokens,
-                    int heads, int head_dim, int seq, cudaStream_t stream,
-                    int64_t x_token_stride) {
+void rotary_forward(const T* x, T* y, const float* cos, const float* sin, int64_t tokens, int heads,
+                    int head_dim, int seq, cudaStream_t stream, int64_t x_token_stride) {
   if (x_token_stride != 0 && x_token_stride < int64_t{heads} * head_dim)
     throw std::invalid_argument("rotary: token stride " + std::to_string(x_token_stride) +
                                 " is less than heads x head_dim");

@@ -43,9 +43,8 @@ void rotary_tables(float* cos, float* sin, int seq, int head_dim, float base, cu
 // tokens are x_token_stride elements apart (0: contiguous; more: Q or K inside a fused QKV
 // projection's output, read in place); y may equal x when x is contiguous.
 template <class T>
-void rotary_forward(const T* x, T* y, const float* cos, const float* sin, int64_t tokens,
-                    int heads, int head_dim, int seq, cudaStream_t stream,
-                    int64_t x_token_stride = 0);
+void rotary_forward(const T* x, T* y, const float* cos, const float* sin, int64_t tokens, int heads,
+                    int head_dim, int seq, cudaStream_t stream, int64_t x_token_stride = 0);
 // dx from dy: the rotation by the opposite angle.
 template <class T>
 void rotary_backward(const T* dy, T* dx, const float* cos, const float* sin, int64_t tokens,

@@ -48,12 +48,12 @@ inline LaunchShape row_block_shape(int64_t rows, int64_t cols, int vec) {
 // ---- softmax cross-entropy ----
 template <class T>
 struct CrossEntropyArgs {
-  const T* logits;         // [tokens, vocab]
-  const int32_t* labels;   // [tokens]; < 0: ignored
-  float* loss;             // forward: [tokens]
-  float* lse;              // forward: written; backward: read
-  const float* dloss;      // backward: [tokens]
-  T* dlogits;              // backward: [tokens, vocab]
+  const T* logits;        // [tokens, vocab]
+  const int32_t* labels;  // [tokens]; < 0: ignored
+  float* loss;            // forward: [tokens]
+  float* lse;             // forward: written; backward: read
+  const float* dloss;     // backward: [tokens]
+  T* dlogits;             // backward: [tokens, vocab]
   int64_t tokens, vocab;
 };
 
@@ -153,7 +153,8 @@ HETPLAN_DEVICE void cross_entropy_backward_block(const CrossEntropyArgs<T>& a) {
   for (int64_t j = tid; j < sp.vectors; j += threads)
     ce_grad<T, kVec>(row + v0 + j * kVec, grow + v0 + j * kVec, v0 + j * kVec, label, lse, scale);
   const int64_t tail0 = v0 + sp.vectors * kVec;
-  if (tid < sp.tail) ce_grad<T, 1>(row + tail0 + tid, grow + tail0 + tid, tail0 + tid, label, lse, scale);
+  if (tid < sp.tail)
+    ce_grad<T, 1>(row + tail0 + tid, grow + tail0 + tid, tail0 + tid, label, lse, scale);
 }
 
 // ---- embedding ----
@@ -173,7 +174,8 @@ HETPLAN_DEVICE void embedding_forward_block(const EmbeddingArgs<T>& a) {
     const T* src = a.weight + static_cast<int64_t>(a.ids[t]) * a.hidden;
     T* dst = a.out + t * a.hidden;
     for (int j = simt::thread_x(); j < nvec; j += simt::block_threads())
-      simt::store_bits<kVec * sizeof(T)>(dst + j * kVec, simt::load_bits<kVec * sizeof(T)>(src + j * kVec));
+      simt::store_bits<kVec * sizeof(T)>(dst + j * kVec,
+                                         simt::load_bits<kVec * sizeof(T)>(src + j * kVec));
   }
 }
 
@@ -249,7 +251,8 @@ HETPLAN_DEVICE void rotary_block(const RotaryArgs<T>& a) {
   const int per_row = half / kVec;
   const int64_t items = a.tokens * a.heads * per_row;
   const int64_t stride = simt::grid_x() * simt::block_threads();
-  for (int64_t it = simt::block_x() * simt::block_threads() + simt::thread_x(); it < items; it += stride) {
+  for (int64_t it = simt::block_x() * simt::block_threads() + simt::thread_x(); it < items;
+       it += stride) {
     const int64_t row = it / per_row;  // (token, head)
     const int i = static_cast<int>(it - row * per_row) * kVec;
     const int64_t token = row / a.heads;

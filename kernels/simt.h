@@ -235,7 +235,7 @@ template <class T, int N>
 HETPLAN_DEVICE void unpack(const Bits<N * sizeof(T)>& b, float (&out)[N]) {
   T v[N];
   memcpy(v, b.w, sizeof v);
-HETPLAN_UNROLL
+  HETPLAN_UNROLL
   for (int i = 0; i < N; ++i) out[i] = to_f32(v[i]);
 }
 
@@ -249,7 +249,7 @@ HETPLAN_DEVICE void load(const T* p, float (&out)[N]) {
 template <int N, class T>
 HETPLAN_DEVICE void store(T* p, const float (&in)[N]) {
   T v[N];
-HETPLAN_UNROLL
+  HETPLAN_UNROLL
   for (int i = 0; i < N; ++i) v[i] = from_f32<T>(in[i]);
   Bits<N * sizeof(T)> b{};
   memcpy(b.w, v, sizeof v);

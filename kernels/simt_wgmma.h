@@ -88,9 +88,8 @@ template <int K>
 HETPLAN_DEVICE void fence_operand(uint32_t (&r)[K][4]) {
 #if defined(__CUDACC__)
   HETPLAN_UNROLL
-  for (int k = 0; k < K; ++k)
-    HETPLAN_UNROLL
-    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(r[k][i])::"memory");
+  for (int k = 0; k < K; ++k) HETPLAN_UNROLL
+  for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(r[k][i])::"memory");
 #else
   (void)r;
 #endif
@@ -119,12 +118,18 @@ template <class T, int N, int kTransA, int kTransB>
 HETPLAN_DEVICE void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, bool scale_d) {
   constexpr bool kBf16 = std::is_same_v<T, bf16>;
 #if defined(HETPLAN_WGMMA)
-  if constexpr (N == 32 && kBf16) ptx::wgmma_ss_m64n32_bf16<kTransA, kTransB>(d, a, b, scale_d);
-  else if constexpr (N == 32) ptx::wgmma_ss_m64n32_f16<kTransA, kTransB>(d, a, b, scale_d);
-  else if constexpr (N == 64 && kBf16) ptx::wgmma_ss_m64n64_bf16<kTransA, kTransB>(d, a, b, scale_d);
-  else if constexpr (N == 64) ptx::wgmma_ss_m64n64_f16<kTransA, kTransB>(d, a, b, scale_d);
-  else if constexpr (N == 128 && kBf16) ptx::wgmma_ss_m64n128_bf16<kTransA, kTransB>(d, a, b, scale_d);
-  else ptx::wgmma_ss_m64n128_f16<kTransA, kTransB>(d, a, b, scale_d);
+  if constexpr (N == 32 && kBf16)
+    ptx::wgmma_ss_m64n32_bf16<kTransA, kTransB>(d, a, b, scale_d);
+  else if constexpr (N == 32)
+    ptx::wgmma_ss_m64n32_f16<kTransA, kTransB>(d, a, b, scale_d);
+  else if constexpr (N == 64 && kBf16)
+    ptx::wgmma_ss_m64n64_bf16<kTransA, kTransB>(d, a, b, scale_d);
+  else if constexpr (N == 64)
+    ptx::wgmma_ss_m64n64_f16<kTransA, kTransB>(d, a, b, scale_d);
+  else if constexpr (N == 128 && kBf16)
+    ptx::wgmma_ss_m64n128_bf16<kTransA, kTransB>(d, a, b, scale_d);
+  else
+    ptx::wgmma_ss_m64n128_f16<kTransA, kTransB>(d, a, b, scale_d);
 #elif defined(__CUDACC__)
   (void)d, (void)a, (void)b, (void)scale_d;
   wgmma_unavailable();
@@ -139,12 +144,18 @@ template <class T, int N, int kTransB>
 HETPLAN_DEVICE void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b, bool scale_d) {
   constexpr bool kBf16 = std::is_same_v<T, bf16>;
 #if defined(HETPLAN_WGMMA)
-  if constexpr (N == 32 && kBf16) ptx::wgmma_rs_m64n32_bf16<kTransB>(d, a, b, scale_d);
-  else if constexpr (N == 32) ptx::wgmma_rs_m64n32_f16<kTransB>(d, a, b, scale_d);
-  else if constexpr (N == 64 && kBf16) ptx::wgmma_rs_m64n64_bf16<kTransB>(d, a, b, scale_d);
-  else if constexpr (N == 64) ptx::wgmma_rs_m64n64_f16<kTransB>(d, a, b, scale_d);
-  else if constexpr (N == 128 && kBf16) ptx::wgmma_rs_m64n128_bf16<kTransB>(d, a, b, scale_d);
-  else ptx::wgmma_rs_m64n128_f16<kTransB>(d, a, b, scale_d);
+  if constexpr (N == 32 && kBf16)
+    ptx::wgmma_rs_m64n32_bf16<kTransB>(d, a, b, scale_d);
+  else if constexpr (N == 32)
+    ptx::wgmma_rs_m64n32_f16<kTransB>(d, a, b, scale_d);
+  else if constexpr (N == 64 && kBf16)
+    ptx::wgmma_rs_m64n64_bf16<kTransB>(d, a, b, scale_d);
+  else if constexpr (N == 64)
+    ptx::wgmma_rs_m64n64_f16<kTransB>(d, a, b, scale_d);
+  else if constexpr (N == 128 && kBf16)
+    ptx::wgmma_rs_m64n128_bf16<kTransB>(d, a, b, scale_d);
+  else
+    ptx::wgmma_rs_m64n128_f16<kTransB>(d, a, b, scale_d);
 #elif defined(__CUDACC__)
   (void)d, (void)a, (void)b, (void)scale_d;
   wgmma_unavailable();

@@ -37,7 +37,7 @@ namespace hetplan::kernels {
 constexpr int kWgmmaSelftestForms = 3;
 constexpr int kWgmmaSelftestVariants = 4;
 constexpr int kSelftestAsyncFill = 1, kSelftestGroupPerForm = 2;
-constexpr int kWgmmaSelftestFloats = 64;  // per thread and form (N / 2, N <= 128)
+constexpr int kWgmmaSelftestFloats = 64;        // per thread and form (N / 2, N <= 128)
 constexpr int kWgmmaSelftestTileBytes = 22528;  // the four tiles below
 constexpr size_t kWgmmaSelftestSmem = kWgmmaSelftestTileBytes + 1024;
 // Output floats per variant: the accumulators, then the shared-memory image read back.
@@ -51,7 +51,9 @@ constexpr int kSelftestBMnmaj = 16384;  // B: 16 rows (k) x 128 columns (n): 2 b
 constexpr int kSelftestAMnmaj = 20480;  // A^T: 16 rows (k) x 64 columns (m)
 
 // D[m][n] of every form.
-inline float wgmma_selftest_expected(int m, int n) { return static_cast<float>(m % 16 + 16 * (n % 16)); }
+inline float wgmma_selftest_expected(int m, int n) {
+  return static_cast<float>(m % 16 + 16 * (n % 16));
+}
 
 // Row and column of accumulator i of thread t (the m64nNk16 D fragment).
 inline void wgmma_selftest_position(int t, int i, int& m, int& n) {
@@ -117,10 +119,11 @@ HETPLAN_DEVICE void wgmma_selftest_block(const uint16_t* image, float* out) {
   simt::sync_threads();
 
   const int lane = t % 32, g = lane / 4, q = lane % 4;
-  const uint32_t a_regs[4] = {simt::pack2<bf16>(wgmma_selftest_a(g, 2 * q), wgmma_selftest_a(g, 2 * q + 1)),
-                              simt::pack2<bf16>(wgmma_selftest_a(g + 8, 2 * q), wgmma_selftest_a(g + 8, 2 * q + 1)),
-                              simt::pack2<bf16>(wgmma_selftest_a(g, 2 * q + 8), wgmma_selftest_a(g, 2 * q + 9)),
-                              simt::pack2<bf16>(wgmma_selftest_a(g + 8, 2 * q + 8), wgmma_selftest_a(g + 8, 2 * q + 9))};
+  const uint32_t a_regs[4] = {
+      simt::pack2<bf16>(wgmma_selftest_a(g, 2 * q), wgmma_selftest_a(g, 2 * q + 1)),
+      simt::pack2<bf16>(wgmma_selftest_a(g + 8, 2 * q), wgmma_selftest_a(g + 8, 2 * q + 1)),
+      simt::pack2<bf16>(wgmma_selftest_a(g, 2 * q + 8), wgmma_selftest_a(g, 2 * q + 9)),
+      simt::pack2<bf16>(wgmma_selftest_a(g + 8, 2 * q + 8), wgmma_selftest_a(g + 8, 2 * q + 9))};
   const uint64_t a_k = simt::wgmma_desc(smem + kSelftestAKmaj, 16, 1024);
   const uint64_t b_k = simt::wgmma_desc(smem + kSelftestBKmaj, 16, 1024);
   const uint64_t b_mn = simt::wgmma_desc(smem + kSelftestBMnmaj, 16 * 128, 1024);
@@ -216,7 +219,8 @@ inline WgmmaSelftestReport wgmma_selftest_check(const std::vector<float>& out) {
     if (got != image[w] && r.image_wrong++ < 3)
       os << " shared memory byte " << 2 * w << " reads " << got << " (want " << image[w] << ");";
   }
-  if (r.image_wrong > 0) os << " " << r.image_wrong << " shared-memory words differ from the image;";
+  if (r.image_wrong > 0)
+    os << " " << r.image_wrong << " shared-memory words differ from the image;";
   r.detail = os.str();
   return r;
 }

@@ -93,9 +93,7 @@ std::vector<std::string> TraceResult::names() const {
   return out;
 }
 
-double TraceResult::event_vs_cupti() const {
-  return span_s > 0 ? event_s / span_s - 1 : 0;
-}
+double TraceResult::event_vs_cupti() const { return span_s > 0 ? event_s / span_s - 1 : 0; }
 
 Json TraceResult::to_json(double timed_median_s) const {
   const double n = static_cast<double>(std::max<int64_t>(1, launches));

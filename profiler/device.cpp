@@ -54,29 +54,21 @@ DeviceInfo query_device(int index) {
   return d;
 }
 
-CudaStream::CudaStream() {
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-}
+CudaStream::CudaStream() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
 
 CudaStream::~CudaStream() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-void CudaStream::synchronize() const {
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-}
+void CudaStream::synchronize() const { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-CudaEvent::CudaEvent() {
-  CUDA_CHECK(cudaEventCreate(&event_));
-}
+CudaEvent::CudaEvent() { CUDA_CHECK(cudaEventCreate(&event_)); }
 
 CudaEvent::~CudaEvent() {
   if (event_) cudaEventDestroy(event_);
 }
 
-void CudaEvent::record(cudaStream_t stream) const {
-  CUDA_CHECK(cudaEventRecord(event_, stream));
-}
+void CudaEvent::record(cudaStream_t stream) const { CUDA_CHECK(cudaEventRecord(event_, stream)); }
 
 double CudaEvent::seconds_since(const CudaEvent& start) const {
   float ms = 0;

@@ -56,12 +56,8 @@ void fill_uniform(void* data, int64_t count, Dtype dtype, uint64_t seed, float s
   }
 }
 
-int gemm_input_bytes(Dtype dtype) {
-  return dtype_bytes(dtype);
-}
+int gemm_input_bytes(Dtype dtype) { return dtype_bytes(dtype); }
 
-int gemm_output_bytes(Dtype dtype) {
-  return dtype == Dtype::kFp8 ? 2 : dtype_bytes(dtype);
-}
+int gemm_output_bytes(Dtype dtype) { return dtype == Dtype::kFp8 ? 2 : dtype_bytes(dtype); }
 
 }  // namespace hetplan::profiler

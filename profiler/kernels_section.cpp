@@ -202,8 +202,6 @@ class KernelsSection : public Section {
 
 }  // namespace
 
-std::unique_ptr<Section> make_kernels_section() {
-  return std::make_unique<KernelsSection>();
-}
+std::unique_ptr<Section> make_kernels_section() { return std::make_unique<KernelsSection>(); }
 
 }  // namespace hetplan::profiler

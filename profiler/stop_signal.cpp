@@ -35,12 +35,8 @@ StopSignalGuard::~StopSignalGuard() {
   sigaction(SIGTERM, &g_old_term, nullptr);
 }
 
-bool StopSignalGuard::requested() {
-  return g_stop != 0;
-}
+bool StopSignalGuard::requested() { return g_stop != 0; }
 
-void StopSignalGuard::request() {
-  g_stop = 1;
-}
+void StopSignalGuard::request() { g_stop = 1; }
 
 }  // namespace hetplan::profiler

@@ -35,23 +35,17 @@ std::string str(const Json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
-std::string percent(double x) {
-  return fmt::format("{:.1f}%", 100 * x);
-}
+std::string percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
 
 // Green within 10%, amber within 25%, red beyond.
-std::string error_class(double ape) {
-  return ape <= 0.10 ? "good" : ape <= 0.25 ? "warn" : "bad";
-}
+std::string error_class(double ape) { return ape <= 0.10 ? "good" : ape <= 0.25 ? "warn" : "bad"; }
 
 std::string seconds(double s) {
   if (s >= 1) return fmt::format("{:.3f} s", s);
   return fmt::format("{:.1f} ms", s * 1e3);
 }
 
-std::string gib(double bytes) {
-  return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
-}
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024)); }
 
 std::string metrics_table(const Json& m) {
   const Json& it = m["iteration"];
@@ -245,8 +239,9 @@ std::string render_report_html(const Json& data) {
     if (measured_memory) body += "<div class=\"chart\" id=\"chart-memory-accuracy\"></div>";
     body += "</div>";
   } else {
-    body += "<p class=\"muted\">No measured time or memory matched a prediction: nothing to "
-            "draw.</p>";
+    body +=
+        "<p class=\"muted\">No measured time or memory matched a prediction: nothing to "
+        "draw.</p>";
   }
   body += "</section>";
   body += "<section id=\"pairs\"><h2>Matched strategies</h2>" +

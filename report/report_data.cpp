@@ -33,9 +33,7 @@ std::string now_utc() {
   return date;
 }
 
-Json or_null(const std::optional<double>& v) {
-  return v ? Json(*v) : Json(nullptr);
-}
+Json or_null(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
 // Statistics of no pairs are null, not 0 (a 0% error would read as a perfect prediction).
 Json to_json(const ErrorStats& e) {

@@ -51,12 +51,13 @@ Timeline pipeline_timeline(const Prediction& p, const std::string& schedule, int
   t.makespan_s = r.makespan_s;
   const bool split = pipeline::schedule_info(schedule).splits_backward;
   if (!split)
-    t.note = fmt::format("{} does not split the backward: each B is drawn as its input-gradient "
-                         "part followed by its weight-gradient part (W)",
-                         schedule);
+    t.note = fmt::format(
+        "{} does not split the backward: each B is drawn as its input-gradient "
+        "part followed by its weight-gradient part (W)",
+        schedule);
   for (const pipeline::TimedPass& pass : r.timeline) {
-    TimelineOp op{pass.device, pass.op, pass.microbatch, pass.chunk, pass.stage, pass.start_s,
-                  pass.end_s};
+    TimelineOp op{pass.device, pass.op,      pass.microbatch, pass.chunk,
+                  pass.stage,  pass.start_s, pass.end_s};
     const StagePrediction& st = p.stages[pass.stage];
     if (!split && pass.op == 'B' && st.backward_weight_s > 0) {
       op.end_s = pass.start_s + st.backward_input_s;

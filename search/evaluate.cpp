@@ -132,10 +132,9 @@ bool same_layer(const LayerSpec& a, const LayerSpec& b) {
   if (const auto* x = a.block()) {
     const auto* y = b.block();
     return x->heads == y->heads && x->kv_heads == y->kv_heads && x->head_dim == y->head_dim &&
-           x->ffn_hidden == y->ffn_hidden && x->activation == y->activation &&
-           x->norm == y->norm && x->bias == y->bias && x->rotary == y->rotary &&
-           x->causal == y->causal && x->dropout == y->dropout && x->experts == y->experts &&
-           x->top_k == y->top_k;
+           x->ffn_hidden == y->ffn_hidden && x->activation == y->activation && x->norm == y->norm &&
+           x->bias == y->bias && x->rotary == y->rotary && x->causal == y->causal &&
+           x->dropout == y->dropout && x->experts == y->experts && x->top_k == y->top_k;
   }
   return false;  // embedding and head are one of a kind
 }
@@ -147,7 +146,8 @@ Evaluator::Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const C
   for (size_t i = 0; i < model_.layers.size(); ++i) {
     int64_t canonical = static_cast<int64_t>(i);
     for (size_t j = 0; j < i; ++j)
-      if (canonical_layer_[j] == static_cast<int64_t>(j) && same_layer(model_.layers[j], model_.layers[i])) {
+      if (canonical_layer_[j] == static_cast<int64_t>(j) &&
+          same_layer(model_.layers[j], model_.layers[i])) {
         canonical = static_cast<int64_t>(j);
         break;
       }
@@ -157,8 +157,14 @@ Evaluator::Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const C
 
 const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_nodes,
                                                      const Strategy& s) const {
-  const CacheKey key{group, tp_nodes, s.micro_batch, s.tp, s.sequence_parallel && s.tp > 1,
-                     static_cast<int>(s.recompute), s.flash_attention, s.zero >= 3,
+  const CacheKey key{group,
+                     tp_nodes,
+                     s.micro_batch,
+                     s.tp,
+                     s.sequence_parallel && s.tp > 1,
+                     static_cast<int>(s.recompute),
+                     s.flash_attention,
+                     s.zero >= 3,
                      s.grad_accumulation_fusion};
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
@@ -171,7 +177,8 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
   const Dtype dtype = cost_.compute_dtype(gpu, model_.dtype);
   // A representative tensor-parallel group on this node kind: tp devices over tp_nodes nodes.
   int64_t first = 0;
-  for (int64_t g = 0; g < group; ++g) first += cluster_.groups[g].count * cluster_.groups[g].node.gpus;
+  for (int64_t g = 0; g < group; ++g)
+    first += cluster_.groups[g].count * cluster_.groups[g].node.gpus;
   std::vector<int64_t> tp_devices;
   const int64_t per_node = (s.tp + tp_nodes - 1) / tp_nodes;
   if (tp_nodes > ng.count || per_node > ng.node.gpus)
@@ -200,7 +207,7 @@ int64_t Evaluator::device_of_virtual_stage(const Strategy& s, int64_t j) {
   const int64_t P = s.pp, v = chunks_of(s);
   if (v == 1) return j;
   if (s.schedule.rfind("v-", 0) == 0) return j < P ? j : 2 * P - 1 - j;  // the V turns back
-  return j % P;  // interleaved: round robin
+  return j % P;                                                          // interleaved: round robin
 }
 
 std::string strategy_model_problem(const ModelSpec& model, const Strategy& s, std::string& code) {
@@ -220,8 +227,10 @@ std::string strategy_model_problem(const ModelSpec& model, const Strategy& s, st
   }
   if (s.zero >= 2 && s.pp > 1) {
     code = "zero";
-    return fmt::format("ZeRO-{} with pipeline parallelism is supported by neither Megatron-LM "
-                       "nor DeepSpeed (ZeRO-1 is)", s.zero);
+    return fmt::format(
+        "ZeRO-{} with pipeline parallelism is supported by neither Megatron-LM "
+        "nor DeepSpeed (ZeRO-1 is)",
+        s.zero);
   }
   return "";
 }
@@ -260,8 +269,10 @@ std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>
     if (!st.gpu_type.empty()) want_type[d] = st.gpu_type;
     if (st.devices.empty()) continue;
     if (!groups[d].empty() && groups[d] != st.devices)
-      throw InputError(fmt::format("stage {} lists other devices than the other chunks of "
-                                   "pipeline rank {}", i, d));
+      throw InputError(
+          fmt::format("stage {} lists other devices than the other chunks of "
+                      "pipeline rank {}",
+                      i, d));
     groups[d] = st.devices;
   }
   if (given == 0)
@@ -289,15 +300,18 @@ std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>
   for (int64_t d = 0; d < P; ++d) {
     const auto& g = groups[d];
     if (static_cast<int64_t>(g.size()) != per_stage)
-      throw InputError(fmt::format("pipeline rank {} lists {} devices; dp x tp = {}", d, g.size(),
-                                   per_stage));
+      throw InputError(
+          fmt::format("pipeline rank {} lists {} devices; dp x tp = {}", d, g.size(), per_stage));
     std::set<std::string> types;
     for (int64_t dev : g) {
       if (dev < 0 || dev >= static_cast<int64_t>(devices_.size()))
-        throw InputError(fmt::format("pipeline rank {} uses device {}; the cluster has {} devices "
-                                     "(0-{})", d, dev, devices_.size(), devices_.size() - 1));
+        throw InputError(
+            fmt::format("pipeline rank {} uses device {}; the cluster has {} devices "
+                        "(0-{})",
+                        d, dev, devices_.size(), devices_.size() - 1));
       if (!seen.insert(dev).second)
-        throw InputError(fmt::format("device {} is used by two pipeline ranks or twice in one", dev));
+        throw InputError(
+            fmt::format("device {} is used by two pipeline ranks or twice in one", dev));
       types.insert(cluster_.groups[devices_[dev].group].node.gpu.name);
     }
     // A rank may span GPU types (data-parallel replicas on different GPUs): its gpu_type names
@@ -315,20 +329,23 @@ std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>
   if (!std::all_of(s.stages.begin(), s.stages.end(), has_layers))
     throw InputError("give layers for every stage or for none (then the partition chooses them)");
   if (given != static_cast<size_t>(S))
-    throw InputError(fmt::format("layer ranges need one stage per virtual stage: {} x {} chunks "
-                                 "= {}, found {}", P, v, S, given));
+    throw InputError(
+        fmt::format("layer ranges need one stage per virtual stage: {} x {} chunks "
+                    "= {}, found {}",
+                    P, v, S, given));
   int64_t next = 0;
   for (size_t st = 0; st < given; ++st) {
     if (s.stages[st].first_layer != next)
-      throw InputError(fmt::format("stage {} starts at layer {}; expected {} (stages must hold "
-                                   "contiguous layers in order)", st, s.stages[st].first_layer,
-                                   next));
+      throw InputError(
+          fmt::format("stage {} starts at layer {}; expected {} (stages must hold "
+                      "contiguous layers in order)",
+                      st, s.stages[st].first_layer, next));
     ranges.emplace_back(s.stages[st].first_layer, s.stages[st].last_layer);
     next = s.stages[st].last_layer + 1;
   }
   if (next != L)
-    throw InputError(fmt::format("the stages end at layer {}; the model has layers 0-{}",
-                                 next - 1, L - 1));
+    throw InputError(
+        fmt::format("the stages end at layer {}; the model has layers 0-{}", next - 1, L - 1));
   return "";
 }
 
@@ -385,8 +402,8 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
   // Per pipeline rank: its GPU, compute dtype and every layer's cost there. A rank whose
   // data-parallel replicas run on several node kinds takes, per layer and pass, the slowest kind's
   // time (the replicas meet at every gradient synchronisation), and the smallest GPU's memory.
-  std::vector<const GpuSpec*> gpu(P);       // the slowest kind (all of them when one)
-  std::vector<const GpuSpec*> mem_gpu(P);   // the kind with the least usable memory
+  std::vector<const GpuSpec*> gpu(P);      // the slowest kind (all of them when one)
+  std::vector<const GpuSpec*> mem_gpu(P);  // the kind with the least usable memory
   std::vector<Dtype> dtype(P);
   std::vector<const std::vector<LayerCost>*> rank_costs(P);
   std::vector<std::vector<LayerCost>> mixed_costs(P);
@@ -440,9 +457,10 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
       std::string names;
       for (const auto& [kind, costs] : kinds)
         names += (names.empty() ? "" : " and ") + cluster_.groups[kind].node.gpu.name;
-      note(fmt::format("pipeline rank {} runs on {}: each layer takes the slowest one's time, "
-                       "memory the smallest one's",
-                       d, names));
+      note(
+          fmt::format("pipeline rank {} runs on {}: each layer takes the slowest one's time, "
+                      "memory the smallest one's",
+                      d, names));
     }
     dtype[d] = cost_.compute_dtype(*gpu[d], model_.dtype);
     for (const auto& [kind, costs] : kinds) {
@@ -627,8 +645,8 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
       double stage_params = 0;
       for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
         stage_params += (*rank_costs[d])[i].params;
-      const double gather = cost_.collective_s(CollectiveKind::kAllGather,
-                                               stage_params * dtype_bytes(dtype[d]), g);
+      const double gather =
+          cost_.collective_s(CollectiveKind::kAllGather, stage_params * dtype_bytes(dtype[d]), g);
       stages[j].forward_s += gather;
       stages[j].backward_input_s += gather;
       problem.forward_s[j] += gather;
@@ -668,8 +686,8 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
       } else {
         reduce = cost_.collective_s(CollectiveKind::kReduceScatter, grad_bytes, g);
         if (s.zero < 3)
-          gather = cost_.collective_s(CollectiveKind::kAllGather, params[d] * dtype_bytes(dtype[d]),
-                                      g);
+          gather =
+              cost_.collective_s(CollectiveKind::kAllGather, params[d] * dtype_bytes(dtype[d]), g);
       }
     }
     if (d == dev.front() || d == dev.back()) reduce += tied_sync;

@@ -25,7 +25,8 @@ std::vector<std::vector<int64_t>> node_group_orders(const ClusterSpec& cluster,
     const GpuSpec& gpu = cluster.groups[g].node.gpu;
     return std::max(gpu.peak_flops(Dtype::kBf16), gpu.peak_flops(Dtype::kFp16));
   };
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return speed(a) > speed(b); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return speed(a) > speed(b); });
   out.push_back(order);
   std::reverse(order.begin(), order.end());
   out.push_back(order);

@@ -22,7 +22,8 @@ void enumerate(const std::vector<NodeSpec>& nodes, const std::vector<int64_t>& c
                int64_t max_types, size_t i, std::vector<int64_t>& current,
                std::vector<std::vector<int64_t>>& out) {
   if (i == nodes.size()) {
-    const auto used = std::count_if(current.begin(), current.end(), [](int64_t c) { return c > 0; });
+    const auto used =
+        std::count_if(current.begin(), current.end(), [](int64_t c) { return c > 0; });
     if (used > 0 && used <= max_types) out.push_back(current);
     return;
   }
@@ -42,9 +43,10 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
   for (size_t i = 0; i < o.node_types.size(); ++i) {
     for (size_t j = 0; j < i; ++j)
       if (o.node_types[j] == o.node_types[i])
-        throw InputError(fmt::format("--nodes: {} is listed twice (each node type once; "
-                                     "--max-nodes sets how many of each are tried)",
-                                     o.node_types[i]));
+        throw InputError(
+            fmt::format("--nodes: {} is listed twice (each node type once; "
+                        "--max-nodes sets how many of each are tried)",
+                        o.node_types[i]));
     nodes.push_back(load_node(o.node_types[i]));
   }
   std::vector<std::vector<int64_t>> mixes;

@@ -37,8 +37,8 @@ struct ProvisionedMix {
 struct ProvisionResult {
   std::vector<ProvisionedMix> mixes;  // by throughput, fastest first; infeasible last
   int64_t mixes_tried = 0;
-  int64_t over_budget = 0;         // mixes left out for costing more than max_price_per_hour
-  std::string cheapest_over;       // the cheapest of those, and its price
+  int64_t over_budget = 0;    // mixes left out for costing more than max_price_per_hour
+  std::string cheapest_over;  // the cheapest of those, and its price
   double cheapest_over_price = 0;
   double elapsed_s = 0;
 };

@@ -38,8 +38,8 @@ struct Candidate {
 
 struct Outcome {
   bool evaluated = false;
-  std::string pruned;  // reason when not evaluated
-  bool fits = true;    // false: no layer partition fits in memory (result left empty)
+  std::string pruned;   // reason when not evaluated
+  bool fits = true;     // false: no layer partition fits in memory (result left empty)
   double overflow = 0;  // then: average bytes needed over capacity (a cheap closeness measure)
   RankedStrategy result;
 };
@@ -97,9 +97,10 @@ class TrainingSearch {
     // Which node groups a plan uses: all of them, or with --allow-idle-nodes every non-empty
     // subset (the full set first, so that ties keep the plan that uses everything).
     if (o_.allow_idle_nodes && G > kMaxIdleGroups)
-      throw InputError(fmt::format("--allow-idle-nodes: the cluster has {} node groups; subsets "
-                                   "are searched for at most {}",
-                                   G, kMaxIdleGroups));
+      throw InputError(
+          fmt::format("--allow-idle-nodes: the cluster has {} node groups; subsets "
+                      "are searched for at most {}",
+                      G, kMaxIdleGroups));
     const int64_t all = (int64_t{1} << G) - 1;
     int64_t id = 0;
     for (int64_t used = all; used > 0; --used) {
@@ -149,7 +150,8 @@ class TrainingSearch {
         const int64_t per_shape = static_cast<int64_t>(mbs.size() * o_.recompute.size()) *
                                   (o_.max_zero + 1) * (tp > 1 ? 2 : 1) *
                                   static_cast<int64_t>(schedules_.size());
-        result_.stats.candidates += per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size()));
+        result_.stats.candidates +=
+            per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size()));
         if (!tp_problem.empty()) {
           prune("tp", per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size())));
           continue;
@@ -213,8 +215,8 @@ class TrainingSearch {
     for (const auto& st : stages) {
       const Device& d = devices[st.devices.front()];
       p.stage_group.push_back(d.group);
-      p.max_memory_bytes = std::max(p.max_memory_bytes,
-                                    ev_.cluster().groups[d.group].node.gpu.memory_bytes);
+      p.max_memory_bytes =
+          std::max(p.max_memory_bytes, ev_.cluster().groups[d.group].node.gpu.memory_bytes);
     }
     p.stages = std::move(stages);
     placements_.push_back(std::move(p));
@@ -225,9 +227,9 @@ class TrainingSearch {
   bool memory_bound_fails(const Strategy& s, const Placement& p) {
     double params = 0;
     for (const auto& layer : ev_.model().layers) params += layer_parameters(layer, s.tp, false);
-    const double per_stage =
-        device_memory({params / static_cast<double>(s.pp), s.dp, s.zero, ev_.model().dtype, 0, 0, 0})
-            .total();
+    const double per_stage = device_memory({params / static_cast<double>(s.pp), s.dp, s.zero,
+                                            ev_.model().dtype, 0, 0, 0})
+                                 .total();
     if (per_stage <= p.max_memory_bytes) return false;
     if (result_.min_static_bytes == 0 || per_stage < result_.min_static_bytes) {
       result_.min_static_bytes = per_stage;
@@ -286,7 +288,8 @@ class TrainingSearch {
     // The prediction knows the partition it chose: keep it with the strategy.
     if (out.fits && !out.result.predicted.stages.empty()) {
       out.result.strategy.stages.clear();
-      for (const auto& st : out.result.predicted.stages) out.result.strategy.stages.push_back(st.stage);
+      for (const auto& st : out.result.predicted.stages)
+        out.result.strategy.stages.push_back(st.stage);
     }
     return out;
   }
@@ -336,7 +339,8 @@ class TrainingSearch {
   }
 
   double threshold() const {
-    if (static_cast<int64_t>(top_.size()) < o_.top_k) return std::numeric_limits<double>::infinity();
+    if (static_cast<int64_t>(top_.size()) < o_.top_k)
+      return std::numeric_limits<double>::infinity();
     return top_.back().second.predicted.iteration_s;
   }
 
@@ -362,10 +366,9 @@ class TrainingSearch {
       return;
     }
     ++result_.stats.feasible;
-    auto pos = std::lower_bound(top_.begin(), top_.end(), std::make_pair(c.id, out.result),
-                                [](const auto& a, const auto& b) {
-                                  return better(a.second, a.first, b.second, b.first);
-                                });
+    auto pos = std::lower_bound(
+        top_.begin(), top_.end(), std::make_pair(c.id, out.result),
+        [](const auto& a, const auto& b) { return better(a.second, a.first, b.second, b.first); });
     top_.insert(pos, {c.id, std::move(out.result)});
     if (static_cast<int64_t>(top_.size()) > o_.top_k) top_.pop_back();
   }

@@ -17,8 +17,8 @@ struct SearchOptions {
   int64_t global_batch = 0;
   int threads = 1;
   int64_t top_k = 10;
-  bool exhaustive = false;  // evaluate every valid candidate: no bound pruning
-  std::vector<std::string> schedules;      // empty: every schedule the pipeline model knows
+  bool exhaustive = false;             // evaluate every valid candidate: no bound pruning
+  std::vector<std::string> schedules;  // empty: every schedule the pipeline model knows
   std::vector<Recompute> recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   int max_zero = 3;
   std::vector<int64_t> micro_batches;  // empty: every divisor of the per-replica batch
@@ -48,7 +48,7 @@ struct SearchStats {
 };
 
 struct SearchResult {
-  std::vector<RankedStrategy> top;                // best first
+  std::vector<RankedStrategy> top;                 // best first
   std::vector<RankedStrategy> closest_infeasible;  // when nothing fits: the least-bad tries
   // When candidates were pruned because weights, gradients and optimizer state alone cannot fit:
   // the smallest such footprint per GPU any candidate reaches, and the device memory it faced.

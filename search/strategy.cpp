@@ -48,20 +48,22 @@ Strategy strategy_from_json(ObjectReader r) {
   const std::string rc = r.choice_or("recompute", {"none", "selective", "full"}, "none");
   parse_recompute(rc, s.recompute);
   const int64_t zero = r.integer_or("zero", 0);
-  if (zero < 0 || zero > 3) r.fail("zero", fmt::format("expected a ZeRO stage 0-3, found {}", zero));
+  if (zero < 0 || zero > 3)
+    r.fail("zero", fmt::format("expected a ZeRO stage 0-3, found {}", zero));
   s.zero = static_cast<int>(zero);
   s.sequence_parallel = r.boolean_or("sequence_parallel", false);
   if (s.sequence_parallel && s.tp == 1)
-    r.fail("sequence_parallel", "sequence parallelism splits activations over the tensor-parallel "
-                                "group: it needs tp > 1");
+    r.fail("sequence_parallel",
+           "sequence parallelism splits activations over the tensor-parallel "
+           "group: it needs tp > 1");
   // Without "chunks" a schedule runs its default (interleaved and the V schedules: 2), as predict
   // and search do.
   const pipeline::ScheduleInfo* schedule = nullptr;
   for (const auto& info : pipeline::schedules())
     if (info.name == s.schedule) schedule = &info;
   if (schedule == nullptr)
-    r.fail("schedule", fmt::format("expected one of {}, found \"{}\"", pipeline::schedule_names(),
-                                   s.schedule));
+    r.fail("schedule",
+           fmt::format("expected one of {}, found \"{}\"", pipeline::schedule_names(), s.schedule));
   s.chunks = r.positive_integer_or("chunks", schedule->default_chunks);
   if (s.schedule == "interleaved" && s.chunks < 2)
     r.fail("chunks", fmt::format("schedule interleaved runs 2 or more chunks per device, found {} "
@@ -109,8 +111,8 @@ Strategy load_strategy(const std::string& path, size_t index) {
   if (!r.has("strategies")) return strategy_from_json(r);
   auto list = r.objects("strategies");
   if (index >= list.size())
-    r.fail("strategies", fmt::format("expected at least {} strategies, found {}", index + 1,
-                                     list.size()));
+    r.fail("strategies",
+           fmt::format("expected at least {} strategies, found {}", index + 1, list.size()));
   return strategy_from_json(list[index]);
 }
 

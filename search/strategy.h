@@ -29,7 +29,8 @@ struct Strategy {
   int64_t chunks = 1;  // model chunks per device (interleaved and V schedules)
   bool flash_attention = true;
   // Weight-gradient GEMMs accumulate into the fp32 main gradients (Megatron-LM's default with
-  // Transformer Engine or APEX); false: an add kernel per parameter and micro-batch (plain PyTorch).
+  // Transformer Engine or APEX); false: an add kernel per parameter and micro-batch (plain
+  // PyTorch).
   bool grad_accumulation_fusion = true;
   std::vector<StageSpec> stages;  // empty: the default placement and a balanced partition
 
@@ -49,26 +50,26 @@ Strategy load_strategy(const std::string& path, size_t index = 0);
 struct StagePrediction {
   StageSpec stage;
   double forward_s = 0, backward_input_s = 0, backward_weight_s = 0;  // one micro-batch
-  double tp_comm_s = 0;       // inside those three
-  double recompute_s = 0;     // inside backward_input_s
-  double p2p_s = 0;           // one activation to the next stage
-  double dp_sync_s = 0;       // gradient synchronisation (total, before overlap)
+  double tp_comm_s = 0;                                               // inside those three
+  double recompute_s = 0;                                             // inside backward_input_s
+  double p2p_s = 0;      // one activation to the next stage
+  double dp_sync_s = 0;  // gradient synchronisation (total, before overlap)
   double optimizer_s = 0;
-  int64_t in_flight = 0;      // micro-batch activations held at the peak
+  int64_t in_flight = 0;  // micro-batch activations held at the peak
   MemoryBreakdown memory;
 };
 
 struct Prediction {
   bool feasible = true;
-  std::string reason;        // why not, when infeasible
-  std::string reason_code;   // short key for counting ("memory", "batch", "tp", ...)
+  std::string reason;       // why not, when infeasible
+  std::string reason_code;  // short key for counting ("memory", "batch", "tp", ...)
   double iteration_s = 0, samples_per_s = 0, tokens_per_s = 0, mfu = 0;
   std::vector<double> peak_memory_bytes;  // per pipeline rank (every device of a rank alike)
   std::vector<std::pair<std::string, double>> breakdown;  // named seconds summing to iteration_s
   double bubble_rate = 0;
   double memory_overflow = 0;  // infeasible "memory" without a partition: bytes needed / available
   std::vector<StagePrediction> stages;  // per virtual stage, in model order
-  std::vector<std::string> notes;  // e.g. "bf16 runs as fp16 on v100"
+  std::vector<std::string> notes;       // e.g. "bf16 runs as fp16 on v100"
 };
 
 Json to_json(const Prediction& p);

@@ -17,10 +17,10 @@ namespace hetplan {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::run_hetplan;
-using testing::temp_dir;
 using testing::contains;
 using testing::error_of;
+using testing::run_hetplan;
+using testing::temp_dir;
 
 const fs::path kSample = fs::path(HETPLAN_TEST_DATA) / "calibration" / "a100-sample.json";
 

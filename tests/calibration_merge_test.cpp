@@ -23,8 +23,10 @@ CollectiveMeasurement coll(int64_t group, int64_t nodes, double bytes, double t,
   m.bytes = bytes;
   m.link = nodes > 1 ? "net" : "nvswitch";
   m.ok = ok;
-  if (ok) m.time_s = summarize({t});
-  else m.error = "NCCL timeout";
+  if (ok)
+    m.time_s = summarize({t});
+  else
+    m.error = "NCCL timeout";
   return m;
 }
 
@@ -34,7 +36,8 @@ CalibrationFile node_file(const std::string& gpu_type, double scale) {
   f.context.gpu_type = gpu_type;
   f.context.gpu_count = 8;
   for (int e = 10; e <= 30; e += 2)
-    f.collectives.push_back(coll(8, 1, std::ldexp(1.0, e), scale * (10e-6 + std::ldexp(1.0, e) / 200e9)));
+    f.collectives.push_back(
+        coll(8, 1, std::ldexp(1.0, e), scale * (10e-6 + std::ldexp(1.0, e) / 200e9)));
   HostDeviceMeasurement h;
   h.direction = "h2d";
   h.bytes = 1 << 26;
@@ -56,7 +59,7 @@ TEST(CalibrationMerge, NodeKindsStayApartAndRemeasurementsReplace) {
   const CalibrationFile merged = merge_calibration_files({a100, h100, net1, net2});
   EXPECT_EQ(merged.collectives.size(), 11u + 11u + 1u);
   EXPECT_EQ(merged.host_device.size(), 2u);
-  EXPECT_EQ(merged.failures.size(), 1u);  // the same failure twice is kept once
+  EXPECT_EQ(merged.failures.size(), 1u);   // the same failure twice is kept once
   EXPECT_EQ(merged.context.gpu_type, "");  // two kinds: no single GPU type
   EXPECT_EQ(merged.collectives[0].gpus, std::vector<std::string>{"a100-sxm"});
   EXPECT_EQ(merged.collectives[11].gpus, std::vector<std::string>{"h100-sxm"});
@@ -151,14 +154,14 @@ TEST(CalibrationMerge, PerGpuFilesOfDifferentSourcesAreRefusedInEitherOrder) {
 }
 
 TEST(CalibrationMerge, CommandWritesTheMergedFile) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("hetplan_merge_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("hetplan_merge_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   save_calibration(node_file("a100-sxm", 2.0), dir / "a.json");
   save_calibration(node_file("h100-sxm", 1.0), dir / "b.json");
   const std::string cmd = std::string(HETPLAN_BINARY) + " merge " + (dir / "a.json").string() +
-                          " " + (dir / "b.json").string() + " --out " +
-                          (dir / "c.json").string() + " > /dev/null";
+                          " " + (dir / "b.json").string() + " --out " + (dir / "c.json").string() +
+                          " > /dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   const CalibrationFile c = load_calibration(dir / "c.json");
   EXPECT_EQ(c.collectives.size(), 22u);

@@ -12,8 +12,8 @@ namespace hetplan {
 namespace {
 
 std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("hetplan_test_" + std::to_string(::getpid()) +
-                                                   "_" + name);
+  return std::filesystem::temp_directory_path() /
+         ("hetplan_test_" + std::to_string(::getpid()) + "_" + name);
 }
 
 TEST(Stats, MedianAndPercentilesInterpolate) {

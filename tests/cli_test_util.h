@@ -1,13 +1,13 @@
 // Runs the built hetplan binary for CLI output tests.
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace hetplan::testing {
 

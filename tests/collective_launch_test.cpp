@@ -57,12 +57,12 @@ TEST(Launcher, SlurmLocalSizeFromTasksPerNode) {
 }
 
 TEST(Launcher, PmiAndTorchrun) {
-  LaunchInfo l = detect_launch({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"},
-                                {"MPI_LOCALNRANKS", "2"}});
+  LaunchInfo l = detect_launch(
+      {{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}});
   EXPECT_EQ(l.launcher, "pmi");
   EXPECT_EQ(l.local_size, 2);
-  l = detect_launch({{"RANK", "5"}, {"WORLD_SIZE", "16"}, {"LOCAL_RANK", "5"},
-                     {"LOCAL_WORLD_SIZE", "8"}});
+  l = detect_launch(
+      {{"RANK", "5"}, {"WORLD_SIZE", "16"}, {"LOCAL_RANK", "5"}, {"LOCAL_WORLD_SIZE", "8"}});
   EXPECT_EQ(l.launcher, "torchrun");
   EXPECT_EQ(l.rank, 5);
   EXPECT_EQ(l.local_size, 8);

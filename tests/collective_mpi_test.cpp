@@ -45,11 +45,12 @@ TEST(CollectiveMpi, TwoProcessesWithoutGpuReportNoGpu) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
   // `timeout` is the hard limit: a hang fails the test with status 124 instead of blocking ctest.
   // OMPI_MCA_plm_rsh_agent= and the tcp/self transports keep OpenMPI inside a sandbox.
-  const CommandResult r = run("OMPI_MCA_plm_rsh_agent= OMPI_MCA_btl=self,tcp OMPI_MCA_btl_vader_single_copy_"
-                    "mechanism=none timeout -k 5 90 mpirun --allow-run-as-root --oversubscribe "
-                    "-np 2 -x HETPLAN_MASTER_PORT=" + port() +
-                    " -x HETPLAN_RENDEZVOUS_CONNECT_S=30 " + HETPLAN_BINARY +
-                    " calibrate-collectives --out " + out_file());
+  const CommandResult r =
+      run("OMPI_MCA_plm_rsh_agent= OMPI_MCA_btl=self,tcp OMPI_MCA_btl_vader_single_copy_"
+          "mechanism=none timeout -k 5 90 mpirun --allow-run-as-root --oversubscribe "
+          "-np 2 -x HETPLAN_MASTER_PORT=" +
+          port() + " -x HETPLAN_RENDEZVOUS_CONNECT_S=30 " + HETPLAN_BINARY +
+          " calibrate-collectives --out " + out_file());
   if (r.output.find("rank 1") == std::string::npos &&
       (r.output.find("ORTE") != std::string::npos || r.output.find("PMIx") != std::string::npos))
     GTEST_SKIP() << "mpirun cannot start processes here:\n" << r.output;
@@ -67,9 +68,10 @@ TEST(CollectiveMpi, TwoProcessesWithoutGpuReportNoGpu) {
 TEST(CollectiveMpi, MissingRankEndsWithAMessageNotAHang) {
   // Rank 0 of a job of 2 whose rank 1 never starts (no mpirun needed: the launcher's variables
   // are set by hand).
-  const CommandResult r = run("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 HETPLAN_MASTER_PORT=" + port() +
-                    " HETPLAN_RENDEZVOUS_CONNECT_S=1 timeout -k 5 60 " + HETPLAN_BINARY +
-                    " calibrate-collectives --out " + out_file());
+  const CommandResult r =
+      run("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 HETPLAN_MASTER_PORT=" + port() +
+          " HETPLAN_RENDEZVOUS_CONNECT_S=1 timeout -k 5 60 " + HETPLAN_BINARY +
+          " calibrate-collectives --out " + out_file());
   EXPECT_EQ(r.status, 1) << r.output;
 #if HETPLAN_HAVE_CUDA
   EXPECT_NE(r.output.find("only 1 of 2 ranks reached rank 0"), std::string::npos) << r.output;

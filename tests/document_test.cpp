@@ -52,8 +52,8 @@ TEST(Document, MalformedInputNamesTheFile) {
 }
 
 TEST(ObjectReader, ReportsKeyPathAndExpectation) {
-  Document doc = parse_document(R"({"outer": {"items": [{"n": -2}]}})", "f.json",
-                                DocumentFormat::kJson);
+  Document doc =
+      parse_document(R"({"outer": {"items": [{"n": -2}]}})", "f.json", DocumentFormat::kJson);
   ObjectReader r(doc);
   auto items = r.object("outer").objects("items");
   ASSERT_EQ(items.size(), 1u);
@@ -80,8 +80,8 @@ TEST(ObjectReader, UnknownKeyIsRejectedByFinish) {
 }
 
 TEST(ObjectReader, MissingAndMistypedValues) {
-  Document doc = parse_document(R"({"s": 3, "x": 1.5, "c": "zz"})", "f.json",
-                                DocumentFormat::kJson);
+  Document doc =
+      parse_document(R"({"s": 3, "x": 1.5, "c": "zz"})", "f.json", DocumentFormat::kJson);
   ObjectReader r(doc);
   EXPECT_THROW(r.string("s"), InputError);
   EXPECT_THROW(r.integer("x"), InputError);  // not whole

@@ -153,7 +153,8 @@ TEST(DeepSpeedExport, ExplicitParts) {
   EXPECT_NE(r.approximations[1].find("\"grad_accumulation_fusion\": false"), std::string::npos);
   const ExportResult unfused = export_deepspeed(
       gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8,
-                          "grad_accumulation_fusion": false})"), {});
+                          "grad_accumulation_fusion": false})"),
+      {});
   EXPECT_TRUE(unfused.approximations.empty());
 }
 

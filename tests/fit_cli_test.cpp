@@ -95,8 +95,8 @@ TEST(FitCli, WritesAProfileAndAHeldOutQualityReport) {
 TEST(FitCli, LayerCheckComparesLayersBuiltFromTheirOps) {
   const auto dir = temp_dir("fit_layers");
   CalibrationFile f = synthetic_calibration(false);
-  std::vector<CalibrationFile> files = {load_calibration(
-      default_calibration_dir() / "datasheet" / "h100-sxm.json")};
+  std::vector<CalibrationFile> files = {
+      load_calibration(default_calibration_dir() / "datasheet" / "h100-sxm.json")};
   files.push_back(f);
   Profile fitted = fit_profile(files);
   ClusterSpec cluster = load_cluster("p5.48xlarge:1");
@@ -112,8 +112,8 @@ TEST(FitCli, LayerCheckComparesLayersBuiltFromTheirOps) {
   m.ffn_hidden = 11008;
   m.tp = 2;
   // llama2-7b's block as the profiler runs it (its Q, K, V copies included).
-  const LayerTimes t = cost.layer_times(gpu, measured_block_work(m, Dtype::kBf16),
-                                        Recompute::kNone, CommGroup{}, Dtype::kBf16);
+  const LayerTimes t = cost.layer_times(gpu, measured_block_work(m, Dtype::kBf16), Recompute::kNone,
+                                        CommGroup{}, Dtype::kBf16);
   m.forward_s = summarize({t.pass_s[0]});
   m.backward_input_s = summarize({t.pass_s[1]});
   m.backward_weight_s = summarize({t.pass_s[2] * 1.1});  // W measured 10% slower
@@ -129,8 +129,8 @@ TEST(FitCli, LayerCheckComparesLayersBuiltFromTheirOps) {
   EXPECT_NEAR(q["layers"][0]["rel_error"][0].get<double>(), 0, 1e-9);
   EXPECT_NEAR(q["layers"][0]["rel_error"][1].get<double>(), 0, 1e-9);
   EXPECT_NEAR(q["layers"][0]["rel_error"][2].get<double>(), 1 / 1.1 - 1, 1e-9);
-  EXPECT_NEAR(q["layer_quality"]["backward_weight"]["median_rel_error"].get<double>(),
-              1 - 1 / 1.1, 1e-9);
+  EXPECT_NEAR(q["layer_quality"]["backward_weight"]["median_rel_error"].get<double>(), 1 - 1 / 1.1,
+              1e-9);
   // The correction it makes (W x1.1), and no held-out score: one micro-batch only.
   ASSERT_EQ(q["layer_corrections"].size(), 1u);
   EXPECT_NEAR(q["layer_corrections"][0]["points"][0]["ratio"][2].get<double>(), 1.1, 1e-9);
@@ -140,8 +140,8 @@ TEST(FitCli, LayerCheckComparesLayersBuiltFromTheirOps) {
 
 TEST(FitCli, BadInputExitsTwo) {
   const auto dir = temp_dir("fit_bad");
-  auto r = run_hetplan("fit " + (dir / "missing.json").string() + " --out " +
-                       (dir / "p.json").string());
+  auto r =
+      run_hetplan("fit " + (dir / "missing.json").string() + " --out " + (dir / "p.json").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("no such calibration file"), std::string::npos) << r.output;
   std::filesystem::remove_all(dir);

@@ -1,8 +1,8 @@
 #include "costmodel/fit_collectives.h"
 
-#include <cmath>
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -156,8 +156,8 @@ TEST(FitCollectives, LatencyOnlySeriesHasNoBandwidth) {
   EXPECT_DOUBLE_EQ(back.collectives[0].time_s(4096), c.small.latency_s);
 }
 
-CollectiveMeasurement coll(CollectiveKind op, int64_t group, int64_t nodes, double bytes,
-                           double t, std::string link) {
+CollectiveMeasurement coll(CollectiveKind op, int64_t group, int64_t nodes, double bytes, double t,
+                           std::string link) {
   CollectiveMeasurement m;
   m.op = op;
   m.dtype = Dtype::kBf16;
@@ -177,14 +177,14 @@ TEST(FitCollectives, HierarchicalAllReduceComposesMeasuredParts) {
   CalibrationFile file;
   file.context.source = "measured";
   for (double b : full_sweep_sizes()) {
-    file.collectives.push_back(coll(CollectiveKind::kReduceScatter, 8, 1, b, 5e-6 + b / 200e9,
-                                    "nvswitch"));
-    file.collectives.push_back(coll(CollectiveKind::kAllGather, 8, 1, b, 5e-6 + b / 200e9,
-                                    "nvswitch"));
+    file.collectives.push_back(
+        coll(CollectiveKind::kReduceScatter, 8, 1, b, 5e-6 + b / 200e9, "nvswitch"));
+    file.collectives.push_back(
+        coll(CollectiveKind::kAllGather, 8, 1, b, 5e-6 + b / 200e9, "nvswitch"));
     file.collectives.push_back(coll(CollectiveKind::kAllReduce, 2, 2, b, 20e-6 + b / 25e9, "net"));
     // A measured 16-GPU run 10% slower than the composition.
-    file.collectives.push_back(coll(CollectiveKind::kAllReduce, 16, 2, b,
-                                    1.1 * (30e-6 + b * 1.5e-11), "net"));
+    file.collectives.push_back(
+        coll(CollectiveKind::kAllReduce, 16, 2, b, 1.1 * (30e-6 + b * 1.5e-11), "net"));
   }
   file.collectives.push_back(coll(CollectiveKind::kAllToAll, 8, 1, 1024, 1, "nvswitch"));
   file.collectives.back().ok = false;  // failed: skipped by the fit

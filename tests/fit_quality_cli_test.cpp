@@ -15,9 +15,9 @@ namespace hetplan {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::contains;
 using testing::run_hetplan;
 using testing::temp_dir;
-using testing::contains;
 
 const fs::path kSample = fs::path(HETPLAN_TEST_DATA) / "calibration" / "a100-sample.json";
 

@@ -20,12 +20,13 @@ GemmHoldout holdout_of(const SyntheticGpu& g, const std::vector<GemmShape>& shap
 }
 
 void print(const char* label, const GemmHoldout& h) {
-  fmt::print("{:<28} fit {:>5} held-out {:>4}: corrected median {:.2f}% p95 {:.2f}%  analytical "
-             "median {:.2f}% p95 {:.2f}%  in-sample median {:.2f}% p95 {:.2f}%\n",
-             label, h.fit_points, h.corrected.points, 100 * h.corrected.median_rel_error,
-             100 * h.corrected.p95_rel_error, 100 * h.analytical.median_rel_error,
-             100 * h.analytical.p95_rel_error, 100 * h.in_sample.median_rel_error,
-             100 * h.in_sample.p95_rel_error);
+  fmt::print(
+      "{:<28} fit {:>5} held-out {:>4}: corrected median {:.2f}% p95 {:.2f}%  analytical "
+      "median {:.2f}% p95 {:.2f}%  in-sample median {:.2f}% p95 {:.2f}%\n",
+      label, h.fit_points, h.corrected.points, 100 * h.corrected.median_rel_error,
+      100 * h.corrected.p95_rel_error, 100 * h.analytical.median_rel_error,
+      100 * h.analytical.p95_rel_error, 100 * h.in_sample.median_rel_error,
+      100 * h.in_sample.p95_rel_error);
 }
 
 // The targets: median <= 3% and p95 <= 8% on held-out measured shapes, on a profiler-like
@@ -36,7 +37,8 @@ TEST(GemmFit, HeldOutErrorMeetsTheTargetsOnASyntheticH100Table) {
   const auto shapes = testing::profiler_like_shapes(true, true);
   const auto start = std::chrono::steady_clock::now();
   const GemmHoldout h = holdout_of(g, shapes);
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   print("bf16 default", h);
   fmt::print("  (two fits and scoring: {:.2f} s)\n", elapsed);
   EXPECT_GT(h.corrected.points, 400);

@@ -60,11 +60,12 @@ TEST(GemmModel, MemoryBoundShapesFollowTheBandwidth) {
   e.overhead_s = 0;
   const GemmModel m(e, 1e15, 1000, 132, 2);
   const double bytes = 2.0 * (16.0 * 16384 + 16384.0 * 16384 + 16.0 * 16384);
-  EXPECT_NEAR(m.analytical_s({16, 16384, 16384, 1, true, false}), bytes / 0.8e12, 1e-3 * bytes / 0.8e12);
+  EXPECT_NEAR(m.analytical_s({16, 16384, 16384, 1, true, false}), bytes / 0.8e12,
+              1e-3 * bytes / 0.8e12);
 }
 
-std::vector<GemmPoint> grid(const GemmModel& m, double (*ratio)(const GemmShape&), bool ta,
-                            bool tb, int64_t step) {
+std::vector<GemmPoint> grid(const GemmModel& m, double (*ratio)(const GemmShape&), bool ta, bool tb,
+                            int64_t step) {
   std::vector<GemmPoint> pts;
   for (int64_t a = 256; a <= 8192; a *= step)
     for (int64_t b = 256; b <= 8192; b *= step)
@@ -77,7 +78,8 @@ std::vector<GemmPoint> grid(const GemmModel& m, double (*ratio)(const GemmShape&
 
 TEST(GemmCorrection, MeasuredShapesAreReturnedAndAConstantRatioCarriesOver) {
   GemmModel m(GemmEfficiency{}, 989.4e12, 3000, 132, 2);
-  m.set_measurements(grid(m, [](const GemmShape&) { return 1.1; }, true, false, 2));
+  m.set_measurements(grid(
+      m, [](const GemmShape&) { return 1.1; }, true, false, 2));
   const GemmShape measured{1024, 2048, 512, 1, true, false};
   EXPECT_DOUBLE_EQ(m.time_s(measured), m.analytical_s(measured) * 1.1);
   const GemmShape between{1536, 3000, 700, 1, true, false};
@@ -98,8 +100,10 @@ TEST(GemmCorrection, AnotherLayoutBorrowsTheGridPlusItsOwnOffset) {
   // TN measured on a 2x grid at ratio 1.0; NN only on a 4x cube at ratio 1.05. An NN shape off
   // the cube takes the TN structure and the NN offset.
   GemmModel m(GemmEfficiency{}, 989.4e12, 3000, 132, 2);
-  auto pts = grid(m, [](const GemmShape&) { return 1.0; }, true, false, 2);
-  auto nn = grid(m, [](const GemmShape&) { return 1.05; }, false, false, 4);
+  auto pts = grid(
+      m, [](const GemmShape&) { return 1.0; }, true, false, 2);
+  auto nn = grid(
+      m, [](const GemmShape&) { return 1.05; }, false, false, 4);
   pts.insert(pts.end(), nn.begin(), nn.end());
   m.set_measurements(pts);
   const GemmShape q{2048, 1024, 2048, 1, false, false};  // on the TN grid, not on the NN cube
@@ -108,7 +112,8 @@ TEST(GemmCorrection, AnotherLayoutBorrowsTheGridPlusItsOwnOffset) {
 
 TEST(GemmCorrection, FadesFarFromEveryMeasurement) {
   GemmModel m(GemmEfficiency{}, 989.4e12, 3000, 132, 2);
-  m.set_measurements(grid(m, [](const GemmShape&) { return 1.2; }, true, false, 2));
+  m.set_measurements(grid(
+      m, [](const GemmShape&) { return 1.2; }, true, false, 2));
   // 2^17 x 16 x 16: 4 octaves beyond the grid in m, 4 below it in n and k.
   const GemmShape far{1 << 17, 16, 16, 1, true, false};
   EXPECT_LT(std::abs(m.log_correction(far)), 0.01 * std::log(1.2));

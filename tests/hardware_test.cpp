@@ -70,21 +70,24 @@ void expect_input_error(const std::string& yaml, const std::string& key_path) {
 }
 
 TEST(Hardware, BadClustersNameTheKey) {
-  expect_input_error("nodes: []\n", "nodes");                                   // no GPUs
+  expect_input_error("nodes: []\n", "nodes");                                  // no GPUs
   expect_input_error("nodes: [{type: p9.big, count: 1}]\n", "nodes[0].type");  // unknown node
   expect_input_error("nodes: [{type: p4d.24xlarge, count: 0}]\n", "nodes[0].count");
   expect_input_error("nodes: [{type: p4d.24xlarge, count: 1, gpus: 2}]\n", "nodes[0].gpus");
-  expect_input_error("nodes: [{type: p4d.24xlarge, count: 1}]\nnetwork: {links: [{between: "
-                     "[p4d.24xlarge, g4dn.12xlarge], gbit: 1, latency_us: 1}]}\n",
-                     "network.links[0].between");
-  expect_input_error("node_types: {b: {gpu: t4, gpus: -1, fabric: pcie, intra_GBps: 1, "
-                     "intra_latency_us: 1, network_gbit: 1, network_latency_us: 1}}\nnodes: "
-                     "[{type: b, count: 1}]\n",
-                     "node_types.b.gpus");
+  expect_input_error(
+      "nodes: [{type: p4d.24xlarge, count: 1}]\nnetwork: {links: [{between: "
+      "[p4d.24xlarge, g4dn.12xlarge], gbit: 1, latency_us: 1}]}\n",
+      "network.links[0].between");
+  expect_input_error(
+      "node_types: {b: {gpu: t4, gpus: -1, fabric: pcie, intra_GBps: 1, "
+      "intra_latency_us: 1, network_gbit: 1, network_latency_us: 1}}\nnodes: "
+      "[{type: b, count: 1}]\n",
+      "node_types.b.gpus");
   // Redefining a preset GPU applied only to nodes of the file's own types, not to the presets'.
-  expect_input_error("gpu_types: {t4: {peak_tflops: {bf16: 1000}, memory_gib: 16, memory_GBps: "
-                     "320, sm_count: 40, l2_mib: 4}}\nnodes: [{type: g4dn.12xlarge, count: 1}]\n",
-                     "gpu_types.t4");
+  expect_input_error(
+      "gpu_types: {t4: {peak_tflops: {bf16: 1000}, memory_gib: 16, memory_GBps: "
+      "320, sm_count: 40, l2_mib: 4}}\nnodes: [{type: g4dn.12xlarge, count: 1}]\n",
+      "gpu_types.t4");
   EXPECT_THROW(load_cluster("p4d.24xlarge:0"), InputError);
   EXPECT_THROW(load_cluster("p4d.24xlarge:x"), InputError);
   EXPECT_THROW(load_cluster("dgx-z:2"), InputError);

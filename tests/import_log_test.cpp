@@ -233,11 +233,13 @@ TEST(MegatronLog, MemoryStagesFollowTheRankOrder) {
                   "  use_tp_pp_dp_mapping ............................ True\n");
     std::string text = args;
     for (int i = 1; i <= 3; ++i)
-      text += fmt::format(" iteration {:8d}/      10 | elapsed time per iteration (ms): 5.0 |\n", i);
+      text +=
+          fmt::format(" iteration {:8d}/      10 | elapsed time per iteration (ms): 5.0 |\n", i);
     for (int rank : {0, 1, 2})
-      text += fmt::format("[Rank {}] (after 1 iterations) memory (MB) | allocated: 1.0 | max "
-                          "allocated: {}.0 | reserved: 9.0 | max reserved: 9.0\n",
-                          rank, 10 * (rank + 1));
+      text += fmt::format(
+          "[Rank {}] (after 1 iterations) memory (MB) | allocated: 1.0 | max "
+          "allocated: {}.0 | reserved: 9.0 | max reserved: 9.0\n",
+          rank, 10 * (rank + 1));
     return megatron_measurement(parse_megatron_log(text, "r.log"), "r.log", {});
   };
   EXPECT_EQ(log_with(false).peak_memory_bytes, (std::vector<double>{20 * kMiB, 30 * kMiB}));

@@ -25,9 +25,7 @@ const fs::path kSample = fs::path(HETPLAN_TEST_DATA) / "calibration" / "a100-sam
 const fs::path kRepoStrategy = fs::path(HETPLAN_TEST_DATA).parent_path().parent_path() /
                                "examples" / "strategies" / "gpt2-medium-g4dn.json";
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream(p) << text;
-}
+void write_text(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 TEST(RepeatedInputs, SameFileByAnyPathOrSameBytes) {
   const auto dir = temp_dir("repeated_inputs");

@@ -123,7 +123,8 @@ TEST_F(MeasuredLayers, ScaleEachPassOfTheSameShape) {
 
   // Micro-batch 2 lies half way (in log2) between the measured 1 and 4.
   const LayerWork w2 = layer_work(block(), shape_of(2, 1));
-  const LayerTimes ops2 = cost_->layer_times_from_ops(gpu(), w2, Recompute::kNone, {}, Dtype::kBf16);
+  const LayerTimes ops2 =
+      cost_->layer_times_from_ops(gpu(), w2, Recompute::kNone, {}, Dtype::kBf16);
   const LayerTimes t2 = cost_->layer_times(gpu(), w2, Recompute::kNone, {}, Dtype::kBf16);
   EXPECT_NEAR(t2.pass_s[0], 1.25 * ops2.pass_s[0], 1e-12);
   EXPECT_NEAR(t2.pass_s[1], 1.5 * ops2.pass_s[1], 1e-12);
@@ -150,22 +151,25 @@ TEST_F(MeasuredLayers, OtherShapesAndTheCommunicationAreLeftAlone) {
   const LayerWork wide = layer_work(block(), shape_of(1, 2));
   const LayerTimes t = cost_->layer_times(gpu(), wide, Recompute::kNone, tp2, Dtype::kBf16);
   EXPECT_EQ(t.correction, nullptr);
-  EXPECT_DOUBLE_EQ(t.pass_s[0],
-                   cost_->layer_times_from_ops(gpu(), wide, Recompute::kNone, tp2, Dtype::kBf16)
-                       .pass_s[0]);
+  EXPECT_DOUBLE_EQ(
+      t.pass_s[0],
+      cost_->layer_times_from_ops(gpu(), wide, Recompute::kNone, tp2, Dtype::kBf16).pass_s[0]);
   LayerSpec longer = block();
   longer.seq_len = 8192;
-  EXPECT_EQ(cost_->layer_times(gpu(), layer_work(longer, shape_of(1, 1)), Recompute::kNone, {},
-                               Dtype::kBf16)
+  EXPECT_EQ(cost_
+                ->layer_times(gpu(), layer_work(longer, shape_of(1, 1)), Recompute::kNone, {},
+                              Dtype::kBf16)
                 .correction,
             nullptr);
-  EXPECT_EQ(cost_->layer_times(gpu(), layer_work(block(), shape_of(1, 1, false)),
-                               Recompute::kNone, {}, Dtype::kBf16)
+  EXPECT_EQ(cost_
+                ->layer_times(gpu(), layer_work(block(), shape_of(1, 1, false)), Recompute::kNone,
+                              {}, Dtype::kBf16)
                 .correction,
             nullptr);
   // The embedding and head were not timed.
-  EXPECT_EQ(cost_->layer_times(gpu(), layer_work(llama_.layers[0], shape_of(1, 1)),
-                               Recompute::kNone, {}, Dtype::kBf16)
+  EXPECT_EQ(cost_
+                ->layer_times(gpu(), layer_work(llama_.layers[0], shape_of(1, 1)), Recompute::kNone,
+                              {}, Dtype::kBf16)
                 .correction,
             nullptr);
 }
@@ -189,7 +193,8 @@ TEST_F(MeasuredLayers, HeldOutMicroBatchesScoreTheCorrections) {
 // width on the same node, communication included; B and W take the forward's ratio.
 TEST(ImportedLayers, AmpForwardTimesAreReproducedOnTheirNode) {
   std::vector<std::filesystem::path> files;
-  for (int tp : {1, 2, 4}) files.push_back(kExternal / fmt::format("amp/known_cost/gpt2_G4_{}.npy", tp));
+  for (int tp : {1, 2, 4})
+    files.push_back(kExternal / fmt::format("amp/known_cost/gpt2_G4_{}.npy", tp));
   const CalibrationFile amp = import_amp_known_cost(files, {});
   const ClusterSpec cluster = load_cluster("g4dn.12xlarge:1");
   const GpuSpec& t4 = cluster.groups[0].node.gpu;
@@ -214,8 +219,7 @@ TEST(ImportedLayers, AmpForwardTimesAreReproducedOnTheirNode) {
     EXPECT_NEAR(t.pass_s[0] / median, 1.0, 1e-12) << "tp " << tp;
     const double ratio = (t.pass_s[0] - ops.tp_comm_s[0]) / (ops.pass_s[0] - ops.tp_comm_s[0]);
     EXPECT_GT(ratio, 2.0);  // AMP's times are well above what the T4's datasheet predicts
-    EXPECT_NEAR(t.pass_s[1] - ops.tp_comm_s[1], ratio * (ops.pass_s[1] - ops.tp_comm_s[1]),
-                1e-12);
+    EXPECT_NEAR(t.pass_s[1] - ops.tp_comm_s[1], ratio * (ops.pass_s[1] - ops.tp_comm_s[1]), 1e-12);
     EXPECT_NEAR(t.pass_s[2], ratio * ops.pass_s[2], 1e-12);
     EXPECT_DOUBLE_EQ(t.tp_comm_s[0], ops.tp_comm_s[0]);
   }
@@ -286,7 +290,8 @@ TEST(ImportedLayers, ProfilesKeepTheTimingsAndTheirNode) {
   ASSERT_EQ(fit.layer_forward.size(), 30u);
   EXPECT_EQ(fit.layer_forward[2].node_type, "g4dn.12xlarge");
   EXPECT_EQ(fit.layer_forward[2].tp, 2);
-  EXPECT_DOUBLE_EQ(fit.layer_forward[2].forward_s.median, p.gpu("t4").layer_forward[2].forward_s.median);
+  EXPECT_DOUBLE_EQ(fit.layer_forward[2].forward_s.median,
+                   p.gpu("t4").layer_forward[2].forward_s.median);
 }
 
 }  // namespace

@@ -40,9 +40,9 @@ TEST(ModelPresets, HandCheckedGpt2MediumBreakdown) {
 }
 
 TEST(ModelPresets, AllListedPresetsLoad) {
-  const char* names[] = {"gpt2-medium", "gpt3-1.3b", "gpt3-2.7b",  "gpt3-6.7b",  "gpt3-13b",
-                         "gpt3-175b",   "llama2-7b", "llama2-13b", "llama2-70b", "llama1-30b",
-                         "bert-large",  "mixtral-8x7b", "cmpp-9.6b", "cmpp-21b", "cmpp-38.5b",
+  const char* names[] = {"gpt2-medium", "gpt3-1.3b",    "gpt3-2.7b",  "gpt3-6.7b",  "gpt3-13b",
+                         "gpt3-175b",   "llama2-7b",    "llama2-13b", "llama2-70b", "llama1-30b",
+                         "bert-large",  "mixtral-8x7b", "cmpp-9.6b",  "cmpp-21b",   "cmpp-38.5b",
                          "cmpp-98.5b",  "funnel-uneven"};
   for (const char* n : names) {
     SCOPED_TRACE(n);
@@ -223,8 +223,8 @@ TEST(LayerOps, SwigluBackwardReadsItsInputsAndTheHeadRunsMegatronsCrossEntropy) 
   for (const auto& op : head.memory_ops) ce[static_cast<int>(op.pass)][op.kernel] += op.bytes;
   // Forward: to fp32 (2 + 4), max (4), subtract (8), exp (8), sum (4), divide (8) per logit.
   double fwd = 0;
-  for (const char* k : {"ce_to_fp32", "ce_max", "ce_subtract_max", "ce_exp", "ce_sum",
-                        "ce_normalise"})
+  for (const char* k :
+       {"ce_to_fp32", "ce_max", "ce_subtract_max", "ce_exp", "ce_sum", "ce_normalise"})
     fwd += ce[0].at(k);
   EXPECT_DOUBLE_EQ(fwd, T * v * 38);
   EXPECT_DOUBLE_EQ(ce[1].at("ce_grad_scale") + ce[1].at("ce_grad_to_act"), T * v * 14);
@@ -295,8 +295,7 @@ TEST(ModelFile, BadModelsNameTheKey) {
                      "block.activation");
   expect_model_error(base + "block: {hidden: 64, heads: 4}\nblocks: [{count: 2, heads: 0}]\n",
                      "blocks[0].heads");
-  expect_model_error("name: t\nvocab: 1000\nblock: {hidden: 64, heads: 4}\nlayers: 2\n",
-                     "seq_len");
+  expect_model_error("name: t\nvocab: 1000\nblock: {hidden: 64, heads: 4}\nlayers: 2\n", "seq_len");
   expect_model_error(base + "block: {hidden: 64, heads: 4, experts: 2, top_k: 3}\nlayers: 2\n",
                      "block.top_k");
 }
@@ -322,7 +321,8 @@ TEST(HfConfig, LlamaAndGpt2ConfigsMatchThePresets) {
     "torch_dtype": "float16", "hidden_act": "silu"})";
   ModelSpec m = model_from_hf_config(parse_document(llama, "config.json", DocumentFormat::kJson));
   EXPECT_EQ(m.parameters(), load_model("llama2-7b").parameters());
-  EXPECT_EQ(m.dtype, Dtype::kBf16);  // torch_dtype float16 is the checkpoint's storage, not training
+  EXPECT_EQ(m.dtype,
+            Dtype::kBf16);  // torch_dtype float16 is the checkpoint's storage, not training
   const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 1024, "n_layer": 24,
     "n_head": 16, "n_positions": 1024, "vocab_size": 50257, "n_inner": null})";
   m = model_from_hf_config(parse_document(gpt2, "config.json", DocumentFormat::kJson));
@@ -387,9 +387,9 @@ TEST(ModelFile, SizesBeyondHetplansLimitsAreInputErrors) {
   EXPECT_EQ(key_of_error(std::string(kGood) + block + "layers: 5000000000\n"), "layers");
   EXPECT_EQ(key_of_error(std::string(kGood) + block + "layers: 100001\n"), "layers");
   EXPECT_EQ(key_of_error(std::string(kGood) + block + "layers: 100000\n"), "no error");
-  EXPECT_EQ(key_of_error("name: t\nseq_len: 128\nvocab: 9223372036854775807\n" + block +
-                         "layers: 1\n"),
-            "vocab");
+  EXPECT_EQ(
+      key_of_error("name: t\nseq_len: 128\nvocab: 9223372036854775807\n" + block + "layers: 1\n"),
+      "vocab");
   EXPECT_EQ(key_of_error(std::string(kGood) + "block: {hidden: 2097152, heads: 4}\nlayers: 1\n"),
             "layers[0] (embedding).hidden");  // the first layer at that width
   EXPECT_THROW(with_seq_len(load_model("gpt2-medium"), int64_t{1} << 40), InputError);
@@ -397,14 +397,15 @@ TEST(ModelFile, SizesBeyondHetplansLimitsAreInputErrors) {
 
 TEST(HfConfig, UnsupportedOrIncompleteConfigsAreErrors) {
   try {
-    model_from_hf_config(parse_document(R"({"model_type": "t5"})", "c.json", DocumentFormat::kJson));
+    model_from_hf_config(
+        parse_document(R"({"model_type": "t5"})", "c.json", DocumentFormat::kJson));
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(e.key_path(), "model_type");
   }
   try {
-    model_from_hf_config(
-        parse_document(R"({"model_type": "llama", "hidden_size": 64})", "c.json", DocumentFormat::kJson));
+    model_from_hf_config(parse_document(R"({"model_type": "llama", "hidden_size": 64})", "c.json",
+                                        DocumentFormat::kJson));
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(e.key_path(), "num_hidden_layers");

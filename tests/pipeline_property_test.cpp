@@ -27,9 +27,7 @@ struct Random {
   }
 };
 
-double at(const std::vector<double>& v, int i) {
-  return v.size() == 1 ? v[0] : v[i];
-}
+double at(const std::vector<double>& v, int i) { return v.size() == 1 ? v[0] : v[i]; }
 
 // Checks the timeline against the problem and returns nothing; failures name the pass.
 void check_timeline(const std::string& name, const PipelineProblem& pr, const PipelineResult& r) {

@@ -310,8 +310,8 @@ TEST(PredictCli, BadInputExitsTwoNamingFileAndKey) {
   };
   for (const auto& c : cases) {
     const std::string strategy = write(dir, "s.json", c.strategy);
-    auto r = run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
-                         strategy);
+    auto r =
+        run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " + strategy);
     EXPECT_EQ(r.exit_code, 2) << c.strategy << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.strategy << "\n" << r.output;
   }
@@ -330,9 +330,9 @@ TEST(ListCli, ModelsAndClustersListThePresets) {
     EXPECT_NE(r.output.find(name), std::string::npos) << name;
   r = run_hetplan("clusters");
   ASSERT_EQ(r.exit_code, 0);
-  for (const char* name : {"g4dn.12xlarge", "p3.8xlarge", "p3.16xlarge", "p4d.24xlarge",
-                           "p5.48xlarge", "g6.12xlarge", "t4", "v100", "a100-40gb", "a100-80gb",
-                           "l4", "h100-sxm"})
+  for (const char* name :
+       {"g4dn.12xlarge", "p3.8xlarge", "p3.16xlarge", "p4d.24xlarge", "p5.48xlarge", "g6.12xlarge",
+        "t4", "v100", "a100-40gb", "a100-80gb", "l4", "h100-sxm"})
     EXPECT_NE(r.output.find(name), std::string::npos) << name;
 }
 

@@ -59,9 +59,9 @@ TEST(ReportBrowser, RendersEveryChartWithoutErrors) {
   const fs::path html = out / "report.html";
   // AMP's published T4 layer timings give the whole-layer chart.
   const fs::path amp = out / "amp-t4.json";
-  const auto imported = testing::run_hetplan(
-      "import --format amp " + std::string(HETPLAN_EXTERNAL_DATA) +
-      "/amp/known_cost/gpt2_G4_1.npy --out " + amp.string());
+  const auto imported =
+      testing::run_hetplan("import --format amp " + std::string(HETPLAN_EXTERNAL_DATA) +
+                           "/amp/known_cost/gpt2_G4_1.npy --out " + amp.string());
   ASSERT_EQ(imported.exit_code, 0) << imported.output;
   std::string args = "report --measurements " + files.measurements + " --calibration " +
                      files.calibration + " --calibration " + amp.string() + " --out " +
@@ -85,8 +85,7 @@ TEST(ReportBrowser, RendersEveryChartWithoutErrors) {
   EXPECT_EQ(m[3].str(), "");
   EXPECT_EQ(dom.output.find("Uncaught"), std::string::npos) << dom.output.substr(0, 4000);
   for (const char* chart : {"chart-iteration", "chart-memory-accuracy", "chart-gemm",
-                            "chart-collectives", "chart-layers", "chart-timeline",
-                            "chart-memory"})
+                            "chart-collectives", "chart-layers", "chart-timeline", "chart-memory"})
     EXPECT_TRUE(std::regex_search(
         dom.output, std::regex(std::string("id=\"") + chart + "\"[^>]*data-rendered=\"true\"")))
         << chart;

@@ -14,8 +14,8 @@ namespace hetplan {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::run_hetplan;
 using testing::contains;
+using testing::run_hetplan;
 
 TEST(ReportInputs, AStrategyWithoutItsPredictionIsBadInput) {
   const auto& in = testing::report_inputs();

@@ -1,8 +1,8 @@
 // The report: error metrics (values worked out by hand), the matching key, the pipeline timeline
 // (worked out by hand), and the report document built from real hetplan outputs.
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 

@@ -272,8 +272,10 @@ TEST(Partition, DeviceBalanceEvensTheDevicesOfAVPlacement) {
 TEST(SearchCli, WritesTheContractJson) {
   const auto dir = testing::temp_dir("search");
   const auto out = (dir / "out.json").string();
-  auto r = testing::run_hetplan("search --model gpt2-medium --cluster g4dn.12xlarge:4 "
-                                "--global-batch 32 --top 4 --quiet --json " + out);
+  auto r = testing::run_hetplan(
+      "search --model gpt2-medium --cluster g4dn.12xlarge:4 "
+      "--global-batch 32 --top 4 --quiet --json " +
+      out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Json j = load_document(out).root;
   ASSERT_EQ(j["strategies"].size(), 4u);
@@ -290,7 +292,8 @@ TEST(SearchCli, WritesTheContractJson) {
   for (const char* key : {"candidates", "infeasible", "elapsed_s", "pruned_by_reason"})
     EXPECT_TRUE(j["stats"].contains(key)) << key;
   // The file is a valid strategy input for predict.
-  r = testing::run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " + out);
+  r = testing::run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
+                           out);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   std::filesystem::remove_all(dir);
 }
@@ -329,7 +332,8 @@ TEST(SearchCli, NonPositiveSizesNameTheOption) {
            {"search " + base + "--global-batch 0", "--global-batch: expected a number > 0, got 0"},
            {"search " + base + "--global-batch 32 --seq-len -5",
             "--seq-len: expected a number > 0, got -5"},
-           {"model-info --model gpt2-medium --seq-len 0", "--seq-len: expected a number > 0, got 0"},
+           {"model-info --model gpt2-medium --seq-len 0",
+            "--seq-len: expected a number > 0, got 0"},
            {"provision --model gpt2-medium --nodes g4dn.12xlarge --global-batch 8 --top 0",
             "--top: expected a number > 0, got 0"},
            {"provision --model gpt2-medium --nodes g4dn.12xlarge --global-batch 8 --budget -5",
@@ -359,8 +363,10 @@ TEST(SearchCli, IdleNodesAreNamed) {
   const auto dir = testing::temp_dir("search_idle");
   const auto out = (dir / "out.json").string();
   const std::string cluster = " --model gpt2-medium --cluster p4d.24xlarge:1,g4dn.12xlarge:2 ";
-  auto r = testing::run_hetplan("search" + cluster + "--global-batch 32 --top 2 --quiet "
-                                "--allow-idle-nodes --json " + out);
+  auto r = testing::run_hetplan("search" + cluster +
+                                "--global-batch 32 --top 2 --quiet "
+                                "--allow-idle-nodes --json " +
+                                out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("note: the best plan uses 8 of the 16 GPUs; idle: g4dn.12xlarge x2 "
                           "(8 GPUs)"),

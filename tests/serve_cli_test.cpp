@@ -120,9 +120,7 @@ fs::path temp_file(const std::string& name, const std::string& text) {
   return dir / name;
 }
 
-std::string profiles_arg() {
-  return " --profiles " + (kHelix / "profiles/llama2_70b").string();
-}
+std::string profiles_arg() { return " --profiles " + (kHelix / "profiles/llama2_70b").string(); }
 
 TEST(ServeCli, ClusterThatCannotHoldTheModelIsExit2) {
   // QA's t4_19.yaml printed max flow 0 with "upper bound 1039.6"; tinykv.yaml (KV cache for one

@@ -13,7 +13,8 @@ TEST(ServeCostTimes, AgreeWithHelixMeasurementsWithin30Percent) {
   const ModelSpec model = load_model("llama2-70b");
   const CostModelLayerTimes cost(model, load_profile_inputs({default_calibration_dir().string()}),
                                  750, 870);
-  const ProfileDirectory measured(std::string(HETPLAN_EXTERNAL_DATA) + "/helix/profiles/llama2_70b");
+  const ProfileDirectory measured(std::string(HETPLAN_EXTERNAL_DATA) +
+                                  "/helix/profiles/llama2_70b");
   // Decode steps read the weights and the KV cache (memory-bound; the bandwidth prior is not
   // derived from these tables); prompts on 2 and 4 GPUs add tensor-parallel all-reduces over PCIe.
   // (Single-GPU prompt times are not checked: the GEMM priors were derived from them.)

@@ -69,9 +69,7 @@ inline ServingProblem toy_problem(int layers, const std::vector<double>& capacit
   return p;
 }
 
-inline Placement ranges(std::vector<LayerRange> r) {
-  return Placement{std::move(r)};
-}
+inline Placement ranges(std::vector<LayerRange> r) { return Placement{std::move(r)}; }
 
 // LLaMA-2 70B on one of Helix's clusters (path under examples/external/helix) with Helix's
 // measured per-layer times.

@@ -2,11 +2,12 @@
 // without a GPU. The ground truth is deliberately more detailed than hetplan's fitted model (and
 // different from it): a catalogue of kernels with their own efficiencies, K rounded to the kernel's
 // K tile, pipeline fill and epilogue costs per tile, stream-K kernels without wave quantisation for
-// large problems, split-K with a separate reduction kernel, L2 re-reads of large operands, imperfect
-// overlap of compute and memory, a heuristic that sometimes picks a slower kernel, layout factors,
-// rare irregular slow shapes, and per-shape measurement noise. Everything is deterministic (hashes
-// of the shape), so tests reproduce exactly. The figures are modelled on an H100 SXM (132 SMs,
-// 989 TFLOP/s bf16, 3.35 TB/s, 50 MB L2) and on what cuBLAS is known to do; they are not measured.
+// large problems, split-K with a separate reduction kernel, L2 re-reads of large operands,
+// imperfect overlap of compute and memory, a heuristic that sometimes picks a slower kernel, layout
+// factors, rare irregular slow shapes, and per-shape measurement noise. Everything is deterministic
+// (hashes of the shape), so tests reproduce exactly. The figures are modelled on an H100 SXM (132
+// SMs, 989 TFLOP/s bf16, 3.35 TB/s, 50 MB L2) and on what cuBLAS is known to do; they are not
+// measured.
 #pragma once
 
 #include <algorithm>
@@ -34,7 +35,7 @@ struct SyntheticGpu {
   // Difficulty: measurement noise (log-normal sigma) and the share and size of irregular shapes.
   double noise_sigma = 0.015;
   double irregular_share = 0.05;
-  double irregular_max = 0.12;  // slowdown of an irregular shape: 1.03 .. 1 + this
+  double irregular_max = 0.12;    // slowdown of an irregular shape: 1.03 .. 1 + this
   double heuristic_sigma = 0.04;  // how far the kernel heuristic misjudges a candidate's time
   uint64_t seed = 1;
 };
@@ -59,10 +60,10 @@ inline double normal(const GemmShape& s, uint64_t seed, uint64_t stream) {
 
 struct Kernel {
   int64_t tm, tn, tk;  // tile; K is processed in steps of tk
-  double efficiency;    // main-loop fraction of the SM's peak
-  double fill_steps;    // pipeline fill, in K steps
-  double epilogue_s;    // per tile
-  bool stream_k;        // work divided evenly over the SMs for large problems
+  double efficiency;   // main-loop fraction of the SM's peak
+  double fill_steps;   // pipeline fill, in K steps
+  double epilogue_s;   // per tile
+  bool stream_k;       // work divided evenly over the SMs for large problems
 };
 
 inline const std::vector<Kernel>& kernels() {
@@ -80,9 +81,10 @@ inline const std::vector<Kernel>& kernels() {
 // The time of one GEMM under the ground truth, noise included.
 inline double synthetic_gemm_s(const SyntheticGpu& g, const GemmShape& s) {
   using namespace synthetic;
-  const double layout_eff = s.trans_a && !s.trans_b ? 1.0 : (!s.trans_a && !s.trans_b ? 0.97 : 0.95);
-  const double io = double(g.bytes) * s.batch *
-                    (double(s.m) * s.k + double(s.k) * s.n + double(s.m) * s.n);
+  const double layout_eff =
+      s.trans_a && !s.trans_b ? 1.0 : (!s.trans_a && !s.trans_b ? 0.97 : 0.95);
+  const double io =
+      double(g.bytes) * s.batch * (double(s.m) * s.k + double(s.k) * s.n + double(s.m) * s.n);
   const double operands = double(g.bytes) * (double(s.m) * s.k + double(s.k) * s.n);
   // Operands larger than the L2 are partly read again by later tiles.
   const double reread = operands > g.l2_bytes ? 0.12 * std::log2(operands / g.l2_bytes) : 0;
@@ -96,10 +98,10 @@ inline double synthetic_gemm_s(const SyntheticGpu& g, const GemmShape& s) {
       const int64_t k_split = (s.k + splits - 1) / splits;
       const int64_t k_steps = (k_split + k.tk - 1) / k.tk;
       const double units = double(tiles * splits);
-      const double waves = k.stream_k && units > 2 * g.sms ? units / g.sms + 0.08
-                                                             : std::ceil(units / g.sms);
-      const double step_s = 2.0 * k.tm * k.tn * k.tk / (g.peak_flops / g.sms * k.efficiency *
-                                                       layout_eff);
+      const double waves =
+          k.stream_k && units > 2 * g.sms ? units / g.sms + 0.08 : std::ceil(units / g.sms);
+      const double step_s =
+          2.0 * k.tm * k.tn * k.tk / (g.peak_flops / g.sms * k.efficiency * layout_eff);
       const double tile_s = (k_steps + k.fill_steps) * step_s + k.epilogue_s;
       const double compute = waves * tile_s;
       double mem = dram / (g.memory_Bps * 0.92);
@@ -109,8 +111,8 @@ inline double synthetic_gemm_s(const SyntheticGpu& g, const GemmShape& s) {
       const double t = std::max(compute, mem) + 0.15 * std::min(compute, mem) + reduce;
       // cuBLAS-like heuristic: the true time misjudged by a few percent per shape and kernel, so
       // that it sometimes picks a slower one of two close candidates.
-      const uint64_t stream = 100 + 16 * static_cast<uint64_t>(&k - kernels().data()) +
-                              static_cast<uint64_t>(splits);
+      const uint64_t stream =
+          100 + 16 * static_cast<uint64_t>(&k - kernels().data()) + static_cast<uint64_t>(splits);
       const double h = t * std::exp(g.heuristic_sigma * normal(s, g.seed, stream));
       best_true = std::min(best_true, t);
       if (h < best_heuristic) {

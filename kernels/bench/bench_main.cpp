@@ -28,8 +28,9 @@ bool selected(const Case& c, const std::vector<std::string>& filters) {
 
 // Error strings of CUDA faults after which the context is unusable.
 bool sticky(const std::string& what) {
-  for (const char* s : {"cudaErrorIllegalAddress", "cudaErrorLaunchFailure", "cudaErrorIllegalInstruction",
-                        "cudaErrorMisalignedAddress", "cudaErrorHardwareStackError", "cudaErrorAssert"})
+  for (const char* s :
+       {"cudaErrorIllegalAddress", "cudaErrorLaunchFailure", "cudaErrorIllegalInstruction",
+        "cudaErrorMisalignedAddress", "cudaErrorHardwareStackError", "cudaErrorAssert"})
     if (what.find(s) != std::string::npos) return true;
   return false;
 }
@@ -82,7 +83,8 @@ int run(int argc, char** argv) {
   bool test_shapes = false, list = false;
   TimingOptions timing;
   app.add_option("--json", json_path, "Write the results here");
-  app.add_option("--filter", filters, "Only cases whose name contains this (or family equal); repeatable");
+  app.add_option("--filter", filters,
+                 "Only cases whose name contains this (or family equal); repeatable");
   app.add_flag("--test-shapes", test_shapes, "Use the small test shapes (a quick smoke run)");
   app.add_option("--samples", timing.max_samples, "Timing samples per case and shape at most");
   app.add_option("--max-seconds", timing.max_seconds, "Timed seconds per case and shape at most");
@@ -120,10 +122,17 @@ int run(int argc, char** argv) {
     if (!selected(c, filters) && c.family != "bandwidth") continue;
     for (const Shape& s : test_shapes ? c.test_shapes : c.bench_shapes) {
       if (context_lost) {
-        results.push_back({&c, s, "error", "not run: an earlier CUDA fault left the context unusable", 0, c.work(s), {}});
+        results.push_back({&c,
+                           s,
+                           "error",
+                           "not run: an earlier CUDA fault left the context unusable",
+                           0,
+                           c.work(s),
+                           {}});
         continue;
       }
-      results.push_back(measure(c, s, seed += 7919, rotate_bytes, timing, stream.get(), context_lost));
+      results.push_back(
+          measure(c, s, seed += 7919, rotate_bytes, timing, stream.get(), context_lost));
       const Result& r = results.back();
       std::fprintf(stderr, "%-28s %-44s %s %s\n", c.name.c_str(), shape_string(c, s).c_str(),
                    r.status.c_str(), r.status == "ok" ? "" : r.detail.substr(0, 200).c_str());

@@ -12,7 +12,9 @@
 namespace hetplan::kernels::bench {
 namespace {
 
-double gbps(const Result& r) { return r.timing.median_s > 0 ? r.work.bytes / r.timing.median_s / 1e9 : 0; }
+double gbps(const Result& r) {
+  return r.timing.median_s > 0 ? r.work.bytes / r.timing.median_s / 1e9 : 0;
+}
 double tflops(const Result& r) {
   return r.timing.median_s > 0 ? r.work.flops / r.timing.median_s / 1e12 : 0;
 }
@@ -106,8 +108,9 @@ std::string table(const std::vector<Result>& results) {
     const std::string shape = shape_string(*r.kernel, r.shape);
     if (r.status != "ok") {
       std::string why = r.detail.substr(0, r.detail.find('\n'));
-      std::snprintf(line, sizeof line, "%-28s %-44s %11s %9s %7s %8s  %s: %s\n", r.kernel->name.c_str(),
-                    shape.c_str(), "-", "-", "-", "-", r.status.c_str(), why.substr(0, 120).c_str());
+      std::snprintf(line, sizeof line, "%-28s %-44s %11s %9s %7s %8s  %s: %s\n",
+                    r.kernel->name.c_str(), shape.c_str(), "-", "-", "-", "-", r.status.c_str(),
+                    why.substr(0, 120).c_str());
     } else {
       char tf[16] = "-";
       if (r.work.flops > 0) std::snprintf(tf, sizeof tf, "%.1f", tflops(r));
@@ -117,7 +120,8 @@ std::string table(const std::vector<Result>& results) {
     }
     out += line;
   }
-  std::snprintf(line, sizeof line, "copy bandwidth (best of copy_probe, memcpy_d2d): %.1f GB/s\n", copy);
+  std::snprintf(line, sizeof line, "copy bandwidth (best of copy_probe, memcpy_d2d): %.1f GB/s\n",
+                copy);
   out += line;
   return out;
 }

@@ -33,7 +33,8 @@ Timing time_runs(std::vector<std::unique_ptr<Instance>>& instances, cudaStream_t
   const int runs = std::max(n, 4);
   std::vector<double> samples;
   double total = 0;
-  while (static_cast<int>(samples.size()) < options.max_samples && (total < options.max_seconds || samples.size() < 5)) {
+  while (static_cast<int>(samples.size()) < options.max_samples &&
+         (total < options.max_seconds || samples.size() < 5)) {
     HETPLAN_CUDA_CHECK(cudaEventRecord(start.get(), stream));
     for (int i = 0; i < runs; ++i) instances[static_cast<size_t>(i % n)]->run(stream);
     HETPLAN_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
@@ -46,8 +47,9 @@ Timing time_runs(std::vector<std::unique_ptr<Instance>>& instances, cudaStream_t
   std::sort(samples.begin(), samples.end());
   Timing t;
   t.samples = static_cast<int>(samples.size());
-  t.median_s = samples.size() % 2 ? samples[samples.size() / 2]
-                                  : 0.5 * (samples[samples.size() / 2 - 1] + samples[samples.size() / 2]);
+  t.median_s = samples.size() % 2
+                   ? samples[samples.size() / 2]
+                   : 0.5 * (samples[samples.size() / 2 - 1] + samples[samples.size() / 2]);
   t.min_s = samples.front();
   t.max_s = samples.back();
   t.runs_per_sample = runs;

@@ -61,8 +61,8 @@ HK_EXPORT int hk_abi_version(void) { return 2; }
 
 HK_EXPORT const char* hk_last_error(void) { return last_error.c_str(); }
 
-HK_EXPORT int hk_rmsnorm_forward(int dtype, const void* x, const void* gamma, void* y,
-                                 float* rstd, int64_t rows, int cols, float eps, void* stream) {
+HK_EXPORT int hk_rmsnorm_forward(int dtype, const void* x, const void* gamma, void* y, float* rstd,
+                                 int64_t rows, int cols, float eps, void* stream) {
   return with_dtype(dtype, "hk_rmsnorm_forward", [&](auto* t) {
     hetplan::kernels::rmsnorm_forward(in(x, t), in(gamma, t), out(y, t), rstd, rows, cols, eps,
                                       as_stream(stream));
@@ -116,11 +116,11 @@ HK_EXPORT int hk_rotary_forward(int dtype, const void* x, int64_t x_token_stride
 }
 
 HK_EXPORT int hk_rotary_backward(int dtype, const void* dy, void* dx, const float* cos,
-                                 const float* sin, int64_t tokens, int heads, int head_dim,
-                                 int seq, void* stream) {
+                                 const float* sin, int64_t tokens, int heads, int head_dim, int seq,
+                                 void* stream) {
   return with_dtype(dtype, "hk_rotary_backward", [&](auto* t) {
-    hetplan::kernels::rotary_backward(in(dy, t), out(dx, t), cos, sin, tokens, heads, head_dim,
-                                      seq, as_stream(stream));
+    hetplan::kernels::rotary_backward(in(dy, t), out(dx, t), cos, sin, tokens, heads, head_dim, seq,
+                                      as_stream(stream));
   });
 }
 

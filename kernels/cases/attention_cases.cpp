@@ -26,13 +26,18 @@ template <class T>
 class AttentionInstance : public Instance {
  public:
   AttentionInstance(const Shape& s, uint64_t seed, bool backward)
-      : shape_(attention_shape(s)), backward_(backward),
+      : shape_(attention_shape(s)),
+        backward_(backward),
         n_(int64_t{shape_.batch} * shape_.heads * shape_.seq * shape_.head_dim),
-        q_(random_buffer<T>(n_, -2.0f, 2.0f, seed)), k_(random_buffer<T>(n_, -2.0f, 2.0f, seed + 1)),
-        v_(random_buffer<T>(n_, -1.0f, 1.0f, seed + 2)), o_(static_cast<size_t>(n_)),
+        q_(random_buffer<T>(n_, -2.0f, 2.0f, seed)),
+        k_(random_buffer<T>(n_, -2.0f, 2.0f, seed + 1)),
+        v_(random_buffer<T>(n_, -1.0f, 1.0f, seed + 2)),
+        o_(static_cast<size_t>(n_)),
         lse_(static_cast<size_t>(n_ / shape_.head_dim)),
         dout_(backward ? random_buffer<T>(n_, -1.0f, 1.0f, seed + 3) : DeviceBuffer<T>()),
-        dq_(backward ? static_cast<size_t>(n_) : 0), dk_(dq_.count()), dv_(dq_.count()),
+        dq_(backward ? static_cast<size_t>(n_) : 0),
+        dk_(dq_.count()),
+        dv_(dq_.count()),
         workspace_(backward ? attention_backward_workspace_bytes(shape_) : 0) {
     if (backward_) {
       forward(nullptr);  // o and lse as training would hand them to the backward
@@ -57,8 +62,9 @@ class AttentionInstance : public Instance {
     }
     run(nullptr);
     finish();
-    const ref::AttentionDims dims{shape_.batch, shape_.heads, shape_.seq, shape_.head_dim,
-                                  shape_.causal, shape_.softmax_scale(), true};
+    const ref::AttentionDims dims{
+        shape_.batch,  shape_.heads,           shape_.seq, shape_.head_dim,
+        shape_.causal, shape_.softmax_scale(), true};
     const auto q = fetch(q_), k = fetch(k_), v = fetch(v_), o = fetch(o_), lse = fetch(lse_);
     const auto dout = backward_ ? fetch(dout_) : std::vector<float>();
     const int64_t d = shape_.head_dim;
@@ -69,7 +75,8 @@ class AttentionInstance : public Instance {
       const int64_t b = bh / shape_.heads, h = bh % shape_.heads;
       for (int64_t i : sample_rows(shape_.seq, 24)) {
         const int64_t off = dims.row(b, h, i);
-        std::vector<double> ra(static_cast<size_t>(d)), rb(static_cast<size_t>(d)), rc(static_cast<size_t>(d));
+        std::vector<double> ra(static_cast<size_t>(d)), rb(static_cast<size_t>(d)),
+            rc(static_cast<size_t>(d));
         if (!backward_) {
           want_lse.push_back(ref::attention_forward_row(q, k, v, dims, b, h, i, ra));
           got_lse.push_back(lse[static_cast<size_t>(dims.stat(b, h, i))]);
@@ -99,7 +106,8 @@ class AttentionInstance : public Instance {
       double dv2 = 0;
       for (double w : want_c) dv2 += w * w;
       Tolerance grad_tol = tol;
-      grad_tol.floor_rms = 1e-2 * std::sqrt(dv2 / static_cast<double>(std::max<size_t>(1, want_c.size())));
+      grad_tol.floor_rms =
+          1e-2 * std::sqrt(dv2 / static_cast<double>(std::max<size_t>(1, want_c.size())));
       judge(r, "dq", got_a, want_a, grad_tol);
       judge(r, "dk", got_b, want_b, grad_tol);
       judge(r, "dv", got_c, want_c, tol);
@@ -130,17 +138,24 @@ Case attention_case(bool backward) {
   c.pass = backward ? "backward" : "forward";
   c.dtype = dtype_of<T>();
   c.bound = Bound::kCompute;
-  c.name = std::string(backward ? "attention_bwd_" : "attention_fwd_") + std::string(dtype_name(c.dtype));
-  c.note = backward ? "FlashAttention-2 backward: D = rowsum(dO O), recompute P per tile, dQ by fp32 atomics, then dQ conversion; "
-                      "wgmma kernels (128 keys x 64 queries) on compute capability 9.0, mma.sync (64 x 64) elsewhere"
-                    : "flash forward, online softmax, writes O and lse; wgmma kernels (128 x 128 tiles, softmax overlapped "
+  c.name = std::string(backward ? "attention_bwd_" : "attention_fwd_") +
+           std::string(dtype_name(c.dtype));
+  c.note = backward ? "FlashAttention-2 backward: D = rowsum(dO O), recompute P per tile, dQ by "
+                      "fp32 atomics, then dQ conversion; "
+                      "wgmma kernels (128 keys x 64 queries) on compute capability 9.0, mma.sync "
+                      "(64 x 64) elsewhere"
+                    : "flash forward, online softmax, writes O and lse; wgmma kernels (128 x 128 "
+                      "tiles, softmax overlapped "
                       "with P V) on compute capability 9.0, mma.sync (64 x 64) elsewhere";
   c.dims = {"batch", "heads", "seq", "head_dim", "causal"};
-  c.test_shapes = {{1, 2, 100, 64, 1}, {2, 1, 130, 64, 0}, {1, 1, 128, 128, 1},
-                   {1, 2, 37, 128, 0},  {2, 3, 257, 128, 1}, {1, 1, 1, 64, 1}};
+  c.test_shapes = {{1, 2, 100, 64, 1}, {2, 1, 130, 64, 0},  {1, 1, 128, 128, 1},
+                   {1, 2, 37, 128, 0}, {2, 3, 257, 128, 1}, {1, 1, 1, 64, 1}};
   if (std::is_same_v<T, bf16>)
-    c.bench_shapes = {{4, 16, 4096, 128, 1}, {8, 16, 2048, 128, 1}, {8, 32, 1024, 128, 1},
-                      {4, 32, 4096, 64, 1},  {4, 16, 4096, 128, 0}};
+    c.bench_shapes = {{4, 16, 4096, 128, 1},
+                      {8, 16, 2048, 128, 1},
+                      {8, 32, 1024, 128, 1},
+                      {4, 32, 4096, 64, 1},
+                      {4, 16, 4096, 128, 0}};
   else
     c.bench_shapes = {{4, 16, 4096, 128, 1}};
   c.work = [backward](const Shape& s) {
@@ -153,7 +168,9 @@ Case attention_case(bool backward) {
   c.make = [backward](const Shape& s, uint64_t seed) {
     return std::make_unique<AttentionInstance<T>>(s, seed, backward);
   };
-  c.unsupported = [](const Shape& s) { return attention_support(dtype_of<T>(), static_cast<int>(s[3])); };
+  c.unsupported = [](const Shape& s) {
+    return attention_support(dtype_of<T>(), static_cast<int>(s[3]));
+  };
   return c;
 }
 

@@ -19,7 +19,9 @@ template <class T>
 class GeluInstance : public Instance {
  public:
   GeluInstance(int64_t n, uint64_t seed, bool backward)
-      : n_(n), backward_(backward), x_(random_buffer<T>(n, -5.0f, 5.0f, seed)),
+      : n_(n),
+        backward_(backward),
+        x_(random_buffer<T>(n, -5.0f, 5.0f, seed)),
         dy_(backward ? random_buffer<T>(n, -1.0f, 1.0f, seed + 1) : DeviceBuffer<T>()),
         out_(static_cast<size_t>(n)) {}
   void run(cudaStream_t s) override {
@@ -57,9 +59,12 @@ template <class T>
 class SwigluInstance : public Instance {
  public:
   SwigluInstance(const Shape& s, uint64_t seed, bool backward)
-      : rows_(s[0]), cols_(static_cast<int>(s[1])), backward_(backward),
+      : rows_(s[0]),
+        cols_(static_cast<int>(s[1])),
+        backward_(backward),
         in_(random_buffer<T>(rows_ * 2 * cols_, -5.0f, 5.0f, seed)),
-        dout_(backward ? random_buffer<T>(rows_ * cols_, -1.0f, 1.0f, seed + 1) : DeviceBuffer<T>()),
+        dout_(backward ? random_buffer<T>(rows_ * cols_, -1.0f, 1.0f, seed + 1)
+                       : DeviceBuffer<T>()),
         out_(static_cast<size_t>(rows_ * cols_ * (backward ? 2 : 1))) {}
   void run(cudaStream_t s) override {
     if (backward_)
@@ -105,11 +110,14 @@ template <class T>
 class DropoutInstance : public Instance {
  public:
   DropoutInstance(const Shape& s, uint64_t seed, DropPass pass)
-      : rows_(s[0]), cols_(static_cast<int>(s[1])), pass_(pass),
+      : rows_(s[0]),
+        cols_(static_cast<int>(s[1])),
+        pass_(pass),
         x_(random_buffer<T>(rows_ * cols_, -2.0f, 2.0f, seed)),
         bias_(random_buffer<T>(cols_, -1.0f, 1.0f, seed + 1)),
-        residual_(pass == DropPass::kForward ? random_buffer<T>(rows_ * cols_, -3.0f, 3.0f, seed + 2)
-                                             : DeviceBuffer<T>()),
+        residual_(pass == DropPass::kForward
+                      ? random_buffer<T>(rows_ * cols_, -3.0f, 3.0f, seed + 2)
+                      : DeviceBuffer<T>()),
         out_(pass == DropPass::kBias ? 0 : static_cast<size_t>(rows_ * cols_)),
         dbias_(pass == DropPass::kBias ? static_cast<size_t>(cols_) : 0),
         workspace_(pass == DropPass::kBias ? norm_weight_workspace_bytes(rows_, cols_) : 0) {}
@@ -117,7 +125,8 @@ class DropoutInstance : public Instance {
     const Dropout d{kDropP, kDropSeed, kDropOffset};
     switch (pass_) {
       case DropPass::kForward:
-        bias_dropout_residual_forward(x_.get(), bias_.get(), residual_.get(), out_.get(), rows_, cols_, d, s);
+        bias_dropout_residual_forward(x_.get(), bias_.get(), residual_.get(), out_.get(), rows_,
+                                      cols_, d, s);
         break;
       case DropPass::kBackward:
         dropout_backward(x_.get(), out_.get(), rows_ * cols_, d, s);
@@ -147,21 +156,27 @@ class DropoutInstance : public Instance {
       const auto x = fetch(x_, row * cols_, cols_), out = fetch(out_, row * cols_, cols_);
       for (int c = 0; c < cols_; ++c) {
         const uint64_t i = static_cast<uint64_t>(row * cols_ + c);
-        const double scale = ref::dropout_keeps(kDropSeed, kDropOffset, i, kDropP) ? 1.0 / (1.0 - kDropP) : 0.0;
+        const double scale =
+            ref::dropout_keeps(kDropSeed, kDropOffset, i, kDropP) ? 1.0 / (1.0 - kDropP) : 0.0;
         want.push_back(pass_ == DropPass::kBackward
                            ? x[static_cast<size_t>(c)] * scale
-                           : (double{x[static_cast<size_t>(c)]} + bias[static_cast<size_t>(c)]) * scale);
+                           : (double{x[static_cast<size_t>(c)]} + bias[static_cast<size_t>(c)]) *
+                                 scale);
       }
       if (pass_ == DropPass::kForward) {
         const auto res = fetch(residual_, row * cols_, cols_);
-        for (int c = 0; c < cols_; ++c) want[want.size() - static_cast<size_t>(cols_) + static_cast<size_t>(c)] += res[static_cast<size_t>(c)];
+        for (int c = 0; c < cols_; ++c)
+          want[want.size() - static_cast<size_t>(cols_) + static_cast<size_t>(c)] +=
+              res[static_cast<size_t>(c)];
       }
       got.insert(got.end(), out.begin(), out.end());
     }
     judge(r, pass_ == DropPass::kForward ? "y" : "dx", got, want, default_tolerance(dtype_of<T>()));
     return r;
   }
-  size_t device_bytes() const override { return total_bytes(x_, bias_, residual_, out_, dbias_, workspace_); }
+  size_t device_bytes() const override {
+    return total_bytes(x_, bias_, residual_, out_, dbias_, workspace_);
+  }
 
  private:
   int64_t rows_;
@@ -175,8 +190,12 @@ class DropoutInstance : public Instance {
 class AdamWInstance : public Instance {
  public:
   AdamWInstance(int64_t n, uint64_t seed)
-      : n_(n), seed_(seed), master_(static_cast<size_t>(n)), m_(static_cast<size_t>(n)),
-        v_(static_cast<size_t>(n)), grad_(random_buffer<float>(n, -0.05f, 0.05f, seed + 3)),
+      : n_(n),
+        seed_(seed),
+        master_(static_cast<size_t>(n)),
+        m_(static_cast<size_t>(n)),
+        v_(static_cast<size_t>(n)),
+        grad_(random_buffer<float>(n, -0.05f, 0.05f, seed + 3)),
         param_(static_cast<size_t>(n)) {
     reset();
   }
@@ -199,7 +218,7 @@ class AdamWInstance : public Instance {
     finish();
     std::vector<float> got_w, got_p;
     std::vector<double> want_w;
-    const ref::AdamWStep step{config_.lr, config_.beta1, config_.beta2, config_.eps,
+    const ref::AdamWStep step{config_.lr,           config_.beta1,      config_.beta2, config_.eps,
                               config_.weight_decay, config_.grad_scale, config_.step};
     for (size_t k = 0; k < windows.size(); ++k) {
       const auto [b, e] = windows[k];
@@ -253,7 +272,9 @@ void add_typed(std::vector<Case>& out) {
     c.test_shapes = {{1000003}, {4096}, {17}};
     c.bench_shapes = {{int64_t{1} << 25}, {int64_t{1} << 28}};
     c.work = [t, backward](const Shape& s) { return Work{(backward ? 3 : 2) * t * s[0], 0}; };
-    c.make = [backward](const Shape& s, uint64_t seed) { return std::make_unique<GeluInstance<T>>(s[0], seed, backward); };
+    c.make = [backward](const Shape& s, uint64_t seed) {
+      return std::make_unique<GeluInstance<T>>(s[0], seed, backward);
+    };
     out.push_back(c);
   }
   for (bool backward : {false, true}) {
@@ -267,7 +288,9 @@ void add_typed(std::vector<Case>& out) {
       const double n = static_cast<double>(s[0]) * s[1];
       return Work{(backward ? 5 : 3) * t * n, 0};
     };
-    c.make = [backward](const Shape& s, uint64_t seed) { return std::make_unique<SwigluInstance<T>>(s, seed, backward); };
+    c.make = [backward](const Shape& s, uint64_t seed) {
+      return std::make_unique<SwigluInstance<T>>(s, seed, backward);
+    };
     out.push_back(c);
   }
   const char* names[] = {"bias_dropout_residual_fwd_", "dropout_bwd_", "bias_grad_"};
@@ -276,18 +299,22 @@ void add_typed(std::vector<Case>& out) {
                          "dx = dy * mask / (1 - p), p = 0.1", "dbias = column sums (fp32)"};
   for (DropPass pass : {DropPass::kForward, DropPass::kBackward, DropPass::kBias}) {
     const int k = static_cast<int>(pass);
-    Case c = base(k == 2 ? "bias_grad" : "bias_dropout_residual", passes[k], dtype_of<T>(), notes[k]);
+    Case c =
+        base(k == 2 ? "bias_grad" : "bias_dropout_residual", passes[k], dtype_of<T>(), notes[k]);
     c.name = names[k] + dt;
     c.dims = {"rows", "cols"};
     c.test_shapes = {{40, 128}, {13, 45}, {300, 1024}};
     c.bench_shapes = {{16384, 4096}, {16384, 8192}};
     c.work = [t, pass](const Shape& s) {
       const double n = static_cast<double>(s[0]) * s[1];
-      if (pass == DropPass::kForward) return Work{3 * t * n + t * s[1], 0};  // x, residual in; y out
+      if (pass == DropPass::kForward)
+        return Work{3 * t * n + t * s[1], 0};  // x, residual in; y out
       if (pass == DropPass::kBackward) return Work{2 * t * n, 0};
       return Work{t * n + 4.0 * s[1], 0};
     };
-    c.make = [pass](const Shape& s, uint64_t seed) { return std::make_unique<DropoutInstance<T>>(s, seed, pass); };
+    c.make = [pass](const Shape& s, uint64_t seed) {
+      return std::make_unique<DropoutInstance<T>>(s, seed, pass);
+    };
     out.push_back(c);
   }
 }
@@ -308,7 +335,9 @@ void add_optimizer_cases(std::vector<Case>& out) {
   c.bench_shapes = {{int64_t{1} << 24}, {int64_t{1} << 27}};
   // Reads master, m, v, grad (16 B), writes master, m, v (12 B) and the bf16 parameter (2 B).
   c.work = [](const Shape& s) { return Work{30.0 * s[0], 0}; };
-  c.make = [](const Shape& s, uint64_t seed) { return std::make_unique<AdamWInstance>(s[0], seed); };
+  c.make = [](const Shape& s, uint64_t seed) {
+    return std::make_unique<AdamWInstance>(s[0], seed);
+  };
   out.push_back(c);
 }
 

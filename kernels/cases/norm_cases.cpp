@@ -16,13 +16,17 @@ template <class T>
 class NormInstance : public Instance {
  public:
   NormInstance(const Shape& s, uint64_t seed, bool layernorm, Pass pass)
-      : rows_(s[0]), cols_(static_cast<int>(s[1])), ln_(layernorm), pass_(pass),
+      : rows_(s[0]),
+        cols_(static_cast<int>(s[1])),
+        ln_(layernorm),
+        pass_(pass),
         x_(random_buffer<T>(rows_ * cols_, -2.0f, 2.5f, seed)),
         gamma_(random_buffer<T>(cols_, 0.5f, 1.5f, seed + 1)),
         beta_(random_buffer<T>(cols_, -0.5f, 0.5f, seed + 2)),
         dy_(pass == Pass::kForward ? 0 : static_cast<size_t>(rows_ * cols_)),
         out_(pass == Pass::kBackwardWeight ? 0 : static_cast<size_t>(rows_ * cols_)),
-        mean_(static_cast<size_t>(rows_)), rstd_(static_cast<size_t>(rows_)),
+        mean_(static_cast<size_t>(rows_)),
+        rstd_(static_cast<size_t>(rows_)),
         dgamma_(pass == Pass::kBackwardWeight ? static_cast<size_t>(cols_) : 0),
         dbeta_(pass == Pass::kBackwardWeight ? static_cast<size_t>(cols_) : 0),
         workspace_(pass == Pass::kBackwardWeight ? norm_weight_workspace_bytes(rows_, cols_) : 0) {
@@ -42,15 +46,19 @@ class NormInstance : public Instance {
         break;
       case Pass::kBackwardInput:
         if (ln_)
-          layernorm_backward_input(x_.get(), gamma_.get(), mean_.get(), rstd_.get(), dy_.get(), out_.get(), rows_, cols_, s);
+          layernorm_backward_input(x_.get(), gamma_.get(), mean_.get(), rstd_.get(), dy_.get(),
+                                   out_.get(), rows_, cols_, s);
         else
-          rmsnorm_backward_input(x_.get(), gamma_.get(), rstd_.get(), dy_.get(), out_.get(), rows_, cols_, s);
+          rmsnorm_backward_input(x_.get(), gamma_.get(), rstd_.get(), dy_.get(), out_.get(), rows_,
+                                 cols_, s);
         break;
       case Pass::kBackwardWeight:
         if (ln_)
-          layernorm_backward_weight(x_.get(), mean_.get(), rstd_.get(), dy_.get(), dgamma_.get(), dbeta_.get(), rows_, cols_, workspace_.get(), s);
+          layernorm_backward_weight(x_.get(), mean_.get(), rstd_.get(), dy_.get(), dgamma_.get(),
+                                    dbeta_.get(), rows_, cols_, workspace_.get(), s);
         else
-          rmsnorm_backward_weight(x_.get(), rstd_.get(), dy_.get(), dgamma_.get(), rows_, cols_, workspace_.get(), s);
+          rmsnorm_backward_weight(x_.get(), rstd_.get(), dy_.get(), dgamma_.get(), rows_, cols_,
+                                  workspace_.get(), s);
         break;
     }
   }
@@ -113,7 +121,8 @@ class NormInstance : public Instance {
  private:
   void forward(T* y, cudaStream_t s) {
     if (ln_)
-      layernorm_forward(x_.get(), gamma_.get(), beta_.get(), y, mean_.get(), rstd_.get(), rows_, cols_, kEps, s);
+      layernorm_forward(x_.get(), gamma_.get(), beta_.get(), y, mean_.get(), rstd_.get(), rows_,
+                        cols_, kEps, s);
     else
       rmsnorm_forward(x_.get(), gamma_.get(), y, rstd_.get(), rows_, cols_, kEps, s);
   }
@@ -129,7 +138,8 @@ class NormInstance : public Instance {
       for (int64_t row = 0; row < rows_; ++row) {
         const double d = dy[static_cast<size_t>(row * cols_ + c)];
         const double xv = x[static_cast<size_t>(row * cols_ + c)];
-        g += d * (xv - (ln_ ? mean[static_cast<size_t>(row)] : 0.0)) * rstd[static_cast<size_t>(row)];
+        g += d * (xv - (ln_ ? mean[static_cast<size_t>(row)] : 0.0)) *
+             rstd[static_cast<size_t>(row)];
         b += d;
       }
       got_g.push_back(dgamma[static_cast<size_t>(c)]);
@@ -159,7 +169,8 @@ Case norm_case(bool layernorm, Pass pass) {
   static const char* kPasses[] = {"forward", "backward_input", "backward_weight"};
   Case c;
   c.family = layernorm ? "layernorm" : "rmsnorm";
-  c.name = c.family + "_" + kPassNames[static_cast<int>(pass)] + "_" + std::string(dtype_name(dtype_of<T>()));
+  c.name = c.family + "_" + kPassNames[static_cast<int>(pass)] + "_" +
+           std::string(dtype_name(dtype_of<T>()));
   c.pass = kPasses[static_cast<int>(pass)];
   c.dtype = dtype_of<T>();
   c.note = "over the last dimension of [rows, cols]; statistics fp32; weight gradients fp32";

@@ -13,11 +13,14 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 class CopyInstance : public Instance {
  public:
   CopyInstance(int64_t bytes, uint64_t seed, bool use_memcpy)
-      : n_(bytes / 4), src_(random_buffer<float>(n_, 0.5f, 1.5f, seed)), dst_(n_),
+      : n_(bytes / 4),
+        src_(random_buffer<float>(n_, 0.5f, 1.5f, seed)),
+        dst_(n_),
         memcpy_(use_memcpy) {}
   void run(cudaStream_t s) override {
     if (memcpy_)
-      HETPLAN_CUDA_CHECK(cudaMemcpyAsync(dst_.get(), src_.get(), n_ * 4, cudaMemcpyDeviceToDevice, s));
+      HETPLAN_CUDA_CHECK(
+          cudaMemcpyAsync(dst_.get(), src_.get(), n_ * 4, cudaMemcpyDeviceToDevice, s));
     else
       copy_probe(src_.get(), dst_.get(), n_ * 4, s);
   }
@@ -47,9 +50,13 @@ class CopyInstance : public Instance {
 class ReduceInstance : public Instance {
  public:
   ReduceInstance(int64_t bytes, uint64_t seed)
-      : n_(bytes / 4), src_(random_buffer<float>(n_, 0.5f, 1.5f, seed)),
-        partial_(read_reduce_workspace_floats()), sum_(1) {}
-  void run(cudaStream_t s) override { read_reduce_probe(src_.get(), n_, sum_.get(), partial_.get(), s); }
+      : n_(bytes / 4),
+        src_(random_buffer<float>(n_, 0.5f, 1.5f, seed)),
+        partial_(read_reduce_workspace_floats()),
+        sum_(1) {}
+  void run(cudaStream_t s) override {
+    read_reduce_probe(src_.get(), n_, sum_.get(), partial_.get(), s);
+  }
   CheckResult check() override {
     sum_.fill_bytes(0xff);
     run(nullptr);
@@ -79,7 +86,9 @@ Case probe(std::string name, std::string note, double traffic_factor,
   c.dims = {"bytes"};
   c.test_shapes = {{4 * 1000003}, {64 * kMiB}};
   c.bench_shapes = {{64 * kMiB}, {256 * kMiB}, {1024 * kMiB}};
-  c.work = [traffic_factor](const Shape& s) { return Work{traffic_factor * static_cast<double>(s[0]), 0}; };
+  c.work = [traffic_factor](const Shape& s) {
+    return Work{traffic_factor * static_cast<double>(s[0]), 0};
+  };
   c.make = std::move(make);
   c.unsupported = [](const Shape&) { return std::string(); };
   return c;
@@ -96,10 +105,9 @@ void add_probe_cases(std::vector<Case>& out) {
                       [](const Shape& s, uint64_t seed) {
                         return std::make_unique<CopyInstance>(s[0], seed, true);
                       }));
-  out.push_back(probe("read_probe", "fp32 sum of the buffer: bytes read only", 1,
-                      [](const Shape& s, uint64_t seed) {
-                        return std::make_unique<ReduceInstance>(s[0], seed);
-                      }));
+  out.push_back(probe(
+      "read_probe", "fp32 sum of the buffer: bytes read only", 1,
+      [](const Shape& s, uint64_t seed) { return std::make_unique<ReduceInstance>(s[0], seed); }));
 }
 
 }  // namespace hetplan::kernels::cases

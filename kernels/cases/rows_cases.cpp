@@ -27,9 +27,14 @@ template <class T>
 class EmbeddingInstance : public Instance {
  public:
   EmbeddingInstance(const Shape& s, uint64_t seed, bool backward)
-      : tokens_(s[0]), vocab_(s[1]), hidden_(static_cast<int>(s[2])), backward_(backward),
-        seed_(seed), ids_(random_int_buffer(tokens_, 0, static_cast<int32_t>(vocab_), seed)),
-        weight_(backward ? DeviceBuffer<T>() : random_buffer<T>(vocab_ * hidden_, -1.0f, 1.0f, seed + 1)),
+      : tokens_(s[0]),
+        vocab_(s[1]),
+        hidden_(static_cast<int>(s[2])),
+        backward_(backward),
+        seed_(seed),
+        ids_(random_int_buffer(tokens_, 0, static_cast<int32_t>(vocab_), seed)),
+        weight_(backward ? DeviceBuffer<T>()
+                         : random_buffer<T>(vocab_ * hidden_, -1.0f, 1.0f, seed + 1)),
         out_(static_cast<size_t>(tokens_ * hidden_)),
         dweight_(backward ? static_cast<size_t>(vocab_ * hidden_) : 0),
         workspace_(backward ? embedding_backward_workspace_bytes(tokens_, vocab_) : 0) {
@@ -82,7 +87,8 @@ class EmbeddingInstance : public Instance {
     for (int64_t t = 0; t < tokens_; ++t) {
       auto it = want_rows.find(ids[static_cast<size_t>(t)]);
       if (it == want_rows.end()) continue;
-      for (int c = 0; c < hidden_; ++c) it->second[static_cast<size_t>(c)] += dout[static_cast<size_t>(t * hidden_ + c)];
+      for (int c = 0; c < hidden_; ++c)
+        it->second[static_cast<size_t>(c)] += dout[static_cast<size_t>(t * hidden_ + c)];
     }
     std::vector<float> got;
     std::vector<double> want;
@@ -95,7 +101,8 @@ class EmbeddingInstance : public Instance {
     // Deterministic: a second run from the same start gives the same bits (checked rows).
     std::vector<float> first;
     for (const auto& [v, w] : want_rows) {
-      const auto g = dweight_.download(static_cast<size_t>(v * hidden_), static_cast<size_t>(hidden_));
+      const auto g =
+          dweight_.download(static_cast<size_t>(v * hidden_), static_cast<size_t>(hidden_));
       first.insert(first.end(), g.begin(), g.end());
     }
     reset();
@@ -103,7 +110,8 @@ class EmbeddingInstance : public Instance {
     finish();
     std::vector<float> second;
     for (const auto& [v, w] : want_rows) {
-      const auto g = dweight_.download(static_cast<size_t>(v * hidden_), static_cast<size_t>(hidden_));
+      const auto g =
+          dweight_.download(static_cast<size_t>(v * hidden_), static_cast<size_t>(hidden_));
       second.insert(second.end(), g.begin(), g.end());
     }
     if (std::memcmp(first.data(), second.data(), first.size() * sizeof(float)) != 0)
@@ -111,7 +119,9 @@ class EmbeddingInstance : public Instance {
     reset();
     return r;
   }
-  size_t device_bytes() const override { return total_bytes(ids_, weight_, out_, dweight_, workspace_); }
+  size_t device_bytes() const override {
+    return total_bytes(ids_, weight_, out_, dweight_, workspace_);
+  }
 
  private:
   void reset() { fill_uniform(dweight_.get(), vocab_ * hidden_, -0.1f, 0.1f, seed_ + 3, nullptr); }
@@ -130,9 +140,15 @@ template <class T>
 class RotaryInstance : public Instance {
  public:
   RotaryInstance(const Shape& s, uint64_t seed, bool backward)
-      : seq_(static_cast<int>(s[1])), heads_(static_cast<int>(s[2])), d_(static_cast<int>(s[3])),
-        tokens_(s[0] * s[1]), backward_(backward), x_(random_buffer<T>(tokens_ * heads_ * d_, -2.0f, 2.0f, seed)),
-        y_(x_.count()), cos_(static_cast<size_t>(seq_ * d_ / 2)), sin_(cos_.count()) {
+      : seq_(static_cast<int>(s[1])),
+        heads_(static_cast<int>(s[2])),
+        d_(static_cast<int>(s[3])),
+        tokens_(s[0] * s[1]),
+        backward_(backward),
+        x_(random_buffer<T>(tokens_ * heads_ * d_, -2.0f, 2.0f, seed)),
+        y_(x_.count()),
+        cos_(static_cast<size_t>(seq_ * d_ / 2)),
+        sin_(cos_.count()) {
     rotary_tables(cos_.get(), sin_.get(), seq_, d_, 10000.0f, nullptr);
     finish();
   }
@@ -185,10 +201,13 @@ template <class T>
 class CrossEntropyInstance : public Instance {
  public:
   CrossEntropyInstance(const Shape& s, uint64_t seed, bool backward)
-      : tokens_(s[0]), vocab_(s[1]), backward_(backward),
+      : tokens_(s[0]),
+        vocab_(s[1]),
+        backward_(backward),
         logits_(random_buffer<T>(tokens_ * vocab_, -8.0f, 8.0f, seed)),
         labels_(random_int_buffer(tokens_, 0, static_cast<int32_t>(vocab_), seed + 1)),
-        loss_(static_cast<size_t>(tokens_)), lse_(static_cast<size_t>(tokens_)),
+        loss_(static_cast<size_t>(tokens_)),
+        lse_(static_cast<size_t>(tokens_)),
         dloss_(random_buffer<float>(tokens_, 0.5f, 1.5f, seed + 2)),
         dlogits_(backward ? static_cast<size_t>(tokens_ * vocab_) : 0) {
     // Some tokens are ignored (label -100), as padding is in training.
@@ -196,15 +215,18 @@ class CrossEntropyInstance : public Instance {
     for (size_t t = 3; t < labels.size(); t += 97) labels[t] = -100;
     labels_.upload(labels);
     if (backward_) {
-      cross_entropy_forward(logits_.get(), labels_.get(), loss_.get(), lse_.get(), tokens_, vocab_, nullptr);
+      cross_entropy_forward(logits_.get(), labels_.get(), loss_.get(), lse_.get(), tokens_, vocab_,
+                            nullptr);
       finish();
     }
   }
   void run(cudaStream_t s) override {
     if (backward_)
-      cross_entropy_backward(logits_.get(), labels_.get(), lse_.get(), dloss_.get(), dlogits_.get(), tokens_, vocab_, s);
+      cross_entropy_backward(logits_.get(), labels_.get(), lse_.get(), dloss_.get(), dlogits_.get(),
+                             tokens_, vocab_, s);
     else
-      cross_entropy_forward(logits_.get(), labels_.get(), loss_.get(), lse_.get(), tokens_, vocab_, s);
+      cross_entropy_forward(logits_.get(), labels_.get(), loss_.get(), lse_.get(), tokens_, vocab_,
+                            s);
   }
   CheckResult check() override {
     dlogits_.fill_bytes(0xff);
@@ -224,7 +246,8 @@ class CrossEntropyInstance : public Instance {
       if (backward_) {
         std::vector<double> ref(static_cast<size_t>(vocab_));
         ref::cross_entropy_backward(logits, label, std::vector<float>{lse[static_cast<size_t>(t)]},
-                                    std::vector<float>{dloss[static_cast<size_t>(t)]}, 1, vocab_, ref);
+                                    std::vector<float>{dloss[static_cast<size_t>(t)]}, 1, vocab_,
+                                    ref);
         const auto g = fetch(dlogits_, t * vocab_, vocab_);
         got.insert(got.end(), g.begin(), g.end());
         want.insert(want.end(), ref.begin(), ref.end());
@@ -246,7 +269,9 @@ class CrossEntropyInstance : public Instance {
     }
     return r;
   }
-  size_t device_bytes() const override { return total_bytes(logits_, labels_, loss_, lse_, dloss_, dlogits_); }
+  size_t device_bytes() const override {
+    return total_bytes(logits_, labels_, loss_, lse_, dloss_, dlogits_);
+  }
 
  private:
   int64_t tokens_, vocab_;
@@ -263,7 +288,8 @@ void add_embedding(std::vector<Case>& out) {
   const double t = bytes_per<T>();
   for (bool backward : {false, true}) {
     Case c = base("embedding", backward ? "backward_weight" : "forward", dtype_of<T>(),
-                  backward ? "dweight (fp32) += dout rows by token id; deterministic (CUB radix sort of ids, then per-id sums in token order)"
+                  backward ? "dweight (fp32) += dout rows by token id; deterministic (CUB radix "
+                             "sort of ids, then per-id sums in token order)"
                            : "gather of weight rows by token id");
     c.name = std::string(backward ? "embedding_bwd_" : "embedding_fwd_") + dt;
     c.dims = {"tokens", "vocab", "hidden"};
@@ -276,7 +302,9 @@ void add_embedding(std::vector<Case>& out) {
       const double touched = std::min<double>(s[0], s[1]) * s[2];
       return Work{t * rows + 8.0 * touched + 4.0 * s[0], 0};
     };
-    c.make = [backward](const Shape& s, uint64_t seed) { return std::make_unique<EmbeddingInstance<T>>(s, seed, backward); };
+    c.make = [backward](const Shape& s, uint64_t seed) {
+      return std::make_unique<EmbeddingInstance<T>>(s, seed, backward);
+    };
     out.push_back(c);
   }
 }
@@ -286,8 +314,9 @@ void add_rotary(std::vector<Case>& out) {
   const std::string dt(dtype_name(dtype_of<T>()));
   const double t = bytes_per<T>();
   for (bool backward : {false, true}) {
-    Case c = base("rotary", backward ? "backward" : "forward", dtype_of<T>(),
-                  "rotate-half (LLaMA) on one [batch * seq, heads, head_dim] tensor; fp32 cos/sin tables");
+    Case c = base(
+        "rotary", backward ? "backward" : "forward", dtype_of<T>(),
+        "rotate-half (LLaMA) on one [batch * seq, heads, head_dim] tensor; fp32 cos/sin tables");
     c.name = std::string(backward ? "rotary_bwd_" : "rotary_fwd_") + dt;
     c.dims = {"batch", "seq", "heads", "head_dim"};
     c.test_shapes = {{2, 5, 3, 64}, {1, 6, 2, 128}, {3, 7, 2, 10}};
@@ -295,7 +324,9 @@ void add_rotary(std::vector<Case>& out) {
     c.work = [t](const Shape& s) {
       return Work{2 * t * static_cast<double>(s[0]) * s[1] * s[2] * s[3] + 4.0 * s[1] * s[3], 0};
     };
-    c.make = [backward](const Shape& s, uint64_t seed) { return std::make_unique<RotaryInstance<T>>(s, seed, backward); };
+    c.make = [backward](const Shape& s, uint64_t seed) {
+      return std::make_unique<RotaryInstance<T>>(s, seed, backward);
+    };
     out.push_back(c);
   }
 }
@@ -316,7 +347,9 @@ void add_cross_entropy(std::vector<Case>& out) {
       const double n = static_cast<double>(s[0]) * s[1];
       return Work{(backward ? 2 : 1) * t * n + 12.0 * s[0], 0};
     };
-    c.make = [backward](const Shape& s, uint64_t seed) { return std::make_unique<CrossEntropyInstance<T>>(s, seed, backward); };
+    c.make = [backward](const Shape& s, uint64_t seed) {
+      return std::make_unique<CrossEntropyInstance<T>>(s, seed, backward);
+    };
     out.push_back(c);
   }
 }

@@ -86,7 +86,8 @@ void release_block_barrier_if_complete(Run& r) {
 
 void mark_generic_write(Run& r, Fiber& f, const unsigned char* p, size_t bytes) {
   const auto offset = static_cast<uint32_t>(p - r.smem.data());
-  for (size_t i = 0; i < bytes; ++i) r.unfenced_writer[offset + i] = static_cast<int16_t>(f.linear + 1);
+  for (size_t i = 0; i < bytes; ++i)
+    r.unfenced_writer[offset + i] = static_cast<int16_t>(f.linear + 1);
   if (!f.unfenced.empty() && f.unfenced.back().first + f.unfenced.back().second == offset)
     f.unfenced.back().second += static_cast<uint32_t>(bytes);
   else
@@ -124,9 +125,9 @@ std::string describe(const Run& r) {
   std::string s;
   for (const Fiber& f : r.fibers) {
     if (f.state == State::kDone) continue;
-    s += " t" + std::to_string(f.linear) +
-         (f.state == State::kBlockBarrier ? ":syncthreads"
-                                          : ":warp-op" + std::to_string(f.warp_op));
+    s +=
+        " t" + std::to_string(f.linear) +
+        (f.state == State::kBlockBarrier ? ":syncthreads" : ":warp-op" + std::to_string(f.warp_op));
     if (s.size() > 300) return s + " ...";
   }
   return s;
@@ -243,7 +244,8 @@ uint32_t smem_offset(const void* p) {
 unsigned char* smem_at(uint32_t offset, size_t bytes) {
   Run& r = run();
   if (size_t{offset} + bytes > r.smem.size())
-    throw std::runtime_error("out-of-bounds shared-memory access at offset " + std::to_string(offset));
+    throw std::runtime_error("out-of-bounds shared-memory access at offset " +
+                             std::to_string(offset));
   return r.smem.data() + offset;
 }
 const Dim3& block_idx() { return run().block_idx; }
@@ -280,7 +282,8 @@ const Payload* warp_exchange(const Payload& mine, int op,
   f.warp_op = op;
   if (++w.arrived == 32) {
     if (on_complete) on_complete(f.linear / 32 * 32);
-    for (int l = 0; l < 32; ++l) r.fibers[static_cast<size_t>(f.linear / 32 * 32 + l)].state = State::kReady;
+    for (int l = 0; l < 32; ++l)
+      r.fibers[static_cast<size_t>(f.linear / 32 * 32 + l)].state = State::kReady;
     w.arrived = 0;
     ++w.generation;
   } else {
@@ -314,7 +317,8 @@ uint16_t element16(const void* row, int col) {
 
 uint32_t shfl_xor(uint32_t v, int lane_mask) {
   const int lane = me().linear % 32;
-  return unpack<uint32_t>(warp_exchange(pack(v), kShflXor * 100 + lane_mask)[(lane ^ lane_mask) & 31]);
+  return unpack<uint32_t>(
+      warp_exchange(pack(v), kShflXor * 100 + lane_mask)[(lane ^ lane_mask) & 31]);
 }
 
 uint32_t shfl_idx(uint32_t v, int src_lane) {
@@ -324,7 +328,8 @@ uint32_t shfl_idx(uint32_t v, int src_lane) {
 void ldmatrix(uint32_t* out, int n_matrices, bool transpose, const void* row_address) {
   const int lane = me().linear % 32;
   if (lane < n_matrices * 8) check_shared(row_address, 16, 16);
-  const Payload* all = warp_exchange(pack(row_address), kLdmatrix * 100 + n_matrices * 2 + transpose);
+  const Payload* all =
+      warp_exchange(pack(row_address), kLdmatrix * 100 + n_matrices * 2 + transpose);
   const int g = lane / 4, q = lane % 4;
   for (int m = 0; m < n_matrices; ++m) {
     uint16_t lo, hi;

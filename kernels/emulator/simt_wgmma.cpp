@@ -64,9 +64,11 @@ float read_operand(uint64_t desc, int mn, int k, bool mn_major, bool bf16) {
   const uint32_t start = static_cast<uint32_t>(desc & 0x3fff) << 4;
   const uint32_t lbo = static_cast<uint32_t>((desc >> 16) & 0x3fff) << 4;
   const uint32_t sbo = static_cast<uint32_t>((desc >> 32) & 0x3fff) << 4;
-  const int base_offset = static_cast<int>((desc >> 49) & 7), swizzle = static_cast<int>(desc >> 62);
+  const int base_offset = static_cast<int>((desc >> 49) & 7),
+            swizzle = static_cast<int>(desc >> 62);
   if (swizzle != 1 || base_offset != 0)
-    throw std::runtime_error("wgmma descriptor: only the 128-byte swizzle with base offset 0 is emulated");
+    throw std::runtime_error(
+        "wgmma descriptor: only the 128-byte swizzle with base offset 0 is emulated");
   uint32_t addr;
   if (!mn_major) {
     addr = start + static_cast<uint32_t>(mn / 8) * sbo + static_cast<uint32_t>(mn % 8) * 128 +
@@ -83,7 +85,8 @@ float read_operand(uint64_t desc, int mn, int k, bool mn_major, bool bf16) {
 }
 
 // The accumulator fragment of m64nNk16 (PTX ISA, "Register Fragments: Matrix D"): thread lane
-// 4g + q of warp w holds d[i], i = 4j + e, at row 16 w + g + 8 (e >> 1), column 8 j + 2 q + (e & 1).
+// 4g + q of warp w holds d[i], i = 4j + e, at row 16 w + g + 8 (e >> 1), column 8 j + 2 q + (e &
+// 1).
 void execute(PendingWgmma& op, int lane) {
   const int g = lane / 4, q = lane % 4;
   float out[kMaxN / 2];
@@ -92,9 +95,9 @@ void execute(PendingWgmma& op, int lane) {
     const int row = g + 8 * (e >> 1), col = 8 * j + 2 * q + (e & 1);
     double acc = !op.scale_d ? 0.0 : op.chained ? op.d[i] : op.c[i];
     for (int k = 0; k < 16; ++k) {
-      const double a = op.a_in_regs
-                           ? op.a_rows[e >> 1][k]
-                           : read_operand(op.a_desc, 16 * op.warp_in_group + row, k, op.trans_a, op.bf16);
+      const double a = op.a_in_regs ? op.a_rows[e >> 1][k]
+                                    : read_operand(op.a_desc, 16 * op.warp_in_group + row, k,
+                                                   op.trans_a, op.bf16);
       acc += a * read_operand(op.b_desc, col, k, op.trans_b, op.bf16);
     }
     out[i] = static_cast<float>(acc);
@@ -114,13 +117,15 @@ struct IssuePayload {
 
 void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint64_t b_desc,
                  bool scale_d, bool trans_a, bool trans_b, bool bf16) {
-  if (n < 8 || n > kMaxN || n % 8 != 0) throw std::runtime_error("wgmma: bad N " + std::to_string(n));
+  if (n < 8 || n > kMaxN || n % 8 != 0)
+    throw std::runtime_error("wgmma: bad N " + std::to_string(n));
   IssuePayload mine{};
   if (a_regs) std::memcpy(mine.a, a_regs, sizeof mine.a);
   mine.a_desc = a_regs ? 0 : a_desc;
   mine.b_desc = b_desc;
   mine.n = n;
-  mine.flags = (a_regs ? 1 : 0) | (trans_a ? 2 : 0) | (trans_b ? 4 : 0) | (bf16 ? 8 : 0) | (scale_d ? 16 : 0);
+  mine.flags = (a_regs ? 1 : 0) | (trans_a ? 2 : 0) | (trans_b ? 4 : 0) | (bf16 ? 8 : 0) |
+               (scale_d ? 16 : 0);
   Payload p{};
   std::memcpy(p.bytes, &mine, sizeof mine);
   const Payload* all = warp_exchange(p, kOpIssue);
@@ -129,7 +134,8 @@ void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint6
   for (int l = 0; l < 32; ++l) {
     IssuePayload other;
     std::memcpy(&other, all[l].bytes, sizeof other);
-    if (other.a_desc != mine.a_desc || other.b_desc != mine.b_desc || other.n != n || other.flags != mine.flags)
+    if (other.a_desc != mine.a_desc || other.b_desc != mine.b_desc || other.n != n ||
+        other.flags != mine.flags)
       throw std::runtime_error("wgmma: operands differ between the lanes of a warp");
     if (!a_regs) continue;
     // mma.sync's A fragment layout (PTX ISA, wgmma "Register Fragments: Matrix A" for .bf16):
@@ -139,7 +145,8 @@ void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint6
       const int row = g + 8 * (r & 1), k0 = 2 * q + 8 * (r >> 1);
       if (row % 8 != lane / 4) continue;
       for (int h = 0; h < 2; ++h)
-        op.a_rows[row / 8][k0 + h] = element(static_cast<uint16_t>(h ? other.a[r] >> 16 : other.a[r] & 0xffffu), bf16);
+        op.a_rows[row / 8][k0 + h] =
+            element(static_cast<uint16_t>(h ? other.a[r] >> 16 : other.a[r] & 0xffffu), bf16);
     }
   }
   op.d = d;
@@ -157,8 +164,9 @@ void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint6
   // (they run in issue order); otherwise it reads the registers now, which then read as NaN.
   ThreadState& t = state(me);
   if (!t.fenced)
-    throw std::runtime_error("wgmma.mma_async without a wgmma.fence since the thread's start or its last "
-                             "wgmma wait (registers it may have written are read asynchronously)");
+    throw std::runtime_error(
+        "wgmma.mma_async without a wgmma.fence since the thread's start or its last "
+        "wgmma wait (registers it may have written are read asynchronously)");
   for (const PendingWgmma& earlier : t.pending) op.chained = op.chained || earlier.d == d;
   if (!op.chained) {
     std::memcpy(op.c, d, sizeof(float) * static_cast<size_t>(n / 2));

@@ -29,8 +29,8 @@ double row_delta(std::span<const float> o, std::span<const float> dout, const At
 }  // namespace
 
 double attention_forward_row(std::span<const float> q, std::span<const float> k,
-                             std::span<const float> v, const AttentionDims& a, int64_t b,
-                             int64_t h, int64_t i, std::span<double> out) {
+                             std::span<const float> v, const AttentionDims& a, int64_t b, int64_t h,
+                             int64_t i, std::span<double> out) {
   const int64_t last = a.causal ? i : a.seq - 1;
   std::vector<double> s(static_cast<size_t>(last + 1));
   double m = -std::numeric_limits<double>::infinity();
@@ -48,9 +48,8 @@ double attention_forward_row(std::span<const float> q, std::span<const float> k,
   return m + std::log(l);
 }
 
-void attention_forward(std::span<const float> q, std::span<const float> k,
-                       std::span<const float> v, const AttentionDims& a, std::span<double> o,
-                       std::span<double> lse) {
+void attention_forward(std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                       const AttentionDims& a, std::span<double> o, std::span<double> lse) {
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t h = 0; h < a.heads; ++h)
       for (int64_t i = 0; i < a.seq; ++i)
@@ -101,8 +100,8 @@ void attention_backward(std::span<const float> q, std::span<const float> k,
       for (int64_t r = 0; r < a.seq; ++r) {
         const int64_t off = a.row(b, h, r);
         attention_backward_dq_row(q, k, v, o, dout, lse, a, b, h, r, dq.subspan(off, a.head_dim));
-        attention_backward_dkdv_row(q, k, v, o, dout, lse, a, b, h, r,
-                                    dk.subspan(off, a.head_dim), dv.subspan(off, a.head_dim));
+        attention_backward_dkdv_row(q, k, v, o, dout, lse, a, b, h, r, dk.subspan(off, a.head_dim),
+                                    dv.subspan(off, a.head_dim));
       }
 }
 

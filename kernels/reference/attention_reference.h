@@ -28,9 +28,8 @@ double attention_forward_row(std::span<const float> q, std::span<const float> k,
                              std::span<const float> v, const AttentionDims& dims, int64_t b,
                              int64_t h, int64_t i, std::span<double> out);
 // All rows: o laid out like q, lse [batch, heads, seq].
-void attention_forward(std::span<const float> q, std::span<const float> k,
-                       std::span<const float> v, const AttentionDims& dims, std::span<double> o,
-                       std::span<double> lse);
+void attention_forward(std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                       const AttentionDims& dims, std::span<double> o, std::span<double> lse);
 
 // dQ of query row i.
 void attention_backward_dq_row(std::span<const float> q, std::span<const float> k,

@@ -1,5 +1,6 @@
 // How a kernel's output is judged against its CPU reference. Used by the GPU checks and tested on
-// the CPU, so the judge itself is known to catch what it must (NaN, unwritten outputs, one bad row).
+// the CPU, so the judge itself is known to catch what it must (NaN, unwritten outputs, one bad
+// row).
 #pragma once
 
 #include <cstdint>
@@ -30,12 +31,12 @@ Tolerance default_tolerance(DType t);
 // The verdict on one output tensor.
 struct Comparison {
   bool passed = true;
-  int64_t count = 0;            // elements compared
-  int64_t nonfinite = 0;        // NaN or Inf in `got` (poisoned outputs that were never written)
-  int64_t first_nonfinite = -1; // index of the first one, -1 when none
-  double rel_l2 = 0;            // ‖got − ref‖₂ / max(‖ref‖₂, floor_rms √count)
-  double elementwise = 0;       // max |got − ref| / (|ref| + max(rms(ref), floor_rms))
-  int64_t worst_index = -1;     // where `elementwise` was reached
+  int64_t count = 0;             // elements compared
+  int64_t nonfinite = 0;         // NaN or Inf in `got` (poisoned outputs that were never written)
+  int64_t first_nonfinite = -1;  // index of the first one, -1 when none
+  double rel_l2 = 0;             // ‖got − ref‖₂ / max(‖ref‖₂, floor_rms √count)
+  double elementwise = 0;        // max |got − ref| / (|ref| + max(rms(ref), floor_rms))
+  int64_t worst_index = -1;      // where `elementwise` was reached
   double worst_got = 0, worst_want = 0;
   Tolerance tolerance{};
   std::string name;

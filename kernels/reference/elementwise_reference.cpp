@@ -17,7 +17,8 @@ double gelu(double x) {
 
 double gelu_derivative(double x) {
   const double t = std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x));
-  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kGeluCubic * x * x);
+  return 0.5 * (1.0 + t) +
+         0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kGeluCubic * x * x);
 }
 
 void swiglu_forward(std::span<const float> in, int64_t rows, int64_t cols, std::span<double> out) {
@@ -56,8 +57,8 @@ void bias_dropout_residual_forward(std::span<const float> x, std::span<const flo
     }
 }
 
-void dropout_backward(std::span<const float> dy, int64_t rows, int64_t cols, float p,
-                      uint64_t seed, uint64_t offset, std::span<double> dx) {
+void dropout_backward(std::span<const float> dy, int64_t rows, int64_t cols, float p, uint64_t seed,
+                      uint64_t offset, std::span<double> dx) {
   const double scale = p > 0 ? 1.0 / (1.0 - p) : 1.0;
   for (int64_t i = 0; i < rows * cols; ++i)
     dx[i] = dropout_keeps(seed, offset, static_cast<uint64_t>(i), p) ? dy[i] * scale : 0.0;
@@ -72,8 +73,8 @@ void adamw(std::span<double> master, std::span<double> m, std::span<double> v,
     m[i] = s.beta1 * m[i] + (1.0 - s.beta1) * g;
     v[i] = s.beta2 * v[i] + (1.0 - s.beta2) * g * g;
     const double mhat = m[i] / c1, vhat = v[i] / c2;
-    master[i] = master[i] * (1.0 - double{s.lr} * s.weight_decay) -
-                s.lr * mhat / (std::sqrt(vhat) + s.eps);
+    master[i] =
+        master[i] * (1.0 - double{s.lr} * s.weight_decay) - s.lr * mhat / (std::sqrt(vhat) + s.eps);
   }
 }
 

@@ -26,8 +26,8 @@ void bias_dropout_residual_forward(std::span<const float> x, std::span<const flo
                                    std::span<const float> residual, int64_t rows, int64_t cols,
                                    float p, uint64_t seed, uint64_t offset, std::span<double> y);
 // dx = dy * keep / (1 - p).
-void dropout_backward(std::span<const float> dy, int64_t rows, int64_t cols, float p,
-                      uint64_t seed, uint64_t offset, std::span<double> dx);
+void dropout_backward(std::span<const float> dy, int64_t rows, int64_t cols, float p, uint64_t seed,
+                      uint64_t offset, std::span<double> dx);
 
 // One AdamW step (Loshchilov & Hutter 2019, as torch.optim.AdamW): g = grad * grad_scale,
 // m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, w = w (1 - lr wd) - lr mhat / (sqrt(vhat) + eps)

@@ -45,9 +45,8 @@ void layernorm_backward_input(std::span<const float> x, std::span<const float> g
 }
 
 void layernorm_backward_weight(std::span<const float> x, std::span<const float> mean,
-                               std::span<const float> rstd, std::span<const float> dy,
-                               int64_t rows, int64_t cols, std::span<double> dgamma,
-                               std::span<double> dbeta) {
+                               std::span<const float> rstd, std::span<const float> dy, int64_t rows,
+                               int64_t cols, std::span<double> dgamma, std::span<double> dbeta) {
   for (int64_t c = 0; c < cols; ++c) dgamma[c] = dbeta[c] = 0;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {

@@ -20,9 +20,8 @@ void layernorm_backward_input(std::span<const float> x, std::span<const float> g
                               std::span<double> dx);
 // dgamma = sum over rows of dy * xhat, dbeta = sum over rows of dy.
 void layernorm_backward_weight(std::span<const float> x, std::span<const float> mean,
-                               std::span<const float> rstd, std::span<const float> dy,
-                               int64_t rows, int64_t cols, std::span<double> dgamma,
-                               std::span<double> dbeta);
+                               std::span<const float> rstd, std::span<const float> dy, int64_t rows,
+                               int64_t cols, std::span<double> dgamma, std::span<double> dbeta);
 
 // y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2) + eps).
 void rmsnorm_forward(std::span<const float> x, std::span<const float> gamma, int64_t rows,

@@ -18,7 +18,8 @@ uint16_t float_to_fp16_bits(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) return static_cast<uint16_t>(sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (ax >= 0x7f800000u)
+    return static_cast<uint16_t>(sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u));
   if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to inf
   if (ax < 0x38800000u) {
     // Below 2^-14: a subnormal half, i.e. an integer multiple of 2^-24 (exact scaling, then RNE).
@@ -26,7 +27,7 @@ uint16_t float_to_fp16_bits(float f) {
     return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(scaled)));
   }
   uint32_t r = ax - ((127u - 15u) << 23);  // rebias the exponent
-  r += 0xfffu + ((r >> 13) & 1u);           // round the mantissa to 10 bits, ties to even
+  r += 0xfffu + ((r >> 13) & 1u);          // round the mantissa to 10 bits, ties to even
   return static_cast<uint16_t>(sign | (r >> 13));
 }
 

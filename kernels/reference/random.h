@@ -21,7 +21,8 @@ template <class T>
 std::vector<T> random_vector(int64_t n, float lo, float hi, uint64_t seed) {
   std::vector<T> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    v[static_cast<size_t>(i)] = from_float<T>(random_uniform(seed, static_cast<uint64_t>(i), lo, hi));
+    v[static_cast<size_t>(i)] =
+        from_float<T>(random_uniform(seed, static_cast<uint64_t>(i), lo, hi));
   return v;
 }
 

@@ -25,19 +25,20 @@ void cross_entropy_backward(std::span<const float> logits, std::span<const int32
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t v = 0; v < vocab; ++v) {
       const int64_t i = t * vocab + v;
-      dlogits[i] = labels[t] < 0 ? 0.0
-                                 : (std::exp(double{logits[i]} - lse[t]) - (v == labels[t])) * dloss[t];
+      dlogits[i] = labels[t] < 0
+                       ? 0.0
+                       : (std::exp(double{logits[i]} - lse[t]) - (v == labels[t])) * dloss[t];
     }
 }
 
-void embedding_forward(std::span<const int32_t> ids, std::span<const float> weight,
-                       int64_t tokens, int64_t hidden, std::span<double> out) {
+void embedding_forward(std::span<const int32_t> ids, std::span<const float> weight, int64_t tokens,
+                       int64_t hidden, std::span<double> out) {
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t c = 0; c < hidden; ++c) out[t * hidden + c] = weight[ids[t] * hidden + c];
 }
 
-void embedding_backward(std::span<const int32_t> ids, std::span<const float> dout,
-                        int64_t tokens, int64_t hidden, std::span<double> dweight) {
+void embedding_backward(std::span<const int32_t> ids, std::span<const float> dout, int64_t tokens,
+                        int64_t hidden, std::span<double> dweight) {
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t c = 0; c < hidden; ++c) dweight[ids[t] * hidden + c] += dout[t * hidden + c];
 }
@@ -47,8 +48,9 @@ void rotary_tables(int64_t seq, int64_t head_dim, double base, std::span<double>
   const int64_t half = head_dim / 2;
   for (int64_t p = 0; p < seq; ++p)
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(p) *
-                           std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+      const double angle =
+          static_cast<double>(p) *
+          std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
       cos[p * half + i] = std::cos(angle);
       sin[p * half + i] = std::sin(angle);
     }

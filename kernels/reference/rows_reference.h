@@ -19,12 +19,12 @@ void cross_entropy_backward(std::span<const float> logits, std::span<const int32
                             int64_t tokens, int64_t vocab, std::span<double> dlogits);
 
 // out[t, :] = weight[ids[t], :].
-void embedding_forward(std::span<const int32_t> ids, std::span<const float> weight,
-                       int64_t tokens, int64_t hidden, std::span<double> out);
+void embedding_forward(std::span<const int32_t> ids, std::span<const float> weight, int64_t tokens,
+                       int64_t hidden, std::span<double> out);
 // dweight[v, :] += sum of dout[t, :] over the tokens t with ids[t] == v (dweight holds the
 // starting values, accumulated into).
-void embedding_backward(std::span<const int32_t> ids, std::span<const float> dout,
-                        int64_t tokens, int64_t hidden, std::span<double> dweight);
+void embedding_backward(std::span<const int32_t> ids, std::span<const float> dout, int64_t tokens,
+                        int64_t hidden, std::span<double> dweight);
 
 // Tables for positions [0, seq): cos and sin of pos * base^(-2i/head_dim), [seq, head_dim / 2].
 void rotary_tables(int64_t seq, int64_t head_dim, double base, std::span<double> cos,

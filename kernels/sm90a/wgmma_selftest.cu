@@ -31,10 +31,18 @@ std::vector<float> wgmma_selftest_run(int variant) {
   DeviceBuffer<float> out(kWgmmaSelftestOutFloats);
   out.fill_bytes(0xff);
   switch (variant) {
-    case 0: launch<0>(image.get(), out.get()); break;
-    case 1: launch<1>(image.get(), out.get()); break;
-    case 2: launch<2>(image.get(), out.get()); break;
-    default: launch<3>(image.get(), out.get()); break;
+    case 0:
+      launch<0>(image.get(), out.get());
+      break;
+    case 1:
+      launch<1>(image.get(), out.get());
+      break;
+    case 2:
+      launch<2>(image.get(), out.get());
+      break;
+    default:
+      launch<3>(image.get(), out.get());
+      break;
   }
   HETPLAN_CUDA_CHECK(cudaDeviceSynchronize());
   return out.download();

@@ -27,7 +27,6 @@ ncclResult_t run(const RankBuffers& b, ncclDataType_t type, ncclComm_t comm, cud
 
 }  // namespace
 
-extern const CollectiveOps kAllReduceOps = {counts, init_send, check,
-                                            run};
+extern const CollectiveOps kAllReduceOps = {counts, init_send, check, run};
 
 }  // namespace hetplan::profiler::coll

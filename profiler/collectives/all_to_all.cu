@@ -29,8 +29,8 @@ ncclResult_t run(const RankBuffers& b, ncclDataType_t type, ncclComm_t comm, cud
   const size_t chunk = b.send_count / b.nranks;
   const size_t chunk_bytes = chunk * b.elem_bytes;
   for (int p = 0; p < b.nranks; ++p) {
-    ncclResult_t r = ncclSend(static_cast<const char*>(b.send) + p * chunk_bytes, chunk, type, p,
-                              comm, s);
+    ncclResult_t r =
+        ncclSend(static_cast<const char*>(b.send) + p * chunk_bytes, chunk, type, p, comm, s);
     if (r != ncclSuccess && r != ncclInProgress) return r;
     r = ncclRecv(static_cast<char*>(b.recv) + p * chunk_bytes, chunk, type, p, comm, s);
     if (r != ncclSuccess && r != ncclInProgress) return r;
@@ -40,7 +40,6 @@ ncclResult_t run(const RankBuffers& b, ncclDataType_t type, ncclComm_t comm, cud
 
 }  // namespace
 
-extern const CollectiveOps kAllToAllOps = {counts, init_send, check,
-                                           run};
+extern const CollectiveOps kAllToAllOps = {counts, init_send, check, run};
 
 }  // namespace hetplan::profiler::coll

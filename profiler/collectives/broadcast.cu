@@ -20,7 +20,6 @@ ncclResult_t run(const RankBuffers& b, ncclDataType_t type, ncclComm_t comm, cud
 
 }  // namespace
 
-extern const CollectiveOps kBroadcastOps = {counts, init_send, check,
-                                            run};
+extern const CollectiveOps kBroadcastOps = {counts, init_send, check, run};
 
 }  // namespace hetplan::profiler::coll

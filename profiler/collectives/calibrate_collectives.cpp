@@ -12,9 +12,9 @@
 #include "profiler/collectives/host_device.h"
 #include "profiler/collectives/topology.h"
 #include "profiler/common/gpu_type.h"
-#include "profiler/common/run_info.h"
 #include "profiler/common/launcher.h"
 #include "profiler/common/rendezvous.h"
+#include "profiler/common/run_info.h"
 
 namespace hetplan::profiler {
 namespace {
@@ -166,8 +166,8 @@ void Sweep::host_device() {
     for (bool pinned : {true, false}) {
       for (double bytes : sizes) {
         const std::string key = host_device_key(dir, pinned, bytes);
-        const std::string label = fmt::format("host-device {} {} {:.0f} B", dir,
-                                              pinned ? "pinned" : "pageable", bytes);
+        const std::string label =
+            fmt::format("host-device {} {} {:.0f} B", dir, pinned ? "pinned" : "pageable", bytes);
         HostDeviceMeasurement m;
         if (const Json* j = journal_.find(key)) {
           m = host_device_from_json(ObjectReader(*j, journal_.path().string(), key));
@@ -221,8 +221,8 @@ bool Sweep::connect(const GroupSpec& g, std::unique_ptr<CommGroup>& comm,
   for (size_t r = 0; r < all.size(); ++r) {
     const Json j = Json::parse(all[r]);
     if (!j["error"].get<std::string>().empty())
-      error += fmt::format("{}rank {}: {}", error.empty() ? "" : "; ", r,
-                           j["error"].get<std::string>());
+      error +=
+          fmt::format("{}rank {}: {}", error.empty() ? "" : "; ", r, j["error"].get<std::string>());
     agreed = std::min(agreed, j["capacity"].get<size_t>());
   }
   if (!error.empty()) {
@@ -239,8 +239,7 @@ void Sweep::group(const GroupSpec& g, bool with_p2p) {
   std::unique_ptr<coll::Workspace> ws;
   auto agree = [this](double v) { return this->agree(v); };
   // Runs or reuses one measurement; `measure` runs it on this process, `store` keeps the result.
-  auto step = [&](const std::string& key, const std::string& label, auto&& measure,
-                  auto&& store) {
+  auto step = [&](const std::string& key, const std::string& label, auto&& measure, auto&& store) {
     std::vector<RankRecord> records;
     if (all_have(key, records)) {
       ++summary_.reused;
@@ -260,8 +259,8 @@ void Sweep::group(const GroupSpec& g, bool with_p2p) {
       records = exchange(mine);
       ++summary_.measured;
     }
-    const bool failed = std::any_of(records.begin(), records.end(),
-                                    [](const RankRecord& r) { return !r.ok; });
+    const bool failed =
+        std::any_of(records.begin(), records.end(), [](const RankRecord& r) { return !r.ok; });
     if (failed) {  // every process sees the same records: all start afresh with new communicators
       ws.reset();
       if (comm) comm->abort();
@@ -276,26 +275,27 @@ void Sweep::group(const GroupSpec& g, bool with_p2p) {
     for (Dtype dtype : planned_dtypes(o_)) {
       for (double bytes : collective_sizes(o_)) {
         const std::string key = collective_key(op, dtype, g, bytes);
-        const std::string label = fmt::format("{} {} {} {:.0f} B", to_string(op),
-                                              to_string(dtype), g.label(), bytes);
-        step(key, label,
-             [&] { return coll::measure_collective(*comm, *ws, ops, dtype, bytes, plan_, agree); },
-             [&](const std::vector<RankRecord>& records) {
-               if (!root()) return;
-               CollectiveMeasurement m = combine_collective(op, dtype, g, records, {});
-               out_.collectives.push_back(m);
-               record(key, to_json(m), m.ok, label);
-             });
+        const std::string label =
+            fmt::format("{} {} {} {:.0f} B", to_string(op), to_string(dtype), g.label(), bytes);
+        step(
+            key, label,
+            [&] { return coll::measure_collective(*comm, *ws, ops, dtype, bytes, plan_, agree); },
+            [&](const std::vector<RankRecord>& records) {
+              if (!root()) return;
+              CollectiveMeasurement m = combine_collective(op, dtype, g, records, {});
+              out_.collectives.push_back(m);
+              record(key, to_json(m), m.ok, label);
+            });
       }
     }
   }
   if (!with_p2p) return;
   const bool single_node = layout_.hosts.size() == 1;
   for (const auto& [src, dst] : plan_p2p_pairs(layout_)) {
-    const int s = static_cast<int>(std::find(g.members.begin(), g.members.end(), src) -
-                                   g.members.begin());
-    const int d = static_cast<int>(std::find(g.members.begin(), g.members.end(), dst) -
-                                   g.members.begin());
+    const int s =
+        static_cast<int>(std::find(g.members.begin(), g.members.end(), src) - g.members.begin());
+    const int d =
+        static_cast<int>(std::find(g.members.begin(), g.members.end(), dst) - g.members.begin());
     std::string link = src == dst ? "self" : single_node ? g.link : "net";
     if (single_node && layout_.processes.size() == 1 && src != dst)
       link = coll::pair_link(devices_[src], devices_[dst]);
@@ -305,19 +305,19 @@ void Sweep::group(const GroupSpec& g, bool with_p2p) {
     for (double bytes : p2p_sizes(o_)) {
       const std::string key = p2p_key(src, dst, bytes);
       const std::string label = fmt::format("p2p {} -> {} {:.0f} B", src, dst, bytes);
-      step(key, label,
-           [&] { return coll::measure_p2p(*comm, *ws, s, d, bytes, plan_, agree); },
-           [&](const std::vector<RankRecord>& records) {
-             if (!root()) return;
-             try {
-               P2pMeasurement m = combine_p2p(src, dst, link, gpus, records);
-               out_.p2p.push_back(m);
-               record(key, to_json(m), true, label);
-             } catch (const RuntimeFailure& e) {
-               out_.failures.push_back({key, e.what()});
-               record(key, Json{{"failed", {{"what", key}, {"error", e.what()}}}}, false, label);
-             }
-           });
+      step(
+          key, label, [&] { return coll::measure_p2p(*comm, *ws, s, d, bytes, plan_, agree); },
+          [&](const std::vector<RankRecord>& records) {
+            if (!root()) return;
+            try {
+              P2pMeasurement m = combine_p2p(src, dst, link, gpus, records);
+              out_.p2p.push_back(m);
+              record(key, to_json(m), true, label);
+            } catch (const RuntimeFailure& e) {
+              out_.failures.push_back({key, e.what()});
+              record(key, Json{{"failed", {{"what", key}, {"error", e.what()}}}}, false, label);
+            }
+          });
     }
   }
 }
@@ -359,9 +359,10 @@ CollectiveRunSummary Sweep::run() {
     if (c.hetplan_version.empty()) c.hetplan_version = hetplan_version();
     std::string hosts;
     for (const auto& h : layout_.hosts) hosts += (hosts.empty() ? "" : ", ") + h;
-    const std::string note = fmt::format("collectives: {} processes, {} GPUs on {} nodes ({}); "
-                                         "intra-node link {}", layout_.processes.size(),
-                                         layout_.gpus.size(), layout_.hosts.size(), hosts, link);
+    const std::string note = fmt::format(
+        "collectives: {} processes, {} GPUs on {} nodes ({}); "
+        "intra-node link {}",
+        layout_.processes.size(), layout_.gpus.size(), layout_.hosts.size(), hosts, link);
     c.notes += (c.notes.empty() ? "" : "; ") + note;
   }
   return summary_;

@@ -40,8 +40,8 @@ CommGroup::CommGroup(const ncclUniqueId& id, int nranks, const std::vector<Local
     CUDA_CHECK(cudaSetDevice(members_[i].device));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    const ncclResult_t r = ncclCommInitRankConfig(&comms_[i], nranks, id, members_[i].rank,
-                                                  &config);
+    const ncclResult_t r =
+        ncclCommInitRankConfig(&comms_[i], nranks, id, members_[i].rank, &config);
     if (r != ncclSuccess && r != ncclInProgress && first_error == ncclSuccess) first_error = r;
   }
   const ncclResult_t end = ncclGroupEnd();
@@ -69,8 +69,10 @@ CommGroup::~CommGroup() {
     for (ncclComm_t c : comms_) {
       ncclResult_t state = ncclSuccess;
       ncclCommGetAsyncError(c, &state);
-      if (state == ncclInProgress) pending = true;
-      else if (state != ncclSuccess) finalized = false;
+      if (state == ncclInProgress)
+        pending = true;
+      else if (state != ncclSuccess)
+        finalized = false;
     }
     if (!pending) break;
     if (Clock::now() > deadline) finalized = false;
@@ -109,8 +111,7 @@ void CommGroup::wait_ready() {
       if (state == ncclInProgress) {
         pending = true;
       } else if (state != ncclSuccess) {
-        fail(fmt::format("NCCL error: {} ({})", ncclGetErrorString(state),
-                         ncclGetLastError(c)));
+        fail(fmt::format("NCCL error: {} ({})", ncclGetErrorString(state), ncclGetLastError(c)));
       }
     }
     if (!pending) return;

@@ -30,10 +30,10 @@ class HostMemory {
 }  // namespace hetplan::profiler::coll
 
 // For calls that may legitimately return ncclInProgress on a non-blocking communicator.
-#define NCCL_CHECK(call)                                                                    \
-  do {                                                                                      \
-    const ncclResult_t hp_res_ = (call);                                                    \
-    if (hp_res_ != ncclSuccess && hp_res_ != ncclInProgress)                                \
-      ::hetplan::profiler::throw_check_failure("NCCL", #call, ncclGetErrorString(hp_res_),  \
-                                               __FILE__, __LINE__);                         \
+#define NCCL_CHECK(call)                                                                   \
+  do {                                                                                     \
+    const ncclResult_t hp_res_ = (call);                                                   \
+    if (hp_res_ != ncclSuccess && hp_res_ != ncclInProgress)                               \
+      ::hetplan::profiler::throw_check_failure("NCCL", #call, ncclGetErrorString(hp_res_), \
+                                               __FILE__, __LINE__);                        \
   } while (0)

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-
 namespace hetplan::profiler::coll {
 
 TimingPlan timing_plan(bool quick) {
@@ -71,8 +70,7 @@ double timed_batch(CommGroup& g, BatchEvents& ev, const std::vector<size_t>& ind
   }
   g.wait_streams();
   double slowest = 0;
-  for (size_t i : indices)
-    slowest = std::max(slowest, ev.stop[i].seconds_since(ev.start[i]));
+  for (size_t i : indices) slowest = std::max(slowest, ev.stop[i].seconds_since(ev.start[i]));
   return slowest / iterations;
 }
 
@@ -192,8 +190,8 @@ RankRecord measure_collective(CommGroup& g, Workspace& ws, const CollectiveOps& 
       CUDA_CHECK(cudaMemsetAsync(ws.errors(i), 0, sizeof(unsigned long long), g.stream(i)));
       ops.check(bufs[i], ws.errors(i), g.stream(i));
       unsigned long long wrong = 0;
-      CUDA_CHECK(cudaMemcpyAsync(&wrong, ws.errors(i), sizeof wrong, cudaMemcpyDeviceToHost,
-                                    g.stream(i)));
+      CUDA_CHECK(
+          cudaMemcpyAsync(&wrong, ws.errors(i), sizeof wrong, cudaMemcpyDeviceToHost, g.stream(i)));
       CUDA_CHECK(cudaStreamSynchronize(g.stream(i)));
       total += wrong;
     }
@@ -247,8 +245,8 @@ RankRecord measure_p2p(CommGroup& g, Workspace& ws, int src, int dst, double byt
     CUDA_CHECK(cudaMemsetAsync(ws.errors(dst_index), 0, sizeof(unsigned long long), s));
     check_sender_pattern(ws.recv(dst_index), count, src, ws.errors(dst_index), s);
     unsigned long long wrong = 0;
-    CUDA_CHECK(cudaMemcpyAsync(&wrong, ws.errors(dst_index), sizeof wrong,
-                                  cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(
+        cudaMemcpyAsync(&wrong, ws.errors(dst_index), sizeof wrong, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
     return wrong;
   };

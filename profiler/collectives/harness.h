@@ -7,8 +7,8 @@
 #include <functional>
 #include <vector>
 
-#include "profiler/collectives/registry.h"
 #include "profiler/collectives/communicator.h"
+#include "profiler/collectives/registry.h"
 #include "profiler/common/collective_plan.h"
 
 namespace hetplan::profiler::coll {

@@ -43,8 +43,10 @@ HostDeviceMeasurement HostDeviceBench::measure(const std::string& direction, boo
   CUDA_CHECK(cudaMemcpy(dev_.get(), host, bytes, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(check_->get(), dev_.get(), bytes, cudaMemcpyDeviceToHost));
   if (std::memcmp(check_->get(), host, bytes) != 0)
-    throw RuntimeFailure(fmt::format("host-device round trip of {} bytes on GPU {} came back "
-                                     "different", bytes, device_));
+    throw RuntimeFailure(
+        fmt::format("host-device round trip of {} bytes on GPU {} came back "
+                    "different",
+                    bytes, device_));
   void* dst = h2d ? dev_.get() : host;
   const void* src = h2d ? host : dev_.get();
   const cudaMemcpyKind kind = h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
@@ -72,9 +74,9 @@ HostDeviceMeasurement HostDeviceBench::measure(const std::string& direction, boo
     return dt.count() / iterations;
   };
   const double estimate = batch(1);
-  const int iterations = std::clamp(
-      static_cast<int>(std::ceil(plan.target_batch_s / std::max(estimate, 1e-9))), 1,
-      plan.max_iterations);
+  const int iterations =
+      std::clamp(static_cast<int>(std::ceil(plan.target_batch_s / std::max(estimate, 1e-9))), 1,
+                 plan.max_iterations);
   std::vector<double> samples;
   for (int b = 0; b < plan.batches; ++b) samples.push_back(batch(iterations));
   HostDeviceMeasurement m;

@@ -22,11 +22,17 @@ __host__ __device__ inline float pattern_value(int rank, size_t i) {
 template <typename T>
 __device__ inline T from_float(float v);
 template <>
-__device__ inline float from_float<float>(float v) { return v; }
+__device__ inline float from_float<float>(float v) {
+  return v;
+}
 template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16(v);
+}
 template <>
-__device__ inline __half from_float<__half>(float v) { return __float2half(v); }
+__device__ inline __half from_float<__half>(float v) {
+  return __float2half(v);
+}
 
 __device__ inline float to_float(float v) { return v; }
 __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }

@@ -31,7 +31,6 @@ ncclResult_t run(const RankBuffers& b, ncclDataType_t type, ncclComm_t comm, cud
 
 }  // namespace
 
-extern const CollectiveOps kReduceScatterOps = {counts, init_send,
-                                                check, run};
+extern const CollectiveOps kReduceScatterOps = {counts, init_send, check, run};
 
 }  // namespace hetplan::profiler::coll

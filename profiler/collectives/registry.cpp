@@ -32,8 +32,8 @@ ncclDataType_t nccl_type(Dtype dtype) {
     case Dtype::kFp16:
       return ncclFloat16;
     default:
-      throw InputError(fmt::format("collectives are measured in fp32, bf16 or fp16, not {}",
-                                   to_string(dtype)));
+      throw InputError(
+          fmt::format("collectives are measured in fp32, bf16 or fp16, not {}", to_string(dtype)));
   }
 }
 

@@ -30,8 +30,8 @@ ProcessInfo process_info_from_json(const Json& j) {
 }
 
 int Layout::gpus_on_node(int node) const {
-  return static_cast<int>(std::count_if(gpus.begin(), gpus.end(),
-                                        [&](const Gpu& g) { return g.node == node; }));
+  return static_cast<int>(
+      std::count_if(gpus.begin(), gpus.end(), [&](const Gpu& g) { return g.node == node; }));
 }
 
 Layout make_layout(const std::vector<ProcessInfo>& processes) {
@@ -43,9 +43,10 @@ Layout make_layout(const std::vector<ProcessInfo>& processes) {
   if (!missing.empty()) {
     std::string text;
     for (const auto& m : missing) text += "\n  " + m;
-    throw RuntimeFailure(fmt::format("no GPU: {} of {} processes have no usable GPU, so no "
-                                     "collective can be measured:{}", missing.size(),
-                                     processes.size(), text));
+    throw RuntimeFailure(
+        fmt::format("no GPU: {} of {} processes have no usable GPU, so no "
+                    "collective can be measured:{}",
+                    missing.size(), processes.size(), text));
   }
   Layout layout;
   layout.processes = processes;
@@ -68,8 +69,8 @@ Layout make_layout(const std::vector<ProcessInfo>& processes) {
 }
 
 std::string GroupSpec::label() const {
-  if (nodes > 1) return fmt::format("{} nodes x {} GPU{}", nodes, gpus_per_node,
-                                    gpus_per_node > 1 ? "s" : "");
+  if (nodes > 1)
+    return fmt::format("{} nodes x {} GPU{}", nodes, gpus_per_node, gpus_per_node > 1 ? "s" : "");
   return fmt::format("{} {} GPU{}", shape, members.size(), members.size() > 1 ? "s" : "");
 }
 

@@ -23,7 +23,7 @@ struct CollectiveOptions {
   std::vector<Dtype> dtypes;        // empty: bf16 and fp32 (bf16 only with quick)
   double min_bytes = 1024;
   double max_bytes = double(1 << 30);
-  std::string intra_link;  // link name for groups inside a node; empty: detected
+  std::string intra_link;   // link name for groups inside a node; empty: detected
   bool p2p = true;          // the pairwise p2p matrix
   bool host_device = true;  // host-device copies (process 0, GPU 0)
   double timeout_s = 120;   // a communicator init or one measurement longer than this is a hang
@@ -116,6 +116,7 @@ P2pMeasurement combine_p2p(int src, int dst, const std::string& link,
                            const std::vector<RankRecord>& records);
 
 // Progress callback: measurements done, total, what runs now.
-using CollectiveProgressFn = std::function<void(size_t done, size_t total, const std::string& what)>;
+using CollectiveProgressFn =
+    std::function<void(size_t done, size_t total, const std::string& what)>;
 
 }  // namespace hetplan::profiler

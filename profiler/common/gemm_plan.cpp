@@ -30,9 +30,7 @@ constexpr double kLaunch_s = 4e-6;
 constexpr double kOverhead_s = 4e-3;  // heuristic query, check, CUPTI trace, pilot
 
 // Largest FLOPs per product kept in the grid (about 25 ms per launch at the rates above).
-double flop_cap(Dtype d) {
-  return rate_flops(d) * 25e-3;
-}
+double flop_cap(Dtype d) { return rate_flops(d) * 25e-3; }
 
 std::vector<int64_t> powers_of_four(int64_t lo, int64_t hi) {
   std::vector<int64_t> out;
@@ -112,9 +110,7 @@ double gemm_bytes(Dtype dtype, const GemmShape& s) {
           static_cast<double>(s.m) * s.n * out);
 }
 
-double gemm_timing_target_s(bool quick) {
-  return quick ? 5e-3 : 20e-3;
-}
+double gemm_timing_target_s(bool quick) { return quick ? 5e-3 : 20e-3; }
 
 double estimate_gemm_s(Dtype dtype, const GemmShape& shape, bool quick) {
   const double launch_s =

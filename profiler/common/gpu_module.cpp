@@ -28,8 +28,9 @@ std::vector<std::filesystem::path> candidate_paths() {
 
 GpuModule load() {
 #ifndef HETPLAN_HAVE_CUDA
-  throw RuntimeFailure("this hetplan was built without CUDA (no nvcc, cuBLASLt, CUPTI or NCCL at "
-                       "build time), so it cannot measure a GPU: no GPU support");
+  throw RuntimeFailure(
+      "this hetplan was built without CUDA (no nvcc, cuBLASLt, CUPTI or NCCL at "
+      "build time), so it cannot measure a GPU: no GPU support");
 #else
   std::string tried;
   for (const auto& path : candidate_paths()) {
@@ -54,23 +55,26 @@ GpuModule load() {
     GpuModule m;
     const std::string signature = gpu_module_signature();
     if (const int abi = entry(kGpuModuleAbi, signature.c_str(), &m); abi != 0)
-      throw RuntimeFailure(fmt::format("{} comes from another build of hetplan (module ABI {}; "
-                                       "this hetplan: ABI {}, {}): rebuild both together",
-                                       path.string(), abi, kGpuModuleAbi, signature));
+      throw RuntimeFailure(
+          fmt::format("{} comes from another build of hetplan (module ABI {}; "
+                      "this hetplan: ABI {}, {}): rebuild both together",
+                      path.string(), abi, kGpuModuleAbi, signature));
     return m;  // the handle stays open for the life of the process
   }
-  throw RuntimeFailure(fmt::format("hetplan's GPU module {} was not found:{}\nbuild with CUDA "
-                                   "(scripts/build.sh) or set HETPLAN_GPU_MODULE to its path",
-                                   kModuleFile, tried));
+  throw RuntimeFailure(
+      fmt::format("hetplan's GPU module {} was not found:{}\nbuild with CUDA "
+                  "(scripts/build.sh) or set HETPLAN_GPU_MODULE to its path",
+                  kModuleFile, tried));
 #endif
 }
 
 }  // namespace
 
 std::string gpu_module_signature() {
-  return fmt::format("hetplan {}, sizes {} {} {} {} {}", hetplan_version(), sizeof(CalibrateOptions),
-                     sizeof(CalibrationOutcome), sizeof(CollectiveOptions),
-                     sizeof(CollectiveRunSummary), sizeof(CalibrationFile));
+  return fmt::format("hetplan {}, sizes {} {} {} {} {}", hetplan_version(),
+                     sizeof(CalibrateOptions), sizeof(CalibrationOutcome),
+                     sizeof(CollectiveOptions), sizeof(CollectiveRunSummary),
+                     sizeof(CalibrationFile));
 }
 
 const GpuModule& gpu_module() {

@@ -15,10 +15,9 @@ namespace hetplan::profiler {
 // same headers; kGpuModuleAbi and the version string guard against a stale module.
 struct GpuModule {
   CalibrationOutcome (*run_calibration)(const CalibrateOptions& options) = nullptr;
-  CollectiveRunSummary (*run_collective_calibration)(const CollectiveOptions& options,
-                                                     CalibrationFile& out, Journal* main_journal,
-                                                     const CollectiveProgressFn& progress) =
-      nullptr;
+  CollectiveRunSummary (*run_collective_calibration)(
+      const CollectiveOptions& options, CalibrationFile& out, Journal* main_journal,
+      const CollectiveProgressFn& progress) = nullptr;
 };
 
 inline constexpr int kGpuModuleAbi = 1;

@@ -101,7 +101,8 @@ LaunchInfo detect_launch(const Environment& env) {
     if (s.local_size) {
       info.local_size = parse_int_or(env, s.local_size, 1, 1);
     } else if (const std::string* tpn = find(env, "SLURM_STEP_TASKS_PER_NODE")) {
-      info.local_size = std::max(1, slurm_tasks_on_node(*tpn, parse_int_or(env, "SLURM_NODEID", 0, 0)));
+      info.local_size =
+          std::max(1, slurm_tasks_on_node(*tpn, parse_int_or(env, "SLURM_NODEID", 0, 0)));
     }
     if (info.local_rank >= info.local_size) info.local_size = info.local_rank + 1;
     break;
@@ -125,8 +126,10 @@ RendezvousAddress rendezvous_address(const LaunchInfo& launch, const Environment
   if (find(env, "HETPLAN_MASTER_PORT")) {
     a.port = parse_int(env, "HETPLAN_MASTER_PORT", 1);
     if (a.port > 65535)
-      throw InputError(fmt::format("environment variable HETPLAN_MASTER_PORT: expected a port "
-                                   "number up to 65535, found {}", a.port));
+      throw InputError(
+          fmt::format("environment variable HETPLAN_MASTER_PORT: expected a port "
+                      "number up to 65535, found {}",
+                      a.port));
   } else {
     a.port = 29500 + static_cast<int>(std::hash<std::string>{}(launch.job_id) % 1000);
   }

@@ -14,7 +14,7 @@ struct LaunchInfo {
   int rank = 0;
   int size = 1;
   int local_rank = 0;
-  int local_size = 1;  // processes on this host; 1 when the launcher does not say
+  int local_size = 1;             // processes on this host; 1 when the launcher does not say
   std::string launcher = "none";  // "openmpi", "pmi", "slurm", "torchrun" or "none"
   std::string job_id;             // identical on every rank of one launch; may be empty
 };

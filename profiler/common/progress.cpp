@@ -33,9 +33,7 @@ Progress::Progress(std::FILE* out, bool tty, Clock clock)
   start_s_ = now();
 }
 
-double Progress::now() const {
-  return clock_();
-}
+double Progress::now() const { return clock_(); }
 
 void Progress::add_planned(int64_t items, double estimate_s) {
   planned_ += items;

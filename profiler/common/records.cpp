@@ -24,9 +24,7 @@ bool finished(const Journal& journal, const std::string& key, bool retry_failed)
   return retry_failed ? measured(journal, key) : journal.contains(key);
 }
 
-std::string context_key(const Provenance& p) {
-  return "context/" + p.date;
-}
+std::string context_key(const Provenance& p) { return "context/" + p.date; }
 
 namespace {
 

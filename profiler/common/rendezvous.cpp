@@ -54,8 +54,8 @@ void send_all(int fd, const void* data, size_t n, Clock::time_point deadline,
     const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
-      throw RuntimeFailure(fmt::format("rendezvous: lost the connection to {} ({})", peer,
-                                       std::strerror(errno)));
+      throw RuntimeFailure(
+          fmt::format("rendezvous: lost the connection to {} ({})", peer, std::strerror(errno)));
     p += w;
     n -= static_cast<size_t>(w);
   }
@@ -66,16 +66,18 @@ void recv_all(int fd, void* data, size_t n, Clock::time_point deadline, const st
   char* p = static_cast<char*>(data);
   while (n > 0) {
     if (!wait_fd(fd, POLLIN, deadline))
-      throw RuntimeFailure(fmt::format("rendezvous: {} did not answer within {:.0f} s (it may have "
-                                       "died or hung; see its output)", peer, timeout_s));
+      throw RuntimeFailure(
+          fmt::format("rendezvous: {} did not answer within {:.0f} s (it may have "
+                      "died or hung; see its output)",
+                      peer, timeout_s));
     const ssize_t r = ::recv(fd, p, n, 0);
     if (r < 0 && errno == EINTR) continue;
     if (r == 0)
-      throw RuntimeFailure(fmt::format("rendezvous: {} closed the connection (it exited or died)",
-                                       peer));
+      throw RuntimeFailure(
+          fmt::format("rendezvous: {} closed the connection (it exited or died)", peer));
     if (r < 0)
-      throw RuntimeFailure(fmt::format("rendezvous: lost the connection to {} ({})", peer,
-                                       std::strerror(errno)));
+      throw RuntimeFailure(
+          fmt::format("rendezvous: lost the connection to {} ({})", peer, std::strerror(errno)));
     p += r;
     n -= static_cast<size_t>(r);
   }
@@ -167,16 +169,17 @@ Rendezvous::Rendezvous(const LaunchInfo& launch, const RendezvousAddress& addres
     addr.sin_port = htons(static_cast<uint16_t>(address.port));
     if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
         ::listen(listen_fd_, size_) != 0)
-      throw RuntimeFailure(fmt::format("rendezvous: rank 0 cannot listen on port {} ({}); set "
-                                       "HETPLAN_MASTER_PORT to a free port", address.port,
-                                       std::strerror(errno)));
+      throw RuntimeFailure(
+          fmt::format("rendezvous: rank 0 cannot listen on port {} ({}); set "
+                      "HETPLAN_MASTER_PORT to a free port",
+                      address.port, std::strerror(errno)));
     peers_.assign(size_, -1);
     for (int joined = 1; joined < size_;) {
       if (!wait_fd(listen_fd_, POLLIN, deadline))
         throw RuntimeFailure(fmt::format(
             "rendezvous: only {} of {} ranks reached rank 0 on port {} within {:.0f} s; other "
-            "hosts need HETPLAN_MASTER_ADDR set to rank 0's host", joined, size_, address.port,
-            timeouts_.connect_s));
+            "hosts need HETPLAN_MASTER_ADDR set to rank 0's host",
+            joined, size_, address.port, timeouts_.connect_s));
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
       set_nodelay(fd);
@@ -194,9 +197,10 @@ Rendezvous::Rendezvous(const LaunchInfo& launch, const RendezvousAddress& addres
           static_cast<int>(r) >= size_ || peers_[r] >= 0) {
         ::close(fd);
         if (std::memcmp(hello, kMagic, 8) == 0)
-          throw RuntimeFailure(fmt::format("rendezvous: a rank announced itself as {} of {}, but "
-                                           "this job has {} ranks (two jobs on one port?)", r, n,
-                                           size_));
+          throw RuntimeFailure(
+              fmt::format("rendezvous: a rank announced itself as {} of {}, but "
+                          "this job has {} ranks (two jobs on one port?)",
+                          r, n, size_));
         continue;
       }
       peers_[r] = fd;
@@ -210,8 +214,8 @@ Rendezvous::Rendezvous(const LaunchInfo& launch, const RendezvousAddress& addres
     if (::getaddrinfo(address.host.c_str(), std::to_string(address.port).c_str(), &hints, &res) !=
             0 ||
         !res)
-      throw RuntimeFailure(fmt::format("rendezvous: cannot resolve HETPLAN_MASTER_ADDR \"{}\"",
-                                       address.host));
+      throw RuntimeFailure(
+          fmt::format("rendezvous: cannot resolve HETPLAN_MASTER_ADDR \"{}\"", address.host));
     int fd = -1;
     std::string last_error;
     while (fd < 0) {
@@ -222,9 +226,10 @@ Rendezvous::Rendezvous(const LaunchInfo& launch, const RendezvousAddress& addres
       fd = -1;
       if (Clock::now() >= deadline) {
         ::freeaddrinfo(res);
-        throw RuntimeFailure(fmt::format("rendezvous: rank {} could not reach rank 0 at {} within "
-                                         "{:.0f} s ({}); set HETPLAN_MASTER_ADDR to rank 0's host",
-                                         rank_, where, timeouts_.connect_s, last_error));
+        throw RuntimeFailure(
+            fmt::format("rendezvous: rank {} could not reach rank 0 at {} within "
+                        "{:.0f} s ({}); set HETPLAN_MASTER_ADDR to rank 0's host",
+                        rank_, where, timeouts_.connect_s, last_error));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }

@@ -17,14 +17,10 @@ namespace hetplan::profiler {
 namespace {
 
 constexpr size_t kAlign = 256;  // cuBLASLt's default alignment assumption
-size_t align_up(size_t v) {
-  return (v + kAlign - 1) / kAlign * kAlign;
-}
+size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 // fp32 and tf32 share storage; pools are per storage type.
-Dtype storage_of(Dtype d) {
-  return d == Dtype::kTf32 ? Dtype::kFp32 : d;
-}
+Dtype storage_of(Dtype d) { return d == Dtype::kTf32 ? Dtype::kFp32 : d; }
 
 size_t a_bytes(Dtype d, const GemmShape& s) {
   return align_up(static_cast<size_t>(s.m * s.k * s.batch) * gemm_input_bytes(d));

@@ -83,9 +83,7 @@ class LayerGemmSection : public GemmSection {
 
 }  // namespace
 
-std::unique_ptr<Section> make_gemm_grid_section() {
-  return std::make_unique<GemmGridSection>();
-}
+std::unique_ptr<Section> make_gemm_grid_section() { return std::make_unique<GemmGridSection>(); }
 
 std::unique_ptr<Section> make_layer_gemm_section(std::vector<std::string> models) {
   return std::make_unique<LayerGemmSection>(std::move(models));

@@ -31,9 +31,7 @@ cudaDataType_t input_type(Dtype d) {
   return CUDA_R_32F;
 }
 
-cudaDataType_t output_type(Dtype d) {
-  return d == Dtype::kFp8 ? CUDA_R_16BF : input_type(d);
-}
+cudaDataType_t output_type(Dtype d) { return d == Dtype::kFp8 ? CUDA_R_16BF : input_type(d); }
 
 Layout make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t batch) {
   cublasLtMatrixLayout_t raw = nullptr;
@@ -63,9 +61,7 @@ T algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes
 
 }  // namespace
 
-LtHandle::LtHandle() {
-  CUBLAS_CHECK(cublasLtCreate(&handle_));
-}
+LtHandle::LtHandle() { CUBLAS_CHECK(cublasLtCreate(&handle_)); }
 
 LtHandle::~LtHandle() {
   if (handle_) cublasLtDestroy(handle_);

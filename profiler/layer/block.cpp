@@ -48,15 +48,9 @@ constexpr float kNormEps = 1e-5f;
 constexpr float kRotaryBase = 10000.0f;
 
 // GEMM shapes of one linear layer (see profiler/common/layer_plan.h for the transposes).
-GemmShape fwd_shape(int64_t in, int64_t out, int64_t T) {
-  return {out, T, in, 1, true, false};
-}
-GemmShape dgrad_shape(int64_t in, int64_t out, int64_t T) {
-  return {in, T, out, 1, false, false};
-}
-GemmShape wgrad_shape(int64_t in, int64_t out, int64_t T) {
-  return {in, out, T, 1, false, true};
-}
+GemmShape fwd_shape(int64_t in, int64_t out, int64_t T) { return {out, T, in, 1, true, false}; }
+GemmShape dgrad_shape(int64_t in, int64_t out, int64_t T) { return {in, T, out, 1, false, false}; }
+GemmShape wgrad_shape(int64_t in, int64_t out, int64_t T) { return {in, out, T, 1, false, true}; }
 
 // A strided 2-D device copy: `rows` rows of `width` elements.
 void copy_columns(void* dst, int64_t dst_cols, const void* src, int64_t src_cols, int64_t width,
@@ -177,9 +171,7 @@ TransformerBlock::TransformerBlock(const LayerTimingCase& c, int sets, cudaStrea
 
 TransformerBlock::~TransformerBlock() = default;
 
-int TransformerBlock::sets() const {
-  return static_cast<int>(impl_->sets.size());
-}
+int TransformerBlock::sets() const { return static_cast<int>(impl_->sets.size()); }
 
 void TransformerBlock::forward(int set) {
   Impl& m = *impl_;
@@ -335,9 +327,7 @@ std::vector<CheckedTensor> TransformerBlock::outputs(int set) const {
   return out;
 }
 
-int64_t TransformerBlock::saved_bytes() const {
-  return impl_->sets[0]->saved.requested_bytes();
-}
+int64_t TransformerBlock::saved_bytes() const { return impl_->sets[0]->saved.requested_bytes(); }
 
 int64_t TransformerBlock::saved_memgetinfo_bytes() const {
   return impl_->sets[0]->saved_memgetinfo;

@@ -22,7 +22,8 @@ KernelMeasurement read_result(ObjectReader r) {
   KernelMeasurement k;
   k.kernel = r.string("case");
   const std::string dtype = r.string("dtype");
-  if (!parse_dtype(dtype, k.dtype)) r.fail("dtype", "bf16, fp16, fp32 or fp8, not \"" + dtype + "\"");
+  if (!parse_dtype(dtype, k.dtype))
+    r.fail("dtype", "bf16, fp16, fp32 or fp8, not \"" + dtype + "\"");
   k.params = Json{{"family", r.string("family")},
                   {"pass", r.string("pass")},
                   {"bound", r.string_or("bound", "")},
@@ -59,8 +60,8 @@ void read_kernel_bench_context(ObjectReader r, Provenance& p) {
   const std::string gpu = r.string("gpu");
   const int64_t memory = r.integer_or("memory_bytes", 0);
   if (!p.gpu_name.empty() && p.gpu_name != gpu)
-    r.fail("gpu", fmt::format("the same GPU as the other inputs (\"{}\"), not \"{}\"", p.gpu_name,
-                              gpu));
+    r.fail("gpu",
+           fmt::format("the same GPU as the other inputs (\"{}\"), not \"{}\"", p.gpu_name, gpu));
   p.gpu_name = gpu;
   const profiler::GpuTypeKey named = profiler::gpu_type_key(gpu, memory);
   // --gpu-type names a type the bench's GPU cannot be: another preset than its name says. (A type
@@ -97,8 +98,9 @@ CalibrationFile import_kernel_bench(const std::vector<std::filesystem::path>& fi
     ObjectReader root(doc);
     const std::string schema = root.string("schema");
     if (schema != kSchema)
-      root.fail("schema", fmt::format("\"{}\" (the JSON of hetplan_kernel_bench --json), not \"{}\"",
-                                      kSchema, schema));
+      root.fail("schema",
+                fmt::format("\"{}\" (the JSON of hetplan_kernel_bench --json), not \"{}\"", kSchema,
+                            schema));
     read_kernel_bench_context(root.object("context"), cal.context);
     for (ObjectReader r : root.objects("results")) {
       const std::string status = r.string("status");
@@ -110,8 +112,9 @@ CalibrationFile import_kernel_bench(const std::vector<std::filesystem::path>& fi
       KernelMeasurement k = read_result(r);
       cal.kernels.push_back(std::move(k));
     }
-    cal.context.notes += fmt::format("{}imported from {} ({} results", cal.context.notes.empty() ? "" : "; ",
-                                     path.filename().string(), cal.kernels.size());
+    cal.context.notes +=
+        fmt::format("{}imported from {} ({} results", cal.context.notes.empty() ? "" : "; ",
+                    path.filename().string(), cal.kernels.size());
     cal.context.notes += skipped ? fmt::format(", {} not ok and left out)", skipped) : ")";
   }
   if (cal.kernels.empty())

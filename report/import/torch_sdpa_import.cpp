@@ -66,10 +66,10 @@ CalibrationFile import_torch_sdpa(const std::vector<std::filesystem::path>& file
     if (cal.context.gpu_name != gpu)
       root.fail("gpu", fmt::format("the GPU of ours_context (\"{}\")", cal.context.gpu_name));
     cal.context.command = "scripts/bench_attention_torch.py (run by scripts/kernel_gpu_run.sh)";
-    cal.context.notes += fmt::format("{}torch {} (cuDNN {}) scaled_dot_product_attention, bf16, "
-                                     "per backend, from {}",
-                                     cal.context.notes.empty() ? "" : "; ", torch, cudnn,
-                                     path.filename().string());
+    cal.context.notes += fmt::format(
+        "{}torch {} (cuDNN {}) scaled_dot_product_attention, bf16, "
+        "per backend, from {}",
+        cal.context.notes.empty() ? "" : "; ", torch, cudnn, path.filename().string());
     for (ObjectReader row : root.objects("rows")) {
       ObjectReader shape = row.object("shape");
       const int64_t b = shape.positive_integer("batch"), h = shape.positive_integer("heads");
@@ -88,8 +88,8 @@ CalibrationFile import_torch_sdpa(const std::vector<std::filesystem::path>& file
         if (!(*fwd > 0) || !(*fwd_bwd > *fwd))
           t.fail("fwd_bwd_s", "a forward + backward time above the forward time");
         t.finish();
-        const Json params = {{"batch", b},     {"heads", h},         {"seq", s},
-                             {"head_dim", d},  {"causal", causal},   {"backend", backend},
+        const Json params = {{"batch", b},       {"heads", h},           {"seq", s},
+                             {"head_dim", d},    {"causal", causal},     {"backend", backend},
                              {"picked", picked}, {"family", "attention"}};
         const double flops = forward_flops(b, h, s, d, causal);
         const std::string suffix = lower(backend);

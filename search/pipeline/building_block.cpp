@@ -74,9 +74,7 @@ BuildingBlock with_interval(const BuildingBlock& block, int interval) {
   return b;
 }
 
-int block_peak(const BuildingBlock& block, int m) {
-  return SlotGrid(block, m).peak();
-}
+int block_peak(const BuildingBlock& block, int m) { return SlotGrid(block, m).peak(); }
 
 namespace {
 

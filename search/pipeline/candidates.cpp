@@ -52,26 +52,16 @@ Candidates own_zb(const Shape& s, const ZbRule& rule, const char* name) {
   o.variant = name;
   return single(std::move(o), true);
 }
-Candidates own_zb_h1(const Shape& s) {
-  return own_zb(s, zb_h1_rule(s.devices), "zb-h1");
-}
-Candidates own_zb_h2(const Shape& s) {
-  return own_zb(s, zb_h2_rule(s.devices), "zb-h2");
-}
+Candidates own_zb_h1(const Shape& s) { return own_zb(s, zb_h1_rule(s.devices), "zb-h1"); }
+Candidates own_zb_h2(const Shape& s) { return own_zb(s, zb_h2_rule(s.devices), "zb-h2"); }
 Candidates own_block(const Shape& s, const BuildingBlock& block) {
   Candidates c;
   add_block(c, s, block, 0);
   return c;
 }
-Candidates own_v_min(const Shape& s) {
-  return own_block(s, v_min_block(s.devices));
-}
-Candidates own_v_half(const Shape& s) {
-  return own_block(s, v_half_block(s.devices));
-}
-Candidates own_v_zb(const Shape& s) {
-  return own_block(s, v_zb_block(s.devices));
-}
+Candidates own_v_min(const Shape& s) { return own_block(s, v_min_block(s.devices)); }
+Candidates own_v_half(const Shape& s) { return own_block(s, v_half_block(s.devices)); }
+Candidates own_v_zb(const Shape& s) { return own_block(s, v_zb_block(s.devices)); }
 
 const std::vector<Entry>& table() {
   static const std::vector<Entry> kTable = {
@@ -218,9 +208,7 @@ std::string schedule_names() {
   return known;
 }
 
-const ScheduleInfo& schedule_info(std::string_view name) {
-  return entry(name).info;
-}
+const ScheduleInfo& schedule_info(std::string_view name) { return entry(name).info; }
 
 Shape resolve_shape(std::string_view schedule, const PipelineProblem& problem) {
   const Entry& e = entry(schedule);

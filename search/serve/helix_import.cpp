@@ -40,9 +40,7 @@ fs::path find_machine_profiles(const fs::path& cluster_path) {
 }
 
 // Helix's -1 ("unlimited") becomes our 0 (unlimited).
-double limit_or_unlimited(double value) {
-  return value < 0 ? 0 : value;
-}
+double limit_or_unlimited(double value) { return value < 0 ? 0 : value; }
 
 Machine machine_of_type(std::string name, const std::string& type, double vram_bytes,
                         double nic_in_Bps, double nic_out_Bps) {

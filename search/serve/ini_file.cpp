@@ -131,9 +131,7 @@ IniFile IniFile::parse(const std::string& text, std::string origin) {
   return file;
 }
 
-bool IniFile::has_section(const std::string& name) const {
-  return index_.count(name) > 0;
-}
+bool IniFile::has_section(const std::string& name) const { return index_.count(name) > 0; }
 
 const IniSection& IniFile::section(const std::string& name) const {
   auto it = index_.find(name);
@@ -171,13 +169,9 @@ void IniSectionReader::only(std::initializer_list<const char*> allowed) const {
   }
 }
 
-int IniSectionReader::line_of(const std::string& key) const {
-  return entry(key).line;
-}
+int IniSectionReader::line_of(const std::string& key) const { return entry(key).line; }
 
-const std::string& IniSectionReader::text(const std::string& key) const {
-  return entry(key).value;
-}
+const std::string& IniSectionReader::text(const std::string& key) const { return entry(key).value; }
 
 void IniSectionReader::fail(const std::string& key, const std::string& expected) const {
   const int line = has(key) ? entry(key).line : section_.line;

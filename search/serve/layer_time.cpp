@@ -90,9 +90,7 @@ double Bs2TimeTable::seconds(double x) const {
 Bs2TimeProfile::Bs2TimeProfile(Bs2TimeTable prompt, Bs2TimeTable decode)
     : prompt_(std::move(prompt)), decode_(std::move(decode)) {}
 
-double Bs2TimeProfile::prompt_s(double tokens) const {
-  return prompt_.seconds(tokens);
-}
+double Bs2TimeProfile::prompt_s(double tokens) const { return prompt_.seconds(tokens); }
 
 double Bs2TimeProfile::decode_s(double batch) const {
   return decode_.seconds(std::max(batch, decode_.smallest_positive()));

@@ -3,9 +3,9 @@
 // multi-GPU sweep. Each skips cleanly without a GPU.
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 

@@ -55,11 +55,11 @@ TEST(KernelProperties, WgmmaOperandFormsGiveTheKnownProduct) {
   if (!hopper_attention_available()) GTEST_SKIP() << "no sm_90a kernels for this device";
   for (int variant = 0; variant < kWgmmaSelftestVariants; ++variant) {
     const WgmmaSelftestReport r = wgmma_selftest_check(wgmma_selftest_run(variant));
-    std::printf("wgmma self-test variant %d (%s fill, %s): wrong %d / %d / %d, shared memory %s%s\n",
-                variant, variant & kSelftestAsyncFill ? "cp.async" : "st.shared",
-                variant & kSelftestGroupPerForm ? "group per form" : "one group", r.wrong[0],
-                r.wrong[1], r.wrong[2], r.image_wrong == 0 ? "as written" : "DIFFERS",
-                r.detail.c_str());
+    std::printf(
+        "wgmma self-test variant %d (%s fill, %s): wrong %d / %d / %d, shared memory %s%s\n",
+        variant, variant & kSelftestAsyncFill ? "cp.async" : "st.shared",
+        variant & kSelftestGroupPerForm ? "group per form" : "one group", r.wrong[0], r.wrong[1],
+        r.wrong[2], r.image_wrong == 0 ? "as written" : "DIFFERS", r.detail.c_str());
     if (variant == kSelftestAsyncFill + kSelftestGroupPerForm) {
       EXPECT_EQ(r.image_wrong, 0) << r.detail;
       for (int form = 0; form < kWgmmaSelftestForms; ++form)
@@ -73,9 +73,12 @@ TEST(KernelProperties, DropoutMaskIsAFunctionOfSeedOffsetAndIndex) {
   const int64_t rows = 64, cols = 1000;
   auto x = random<bf16>(rows * cols, -1, 1, 1), res = random<bf16>(rows * cols, -1, 1, 2);
   DeviceBuffer<bf16> y1(rows * cols), y2(rows * cols), y3(rows * cols);
-  bias_dropout_residual_forward<bf16>(x.get(), nullptr, res.get(), y1.get(), rows, cols, {0.2f, 7, 0}, nullptr);
-  bias_dropout_residual_forward<bf16>(x.get(), nullptr, res.get(), y2.get(), rows, cols, {0.2f, 7, 0}, nullptr);
-  bias_dropout_residual_forward<bf16>(x.get(), nullptr, res.get(), y3.get(), rows, cols, {0.2f, 7, 16000}, nullptr);
+  bias_dropout_residual_forward<bf16>(x.get(), nullptr, res.get(), y1.get(), rows, cols,
+                                      {0.2f, 7, 0}, nullptr);
+  bias_dropout_residual_forward<bf16>(x.get(), nullptr, res.get(), y2.get(), rows, cols,
+                                      {0.2f, 7, 0}, nullptr);
+  bias_dropout_residual_forward<bf16>(x.get(), nullptr, res.get(), y3.get(), rows, cols,
+                                      {0.2f, 7, 16000}, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_TRUE(same_bits(y1, y2));
   EXPECT_FALSE(same_bits(y1, y3));  // another offset, another mask
@@ -88,7 +91,8 @@ TEST(KernelProperties, AttentionBackwardDkDvAreReproducibleDqNearly) {
   s.heads = 3;
   s.seq = 300;
   s.head_dim = 128;
-  if (!attention_support(DType::kBF16, 128).empty()) GTEST_SKIP() << attention_support(DType::kBF16, 128);
+  if (!attention_support(DType::kBF16, 128).empty())
+    GTEST_SKIP() << attention_support(DType::kBF16, 128);
   const int64_t n = int64_t{s.batch} * s.heads * s.seq * s.head_dim;
   auto q = random<bf16>(n, -2, 2, 1), k = random<bf16>(n, -2, 2, 2), v = random<bf16>(n, -1, 1, 3),
        dout = random<bf16>(n, -1, 1, 4);
@@ -96,20 +100,24 @@ TEST(KernelProperties, AttentionBackwardDkDvAreReproducibleDqNearly) {
   DeviceBuffer<float> lse(n / s.head_dim);
   DeviceBuffer<unsigned char> ws(attention_backward_workspace_bytes(s));
   attention_forward(q.get(), k.get(), v.get(), o.get(), lse.get(), s, nullptr);
-  attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(), lse.get(), dq1.get(), dk1.get(), dv1.get(), s, ws.get(), nullptr);
-  attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(), lse.get(), dq2.get(), dk2.get(), dv2.get(), s, ws.get(), nullptr);
+  attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(), lse.get(), dq1.get(),
+                     dk1.get(), dv1.get(), s, ws.get(), nullptr);
+  attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(), lse.get(), dq2.get(),
+                     dk2.get(), dv2.get(), s, ws.get(), nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_TRUE(same_bits(dk1, dk2));
   EXPECT_TRUE(same_bits(dv1, dv2));
   const auto a = to_floats(dq1.download()), b = to_floats(dq2.download());
-  const Comparison c = compare("dq run 2 vs run 1", a, std::vector<double>(b.begin(), b.end()), {1e-3, 2e-2});
+  const Comparison c =
+      compare("dq run 2 vs run 1", a, std::vector<double>(b.begin(), b.end()), {1e-3, 2e-2});
   EXPECT_TRUE(c.passed) << c.summary();
 }
 
 // BHSD and BSHD hold the same numbers in different places: the results must match exactly.
 TEST(KernelProperties, AttentionLayoutsAgree) {
   REQUIRE_GPU();
-  if (!attention_support(DType::kBF16, 64).empty()) GTEST_SKIP() << attention_support(DType::kBF16, 64);
+  if (!attention_support(DType::kBF16, 64).empty())
+    GTEST_SKIP() << attention_support(DType::kBF16, 64);
   AttentionShape s;
   s.batch = 2;
   s.heads = 2;
@@ -125,7 +133,8 @@ TEST(KernelProperties, AttentionLayoutsAgree) {
       for (int t = 0; t < s.seq; ++t)
         for (int h = 0; h < s.heads; ++h)
           for (int d = 0; d < s.head_dim; ++d)
-            y[((size_t(b) * s.heads + h) * s.seq + t) * s.head_dim + d] = x[((size_t(b) * s.seq + t) * s.heads + h) * s.head_dim + d];
+            y[((size_t(b) * s.heads + h) * s.seq + t) * s.head_dim + d] =
+                x[((size_t(b) * s.seq + t) * s.heads + h) * s.head_dim + d];
     return y;
   };
   DeviceBuffer<bf16> q1(n), k1(n), v1(n), q2(n), k2(n), v2(n), o1(n), o2(n);
@@ -154,22 +163,26 @@ TEST(KernelProperties, AttentionEndToEndAgainstCpu) {
     s.head_dim = d;
     s.causal = causal;
     const int64_t n = int64_t{s.batch} * s.heads * s.seq * s.head_dim, rows = n / d;
-    auto q = random<bf16>(n, -2, 2, 8), k = random<bf16>(n, -2, 2, 9), v = random<bf16>(n, -1, 1, 10),
-         dout = random<bf16>(n, -1, 1, 11);
+    auto q = random<bf16>(n, -2, 2, 8), k = random<bf16>(n, -2, 2, 9),
+         v = random<bf16>(n, -1, 1, 10), dout = random<bf16>(n, -1, 1, 11);
     DeviceBuffer<bf16> o(n), dq(n), dk(n), dv(n);
     DeviceBuffer<float> lse(rows);
     DeviceBuffer<unsigned char> ws(attention_backward_workspace_bytes(s));
     attention_forward(q.get(), k.get(), v.get(), o.get(), lse.get(), s, nullptr);
-    attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(), lse.get(), dq.get(), dk.get(), dv.get(), s, ws.get(), nullptr);
+    attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(), lse.get(), dq.get(),
+                       dk.get(), dv.get(), s, ws.get(), nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const ref::AttentionDims a{s.batch, s.heads, s.seq, d, causal, s.softmax_scale(), true};
-    const auto qf = to_floats(q.download()), kf = to_floats(k.download()), vf = to_floats(v.download()),
-               df = to_floats(dout.download());
+    const auto qf = to_floats(q.download()), kf = to_floats(k.download()),
+               vf = to_floats(v.download()), df = to_floats(dout.download());
     std::vector<double> o_ref(n), lse_ref(rows), dq_ref(n), dk_ref(n), dv_ref(n);
     ref::attention_forward(qf, kf, vf, a, o_ref, lse_ref);
     const std::vector<float> of(o_ref.begin(), o_ref.end()), lf(lse_ref.begin(), lse_ref.end());
     ref::attention_backward(qf, kf, vf, of, df, lf, a, dq_ref, dk_ref, dv_ref);
-    for (const auto& [name, got, want] : {std::tuple{"o", &o, &o_ref}, {"dq", &dq, &dq_ref}, {"dk", &dk, &dk_ref}, {"dv", &dv, &dv_ref}}) {
+    for (const auto& [name, got, want] : {std::tuple{"o", &o, &o_ref},
+                                          {"dq", &dq, &dq_ref},
+                                          {"dk", &dk, &dk_ref},
+                                          {"dv", &dv, &dv_ref}}) {
       const Comparison c = compare(name, to_floats(got->download()), *want, {1e-2, 8e-2});
       EXPECT_TRUE(c.passed) << "d " << d << ": " << c.summary();
     }
@@ -180,11 +193,13 @@ TEST(KernelProperties, UnsupportedSizesAreRefused) {
   REQUIRE_GPU();
   DeviceBuffer<bf16> x(70000), y(70000);
   DeviceBuffer<float> stats(2);
-  EXPECT_THROW(layernorm_forward<bf16>(x.get(), x.get(), x.get(), y.get(), stats.get(), stats.get(), 1, 65536, 1e-5f, nullptr),
+  EXPECT_THROW(layernorm_forward<bf16>(x.get(), x.get(), x.get(), y.get(), stats.get(), stats.get(),
+                                       1, 65536, 1e-5f, nullptr),
                std::invalid_argument);
   AttentionShape s;
   s.head_dim = 96;
-  EXPECT_THROW(attention_forward<bf16>(x.get(), x.get(), x.get(), y.get(), stats.get(), s, nullptr), std::invalid_argument);
+  EXPECT_THROW(attention_forward<bf16>(x.get(), x.get(), x.get(), y.get(), stats.get(), s, nullptr),
+               std::invalid_argument);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // refused before any launch
 }
 

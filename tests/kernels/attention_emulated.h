@@ -43,9 +43,9 @@ struct AttentionFamily {
 
 template <class T, int kD>
 void check_attention_family(const AttentionFamily<T>& f, const AttentionCase& c) {
-  SCOPED_TRACE(::testing::Message() << "b " << c.batch << " h " << c.heads << " s " << c.seq
-                                    << " d " << kD << (c.causal ? " causal" : " full")
-                                    << (c.bshd ? " bshd" : " bhsd"));
+  SCOPED_TRACE(::testing::Message()
+               << "b " << c.batch << " h " << c.heads << " s " << c.seq << " d " << kD
+               << (c.causal ? " causal" : " full") << (c.bshd ? " bshd" : " bhsd"));
   const int64_t rows = int64_t{c.batch} * c.heads * c.seq, n = rows * kD;
   const auto q = random_vector<T>(n, -2.0f, 2.0f, c.seed),
              k = random_vector<T>(n, -2.0f, 2.0f, c.seed + 1),
@@ -80,7 +80,8 @@ void check_attention_family(const AttentionFamily<T>& f, const AttentionCase& c)
   tiles.grid_z = c.batch;
   tiles.block = f.threads;
   tiles.smem = f.forward_smem;
-  emulate(tiles, [&] { f.forward(p); }, c.schedule, c.eager);
+  emulate(
+      tiles, [&] { f.forward(p); }, c.schedule, c.eager);
 
   const ref::AttentionDims dims{c.batch, c.heads, c.seq, kD, c.causal, scale, c.bshd};
   const auto qf = to_floats(q), kf = to_floats(k), vf = to_floats(v), df = to_floats(dout);
@@ -93,7 +94,8 @@ void check_attention_family(const AttentionFamily<T>& f, const AttentionCase& c)
   const LaunchShape pre = attention_rows_shape(rows, kD);
   emulate(pre, [&] { attention_preprocess_block<T, kD>(p); });
   tiles.smem = f.backward_smem;
-  emulate(tiles, [&] { f.backward(p); }, c.schedule, c.eager);
+  emulate(
+      tiles, [&] { f.backward(p); }, c.schedule, c.eager);
   emulate(pre, [&] { attention_dq_convert_block<T, kD>(p); });
 
   std::vector<double> dq_ref(static_cast<size_t>(n)), dk_ref(static_cast<size_t>(n)),
@@ -102,8 +104,10 @@ void check_attention_family(const AttentionFamily<T>& f, const AttentionCase& c)
   expect_close("dq", dq, dq_ref, tol);
   expect_close("dk", dk, dk_ref, tol);
   expect_close("dv", dv, dv_ref, tol);
-  for (const auto& [name, got, want] : {std::tuple{"o", &o, &o_ref}, {"dq", &dq, &dq_ref},
-                                        {"dk", &dk, &dk_ref}, {"dv", &dv, &dv_ref}}) {
+  for (const auto& [name, got, want] : {std::tuple{"o", &o, &o_ref},
+                                        {"dq", &dq, &dq_ref},
+                                        {"dk", &dk, &dk_ref},
+                                        {"dv", &dv, &dv_ref}}) {
     const Comparison cmp = compare(name, to_floats(*got), *want, {1, 1});
     std::printf("    %s: rel_l2 %.2e elementwise %.2e\n", name, cmp.rel_l2, cmp.elementwise);
   }

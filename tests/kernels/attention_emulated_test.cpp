@@ -30,13 +30,21 @@ void check_attention(int batch, int heads, int seq, bool causal, bool bshd, uint
 }
 
 // Two query tiles, a partial last tile, causal: the diagonal tile, the tail mask, the pipeline.
-TEST(AttentionEmulated, Bf16HeadDim64CausalPartialTile) { check_attention<bf16, 64>(1, 2, 100, true, true); }
-TEST(AttentionEmulated, Bf16HeadDim64FullBhsd) { check_attention<bf16, 64>(2, 1, 130, false, false); }
+TEST(AttentionEmulated, Bf16HeadDim64CausalPartialTile) {
+  check_attention<bf16, 64>(1, 2, 100, true, true);
+}
+TEST(AttentionEmulated, Bf16HeadDim64FullBhsd) {
+  check_attention<bf16, 64>(2, 1, 130, false, false);
+}
 TEST(AttentionEmulated, Bf16HeadDim128Causal) { check_attention<bf16, 128>(1, 1, 128, true, true); }
-TEST(AttentionEmulated, Fp16HeadDim128FullShortSeq) { check_attention<fp16, 128>(1, 2, 37, false, true); }
+TEST(AttentionEmulated, Fp16HeadDim128FullShortSeq) {
+  check_attention<fp16, 128>(1, 2, 37, false, true);
+}
 // Warps run alone between barriers in shuffled order, copies landing late (missing waits) or
 // early (buffers refilled under a reader): a missing barrier or wait shows as wrong results.
-TEST(AttentionEmulated, Bf16ShuffledSchedule) { check_attention<bf16, 64>(1, 1, 192, true, true, 7); }
+TEST(AttentionEmulated, Bf16ShuffledSchedule) {
+  check_attention<bf16, 64>(1, 1, 192, true, true, 7);
+}
 TEST(AttentionEmulated, Bf16ShuffledScheduleEagerCopies) {
   check_attention<bf16, 64>(1, 1, 192, false, true, 8, true);
 }
@@ -48,7 +56,8 @@ TEST(AttentionReference, GradientsMatchFiniteDifferences) {
     const int64_t n = a.batch * a.heads * a.seq * a.head_dim;
     std::vector<float> q = random_vector<float>(n, -1, 1, 1), k = random_vector<float>(n, -1, 1, 2),
                        v = random_vector<float>(n, -1, 1, 3), w = random_vector<float>(n, -1, 1, 4);
-    std::vector<double> o(static_cast<size_t>(n)), lse(static_cast<size_t>(a.batch * a.heads * a.seq));
+    std::vector<double> o(static_cast<size_t>(n)),
+        lse(static_cast<size_t>(a.batch * a.heads * a.seq));
     auto loss = [&]() {
       ref::attention_forward(q, k, v, a, o, lse);
       double s = 0;

@@ -37,13 +37,25 @@ void check_hopper(int batch, int heads, int seq, bool causal, bool bshd, uint64_
 }
 
 // Partial tiles, the causal diagonal (both warpgroups' halves), several key tiles.
-TEST(AttentionHopperEmulated, Bf16HeadDim64CausalPartialTile) { check_hopper<bf16, 64>(1, 2, 200, true, true); }
-TEST(AttentionHopperEmulated, Bf16HeadDim64FullBhsd) { check_hopper<bf16, 64>(2, 1, 130, false, false); }
-TEST(AttentionHopperEmulated, Bf16HeadDim128Causal) { check_hopper<bf16, 128>(1, 1, 256, true, true); }
-TEST(AttentionHopperEmulated, Fp16HeadDim128FullShortSeq) { check_hopper<fp16, 128>(1, 2, 37, false, true); }
-TEST(AttentionHopperEmulated, Bf16HeadDim128FullPartial) { check_hopper<bf16, 128>(1, 1, 300, false, true); }
+TEST(AttentionHopperEmulated, Bf16HeadDim64CausalPartialTile) {
+  check_hopper<bf16, 64>(1, 2, 200, true, true);
+}
+TEST(AttentionHopperEmulated, Bf16HeadDim64FullBhsd) {
+  check_hopper<bf16, 64>(2, 1, 130, false, false);
+}
+TEST(AttentionHopperEmulated, Bf16HeadDim128Causal) {
+  check_hopper<bf16, 128>(1, 1, 256, true, true);
+}
+TEST(AttentionHopperEmulated, Fp16HeadDim128FullShortSeq) {
+  check_hopper<fp16, 128>(1, 2, 37, false, true);
+}
+TEST(AttentionHopperEmulated, Bf16HeadDim128FullPartial) {
+  check_hopper<bf16, 128>(1, 1, 300, false, true);
+}
 // Warps alone between barriers in shuffled order; copies landing late or at issue.
-TEST(AttentionHopperEmulated, Bf16ShuffledSchedule) { check_hopper<bf16, 64>(1, 1, 320, true, true, 7); }
+TEST(AttentionHopperEmulated, Bf16ShuffledSchedule) {
+  check_hopper<bf16, 64>(1, 1, 320, true, true, 7);
+}
 TEST(AttentionHopperEmulated, Bf16ShuffledScheduleEagerCopies) {
   check_hopper<bf16, 128>(1, 1, 260, false, true, 8, true);
 }
@@ -67,7 +79,8 @@ void run_selftest(bool eager) {
   LaunchShape one;
   one.block = 128;
   one.smem = kWgmmaSelftestSmem;
-  emulate(one, [&] { wgmma_selftest_block<kVariant>(image.data(), out.data()); }, 0, eager);
+  emulate(
+      one, [&] { wgmma_selftest_block<kVariant>(image.data(), out.data()); }, 0, eager);
   const WgmmaSelftestReport r = wgmma_selftest_check(out);
   EXPECT_EQ(r.wrong[0] + r.wrong[1] + r.wrong[2] + r.image_wrong, 0) << r.detail;
 }

@@ -22,7 +22,8 @@ template <class T>
 void check_gelu(int64_t n, bool misalign) {
   SCOPED_TRACE(::testing::Message() << "n " << n << (misalign ? " misaligned" : ""));
   // A misaligned view (one element in) forces the scalar path.
-  std::vector<T> xs = random_vector<T>(n + 1, -4.0f, 4.0f, 21), dys = random_vector<T>(n + 1, -1, 1, 22);
+  std::vector<T> xs = random_vector<T>(n + 1, -4.0f, 4.0f, 21),
+                 dys = random_vector<T>(n + 1, -1, 1, 22);
   std::vector<T> ys = poisoned<T>(n + 1), dxs = poisoned<T>(n + 1);
   const int o = misalign ? 1 : 0;
   emu::GlobalScope scope;
@@ -47,7 +48,8 @@ void check_gelu(int64_t n, bool misalign) {
   for (int64_t i = 0; i < n; ++i) {
     const double x = to_float(xs[static_cast<size_t>(i + o)]);
     y_ref[static_cast<size_t>(i)] = ref::gelu(x);
-    dx_ref[static_cast<size_t>(i)] = to_float(dys[static_cast<size_t>(i + o)]) * ref::gelu_derivative(x);
+    dx_ref[static_cast<size_t>(i)] =
+        to_float(dys[static_cast<size_t>(i + o)]) * ref::gelu_derivative(x);
   }
   expect_close("y", std::vector<T>(ys.begin() + o, ys.begin() + o + n), y_ref);
   expect_close("dx", std::vector<T>(dxs.begin() + o, dxs.begin() + o + n), dx_ref);
@@ -110,8 +112,8 @@ void check_bias_dropout(int64_t rows, int cols, float p, bool with_bias) {
   scope.add(dx.data(), dx.size());
   const uint64_t seed = 0x1234abcd5678ull, offset = 1000;
   const DropoutMask mask{seed, offset, dropout_threshold(p), p > 0 ? 1.0f / (1.0f - p) : 1.0f};
-  const BiasDropoutArgs<T> f{x.data(), with_bias ? bias.data() : nullptr, res.data(), y.data(),
-                             rows, cols, mask};
+  const BiasDropoutArgs<T> f{
+      x.data(), with_bias ? bias.data() : nullptr, res.data(), y.data(), rows, cols, mask};
   const DropoutBackwardArgs<T> b{dy.data(), dx.data(), rows * cols, mask};
   const int vec = row_vector_width<T>(cols, {x.data(), res.data(), y.data()});
   emulate(row_loop_shape(rows, cols, vec, kSms), [&] {
@@ -142,9 +144,15 @@ void check_bias_dropout(int64_t rows, int cols, float p, bool with_bias) {
   }
 }
 
-TEST(ElementwiseEmulated, BiasDropoutResidualBf16) { check_bias_dropout<bf16>(40, 128, 0.1f, true); }
-TEST(ElementwiseEmulated, BiasDropoutResidualFp32NoBiasNoDropout) { check_bias_dropout<float>(9, 36, 0.0f, false); }
-TEST(ElementwiseEmulated, BiasDropoutResidualBf16OddCols) { check_bias_dropout<bf16>(13, 45, 0.3f, true); }
+TEST(ElementwiseEmulated, BiasDropoutResidualBf16) {
+  check_bias_dropout<bf16>(40, 128, 0.1f, true);
+}
+TEST(ElementwiseEmulated, BiasDropoutResidualFp32NoBiasNoDropout) {
+  check_bias_dropout<float>(9, 36, 0.0f, false);
+}
+TEST(ElementwiseEmulated, BiasDropoutResidualBf16OddCols) {
+  check_bias_dropout<bf16>(13, 45, 0.3f, true);
+}
 
 void check_adamw(int64_t n) {
   SCOPED_TRACE(n);
@@ -162,8 +170,18 @@ void check_adamw(int64_t n) {
   scope.add(grad.data(), grad.size());
   scope.add(param.data(), param.size());
   const ref::AdamWStep s{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 7};
-  const AdamWArgs a{master.data(), param.data(), grad.data(), m.data(), v.data(), n, s.lr,
-                    s.beta1, s.beta2, s.eps, s.weight_decay, s.grad_scale,
+  const AdamWArgs a{master.data(),
+                    param.data(),
+                    grad.data(),
+                    m.data(),
+                    v.data(),
+                    n,
+                    s.lr,
+                    s.beta1,
+                    s.beta2,
+                    s.eps,
+                    s.weight_decay,
+                    s.grad_scale,
                     static_cast<float>(1 / (1 - std::pow(0.9, 7))),
                     static_cast<float>(1 / (1 - std::pow(0.95, 7)))};
   emulate(flat_shape(n, 4, kSms), [&] { adamw_block<4>(a); });
@@ -206,7 +224,8 @@ TEST(BandwidthEmulated, FillMatchesHostRandom) {
     fill_int_block({ints.data(), n, 10, 90, 78});
   });
   const auto host = random_vector<bf16>(n, -3.0f, 3.0f, 77);
-  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(dev[static_cast<size_t>(i)].bits, host[static_cast<size_t>(i)].bits) << i;
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(dev[static_cast<size_t>(i)].bits, host[static_cast<size_t>(i)].bits) << i;
   EXPECT_EQ(ints, random_ints(n, 10, 100, 78));
 }
 

@@ -41,8 +41,15 @@ void check_forward_and_backward(int64_t rows, int cols) {
   scope.add(y.data(), y.size());
   scope.add(dx.data(), dx.size());
 
-  NormForwardArgs<T> f{c.x.data(), c.gamma.data(), ln ? c.beta.data() : nullptr, y.data(),
-                       ln ? mean.data() : nullptr, rstd.data(), rows, cols, 1e-5f};
+  NormForwardArgs<T> f{c.x.data(),
+                       c.gamma.data(),
+                       ln ? c.beta.data() : nullptr,
+                       y.data(),
+                       ln ? mean.data() : nullptr,
+                       rstd.data(),
+                       rows,
+                       cols,
+                       1e-5f};
   const int vec = row_vector_width<T>(cols, {c.x.data(), c.gamma.data(), y.data()});
   ASSERT_TRUE(norm_row_fits(cols, vec, kNormForwardIters));
   emulate(norm_forward_shape(rows, cols, vec), [&] {
@@ -65,8 +72,14 @@ void check_forward_and_backward(int64_t rows, int cols) {
   if (ln) expect_close("mean", mean, mean_ref, {1e-5, 1e-4});
 
   // Backward from the kernel's own statistics, as in training.
-  NormBackwardArgs<T> b{c.x.data(), c.gamma.data(), ln ? mean.data() : nullptr, rstd.data(),
-                        c.dy.data(), dx.data(), rows, cols};
+  NormBackwardArgs<T> b{c.x.data(),
+                        c.gamma.data(),
+                        ln ? mean.data() : nullptr,
+                        rstd.data(),
+                        c.dy.data(),
+                        dx.data(),
+                        rows,
+                        cols};
   emulate(norm_row_shape(rows, cols, vec), [&] {
     if (vec == 1)
       norm_backward_input_block<T, 1, kKind>(b);
@@ -86,8 +99,8 @@ void check_forward_and_backward(int64_t rows, int cols) {
   std::vector<float> dgamma(static_cast<size_t>(cols), NAN), dbeta(static_cast<size_t>(cols), NAN);
   scope.add(partial.data(), partial.size());
   constexpr ColumnKind kColumn = ln ? ColumnKind::kLayerNorm : ColumnKind::kRmsNorm;
-  ColumnArgs<T> w{c.x.data(), ln ? mean.data() : nullptr, rstd.data(), c.dy.data(),
-                  partial.data(), partial.data() + chunks * cols, rows, cols};
+  ColumnArgs<T> w{c.x.data(),     ln ? mean.data() : nullptr,     rstd.data(), c.dy.data(),
+                  partial.data(), partial.data() + chunks * cols, rows,        cols};
   emulate(column_partials_shape(rows, cols, vec), [&] {
     if (vec == 1)
       column_partials_block<T, 1, kColumn>(w);
@@ -97,7 +110,9 @@ void check_forward_and_backward(int64_t rows, int cols) {
   const LaunchShape fs = column_finish_shape(cols);
   emulate(fs, [&] { column_finish_block({partial.data(), dgamma.data(), chunks, cols}); });
   if (ln)
-    emulate(fs, [&] { column_finish_block({partial.data() + chunks * cols, dbeta.data(), chunks, cols}); });
+    emulate(fs, [&] {
+      column_finish_block({partial.data() + chunks * cols, dbeta.data(), chunks, cols});
+    });
   std::vector<double> dgamma_ref(static_cast<size_t>(cols)), dbeta_ref(static_cast<size_t>(cols));
   if (ln)
     ref::layernorm_backward_weight(xf, mean, rstd, dyf, rows, cols, dgamma_ref, dbeta_ref);
@@ -107,11 +122,21 @@ void check_forward_and_backward(int64_t rows, int cols) {
   if (ln) expect_close("dbeta", dbeta, dbeta_ref, {1e-5, 1e-4});
 }
 
-TEST(NormsEmulated, LayerNormBf16VectorPath) { check_forward_and_backward<bf16, NormKind::kLayerNorm>(3, 520); }
-TEST(NormsEmulated, LayerNormBf16ScalarPathOddCols) { check_forward_and_backward<bf16, NormKind::kLayerNorm>(2, 77); }
-TEST(NormsEmulated, LayerNormFp32SeveralWarpsAndChunks) { check_forward_and_backward<float, NormKind::kLayerNorm>(300, 1028); }
-TEST(NormsEmulated, RmsNormBf16VectorPath) { check_forward_and_backward<bf16, NormKind::kRmsNorm>(5, 264); }
-TEST(NormsEmulated, RmsNormFp32ScalarPath) { check_forward_and_backward<float, NormKind::kRmsNorm>(4, 33); }
+TEST(NormsEmulated, LayerNormBf16VectorPath) {
+  check_forward_and_backward<bf16, NormKind::kLayerNorm>(3, 520);
+}
+TEST(NormsEmulated, LayerNormBf16ScalarPathOddCols) {
+  check_forward_and_backward<bf16, NormKind::kLayerNorm>(2, 77);
+}
+TEST(NormsEmulated, LayerNormFp32SeveralWarpsAndChunks) {
+  check_forward_and_backward<float, NormKind::kLayerNorm>(300, 1028);
+}
+TEST(NormsEmulated, RmsNormBf16VectorPath) {
+  check_forward_and_backward<bf16, NormKind::kRmsNorm>(5, 264);
+}
+TEST(NormsEmulated, RmsNormFp32ScalarPath) {
+  check_forward_and_backward<float, NormKind::kRmsNorm>(4, 33);
+}
 
 }  // namespace
 }  // namespace hetplan::kernels

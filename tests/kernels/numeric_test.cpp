@@ -28,13 +28,13 @@ TEST(Numeric, Bf16RoundsToNearestEven) {
 TEST(Numeric, Fp16ConversionsMatchIeeeBinary16) {
   EXPECT_EQ(float_to_fp16_bits(1.0f), 0x3C00);
   EXPECT_EQ(float_to_fp16_bits(-2.0f), 0xC000);
-  EXPECT_EQ(float_to_fp16_bits(65504.0f), 0x7BFF);       // largest finite
-  EXPECT_EQ(float_to_fp16_bits(65520.0f), 0x7C00);       // halfway to 65536: ties to even = inf
+  EXPECT_EQ(float_to_fp16_bits(65504.0f), 0x7BFF);  // largest finite
+  EXPECT_EQ(float_to_fp16_bits(65520.0f), 0x7C00);  // halfway to 65536: ties to even = inf
   EXPECT_EQ(float_to_fp16_bits(65519.0f), 0x7BFF);
-  EXPECT_EQ(float_to_fp16_bits(6.103515625e-05f), 0x0400);  // 2^-14, smallest normal
-  EXPECT_EQ(float_to_fp16_bits(5.9604644775390625e-08f), 0x0001);  // 2^-24, smallest subnormal
+  EXPECT_EQ(float_to_fp16_bits(6.103515625e-05f), 0x0400);          // 2^-14, smallest normal
+  EXPECT_EQ(float_to_fp16_bits(5.9604644775390625e-08f), 0x0001);   // 2^-24, smallest subnormal
   EXPECT_EQ(float_to_fp16_bits(2.98023223876953125e-08f), 0x0000);  // 2^-25: tie to even (0)
-  EXPECT_EQ(float_to_fp16_bits(1.0f + 0.00048828125f), 0x3C00);  // 1 + 2^-11: tie to even
+  EXPECT_EQ(float_to_fp16_bits(1.0f + 0.00048828125f), 0x3C00);     // 1 + 2^-11: tie to even
   EXPECT_EQ(float_to_fp16_bits(1.0f + 3 * 0.00048828125f), 0x3C02);
   for (uint32_t h = 0; h < 0x7C00; ++h)  // every finite positive half survives the round trip
     ASSERT_EQ(float_to_fp16_bits(fp16_bits_to_float(static_cast<uint16_t>(h))), h) << h;

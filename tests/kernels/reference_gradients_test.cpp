@@ -49,8 +49,10 @@ double dot(const std::vector<double>& a, const Vec& w) {
 const int64_t kRows = 3, kCols = 7;
 
 TEST(ReferenceGradients, LayerNorm) {
-  const Vec x = random_vector<float>(kRows * kCols, -2, 2, 1), gamma = random_vector<float>(kCols, 0.5f, 1.5f, 2),
-            beta = random_vector<float>(kCols, -1, 1, 3), w = random_vector<float>(kRows * kCols, -1, 1, 4);
+  const Vec x = random_vector<float>(kRows * kCols, -2, 2, 1),
+            gamma = random_vector<float>(kCols, 0.5f, 1.5f, 2),
+            beta = random_vector<float>(kCols, -1, 1, 3),
+            w = random_vector<float>(kRows * kCols, -1, 1, 4);
   std::vector<double> y(x.size()), mean(kRows), rstd(kRows);
   auto loss_x = [&](const Vec& xv) {
     layernorm_forward(xv, gamma, beta, kRows, kCols, 1e-5f, y, mean, rstd);
@@ -75,7 +77,8 @@ TEST(ReferenceGradients, LayerNorm) {
 }
 
 TEST(ReferenceGradients, RmsNorm) {
-  const Vec x = random_vector<float>(kRows * kCols, -2, 2, 5), gamma = random_vector<float>(kCols, 0.5f, 1.5f, 6),
+  const Vec x = random_vector<float>(kRows * kCols, -2, 2, 5),
+            gamma = random_vector<float>(kCols, 0.5f, 1.5f, 6),
             w = random_vector<float>(kRows * kCols, -1, 1, 7);
   std::vector<double> y(x.size()), rstd(kRows);
   auto loss_x = [&](const Vec& xv) {
@@ -107,18 +110,25 @@ TEST(ReferenceGradients, GeluMatchesPublishedValuesAndItsDerivative) {
 }
 
 TEST(ReferenceGradients, Swiglu) {
-  const Vec in = random_vector<float>(kRows * 2 * kCols, -3, 3, 8), w = random_vector<float>(kRows * kCols, -1, 1, 9);
+  const Vec in = random_vector<float>(kRows * 2 * kCols, -3, 3, 8),
+            w = random_vector<float>(kRows * kCols, -1, 1, 9);
   std::vector<double> out(kRows * kCols), din(in.size());
   swiglu_backward(in, w, kRows, kCols, din);
-  expect_gradients_near(din, numerical_gradient(in, [&](const Vec& v) {
-                          swiglu_forward(v, kRows, kCols, out);
-                          return dot(out, w);
-                        }, 1e-3f), 2e-3);
+  expect_gradients_near(din,
+                        numerical_gradient(
+                            in,
+                            [&](const Vec& v) {
+                              swiglu_forward(v, kRows, kCols, out);
+                              return dot(out, w);
+                            },
+                            1e-3f),
+                        2e-3);
 }
 
 TEST(ReferenceGradients, DropoutIsLinearWithItsOwnTranspose) {
   // y = dropout(x) is diagonal: <dropout(x), w> == <x, dropout_backward(w)>.
-  const Vec x = random_vector<float>(kRows * kCols, -1, 1, 10), w = random_vector<float>(kRows * kCols, -1, 1, 11);
+  const Vec x = random_vector<float>(kRows * kCols, -1, 1, 10),
+            w = random_vector<float>(kRows * kCols, -1, 1, 11);
   const Vec zeros(x.size(), 0.0f), no_bias;
   std::vector<double> y(x.size()), dx(x.size());
   bias_dropout_residual_forward(x, no_bias, zeros, kRows, kCols, 0.4f, 99, 3, y);
@@ -138,10 +148,15 @@ TEST(ReferenceGradients, CrossEntropy) {
   cross_entropy_forward(logits, labels, kRows, vocab, loss, lse);
   const Vec lsef(lse.begin(), lse.end());
   cross_entropy_backward(logits, labels, lsef, dloss, kRows, vocab, dlogits);
-  expect_gradients_near(dlogits, numerical_gradient(logits, [&](const Vec& v) {
-                          cross_entropy_forward(v, labels, kRows, vocab, loss, lse);
-                          return dot(loss, dloss);
-                        }, 1e-3f), 1e-4);
+  expect_gradients_near(dlogits,
+                        numerical_gradient(
+                            logits,
+                            [&](const Vec& v) {
+                              cross_entropy_forward(v, labels, kRows, vocab, loss, lse);
+                              return dot(loss, dloss);
+                            },
+                            1e-3f),
+                        1e-4);
   // A uniform row's loss is log(vocab).
   const Vec flat(vocab, 0.25f);
   std::vector<double> l1(1), s1(1);
@@ -152,7 +167,8 @@ TEST(ReferenceGradients, CrossEntropy) {
 TEST(ReferenceGradients, EmbeddingBackwardIsTheGathersTranspose) {
   const int64_t vocab = 5, hidden = 3, tokens = 8;
   const std::vector<int32_t> ids = {0, 3, 3, 1, 0, 4, 3, 2};
-  const Vec weight = random_vector<float>(vocab * hidden, -1, 1, 13), w = random_vector<float>(tokens * hidden, -1, 1, 14);
+  const Vec weight = random_vector<float>(vocab * hidden, -1, 1, 13),
+            w = random_vector<float>(tokens * hidden, -1, 1, 14);
   std::vector<double> out(tokens * hidden), dweight(vocab * hidden, 0.0);
   embedding_forward(ids, weight, tokens, hidden, out);
   embedding_backward(ids, w, tokens, hidden, dweight);
@@ -169,7 +185,8 @@ TEST(ReferenceGradients, RotaryBackwardIsTheInverseRotation) {
   EXPECT_NEAR(cd[4], std::cos(1.0), 1e-15);
   EXPECT_NEAR(sd[5], std::sin(0.1), 1e-15);
   const Vec c(cd.begin(), cd.end()), s(sd.begin(), sd.end());
-  const Vec x = random_vector<float>(tokens * heads * d, -1, 1, 15), w = random_vector<float>(x.size(), -1, 1, 16);
+  const Vec x = random_vector<float>(tokens * heads * d, -1, 1, 15),
+            w = random_vector<float>(x.size(), -1, 1, 16);
   std::vector<double> y(x.size()), dx(x.size());
   rotary(x, c, s, tokens, heads, d, seq, 1, y);
   rotary(w, c, s, tokens, heads, d, seq, -1, dx);

@@ -30,8 +30,8 @@ void check_cross_entropy(int64_t tokens, int64_t vocab) {
   emu::GlobalScope scope;
   scope.add(logits.data(), logits.size());
   scope.add(dlogits.data(), dlogits.size());
-  const CrossEntropyArgs<T> a{logits.data(), labels.data(), loss.data(), lse.data(),
-                              dloss.data(), dlogits.data(), tokens, vocab};
+  const CrossEntropyArgs<T> a{logits.data(), labels.data(),  loss.data(), lse.data(),
+                              dloss.data(),  dlogits.data(), tokens,      vocab};
   const int vec = row_vector_width<T>(0, {logits.data(), dlogits.data()});
   const LaunchShape s = row_block_shape(tokens, vocab, vec);
   emulate(s, [&] {
@@ -63,7 +63,8 @@ TEST(RowsEmulated, CrossEntropyTinyVocab) { check_cross_entropy<bf16>(3, 5); }
 
 template <class T>
 void check_embedding(int64_t tokens, int64_t vocab, int hidden) {
-  SCOPED_TRACE(::testing::Message() << tokens << " tokens, vocab " << vocab << ", hidden " << hidden);
+  SCOPED_TRACE(::testing::Message()
+               << tokens << " tokens, vocab " << vocab << ", hidden " << hidden);
   const auto weight = random_vector<T>(vocab * hidden, -1.0f, 1.0f, 81);
   // Few distinct ids, so runs of equal ids are long.
   const auto ids = random_ints(tokens, 0, static_cast<int32_t>(vocab), 82);
@@ -87,11 +88,12 @@ void check_embedding(int64_t tokens, int64_t vocab, int hidden) {
   // The launcher's CUB sort, done on the host: stable by id.
   std::vector<int32_t> order(static_cast<size_t>(tokens));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return ids[a] < ids[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return ids[a] < ids[b]; });
   std::vector<int32_t> sorted_ids(order.size());
   for (size_t i = 0; i < order.size(); ++i) sorted_ids[i] = ids[static_cast<size_t>(order[i])];
-  const EmbeddingBackwardArgs<T> b{sorted_ids.data(), order.data(), dout.data(), dweight.data(),
-                                   tokens, hidden};
+  const EmbeddingBackwardArgs<T> b{sorted_ids.data(), order.data(), dout.data(),
+                                   dweight.data(),    tokens,       hidden};
   emulate(embedding_backward_shape(tokens, hidden, vec), [&] {
     if (vec == 1)
       embedding_backward_block<T, 1>(b);
@@ -122,7 +124,8 @@ void check_rotary(int64_t tokens, int heads, int head_dim, int seq, int64_t x_to
   const int64_t row = int64_t{heads} * head_dim, stride = x_token_stride ? x_token_stride : row;
   const auto xs = random_vector<T>(tokens * stride, -2.0f, 2.0f, 91);
   std::vector<T> x;  // x gathered contiguous, for the references
-  for (int64_t t = 0; t < tokens; ++t) x.insert(x.end(), xs.begin() + t * stride, xs.begin() + t * stride + row);
+  for (int64_t t = 0; t < tokens; ++t)
+    x.insert(x.end(), xs.begin() + t * stride, xs.begin() + t * stride + row);
   auto y = poisoned<T>(static_cast<int64_t>(x.size()));
   auto back = poisoned<T>(static_cast<int64_t>(x.size()));
   emu::GlobalScope scope;
@@ -136,9 +139,10 @@ void check_rotary(int64_t tokens, int heads, int head_dim, int seq, int64_t x_to
   LaunchShape s;
   s.block = 64;
   s.grid_x = 3;
-  const RotaryArgs<T> f{xs.data(), y.data(), cos.data(), sin.data(), tokens, heads, head_dim, seq, 1.0f,
-                        x_token_stride};
-  const RotaryArgs<T> b{y.data(), back.data(), cos.data(), sin.data(), tokens, heads, head_dim, seq, -1.0f};
+  const RotaryArgs<T> f{xs.data(), y.data(), cos.data(), sin.data(), tokens,
+                        heads,     head_dim, seq,        1.0f,       x_token_stride};
+  const RotaryArgs<T> b{y.data(), back.data(), cos.data(), sin.data(), tokens,
+                        heads,    head_dim,    seq,        -1.0f};
   emulate(s, [&] {
     if (vec == 1)
       rotary_block<T, 1>(f);

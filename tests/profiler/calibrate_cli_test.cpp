@@ -14,8 +14,8 @@ struct CliRun {
 };
 
 CliRun run(const std::string& args, const std::string& env = "") {
-  const std::string cmd = "CUDA_VISIBLE_DEVICES= " + env + " " + HETPLAN_BINARY + " calibrate " +
-                          args + " 2>&1";
+  const std::string cmd =
+      "CUDA_VISIBLE_DEVICES= " + env + " " + HETPLAN_BINARY + " calibrate " + args + " 2>&1";
   CliRun r;
   std::FILE* pipe = ::popen(cmd.c_str(), "r");
   char buf[4096];
@@ -53,7 +53,8 @@ TEST(CalibrateCli, BadOptionsAreInputErrors) {
 // The CUDA half is a module loaded at run time (profiler/common/gpu_module.h): a missing or
 // foreign module is a run-time failure that says which file and why.
 TEST(CalibrateCli, GpuModuleProblemsAreNamed) {
-  CliRun r = run("--quick --gemm --out /tmp/x.json", "HETPLAN_GPU_MODULE=/no/such/libhetplan_gpu.so");
+  CliRun r =
+      run("--quick --gemm --out /tmp/x.json", "HETPLAN_GPU_MODULE=/no/such/libhetplan_gpu.so");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("GPU module libhetplan_gpu.so was not found"), std::string::npos)
       << r.output;
