@@ -1,22 +1,14 @@
 #include "search/serve/link_search.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <random>
 #include <vector>
 
+#include "search/serve/annealing.h"
 #include "search/serve/flow.h"
 
 namespace hetplan::serve {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Weight of the tie-breaker against the max flow itself (as in local_search.cpp).
-constexpr double kSoftWeight = 0.05;
-// Moves that do not apply (no link allows them) are retried, up to this many per evaluation.
-constexpr int64_t kFailedPerEvaluation = 50;
 // Most idle machines a new branch passes through.
 constexpr int kMaxBypass = 6;
 
@@ -42,90 +34,23 @@ struct Links {
   std::vector<std::vector<int>> in, out;
 };
 
-class LinkAnnealer {
+// Moves that follow the links: a machine takes only ranges its links carry, handovers and cuts
+// move together, a window of layers shifts along a pipeline, new branches run through idle
+// machines.
+class LinkAnnealer : public PlacementAnnealer<LinkAnnealer> {
  public:
   LinkAnnealer(const ServingProblem& problem, const LocalSearchOptions& options)
-      : p_(problem), options_(options), links_(problem), rng_(options.seed) {
-    for (int i = 0; i < problem.machines(); ++i)
-      if (problem.capacity[i].max_layers > 0) usable_.push_back(i);
-  }
-
-  LocalSearchResult run(const Placement& start) {
-    const auto t0 = Clock::now();
-    LocalSearchResult result;
-    cur_ = start;
-    cur_flow_ = max_flow(p_, cur_);
-    reference_ = std::max(cur_flow_, mean_coverage(cur_)) * 1.1;
-    cur_score_ = score(cur_, cur_flow_);
-    result.placement = cur_;
-    result.max_flow_tokens_per_s = cur_flow_;
-    if (usable_.empty()) return result;
-    const double t_start = std::max(options_.start_temperature * std::max(cur_flow_, 1.0), 1e-6);
-    const double t_end = t_start * 1e-3;
-    auto last_report = t0;
-    int64_t done = 0, failed = 0;
-    while (done < options_.evaluations) {
-      const auto now = Clock::now();
-      if (std::chrono::duration<double>(now - t0).count() > options_.time_limit_s) break;
-      if (options_.progress && now - last_report > std::chrono::seconds(1)) {
-        options_.progress(done, result.max_flow_tokens_per_s);
-        last_report = now;
-      }
-      const double progress = static_cast<double>(done) / options_.evaluations;
-      const double temperature = t_start * std::pow(t_end / t_start, progress);
-      Placement next = cur_;
-      if (!mutate(next)) {
-        // A move that does not apply costs no evaluation; the attempts are bounded all the same.
-        if (++failed > kFailedPerEvaluation * options_.evaluations) break;
-        continue;
-      }
-      ++done;
-      const double flow = max_flow(p_, next);
-      const double s = score(next, flow);
-      if (s >= cur_score_ || uniform() < std::exp((s - cur_score_) / temperature)) {
-        cur_ = std::move(next);
-        cur_flow_ = flow;
-        cur_score_ = s;
-        if (flow > result.max_flow_tokens_per_s) {
-          result.placement = cur_;
-          result.max_flow_tokens_per_s = flow;
-          reference_ = std::max(reference_, flow * 1.1);
-          cur_score_ = score(cur_, cur_flow_);
-        }
-      }
-    }
-    result.evaluations = done;
-    result.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    return result;
-  }
+      : PlacementAnnealer(problem, options, FailedMove::kRetried), links_(problem) {}
 
  private:
-  double mean_coverage(const Placement& p) const {
-    const auto cov = layer_coverage(p_, p);
-    double sum = 0;
-    for (double c : cov) sum += c;
-    return sum / cov.size();
-  }
-
-  double score(const Placement& p, double flow) const {
-    double soft = 0;
-    for (double c : layer_coverage(p_, p)) soft += std::min(c, reference_);
-    return flow + kSoftWeight * soft / p_.num_layers();
-  }
-
-  double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
-  int below(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
-  template <class T>
-  const T& pick(const std::vector<T>& v) {
-    return v[below(static_cast<int>(v.size()))];
-  }
+  friend class PlacementAnnealer<LinkAnnealer>;
 
   // Whether machine i ending at layer `end` (exclusive) can hand over to a linked machine, or to
   // the clients after the last layer.
   bool can_end(const Placement& p, int i, const LayerRange& range) const {
-    if (range.end() == p_.num_layers()) return links_.to_clients[i];
+    if (range.end() == problem_.num_layers()) return links_.to_clients[i];
     for (int w : links_.out[i])
-      if (continues(p_, range, p.ranges[w])) return true;
+      if (continues(problem_, range, p.ranges[w])) return true;
     return false;
   }
 
@@ -135,7 +60,7 @@ class LinkAnnealer {
     if (links_.from_clients[i]) s.push_back(0);
     for (int u : links_.in[i]) {
       const LayerRange& r = p.ranges[u];
-      if (!r.empty() && r.end() < p_.num_layers()) s.push_back(r.end());
+      if (!r.empty() && r.end() < problem_.num_layers()) s.push_back(r.end());
     }
     std::sort(s.begin(), s.end());
     s.erase(std::unique(s.begin(), s.end()), s.end());
@@ -145,9 +70,9 @@ class LinkAnnealer {
   // Every range machine i may take with the other machines where they are.
   std::vector<LayerRange> ranges_for(const Placement& p, int i) const {
     std::vector<LayerRange> out;
-    const int kmax = p_.capacity[i].max_layers;
+    const int kmax = problem_.capacity[i].max_layers;
     for (int s : starts(p, i))
-      for (int k = 1; k <= kmax && s + k <= p_.num_layers(); ++k)
+      for (int k = 1; k <= kmax && s + k <= problem_.num_layers(); ++k)
         if (can_end(p, i, {s, k})) out.push_back({s, k});
     return out;
   }
@@ -166,12 +91,12 @@ class LinkAnnealer {
   bool move_boundary(Placement& p) {
     const int u = pick(usable_);
     const LayerRange a = p.ranges[u];
-    if (a.empty() || a.end() == p_.num_layers() || links_.out[u].empty()) return false;
+    if (a.empty() || a.end() == problem_.num_layers() || links_.out[u].empty()) return false;
     const int w = pick(links_.out[u]);
     const LayerRange b = p.ranges[w];
-    if (!continues(p_, a, b)) return false;
-    const int lo = std::max(a.start + 1, b.end() - p_.capacity[w].max_layers);
-    const int hi = std::min(a.start + p_.capacity[u].max_layers, b.end() - 1);
+    if (!continues(problem_, a, b)) return false;
+    const int lo = std::max(a.start + 1, b.end() - problem_.capacity[w].max_layers);
+    const int hi = std::min(a.start + problem_.capacity[u].max_layers, b.end() - 1);
     if (hi < lo) return false;
     const int at = lo + below(hi - lo + 1);
     if (at == a.end() && at == b.start) return false;
@@ -185,7 +110,7 @@ class LinkAnnealer {
   bool move_cut(Placement& p) {
     const int u = pick(usable_);
     const int b = p.ranges[u].end();
-    const int L = p_.num_layers();
+    const int L = problem_.num_layers();
     if (p.ranges[u].empty() || b == L) return false;
     int to = b + (below(2) ? 1 : -1) * (below(3) + 1);
     if (to <= 0 || to >= L) return false;
@@ -198,7 +123,7 @@ class LinkAnnealer {
         r = {to, r.end() - to};
       else
         continue;
-      if (r.count < 1 || r.count > p_.capacity[i].max_layers) return false;
+      if (r.count < 1 || r.count > problem_.capacity[i].max_layers) return false;
     }
     return true;
   }
@@ -212,7 +137,7 @@ class LinkAnnealer {
     int lo = below(2) ? p.ranges[a].start : p.ranges[a].end();
     int hi = below(2) ? p.ranges[b].start : p.ranges[b].end();
     if (lo > hi) std::swap(lo, hi);
-    const int L = p_.num_layers();
+    const int L = problem_.num_layers();
     if (lo <= 0 || hi >= L) return false;
     const int d = below(2) ? 1 : -1;
     auto moved = [&](int x) { return lo <= x && x <= hi ? x + d : x; };
@@ -220,7 +145,7 @@ class LinkAnnealer {
       LayerRange& r = p.ranges[i];
       if (r.empty()) continue;
       const int s = moved(r.start), e = moved(r.end());
-      if (e - s < 1 || e - s > p_.capacity[i].max_layers || s < 0 || e > L) return false;
+      if (e - s < 1 || e - s > problem_.capacity[i].max_layers || s < 0 || e > L) return false;
       r = {s, e - s};
     }
     return true;
@@ -230,7 +155,7 @@ class LinkAnnealer {
   // machines, to a used machine that can go on (or to the clients after the last layer). The
   // layers between are shared so that the branch's weakest machine is as fast as it can be.
   bool move_bypass(Placement& p) {
-    const int L = p_.num_layers();
+    const int L = problem_.num_layers();
     const int u = pick(usable_);
     const LayerRange from = p.ranges[u];
     if (from.empty() || from.end() == L) return false;
@@ -240,14 +165,14 @@ class LinkAnnealer {
     for (int depth = 0; depth < kMaxBypass; ++depth) {
       std::vector<int> idle;
       for (int w : links_.out[v])
-        if (p.ranges[w].empty() && p_.capacity[w].max_layers > 0 &&
+        if (p.ranges[w].empty() && problem_.capacity[w].max_layers > 0 &&
             std::find(path.begin(), path.end(), w) == path.end())
           idle.push_back(w);
       if (!path.empty() && (idle.empty() || below(2))) return finish_bypass(p, from, path, most, v);
       if (idle.empty()) return false;
       v = pick(idle);
       path.push_back(v);
-      most += p_.capacity[v].max_layers;
+      most += problem_.capacity[v].max_layers;
     }
     return finish_bypass(p, from, path, most, v);
   }
@@ -255,7 +180,7 @@ class LinkAnnealer {
   // Ends the branch `path` (from the end of `from`, last machine `last`) at a machine it links to.
   bool finish_bypass(Placement& p, const LayerRange& from, const std::vector<int>& path, int most,
                      int last) {
-    const int L = p_.num_layers();
+    const int L = problem_.num_layers();
     const int m = static_cast<int>(path.size());
     const int b = from.end();
     std::vector<std::pair<int, int>> ends;  // layers the branch may end at: [lo, hi]
@@ -264,7 +189,7 @@ class LinkAnnealer {
       const LayerRange& r = p.ranges[w];
       if (r.empty()) continue;
       // Without partial inference the branch must end exactly where w starts.
-      const int last_end = p_.partial_inference ? r.end() - 1 : r.start;
+      const int last_end = problem_.partial_inference ? r.end() - 1 : r.start;
       const int lo = std::max(b + m, r.start), hi = std::min(last_end, b + most);
       if (lo <= hi) ends.emplace_back(lo, hi);
     }
@@ -277,8 +202,8 @@ class LinkAnnealer {
       int best = -1;
       double best_cap = -1;
       for (int j = 0; j < m; ++j) {
-        if (k[j] >= p_.capacity[path[j]].max_layers) continue;
-        const double c = p_.capacity[path[j]].tokens_per_s[k[j] + 1];
+        if (k[j] >= problem_.capacity[path[j]].max_layers) continue;
+        const double c = problem_.capacity[path[j]].tokens_per_s[k[j] + 1];
         if (c > best_cap) {
           best_cap = c;
           best = j;
@@ -311,15 +236,7 @@ class LinkAnnealer {
     return switch_off(p);
   }
 
-  const ServingProblem& p_;
-  const LocalSearchOptions& options_;
   const Links links_;
-  std::mt19937_64 rng_;
-  std::vector<int> usable_;
-  Placement cur_;
-  double cur_flow_ = 0;
-  double cur_score_ = 0;
-  double reference_ = 0;
 };
 
 }  // namespace

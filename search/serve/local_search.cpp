@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "search/serve/annealing.h"
 #include "search/serve/baselines.h"
 #include "search/serve/flow.h"
 #include "search/serve/link_search.h"
@@ -15,83 +16,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Weight of the tie-breaker against the max flow itself.
-constexpr double kSoftWeight = 0.05;
-
-class Annealer {
+// Moves over single ranges that ignore links (shift, grow or shrink, relocate, join, swap,
+// switch off or on, cover the weakest window).
+class Annealer : public PlacementAnnealer<Annealer> {
  public:
   Annealer(const ServingProblem& problem, const LocalSearchOptions& options)
-      : problem_(problem), options_(options), rng_(options.seed) {
-    for (int i = 0; i < problem.machines(); ++i)
-      if (problem.capacity[i].max_layers > 0) usable_.push_back(i);
-  }
-
-  LocalSearchResult run(const Placement& start) {
-    const auto t0 = Clock::now();
-    LocalSearchResult result;
-    cur_ = start;
-    cur_flow_ = evaluate(cur_);
-    reference_ = std::max(cur_flow_, mean_coverage(cur_)) * 1.1;
-    cur_score_ = score(cur_, cur_flow_);
-    result.placement = cur_;
-    result.max_flow_tokens_per_s = cur_flow_;
-    if (usable_.empty()) return result;
-    const double t_start = std::max(options_.start_temperature * std::max(cur_flow_, 1.0), 1e-6);
-    const double t_end = t_start * 1e-3;
-    auto last_report = t0;
-    int64_t done = 0;
-    for (; done < options_.evaluations; ++done) {
-      // The clock is read at every step: one evaluation takes 20 us on Helix's clusters but 0.2 s
-      // on 2000 machines, where checking every 256 overran the limit by a minute.
-      const auto now = Clock::now();
-      if (std::chrono::duration<double>(now - t0).count() > options_.time_limit_s) break;
-      if (options_.progress && now - last_report > std::chrono::seconds(1)) {
-        options_.progress(done, result.max_flow_tokens_per_s);
-        last_report = now;
-      }
-      const double progress = static_cast<double>(done) / options_.evaluations;
-      const double temperature = t_start * std::pow(t_end / t_start, progress);
-      Placement next = cur_;
-      if (!mutate(next)) continue;
-      const double flow = evaluate(next);
-      const double s = score(next, flow);
-      if (s >= cur_score_ || uniform() < std::exp((s - cur_score_) / temperature)) {
-        cur_ = std::move(next);
-        cur_flow_ = flow;
-        cur_score_ = s;
-        if (flow > result.max_flow_tokens_per_s) {
-          result.placement = cur_;
-          result.max_flow_tokens_per_s = flow;
-          // The tie-breaker aims a little above the best flow found so far.
-          reference_ = std::max(reference_, flow * 1.1);
-          cur_score_ = score(cur_, cur_flow_);
-        }
-      }
-    }
-    result.evaluations = done;
-    result.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    return result;
-  }
+      : PlacementAnnealer(problem, options, FailedMove::kCountsAsEvaluation) {}
 
  private:
-  double evaluate(const Placement& p) { return max_flow(problem_, p); }
-
-  double mean_coverage(const Placement& p) const {
-    const auto cov = layer_coverage(problem_, p);
-    double sum = 0;
-    for (double c : cov) sum += c;
-    return sum / cov.size();
-  }
-
-  // Max flow plus a small reward for every layer's capacity up to the reference level.
-  double score(const Placement& p, double flow) const {
-    double soft = 0;
-    for (double c : layer_coverage(problem_, p)) soft += std::min(c, reference_);
-    return flow + kSoftWeight * soft / problem_.num_layers();
-  }
-
-  double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
-  int below(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+  friend class PlacementAnnealer<Annealer>;
 
   // A range of `count` layers clamped into the model and the machine's limit.
   LayerRange fit(int machine, int start, int count) const {
@@ -162,15 +95,6 @@ class Annealer {
     }
     return !(r == before) || move >= 80;
   }
-
-  const ServingProblem& problem_;
-  const LocalSearchOptions& options_;
-  std::mt19937_64 rng_;
-  std::vector<int> usable_;
-  Placement cur_;
-  double cur_flow_ = 0;
-  double cur_score_ = 0;
-  double reference_ = 0;
 };
 
 // Anneals the machines' layer counts only; each count vector is placed by water_fill(), which
