@@ -117,6 +117,9 @@ std::vector<std::filesystem::path> json_files_under(const std::filesystem::path&
 std::filesystem::path default_calibration_dir();
 
 Json to_json(const Profile& profile);
+// A fit's pieces as the profile writes them (and the fit quality report repeats them).
+Json to_json(const GemmEfficiency& e);
+Json to_json(const FitQuality& q);
 Profile profile_from_document(const Document& doc);
 void save_profile(const Profile& profile, const std::filesystem::path& path);
 

@@ -13,14 +13,6 @@ Dtype dtype_key(ObjectReader& r, const std::string& key) {
   return d;
 }
 
-Json quality_json(const FitQuality& q) {
-  Json j = {{"points", q.points},
-            {"median_rel_error", q.median_rel_error},
-            {"p95_rel_error", q.p95_rel_error}};
-  if (!q.method.empty()) j["method"] = q.method;
-  return j;
-}
-
 FitQuality quality_from(ObjectReader& q) {
   FitQuality out{q.integer("points"), q.number("median_rel_error"), q.number("p95_rel_error"),
                  q.string_or("method", "")};
@@ -33,19 +25,11 @@ Json gpu_json(const GpuFit& g) {
   j["origins"] = g.origins;
   Json gemm = Json::object();
   for (const auto& [dtype, e] : g.gemm) {
-    Json d = {{"peak_fraction", e.peak_fraction},
-              {"tile_m", e.tile_m},
-              {"tile_n", e.tile_n},
-              {"k_half", e.k_half},
-              {"overhead_s", e.overhead_s},
-              {"tile_exponent", e.tile_exponent},
-              {"memory_fraction", e.memory_fraction},
-              {"blend", e.blend},
-              {"wave_smoothing", e.wave_smoothing}};
+    Json d = to_json(e);
     if (auto q = g.gemm_quality.find(dtype); q != g.gemm_quality.end()) {
-      d["quality"] = quality_json(q->second);
+      d["quality"] = to_json(q->second);
       if (auto a = g.gemm_analytical_quality.find(dtype); a != g.gemm_analytical_quality.end())
-        d["quality"]["analytical"] = quality_json(a->second);
+        d["quality"]["analytical"] = to_json(a->second);
     }
     Json pts = Json::array();
     if (auto it = g.gemm_points.find(dtype); it != g.gemm_points.end())
@@ -141,6 +125,26 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
 }
 
 }  // namespace
+
+Json to_json(const GemmEfficiency& e) {
+  return {{"peak_fraction", e.peak_fraction},
+          {"tile_m", e.tile_m},
+          {"tile_n", e.tile_n},
+          {"k_half", e.k_half},
+          {"overhead_s", e.overhead_s},
+          {"tile_exponent", e.tile_exponent},
+          {"memory_fraction", e.memory_fraction},
+          {"blend", e.blend},
+          {"wave_smoothing", e.wave_smoothing}};
+}
+
+Json to_json(const FitQuality& q) {
+  Json j = {{"points", q.points},
+            {"median_rel_error", q.median_rel_error},
+            {"p95_rel_error", q.p95_rel_error}};
+  if (!q.method.empty()) j["method"] = q.method;
+  return j;
+}
 
 Json to_json(const Profile& p) {
   Json j;

@@ -12,14 +12,8 @@
 namespace hetplan {
 namespace {
 
-Json quality_json(const FitQuality& q) {
-  return {{"points", q.points},
-          {"median_rel_error", q.median_rel_error},
-          {"p95_rel_error", q.p95_rel_error}};
-}
-
 // A score of no points has no errors: null, not zeros.
-Json scored_json(const FitQuality& q) { return q.points > 0 ? quality_json(q) : Json(nullptr); }
+Json scored_json(const FitQuality& q) { return q.points > 0 ? to_json(q) : Json(nullptr); }
 
 std::vector<std::string> gemm_warnings(const GemmHoldout& h, int every, const GpuFit& fit) {
   std::vector<std::string> out;
@@ -178,20 +172,12 @@ Json to_json(const FitReport& report) {
                                                {"fit_points", h.fit_points},
                                                {"held_out_corrected", scored_json(h.corrected)},
                                                {"held_out_analytical", scored_json(h.analytical)},
-                                               {"in_sample_analytical", quality_json(h.in_sample)},
+                                               {"in_sample_analytical", to_json(h.in_sample)},
                                                {"target", !h.scored()             ? "not scored"
                                                           : meets_gemm_targets(h) ? "met"
                                                                                   : "missed"},
                                                {"warnings", h.warnings},
-                                               {"fitted_without_held_out",
-                                                {{"peak_fraction", e.peak_fraction},
-                                                 {"tile_m", e.tile_m},
-                                                 {"tile_n", e.tile_n},
-                                                 {"k_half", e.k_half},
-                                                 {"overhead_s", e.overhead_s},
-                                                 {"tile_exponent", e.tile_exponent},
-                                                 {"memory_fraction", e.memory_fraction},
-                                                 {"blend", e.blend}}}};
+                                               {"fitted_without_held_out", to_json(e)}};
     }
     Json kernels = Json::object();
     for (const auto& [name, k] : g.kernels)
@@ -237,13 +223,13 @@ Json to_json(const FitReport& report) {
         {"layers", layers},
         {"layer_corrections", corrections},
         {"layer_quality",
-         {{"forward", quality_json(g.layer_quality[0])},
-          {"backward_input", quality_json(g.layer_quality[1])},
-          {"backward_weight", quality_json(g.layer_quality[2])}}},
+         {{"forward", to_json(g.layer_quality[0])},
+          {"backward_input", to_json(g.layer_quality[1])},
+          {"backward_weight", to_json(g.layer_quality[2])}}},
         {"layer_quality_corrected_held_out",
-         {{"forward", quality_json(g.corrected_layer_quality[0])},
-          {"backward_input", quality_json(g.corrected_layer_quality[1])},
-          {"backward_weight", quality_json(g.corrected_layer_quality[2])},
+         {{"forward", to_json(g.corrected_layer_quality[0])},
+          {"backward_input", to_json(g.corrected_layer_quality[1])},
+          {"backward_weight", to_json(g.corrected_layer_quality[2])},
           {"method",
            "each timing predicted with the correction of its shape made from its other "
            "micro-batches"}}}};
