@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "costmodel/cost_model.h"
+#include "partition_test_util.h"
 #include "search/partition.h"
 #include "search/search.h"
 
@@ -13,6 +14,7 @@ namespace hetplan {
 namespace {
 
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+using testing::same_on_every_stage;
 
 struct Measures {
   double device_s = 0, stage_s = 0, squares = 0;
@@ -164,15 +166,7 @@ TEST(PartitionV, DynamicProgramMatchesBruteForce) {
 // (balance_device_loads stops at [emb], [3], [2], [2], [1], [head]: 27.25).
 TEST(PartitionV, EmbeddingBlocksAndHeadOnThreeDevices) {
   const std::vector<double> t = {0.5, 1, 1, 1, 1, 1, 1, 1, 1, 3};
-  PartitionInput in;
-  for (int s = 0; s < 6; ++s) {
-    in.time_s.push_back(t);
-    in.static_bytes.push_back(std::vector<double>(t.size(), 1));
-    in.activation_bytes.push_back(std::vector<double>(t.size(), 0));
-    in.transient_bytes.push_back(std::vector<double>(t.size(), 0));
-    in.in_flight.push_back(1);
-    in.limit_bytes.push_back(1e9);
-  }
+  const PartitionInput in = same_on_every_stage(t, std::vector<double>(t.size(), 1), 6);
   const PartitionResult r = partition_v_devices(in, {});
   ASSERT_TRUE(r.feasible);
   EXPECT_EQ(r.ranges, (Ranges{{0, 0}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 9}}));
@@ -188,18 +182,9 @@ TEST(PartitionV, EmbeddingBlocksAndHeadOnThreeDevices) {
   EXPECT_FALSE(partition_v_devices(in, {2, 2, 2}).feasible);
 }
 
+// 1 s layers with the given static bytes.
 PartitionInput uniform_layers(const std::vector<double>& static_bytes, int stages) {
-  PartitionInput in;
-  const size_t L = static_bytes.size();
-  for (int s = 0; s < stages; ++s) {
-    in.time_s.push_back(std::vector<double>(L, 1));
-    in.static_bytes.push_back(static_bytes);
-    in.activation_bytes.push_back(std::vector<double>(L, 0));
-    in.transient_bytes.push_back(std::vector<double>(L, 0));
-    in.in_flight.push_back(1);
-    in.limit_bytes.push_back(1e9);
-  }
-  return in;
+  return same_on_every_stage(std::vector<double>(static_bytes.size(), 1), static_bytes, stages);
 }
 
 // The refinement keeps only improvements, never makes the busiest device busier, respects memory

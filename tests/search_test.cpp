@@ -7,6 +7,7 @@
 
 #include "cli_test_util.h"
 #include "costmodel/cost_model.h"
+#include "partition_test_util.h"
 #include "search/partition.h"
 
 namespace hetplan {
@@ -246,15 +247,7 @@ TEST(Partition, BisectionFindsTheDynamicProgramsSlowestStage) {
 // (device 0 holds the head and the embedding; the 8 blocks split 4 / 4).
 TEST(Partition, DeviceBalanceEvensTheDevicesOfAVPlacement) {
   const std::vector<double> t = {0.5, 1, 1, 1, 1, 1, 1, 1, 1, 3};
-  PartitionInput in;
-  for (int s = 0; s < 6; ++s) {
-    in.time_s.push_back(t);
-    in.static_bytes.push_back(std::vector<double>(t.size(), 1));
-    in.activation_bytes.push_back(std::vector<double>(t.size(), 0));
-    in.transient_bytes.push_back(std::vector<double>(t.size(), 0));
-    in.in_flight.push_back(1);
-    in.limit_bytes.push_back(1e9);
-  }
+  const PartitionInput in = testing::same_on_every_stage(t, std::vector<double>(t.size(), 1), 6);
   using Ranges = std::vector<std::pair<int64_t, int64_t>>;
   const PartitionResult stages = partition_layers_greedy(in);
   ASSERT_TRUE(stages.feasible);
