@@ -38,9 +38,7 @@ std::vector<StageBlocks> merge_chunks(const std::vector<StageBlocks>& segments, 
 // it knows and ignores the others.
 Json placement_json(const export_detail::RankPlacement& p) {
   Json j;
-  Json devices = Json::array();
-  for (const auto& r : p.ranks) devices.push_back(r.device);
-  j["rank_devices"] = devices;
+  j["rank_devices"] = export_detail::rank_devices(p);
   if (!p.nodes.empty()) {
     Json nodes = Json::array();
     for (const auto& n : p.nodes)

@@ -93,6 +93,8 @@ std::vector<std::string> placement_lines(const Strategy& s, const RankPlacement&
                                          std::string_view framework, Launcher launcher);
 // The --node-rank of each cluster node (index: node, -1: unused); empty without a launch order.
 std::vector<int64_t> node_ranks(const RankPlacement& p);
+// The hetplan device of each rank (index: rank).
+std::vector<int64_t> rank_devices(const RankPlacement& p);
 
 // "dp 2 x tp 2 x pp 2 = 8 GPUs, micro-batch 4, global batch 64, 1f1b, recompute selective"
 std::string strategy_summary(const Strategy& s);

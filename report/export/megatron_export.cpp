@@ -196,10 +196,8 @@ std::string placement_text(const Strategy& s, const ExportOptions& o, ExportResu
   if (p.ranks.empty()) return "";
   std::string text;
   for (const auto& line : out.placement) text += "# placement: " + line + "\n";
-  std::vector<int64_t> devices;
-  for (const auto& r : p.ranks) devices.push_back(r.device);
   text += fmt::format("HETPLAN_RANK_DEVICES=({})  # hetplan device of rank r\n",
-                      fmt::join(devices, " "));
+                      fmt::join(export_detail::rank_devices(p), " "));
   if (const auto ranks = export_detail::node_ranks(p); !ranks.empty())
     text += fmt::format(
         "HETPLAN_NODE_RANK=({})  # torchrun --node-rank of cluster node i (-1: unused)\n",

@@ -147,6 +147,12 @@ std::vector<int64_t> node_ranks(const RankPlacement& p) {
   return out;
 }
 
+std::vector<int64_t> rank_devices(const RankPlacement& p) {
+  std::vector<int64_t> out;
+  for (const auto& r : p.ranks) out.push_back(r.device);
+  return out;
+}
+
 std::vector<std::string> placement_lines(const Strategy& s, const RankPlacement& p,
                                          std::string_view framework, Launcher launcher) {
   std::vector<std::string> lines;

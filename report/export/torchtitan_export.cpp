@@ -188,10 +188,8 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
   for (const auto& no : out.unsupported) head += "# NOT EXPRESSED: " + no + "\n";
   for (const auto& line : out.placement) head += "# placement: " + line + "\n";
   if (!placement.ranks.empty()) {
-    std::vector<int64_t> devices;
-    for (const auto& r : placement.ranks) devices.push_back(r.device);
     head += fmt::format("# hetplan_rank_devices = [{}]  # hetplan device of rank r\n",
-                        fmt::join(devices, ", "));
+                        fmt::join(export_detail::rank_devices(placement), ", "));
     if (const auto ranks = export_detail::node_ranks(placement); !ranks.empty())
       head += fmt::format(
           "# hetplan_node_rank = [{}]  # torchrun --node-rank of cluster node i (-1: unused)\n",
