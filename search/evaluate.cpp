@@ -206,8 +206,9 @@ int64_t Evaluator::chunks_of(const Strategy& s) {
 int64_t Evaluator::device_of_virtual_stage(const Strategy& s, int64_t j) {
   const int64_t P = s.pp, v = chunks_of(s);
   if (v == 1) return j;
-  if (s.schedule.rfind("v-", 0) == 0) return j < P ? j : 2 * P - 1 - j;  // the V turns back
-  return j % P;                                                          // interleaved: round robin
+  // The V turns back at the last rank; interleaved goes round robin.
+  if (s.schedule.rfind("v-", 0) == 0) return j < P ? j : 2 * P - 1 - j;
+  return j % P;
 }
 
 std::string strategy_model_problem(const ModelSpec& model, const Strategy& s, std::string& code) {
