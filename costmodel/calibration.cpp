@@ -613,12 +613,7 @@ void save_calibration(const CalibrationFile& file, const std::filesystem::path& 
   write_json_atomically(to_json(file), path);
 }
 
-std::string gpu_preset_names() {
-  std::string out;
-  for (const auto& p : hardware_presets())
-    if (p.kind == "gpu") out += (out.empty() ? "" : ", ") + p.name;
-  return out;
-}
+std::string gpu_preset_names() { return hardware_preset_names("gpus"); }
 
 std::string per_gpu_records(const CalibrationFile& f) {
   std::string out;

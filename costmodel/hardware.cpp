@@ -29,24 +29,6 @@ std::string_view to_string(Fabric f) {
 
 namespace {
 
-const EmbeddedPreset* find_preset(std::string_view kind, std::string_view name) {
-  for (const auto& p : embedded_presets())
-    if (p.kind == kind && p.name == name) return &p;
-  return nullptr;
-}
-
-std::string preset_names(std::string_view kind) {
-  std::string out;
-  for (const auto& p : embedded_presets())
-    if (p.kind == kind) out += (out.empty() ? "" : ", ") + std::string(p.name);
-  return out;
-}
-
-bool looks_like_path(const std::string& s) {
-  return s.find('/') != std::string::npos || s.ends_with(".yaml") || s.ends_with(".yml") ||
-         s.ends_with(".json");
-}
-
 Document preset_document(const EmbeddedPreset& p) {
   return parse_document(p.text, std::string(p.path), DocumentFormat::kYaml);
 }
@@ -83,12 +65,12 @@ GpuSpec load_gpu(const std::string& name_or_path) {
     Document doc = preset_document(*p);
     return parse_gpu(ObjectReader(doc), name_or_path);
   }
-  if (looks_like_path(name_or_path)) {
+  if (looks_like_file_path(name_or_path)) {
     Document doc = load_document(name_or_path);
     return parse_gpu(ObjectReader(doc), std::filesystem::path(name_or_path).stem().string());
   }
   throw InputError(fmt::format("unknown GPU type \"{}\": expected one of {} or a GPU file",
-                               name_or_path, preset_names("gpus")));
+                               name_or_path, hardware_preset_names("gpus")));
 }
 
 NodeSpec parse_node(ObjectReader r, const std::string& name,
@@ -102,8 +84,9 @@ NodeSpec parse_node(ObjectReader r, const std::string& name,
   } else if (find_preset("gpus", gpu)) {
     n.gpu = load_gpu(gpu);
   } else {
-    r.fail("gpu", fmt::format("expected a GPU type ({}{}), found \"{}\"", preset_names("gpus"),
-                              extra_gpus.empty() ? "" : ", or one of the file's gpu_types", gpu));
+    r.fail("gpu",
+           fmt::format("expected a GPU type ({}{}), found \"{}\"", hardware_preset_names("gpus"),
+                       extra_gpus.empty() ? "" : ", or one of the file's gpu_types", gpu));
   }
   n.gpus = r.positive_integer("gpus");
   const std::string fabric = r.choice("fabric", {"pcie", "nvlink", "nvswitch"});
@@ -126,12 +109,12 @@ NodeSpec load_node(const std::string& name_or_path) {
     Document doc = preset_document(*p);
     return parse_node(ObjectReader(doc), name_or_path);
   }
-  if (looks_like_path(name_or_path)) {
+  if (looks_like_file_path(name_or_path)) {
     Document doc = load_document(name_or_path);
     return parse_node(ObjectReader(doc), std::filesystem::path(name_or_path).stem().string());
   }
   throw InputError(fmt::format("unknown node type \"{}\": expected one of {} or a node file",
-                               name_or_path, preset_names("nodes")));
+                               name_or_path, hardware_preset_names("nodes")));
 }
 
 int64_t ClusterSpec::num_gpus() const {
@@ -212,9 +195,10 @@ ClusterSpec parse_cluster(const Document& doc) {
     } else if (find_preset("nodes", type)) {
       g.node = load_node(type);
     } else {
-      item.fail("type",
-                fmt::format("expected a node type ({}{}), found \"{}\"", preset_names("nodes"),
-                            nodes.empty() ? "" : ", or one of the file's node_types", type));
+      item.fail(
+          "type",
+          fmt::format("expected a node type ({}{}), found \"{}\"", hardware_preset_names("nodes"),
+                      nodes.empty() ? "" : ", or one of the file's node_types", type));
     }
     g.count = item.positive_integer("count");
     item.finish();
@@ -271,9 +255,9 @@ ClusterSpec parse_cluster_list(const std::string& spec) {
         throw InputError(c.origin, item, "expected NODE:COUNT with a whole count > 0");
     }
     if (!find_preset("nodes", type))
-      throw InputError(
-          c.origin, item,
-          fmt::format("unknown node type \"{}\": expected one of {}", type, preset_names("nodes")));
+      throw InputError(c.origin, item,
+                       fmt::format("unknown node type \"{}\": expected one of {}", type,
+                                   hardware_preset_names("nodes")));
     c.groups.push_back({load_node(type), count});
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -288,7 +272,7 @@ ClusterSpec load_cluster(const std::string& spec) {
   if (spec.empty()) throw InputError("--cluster: expected a preset, a file or NODE:COUNT,...");
   if (const EmbeddedPreset* p = find_preset("clusters", spec))
     return parse_cluster(preset_document(*p));
-  if (looks_like_path(spec) || std::filesystem::exists(spec))
+  if (looks_like_file_path(spec) || std::filesystem::exists(spec))
     return parse_cluster(load_document(spec));
   return parse_cluster_list(spec);
 }
@@ -300,10 +284,13 @@ std::optional<GpuSpec> find_gpu_spec(const std::string& name,
   return std::nullopt;
 }
 
-bool is_gpu_preset(const std::string& name) {
+bool is_gpu_preset(const std::string& name) { return find_preset("gpus", name) != nullptr; }
+
+std::string hardware_preset_names(std::string_view kind) {
+  std::string out;
   for (const auto& p : embedded_presets())
-    if (p.kind == "gpus" && p.name == name) return true;
-  return false;
+    if (p.kind == kind) out += (out.empty() ? "" : ", ") + std::string(p.name);
+  return out;
 }
 
 std::vector<HardwarePresetInfo> hardware_presets() {

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "costmodel/document.h"
@@ -96,6 +97,8 @@ struct HardwarePresetInfo {
 std::vector<HardwarePresetInfo> hardware_presets();
 // Whether `name` is a GPU preset (presets/gpus), i.e. hetplan knows its datasheet.
 bool is_gpu_preset(const std::string& name);
+// The preset names of `kind` ("gpus", "nodes", "clusters"), comma separated, for messages.
+std::string hardware_preset_names(std::string_view kind);
 // The datasheet of GPU type `name`: one of `defined` (a cluster file's gpu_types), else a preset;
 // nullopt when neither has it.
 std::optional<GpuSpec> find_gpu_spec(const std::string& name,

@@ -165,21 +165,6 @@ std::vector<PresetInfo> model_presets() {
   return out;
 }
 
-namespace {
-
-const EmbeddedPreset* find_preset(std::string_view kind, std::string_view name) {
-  for (const auto& p : embedded_presets())
-    if (p.kind == kind && p.name == name) return &p;
-  return nullptr;
-}
-
-bool looks_like_path(const std::string& s) {
-  return s.find('/') != std::string::npos || s.ends_with(".yaml") || s.ends_with(".yml") ||
-         s.ends_with(".json");
-}
-
-}  // namespace
-
 ModelSpec with_seq_len(const ModelSpec& model, int64_t seq_len) {
   if (seq_len <= 0 || seq_len == model.seq_len) return model;
   if (seq_len > model_limits::kSeqLen)
@@ -210,7 +195,7 @@ ModelSpec load_model(const std::string& name_or_path, int64_t seq_len) {
   ModelSpec model;
   if (const EmbeddedPreset* p = find_preset("models", name_or_path)) {
     model = parse_model(parse_document(p->text, std::string(p->path), DocumentFormat::kYaml));
-  } else if (looks_like_path(name_or_path) || std::filesystem::exists(name_or_path)) {
+  } else if (looks_like_file_path(name_or_path) || std::filesystem::exists(name_or_path)) {
     Document doc = load_document(name_or_path);
     // A Hugging Face config.json has "model_type"; ours has "layers" or "blocks".
     if (doc.root.is_object() &&

@@ -16,4 +16,18 @@ struct EmbeddedPreset {
 // All embedded presets, sorted by path.
 const std::vector<EmbeddedPreset>& embedded_presets();
 
+// The preset `name` of `kind` (a folder name), or nullptr.
+inline const EmbeddedPreset* find_preset(std::string_view kind, std::string_view name) {
+  for (const auto& p : embedded_presets())
+    if (p.kind == kind && p.name == name) return &p;
+  return nullptr;
+}
+
+// Whether a value that may name a preset or a file names a file by its form: a path, or a .yaml,
+// .yml or .json name.
+inline bool looks_like_file_path(std::string_view s) {
+  return s.find('/') != std::string_view::npos || s.ends_with(".yaml") || s.ends_with(".yml") ||
+         s.ends_with(".json");
+}
+
 }  // namespace hetplan

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <nccl.h>
 
-#include "costmodel/preset_table.h"
+#include "costmodel/hardware.h"
 #include "profiler/common/gpu_type.h"
 #include "profiler/common/run_info.h"
 #include "profiler/cuda_check.h"
@@ -13,12 +13,6 @@
 
 namespace hetplan::profiler {
 namespace {
-
-bool gpu_preset_exists(const std::string& key) {
-  for (const auto& p : embedded_presets())
-    if (p.kind == "gpus" && p.name == key) return true;
-  return false;
-}
 
 void add_note(Provenance& p, const std::string& note) {
   p.notes += (p.notes.empty() ? "" : "; ") + note;
@@ -65,7 +59,7 @@ Provenance measure_provenance(const CalibrateOptions& options, const DeviceInfo&
         d.name, type.key);
     if (warnings) warnings->push_back(w);
     add_note(p, w);
-  } else if (!gpu_preset_exists(type.key)) {
+  } else if (!is_gpu_preset(type.key)) {
     add_note(p, fmt::format("no preset presets/gpus/{}.yaml yet", type.key));
   }
   p.gpu_count = visible_device_count();

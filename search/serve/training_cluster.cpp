@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "costmodel/preset_table.h"
 #include "search/serve/helix_import.h"
 
 namespace hetplan::serve {
@@ -31,31 +32,19 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
-std::string preset_list(const std::string& kind) {
-  std::vector<std::string> names;
-  for (const auto& p : hardware_presets())
-    if (p.kind == kind) names.push_back(p.name);
-  return joined(names);
-}
-
-bool is_cluster_preset(const std::string& name) {
-  for (const auto& p : hardware_presets())
-    if (p.kind == "cluster" && p.name == name) return true;
-  return false;
-}
+bool is_cluster_preset(const std::string& name) { return find_preset("clusters", name) != nullptr; }
 
 // What --cluster takes, for messages about a value that is none of it.
 std::string what_serve_cluster_takes() {
   return fmt::format(
       "expected a cluster preset ({}), NODE:COUNT,... with node presets ({}), a Helix INI file "
       "(cluster*.ini, pruned_cluster.ini, simulator_cluster.ini), or {}",
-      preset_list("cluster"), preset_list("node"), kBothKinds);
+      hardware_preset_names("clusters"), hardware_preset_names("nodes"), kBothKinds);
 }
 
-// Same rule as costmodel's load_cluster(): a spec that names a file by its form.
+// load_cluster()'s rule for a spec that names a file by its form, and Helix's INI files.
 bool looks_like_file(const std::string& spec) {
-  return spec.find('/') != std::string::npos || spec.ends_with(".yaml") || spec.ends_with(".yml") ||
-         spec.ends_with(".json") || spec.ends_with(".ini");
+  return looks_like_file_path(spec) || spec.ends_with(".ini");
 }
 
 Machine machine_of(const NodeSpec& node, std::string name) {
@@ -160,9 +149,7 @@ ServeCluster load_serve_cluster(const std::string& spec) {
     throw InputError(spec, "", "no such file: " + what_serve_cluster_takes());
   // A bare word is a cluster or node preset; load_cluster's message would list node types only.
   if (!is_cluster_preset(spec) && spec.find_first_of(":,") == std::string::npos) {
-    bool node = false;
-    for (const auto& p : hardware_presets()) node = node || (p.kind == "node" && p.name == spec);
-    if (!node)
+    if (!find_preset("nodes", spec))
       throw InputError("--cluster " + spec, "",
                        "no such preset or file: " + what_serve_cluster_takes());
   }
