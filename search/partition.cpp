@@ -170,6 +170,17 @@ double lower_bound_s(const PartitionInput& in) {
 
 }  // namespace
 
+double slowest_stage_s(const PartitionInput& in,
+                       const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  double slowest = 0;
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    double t = 0;
+    for (int64_t i = ranges[s].first; i <= ranges[s].second; ++i) t += in.time_s[s][i];
+    slowest = std::max(slowest, t);
+  }
+  return slowest;
+}
+
 PartitionResult partition_layers_greedy(const PartitionInput& in) {
   PartitionResult result;
   const int64_t P = static_cast<int64_t>(in.time_s.size());
@@ -194,12 +205,7 @@ PartitionResult partition_layers_greedy(const PartitionInput& in) {
   reach.feasible(hi);
   result.feasible = true;
   result.ranges = reach.cut(hi);
-  for (int64_t s = 0; s < P; ++s) {
-    double t = 0;
-    for (int64_t i = result.ranges[s].first; i <= result.ranges[s].second; ++i)
-      t += in.time_s[s][i];
-    result.max_stage_s = std::max(result.max_stage_s, t);
-  }
+  result.max_stage_s = slowest_stage_s(in, result.ranges);
   return result;
 }
 
@@ -390,12 +396,7 @@ PartitionResult refine_by_makespan(const PartitionInput& in,
     }
   }
   start.ranges = std::move(current);
-  start.max_stage_s = 0;
-  for (int64_t j = 0; j < S; ++j) {
-    double t = 0;
-    for (int64_t i = start.ranges[j].first; i <= start.ranges[j].second; ++i) t += in.time_s[j][i];
-    start.max_stage_s = std::max(start.max_stage_s, t);
-  }
+  start.max_stage_s = slowest_stage_s(in, start.ranges);
   return start;
 }
 

@@ -32,6 +32,10 @@ struct PartitionResult {
 // the smaller sum of stage times, then the earlier cut (deterministic).
 PartitionResult partition_layers(const PartitionInput& in);
 
+// The time of the slowest stage of `ranges` ([first, last] per stage) on its stage's GPUs.
+double slowest_stage_s(const PartitionInput& in,
+                       const std::vector<std::pair<int64_t, int64_t>>& ranges);
+
 }  // namespace hetplan
 
 namespace hetplan {

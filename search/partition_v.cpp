@@ -261,7 +261,7 @@ PartitionResult partition_v_devices(const PartitionInput& in,
   PartitionResult result;
   const size_t S = in.time_s.size();
   if (S < 2 || S % 2 != 0 || in.time_s[0].size() < S) return result;
-  const size_t P = S / 2, L = in.time_s[0].size();
+  const size_t L = in.time_s[0].size();
   NestedSweep sweep(in, device_limit_bytes);
   // Bounds on the busiest device: the widest layer at its cheapest, every layer at its dearest.
   // Memory: the layers' least bytes must fit the devices together.
@@ -308,12 +308,7 @@ PartitionResult partition_v_devices(const PartitionInput& in,
   result.feasible = true;
   result.max_device_s = hi;
   result.ranges = best ? std::move(*best) : std::move(at_hi);
-  for (size_t s = 0; s < S; ++s) {
-    double t = 0;
-    for (int64_t i = result.ranges[s].first; i <= result.ranges[s].second; ++i)
-      t += in.time_s[s][i];
-    result.max_stage_s = std::max(result.max_stage_s, t);
-  }
+  result.max_stage_s = slowest_stage_s(in, result.ranges);
   return result;
 }
 
