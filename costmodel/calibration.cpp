@@ -528,14 +528,7 @@ Json to_json(const CalibrationFile& f) {
 
 CalibrationFile calibration_from_document(const Document& doc) {
   ObjectReader r(doc);
-  const std::string format = r.string("format");
-  if (format != kCalibrationFormat)
-    r.fail("format", fmt::format("expected \"{}\", found \"{}\"", kCalibrationFormat, format));
-  const int64_t version = r.integer("schema_version");
-  if (version != kCalibrationSchemaVersion)
-    r.fail("schema_version",
-           fmt::format("expected {} (this hetplan reads version {}), found {}",
-                       kCalibrationSchemaVersion, kCalibrationSchemaVersion, version));
+  require_format(r, kCalibrationFormat, kCalibrationSchemaVersion);
   CalibrationFile f;
   f.origin = doc.origin;
   f.context = provenance_from_json(r.object("context"));

@@ -371,4 +371,14 @@ void ObjectReader::finish() const {
   }
 }
 
+void require_format(ObjectReader& r, std::string_view format, int64_t schema_version) {
+  const std::string found = r.string("format");
+  if (found != format)
+    r.fail("format", fmt::format("expected \"{}\", found \"{}\"", format, found));
+  const int64_t version = r.integer("schema_version");
+  if (version != schema_version)
+    r.fail("schema_version", fmt::format("expected {} (this hetplan reads version {}), found {}",
+                                         schema_version, schema_version, version));
+}
+
 }  // namespace hetplan

@@ -101,4 +101,8 @@ class ObjectReader {
 // Formats a JSON value briefly for an error message ("a string \"abc\"", "the number -3").
 std::string describe_json(const Json& value);
 
+// Reads a file's "format" and "schema_version" keys; fails naming the key unless they are `format`
+// and `schema_version` (the one version this hetplan reads).
+void require_format(ObjectReader& r, std::string_view format, int64_t schema_version);
+
 }  // namespace hetplan

@@ -174,14 +174,7 @@ Json to_json(const MeasurementsFile& f) {
 
 MeasurementsFile measurements_from_document(const Document& doc) {
   ObjectReader r(doc);
-  const std::string format = r.string("format");
-  if (format != kMeasurementsFormat)
-    r.fail("format", fmt::format("expected \"{}\", found \"{}\"", kMeasurementsFormat, format));
-  const int64_t version = r.integer("schema_version");
-  if (version != kMeasurementsSchemaVersion)
-    r.fail("schema_version",
-           fmt::format("expected {} (this hetplan reads version {}), found {}",
-                       kMeasurementsSchemaVersion, kMeasurementsSchemaVersion, version));
+  require_format(r, kMeasurementsFormat, kMeasurementsSchemaVersion);
   MeasurementsFile f;
   f.origin = doc.origin;
   f.context = measurement_context_from_json(r.object("context"));
