@@ -10,6 +10,16 @@ DeviceBuffer<int32_t> random_int_buffer(int64_t n, int32_t lo, int32_t hi, uint6
   return b;
 }
 
+Case new_case(std::string family, std::string pass, DType dtype, std::string note) {
+  Case c;
+  c.family = std::move(family);
+  c.pass = std::move(pass);
+  c.dtype = dtype;
+  c.note = std::move(note);
+  c.unsupported = [](const Shape&) { return std::string(); };
+  return c;
+}
+
 void finish() {
   HETPLAN_CUDA_CHECK(cudaGetLastError());
   HETPLAN_CUDA_CHECK(cudaDeviceSynchronize());

@@ -49,6 +49,10 @@ std::vector<int64_t> sample_rows(int64_t rows, int64_t max_rows = 48);
 std::vector<std::pair<int64_t, int64_t>> sample_windows(int64_t n, int64_t size = 8192,
                                                         int count = 32);
 
+// A case of `family` and `pass` that runs on every device; the caller adds its name, dims, shapes,
+// work and make.
+Case new_case(std::string family, std::string pass, DType dtype, std::string note);
+
 // Compares and records the verdict in `r`.
 void judge(CheckResult& r, const std::string& name, const std::vector<float>& got,
            const std::vector<double>& want, Tolerance tol);

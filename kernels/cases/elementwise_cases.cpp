@@ -251,22 +251,13 @@ class AdamWInstance : public Instance {
   DeviceBuffer<bf16> param_;
 };
 
-Case base(std::string family, std::string pass, DType dtype, std::string note) {
-  Case c;
-  c.family = std::move(family);
-  c.pass = std::move(pass);
-  c.dtype = dtype;
-  c.note = std::move(note);
-  c.unsupported = [](const Shape&) { return std::string(); };
-  return c;
-}
-
 template <class T>
 void add_typed(std::vector<Case>& out) {
   const std::string dt(dtype_name(dtype_of<T>()));
   const double t = bytes_per<T>();
   for (bool backward : {false, true}) {
-    Case c = base("gelu", backward ? "backward" : "forward", dtype_of<T>(), "tanh approximation");
+    Case c =
+        new_case("gelu", backward ? "backward" : "forward", dtype_of<T>(), "tanh approximation");
     c.name = std::string(backward ? "gelu_bwd_" : "gelu_fwd_") + dt;
     c.dims = {"elements"};
     c.test_shapes = {{1000003}, {4096}, {17}};
@@ -278,8 +269,8 @@ void add_typed(std::vector<Case>& out) {
     out.push_back(c);
   }
   for (bool backward : {false, true}) {
-    Case c = base("swiglu", backward ? "backward" : "forward", dtype_of<T>(),
-                  "input [rows, 2 cols] = (gate, up); out [rows, cols]");
+    Case c = new_case("swiglu", backward ? "backward" : "forward", dtype_of<T>(),
+                      "input [rows, 2 cols] = (gate, up); out [rows, cols]");
     c.name = std::string(backward ? "swiglu_bwd_" : "swiglu_fwd_") + dt;
     c.dims = {"rows", "cols"};
     c.test_shapes = {{70, 48}, {5, 37}, {33, 2752}};
@@ -299,8 +290,8 @@ void add_typed(std::vector<Case>& out) {
                          "dx = dy * mask / (1 - p), p = 0.1", "dbias = column sums (fp32)"};
   for (DropPass pass : {DropPass::kForward, DropPass::kBackward, DropPass::kBias}) {
     const int k = static_cast<int>(pass);
-    Case c =
-        base(k == 2 ? "bias_grad" : "bias_dropout_residual", passes[k], dtype_of<T>(), notes[k]);
+    Case c = new_case(k == 2 ? "bias_grad" : "bias_dropout_residual", passes[k], dtype_of<T>(),
+                      notes[k]);
     c.name = names[k] + dt;
     c.dims = {"rows", "cols"};
     c.test_shapes = {{40, 128}, {13, 45}, {300, 1024}};
@@ -327,8 +318,8 @@ void add_elementwise_cases(std::vector<Case>& out) {
 }
 
 void add_optimizer_cases(std::vector<Case>& out) {
-  Case c = base("adamw", "optimizer", DType::kF32,
-                "fp32 master weights, moments and gradients; bf16 parameters written");
+  Case c = new_case("adamw", "optimizer", DType::kF32,
+                    "fp32 master weights, moments and gradients; bf16 parameters written");
   c.name = "adamw_step";
   c.dims = {"params"};
   c.test_shapes = {{4 * 999 + 2}, {1000000}};

@@ -167,13 +167,11 @@ template <class T>
 Case norm_case(bool layernorm, Pass pass) {
   static const char* kPassNames[] = {"fwd", "bwd_input", "bwd_weight"};
   static const char* kPasses[] = {"forward", "backward_input", "backward_weight"};
-  Case c;
-  c.family = layernorm ? "layernorm" : "rmsnorm";
+  Case c =
+      new_case(layernorm ? "layernorm" : "rmsnorm", kPasses[static_cast<int>(pass)], dtype_of<T>(),
+               "over the last dimension of [rows, cols]; statistics fp32; weight gradients fp32");
   c.name = c.family + "_" + kPassNames[static_cast<int>(pass)] + "_" +
            std::string(dtype_name(dtype_of<T>()));
-  c.pass = kPasses[static_cast<int>(pass)];
-  c.dtype = dtype_of<T>();
-  c.note = "over the last dimension of [rows, cols]; statistics fp32; weight gradients fp32";
   c.dims = {"rows", "cols"};
   c.test_shapes = {{3, 520}, {2, 77}, {300, 1024}, {7, 8192}};
   c.bench_shapes = {{16384, 4096}, {16384, 8192}};
@@ -194,7 +192,6 @@ Case norm_case(bool layernorm, Pass pass) {
   c.make = [layernorm, pass](const Shape& s, uint64_t seed) {
     return std::make_unique<NormInstance<T>>(s, seed, layernorm, pass);
   };
-  c.unsupported = [](const Shape&) { return std::string(); };
   return c;
 }
 

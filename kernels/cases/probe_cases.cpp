@@ -77,12 +77,8 @@ class ReduceInstance : public Instance {
 
 Case probe(std::string name, std::string note, double traffic_factor,
            std::function<std::unique_ptr<Instance>(const Shape&, uint64_t)> make) {
-  Case c;
+  Case c = new_case("bandwidth", "probe", DType::kF32, std::move(note));
   c.name = std::move(name);
-  c.family = "bandwidth";
-  c.pass = "probe";
-  c.dtype = DType::kF32;
-  c.note = std::move(note);
   c.dims = {"bytes"};
   c.test_shapes = {{4 * 1000003}, {64 * kMiB}};
   c.bench_shapes = {{64 * kMiB}, {256 * kMiB}, {1024 * kMiB}};
@@ -90,7 +86,6 @@ Case probe(std::string name, std::string note, double traffic_factor,
     return Work{traffic_factor * static_cast<double>(s[0]), 0};
   };
   c.make = std::move(make);
-  c.unsupported = [](const Shape&) { return std::string(); };
   return c;
 }
 

@@ -12,16 +12,6 @@
 namespace hetplan::kernels::cases {
 namespace {
 
-Case base(std::string family, std::string pass, DType dtype, std::string note) {
-  Case c;
-  c.family = std::move(family);
-  c.pass = std::move(pass);
-  c.dtype = dtype;
-  c.note = std::move(note);
-  c.unsupported = [](const Shape&) { return std::string(); };
-  return c;
-}
-
 // Shape: tokens, vocab, hidden.
 template <class T>
 class EmbeddingInstance : public Instance {
@@ -287,10 +277,11 @@ void add_embedding(std::vector<Case>& out) {
   const std::string dt(dtype_name(dtype_of<T>()));
   const double t = bytes_per<T>();
   for (bool backward : {false, true}) {
-    Case c = base("embedding", backward ? "backward_weight" : "forward", dtype_of<T>(),
-                  backward ? "dweight (fp32) += dout rows by token id; deterministic (CUB radix "
-                             "sort of ids, then per-id sums in token order)"
-                           : "gather of weight rows by token id");
+    Case c =
+        new_case("embedding", backward ? "backward_weight" : "forward", dtype_of<T>(),
+                 backward ? "dweight (fp32) += dout rows by token id; deterministic (CUB radix "
+                            "sort of ids, then per-id sums in token order)"
+                          : "gather of weight rows by token id");
     c.name = std::string(backward ? "embedding_bwd_" : "embedding_fwd_") + dt;
     c.dims = {"tokens", "vocab", "hidden"};
     c.test_shapes = {{50, 7, 64}, {20, 30, 37}, {6, 4, 2064}, {4096, 50304, 256}};
@@ -314,7 +305,7 @@ void add_rotary(std::vector<Case>& out) {
   const std::string dt(dtype_name(dtype_of<T>()));
   const double t = bytes_per<T>();
   for (bool backward : {false, true}) {
-    Case c = base(
+    Case c = new_case(
         "rotary", backward ? "backward" : "forward", dtype_of<T>(),
         "rotate-half (LLaMA) on one [batch * seq, heads, head_dim] tensor; fp32 cos/sin tables");
     c.name = std::string(backward ? "rotary_bwd_" : "rotary_fwd_") + dt;
@@ -336,9 +327,9 @@ void add_cross_entropy(std::vector<Case>& out) {
   const std::string dt(dtype_name(dtype_of<T>()));
   const double t = bytes_per<T>();
   for (bool backward : {false, true}) {
-    Case c = base("cross_entropy", backward ? "backward" : "forward", dtype_of<T>(),
-                  backward ? "dlogits = (softmax - onehot) * dloss, from the saved lse"
-                           : "one pass: online max and sum of exp per row; loss and lse fp32");
+    Case c = new_case("cross_entropy", backward ? "backward" : "forward", dtype_of<T>(),
+                      backward ? "dlogits = (softmax - onehot) * dloss, from the saved lse"
+                               : "one pass: online max and sum of exp per row; loss and lse fp32");
     c.name = std::string(backward ? "cross_entropy_bwd_" : "cross_entropy_fwd_") + dt;
     c.dims = {"tokens", "vocab"};
     c.test_shapes = {{9, 1003}, {4, 2048}, {3, 5}, {2, 256000}};
