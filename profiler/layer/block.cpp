@@ -122,12 +122,7 @@ TransformerBlock::TransformerBlock(const LayerTimingCase& c, int sets, cudaStrea
   m.fc2_b = gemm(dgrad_shape(d.ffn, h, T), false);
   m.fc2_w = gemm(wgrad_shape(d.ffn, h, T), false);
 
-  m.attn.batch = static_cast<int>(d.batch);
-  m.attn.heads = static_cast<int>(d.heads);
-  m.attn.seq = static_cast<int>(d.seq);
-  m.attn.head_dim = static_cast<int>(d.head_dim);
-  m.attn.causal = d.causal;
-  m.attn.layout = K::AttentionLayout::kBSHD;
+  m.attn = attention_shape(d);
   m.drop_attn = K::Dropout{d.dropout, 1234, 0};
   m.drop_mlp = K::Dropout{d.dropout, 1234, static_cast<uint64_t>((T * h + 3) / 4)};
 

@@ -1,6 +1,5 @@
 #include "profiler/layer/block_buffers.h"
 
-#include "kernels/attention.h"
 #include "kernels/norms.h"
 
 namespace hetplan::profiler::block_detail {
@@ -12,7 +11,23 @@ Tensor add(DeviceArena& arena, const std::string& name, int64_t count, Dtype dty
   return t;
 }
 
+// A parameter's gradient: as many values, named "d" and the parameter's name.
+Tensor gradient(DeviceArena& arena, const Tensor& param, Dtype dtype) {
+  return add(arena, "d" + param.name, param.count, dtype);
+}
+
 }  // namespace
+
+K::AttentionShape attention_shape(const BlockDims& d) {
+  K::AttentionShape a;
+  a.batch = static_cast<int>(d.batch);
+  a.heads = static_cast<int>(d.heads);
+  a.seq = static_cast<int>(d.seq);
+  a.head_dim = static_cast<int>(d.head_dim);
+  a.causal = d.causal;
+  a.layout = K::AttentionLayout::kBSHD;
+  return a;
+}
 
 void layout(Set& s, const BlockDims& d) {
   const int64_t T = d.tokens, h = d.hidden;
@@ -70,35 +85,30 @@ void layout(Set& s, const BlockDims& d) {
   s.dy1 = add(s.work, "dy1", T * h, bf);
   s.dx1 = add(s.work, "dx_norm", T * h, bf);
   s.dx = add(s.work, "dx", T * h, bf);
-  s.dwqkv = add(s.work, "dwqkv", d.qkv_out * h, bf);
-  s.dwo = add(s.work, "dwo", h * d.q_dim, bf);
-  s.dw1 = add(s.work, "dw1", d.up * h, bf);
-  s.dw2 = add(s.work, "dw2", h * d.ffn, bf);
-  s.dg1 = add(s.work, "dnorm1_weight", h, f32);
-  s.dg2 = add(s.work, "dnorm2_weight", h, f32);
+  s.dwqkv = gradient(s.work, s.wqkv, bf);
+  s.dwo = gradient(s.work, s.wo, bf);
+  s.dw1 = gradient(s.work, s.w1, bf);
+  s.dw2 = gradient(s.work, s.w2, bf);
+  s.dg1 = gradient(s.work, s.g1, f32);
+  s.dg2 = gradient(s.work, s.g2, f32);
   if (d.gpt) {
-    s.dbe1 = add(s.work, "dnorm1_bias", h, f32);
-    s.dbe2 = add(s.work, "dnorm2_bias", h, f32);
+    s.dbe1 = gradient(s.work, s.be1, f32);
+    s.dbe2 = gradient(s.work, s.be2, f32);
   }
   if (d.bias) {
-    s.dbqkv = add(s.work, "dbqkv", d.qkv_out, f32);
-    s.dbo = add(s.work, "dbo", h, f32);
-    s.db1 = add(s.work, "db1", d.up, f32);
-    s.db2 = add(s.work, "db2", h, f32);
+    s.dbqkv = gradient(s.work, s.bqkv, f32);
+    s.dbo = gradient(s.work, s.bo, f32);
+    s.db1 = gradient(s.work, s.b1, f32);
+    s.db2 = gradient(s.work, s.b2, f32);
   }
   const int64_t ws_cols = std::max(d.up, d.qkv_out);
   s.norm_ws =
       add(s.work, "norm_workspace",
           static_cast<int64_t>(K::norm_weight_workspace_bytes(T, static_cast<int>(ws_cols))),
           Dtype::kFp8);  // bytes
-  K::AttentionShape as;
-  as.batch = static_cast<int>(d.batch);
-  as.heads = static_cast<int>(d.heads);
-  as.seq = static_cast<int>(d.seq);
-  as.head_dim = static_cast<int>(d.head_dim);
-  as.causal = d.causal;
   s.attn_ws = add(s.work, "attention_workspace",
-                  static_cast<int64_t>(K::attention_backward_workspace_bytes(as)), Dtype::kFp8);
+                  static_cast<int64_t>(K::attention_backward_workspace_bytes(attention_shape(d))),
+                  Dtype::kFp8);
 
   s.f_outputs = {&s.y1, &s.q, &s.k, &s.v, &s.o, &s.lse, &s.x2, &s.y2, &s.u, &s.a, &s.out};
   s.b_outputs = {&s.da, &s.du, &s.dy2, &s.dx2, &s.d_o, &s.dq, &s.dk, &s.dv, &s.dqkv, &s.dy1, &s.dx};

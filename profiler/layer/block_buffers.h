@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/dtype.h"
 #include "profiler/layer/arena.h"
 #include "profiler/layer/block.h"
@@ -49,5 +50,8 @@ struct Set {
 
 // Lays a set out in its three arenas (no allocation yet).
 void layout(Set& s, const BlockDims& d);
+
+// The attention kernels' shape for one rank's block ([batch, seq, heads, head_dim] tensors).
+K::AttentionShape attention_shape(const BlockDims& d);
 
 }  // namespace hetplan::profiler::block_detail
