@@ -52,12 +52,99 @@ GemmShape fwd_shape(int64_t in, int64_t out, int64_t T) { return {out, T, in, 1,
 GemmShape dgrad_shape(int64_t in, int64_t out, int64_t T) { return {in, T, out, 1, false, false}; }
 GemmShape wgrad_shape(int64_t in, int64_t out, int64_t T) { return {in, out, T, 1, false, true}; }
 
-// A strided 2-D device copy: `rows` rows of `width` elements.
+constexpr size_t kBf16Bytes = 2;
+
+// A strided 2-D device copy: `rows` rows of `width` bf16 elements.
 void copy_columns(void* dst, int64_t dst_cols, const void* src, int64_t src_cols, int64_t width,
                   int64_t rows, cudaStream_t stream) {
-  constexpr size_t e = 2;  // bf16
+  constexpr size_t e = kBf16Bytes;
   CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_cols * e, src, src_cols * e, width * e,
                                static_cast<size_t>(rows), cudaMemcpyDeviceToDevice, stream));
+}
+
+// The fused QKV GEMM's [tokens, q | k | v] columns and the q, k, v tensors attention reads: the
+// forward splits the GEMM's output, the backward joins the gradients for the GEMM.
+enum class QkvCopy { kSplit, kJoin };
+void copy_qkv(const BlockDims& d, QkvCopy direction, const Tensor& qkv, const Tensor& q,
+              const Tensor& k, const Tensor& v, cudaStream_t st) {
+  const std::pair<const Tensor*, int64_t> parts[] = {{&q, d.q_dim}, {&k, d.kv_dim}, {&v, d.kv_dim}};
+  int64_t first_col = 0;
+  for (const auto& [t, cols] : parts) {
+    char* fused = static_cast<char*>(qkv.p()) + first_col * kBf16Bytes;
+    if (direction == QkvCopy::kSplit)
+      copy_columns(t->p(), cols, fused, d.qkv_out, cols, d.tokens, st);
+    else
+      copy_columns(fused, d.qkv_out, t->p(), cols, cols, d.tokens, st);
+    first_col += cols;
+  }
+}
+
+// Rotary embedding of q and k in place (forward), or of their gradients (backward).
+void rotate_qk(const BlockDims& d, const DeviceBuffer& cos, const DeviceBuffer& sin,
+               const Tensor& q, const Tensor& k, bool backward, cudaStream_t st) {
+  const int hd = static_cast<int>(d.head_dim), sq = static_cast<int>(d.seq);
+  for (const auto& [t, heads] : {std::pair{&q, d.heads}, std::pair{&k, d.kv_heads}}) {
+    const int n = static_cast<int>(heads);
+    if (backward)
+      K::rotary_backward(t->b(), t->b(), cos.as<float>(), sin.as<float>(), d.tokens, n, hd, sq, st);
+    else
+      K::rotary_forward(t->b(), t->b(), cos.as<float>(), sin.as<float>(), d.tokens, n, hd, sq, st);
+  }
+}
+
+// One of the block's two norms: LayerNorm (GPT style) or RMSNorm (LLaMA style: no bias, no mean;
+// those tensors are then empty and never touched).
+struct Norm {
+  const Tensor &weight, &bias, &mean, &rstd, &dweight, &dbias;
+};
+Norm norm1(const Set& s) { return {s.g1, s.be1, s.mean1, s.rstd1, s.dg1, s.dbe1}; }
+Norm norm2(const Set& s) { return {s.g2, s.be2, s.mean2, s.rstd2, s.dg2, s.dbe2}; }
+
+// y = norm(x), keeping the statistics the backward reads.
+void norm_forward(const BlockDims& d, const Norm& n, const Tensor& x, const Tensor& y,
+                  cudaStream_t st) {
+  const int64_t T = d.tokens;
+  const int h = static_cast<int>(d.hidden);
+  if (d.gpt) {
+    K::layernorm_forward(x.b(), n.weight.b(), n.bias.b(), y.b(), n.mean.f(), n.rstd.f(), T, h,
+                         kNormEps, st);
+  } else {
+    K::rmsnorm_forward(x.b(), n.weight.b(), y.b(), n.rstd.f(), T, h, kNormEps, st);
+  }
+}
+
+// dx from dy through the norm (B pass).
+void norm_backward_input(const BlockDims& d, const Norm& n, const Tensor& x, const Tensor& dy,
+                         const Tensor& dx, cudaStream_t st) {
+  const int64_t T = d.tokens;
+  const int h = static_cast<int>(d.hidden);
+  if (d.gpt) {
+    K::layernorm_backward_input(x.b(), n.weight.b(), n.mean.f(), n.rstd.f(), dy.b(), dx.b(), T, h,
+                                st);
+  } else {
+    K::rmsnorm_backward_input(x.b(), n.weight.b(), n.rstd.f(), dy.b(), dx.b(), T, h, st);
+  }
+}
+
+// The norm's weight (and LayerNorm's bias) gradients from dy (W pass).
+void norm_backward_weight(const BlockDims& d, const Norm& n, const Tensor& x, const Tensor& dy,
+                          void* workspace, cudaStream_t st) {
+  const int64_t T = d.tokens;
+  const int h = static_cast<int>(d.hidden);
+  if (d.gpt) {
+    K::layernorm_backward_weight(x.b(), n.mean.f(), n.rstd.f(), dy.b(), n.dweight.f(), n.dbias.f(),
+                                 T, h, workspace, st);
+  } else {
+    K::rmsnorm_backward_weight(x.b(), n.rstd.f(), dy.b(), n.dweight.f(), T, h, workspace, st);
+  }
+}
+
+// out = branch + residual: where a residual's gradient joins its branch's (the
+// bias-dropout-residual kernel without bias or dropout).
+void sum_gradients(const BlockDims& d, const Tensor& branch, const Tensor& residual,
+                   const Tensor& out, cudaStream_t st) {
+  K::bias_dropout_residual_forward(branch.b(), static_cast<const K::bf16*>(nullptr), residual.b(),
+                                   out.b(), d.tokens, static_cast<int>(d.hidden), K::Dropout{}, st);
 }
 
 }  // namespace
@@ -177,36 +264,16 @@ void TransformerBlock::forward(int set) {
   const int h = static_cast<int>(d.hidden);
   void* ws = m.workspace.get();
   // Attention half.
-  if (d.gpt) {
-    K::layernorm_forward(s.x.b(), s.g1.b(), s.be1.b(), s.y1.b(), s.mean1.f(), s.rstd1.f(), T, h,
-                         kNormEps, st);
-  } else {
-    K::rmsnorm_forward(s.x.b(), s.g1.b(), s.y1.b(), s.rstd1.f(), T, h, kNormEps, st);
-  }
+  norm_forward(d, norm1(s), s.x, s.y1, st);
   m.qkv_f->run(s.wqkv.p(), s.y1.p(), s.qkv.p(), ws, st, d.bias ? s.bqkv.p() : nullptr);
-  copy_columns(s.q.p(), d.q_dim, s.qkv.p(), d.qkv_out, d.q_dim, T, st);
-  copy_columns(s.k.p(), d.kv_dim, static_cast<char*>(s.qkv.p()) + 2 * d.q_dim, d.qkv_out, d.kv_dim,
-               T, st);
-  copy_columns(s.v.p(), d.kv_dim, static_cast<char*>(s.qkv.p()) + 2 * (d.q_dim + d.kv_dim),
-               d.qkv_out, d.kv_dim, T, st);
-  if (d.rotary) {
-    const int hd = static_cast<int>(d.head_dim), sq = static_cast<int>(d.seq);
-    K::rotary_forward(s.q.b(), s.q.b(), m.rotary_cos.as<float>(), m.rotary_sin.as<float>(), T,
-                      static_cast<int>(d.heads), hd, sq, st);
-    K::rotary_forward(s.k.b(), s.k.b(), m.rotary_cos.as<float>(), m.rotary_sin.as<float>(), T,
-                      static_cast<int>(d.kv_heads), hd, sq, st);
-  }
+  copy_qkv(d, QkvCopy::kSplit, s.qkv, s.q, s.k, s.v, st);
+  if (d.rotary) rotate_qk(d, m.rotary_cos, m.rotary_sin, s.q, s.k, /*backward=*/false, st);
   K::attention_forward(s.q.b(), s.k.b(), s.v.b(), s.o.b(), s.lse.f(), m.attn, st);
   m.o_f->run(s.wo.p(), s.o.p(), s.proj.p(), ws, st);
   K::bias_dropout_residual_forward(s.proj.b(), d.bias ? s.bo.b() : nullptr, s.x.b(), s.x2.b(), T, h,
                                    m.drop_attn, st);
   // MLP half.
-  if (d.gpt) {
-    K::layernorm_forward(s.x2.b(), s.g2.b(), s.be2.b(), s.y2.b(), s.mean2.f(), s.rstd2.f(), T, h,
-                         kNormEps, st);
-  } else {
-    K::rmsnorm_forward(s.x2.b(), s.g2.b(), s.y2.b(), s.rstd2.f(), T, h, kNormEps, st);
-  }
+  norm_forward(d, norm2(s), s.x2, s.y2, st);
   m.fc1_f->run(s.w1.p(), s.y2.p(), s.u.p(), ws, st, d.bias ? s.b1.p() : nullptr);
   if (d.gpt) {
     K::gelu_forward(s.u.b(), s.a.b(), T * d.ffn, st);
@@ -226,7 +293,6 @@ void TransformerBlock::backward_input(int set) {
   const int64_t T = d.tokens;
   const int h = static_cast<int>(d.hidden);
   void* ws = m.workspace.get();
-  const K::Dropout none{};
   // MLP half: out = x2 + dropout(z + b2).
   const Tensor& dz = d.dropout > 0 ? s.dz : s.dout;
   if (d.dropout > 0) K::dropout_backward(s.dout.b(), s.dz.b(), T * h, m.drop_mlp, st);
@@ -237,42 +303,20 @@ void TransformerBlock::backward_input(int set) {
     K::swiglu_backward(s.u.b(), s.da.b(), s.du.b(), T, static_cast<int>(d.ffn), st);
   }
   m.fc1_b->run(s.w1.p(), s.du.p(), s.dy2.p(), ws, st);
-  if (d.gpt) {
-    K::layernorm_backward_input(s.x2.b(), s.g2.b(), s.mean2.f(), s.rstd2.f(), s.dy2.b(), s.dx2a.b(),
-                                T, h, st);
-  } else {
-    K::rmsnorm_backward_input(s.x2.b(), s.g2.b(), s.rstd2.f(), s.dy2.b(), s.dx2a.b(), T, h, st);
-  }
+  norm_backward_input(d, norm2(s), s.x2, s.dy2, s.dx2a, st);
   // The residual's gradient joins the norm's: dx2 = dout + dx2_norm.
-  K::bias_dropout_residual_forward(s.dx2a.b(), static_cast<const K::bf16*>(nullptr), s.dout.b(),
-                                   s.dx2.b(), T, h, none, st);
+  sum_gradients(d, s.dx2a, s.dout, s.dx2, st);
   // Attention half: x2 = x + dropout(proj + bo).
   const Tensor& dproj = d.dropout > 0 ? s.dproj : s.dx2;
   if (d.dropout > 0) K::dropout_backward(s.dx2.b(), s.dproj.b(), T * h, m.drop_attn, st);
   m.o_b->run(s.wo.p(), dproj.p(), s.d_o.p(), ws, st);
   K::attention_backward(s.q.b(), s.k.b(), s.v.b(), s.o.b(), s.d_o.b(), s.lse.f(), s.dq.b(),
                         s.dk.b(), s.dv.b(), m.attn, s.attn_ws.p(), st);
-  if (d.rotary) {
-    const int hd = static_cast<int>(d.head_dim), sq = static_cast<int>(d.seq);
-    K::rotary_backward(s.dq.b(), s.dq.b(), m.rotary_cos.as<float>(), m.rotary_sin.as<float>(), T,
-                       static_cast<int>(d.heads), hd, sq, st);
-    K::rotary_backward(s.dk.b(), s.dk.b(), m.rotary_cos.as<float>(), m.rotary_sin.as<float>(), T,
-                       static_cast<int>(d.kv_heads), hd, sq, st);
-  }
-  copy_columns(s.dqkv.p(), d.qkv_out, s.dq.p(), d.q_dim, d.q_dim, T, st);
-  copy_columns(static_cast<char*>(s.dqkv.p()) + 2 * d.q_dim, d.qkv_out, s.dk.p(), d.kv_dim,
-               d.kv_dim, T, st);
-  copy_columns(static_cast<char*>(s.dqkv.p()) + 2 * (d.q_dim + d.kv_dim), d.qkv_out, s.dv.p(),
-               d.kv_dim, d.kv_dim, T, st);
+  if (d.rotary) rotate_qk(d, m.rotary_cos, m.rotary_sin, s.dq, s.dk, /*backward=*/true, st);
+  copy_qkv(d, QkvCopy::kJoin, s.dqkv, s.dq, s.dk, s.dv, st);
   m.qkv_b->run(s.wqkv.p(), s.dqkv.p(), s.dy1.p(), ws, st);
-  if (d.gpt) {
-    K::layernorm_backward_input(s.x.b(), s.g1.b(), s.mean1.f(), s.rstd1.f(), s.dy1.b(), s.dx1.b(),
-                                T, h, st);
-  } else {
-    K::rmsnorm_backward_input(s.x.b(), s.g1.b(), s.rstd1.f(), s.dy1.b(), s.dx1.b(), T, h, st);
-  }
-  K::bias_dropout_residual_forward(s.dx1.b(), static_cast<const K::bf16*>(nullptr), s.dx2.b(),
-                                   s.dx.b(), T, h, none, st);
+  norm_backward_input(d, norm1(s), s.x, s.dy1, s.dx1, st);
+  sum_gradients(d, s.dx1, s.dx2, s.dx, st);
 }
 
 void TransformerBlock::backward_weight(int set) {
@@ -296,15 +340,8 @@ void TransformerBlock::backward_weight(int set) {
     K::column_sum(dproj.b(), s.dbo.f(), T, h, nws, st);
     K::column_sum(s.dqkv.b(), s.dbqkv.f(), T, static_cast<int>(d.qkv_out), nws, st);
   }
-  if (d.gpt) {
-    K::layernorm_backward_weight(s.x2.b(), s.mean2.f(), s.rstd2.f(), s.dy2.b(), s.dg2.f(),
-                                 s.dbe2.f(), T, h, nws, st);
-    K::layernorm_backward_weight(s.x.b(), s.mean1.f(), s.rstd1.f(), s.dy1.b(), s.dg1.f(),
-                                 s.dbe1.f(), T, h, nws, st);
-  } else {
-    K::rmsnorm_backward_weight(s.x2.b(), s.rstd2.f(), s.dy2.b(), s.dg2.f(), T, h, nws, st);
-    K::rmsnorm_backward_weight(s.x.b(), s.rstd1.f(), s.dy1.b(), s.dg1.f(), T, h, nws, st);
-  }
+  norm_backward_weight(d, norm2(s), s.x2, s.dy2, nws, st);
+  norm_backward_weight(d, norm1(s), s.x, s.dy1, nws, st);
 }
 
 void TransformerBlock::poison(int set) {
