@@ -1,6 +1,9 @@
 #include "costmodel/document.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <climits>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -107,11 +110,21 @@ Document parse_document(std::string_view text, std::string origin, DocumentForma
     doc.root = Json::parse(text, refuse_duplicates);
   } catch (const Json::parse_error& e) {
     throw InputError(doc.origin, "", fmt::format("malformed JSON: {}", e.what()));
+  } catch (const Json::out_of_range& e) {
+    // A number past the range of a double (1e400): the keys open when the parser stopped name it.
+    std::string path;
+    for (const auto& o : objects) path += (path.empty() ? "" : ".") + o.second;
+    throw InputError(doc.origin, path,
+                     fmt::format("expected a number within +-1.8e308 ({})", e.what()));
   }
   return doc;
 }
 
 Document load_document(const std::filesystem::path& path) {
+  // A folder opens as a stream that reads nothing, which would parse as an empty document.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path.string(), "", "a folder; expected a JSON or YAML file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string(), "", "cannot open the file (does it exist?)");
   std::stringstream buffer;
@@ -180,8 +193,44 @@ const Json* ObjectReader::find(std::string_view key) {
 
 const Json& ObjectReader::require(std::string_view key, const char* what) {
   const Json* v = find(key);
-  if (!v) fail(key, fmt::format("missing: expected {}", what));
+  if (!v) fail(key, fmt::format("missing: expected {}{}", what, misspelling_hint(key)));
   return *v;
+}
+
+namespace {
+
+// Levenshtein distance, for telling a misspelt key from an unrelated one.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string ObjectReader::misspelling_hint(std::string_view key) const {
+  // A key missing while one spelt nearly like it sits unread ("micro_batch_sise"): say so, or the
+  // user fixes the value and never sees the typo.
+  // Short keys (dp, tp) are a letter apart from each other: no guesses there.
+  if (key.size() < 4) return "";
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    const std::string_view other = it.key();
+    if (read_.count(it.key()) != 0 || other.size() < 4) continue;
+    const bool extended =
+        other.substr(0, key.size()) == key || key.substr(0, other.size()) == other;
+    if (extended || edit_distance(other, key) <= (key.size() < 6 ? 1u : 2u))
+      return fmt::format(" (the file has \"{}\": a misspelling of {}?)", other, key);
+  }
+  return "";
 }
 
 namespace {
@@ -192,11 +241,16 @@ double as_number(const ObjectReader& r, std::string_view key, const Json& v) {
 }
 
 int64_t as_integer(const ObjectReader& r, std::string_view key, const Json& v) {
+  // An unsigned value past int64 (18446744073709551615) would wrap to a negative one.
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+    r.fail(key, "expected a whole number below 2^63, found " + describe_json(v));
   if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
   // Accept 1e9-style integers written as floats, when they are whole.
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
+    // (Past int64 the cast is undefined: 1e30 is no whole number hetplan counts.)
+    if (std::fabs(d) < 9.2e18 && d == static_cast<double>(static_cast<int64_t>(d)))
+      return static_cast<int64_t>(d);
   }
   r.fail(key, "expected a whole number, found " + describe_json(v));
 }

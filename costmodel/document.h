@@ -84,6 +84,9 @@ class ObjectReader {
   // All keys of the object, marking them read (for maps keyed by name).
   std::vector<std::string> keys();
 
+  // " (the file has \"micro_batch_sise\": a misspelling of micro_batch?)" when an unread key of
+  // the object is spelt nearly like `key`; "" otherwise.
+  std::string misspelling_hint(std::string_view key) const;
   // Throws InputError for the first key that was never read.
   void finish() const;
   [[noreturn]] void fail(std::string_view key, const std::string& expected) const;

@@ -64,8 +64,12 @@ BlockFields read_block(ObjectReader& r, const BlockFields& defaults) {
 // Derives the sizes left at 0 and checks the block; `r` is the group the block ends up in.
 void complete_block(BlockFields& f, const ObjectReader& r) {
   TransformerLayer& b = f.block;
-  if (f.hidden <= 0) r.fail("hidden", "missing: expected the block width (here or in block:)");
-  if (b.heads <= 0) r.fail("heads", "missing: expected the number of attention heads");
+  if (f.hidden <= 0)
+    r.fail("hidden",
+           "missing: expected the block width (here or in block:)" + r.misspelling_hint("hidden"));
+  if (b.heads <= 0)
+    r.fail("heads",
+           "missing: expected the number of attention heads" + r.misspelling_hint("heads"));
   if (b.kv_heads == 0) b.kv_heads = b.heads;
   if (b.heads % b.kv_heads != 0)
     r.fail("kv_heads",

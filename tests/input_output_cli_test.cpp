@@ -258,5 +258,51 @@ TEST(OutputChecks, AnOutputThroughASymbolicLinkReplacesItsTarget) {
   fs::remove_all(dir);
 }
 
+// A QA pass over bad input, as a user who makes mistakes: each case below crashed, exited 0 or 1,
+// or named neither the file nor the key.
+TEST(BadInput, StrategyDocumentsNameTheFileKeyAndExpectation) {
+  const auto dir = temp_dir("bad_documents");
+  const std::string predict = "predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy ";
+  const std::string fields = R"("dp": 2, "pp": 4, "global_batch": 32)";
+  struct Case {
+    std::string name, text, message;
+  };
+  const Case cases[] = {
+      // nlohmann's number overflow escaped as "internal error", exit 1.
+      {"big.json", R"({"tp": 1e400, "micro_batch": 2, )" + fields + "}",
+       "big.json: tp: expected a number within +-1.8e308 ([json.exception.out_of_range.406] "
+       "number overflow parsing '1e400')"},
+      // 2^64 - 1 wrapped to int64: "expected a whole number > 0, found -1".
+      {"wrap.json", R"({"tp": 18446744073709551615, "micro_batch": 2, )" + fields + "}",
+       "wrap.json: tp: expected a whole number below 2^63, found the number "
+       "18446744073709551615"},
+      // Said only "micro_batch: missing"; the typo beside it went unmentioned.
+      {"typo.json", R"({"tp": 2, "micro_batch_sise": 2, )" + fields + "}",
+       "typo.json: micro_batch: missing: expected a whole number (the file has "
+       "\"micro_batch_sise\": a misspelling of micro_batch?)"},
+  };
+  for (const auto& c : cases) {
+    write_text(dir / c.name, c.text);
+    const auto r = run_hetplan(predict + (dir / c.name).string());
+    EXPECT_EQ(r.exit_code, 2) << c.name << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, (dir / c.name).string() + ": ")) << r.output;
+    EXPECT_TRUE(contains(r.output, c.message)) << c.name << "\n" << r.output;
+  }
+  // A folder read as an empty document: "(top level): expected an object, found null".
+  fs::create_directories(dir / "strategy.json");
+  const auto r = run_hetplan(predict + (dir / "strategy.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(
+      r.output, (dir / "strategy.json").string() + ": a folder; expected a JSON or YAML file"))
+      << r.output;
+  // Short keys are not guessed at: "dp" missing says nothing of "tp".
+  write_text(dir / "short.json", R"({"tp": 2, "pp": 4, "micro_batch": 2, "global_batch": 32})");
+  const auto short_key = run_hetplan(predict + (dir / "short.json").string());
+  EXPECT_EQ(short_key.exit_code, 2) << short_key.output;
+  EXPECT_TRUE(contains(short_key.output, "short.json: dp: missing: expected a whole number\n"))
+      << short_key.output;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hetplan
