@@ -39,7 +39,7 @@ CommandRunner declare_provision(CLI::App& app) {
   app.add_option("--budget", o->budget, "Largest price per hour in dollars (0: none)")
       ->check(kNonNegative);
   app.add_option("--top", o->top, "Rows to print")->check(kPositive);
-  app.add_option("--threads", o->threads, "Worker threads for each search")->check(kPositive);
+  app.add_option("--threads", o->threads, "Worker threads for each search")->check(kThreadCount);
   app.add_option("--calibration", o->calibration, "Calibration files, profiles or directories");
   app.add_flag("--no-default-calibration", o->no_default_calibration,
                "Do not load the shipped calibration_data/");

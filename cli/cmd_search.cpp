@@ -79,7 +79,7 @@ CommandRunner declare_search(CLI::App& app) {
   app.add_option("--top", o->top, "How many strategies to keep (default 10)")->check(kPositive);
   app.add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
   app.add_option("--threads", o->threads, "Worker threads (the result does not depend on it)")
-      ->check(kPositive);
+      ->check(kThreadCount);
   app.add_option("--schedules", o->schedules, "Pipeline schedules to consider (default: all)")
       ->delimiter(',');
   app.add_option("--micro-batches", o->micro_batches,

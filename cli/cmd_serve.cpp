@@ -184,7 +184,8 @@ CommandRunner declare_serve(CLI::App& app) {
   app.add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
   app.add_option("--time-limit", o->time_limit_s, "Search time limit in seconds (default 60)")
       ->check(kPositive);
-  app.add_option("--threads", o->threads, "Threads for the search (default 1)")->check(kPositive);
+  app.add_option("--threads", o->threads, "Threads for the search (default 1)")
+      ->check(kThreadCount);
   app.add_option("--seed", o->seed, "Seed of the search, baselines and trace (default 1)")
       ->check(kNonNegative);
   app.add_option("--evaluations", o->evaluations,

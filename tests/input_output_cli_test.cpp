@@ -304,5 +304,21 @@ TEST(BadInput, StrategyDocumentsNameTheFileKeyAndExpectation) {
   fs::remove_all(dir);
 }
 
+// --threads 100000 could not start its threads: std::terminate, exit 134.
+TEST(BadInput, ThreadCountsAreBoundedBeforeAnyThreadStarts) {
+  for (const std::string& args :
+       {std::string("search --model gpt2-medium --cluster g4dn.12xlarge:1 --global-batch 8"),
+        std::string("provision --model gpt2-medium --nodes g4dn.12xlarge --global-batch 8"),
+        std::string("serve --model llama1-30b --cluster g4dn.12xlarge:2")}) {
+    const auto r = run_hetplan(args + " --threads 100000");
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output,
+                         "--threads: expected a whole number of threads from 1 to 1024, got "
+                         "100000"))
+        << args << "\n"
+        << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace hetplan
