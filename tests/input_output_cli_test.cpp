@@ -320,5 +320,28 @@ TEST(BadInput, ThreadCountsAreBoundedBeforeAnyThreadStarts) {
   }
 }
 
+// Helix's tables: "4,nan" was imported as a NaN time (from_chars reads "nan"), and a batch given
+// twice became two measurements of it.
+TEST(BadInput, HelixTablesRefuseNonFiniteTimesAndRepeatedBatches) {
+  const auto dir = temp_dir("bad_helix");
+  const fs::path t4 = dir / "llama1_30b" / "t4";
+  fs::create_directories(t4);
+  const fs::path source = fs::path(HETPLAN_EXTERNAL_DATA) / "helix/profiles/llama1_30b/t4";
+  fs::copy_file(source / "prompt_bs2time.csv", t4 / "prompt_bs2time.csv");
+  const std::string out = (dir / "t4.json").string();
+  for (const auto& [row, message] : std::vector<std::pair<std::string, std::string>>{
+           {"4,nan", ":3: expected \"tokens,milliseconds\" (two numbers >= 0), found \"4,nan\""},
+           {"4,inf", ":3: expected \"tokens,milliseconds\" (two numbers >= 0), found \"4,inf\""},
+           {"2,4.9", ":3: 2 tokens again (also line 2): one row per batch"}}) {
+    write_text(t4 / "decode_bs2time.csv", "0,0\n2,4.7\n" + row + "\n8,5.3\n");
+    const auto r = run_hetplan("import --format helix " + t4.string() + " --out " + out);
+    EXPECT_EQ(r.exit_code, 2) << row << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, (t4 / "decode_bs2time.csv").string() + message)) << row << "\n"
+                                                                                    << r.output;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hetplan

@@ -95,6 +95,7 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
                                    model_dir));
     const std::string text = logs::read_text_file(src.path);
     const size_t rows_before = cal.serving_layer.size();
+    std::map<int64_t, int64_t> row_of_tokens;  // tokens -> line, for rows given twice
     for (const auto& line : logs::split_lines(text)) {
       const std::string_view row = logs::trim(line.text);
       if (row.empty()) continue;
@@ -111,6 +112,11 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
                                   row));
       if (*tokens == 0) continue;  // Helix's "0,0" anchor row: no work, nothing measured
       if (*ms == 0) logs::fail_at(origin, line.number, fmt::format("{} tokens in 0 ms", *tokens));
+      // Two times for one batch would both be kept as measurements (serve refuses such a table).
+      if (auto [it, fresh] = row_of_tokens.emplace(*tokens, line.number); !fresh)
+        logs::fail_at(
+            origin, line.number,
+            fmt::format("{} tokens again (also line {}): one row per batch", *tokens, it->second));
       ServingLayerMeasurement s;
       s.model = model;
       s.phase = src.phase;

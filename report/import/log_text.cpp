@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -78,6 +79,8 @@ std::optional<double> parse_number(std::string_view text) {
   double v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  // from_chars reads "nan" and "inf": no time, size or rate a log or table gives is one of them.
+  if (!std::isfinite(v)) return std::nullopt;
   return v;
 }
 

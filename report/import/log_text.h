@@ -28,7 +28,7 @@ std::string_view trim(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);
 bool contains(std::string_view s, std::string_view part);
 
-// The whole (trimmed) text as a number; nullopt when it is not one.
+// The whole (trimmed) text as a finite number; nullopt when it is not one (nan and inf too).
 std::optional<double> parse_number(std::string_view text);
 std::optional<int64_t> parse_integer(std::string_view text);
 
