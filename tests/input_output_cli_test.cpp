@@ -343,5 +343,40 @@ TEST(BadInput, HelixTablesRefuseNonFiniteTimesAndRepeatedBatches) {
   fs::remove_all(dir);
 }
 
+                                                                     << r.output;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  fs::remove_all(dir);
+}
+
+// AMP's file names carry the tensor-parallel degree: 0 divided by zero (SIGFPE, exit 136) and 20
+// digits overflowed std::stoll ("internal error: stoll", exit 1).
+TEST(BadInput, AmpDegreeInTheNameIsAWholeNumberOfAtLeastOne) {
+  const auto dir = temp_dir("bad_amp_names");
+  const fs::path array = kAmp / "gpt2_G4_1.npy";
+  for (const std::string degree : {"0", "99999999999999999999"}) {
+    const fs::path named = dir / ("gpt2_G4_" + degree + ".npy");
+    fs::copy_file(array, named);
+    const auto r = run_hetplan("import --format amp " + named.string() + " --out " +
+                               (dir / "a.json").string());
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, named.string() + ": tensor-parallel degree " + degree +
+                                       " in the name: expected a whole number >= 1"))
+        << r.output;
+    fs::remove(named);
+  }
+  EXPECT_FALSE(fs::exists(dir / "a.json"));
+  // A data block shorter than its header says: the shape as Python writes it.
+  std::string bytes = read_text(array);
+  bytes.resize(bytes.size() - 40);
+  write_text(dir / "gpt2_G4_1.npy", bytes);
+  const auto r = run_hetplan("import --format amp " + (dir / "gpt2_G4_1.npy").string() + " --out " +
+                             (dir / "a.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "expected 240 bytes of data for shape (30,) ('<f8'), found 200"))
+      << r.output;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hetplan

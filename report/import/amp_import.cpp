@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "report/import/log_text.h"
 #include "report/import/npy.h"
 #include "report/import/profile_import.h"
 
@@ -134,8 +135,14 @@ CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& 
                                    "holds one GPU type; import each apart",
                                    m[2].str(), machine->name));
     machine = mach;
-    const int64_t named_tp = std::stoll(m[3].str());
-    const int64_t tp = options.tp.value_or(named_tp);
+    // gpt2_G4_0.npy divided by a degree of 0 (SIGFPE); 20 digits overflowed std::stoll.
+    const auto named_tp = logs::parse_integer(m[3].str());
+    if (!options.tp && (!named_tp || *named_tp < 1))
+      throw InputError(origin, "",
+                       fmt::format("tensor-parallel degree {} in the name: expected a whole "
+                                   "number >= 1 (<model>_<machine>_<tp>.npy)",
+                                   m[3].str()));
+    const int64_t tp = options.tp ? *options.tp : *named_tp;
     if (model.name == std::string("gpt2") && (kGpt2Heads % tp != 0 || (mach && tp > 4)))
       throw InputError(origin, "",
                        fmt::format("tensor-parallel degree {} (AMP measured 1, 2 and 4): expected "

@@ -90,12 +90,15 @@ NpyArray parse_npy(std::string_view bytes, const std::string& origin) {
     shape.remove_prefix(comma + 1);
   }
   const size_t need = static_cast<size_t>(count) * item;
-  if (bytes.size() - data_start != need)
+  if (bytes.size() - data_start != need) {
+    // The shape as Python writes it: (30,) or (5, 6).
+    std::string tuple;
+    for (int64_t d : a.shape) tuple += (tuple.empty() ? "" : ", ") + std::to_string(d);
+    if (a.shape.size() == 1) tuple += ",";
     throw InputError(origin, "",
-                     fmt::format("expected {} bytes of data for shape {} ('{}'), "
-                                 "found {}",
-                                 need, header_value(header, "shape", origin).substr(0, 12), descr,
-                                 bytes.size() - data_start));
+                     fmt::format("expected {} bytes of data for shape ({}) ('{}'), found {}", need,
+                                 tuple, descr, bytes.size() - data_start));
+  }
   a.values.resize(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     const char* p = bytes.data() + data_start + static_cast<size_t>(i) * item;
