@@ -142,14 +142,15 @@ void note_extrapolated_prompts(const ServeCliOptions& o, const ServingProblem& p
   }
 }
 
-// The folder --json writes to must exist before a search of minutes, not after it.
-void check_json_folder(const std::string& json) {
-  if (json.empty() || json == "-") return;
-  const fs::path folder = fs::path(json).parent_path();
-  if (!folder.empty() && !fs::is_directory(folder))
-    throw InputError(json, "",
-                     fmt::format("the folder {} does not exist: --json writes the result there",
-                                 folder.string()));
+// --json is checked as every command checks its outputs, before a search of minutes: its folder
+// exists and is writable, and it is none of the inputs (QA: --json CLUSTER.ini replaced the
+// cluster file with the result).
+void check_json_output(const ServeCliOptions& o) {
+  std::vector<std::string> inputs = {o.model, o.cluster, o.profiles, o.machine_profiles,
+                                     o.placement};
+  inputs.insert(inputs.end(), o.calibration.begin(), o.calibration.end());
+  std::erase(inputs, std::string());
+  check_outputs(inputs, {{"--json", o.json}});
 }
 
 std::optional<SimulationResult> simulate(const ServingProblem& problem, const EvaluatedPlacement& e,
@@ -213,7 +214,7 @@ CommandRunner declare_serve(CLI::App& app) {
                "model's batch, so that the simulation cannot beat the max flow)");
   app.add_flag("--quiet", o->quiet, "No progress on stderr");
   return [o]() {
-    check_json_folder(o->json);
+    check_json_output(*o);
     const ModelSpec spec = load_model(o->model);
     check_request_lengths(*o, spec);
     ServingModel model = serving_model_from(spec, spec.dtype);

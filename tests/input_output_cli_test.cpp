@@ -378,5 +378,23 @@ TEST(BadInput, AmpDegreeInTheNameIsAWholeNumberOfAtLeastOne) {
   fs::remove_all(dir);
 }
 
+/ serve checked only that --json's folder existed: --json CLUSTER.ini replaced the cluster file
+// with the result (exit 0).
+TEST(BadInput, ServeNeverWritesItsResultOverAnInput) {
+  const auto dir = temp_dir("serve_json_input");
+  const fs::path helix = fs::path(HETPLAN_EXTERNAL_DATA) / "helix" / "clusters";
+  fs::copy_file(helix / "single24.ini", dir / "single24.ini");
+  fs::copy_file(helix / "machine_profiles.ini", dir / "machine_profiles.ini");
+  const std::string cluster = (dir / "single24.ini").string();
+  const std::string before = read_text(cluster);
+  const auto r = run_hetplan("serve --model llama1-30b --cluster " + cluster +
+                             " --time-limit 1 --no-simulation --quiet --json " + cluster);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--json " + cluster + ": also an input (" + cluster + ")"))
+      << r.output;
+  EXPECT_EQ(read_text(cluster), before);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hetplan

@@ -188,8 +188,8 @@ TEST(ServeCli, InconsistentOptionsAndInputsAreExit2BeforeTheSearch) {
   // --json into a folder that does not exist: refused before the search, not after it.
   r = run(c24 + " --json /nonexistent-hetplan-folder/x.json");
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.output, HasSubstr("/nonexistent-hetplan-folder/x.json: the folder "
-                                  "/nonexistent-hetplan-folder does not exist"));
+  EXPECT_THAT(r.output, HasSubstr("--json /nonexistent-hetplan-folder/x.json: no folder "
+                                  "/nonexistent-hetplan-folder; create it first"));
   EXPECT_THAT(r.output, ::testing::Not(HasSubstr("max flow")));
   // --machine-profiles with a YAML cluster (QA: read the YAML as INI).
   const fs::path yaml =
