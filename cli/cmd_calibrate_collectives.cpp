@@ -2,6 +2,7 @@
 // host-device copies), for one process or several under mpirun / srun. Stand-in until `hetplan
 // calibrate --collectives` (cli/cmd_calibrate.cpp) calls run_collective_calibration with the same
 // options; see docs/collectives.md.
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -55,6 +56,13 @@ profiler::CollectiveOptions to_options(const CollectiveArgs& a) {
   }
   if (!(o.min_bytes > 0) || o.max_bytes < o.min_bytes)
     throw InputError("--min-bytes and --max-bytes: expected 0 < min <= max");
+  // Checked here, before the GPU is looked for: a typo is bad input on any machine.
+  if (!(o.timeout_s > 0) || !std::isfinite(o.timeout_s))
+    throw InputError(
+        fmt::format("--collective-timeout: expected seconds > 0, found {}", o.timeout_s));
+  if (o.max_gpus < 0)
+    throw InputError(fmt::format(
+        "--max-gpus: expected a number of GPUs >= 1 (0: every visible GPU), found {}", o.max_gpus));
   return o;
 }
 
@@ -68,8 +76,10 @@ std::shared_ptr<CollectiveArgs> add_collective_options(CLI::App& app) {
       ->delimiter(',');
   app.add_option("--min-bytes", a->min_bytes, "smallest message (default 1024)");
   app.add_option("--max-bytes", a->max_bytes, "largest message (default 1 GiB)");
+  // The names the cost model reads (docs/collectives.md): any other would match no link.
   app.add_option("--intra-link", a->intra_link,
-                 "link name of groups inside a node (default: detected: nvswitch, nvlink, pcie)");
+                 "link name of groups inside a node (default: detected: nvswitch, nvlink, pcie)")
+      ->check(CLI::IsMember({"nvswitch", "nvlink", "pcie", "mixed"}));
   app.add_option(
       "--collective-timeout", a->timeout_s,
       "seconds before a communicator init or a measurement counts as hung (default 120)");

@@ -92,7 +92,8 @@ CommandRunner declare_measure(CLI::App& app) {
   app.add_option("--iters", o->iters, "Timed iterations at most (default 10)")
       ->check(CLI::Range(3, 10000));
   app.add_option("--budget-s", o->budget_s,
-                 "Seconds of timed iterations at most (at least 3 iterations run; default 15)");
+                 "Seconds of timed iterations at most (at least 3 iterations run; default 15)")
+      ->check(kPositive);
   app.add_flag("--dry-run", o->dry_run,
                "Print what the harness would build (no torch or GPU needed) and write nothing");
   return [o]() {

@@ -396,5 +396,29 @@ TEST(BadInput, ServeNeverWritesItsResultOverAnInput) {
   fs::remove_all(dir);
 }
 
+// Flags that were passed on unchecked: calibrate-collectives looked for the GPU first (exit 1 on
+// a machine without one, whatever the flags), measure took a NaN budget.
+TEST(BadInput, MeasuringFlagsAreCheckedBeforeTheGpuIsLookedFor) {
+  const auto dir = temp_dir("bad_measure_flags");
+  const std::string out = " --out " + (dir / "c.json").string();
+  write_text(dir / "s.json",
+             R"({"dp": 4, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 32})");
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"calibrate-collectives --intra-link warp" + out, "--intra-link: warp not in"},
+           {"calibrate-collectives --collective-timeout 0" + out,
+            "--collective-timeout: expected seconds > 0, found 0"},
+           {"calibrate-collectives --max-gpus -1" + out,
+            "--max-gpus: expected a number of GPUs >= 1 (0: every visible GPU), found -1"},
+           {"measure --model gpt2-medium --strategy " + (dir / "s.json").string() +
+                " --dry-run --budget-s nan" + out,
+            "--budget-s: expected a number > 0, got nan"}}) {
+    const auto r = run_hetplan(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, message)) << args << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir / "c.json"));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hetplan
