@@ -236,10 +236,16 @@ TEST(ServeIni, ConnectedNodesNeedTheirLinks) {
                        "\n[ComputeNode-0]\ntype=T4\n"),
               HasSubstr("[SourceNode] connected_nodes (line 5): lists 0, but the file has no "
                         "[Link-source-0] section"));
+  // A node listing itself: said so (QA: "expected node numbers 0..0, found 0" read as a
+  // contradiction); a node past the last one keeps the range message.
   EXPECT_THAT(error_of("[NodeNames]\ntotal_compute_nodes=1\n\n[ComputeNode-0]\ntype=T4\n"
                        "connected_nodes=[0]\n"),
+              HasSubstr("[ComputeNode-0] connected_nodes (line 6): lists 0, the node itself: "
+                        "expected the other nodes it links to"));
+  EXPECT_THAT(error_of("[NodeNames]\ntotal_compute_nodes=1\n\n[ComputeNode-0]\ntype=T4\n"
+                       "connected_nodes=[1]\n"),
               HasSubstr("expected node numbers 0..0 (or 'source', 'sink' for a compute node), "
-                        "found 0"));
+                        "found 1"));
 }
 
 TEST(ServeIni, ByteOrderMarkIsSkipped) {

@@ -86,7 +86,11 @@ void check_connected_nodes(const IniFile& ini, const ServingCluster& cluster) {
                         : index          ? *index
                                          : cluster.size();
       const bool client = other == kSource || other == kSink;
-      if (other == node || (node < 0 && client) || (!client && other >= cluster.size()))
+      if (other == node)  // named apart: "expected 0..23, found 0" read as a contradiction
+        r.fail(
+            "connected_nodes",
+            fmt::format("lists {}, the node itself: expected the other nodes it links to", item));
+      if ((node < 0 && client) || (!client && other >= cluster.size()))
         r.fail("connected_nodes",
                fmt::format("expected node numbers 0..{} (or 'source', 'sink' for a compute "
                            "node), found {}",
