@@ -258,6 +258,12 @@ TEST(OutputChecks, AnOutputThroughASymbolicLinkReplacesItsTarget) {
   fs::remove_all(dir);
 }
 
+std::string read_text(const fs::path& p) {
+  std::stringstream text;
+  text << std::ifstream(p, std::ios::binary).rdbuf();
+  return text.str();
+}
+
 // A QA pass over bad input, as a user who makes mistakes: each case below crashed, exited 0 or 1,
 // or named neither the file nor the key.
 TEST(BadInput, StrategyDocumentsNameTheFileKeyAndExpectation) {
@@ -343,12 +349,6 @@ TEST(BadInput, HelixTablesRefuseNonFiniteTimesAndRepeatedBatches) {
   fs::remove_all(dir);
 }
 
-                                                                     << r.output;
-    EXPECT_FALSE(fs::exists(out));
-  }
-  fs::remove_all(dir);
-}
-
 // AMP's file names carry the tensor-parallel degree: 0 divided by zero (SIGFPE, exit 136) and 20
 // digits overflowed std::stoll ("internal error: stoll", exit 1).
 TEST(BadInput, AmpDegreeInTheNameIsAWholeNumberOfAtLeastOne) {
@@ -378,7 +378,7 @@ TEST(BadInput, AmpDegreeInTheNameIsAWholeNumberOfAtLeastOne) {
   fs::remove_all(dir);
 }
 
-/ serve checked only that --json's folder existed: --json CLUSTER.ini replaced the cluster file
+// serve checked only that --json's folder existed: --json CLUSTER.ini replaced the cluster file
 // with the result (exit 0).
 TEST(BadInput, ServeNeverWritesItsResultOverAnInput) {
   const auto dir = temp_dir("serve_json_input");
