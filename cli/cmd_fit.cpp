@@ -174,8 +174,8 @@ void print_report(const FitReport& report, const Profile& profile) {
           points += fmt::format("{}mb {}: F x{:.3f} B x{:.3f} W x{:.3f} ({} timings)",
                                 points.empty() ? "" : "; ", p.micro_batch, p.ratio[0], p.ratio[1],
                                 p.ratio[2], p.timings);
-        fmt::print("    correction {} {} [{}]: {}\n", describe(c.key), to_string(c.dtype), c.source,
-                   points);
+        fmt::print("    correction {} {} [{}]: {}\n      model: {}\n", describe(c.key),
+                   to_string(c.dtype), c.source, points, c.model_summary());
         for (const auto& p : c.points)
           if (std::max({p.ratio[0], p.ratio[1], p.ratio[2]}) > kFarRatio ||
               std::min({p.ratio[0], p.ratio[1], p.ratio[2]}) < 1 / kFarRatio) {

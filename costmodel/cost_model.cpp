@@ -92,7 +92,7 @@ LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Rec
                                   const CommGroup& tp, Dtype dtype) const {
   const LayerCorrection* c = layer_correction(gpu, work.key, compute_dtype(gpu, dtype));
   LayerTimes t = scaled_layer_times(gpu, work, recompute, tp, dtype,
-                                    c ? c->at(work.micro_batch) : std::array<double, 3>{1, 1, 1});
+                                    c ? c->scale(work.micro_batch) : PassScale{});
   t.correction = c;
   return t;
 }
@@ -100,7 +100,7 @@ LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Rec
 LayerTimes CostModel::layer_times_from_ops(const GpuSpec& gpu, const LayerWork& work,
                                            Recompute recompute, const CommGroup& tp,
                                            Dtype dtype) const {
-  return scaled_layer_times(gpu, work, recompute, tp, dtype, {1, 1, 1});
+  return scaled_layer_times(gpu, work, recompute, tp, dtype, PassScale{});
 }
 
 const LayerCorrection* CostModel::layer_correction(const GpuSpec& gpu, const LayerKey& key,
@@ -114,33 +114,40 @@ const std::vector<LayerTiming>& CostModel::layer_timings(const GpuSpec& gpu) con
   return cost(gpu).timings;
 }
 
-// Each op of pass p takes `scale[p]` times its own time; forward ops re-run inside B keep the
-// forward's scale. Communication is not scaled.
+// Each op of pass p takes `scale.rate[p]` times its own time and pass p takes `scale.fixed_s[p]`
+// more; forward ops re-run inside B keep the forward's rate, and bring the share of the forward's
+// fixed time that their ops are of the forward's (all of it for full recomputation).
+// Communication is not scaled.
 LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& work,
                                          Recompute recompute, const CommGroup& tp, Dtype dtype,
-                                         const std::array<double, kNumPasses>& scale) const {
+                                         const PassScale& scale) const {
   LayerTimes t;
-  double recomputed = 0;
+  double recomputed_ops = 0;  // forward ops re-run inside B
   auto reruns = [&](Pass pass, OpGroup group) {
     return pass == Pass::kForward &&
            (recompute == Recompute::kFull ||
             (recompute == Recompute::kSelective && group == OpGroup::kCoreAttention));
   };
   for (const auto& g : work.gemms) {
-    const double s = scale[static_cast<int>(g.pass)] * gemm_s(gpu, dtype, g.shape);
+    const double s = scale.rate[static_cast<int>(g.pass)] * gemm_s(gpu, dtype, g.shape);
     t.pass_s[static_cast<int>(g.pass)] += s;
-    if (reruns(g.pass, g.group)) recomputed += s;
+    if (reruns(g.pass, g.group)) recomputed_ops += s;
   }
   for (const auto& m : work.memory_ops) {
-    const double s = scale[static_cast<int>(m.pass)] * memory_op_s(gpu, m.kernel, m.bytes);
+    const double s = scale.rate[static_cast<int>(m.pass)] * memory_op_s(gpu, m.kernel, m.bytes);
     t.pass_s[static_cast<int>(m.pass)] += s;
-    if (reruns(m.pass, m.group)) recomputed += s;
+    if (reruns(m.pass, m.group)) recomputed_ops += s;
   }
   for (const auto& a : work.attention) {
-    const double s = scale[static_cast<int>(a.pass)] * attention_s(gpu, dtype, a);
+    const double s = scale.rate[static_cast<int>(a.pass)] * attention_s(gpu, dtype, a);
     t.pass_s[static_cast<int>(a.pass)] += s;
-    if (reruns(a.pass, OpGroup::kDefault)) recomputed += s;
+    if (reruns(a.pass, OpGroup::kDefault)) recomputed_ops += s;
   }
+  constexpr int kF = static_cast<int>(Pass::kForward);
+  double recomputed = recomputed_ops;  // and, below, the communication they bring
+  if (recomputed_ops > 0 && scale.fixed_s[kF] > 0)
+    recomputed += scale.fixed_s[kF] * recomputed_ops / t.pass_s[kF];
+  for (int p = 0; p < kNumPasses; ++p) t.pass_s[p] += scale.fixed_s[p];
   for (const auto& c : work.comms) {
     const double s = collective_s(c.kind, c.bytes, tp);
     t.pass_s[static_cast<int>(c.pass)] += s;

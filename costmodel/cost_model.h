@@ -43,9 +43,9 @@ class CostModel {
   double gemm_s(const GpuSpec& gpu, Dtype dtype, const GemmShape& shape) const;
   double memory_op_s(const GpuSpec& gpu, const std::string& kernel, double bytes) const;
   double attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp& op) const;
-  // One layer's passes on `gpu` with its tensor-parallel group `tp`: the sum of its ops, scaled
-  // per pass where the profile timed whole layers of this shape on this GPU type
-  // (costmodel/layer_correction.h; the communication is not scaled).
+  // One layer's passes on `gpu` with its tensor-parallel group `tp`: the sum of its ops, corrected
+  // per pass where the profile timed whole layers of this shape on this GPU type (a ratio, or a
+  // fixed time plus a rate: costmodel/layer_correction.h; the communication is not scaled).
   LayerTimes layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
                          const CommGroup& tp, Dtype dtype) const;
   // The sum of its ops alone (what the whole-layer timings are compared with).
@@ -82,8 +82,7 @@ class CostModel {
                                               const CommGroup& group) const;
   double link_efficiency(Fabric fabric) const;
   LayerTimes scaled_layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
-                                const CommGroup& tp, Dtype dtype,
-                                const std::array<double, kNumPasses>& scale) const;
+                                const CommGroup& tp, Dtype dtype, const PassScale& scale) const;
 
   Profile profile_;
   ClusterSpec cluster_;

@@ -246,61 +246,229 @@ std::array<double, kNumPasses> LayerCorrection::at(int64_t micro_batch) const {
   return r;
 }
 
-std::vector<LayerCorrection> layer_corrections(const std::vector<LayerTiming>& timings) {
-  // Per shape and dtype, the timings of the best source; per micro-batch, their ratios.
-  struct Acc {
-    bool measured = false;
-    std::map<int64_t, std::array<std::vector<double>, kNumPasses>> ratios;
-  };
-  std::map<std::pair<LayerKey, Dtype>, Acc> acc;
+PassScale LayerCorrection::scale(int64_t micro_batch) const {
+  if (model == Model::kFixedRate) return {rate, fixed_s};
+  return {at(micro_batch), {0, 0, 0}};
+}
+
+std::string LayerCorrection::model_summary() const {
+  if (model == Model::kRatio) return fmt::format("ratio ({})", why_ratio);
+  std::string widths;
+  for (int64_t tp : fit_tp) widths += fmt::format("{}{}", widths.empty() ? "" : ", ", tp);
+  std::string passes;
+  const bool alike = fixed_s[1] == fixed_s[0] && fixed_s[2] == fixed_s[0] && rate[1] == rate[0] &&
+                     rate[2] == rate[0];  // imported forward times: B and W take F's terms
+  for (int p = 0; p < (alike ? 1 : kNumPasses); ++p)
+    passes += fmt::format("{}{} {:.3f} ms + {:.3f} x ops", p ? ", " : "",
+                          alike ? std::string("F, B, W") : std::string(1, "FBW"[p]),
+                          fixed_s[p] * 1e3, rate[p]);
+  return fmt::format("fixed + rate (tp {}; {} points): {}", widths, fit_points, passes);
+}
+
+std::optional<FixedRate> fit_fixed_rate(const std::vector<std::pair<double, double>>& points,
+                                        std::string& why) {
+  if (points.size() < 2) {
+    why = "one predicted op time: timed at one micro-batch and tensor width";
+    return std::nullopt;
+  }
+  double lo = points.front().first, hi = lo;
+  for (const auto& [x, y] : points) {
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  }
+  if (!(lo > 0) || hi < kFixedRateMinSpread * lo) {
+    why = fmt::format(
+        "its predicted op times span {:.2f}x (under {}x): a fixed cost cannot be told from a rate",
+        lo > 0 ? hi / lo : 0.0, kFixedRateMinSpread);
+    return std::nullopt;
+  }
+  // Weighted by 1 / y^2: every point's relative residual counts alike, small or large.
+  double S = 0, Sx = 0, Sxx = 0, Sy = 0, Sxy = 0, ymax = 0;
+  for (const auto& [x, y] : points) {
+    const double w = 1 / (y * y);
+    S += w;
+    Sx += w * x;
+    Sxx += w * x * x;
+    Sy += w * y;
+    Sxy += w * x * y;
+    ymax = std::max(ymax, y);
+  }
+  FixedRate f;
+  f.rate = (S * Sxy - Sx * Sy) / (S * Sxx - Sx * Sx);
+  f.fixed_s = (Sy - f.rate * Sx) / S;
+  if (std::abs(f.fixed_s) < 1e-9 * ymax) f.fixed_s = 0;  // rounding of an exact proportion
+  if (!(f.rate > 0)) {
+    why = fmt::format("the fit's rate is {:.3f}: the timings do not grow with the op time", f.rate);
+    return std::nullopt;
+  }
+  if (f.fixed_s < 0) {
+    why = fmt::format("the fit's fixed term is negative ({:.3f} ms)", f.fixed_s * 1e3);
+    return std::nullopt;
+  }
+  return f;
+}
+
+namespace {
+
+// The timings one correction is made of: one shape and dtype, the best source.
+struct ShapeTimings {
+  bool measured = false;
+  std::vector<const LayerTiming*> timings;
+};
+using ShapeKey = std::pair<LayerKey, Dtype>;
+
+std::map<ShapeKey, ShapeTimings> timings_by_shape(const std::vector<LayerTiming>& timings) {
+  std::map<ShapeKey, ShapeTimings> out;
   for (const auto& t : timings) {
     if (!t.unused.empty()) continue;
-    Acc& a = acc[{t.key, t.dtype}];
+    ShapeTimings& a = out[{t.key, t.dtype}];
     const bool measured = t.source == "measured";
     if (a.measured && !measured) continue;
-    if (measured && !a.measured) a = Acc{true, {}};
-    auto& r = a.ratios[t.micro_batch];
-    for (int p = 0; p < kNumPasses; ++p)
-      if (t.measured_s[t.forward_only ? 0 : p] > 0) r[p].push_back(t.ratio(t.forward_only ? 0 : p));
-  }
-  std::vector<LayerCorrection> out;
-  for (const auto& [key, a] : acc) {
-    LayerCorrection c;
-    c.key = key.first;
-    c.dtype = key.second;
-    c.source = a.measured ? "measured" : "imported (forward; B and W take its ratio)";
-    for (const auto& [mb, r] : a.ratios) {
-      LayerCorrection::Point pt;
-      pt.micro_batch = mb;
-      for (int p = 0; p < kNumPasses; ++p) {
-        pt.ratio[p] = r[p].empty() ? 1.0 : summarize(r[p]).median;
-        pt.timings = std::max<int64_t>(pt.timings, static_cast<int64_t>(r[p].size()));
-      }
-      c.points.push_back(pt);
-    }
-    out.push_back(std::move(c));
+    if (measured && !a.measured) a = ShapeTimings{true, {}};
+    a.timings.push_back(&t);
   }
   return out;
 }
 
+// The pass a timing measured for pass p (imported forward times stand for B and W too).
+int timed_pass(const LayerTiming& t, int p) { return t.forward_only ? 0 : p; }
+
+LayerCorrection ratio_correction(const ShapeKey& key, const ShapeTimings& a) {
+  LayerCorrection c;
+  c.key = key.first;
+  c.dtype = key.second;
+  c.source = a.measured ? "measured" : "imported (forward; B and W take its correction)";
+  std::map<int64_t, std::array<std::vector<double>, kNumPasses>> ratios;
+  for (const LayerTiming* t : a.timings) {
+    auto& r = ratios[t->micro_batch];
+    for (int p = 0; p < kNumPasses; ++p)
+      if (t->measured_s[timed_pass(*t, p)] > 0) r[p].push_back(t->ratio(timed_pass(*t, p)));
+  }
+  for (const auto& [mb, r] : ratios) {
+    LayerCorrection::Point pt;
+    pt.micro_batch = mb;
+    for (int p = 0; p < kNumPasses; ++p) {
+      pt.ratio[p] = r[p].empty() ? 1.0 : summarize(r[p]).median;
+      pt.timings = std::max<int64_t>(pt.timings, static_cast<int64_t>(r[p].size()));
+    }
+    c.points.push_back(pt);
+  }
+  return c;
+}
+
+// The layer's shape with its tensor width left out: timings of one layer at several tensor widths
+// are pooled under it (the fixed part is per rank, the rate part on the rank's shard).
+LayerKey without_tp(LayerKey key) {
+  key.tp = 0;
+  return key;
+}
+
+// Fits fixed + rate per pass to the timings of `shapes` (one layer, one source, several tensor
+// widths) and gives it to their corrections; where it cannot be fitted they keep their ratios and
+// say why.
+void fit_pooled(const std::vector<const ShapeTimings*>& shapes,
+                std::vector<LayerCorrection*>& corrections) {
+  // Per (tensor width, micro-batch): the median predicted and measured ops time of each pass.
+  std::map<std::pair<int64_t, int64_t>, std::array<std::vector<double>, 2 * kNumPasses>> cells;
+  std::vector<int64_t> widths;
+  bool forward_only = false;
+  for (const ShapeTimings* s : shapes)
+    for (const LayerTiming* t : s->timings) {
+      forward_only = t->forward_only;
+      if (std::find(widths.begin(), widths.end(), t->key.tp) == widths.end())
+        widths.push_back(t->key.tp);
+      auto& cell = cells[{t->key.tp, t->micro_batch}];
+      for (int p = 0; p < (t->forward_only ? 1 : kNumPasses); ++p) {
+        if (!(t->measured_s[p] > 0)) continue;
+        cell[2 * p].push_back(t->predicted_s[p] - t->comm_s[p]);
+        cell[2 * p + 1].push_back(t->measured_s[p] - t->comm_s[p]);
+      }
+    }
+  std::sort(widths.begin(), widths.end());
+  FixedRate fits[kNumPasses];
+  for (int p = 0; p < (forward_only ? 1 : kNumPasses); ++p) {
+    std::vector<std::pair<double, double>> points;
+    for (const auto& [where, cell] : cells)
+      if (!cell[2 * p].empty())
+        points.emplace_back(summarize(cell[2 * p]).median, summarize(cell[2 * p + 1]).median);
+    if (points.empty()) continue;  // pass not timed: its ops as predicted
+    std::string why;
+    const std::optional<FixedRate> f = fit_fixed_rate(points, why);
+    if (!f) {
+      for (LayerCorrection* c : corrections)
+        c->why_ratio = forward_only ? why : fmt::format("{}: {}", "FBW"[p], why);
+      return;
+    }
+    fits[p] = *f;
+  }
+  if (forward_only) fits[1] = fits[2] = fits[0];  // AMP's rule: B and W as the forward
+  for (LayerCorrection* c : corrections) {
+    c->model = LayerCorrection::Model::kFixedRate;
+    c->fit_tp = widths;
+    c->fit_points = static_cast<int64_t>(cells.size());
+    for (int p = 0; p < kNumPasses; ++p) {
+      c->fixed_s[p] = fits[p].fixed_s;
+      c->rate[p] = fits[p].rate;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<LayerCorrection> layer_corrections(const std::vector<LayerTiming>& timings,
+                                               bool fixed_rate) {
+  const std::map<ShapeKey, ShapeTimings> shapes = timings_by_shape(timings);
+  std::vector<LayerCorrection> out;
+  out.reserve(shapes.size());
+  for (const auto& [key, a] : shapes) out.push_back(ratio_correction(key, a));
+  if (!fixed_rate) {
+    for (auto& c : out) c.why_ratio = "fixed + rate not asked for";
+    return out;
+  }
+  // Pool each layer's tensor widths, per source (profiler timings and imported ones never mix).
+  std::map<std::tuple<LayerKey, Dtype, bool>,
+           std::pair<std::vector<const ShapeTimings*>, std::vector<LayerCorrection*>>>
+      pools;
+  size_t i = 0;
+  for (const auto& [key, a] : shapes) {
+    auto& pool = pools[{without_tp(key.first), key.second, a.measured}];
+    pool.first.push_back(&a);
+    pool.second.push_back(&out[i++]);
+  }
+  for (auto& [key, pool] : pools) fit_pooled(pool.first, pool.second);
+  return out;
+}
+
 std::array<std::vector<double>, kNumPasses> held_out_micro_batch_errors(
-    const std::vector<LayerTiming>& timings) {
+    const std::vector<LayerTiming>& timings, bool fixed_rate) {
   std::array<std::vector<double>, kNumPasses> errors;
-  const std::vector<LayerCorrection> corrections = layer_corrections(timings);
+  const std::map<ShapeKey, ShapeTimings> shapes = timings_by_shape(timings);
+  // The corrections without each (shape, micro-batch)'s timings, made once per such pair.
+  std::map<std::pair<ShapeKey, int64_t>, std::vector<LayerCorrection>> without;
+  for (const auto& [key, a] : shapes)
+    for (const LayerTiming* t : a.timings) {
+      auto [it, fresh] = without.try_emplace({key, t->micro_batch});
+      if (!fresh) continue;
+      std::vector<LayerTiming> rest;
+      for (const auto& o : timings)
+        if (!(o.key == key.first && o.dtype == key.second && o.micro_batch == t->micro_batch))
+          rest.push_back(o);
+      it->second = layer_corrections(rest, fixed_rate);
+    }
   for (const auto& t : timings) {
     if (!t.unused.empty()) continue;
+    const ShapeKey key{t.key, t.dtype};
+    // Imported timings beside measured ones of their shape are not what it is corrected with.
+    if (shapes.at(key).measured != (t.source == "measured")) continue;
     const LayerCorrection* c = nullptr;
-    for (const auto& k : corrections)
+    for (const auto& k : without.at({key, t.micro_batch}))
       if (k.key == t.key && k.dtype == t.dtype) c = &k;
-    // Timings the correction does not use (imported ones beside measured) are not scored.
     if (!c || (c->source == "measured") != (t.source == "measured")) continue;
-    LayerCorrection others = *c;
-    std::erase_if(others.points, [&](const auto& p) { return p.micro_batch == t.micro_batch; });
-    if (others.points.empty()) continue;
-    const std::array<double, kNumPasses> r = others.at(t.micro_batch);
+    const PassScale s = c->scale(t.micro_batch);
     for (int p = 0; p < kNumPasses; ++p) {
       if (!(t.measured_s[p] > 0)) continue;
-      const double predicted = r[p] * (t.predicted_s[p] - t.comm_s[p]) + t.comm_s[p];
+      const double ops = t.predicted_s[p] - t.comm_s[p];
+      const double predicted = s.fixed_s[p] + s.rate[p] * ops + t.comm_s[p];
       errors[p].push_back(predicted / t.measured_s[p] - 1);
     }
   }

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,31 +70,73 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
 // cluster of one such GPU.
 std::vector<LayerTiming> compare_layer_timings(const Profile& profile, const GpuSpec& gpu);
 
-// The ratios of one layer shape on one GPU type, by micro-batch.
+// What a correction does to pass p of a layer: its ops take rate[p] times their predicted time,
+// and the pass takes fixed_s[p] more (communication is neither scaled nor added to).
+struct PassScale {
+  std::array<double, kNumPasses> rate{1, 1, 1};
+  std::array<double, kNumPasses> fixed_s{0, 0, 0};
+};
+
+// The correction of one layer shape on one GPU type. Two models:
+// - ratio: measured / predicted of the ops per pass, by micro-batch;
+// - fixed + rate: measured ops time = fixed_s + rate x predicted ops time, per pass, at every
+//   micro-batch. Fitted where the shape's timings lie at op times far enough apart to tell a
+//   fixed cost from a rate (several micro-batches, or several tensor widths of the same layer:
+//   the fixed part is taken per rank, the rate on the rank's shard), with rate > 0 and
+//   fixed >= 0; otherwise the ratio model, and `why_ratio` says why.
 struct LayerCorrection {
+  enum class Model { kRatio, kFixedRate };
+
   LayerKey key;
   Dtype dtype = Dtype::kBf16;
-  std::string source;  // "measured", or "imported (forward; B and W take its ratio)"
+  std::string source;  // "measured", or "imported (forward; B and W take its correction)"
   struct Point {
     int64_t micro_batch = 1;
     std::array<double, kNumPasses> ratio{1, 1, 1};
     int64_t timings = 0;  // how many timings were combined (their median)
   };
-  std::vector<Point> points;  // ascending micro-batch
+  std::vector<Point> points;  // ascending micro-batch; this shape's own ratios (either model)
+
+  Model model = Model::kRatio;
+  std::array<double, kNumPasses> fixed_s{0, 0, 0};  // kFixedRate
+  std::array<double, kNumPasses> rate{1, 1, 1};     // kFixedRate
+  std::vector<int64_t> fit_tp;  // kFixedRate: the tensor widths whose timings were pooled
+  int64_t fit_points = 0;       // kFixedRate: distinct (tensor width, micro-batch) fitted
+  std::string why_ratio;        // kRatio: why no fixed term was fitted
 
   // The ratios at `micro_batch`: linear in log2(micro-batch) between measured micro-batches, the
   // nearest measured one outside them.
   std::array<double, kNumPasses> at(int64_t micro_batch) const;
+  // What the correction does at `micro_batch`, whichever its model.
+  PassScale scale(int64_t micro_batch) const;
+  // "fixed + rate: F 3.646 ms + 0.946 x ops, ..." or "ratio (...)", for notes and reports.
+  std::string model_summary() const;
 };
 
+// Fits `measured = fixed + rate x predicted` to points (predicted, measured) by least squares
+// weighted by 1 / measured^2 (relative residuals). nullopt, with the reason, where the points span
+// less than kFixedRateMinSpread in predicted time, or the fit gives rate <= 0 or fixed < 0.
+struct FixedRate {
+  double fixed_s = 0;
+  double rate = 1;
+};
+inline constexpr double kFixedRateMinSpread = 1.25;  // largest / smallest predicted op time
+std::optional<FixedRate> fit_fixed_rate(const std::vector<std::pair<double, double>>& points,
+                                        std::string& why);
+
 // How well corrections carry over micro-batches: each usable timing predicted with the correction
-// its shape gets from its other micro-batches (signed predicted / measured - 1, per pass measured).
-// Shapes timed at one micro-batch only give none.
+// its shape gets from the timings of its other micro-batches (refitted without the timings of its
+// shape at its micro-batch; signed predicted / measured - 1, per pass measured). Shapes timed at
+// one micro-batch only give none.
 std::array<std::vector<double>, kNumPasses> held_out_micro_batch_errors(
-    const std::vector<LayerTiming>& timings);
+    const std::vector<LayerTiming>& timings, bool fixed_rate = true);
 
 // Groups usable timings by layer shape and dtype (the median of each micro-batch's ratios).
-// Timings of hetplan's own profiler replace imported ones of the same shape.
-std::vector<LayerCorrection> layer_corrections(const std::vector<LayerTiming>& timings);
+// Timings of hetplan's own profiler replace imported ones of the same shape. Where the shape's
+// timings, pooled with those of the same source over the layer's other tensor widths, lie at
+// distinct op times, a fixed + rate model is fitted to the medians of each (tensor width,
+// micro-batch) and used in place of the ratios (`fixed_rate` false: ratios only).
+std::vector<LayerCorrection> layer_corrections(const std::vector<LayerTiming>& timings,
+                                               bool fixed_rate = true);
 
 }  // namespace hetplan

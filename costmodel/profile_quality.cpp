@@ -206,10 +206,21 @@ Json to_json(const FitReport& report) {
       for (const auto& p : c.points)
         points.push_back(
             {{"micro_batch", p.micro_batch}, {"ratio", p.ratio}, {"timings", p.timings}});
-      corrections.push_back({{"layer", describe(c.key)},
-                             {"dtype", to_string(c.dtype)},
-                             {"source", c.source},
-                             {"points", points}});
+      Json corr = {{"layer", describe(c.key)},
+                   {"dtype", to_string(c.dtype)},
+                   {"source", c.source},
+                   {"points", points}};
+      if (c.model == LayerCorrection::Model::kFixedRate) {
+        corr["model"] = "fixed_rate";
+        corr["fixed_s"] = c.fixed_s;
+        corr["rate"] = c.rate;
+        corr["fit_tp"] = c.fit_tp;
+        corr["fit_points"] = c.fit_points;
+      } else {
+        corr["model"] = "ratio";
+        corr["why_ratio"] = c.why_ratio;
+      }
+      corrections.push_back(corr);
     }
     gpus[g.gpu_type] = {
         {"warnings", g.warnings},
