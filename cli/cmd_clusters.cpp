@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "costmodel/hardware.h"
+#include "costmodel/whole_number.h"
 
 namespace hetplan::cli {
 
@@ -22,10 +23,10 @@ CommandRunner declare_clusters(CLI::App& app) {
           for (const auto& [dtype, tflops] : g.peak_tflops)
             peaks[std::string(to_string(dtype))] = tflops;
           j["peak_tflops"] = peaks;
-          j["memory_bytes"] = g.memory_bytes;
+          j["memory_bytes"] = whole_number_json(g.memory_bytes);
           j["memory_GBps"] = g.memory_GBps;
           j["sm_count"] = g.sm_count;
-          j["l2_bytes"] = g.l2_bytes;
+          j["l2_bytes"] = whole_number_json(g.l2_bytes);
         } else if (p.kind == "node") {
           const NodeSpec n = load_node(p.name);
           j["gpu"] = n.gpu.name;

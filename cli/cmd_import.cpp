@@ -1,6 +1,7 @@
 // hetplan import: training logs into measurements files, other tools' profiles into calibration
 // files (source imported:<tool>).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/command.h"
 #include "cli/common.h"
@@ -82,6 +83,10 @@ CommandRunner declare_import(CLI::App& app) {
       for (const auto& m : f.measurements) oom += m.oom ? 1 : 0;
       fmt::print("{}: {} measurements ({} out of memory) from {} files\n", o->out,
                  f.measurements.size(), oom, o->inputs.size());
+      for (const auto& m : f.measurements)
+        if (!m.assumed.empty())
+          fmt::print(stderr, "warning: {}: not in the log, recorded with defaults: {}\n", m.origin,
+                     fmt::join(m.assumed, ", "));
     } else {
       CalibrationFile& f = *result.calibration;
       f.context.hetplan_version = context["hetplan_version"];

@@ -9,6 +9,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/layer_ops.h"
 #include "costmodel/model.h"
+#include "costmodel/whole_number.h"
 
 namespace hetplan::cli {
 namespace {
@@ -87,7 +88,7 @@ Json work_json(const LayerWork& w) {
   for (const auto& m : w.memory_ops)
     memory.push_back({{"kernel", m.kernel},
                       {"pass", to_string(m.pass)},
-                      {"bytes", m.bytes},
+                      {"bytes", whole_number_json(m.bytes)},
                       {"core_attention", m.group == OpGroup::kCoreAttention}});
   for (const auto& a : w.attention)
     attention.push_back({{"pass", to_string(a.pass)},
@@ -102,16 +103,16 @@ Json work_json(const LayerWork& w) {
     comms.push_back({{"name", c.name},
                      {"pass", to_string(c.pass)},
                      {"kind", to_string(c.kind)},
-                     {"bytes", c.bytes}});
+                     {"bytes", whole_number_json(c.bytes)}});
   return {{"gemms", gemms},
           {"memory_ops", memory},
           {"attention", attention},
           {"comms", comms},
           {"activation_bytes",
-           {{"none", w.activation(Recompute::kNone)},
-            {"selective", w.activation(Recompute::kSelective)},
-            {"full", w.activation(Recompute::kFull)}}},
-          {"output_bytes", w.output_bytes},
+           {{"none", whole_number_json(w.activation(Recompute::kNone))},
+            {"selective", whole_number_json(w.activation(Recompute::kSelective))},
+            {"full", whole_number_json(w.activation(Recompute::kFull))}}},
+          {"output_bytes", whole_number_json(w.output_bytes)},
           {"params", w.params},
           {"model_flops", {w.model_flops[0], w.model_flops[1], w.model_flops[2]}}};
 }

@@ -14,6 +14,7 @@
 #include "cli/validators.h"
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
+#include "costmodel/whole_number.h"
 #include "search/pipeline/schedule.h"
 #include "search/pipeline/timeline_text.h"
 
@@ -58,7 +59,8 @@ nlohmann::json to_json(const SimulateOptions& o, const pl::PipelineProblem& prob
   j["max_device_bubble_rate"] = r.max_device_bubble_rate;
   j["peak_activation"] = r.peak_activation;
   j["peak_activation_unit"] = "chunk (virtual-stage) activations of one micro-batch";
-  if (!r.peak_activation_bytes.empty()) j["peak_activation_bytes"] = r.peak_activation_bytes;
+  if (!r.peak_activation_bytes.empty())  // sums of --activation-bytes, to the nearest byte
+    j["peak_activation_bytes"] = whole_numbers_json(r.peak_activation_bytes);
   nlohmann::json timeline = nlohmann::json::array();
   for (int d = 0; d < problem.devices; ++d) timeline.push_back(nlohmann::json::array());
   for (const pl::TimedPass& t : r.timeline)

@@ -9,6 +9,7 @@
 
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
+#include "costmodel/whole_number.h"
 
 namespace hetplan {
 namespace {
@@ -218,7 +219,7 @@ Json to_json(const KernelMeasurement& m) {
   j["kernel"] = m.kernel;
   j["dtype"] = to_string(m.dtype);
   j["params"] = json_or_null(m.params);
-  j["bytes"] = m.bytes;
+  j["bytes"] = whole_number_json(m.bytes);
   j["flops"] = m.flops;
   j["time"] = to_json(m.time_s);
   j["GBps"] = m.bytes / m.time_s.median / 1e9;
@@ -287,7 +288,7 @@ Json to_json(const CollectiveMeasurement& m) {
   Json j;
   j["op"] = to_string(m.op);
   j["dtype"] = to_string(m.dtype);
-  j["bytes"] = m.bytes;
+  j["bytes"] = whole_number_json(m.bytes);
   j["group_size"] = m.group_size;
   j["nodes"] = m.nodes;
   j["gpus_per_node"] = m.gpus_per_node;
@@ -333,8 +334,12 @@ CollectiveMeasurement collective_from_json(ObjectReader r) {
 }
 
 Json to_json(const P2pMeasurement& m) {
-  Json j{{"src", m.src},   {"dst", m.dst},  {"bytes", m.bytes}, {"time", to_json(m.time_s)},
-         {"GBps", m.GBps}, {"link", m.link}};
+  Json j{{"src", m.src},
+         {"dst", m.dst},
+         {"bytes", whole_number_json(m.bytes)},
+         {"time", to_json(m.time_s)},
+         {"GBps", m.GBps},
+         {"link", m.link}};
   if (!m.gpus.empty()) j["gpus"] = m.gpus;
   return j;
 }
@@ -356,7 +361,7 @@ P2pMeasurement p2p_from_json(ObjectReader r) {
 Json to_json(const HostDeviceMeasurement& m) {
   Json j{{"direction", m.direction},
          {"pinned", m.pinned},
-         {"bytes", m.bytes},
+         {"bytes", whole_number_json(m.bytes)},
          {"time", to_json(m.time_s)},
          {"GBps", m.GBps}};
   if (!m.gpus.empty()) j["gpus"] = m.gpus;

@@ -6,6 +6,7 @@
 
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
+#include "costmodel/whole_number.h"
 
 namespace hetplan {
 namespace {
@@ -50,6 +51,22 @@ std::vector<double> read_peak_memory(ObjectReader& r) {
   for (double b : out)
     if (!(b >= 0)) r.fail("peak_memory_bytes", fmt::format("expected bytes >= 0, found {}", b));
   return out;
+}
+
+// Every entry of "assumed" names a key the measurement has, or one of its strategy's.
+void check_assumed(ObjectReader& r, const Measurement& m) {
+  constexpr std::string_view kStrategy = "strategy.";
+  for (size_t i = 0; i < m.assumed.size(); ++i) {
+    const std::string& key = m.assumed[i];
+    const bool found = key.starts_with(kStrategy)
+                           ? m.strategy.contains(key.substr(kStrategy.size()))
+                           : key != "assumed" && r.has(key);
+    if (!found)
+      r.fail(fmt::format("assumed[{}]", i),
+             fmt::format("expected a key of this measurement or \"strategy.<key>\" of its "
+                         "strategy, found \"{}\"",
+                         key));
+  }
 }
 
 }  // namespace
@@ -103,7 +120,8 @@ Json to_json(const Measurement& m) {
   if (!m.iteration_samples_s.empty()) j["iteration_samples_s"] = m.iteration_samples_s;
   if (m.warmup_iterations > 0) j["warmup_iterations"] = m.warmup_iterations;
   if (!m.peak_memory_bytes.empty()) {
-    j["peak_memory_bytes"] = m.peak_memory_bytes;
+    // Whole bytes (an importer converts MiB or GiB with a fraction); files with fractions read.
+    j["peak_memory_bytes"] = whole_numbers_json(m.peak_memory_bytes);
     j["peak_memory_kind"] = m.peak_memory_kind;
   }
   j["source"] = m.source;
@@ -111,6 +129,7 @@ Json to_json(const Measurement& m) {
   if (!m.error.empty()) j["error"] = m.error;
   if (!m.origin.empty()) j["origin"] = m.origin;
   j["notes"] = m.notes;
+  if (!m.assumed.empty()) j["assumed"] = m.assumed;
   return j;
 }
 
@@ -157,6 +176,8 @@ Measurement measurement_from_json(ObjectReader r) {
       r.choice_or("peak_memory_kind", {"allocated", "reserved", "device"}, "allocated");
   m.origin = r.string_or("origin", "");
   m.notes = r.string_or("notes", "");
+  if (r.has("assumed")) m.assumed = r.strings("assumed");
+  check_assumed(r, m);
   r.finish();
   return m;
 }

@@ -53,6 +53,9 @@ struct Measurement {
   std::string error;   // another failure, when it did not complete
   std::string origin;  // where it came from inside the inputs ("train.log:120-480")
   std::string notes;
+  // Keys whose values the writer filled in by default rather than read from the run: of the
+  // measurement ("peak_memory_kind") or of its strategy ("strategy.grad_accumulation_fusion").
+  std::vector<std::string> assumed;
   std::string key_path;  // where it was read ("measurements[3]"); set by the reader
 };
 

@@ -1,5 +1,7 @@
 #include "costmodel/memory.h"
 
+#include "costmodel/whole_number.h"
+
 namespace hetplan {
 
 MemoryBreakdown device_memory(const MemoryInput& in) {
@@ -18,11 +20,16 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
   return m;
 }
 
+// Each part and the total rounded to the nearest byte on its own (whole_number_json): the parts
+// may sum to total_bytes give or take 3 bytes.
 Json to_json(const MemoryBreakdown& m) {
-  return {{"weights_bytes", m.weights},     {"gradients_bytes", m.gradients},
-          {"optimizer_bytes", m.optimizer}, {"activations_bytes", m.activations},
-          {"transient_bytes", m.transient}, {"reserve_bytes", m.reserve},
-          {"total_bytes", m.total()}};
+  return {{"weights_bytes", whole_number_json(m.weights)},
+          {"gradients_bytes", whole_number_json(m.gradients)},
+          {"optimizer_bytes", whole_number_json(m.optimizer)},
+          {"activations_bytes", whole_number_json(m.activations)},
+          {"transient_bytes", whole_number_json(m.transient)},
+          {"reserve_bytes", whole_number_json(m.reserve)},
+          {"total_bytes", whole_number_json(m.total())}};
 }
 
 }  // namespace hetplan

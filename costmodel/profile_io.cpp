@@ -3,6 +3,7 @@
 
 #include "costmodel/errors.h"
 #include "costmodel/profile.h"
+#include "costmodel/whole_number.h"
 
 namespace hetplan {
 namespace {
@@ -62,7 +63,7 @@ Json gpu_json(const GpuFit& g) {
     for (const auto& l : g.layer_forward) forward.push_back(to_json(l));
     j["layer_forward"] = forward;
   }
-  j["context_reserve_bytes"] = g.context_reserve_bytes;
+  j["context_reserve_bytes"] = whole_number_json(g.context_reserve_bytes);
   return j;
 }
 

@@ -8,6 +8,7 @@
 
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
+#include "costmodel/whole_number.h"
 #include "profiler/common/layer_plan.h"
 #include "profiler/cuda_check.h"
 #include "profiler/cupti_trace.h"
@@ -117,7 +118,7 @@ class LayerTimingSection : public Section {
         {"rotation", {{"sets", sets}, {"set_bytes", set_bytes}}},
         {"saved_tensors_bytes", block.saved_bytes()},
         {"saved_memgetinfo_bytes", block.saved_memgetinfo_bytes()},
-        {"costmodel_activation_bytes", expected_activation_bytes(c)},
+        {"costmodel_activation_bytes", whole_number_json(expected_activation_bytes(c))},
         {"b_to_w_bytes", block.b_to_w_bytes()},
         {"check", "every output of F, B and W written (NaN-poisoned first), finite, not all zero"},
         {"notes",

@@ -98,6 +98,22 @@ std::string metrics_table(const Json& m) {
   return s + "</table>";
 }
 
+// Under a measurement's strategy: the keys its importer filled in by default ("assumed" in the
+// measurements file), without the "strategy." every strategy key has.
+std::string assumed_line(const Json& row) {
+  if (!row.contains("assumed")) return "";
+  std::string keys;
+  for (const Json& k : row["assumed"]) {
+    std::string key = k.get<std::string>();
+    if (key.starts_with("strategy.")) key.erase(0, std::string_view("strategy.").size());
+    keys += (keys.empty() ? "" : ", ") + key;
+  }
+  return fmt::format(
+      "<br><span class=\"muted\" title=\"not in the log: recorded with a default\">assumed: "
+      "{}</span>",
+      esc(keys));
+}
+
 std::string pairs_table(const Json& pairs) {
   std::string s =
       "<div class=\"scroll\"><table><tr><th>model</th><th>strategy</th>"
@@ -133,7 +149,8 @@ std::string pairs_table(const Json& pairs) {
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td>{}</td></tr>",
         esc(str(p, "model")), esc(str(p, "origin") + " / " + str(p, "prediction")),
-        esc(str(p, "key")), esc(str(p, "source")), measured, predicted, error, memory, oom);
+        esc(str(p, "key")) + assumed_line(p), esc(str(p, "source")), measured, predicted, error,
+        memory, oom);
   }
   return s + "</table></div>";
 }
@@ -147,7 +164,8 @@ std::string unmatched_lists(const Json& data) {
     s += "<table><tr><th>model</th><th>strategy</th><th>source</th><th>from</th></tr>";
     for (const Json& m : meas)
       s += fmt::format("<tr><td>{}</td><td class=\"key\">{}</td><td>{}</td><td>{}</td></tr>",
-                       esc(str(m, "model")), esc(str(m, "key")), esc(str(m, "source")),
+                       esc(str(m, "model")), esc(str(m, "key")) + assumed_line(m),
+                       esc(str(m, "source")),
                        esc(str(m, "origin").empty() ? str(m, "file") : str(m, "origin")));
     s += "</table>";
   }

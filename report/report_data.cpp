@@ -16,6 +16,7 @@
 #include "costmodel/layer_correction.h"
 #include "costmodel/measurements.h"
 #include "costmodel/profile.h"
+#include "costmodel/whole_number.h"
 #include "report/matching.h"
 #include "report/metrics.h"
 #include "report/predictions.h"
@@ -67,11 +68,13 @@ Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matchi
   for (const auto& mm : matching.measurements) {
     const Measurement& m = mm.measurement;
     if (mm.prediction < 0) {
-      unmatched.push_back({{"model", m.model},
-                           {"key", mm.key},
-                           {"file", mm.file},
-                           {"origin", m.origin},
-                           {"source", m.source}});
+      Json row = {{"model", m.model},
+                  {"key", mm.key},
+                  {"file", mm.file},
+                  {"origin", m.origin},
+                  {"source", m.source}};
+      if (!m.assumed.empty()) row["assumed"] = m.assumed;
+      unmatched.push_back(std::move(row));
       continue;
     }
     const PredictedStrategy& ps = preds[mm.prediction];
@@ -81,6 +84,7 @@ Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matchi
     const bool predicted_oom =
         ps.predicted && !ps.predicted->feasible && ps.predicted->reason_code == "memory";
     pair["oom_predicted"] = predicted_oom;
+    if (!m.assumed.empty()) pair["assumed"] = m.assumed;
     if (ps.predicted) {
       const Prediction& p = *ps.predicted;
       pair["predicted_feasible"] = p.feasible;
@@ -105,8 +109,8 @@ Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matchi
       const double measured_peak = max_of(m.peak_memory_bytes);
       const double predicted_peak = max_of(comparable_memory(p, m.peak_memory_kind));
       if (measured_peak > 0 && predicted_peak > 0) {
-        pair["measured_memory_bytes"] = measured_peak;
-        pair["predicted_memory_bytes"] = predicted_peak;
+        pair["measured_memory_bytes"] = whole_number_json(measured_peak);
+        pair["predicted_memory_bytes"] = whole_number_json(predicted_peak);
         pair["memory_kind"] = m.peak_memory_kind;
         pair["memory_ape"] = std::fabs(predicted_peak - measured_peak) / measured_peak;
         pred_mem.push_back(predicted_peak);

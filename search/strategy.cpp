@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "costmodel/whole_number.h"
 #include "search/pipeline/schedule.h"
 
 namespace hetplan {
@@ -125,7 +126,7 @@ Json to_json(const Prediction& p) {
   j["samples_per_s"] = p.samples_per_s;
   j["tokens_per_s"] = p.tokens_per_s;
   j["mfu"] = p.mfu;
-  j["peak_memory_bytes"] = p.peak_memory_bytes;
+  j["peak_memory_bytes"] = whole_numbers_json(p.peak_memory_bytes);  // nearest byte
   Json breakdown = Json::object();
   for (const auto& [name, s] : p.breakdown) breakdown[name] = s;
   j["breakdown"] = breakdown;

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace hetplan::testing {
 
@@ -35,6 +38,51 @@ inline std::filesystem::path temp_dir(const std::string& name) {
              ("hetplan_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// "bytes" or "..._bytes": a key whose value is a byte count, or a list of them.
+inline bool is_bytes_key(const std::string& key) {
+  return key == "bytes" || (key.size() > 6 && key.compare(key.size() - 6, 6, "_bytes") == 0);
+}
+
+// Key paths of the values under a bytes key (numbers, or lists of numbers) that are not JSON
+// integers: byte counts are written whole (docs/formats.md). Empty when all are.
+inline std::vector<std::string> fractional_bytes(const nlohmann::json& j,
+                                                 const std::string& path = "") {
+  std::vector<std::string> out;
+  auto check = [&](const nlohmann::json& v, const std::string& at) {
+    if (v.is_number() && !v.is_number_integer()) out.push_back(at);
+    if (v.is_array())
+      for (size_t i = 0; i < v.size(); ++i)
+        if (v[i].is_number() && !v[i].is_number_integer())
+          out.push_back(at + "[" + std::to_string(i) + "]");
+  };
+  if (j.is_object()) {
+    for (const auto& [key, v] : j.items()) {
+      const std::string at = path.empty() ? key : path + "." + key;
+      if (is_bytes_key(key)) check(v, at);
+      for (auto& p : fractional_bytes(v, at)) out.push_back(std::move(p));
+    }
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i)
+      for (auto& p : fractional_bytes(j[i], path + "[" + std::to_string(i) + "]"))
+        out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// How many values fractional_bytes looks at: a test that finds none checked nothing.
+inline size_t byte_values(const nlohmann::json& j) {
+  size_t n = 0;
+  if (j.is_object()) {
+    for (const auto& [key, v] : j.items()) {
+      if (is_bytes_key(key)) n += v.is_array() ? v.size() : v.is_number() ? 1 : 0;
+      n += byte_values(v);
+    }
+  } else if (j.is_array()) {
+    for (const auto& v : j) n += byte_values(v);
+  }
+  return n;
 }
 
 }  // namespace hetplan::testing

@@ -138,6 +138,28 @@ TEST(FitCli, LayerCheckComparesLayersBuiltFromTheirOps) {
   std::filesystem::remove_all(dir);
 }
 
+// tests/data/calibration/a100-sample.json was written with its bytes as floats ("bytes":
+// 1048576.0): it still reads, and what fit and merge write from it has them whole.
+TEST(FitCli, CalibrationWithFloatBytesReadsAndIsWrittenWhole) {
+  const auto dir = temp_dir("fit_whole_bytes");
+  const std::string sample = std::string(HETPLAN_TEST_DATA) + "/calibration/a100-sample.json";
+  ASSERT_TRUE(load_document(sample).root["collectives"][0]["bytes"].is_number_float());
+  auto r = run_hetplan("fit " + sample + " --out " + (dir / "p.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json profile = load_document(dir / "p.json").root;
+  EXPECT_EQ(profile["collectives"][0]["bytes"], 1048576);
+  EXPECT_TRUE(profile["collectives"][0]["bytes"].is_number_integer());
+  EXPECT_TRUE(profile["gpus"]["a100-40gb"]["context_reserve_bytes"].is_number_integer());
+  EXPECT_EQ(testing::fractional_bytes(profile), std::vector<std::string>{});
+  EXPECT_EQ(testing::byte_values(profile), 13u + 1);  // 13 collectives, one context reserve
+  r = run_hetplan("merge " + sample + " --out " + (dir / "m.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json merged = load_document(dir / "m.json").root;
+  EXPECT_EQ(testing::fractional_bytes(merged), std::vector<std::string>{});
+  EXPECT_EQ(testing::byte_values(merged), 13u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(FitCli, BadInputExitsTwo) {
   const auto dir = temp_dir("fit_bad");
   auto r =

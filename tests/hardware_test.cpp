@@ -118,6 +118,9 @@ TEST(PresetListings, JsonHasTheTablesNumbers) {
   for (const Json& j : Json::parse(r.output)) by_name[j["name"].get<std::string>()] = j;
   EXPECT_EQ(by_name.at("t4")["peak_tflops"]["fp16"], 65.0);  // the T4 datasheet's
   EXPECT_EQ(by_name.at("t4")["memory_GBps"], 320.0);
+  EXPECT_EQ(by_name.at("t4")["memory_bytes"], int64_t{16} << 30);  // 16 GiB, a whole number
+  EXPECT_TRUE(by_name.at("t4")["memory_bytes"].is_number_integer());
+  EXPECT_TRUE(by_name.at("t4")["l2_bytes"].is_number_integer());
   EXPECT_EQ(by_name.at("p4d.24xlarge")["gpu"], "a100-40gb");
   EXPECT_EQ(by_name.at("p4d.24xlarge")["gpus"], 8);
   EXPECT_EQ(by_name.at("amp-hetero")["gpus"], 16);

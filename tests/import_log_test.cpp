@@ -4,6 +4,7 @@
 #include <functional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "costmodel/errors.h"
@@ -70,6 +71,7 @@ TEST(MegatronLog, ReadsStrategyTimesAndMemoryPerStage) {
   EXPECT_DOUBLE_EQ(m.peak_memory_bytes[1], 2870.8125 * kMiB);
   EXPECT_EQ(m.peak_memory_kind, "allocated");
   EXPECT_FALSE(m.oom);
+  EXPECT_TRUE(m.assumed.empty());  // the block prints every key the strategy is read from
 }
 
 TEST(MegatronLog, UnevenFirstLastStagesAndLogIntervals) {
@@ -124,12 +126,18 @@ TEST(MegatronLog, GradientAccumulationFusionAsTheArgumentsSay) {
   const Measurement off = with("  gradient_accumulation_fusion .................... False\n");
   EXPECT_FALSE(strategy_of(off).grad_accumulation_fusion);
   EXPECT_EQ(off.strategy["grad_accumulation_fusion"], false);
+  EXPECT_TRUE(off.assumed.empty());
   // Not printed (Megatron-LM before 2022, or a trimmed log): Megatron-LM's default, with a note.
   const Measurement unsaid = with("");
   EXPECT_TRUE(strategy_of(unsaid).grad_accumulation_fusion);
   EXPECT_EQ(unsaid.notes,
             "the arguments block does not print gradient_accumulation_fusion: recorded as true, "
             "Megatron-LM's default (versions before 2022 had no such fusion: false)");
+  EXPECT_EQ(unsaid.assumed, std::vector<std::string>{"strategy.grad_accumulation_fusion"});
+  // The file says so, and reads back (the reader checks that the key exists).
+  const Json written = to_json(unsaid);
+  EXPECT_EQ(written["assumed"], Json::parse(R"(["strategy.grad_accumulation_fusion"])"));
+  EXPECT_EQ(measurement_from_json(ObjectReader(written, "m.json")).assumed, unsaid.assumed);
   EXPECT_NE(error_of([&] {
               with("  gradient_accumulation_fusion .................... yes\n");
             }).find("arguments.gradient_accumulation_fusion: expected True or False"),
@@ -209,6 +217,53 @@ TEST(MegatronLog, MalformedLinesNameFileAndLine) {
             std::string::npos);
 }
 
+// An arguments block that prints only the sizes (an older Megatron-LM, or a trimmed log): every
+// strategy value read from an unprinted key is Megatron-LM's default, and recorded as assumed.
+TEST(MegatronLog, UnprintedArgumentsAreRecordedAsAssumed) {
+  std::string args = kArgs;
+  args.erase(args.find("  global_batch_size"), args.find("  hidden_size") - args.find("  global"));
+  args.replace(args.find("pipeline_model_parallel_size .................... 1"), 51,
+               "pipeline_model_parallel_size .................... 2");
+  args.replace(args.find("tensor_model_parallel_size ...................... 1"), 51,
+               "tensor_model_parallel_size ...................... 2");
+  std::string text = args;
+  for (int i = 1; i <= 3; ++i)
+    text += fmt::format(" iteration {:8d}/      10 | elapsed time per iteration (ms): 5.0 |\n", i);
+  const Measurement m = megatron_measurement(parse_megatron_log(text, "a.log"), "a.log", {});
+  EXPECT_EQ(m.assumed, (std::vector<std::string>{
+                           "strategy.global_batch", "strategy.sequence_parallel", "strategy.zero",
+                           "strategy.recompute", "strategy.grad_accumulation_fusion",
+                           "strategy.flash_attention", "strategy.schedule", "strategy.chunks"}));
+  const Strategy s = strategy_of(m);
+  EXPECT_EQ(s.dp, 1);            // world 4 / (tp 2 x pp 2)
+  EXPECT_EQ(s.global_batch, 2);  // micro-batch 2 x dp 1, as Megatron-LM's validate_args sets it
+  EXPECT_FALSE(s.sequence_parallel);
+  EXPECT_EQ(s.zero, 0);
+  EXPECT_EQ(s.recompute, Recompute::kNone);
+  EXPECT_TRUE(s.grad_accumulation_fusion);
+  EXPECT_TRUE(s.flash_attention);
+  EXPECT_EQ(s.schedule, "1f1b");
+  EXPECT_EQ(s.chunks, 1);
+  // Printed as None or False, they are what the run used: nothing is assumed.
+  std::string printed = args;
+  printed.insert(printed.find("  hidden_size"),
+                 "  attention_backend ............................... AttnBackend.auto\n"
+                 "  global_batch_size ............................... 8\n"
+                 "  gradient_accumulation_fusion .................... False\n");
+  printed.insert(printed.find("  seq_length"),
+                 "  recompute_granularity ........................... None\n"
+                 "  sequence_parallel ............................... False\n");
+  printed.insert(printed.find("  world_size"),
+                 "  use_distributed_optimizer ....................... False\n"
+                 "  virtual_pipeline_model_parallel_size ............ None\n");
+  text = printed;
+  for (int i = 1; i <= 3; ++i)
+    text += fmt::format(" iteration {:8d}/      10 | elapsed time per iteration (ms): 5.0 |\n", i);
+  const Measurement read = megatron_measurement(parse_megatron_log(text, "a.log"), "a.log", {});
+  EXPECT_TRUE(read.assumed.empty()) << fmt::format("{}", fmt::join(read.assumed, ", "));
+  EXPECT_EQ(strategy_of(read).global_batch, 8);
+}
+
 TEST(MegatronLog, StripsLauncherPrefixes) {
   std::string text;
   for (const auto& l : logs::split_lines(kArgs)) text += "[default0]:" + std::string(l.text) + "\n";
@@ -264,6 +319,10 @@ TEST(DeepSpeedLog, PipelineEngineStepsConfigAndMemory) {
   // DeepSpeed adds gradients with kernels of its own (the report matches on this).
   EXPECT_FALSE(s.grad_accumulation_fusion);
   EXPECT_EQ(m.strategy["grad_accumulation_fusion"], false);
+  // tp and pp come from the RANK=r STAGE=s lines; the log says nothing of recomputation or
+  // attention kernels.
+  EXPECT_EQ(m.assumed,
+            (std::vector<std::string>{"strategy.recompute", "strategy.flash_attention"}));
 }
 
 // QA: --tp 2 was taken for a log whose RANK=4 STAGE=1 line says a stage holds dp 4 x tp 1 ranks.
@@ -302,6 +361,37 @@ TEST(DeepSpeedLog, ThroughputTimerLines) {
   EXPECT_EQ(m.iteration_s->count, 5);
   EXPECT_DOUBLE_EQ(m.iteration_s->median, 64 / 529.670);  // CurrSamplesPerSec 529.670
   EXPECT_EQ(m.peak_memory_bytes, std::vector<double>{10.91 * kGiB});
+  // Without pipeline stage lines or autotp the widths are defaults; the options say them.
+  EXPECT_EQ(m.assumed, (std::vector<std::string>{"strategy.tp", "strategy.pp", "strategy.recompute",
+                                                 "strategy.flash_attention"}));
+  o.tp = 1;
+  o.pp = 1;
+  o.recompute = "none";
+  EXPECT_EQ(deepspeed("gpt2-medium_dp8_zero2.log", o).assumed,
+            std::vector<std::string>{"strategy.flash_attention"});
+  // 10.91 GiB = 11714523299.84 bytes: written as the nearest whole byte.
+  EXPECT_EQ(to_json(m)["peak_memory_bytes"], Json::parse("[11714523300]"));
+}
+
+// A config without gradient_accumulation_steps or a ZeRO stage: DeepSpeed's defaults, 1 and 0.
+TEST(DeepSpeedLog, ConfigDefaultsAreRecordedAsAssumed) {
+  const std::string text =
+      "[x] [INFO] [config.py:991:print_user_config]   json = {\n"
+      "    \"train_batch_size\": 16,\n"
+      "    \"train_micro_batch_size_per_gpu\": 2\n}\n"
+      "[x] steps: 5 loss: 1.0 iter time (s): 0.5 samples/sec: 32\n"
+      "[x] steps: 10 loss: 1.0 iter time (s): 0.25 samples/sec: 64\n";
+  LogImportOptions o;
+  o.model = "gpt2-medium";
+  o.tp = 1;
+  o.pp = 1;
+  o.recompute = "none";
+  const Measurement m = deepspeed_measurement(parse_deepspeed_log(text, "c.log"), "c.log", o);
+  EXPECT_EQ(m.assumed,
+            (std::vector<std::string>{"strategy.dp", "strategy.zero", "strategy.flash_attention"}));
+  const Strategy s = strategy_of(m);
+  EXPECT_EQ(s.dp, 8);  // 16 / (2 x accumulation 1)
+  EXPECT_EQ(s.zero, 0);
 }
 
 TEST(DeepSpeedLog, MalformedLinesAndMissingModel) {

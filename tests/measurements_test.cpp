@@ -131,5 +131,46 @@ TEST(Measurements, RejectsBadInputWithKeyPaths) {
             "");
 }
 
+// "assumed" lists keys of the measurement or of its strategy that the writer filled in by default.
+TEST(Measurements, AssumedNamesKeysTheMeasurementHas) {
+  const std::string head = std::string(R"({"model": "g", "strategy": )") + kStrategy +
+                           R"(, "iteration_s": 1, "source": "imported:megatron", )";
+  const auto f = measurements_from_document(doc_of(file_with(
+      head + R"("peak_memory_bytes": 2e9, "assumed": ["strategy.dp", "peak_memory_bytes"]})")));
+  EXPECT_EQ(f.measurements[0].assumed,
+            (std::vector<std::string>{"strategy.dp", "peak_memory_bytes"}));
+  EXPECT_EQ(to_json(f.measurements[0])["assumed"],
+            Json::parse(R"(["strategy.dp", "peak_memory_bytes"])"));
+  // kStrategy has no zero key; the measurement no notes.
+  EXPECT_EQ(error_of(file_with(head + R"("assumed": ["strategy.zero"]})")),
+            "m.json: measurements[0].assumed[0]: expected a key of this measurement or "
+            "\"strategy.<key>\" of its strategy, found \"strategy.zero\"");
+  EXPECT_NE(error_of(file_with(head + R"("assumed": ["strategy.dp", "notes"]})"))
+                .find("measurements[0].assumed[1]: expected a key"),
+            std::string::npos);
+  EXPECT_NE(error_of(file_with(head + R"("assumed": "strategy.dp"})")).find("assumed"),
+            std::string::npos);
+  // Without assumed values the key is not written.
+  EXPECT_FALSE(
+      to_json(
+          measurements_from_document(doc_of(file_with(head + R"("notes": ""})"))).measurements[0])
+          .contains("assumed"));
+}
+
+// Files written before bytes were whole (a DeepSpeed import: 10.91 GiB) read, and are rewritten
+// with the nearest whole byte.
+TEST(Measurements, PeakMemoryWithAFractionReadsAndIsWrittenWhole) {
+  const auto f = measurements_from_document(
+      doc_of(file_with(std::string(R"({"model": "g", "strategy": )") + kStrategy +
+                       R"(, "iteration_s": 1, "peak_memory_bytes": [11714523299.84, 3156803584.0],
+          "source": "imported:deepspeed"})")));
+  EXPECT_EQ(f.measurements[0].peak_memory_bytes,
+            (std::vector<double>{11714523299.84, 3156803584.0}));
+  const Json written = to_json(f.measurements[0])["peak_memory_bytes"];
+  EXPECT_EQ(written, Json::parse("[11714523300, 3156803584]"));
+  EXPECT_TRUE(written[0].is_number_integer());
+  EXPECT_TRUE(written[1].is_number_integer());
+}
+
 }  // namespace
 }  // namespace hetplan

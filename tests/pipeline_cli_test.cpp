@@ -64,6 +64,23 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
   EXPECT_NE(out.find("d0 |FFFF"), std::string::npos) << out;
 }
 
+// Peak activation bytes are held activations x --activation-bytes, to the nearest whole byte.
+TEST_F(SimulateCli, PeakActivationBytesAreWhole) {
+  const fs::path json = dir / "b.json", text = dir / "b.txt";
+  ASSERT_EQ(run("--schedule 1f1b --stages 4 --microbatches 8 --forward 1 --backward-input 1 "
+                "--backward-weight 1 --activation-limit 3 --activation-bytes "
+                "1000.5,2000,3000,4000 --json " +
+                    json.string(),
+                text),
+            0)
+      << slurp(text);
+  const auto j = nlohmann::json::parse(slurp(json));
+  // Limit 3: stage 0 holds 3 (3001.5 bytes, rounded half away from zero), stage 1 3, 2 2, 3 1.
+  EXPECT_EQ(j.at("peak_activation"), (nlohmann::json{3, 3, 2, 1}));
+  EXPECT_EQ(j.at("peak_activation_bytes"), (nlohmann::json{3002, 6000, 6000, 4000}));
+  for (const auto& b : j.at("peak_activation_bytes")) EXPECT_TRUE(b.is_number_integer());
+}
+
 TEST_F(SimulateCli, JsonToStdoutIsTheJsonAlone) {
   const fs::path text = dir / "out.txt";
   ASSERT_EQ(run("--schedule 1f1b --stages 4 --microbatches 8 --forward 1 --backward-input 1 "

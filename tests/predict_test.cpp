@@ -258,6 +258,12 @@ TEST(PredictCli, PrintsTheContractFields) {
   for (const char* key : {"compute", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer"})
     EXPECT_TRUE(p["breakdown"].contains(key)) << key;
   EXPECT_EQ(j["strategy"]["tp"], 2);
+  // Bytes are whole ("total_bytes": 3371199488, not 3371199488.0): 4 peaks, 7 parts of 4 stages.
+  EXPECT_TRUE(p["peak_memory_bytes"][0].is_number_integer());
+  EXPECT_TRUE(p["stages"][0]["memory"]["total_bytes"].is_number_integer());
+  EXPECT_TRUE(p["stages"][0]["memory"]["activations_bytes"].is_number_integer());
+  EXPECT_EQ(testing::fractional_bytes(j), std::vector<std::string>{});
+  EXPECT_EQ(testing::byte_values(j), 4u + 7 * 4);
   std::filesystem::remove_all(dir);
 }
 

@@ -88,6 +88,10 @@ TEST(ProvisionCli, JsonToStdoutIsTheJsonAlone) {
   const auto j = load_document(out).root;
   EXPECT_EQ(j["mixes_tried"], 2);
   EXPECT_EQ(j["mixes"].size(), 2u);
+  // Each mix's predicted memory in whole bytes.
+  EXPECT_TRUE(j["mixes"][0]["strategy"]["predicted"]["peak_memory_bytes"][0].is_number_integer());
+  EXPECT_EQ(testing::fractional_bytes(j), std::vector<std::string>{});
+  EXPECT_GE(testing::byte_values(j), 2u * 8);
   std::ifstream in(err);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(testing::contains(text, "gpt2-medium (global batch 8): 2 node mixes")) << text;

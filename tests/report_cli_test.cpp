@@ -1,6 +1,7 @@
 // hetplan import, export and report from the command line: outputs, exit statuses and messages.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -29,6 +30,17 @@ TEST(ImportCli, WritesMeasurementsAndCalibrationFiles) {
   EXPECT_EQ(f.context.framework, "deepspeed");
   EXPECT_EQ(f.context.framework_version, "0.16.4");
   EXPECT_EQ(f.measurements.at(0).source, "imported:deepspeed");
+  // Max_MA 5.83 GiB = 6259914833.92 bytes, written as the nearest whole byte; what the log does
+  // not say is listed as assumed, and the import warns about it.
+  const Json written = load_document(meas).root["measurements"][0];
+  EXPECT_EQ(written["peak_memory_bytes"], Json::parse("[6259914834]"));
+  EXPECT_TRUE(written["peak_memory_bytes"][0].is_number_integer());
+  EXPECT_EQ(written["assumed"],
+            Json::parse(R"(["strategy.recompute", "strategy.flash_attention"])"));
+  EXPECT_NE(r.output.find("gpt2-medium_pp2_dp4_zero1.log:45-50: not in the log, recorded with "
+                          "defaults: strategy.recompute, strategy.flash_attention"),
+            std::string::npos)
+      << r.output;
 
   const auto cal = (dir / "amp.json").string();
   r = run_hetplan("import --format amp " + kExternal + "/amp/known_cost/gpt2_G4_1.npy " +
@@ -227,6 +239,11 @@ TEST(ReportCli, WritesHtmlAndJsonAndRejectsBadMeasurements) {
   EXPECT_GT(std::filesystem::file_size(html), 1000000u);  // ECharts inside
   const Document data = load_document(dir / "r.json");
   EXPECT_EQ(data.root["unmatched_measurements"].size(), 2u);
+  // Measured and predicted peaks of the two pairs, in whole bytes.
+  EXPECT_TRUE(data.root["pairs"][0]["measured_memory_bytes"].is_number_integer());
+  EXPECT_TRUE(data.root["pairs"][0]["predicted_memory_bytes"].is_number_integer());
+  EXPECT_EQ(testing::fractional_bytes(data.root), std::vector<std::string>{});
+  EXPECT_EQ(testing::byte_values(data.root), 2u * 2);
 
   const auto bad = dir / "bad.json";
   std::ofstream(bad) << R"({"format": "hetplan-measurements", "schema_version": 1, "context": {},
@@ -239,6 +256,29 @@ TEST(ReportCli, WritesHtmlAndJsonAndRejectsBadMeasurements) {
                           "found 0"),
             std::string::npos)
       << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+// A measurement whose importer filled in a value by default says so in the table of runs.
+TEST(ReportCli, ShowsWhatAMeasurementAssumed) {
+  const auto& in = testing::report_inputs();
+  const auto dir = testing::temp_dir("report_assumed");
+  MeasurementsFile f = load_measurements(in.measurements);
+  f.measurements.at(0).assumed = {"strategy.grad_accumulation_fusion", "strategy.zero"};
+  save_measurements(f, dir / "m.json");
+  const auto html = dir / "r.html";
+  auto r = run_hetplan("report --predictions " + in.predictions[0] + " --measurements " +
+                       (dir / "m.json").string() + " --out " + html.string() + " --json " +
+                       (dir / "r.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json data = load_document(dir / "r.json").root;
+  ASSERT_EQ(data["pairs"].size(), 1u);
+  EXPECT_EQ(data["pairs"][0]["assumed"],
+            Json::parse(R"(["strategy.grad_accumulation_fusion", "strategy.zero"])"));
+  for (const Json& m : data["unmatched_measurements"]) EXPECT_FALSE(m.contains("assumed"));
+  std::ifstream file(html);
+  const std::string page((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find(">assumed: grad_accumulation_fusion, zero</span>"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

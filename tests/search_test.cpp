@@ -284,6 +284,9 @@ TEST(SearchCli, WritesTheContractJson) {
             j["strategies"][1]["predicted"]["iteration_s"].get<double>());
   for (const char* key : {"candidates", "infeasible", "elapsed_s", "pruned_by_reason"})
     EXPECT_TRUE(j["stats"].contains(key)) << key;
+  EXPECT_TRUE(j["strategies"][0]["predicted"]["peak_memory_bytes"][0].is_number_integer());
+  EXPECT_EQ(testing::fractional_bytes(j), std::vector<std::string>{});
+  EXPECT_GE(testing::byte_values(j), 4u * 8);  // each strategy: peaks and 7 parts per stage
   // The file is a valid strategy input for predict.
   r = testing::run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
                            out);
@@ -347,6 +350,11 @@ TEST(ModelInfoCli, ShapeOptionsNeedWork) {
   EXPECT_NE(r.output.find("--tp requires --work"), std::string::npos) << r.output;
   r = testing::run_hetplan("model-info --model gpt2-medium --tp 4 --work --json -");
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The work's byte counts (memory-bound kernels, collectives, activations) are whole.
+  const Json work = Json::parse(r.output);
+  EXPECT_TRUE(work["layers"][1]["work"]["output_bytes"].is_number_integer());
+  EXPECT_EQ(testing::fractional_bytes(work), std::vector<std::string>{});
+  EXPECT_GT(testing::byte_values(work), 26u * 4);  // 26 layers: activations (3), output, ...
   EXPECT_EQ(Json::parse(r.output)["work_shape"]["tp"], 4);
 }
 

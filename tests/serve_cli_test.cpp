@@ -71,6 +71,13 @@ TEST(ServeCli, EvaluatesHelixPlacementWithJsonContract) {
   EXPECT_EQ(j["simulation"]["completed"], 40);
   EXPECT_GT(j["simulation"]["prompt_latency_s"]["mean"].get<double>(), 0);
   EXPECT_FALSE(j.contains("search"));
+  // Llama-2-70B's sizes in whole bytes (fp16): a block's weights, K and V of one token in one
+  // block (8 KV heads x 128 x 2 x 2 B), one token's hidden state (8192 x 2 B).
+  for (const char* key :
+       {"layer_weight_bytes", "kv_bytes_per_token_layer", "activation_bytes_per_token"})
+    EXPECT_TRUE(j["model"][key].is_number_integer()) << key;
+  EXPECT_EQ(j["model"]["kv_bytes_per_token_layer"], 4096);
+  EXPECT_EQ(j["model"]["activation_bytes_per_token"], 16384);
 }
 
 TEST(ServeCli, ShortSearchBeatsHelixIlpAndItsOutputIsAPlacementFile) {

@@ -1,6 +1,7 @@
 #include "report/import/deepspeed_log.h"
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 
 #include <fmt/format.h>
@@ -162,10 +163,11 @@ DeepSpeedLog parse_deepspeed_log(std::string_view text, const std::string& origi
 
 namespace {
 
-// A config value from the JSON block, else from the "name ..... value" lines.
-int64_t config_integer(const DeepSpeedLog& log, const std::string& origin,
-                       std::initializer_list<const char*> json_path, const char* engine_key,
-                       int64_t fallback) {
+// A config value from the JSON block, else from the "name ..... value" lines; none when neither
+// gives it or the JSON says "auto".
+std::optional<int64_t> config_integer(const DeepSpeedLog& log, const std::string& origin,
+                                      std::initializer_list<const char*> json_path,
+                                      const char* engine_key) {
   const Json* v = &log.config;
   for (const char* key : json_path) {
     if (!v->is_object() || !v->contains(key)) {
@@ -176,7 +178,7 @@ int64_t config_integer(const DeepSpeedLog& log, const std::string& origin,
   }
   if (v && !v->is_null()) {
     if (v->is_number_integer()) return v->get<int64_t>();
-    if (v->is_string() && *v == "auto") return fallback;
+    if (v->is_string() && *v == "auto") return std::nullopt;
     std::string path;
     for (const char* key : json_path) {
       if (!path.empty()) path += '.';
@@ -187,7 +189,7 @@ int64_t config_integer(const DeepSpeedLog& log, const std::string& origin,
   }
   if (auto it = log.engine_config.find(engine_key); it != log.engine_config.end())
     if (auto n = logs::parse_integer(it->second)) return *n;
-  return fallback;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -204,21 +206,32 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
   m.source = "imported:deepspeed";
   std::string notes;
   Strategy s;
+  // What the log does not say is DeepSpeed's default (docs/config-json: gradient_accumulation_steps
+  // 1, zero_optimization.stage 0), --tp, --pp and --recompute, else hetplan's default; the keys
+  // of what the log and the command line do not give go into m.assumed.
   s.micro_batch = config_integer(log, origin, {"train_micro_batch_size_per_gpu"},
-                                 "train_micro_batch_size_per_gpu", 0);
-  const int64_t gas = config_integer(log, origin, {"gradient_accumulation_steps"},
-                                     "gradient_accumulation_steps", 1);
-  s.global_batch = config_integer(log, origin, {"train_batch_size"}, "train_batch_size", 0);
+                                 "train_micro_batch_size_per_gpu")
+                      .value_or(0);
+  const auto logged_gas =
+      config_integer(log, origin, {"gradient_accumulation_steps"}, "gradient_accumulation_steps");
+  const int64_t gas = logged_gas.value_or(1);
+  if (!logged_gas) m.assumed.push_back("strategy.dp");  // dp = batch / (micro x accumulation)
+  s.global_batch =
+      config_integer(log, origin, {"train_batch_size"}, "train_batch_size").value_or(0);
   if (s.micro_batch <= 0 || s.global_batch <= 0)
     throw InputError(origin, "",
                      "the config gives no train_micro_batch_size_per_gpu and "
                      "train_batch_size");
-  s.zero = static_cast<int>(
-      config_integer(log, origin, {"zero_optimization", "stage"}, "zero_optimization_stage", 0));
+  const auto zero_stage =
+      config_integer(log, origin, {"zero_optimization", "stage"}, "zero_optimization_stage");
+  s.zero = static_cast<int>(zero_stage.value_or(0));
+  if (!zero_stage) m.assumed.push_back("strategy.zero");
   // DeepSpeed adds every gradient with a kernel of its own: no weight-gradient GEMM accumulates
   // into the fp32 main gradient (docs/exports.md), which the report matches on.
   s.grad_accumulation_fusion = false;
-  const int64_t autotp = config_integer(log, origin, {"tensor_parallel", "autotp_size"}, "", 0);
+  const int64_t autotp =
+      config_integer(log, origin, {"tensor_parallel", "autotp_size"}, "").value_or(0);
+  bool tp_given = autotp > 0 || options.tp.has_value();
   s.tp = autotp > 0 ? autotp : options.tp.value_or(1);
   if (autotp > 0 && options.tp && *options.tp != autotp)
     throw InputError(origin, "tensor_parallel.autotp_size",
@@ -251,17 +264,24 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
           fmt::format("{}: {} ranks per stage = dp {} x tp {}; {} says tp {}", where, rank / stage,
                       s.dp, tp, autotp > 0 ? "tensor_parallel.autotp_size" : "--tp", s.tp));
     s.tp = tp;
+    tp_given = true;
     break;
   }
+  if (!tp_given) m.assumed.push_back("strategy.tp");
+  if (log.pipeline_stages == 0 && !options.pp) m.assumed.push_back("strategy.pp");
   if (options.recompute) {
     if (!parse_recompute(*options.recompute, s.recompute))
       throw InputError(fmt::format("--recompute: expected none, selective or full, found \"{}\"",
                                    *options.recompute));
-  } else if (log.config.is_object() && log.config.contains("activation_checkpointing")) {
-    notes +=
-        "the config has an activation_checkpointing section but the log does not say which "
-        "layers the model checkpoints: recorded as recompute none (give --recompute); ";
+  } else {
+    m.assumed.push_back("strategy.recompute");
+    if (log.config.is_object() && log.config.contains("activation_checkpointing"))
+      notes +=
+          "the config has an activation_checkpointing section but the log does not say which "
+          "layers the model checkpoints: recorded as recompute none (give --recompute); ";
   }
+  // Which attention kernels the model calls is the model code's choice, not DeepSpeed's.
+  m.assumed.push_back("strategy.flash_attention");
 
   // Iteration times: the pipeline engine's "iter time (s)" (a mean over steps_per_print steps),
   // else the ThroughputTimer's samples/s of the step before each line (train_batch_size over it).

@@ -133,6 +133,8 @@ struct MegatronArgs {
     auto it = log.args.find(key);
     return it != log.args.end() && it->second != "None";
   }
+  // Printed at all, "None" included: the block says what the run used, even if that is nothing.
+  bool printed(const std::string& key) const { return log.args.count(key) > 0; }
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
     throw InputError(fmt::format("{}:{}", origin, log.args_line), "arguments." + key, what);
   }
@@ -155,7 +157,10 @@ struct MegatronArgs {
   std::string text(const std::string& key) const { return has(key) ? log.args.at(key) : ""; }
 };
 
-Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std::string& notes) {
+// The strategy the arguments block describes. A value the block does not print is Megatron-LM's
+// default (megatron/training/arguments.py) and its key goes into `assumed`.
+Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std::string& notes,
+                            std::vector<std::string>& assumed) {
   Strategy s;
   s.tp = a.integer("tensor_model_parallel_size");
   s.pp = a.integer("pipeline_model_parallel_size");
@@ -173,13 +178,20 @@ Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std:
     s.dp = world / (s.tp * s.pp);
   }
   s.micro_batch = a.integer("micro_batch_size");
+  // validate_args sets an unset global batch to micro_batch_size x data_parallel_size.
   s.global_batch = a.integer_or("global_batch_size", s.micro_batch * s.dp);
+  if (!a.has("global_batch_size")) assumed.push_back("strategy.global_batch");
   s.sequence_parallel = a.flag("sequence_parallel") && s.tp > 1;
+  if (s.tp > 1 && !a.printed("sequence_parallel")) assumed.push_back("strategy.sequence_parallel");
   s.zero = a.flag("use_distributed_optimizer") ? 1 : 0;
   if (a.flag("use_megatron_fsdp") || a.flag("use_custom_fsdp")) {
     const std::string strategy = a.text("data_parallel_sharding_strategy");
     s.zero = strategy == "optim_grads_params" ? 3 : strategy == "optim_grads" ? 2 : 1;
+  } else if (!a.printed("use_distributed_optimizer")) {
+    assumed.push_back("strategy.zero");
   }
+  if (!a.printed("recompute_granularity") && !a.printed("recompute_activations"))
+    assumed.push_back("strategy.recompute");
   const std::string granularity = a.text("recompute_granularity");
   if (granularity.empty()) {
     s.recompute = a.flag("recompute_activations") ? Recompute::kSelective : Recompute::kNone;
@@ -201,6 +213,8 @@ Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std:
   if (a.has("gradient_accumulation_fusion")) {
     s.grad_accumulation_fusion = a.flag("gradient_accumulation_fusion");
   } else {
+    // --no-gradient-accumulation-fusion is store_false into gradient_accumulation_fusion.
+    assumed.push_back("strategy.grad_accumulation_fusion");
     notes +=
         "the arguments block does not print gradient_accumulation_fusion: recorded as true, "
         "Megatron-LM's default (versions before 2022 had no such fusion: false); ";
@@ -208,6 +222,8 @@ Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std:
   const std::string backend = a.text("attention_backend");
   s.flash_attention =
       a.flag("use_flash_attn") || !(contains(backend, "unfused") || contains(backend, "local"));
+  if (!a.flag("use_flash_attn") && !a.printed("attention_backend"))
+    assumed.push_back("strategy.flash_attention");  // as attention_backend auto: TE's fused kernels
   // Interleaved schedule: virtual stages per pipeline rank.
   if (s.pp > 1) {
     int64_t vpp = a.integer_or("virtual_pipeline_model_parallel_size", 0);
@@ -219,6 +235,9 @@ Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std:
       s.schedule = "interleaved";
       s.chunks = vpp;
     }
+    if (!a.printed("virtual_pipeline_model_parallel_size") &&
+        !a.printed("num_layers_per_virtual_pipeline_stage"))
+      assumed.insert(assumed.end(), {"strategy.schedule", "strategy.chunks"});
   }
   // The layer partition Megatron-LM ran, in hetplan's stage ranges.
   if (s.pp > 1 && s.chunks == 1) {
@@ -265,7 +284,7 @@ Measurement megatron_measurement(const MegatronLog& log, const std::string& orig
   m.cluster = options.cluster;
   m.source = "imported:megatron";
   std::string notes;
-  Strategy s = strategy_from_args(a, shape, notes);
+  Strategy s = strategy_from_args(a, shape, notes, m.assumed);
 
   // Iteration times: drop the warm-up iterations and lines of another global batch size (batch
   // ramp-up).

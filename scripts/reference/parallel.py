@@ -382,7 +382,8 @@ def run_distributed(cfg, warmup, iters, budget_s, seed=0, device_kind="cuda"):
         result["iteration_samples_s"] = samples
         result["warmup_iterations"] = warmup
         if dev.cuda:
-            result["peak_memory_bytes"] = group.gather_floats(dev.peaks()[0])
+            # Gathered as float64 (exact below 2**53 bytes), written as whole bytes.
+            result["peak_memory_bytes"] = [int(b) for b in group.gather_floats(dev.peaks()[0])]
             result["peak_memory_kind"] = "allocated"
         else:
             notes.append("CPU test run: times of the CPU, memory not measured")

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/whole_number.h"
+
 namespace hetplan::serve {
 namespace {
 
@@ -84,11 +86,12 @@ Json serve_json(const ServeReport& report) {
   Json out;
   out["schema"] = "hetplan.serve/1";
   out["context"] = report.context;
-  out["model"] = {{"name", problem.model.name},
-                  {"layers", problem.model.num_layers},
-                  {"layer_weight_bytes", problem.model.layer_weight_bytes},
-                  {"kv_bytes_per_token_layer", problem.model.kv_bytes_per_token_layer},
-                  {"activation_bytes_per_token", problem.model.activation_bytes_per_token}};
+  out["model"] = {
+      {"name", problem.model.name},
+      {"layers", problem.model.num_layers},
+      {"layer_weight_bytes", whole_number_json(problem.model.layer_weight_bytes)},
+      {"kv_bytes_per_token_layer", whole_number_json(problem.model.kv_bytes_per_token_layer)},
+      {"activation_bytes_per_token", whole_number_json(problem.model.activation_bytes_per_token)}};
   out["workload"] = {{"avg_prompt_tokens", problem.workload.avg_prompt_tokens},
                      {"avg_output_tokens", problem.workload.avg_output_tokens}};
   out["capacity_model"] = {{"kv_high_water", problem.params.kv_high_water},
