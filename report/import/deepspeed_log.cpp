@@ -206,9 +206,12 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
   m.source = "imported:deepspeed";
   std::string notes;
   Strategy s;
-  // What the log does not say is DeepSpeed's default (docs/config-json: gradient_accumulation_steps
-  // 1, zero_optimization.stage 0), --tp, --pp and --recompute, else hetplan's default; the keys
-  // of what the log and the command line do not give go into m.assumed.
+  // What the log does not say is DeepSpeed's default (deepspeed/runtime/zero:
+  // zero_optimization.stage defaults to 0, disabled; deepspeed/runtime/config.py resolves a missing
+  // gradient_accumulation_steps from train_batch_size / (micro-batch x data-parallel size), and
+  // this importer cannot know the data-parallel size without it, so it takes 1), --tp, --pp and
+  // --recompute, else hetplan's default; the keys of what the log and the command line do not give
+  // go into m.assumed.
   s.micro_batch = config_integer(log, origin, {"train_micro_batch_size_per_gpu"},
                                  "train_micro_batch_size_per_gpu")
                       .value_or(0);
