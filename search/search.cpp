@@ -4,9 +4,12 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <numeric>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,6 +21,35 @@
 
 namespace hetplan {
 namespace {
+
+// Runs `work` on the calling thread and on up to `threads` - 1 more. The work takes its items from
+// one shared counter, so a thread the system refuses to start (a low process limit) only makes it
+// slower: the threads started do its share. An exception in any thread is rethrown here once all
+// have joined, where a joinable thread left behind would end the process in std::terminate.
+template <class Work>
+void run_on_threads(int threads, const Work& work) {
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto guarded = [&] {
+    try {
+      work();
+    } catch (...) {
+      std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(guarded);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  guarded();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
 
 constexpr size_t kBatch = 64;    // candidates costed between two updates of the pruning bound
 constexpr size_t kNearKept = 5;  // infeasible candidates reported when nothing fits
@@ -321,10 +353,7 @@ class TrainingSearch {
           out = evaluate(candidates_[i]);
         }
       };
-      std::vector<std::thread> pool;
-      for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-      work();
-      for (auto& t : pool) t.join();
+      run_on_threads(threads, work);
       for (size_t i = begin; i < end; ++i) absorb(candidates_[i], std::move(outcomes[i - begin]));
       if (o_.progress)
         o_.progress(static_cast<int64_t>(end), static_cast<int64_t>(candidates_.size()),
