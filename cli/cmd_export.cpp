@@ -110,6 +110,11 @@ CommandRunner declare_export(CLI::App& app) {
   return [o]() {
     check_outputs({o->strategy, o->model}, {{"--out", o->out}});
     const ExporterSpec& exporter = find_exporter(o->format);
+    if (o->split_points && exporter.format != "torchtitan")
+      throw InputError(
+          fmt::format("--torchtitan-split-points: a torchtitan option; --format {} "
+                      "does not read it",
+                      exporter.format));
     const auto list = load_predicted_strategies(o->strategy);
     if (o->index >= static_cast<int64_t>(list.size()))
       throw InputError(o->strategy, "strategies",

@@ -55,8 +55,13 @@ CommandRunner declare_import(CLI::App& app) {
   app.add_option("--recompute", o->recompute,
                  "Activation recomputation where the log does not say (DeepSpeed)")
       ->check(CLI::IsMember({"none", "selective", "full"}));
-  return [o]() {
+  return [o, &app]() {
     const ImporterSpec& importer = find_importer(o->format);
+    for (const char* option : {"--model", "--cluster", "--gpu-type", "--warmup", "--memory", "--tp",
+                               "--pp", "--recompute"})
+      if (app.count(option) > 0 && !importer.takes(option))
+        throw InputError(fmt::format("{}: --format {} does not read it (it reads {})", option,
+                                     importer.format, importer.options));
     check_outputs(o->inputs, {{"--out", o->out}});
     ImportRequest r;
     for (const auto& in : o->inputs) r.inputs.emplace_back(in);

@@ -20,7 +20,10 @@ Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpe
   std::vector<std::string> paths;
   if (!no_default) {
     const auto dir = default_calibration_dir();
-    if (std::filesystem::is_directory(dir)) paths.push_back(dir.string());
+    // The shipped folder counts only when it holds files (HETPLAN_CALIBRATION_DIR may name an
+    // empty one); a folder given by --calibration must hold some.
+    if (std::filesystem::is_directory(dir) && !json_files_under(dir).empty())
+      paths.push_back(dir.string());
   }
   paths.insert(paths.end(), cluster.calibration.begin(), cluster.calibration.end());
   paths.insert(paths.end(), extra.begin(), extra.end());

@@ -285,6 +285,9 @@ namespace {
 void collect_json_files(const std::filesystem::path& p, std::vector<std::filesystem::path>& out) {
   if (std::filesystem::is_directory(p)) {
     const auto found = json_files_under(p);
+    // A folder named on purpose that holds nothing to read is a wrong path, not "no calibration".
+    if (found.empty())
+      throw InputError(p.string(), "", "a folder with no .json calibration file under it");
     out.insert(out.end(), found.begin(), found.end());
   } else if (std::filesystem::exists(p)) {
     out.push_back(p);

@@ -420,5 +420,40 @@ TEST(BadInput, MeasuringFlagsAreCheckedBeforeTheGpuIsLookedFor) {
   fs::remove_all(dir);
 }
 
+// A flag the chosen format does not read, and a calibration folder with nothing in it, used to be
+// passed over without a word (exit 0): the user believed they had changed something.
+TEST(BadInput, FlagsTheFormatIgnoresAndEmptyCalibrationFoldersAreRefused) {
+  const auto dir = temp_dir("bad_ignored_flags");
+  fs::create_directories(dir / "empty");
+  const std::string npy = (kAmp / "gpt2_G4_1.npy").string();
+  const std::string out = " --out " + (dir / "o.json").string();
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"import --format amp " + npy + " --pp 2" + out,
+            "--pp: --format amp does not read it (it reads --model --gpu-type --tp)"},
+           {"import --format amp " + npy + " --warmup 3" + out,
+            "--warmup: --format amp does not read it"},
+           {"import --format helix " + npy + " --tp 2" + out,
+            "--tp: --format helix does not read it (it reads --model --gpu-type)"},
+           {"import --format megatron " + npy + " --recompute full" + out,
+            "--recompute: --format megatron does not read it"},
+           {"export --strategy " + kRepoStrategy.string() +
+                " --model gpt2-medium --format megatron --torchtitan-split-points" + out,
+            "--torchtitan-split-points: a torchtitan option; --format megatron does not read it"},
+           {"predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
+                kRepoStrategy.string() + " --calibration " + (dir / "empty").string(),
+            "empty: a folder with no .json calibration file under it"},
+           {"fit " + (dir / "empty").string() + out,
+            "empty: a folder with no .json calibration file under it"}}) {
+    const auto r = run_hetplan(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, message)) << args << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir / "o.json"));
+  // The flags a format does read still pass.
+  const auto r = run_hetplan("import --format amp " + npy + " --tp 1 --gpu-type t4" + out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hetplan

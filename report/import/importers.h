@@ -30,6 +30,11 @@ struct ImporterSpec {
   std::string_view format;  // "megatron", "deepspeed", "amp", "helix"
   std::string_view reads;   // one line for --help
   ImportResult (*run)(const ImportRequest& request);
+  // The `hetplan import` options this importer reads, space-separated ("--model --tp"): another
+  // one given with it would be ignored, which `hetplan import` refuses.
+  std::string_view options;
+
+  bool takes(std::string_view option) const;
 };
 
 const std::vector<ImporterSpec>& importers();
