@@ -154,15 +154,19 @@ void print_report(const FitReport& report, const Profile& profile) {
                                 pct(g.layer_quality[p].p95_rel_error), g.layer_quality[p].points);
       fmt::print("  whole layers against their ops: {} timings, {} usable{}\n", g.layers.size(),
                  usable, errors);
-      std::string held_out;
-      for (int p = 0; p < 3; ++p)
-        if (g.corrected_layer_quality[p].points > 0)
-          held_out += fmt::format(
-              "{}{} median |error| {}, p95 {} ({} timings)", held_out.empty() ? "" : "; ", "FBW"[p],
-              pct(g.corrected_layer_quality[p].median_rel_error),
-              pct(g.corrected_layer_quality[p].p95_rel_error), g.corrected_layer_quality[p].points);
-      if (!held_out.empty())
+      auto per_pass = [&](const FitQuality(&q)[3]) {
+        std::string text;
+        for (int p = 0; p < 3; ++p)
+          if (q[p].points > 0)
+            text += fmt::format("{}{} median |error| {}, p95 {} ({} timings)",
+                                text.empty() ? "" : "; ", "FBW"[p], pct(q[p].median_rel_error),
+                                pct(q[p].p95_rel_error), q[p].points);
+        return text;
+      };
+      if (const std::string held_out = per_pass(g.corrected_layer_quality); !held_out.empty()) {
         fmt::print("  with the corrections, each timing's micro-batch held out: {}\n", held_out);
+        fmt::print("  the same with ratio corrections only: {}\n", per_pass(g.ratio_layer_quality));
+      }
       std::map<std::string, int64_t> unused;
       for (const auto& t : g.layers)
         if (!t.unused.empty()) ++unused[t.unused];

@@ -149,13 +149,19 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
           if (t.unused.empty() && t.measured_s[p] > 0) errs[p].push_back(std::abs(t.rel_error(p)));
       for (int p = 0; p < 3; ++p) q.layer_quality[p] = summarize_errors(errs[p]);
       q.corrections = layer_corrections(q.layers);
-      const auto held_out = held_out_micro_batch_errors(q.layers);
-      for (int p = 0; p < 3; ++p) {
-        std::vector<double> abs_errors;
-        for (double e : held_out[p]) abs_errors.push_back(std::abs(e));
-        q.corrected_layer_quality[p] = summarize_errors(abs_errors);
-        q.corrected_layer_quality[p].method = "with corrections, the timing's micro-batch held out";
-      }
+      auto score_held_out = [&](bool fixed_rate, FitQuality(&into)[3], const char* method) {
+        const auto held_out = held_out_micro_batch_errors(q.layers, fixed_rate);
+        for (int p = 0; p < 3; ++p) {
+          std::vector<double> abs_errors;
+          for (double e : held_out[p]) abs_errors.push_back(std::abs(e));
+          into[p] = summarize_errors(abs_errors);
+          into[p].method = method;
+        }
+      };
+      score_held_out(true, q.corrected_layer_quality,
+                     "with corrections, the timing's micro-batch held out");
+      score_held_out(false, q.ratio_layer_quality,
+                     "with ratio corrections only, the timing's micro-batch held out");
     }
     report.gpus.push_back(std::move(q));
   }
@@ -243,7 +249,13 @@ Json to_json(const FitReport& report) {
           {"backward_weight", to_json(g.corrected_layer_quality[2])},
           {"method",
            "each timing predicted with the correction of its shape made from its other "
-           "micro-batches"}}}};
+           "micro-batches"}}},
+        {"layer_quality_ratio_held_out",
+         {{"forward", to_json(g.ratio_layer_quality[0])},
+          {"backward_input", to_json(g.ratio_layer_quality[1])},
+          {"backward_weight", to_json(g.ratio_layer_quality[2])},
+          {"method",
+           "the same with ratio corrections only (no fixed + rate model), for comparison"}}}};
   }
   return {{"format", "hetplan-fit-quality"},
           {"schema_version", 1},

@@ -73,6 +73,9 @@ struct GpuQuality {
   std::vector<LayerCorrection> corrections;
   // |error| of F, B, W with the corrections, each timing's micro-batch held out of its correction.
   FitQuality corrected_layer_quality[3];
+  // The same with ratio corrections only (no fixed + rate model): which of the two carries over
+  // micro-batches better is for each calibration's data to say.
+  FitQuality ratio_layer_quality[3];
 };
 
 struct FitReport {

@@ -3,6 +3,7 @@
 // time plus a rate where a shape's timings lie at several op times (micro-batches, or tensor
 // widths pooled); imported forward times (AMP's published arrays) with their tensor-parallel
 // communication taken off.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -317,6 +318,14 @@ TEST_F(FixedPlusRateLayers, HeldOutMicroBatchesAreRefitted) {
   EXPECT_EQ(q["layer_quality_corrected_held_out"]["forward"]["points"].get<int64_t>(), 3);
   EXPECT_NEAR(q["layer_quality_corrected_held_out"]["forward"]["median_rel_error"].get<double>(), 0,
               1e-9);
+  // Next to it, the ratio model's held-out score: the median of the |errors| computed above.
+  std::vector<double> ratio_abs;
+  for (double e : ratio_errors[0]) ratio_abs.push_back(std::abs(e));
+  std::sort(ratio_abs.begin(), ratio_abs.end());
+  const Json& ratio = q["layer_quality_ratio_held_out"]["forward"];
+  EXPECT_EQ(ratio["points"].get<int64_t>(), 3);
+  EXPECT_NEAR(ratio["median_rel_error"].get<double>(), ratio_abs[1], 1e-9);
+  EXPECT_GT(ratio_abs[1], 1e-3);  // the line's fixed term makes the ratios differ
 }
 
 TEST(FixedRateFit, RecoversAnExactLineAndRefusesWhatCannotBeOne) {
