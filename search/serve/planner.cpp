@@ -24,6 +24,11 @@ constexpr double kMinMilpSeconds = 0.5;
 // Least time for the MILP's LP bound over all layer counts: 0.9 s on cluster42 (building the
 // model included), and Clp reads the clock seldom.
 constexpr double kMinBoundSeconds = 1.5;
+// Time for the link-aware LP bound: 20% of the time limit, or up to 1.5 s within half of it
+// (0.1 s on cluster42, up to 1 s on Helix's sparse 42-machine files; docs/benchmarks.md).
+double link_bound_seconds(double time_limit_s) {
+  return std::max(0.2 * time_limit_s, std::min(1.5, 0.5 * time_limit_s));
+}
 
 }  // namespace
 
@@ -57,6 +62,15 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
     if (options.progress) options.progress(fmt::format("[{:6.1f} s] {}", seconds_since(t0), line));
   };
   result.upper_bound_tokens_per_s = flow_upper_bound(problem);
+  // The link-aware bound first: it is cheap, and the user sees it whatever the search finds.
+  if (const auto bound = link_upper_bound(problem, link_bound_seconds(options.time_limit_s))) {
+    result.link_upper_bound_tokens_per_s = bound->tokens_per_s;
+    result.link_bound_elapsed_s = bound->elapsed_s;
+    say(fmt::format("link-aware upper bound {:.1f} tokens/s ({:.3f} s)", bound->tokens_per_s,
+                    bound->elapsed_s));
+  } else {
+    say("link-aware upper bound not solved in its share of the time limit (raise --time-limit)");
+  }
 
   Placement best;
   best.ranges.assign(problem.machines(), LayerRange{});  // all idle until a valid one is found

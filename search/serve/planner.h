@@ -10,6 +10,7 @@
 
 #include "search/serve/capacity.h"
 #include "search/serve/flow.h"
+#include "search/serve/link_bound.h"
 #include "search/serve/milp.h"
 #include "search/serve/placement.h"
 #include "search/serve/routing.h"
@@ -62,6 +63,14 @@ struct PlanResult {
   double upper_bound_tokens_per_s = 0;  // Helix's bound: sum of max k * capacity(k) / L
   // The full MILP's LP bound (tighter); absent without the MILP or when not solved in time.
   std::optional<double> milp_upper_bound_tokens_per_s;
+  // The link-aware LP bound (link_bound.h); absent when not solved in time.
+  std::optional<double> link_upper_bound_tokens_per_s;
+  double link_bound_elapsed_s = 0;
+  // The least of the bounds above, and which it is.
+  TightestBound tightest_bound() const {
+    return serve::tightest_bound(upper_bound_tokens_per_s, milp_upper_bound_tokens_per_s,
+                                 link_upper_bound_tokens_per_s);
+  }
   double elapsed_s = 0;
 };
 

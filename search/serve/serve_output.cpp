@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "costmodel/whole_number.h"
 
@@ -25,6 +27,23 @@ Json latency_json(const LatencyStats& s) {
 double decode_share(const ServingProblem& problem) {
   const auto& w = problem.workload;
   return w.avg_output_tokens / (w.avg_prompt_tokens + w.avg_output_tokens);
+}
+
+// "upper bound X tokens/s (which bound; the others)": the tightest valid bound first.
+std::string bounds_summary(const PlanResult& plan) {
+  const TightestBound best = plan.tightest_bound();
+  std::vector<std::string> others;
+  if (best.kind != "helix")
+    others.push_back(fmt::format("Helix's bound {:.1f}", plan.upper_bound_tokens_per_s));
+  if (best.kind != "milp_lp" && plan.milp_upper_bound_tokens_per_s)
+    others.push_back(fmt::format("MILP LP bound {:.1f}", *plan.milp_upper_bound_tokens_per_s));
+  if (best.kind != "link_lp" && plan.link_upper_bound_tokens_per_s)
+    others.push_back(fmt::format("link-aware LP {:.1f}", *plan.link_upper_bound_tokens_per_s));
+  const char* name = best.kind == "link_lp"   ? "link-aware LP"
+                     : best.kind == "milp_lp" ? "MILP LP bound, ignores links"
+                                              : "Helix's bound, ignores links";
+  return fmt::format("upper bound {:.1f} tokens/s ({}{}{})", best.tokens_per_s, name,
+                     others.empty() ? "" : "; ", fmt::join(others, ", "));
 }
 
 }  // namespace
@@ -134,13 +153,20 @@ Json serve_json(const ServeReport& report) {
                         {"max_flow_tokens_per_s", p.max_flow_tokens_per_s},
                         {"elapsed_s", p.elapsed_s},
                         {"evaluations", p.evaluations}});
-    Json search = {{"method", plan.method},
-                   {"elapsed_s", plan.elapsed_s},
-                   {"phases", phases},
-                   {"upper_bound_tokens_per_s", plan.upper_bound_tokens_per_s},
-                   {"milp_lp_bound_tokens_per_s", plan.milp_upper_bound_tokens_per_s
-                                                      ? Json(*plan.milp_upper_bound_tokens_per_s)
-                                                      : Json(nullptr)}};
+    const TightestBound bound = plan.tightest_bound();
+    auto optional_json = [](const std::optional<double>& v) {
+      return v ? Json(*v) : Json(nullptr);
+    };
+    Json search = {
+        {"method", plan.method},
+        {"elapsed_s", plan.elapsed_s},
+        {"phases", phases},
+        {"upper_bound_tokens_per_s", bound.tokens_per_s},
+        {"upper_bound_kind", bound.kind},
+        {"helix_bound_tokens_per_s", plan.upper_bound_tokens_per_s},
+        {"milp_lp_bound_tokens_per_s", optional_json(plan.milp_upper_bound_tokens_per_s)},
+        {"link_lp_bound_tokens_per_s", optional_json(plan.link_upper_bound_tokens_per_s)},
+        {"link_lp_bound_elapsed_s", plan.link_bound_elapsed_s}};
     if (plan.milp.columns > 0)
       search["milp"] = {{"solved", plan.milp.solved},
                         {"optimal", plan.milp.optimal},
@@ -171,12 +197,9 @@ std::string serve_summary(const ServeReport& report) {
   if (!chosen.no_flow_reason.empty()) s += "  no flow: " + chosen.no_flow_reason + "\n";
   if (report.plan) {
     const PlanResult& plan = *report.plan;
-    s += fmt::format(
-        "search: best by {} in {:.1f} s; upper bound {:.1f} tokens/s{}\n",
-        plan.method.empty() ? "none" : plan.method, plan.elapsed_s, plan.upper_bound_tokens_per_s,
-        plan.milp_upper_bound_tokens_per_s
-            ? fmt::format(" (MILP LP bound {:.1f})", *plan.milp_upper_bound_tokens_per_s)
-            : "");
+    s += fmt::format("search: best by {} in {:.1f} s; {}\n",
+                     plan.method.empty() ? "none" : plan.method, plan.elapsed_s,
+                     bounds_summary(plan));
   }
   // Columns as wide as the longest machine name and machine type (a training cluster's node
   // types, such as g4dn.12xlarge, are longer than Helix's).

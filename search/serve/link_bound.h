@@ -1,0 +1,36 @@
+// An upper bound on the max flow of every placement that respects the cluster's links: a linear
+// program over (machine, layers done) whose flows follow the links, which every placement's max
+// flow satisfies (argument in docs/serving.md, "Upper bounds"). On a sparse topology such as
+// Helix's simulator_cluster.ini it is far tighter than the bounds that ignore links.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "search/serve/capacity.h"
+
+namespace hetplan::serve {
+
+// The link-aware LP bound and what it took.
+struct LinkBound {
+  double tokens_per_s = 0;
+  double elapsed_s = 0;  // building the LP and solving it
+  int columns = 0, rows = 0;
+  bool hub = false;  // machine-to-machine links aggregated per layer boundary (see link_bound.cpp)
+};
+
+// Solves the link-aware LP with Clp. Empty when it is not solved within `time_limit_s`.
+std::optional<LinkBound> link_upper_bound(const ServingProblem& problem, double time_limit_s = 10);
+
+// Which of the valid upper bounds is the tightest.
+struct TightestBound {
+  double tokens_per_s = 0;
+  std::string kind;  // "link_lp", "milp_lp" or "helix"
+};
+
+// The least of Helix's bound and the two LP bounds where they were computed; on a tie the
+// link-aware one, then the MILP's, names the bound.
+TightestBound tightest_bound(double helix_tokens_per_s, std::optional<double> milp_lp_tokens_per_s,
+                             std::optional<double> link_lp_tokens_per_s);
+
+}  // namespace hetplan::serve
