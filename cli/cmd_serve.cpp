@@ -148,6 +148,14 @@ void note_extrapolated_prompts(const ServeCliOptions& o, const ServingProblem& p
 void check_json_output(const ServeCliOptions& o) {
   std::vector<std::string> inputs = {o.model, o.cluster, o.profiles, o.machine_profiles,
                                      o.placement};
+  // A Helix topology without --machine-profiles reads the one found near it: an input too.
+  if (o.machine_profiles.empty() && fs::path(o.cluster).extension() == ".ini") {
+    try {
+      inputs.push_back(find_machine_profiles(o.cluster).string());
+    } catch (const InputError&) {
+      // None (a simulator_cluster.ini needs none): reading the cluster says so where it must.
+    }
+  }
   inputs.insert(inputs.end(), o.calibration.begin(), o.calibration.end());
   std::erase(inputs, std::string());
   check_outputs(inputs, {{"--json", o.json}});

@@ -393,6 +393,15 @@ TEST(BadInput, ServeNeverWritesItsResultOverAnInput) {
   EXPECT_TRUE(contains(r.output, "--json " + cluster + ": also an input (" + cluster + ")"))
       << r.output;
   EXPECT_EQ(read_text(cluster), before);
+  // The machine_profiles.ini serve finds next to the cluster is read too: not an output either.
+  const std::string found = (dir / "machine_profiles.ini").string();
+  const std::string profiles_before = read_text(found);
+  const auto again = run_hetplan("serve --model llama1-30b --cluster " + cluster +
+                                 " --time-limit 1 --no-simulation --quiet --json " + found);
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_TRUE(contains(again.output, "--json " + found + ": also an input (" + found + ")"))
+      << again.output;
+  EXPECT_EQ(read_text(found), profiles_before);
   fs::remove_all(dir);
 }
 

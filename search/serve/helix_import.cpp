@@ -22,23 +22,6 @@ std::optional<int> parse_index(const std::string& text) {
   return x;
 }
 
-// Looks for machine_profiles.ini next to the cluster file, then in the folders above it and their
-// clusters/ subfolders (Helix's layouts/<setup>/<method>/pruned_cluster.ini sits three levels below
-// clusters/).
-fs::path find_machine_profiles(const fs::path& cluster_path) {
-  fs::path dir = cluster_path.parent_path();
-  for (int up = 0; up < 4; ++up) {
-    for (const fs::path& candidate :
-         {dir / "machine_profiles.ini", dir / "clusters" / "machine_profiles.ini"})
-      if (fs::exists(candidate)) return candidate;
-    if (!dir.has_parent_path() || dir.parent_path() == dir) break;
-    dir = dir.parent_path();
-  }
-  throw InputError(cluster_path.string(), "",
-                   "this Helix cluster topology needs its machine_profiles.ini (machine types with "
-                   "VRAM and NIC speeds); none was found next to it or in the folders above");
-}
-
 // Helix's -1 ("unlimited") becomes our 0 (unlimited).
 double limit_or_unlimited(double value) { return value < 0 ? 0 : value; }
 
@@ -263,6 +246,20 @@ std::pair<std::string, int> split_machine_type(const std::string& machine_type) 
       return {machine_type.substr(0, x), *count};
   }
   return {machine_type, 1};
+}
+
+fs::path find_machine_profiles(const fs::path& cluster_path) {
+  fs::path dir = cluster_path.parent_path();
+  for (int up = 0; up < 4; ++up) {
+    for (const fs::path& candidate :
+         {dir / "machine_profiles.ini", dir / "clusters" / "machine_profiles.ini"})
+      if (fs::exists(candidate)) return candidate;
+    if (!dir.has_parent_path() || dir.parent_path() == dir) break;
+    dir = dir.parent_path();
+  }
+  throw InputError(cluster_path.string(), "",
+                   "this Helix cluster topology needs its machine_profiles.ini (machine types with "
+                   "VRAM and NIC speeds); none was found next to it or in the folders above");
 }
 
 std::map<std::string, HelixMachineProfile> read_helix_machine_profiles(const fs::path& path) {

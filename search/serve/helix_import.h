@@ -23,6 +23,12 @@ struct HelixMachineProfile {
 std::map<std::string, HelixMachineProfile> read_helix_machine_profiles(
     const std::filesystem::path& path);
 
+// The machine_profiles.ini a Helix topology `cluster_path` is read with when none is given: next to
+// it, then in the folders above and their clusters/ subfolders (Helix's
+// layouts/<setup>/<method>/pruned_cluster.ini sits three levels below clusters/). Throws
+// InputError where there is none.
+std::filesystem::path find_machine_profiles(const std::filesystem::path& cluster_path);
+
 // Reads a Helix cluster file. A topology (cluster*.ini, pruned_cluster.ini: [NodeNames],
 // [ComputeNode-i], [Link-a-b]) takes machine types from `machine_profiles` (default:
 // machine_profiles.ini in the same folder, then in ../../clusters/ as laid out in
