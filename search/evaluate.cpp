@@ -477,8 +477,8 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
         if (k && std::find(used.begin(), used.end(), k) == used.end()) used.push_back(k);
       }
       for (const LayerCorrection* k : used)
-        note(fmt::format("{} on {}: whole-layer timings ({}) correct its ops, {}",
-                         describe(k->key), g.name, k->source, k->model_summary()));
+        note(fmt::format("{} on {}: whole-layer timings ({}) correct its ops, {}", describe(k->key),
+                         g.name, k->source, k->model_summary()));
     }
     limit[d] = usable_bytes(*mem_gpu[d]);
   }
