@@ -386,22 +386,16 @@ TEST(BadInput, ServeNeverWritesItsResultOverAnInput) {
   fs::copy_file(helix / "single24.ini", dir / "single24.ini");
   fs::copy_file(helix / "machine_profiles.ini", dir / "machine_profiles.ini");
   const std::string cluster = (dir / "single24.ini").string();
-  const std::string before = read_text(cluster);
-  const auto r = run_hetplan("serve --model llama1-30b --cluster " + cluster +
-                             " --time-limit 1 --no-simulation --quiet --json " + cluster);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "--json " + cluster + ": also an input (" + cluster + ")"))
-      << r.output;
-  EXPECT_EQ(read_text(cluster), before);
-  // The machine_profiles.ini serve finds next to the cluster is read too: not an output either.
-  const std::string found = (dir / "machine_profiles.ini").string();
-  const std::string profiles_before = read_text(found);
-  const auto again = run_hetplan("serve --model llama1-30b --cluster " + cluster +
-                                 " --time-limit 1 --no-simulation --quiet --json " + found);
-  EXPECT_EQ(again.exit_code, 2) << again.output;
-  EXPECT_TRUE(contains(again.output, "--json " + found + ": also an input (" + found + ")"))
-      << again.output;
-  EXPECT_EQ(read_text(found), profiles_before);
+  // The cluster file, and the machine_profiles.ini serve finds next to it, are both read.
+  for (const std::string input : {cluster, (dir / "machine_profiles.ini").string()}) {
+    const std::string before = read_text(input);
+    const auto r = run_hetplan("serve --model llama1-30b --cluster " + cluster +
+                               " --time-limit 1 --no-simulation --quiet --json " + input);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "--json " + input + ": also an input (" + input + ")"))
+        << r.output;
+    EXPECT_EQ(read_text(input), before);
+  }
   fs::remove_all(dir);
 }
 
