@@ -37,6 +37,37 @@ LayerShape shape_of(int64_t micro_batch, int64_t tp, bool flash = true, Dtype d 
   return s;
 }
 
+// A llama2-7b block (tp 1, bf16) as hetplan's profiler would time it on `cluster`'s GPU (an
+// H100), at each of `micro_batches`: `timed(mb, ops)` turns the ops' predicted F, B, W times into
+// the measured ones.
+template <class Timed>
+CalibrationFile synthetic_llama_block(const ClusterSpec& cluster,
+                                      std::initializer_list<int64_t> micro_batches, Timed timed) {
+  const CostModel plain(fit_profile({datasheet("h100-sxm")}), cluster);
+  CalibrationFile f;
+  f.context.source = "measured";
+  f.context.gpu_type = "h100-sxm";
+  f.origin = "synthetic";
+  for (int64_t mb : micro_batches) {
+    LayerMeasurement m;
+    m.style = "llama";
+    m.micro_batch = mb;
+    m.seq_len = 4096;
+    m.hidden = 4096;
+    m.heads = m.kv_heads = 32;
+    m.ffn_hidden = 11008;
+    const LayerTimes t =
+        plain.layer_times_from_ops(cluster.groups[0].node.gpu, measured_block_work(m, Dtype::kBf16),
+                                   Recompute::kNone, CommGroup{}, Dtype::kBf16);
+    const std::array<double, 3> measured = timed(mb, t);
+    m.forward_s = summarize({measured[0]});
+    m.backward_input_s = summarize({measured[1]});
+    m.backward_weight_s = summarize({measured[2]});
+    f.layers.push_back(m);
+  }
+  return f;
+}
+
 TEST(LayerCorrection, InterpolatesInLogMicroBatchAndHoldsTheEndsOutside) {
   LayerCorrection c;
   c.points = {{1, {2.0, 3.0, 1.0}, 1}, {4, {1.0, 1.0, 2.0}, 1}, {8, {1.5, 1.0, 2.0}, 1}};
@@ -85,28 +116,13 @@ TEST(LayerCorrection, TheProfilersBlockIsComparedWithItsCopies) {
 class MeasuredLayers : public ::testing::Test {
  protected:
   void SetUp() override {
-    const CostModel plain(fit_profile({datasheet("h100-sxm")}), cluster_);
-    CalibrationFile f;
-    f.context.source = "measured";
-    f.context.gpu_type = "h100-sxm";
-    f.origin = "synthetic";
-    for (int64_t mb : {1, 4}) {
-      LayerMeasurement m;
-      m.style = "llama";
-      m.micro_batch = mb;
-      m.seq_len = 4096;
-      m.hidden = 4096;
-      m.heads = m.kv_heads = 32;
-      m.ffn_hidden = 11008;
-      // What the profiler's block would take if the ops were right, then slower by known factors.
-      const LayerTimes t = plain.layer_times_from_ops(gpu(), measured_block_work(m, Dtype::kBf16),
-                                                      Recompute::kNone, CommGroup{}, Dtype::kBf16);
-      const double k = mb == 1 ? 1.0 : 0.0;  // mb 1: x1.5, x2, x0.8; mb 4: as predicted
-      m.forward_s = summarize({t.pass_s[0] * (1 + 0.5 * k)});
-      m.backward_input_s = summarize({t.pass_s[1] * (1 + 1.0 * k)});
-      m.backward_weight_s = summarize({t.pass_s[2] * (1 - 0.2 * k)});
-      f.layers.push_back(m);
-    }
+    // What the profiler's block would take if the ops were right, then slower by known factors.
+    const CalibrationFile f =
+        synthetic_llama_block(cluster_, {1, 4}, [](int64_t mb, const LayerTimes& t) {
+          const double k = mb == 1 ? 1.0 : 0.0;  // mb 1: x1.5, x2, x0.8; mb 4: as predicted
+          return std::array<double, 3>{t.pass_s[0] * (1 + 0.5 * k), t.pass_s[1] * (1 + 1.0 * k),
+                                       t.pass_s[2] * (1 - 0.2 * k)};
+        });
     cost_ = std::make_unique<CostModel>(fit_profile({datasheet("h100-sxm"), f}), cluster_);
   }
   const GpuSpec& gpu() const { return cluster_.groups[0].node.gpu; }
@@ -220,26 +236,12 @@ class FixedPlusRateLayers : public ::testing::Test {
   static constexpr std::array<double, 3> kRate = {1.2, 1.1, 0.9};
 
   void SetUp() override {
-    const CostModel plain(fit_profile({datasheet("h100-sxm")}), cluster_);
-    CalibrationFile f;
-    f.context.source = "measured";
-    f.context.gpu_type = "h100-sxm";
-    f.origin = "synthetic";
-    for (int64_t mb : {1, 2, 4}) {
-      LayerMeasurement m;
-      m.style = "llama";
-      m.micro_batch = mb;
-      m.seq_len = 4096;
-      m.hidden = 4096;
-      m.heads = m.kv_heads = 32;
-      m.ffn_hidden = 11008;
-      const LayerTimes t = plain.layer_times_from_ops(gpu(), measured_block_work(m, Dtype::kBf16),
-                                                      Recompute::kNone, CommGroup{}, Dtype::kBf16);
-      m.forward_s = summarize({kFixed[0] + kRate[0] * t.pass_s[0]});
-      m.backward_input_s = summarize({kFixed[1] + kRate[1] * t.pass_s[1]});
-      m.backward_weight_s = summarize({kFixed[2] + kRate[2] * t.pass_s[2]});
-      f.layers.push_back(m);
-    }
+    const CalibrationFile f =
+        synthetic_llama_block(cluster_, {1, 2, 4}, [](int64_t, const LayerTimes& t) {
+          std::array<double, 3> measured;
+          for (int p = 0; p < 3; ++p) measured[p] = kFixed[p] + kRate[p] * t.pass_s[p];
+          return measured;
+        });
     files_ = {datasheet("h100-sxm"), f};
     cost_ = std::make_unique<CostModel>(fit_profile(files_), cluster_);
   }
@@ -449,31 +451,63 @@ TEST(LayerCorrectionPooling, TensorWidthsOfOneLayerAndOneSourcePool) {
   EXPECT_NEAR(r.rate[0], 2.0, 1e-12);
 }
 
+// AMP's three arrays of one machine (G4: g4dn.12xlarge, T4; P3: p3.8xlarge, V100) imported and
+// fitted with the GPU's datasheet, on one node of that machine, and what the tests take of them
+// per tensor width: the medians of the 24 block entries, the tensor-parallel group and the block's
+// work as AMP ran it (unfused attention, fp16, micro-batch 1).
+struct AmpBlocks {
+  AmpBlocks(const std::string& machine, const std::string& node, const std::string& gpu_type)
+      : amp(import_amp_known_cost(files(machine), {})),
+        cluster(load_cluster(node + ":1")),
+        cost(fit_profile({datasheet(gpu_type), amp}), cluster),
+        gpt2(load_model("gpt2-medium")),
+        devices(cluster_devices(cluster)) {}
+
+  static std::vector<std::filesystem::path> files(const std::string& machine) {
+    std::vector<std::filesystem::path> out;
+    for (int tp : {1, 2, 4})
+      out.push_back(kExternal / fmt::format("amp/known_cost/gpt2_{}_{}.npy", machine, tp));
+    return out;
+  }
+  const GpuSpec& gpu() const { return cluster.groups[0].node.gpu; }
+  std::vector<double> measured(int64_t tp) const {
+    std::vector<double> out;
+    for (const auto& r : amp.layer_forward)
+      if (r.tp == tp && r.kind == "transformer") out.push_back(r.forward_s.median);
+    return out;
+  }
+  CommGroup group(int64_t tp) const {
+    std::vector<int64_t> ranks;
+    for (int64_t i = 0; i < tp; ++i) ranks.push_back(i);
+    return make_comm_group(cluster, devices, ranks);
+  }
+  LayerWork block(int64_t tp) const {
+    return layer_work(gpt2.layers[1], shape_of(1, tp, false, Dtype::kFp16));
+  }
+
+  CalibrationFile amp;
+  ClusterSpec cluster;
+  CostModel cost;
+  ModelSpec gpt2;
+  std::vector<Device> devices;
+};
+
 // AMP's published T4 arrays (g4dn.12xlarge): a GPT-2 medium block as AMP ran it (unfused
 // attention, fp16, micro-batch 1) was timed at tensor widths 1, 2 and 4, whose shards' predicted
 // ops differ 3x: the widths pool into one fixed + rate correction (least squares weighted by
 // 1 / time^2 over the three medians; the values below were computed apart from hetplan, in
 // Python, from the same medians and predictions). B and W take the forward's fixed and rate.
 TEST(ImportedLayers, AmpBlockTimesPoolTheirTensorWidthsIntoFixedPlusRate) {
-  std::vector<std::filesystem::path> files;
-  for (int tp : {1, 2, 4})
-    files.push_back(kExternal / fmt::format("amp/known_cost/gpt2_G4_{}.npy", tp));
-  const CalibrationFile amp = import_amp_known_cost(files, {});
-  const ClusterSpec cluster = load_cluster("g4dn.12xlarge:1");
-  const GpuSpec& t4 = cluster.groups[0].node.gpu;
-  const CostModel cost(fit_profile({datasheet("t4"), amp}), cluster);
-  const ModelSpec gpt2 = load_model("gpt2-medium");
-  const std::vector<Device> devices = cluster_devices(cluster);
+  const AmpBlocks g4("G4", "g4dn.12xlarge", "t4");
+  const GpuSpec& t4 = g4.gpu();
+  const CostModel& cost = g4.cost;
+  const ModelSpec& gpt2 = g4.gpt2;
   const std::map<int64_t, double> residual = {{1, 0.017580}, {2, -0.038445}, {4, 0.018654}};
   for (int64_t tp : {1, 2, 4}) {
-    std::vector<double> measured;
-    for (const auto& r : amp.layer_forward)
-      if (r.tp == tp && r.kind == "transformer") measured.push_back(r.forward_s.median);
+    const std::vector<double> measured = g4.measured(tp);
     ASSERT_EQ(measured.size(), 24u);
-    std::vector<int64_t> ranks;
-    for (int64_t i = 0; i < tp; ++i) ranks.push_back(i);
-    const CommGroup group = make_comm_group(cluster, devices, ranks);
-    const LayerWork w = layer_work(gpt2.layers[1], shape_of(1, tp, false, Dtype::kFp16));
+    const CommGroup group = g4.group(tp);
+    const LayerWork w = g4.block(tp);
     const LayerTimes ops = cost.layer_times_from_ops(t4, w, Recompute::kNone, group, Dtype::kFp16);
     const LayerTimes t = cost.layer_times(t4, w, Recompute::kNone, group, Dtype::kFp16);
     ASSERT_NE(t.correction, nullptr) << "tp " << tp;
@@ -537,23 +571,13 @@ TEST(ImportedLayers, AmpBlockTimesPoolTheirTensorWidthsIntoFixedPlusRate) {
 // keeps each width's own ratio, which reproduces AMP's median forward time exactly, communication
 // included; B and W take the forward's ratio.
 TEST(ImportedLayers, AmpV100BlocksFallBackToTheirRatios) {
-  std::vector<std::filesystem::path> files;
-  for (int tp : {1, 2, 4})
-    files.push_back(kExternal / fmt::format("amp/known_cost/gpt2_P3_{}.npy", tp));
-  const CalibrationFile amp = import_amp_known_cost(files, {});
-  const ClusterSpec cluster = load_cluster("p3.8xlarge:1");
-  const GpuSpec& v100 = cluster.groups[0].node.gpu;
-  const CostModel cost(fit_profile({datasheet("v100"), amp}), cluster);
-  const ModelSpec gpt2 = load_model("gpt2-medium");
-  const std::vector<Device> devices = cluster_devices(cluster);
+  const AmpBlocks p3("P3", "p3.8xlarge", "v100");
+  const GpuSpec& v100 = p3.gpu();
+  const CostModel& cost = p3.cost;
   for (int64_t tp : {1, 2, 4}) {
-    std::vector<double> measured;
-    for (const auto& r : amp.layer_forward)
-      if (r.tp == tp && r.kind == "transformer") measured.push_back(r.forward_s.median);
-    std::vector<int64_t> ranks;
-    for (int64_t i = 0; i < tp; ++i) ranks.push_back(i);
-    const CommGroup group = make_comm_group(cluster, devices, ranks);
-    const LayerWork w = layer_work(gpt2.layers[1], shape_of(1, tp, false, Dtype::kFp16));
+    const std::vector<double> measured = p3.measured(tp);
+    const CommGroup group = p3.group(tp);
+    const LayerWork w = p3.block(tp);
     const LayerTimes ops =
         cost.layer_times_from_ops(v100, w, Recompute::kNone, group, Dtype::kFp16);
     const LayerTimes t = cost.layer_times(v100, w, Recompute::kNone, group, Dtype::kFp16);
