@@ -168,7 +168,10 @@ ObjectReader::ObjectReader(const Json& object, std::string origin, std::string p
     : object_(object), origin_(std::move(origin)), path_(std::move(path)) {
   if (!object_.is_object())
     throw InputError(origin_, path_.empty() ? "(top level)" : path_,
-                     "expected an object (key: value mapping), found " + describe_json(object_));
+                     "expected an object (key: value mapping), found " +
+                         (path_.empty() && object_.is_null()
+                              ? std::string("nothing (the file is empty or holds only comments)")
+                              : describe_json(object_)));
 }
 
 std::string ObjectReader::key_path(std::string_view key) const {

@@ -66,6 +66,29 @@ TEST(ObjectReader, ReportsKeyPathAndExpectation) {
   }
 }
 
+// QA: a YAML file of comments only said "expected an object, found null".
+TEST(ObjectReader, AFileWithNothingInItSaysSo) {
+  const Document doc =
+      parse_document("# a model, to be written\n", "m.yaml", DocumentFormat::kYaml);
+  try {
+    ObjectReader r(doc);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "m.yaml: (top level): expected an object (key: value mapping), found nothing "
+                 "(the file is empty or holds only comments)");
+  }
+  // A file that holds something else is told by what it holds.
+  const Document list = parse_document("- 1\n", "l.yaml", DocumentFormat::kYaml);
+  try {
+    ObjectReader r(list);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "l.yaml: (top level): expected an object (key: value mapping), found a list of 1");
+  }
+}
+
 TEST(ObjectReader, UnknownKeyIsRejectedByFinish) {
   Document doc = parse_document("hidden: 10\nhiden: 3\n", "m.yaml", DocumentFormat::kYaml);
   ObjectReader r(doc);
