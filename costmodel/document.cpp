@@ -4,6 +4,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -23,8 +24,9 @@ std::string lower_extension(const std::filesystem::path& path) {
 }
 
 // A plain YAML scalar as JSON: integer, float, bool or null where it reads as one (YAML 1.2 core
-// schema), else a string.
-Json plain_scalar(const std::string& s) {
+// schema), else a string. A number past the range of a double (1e400) is an error at `path`, not
+// the string it would otherwise become.
+Json plain_scalar(const std::string& s, const std::string& origin, const std::string& path) {
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
@@ -36,10 +38,17 @@ Json plain_scalar(const std::string& s) {
   double d = 0;
   auto [q, ec2] = std::from_chars(s.data(), end, d);
   if (ec2 == std::errc() && q == end) return d;
+  if (ec2 == std::errc::result_out_of_range && q == end) {
+    // Past the range either way: 1e-400 underflows to (about) zero, as JSON's parser takes it.
+    const double rounded = std::strtod(s.c_str(), nullptr);
+    if (std::isfinite(rounded)) return rounded;
+    throw InputError(origin, path, fmt::format("expected a number within +-1.8e308, found {}", s));
+  }
   return s;
 }
 
-Json node_to_json(const YAML::Node& node, const std::string& origin) {
+// `path` names the node in errors: "block.hidden", "groups[1].count" ("" for the top level).
+Json node_to_json(const YAML::Node& node, const std::string& origin, const std::string& path) {
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -47,21 +56,23 @@ Json node_to_json(const YAML::Node& node, const std::string& origin) {
     case YAML::NodeType::Scalar:
       // yaml-cpp tags quoted scalars "!": those stay strings.
       if (node.Tag() == "!") return node.Scalar();
-      return plain_scalar(node.Scalar());
+      return plain_scalar(node.Scalar(), origin, path);
     case YAML::NodeType::Sequence: {
       Json out = Json::array();
-      for (const auto& item : node) out.push_back(node_to_json(item, origin));
+      for (const auto& item : node)
+        out.push_back(node_to_json(item, origin, fmt::format("{}[{}]", path, out.size())));
       return out;
     }
     case YAML::NodeType::Map: {
       Json out = Json::object();
       for (const auto& kv : node) {
         std::string key = kv.first.Scalar();
+        const std::string key_path = path.empty() ? key : path + "." + key;
         if (out.contains(key)) {
-          throw InputError(origin, key,
+          throw InputError(origin, key_path,
                            fmt::format("duplicate key (line {})", kv.first.Mark().line + 1));
         }
-        out[key] = node_to_json(kv.second, origin);
+        out[key] = node_to_json(kv.second, origin, key_path);
       }
       return out;
     }
@@ -73,7 +84,7 @@ Json node_to_json(const YAML::Node& node, const std::string& origin) {
 
 Json yaml_to_json(std::string_view text, const std::string& origin) {
   try {
-    return node_to_json(YAML::Load(std::string(text)), origin);
+    return node_to_json(YAML::Load(std::string(text)), origin, "");
   } catch (const YAML::Exception& e) {
     throw InputError(origin, "",
                      fmt::format("malformed YAML at line {}, column {}: {}", e.mark.line + 1,

@@ -23,6 +23,28 @@ TEST(Document, DuplicateYamlKeyIsAnError) {
   EXPECT_THROW(yaml_to_json("a: 1\na: 2\n", "t.yaml"), InputError);
 }
 
+std::string yaml_error(const std::string& text) {
+  try {
+    yaml_to_json(text, "t.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// QA: `hidden: 1e400` became the string "1e400" (and "expected a number, found the string"); the
+// YAML reader now names the key path, list indices included, as the JSON reader does.
+TEST(Document, YamlErrorsNameTheKeyPath) {
+  EXPECT_EQ(yaml_error("block:\n  hidden: 1e400\n"),
+            "t.yaml: block.hidden: expected a number within +-1.8e308, found 1e400");
+  EXPECT_EQ(yaml_error("groups:\n  - count: 1\n  - count: -1e999\n"),
+            "t.yaml: groups[1].count: expected a number within +-1.8e308, found -1e999");
+  EXPECT_EQ(yaml_error("block:\n  heads: 8\n  heads: 16\n"),
+            "t.yaml: block.heads: duplicate key (line 3)");
+  // Tiny numbers round to zero without harm; words stay words.
+  EXPECT_EQ(yaml_error("a: 1e-400\nb: e400\n"), "");
+}
+
 // QA: {"gpu_type": "t4", "gpu_type": "v100"} read as v100 without a word.
 TEST(Document, DuplicateJsonKeyIsAnErrorNamingItsPath) {
   auto error = [](const std::string& text) {
