@@ -99,33 +99,55 @@ Document parse_document(std::string_view text, std::string origin, DocumentForma
     return doc;
   }
   // nlohmann keeps the last of two equal keys without a word; like the YAML reader, refuse them.
-  // Per open object: its keys so far and the key being read.
-  std::vector<std::pair<std::set<std::string>, std::string>> objects;
-  const auto refuse_duplicates = [&](int, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) {
-      objects.emplace_back();
-    } else if (event == Json::parse_event_t::object_end) {
-      objects.pop_back();
-    } else if (event == Json::parse_event_t::key && !objects.empty()) {
-      const std::string key = parsed.get<std::string>();
-      objects.back().second = key;
-      if (!objects.back().first.insert(key).second) {
-        std::string path;
-        for (const auto& o : objects) path += (path.empty() ? "" : ".") + o.second;
-        throw InputError(doc.origin, path, "duplicate key (only one value may be given)");
-      }
+  // Per open object its keys so far and the key being read, per open list the index of the
+  // element being read: together the path errors name ("gemm[1].m").
+  struct Open {
+    bool list = false;
+    std::set<std::string> keys;
+    std::string key;
+    int64_t index = 0;
+  };
+  std::vector<Open> open;
+  const auto path = [&] {
+    std::string p;
+    for (const auto& o : open)
+      p += o.list ? fmt::format("[{}]", o.index) : (p.empty() ? "" : ".") + o.key;
+    return p;
+  };
+  const auto element_done = [&] {
+    if (!open.empty() && open.back().list) ++open.back().index;
+  };
+  const auto track = [&](int, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        open.push_back({event == Json::parse_event_t::array_start, {}, {}, 0});
+        break;
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        open.pop_back();
+        element_done();
+        break;
+      case Json::parse_event_t::key:
+        if (!open.empty()) {
+          open.back().key = parsed.get<std::string>();
+          if (!open.back().keys.insert(open.back().key).second)
+            throw InputError(doc.origin, path(), "duplicate key (only one value may be given)");
+        }
+        break;
+      case Json::parse_event_t::value:
+        element_done();
+        break;
     }
     return true;
   };
   try {
-    doc.root = Json::parse(text, refuse_duplicates);
+    doc.root = Json::parse(text, track);
   } catch (const Json::parse_error& e) {
     throw InputError(doc.origin, "", fmt::format("malformed JSON: {}", e.what()));
   } catch (const Json::out_of_range& e) {
-    // A number past the range of a double (1e400): the keys open when the parser stopped name it.
-    std::string path;
-    for (const auto& o : objects) path += (path.empty() ? "" : ".") + o.second;
-    throw InputError(doc.origin, path,
+    // A number past the range of a double (1e400): the path open when the parser stopped names it.
+    throw InputError(doc.origin, path(),
                      fmt::format("expected a number within +-1.8e308 ({})", e.what()));
   }
   return doc;

@@ -32,6 +32,17 @@ std::string yaml_error(const std::string& text) {
   return "";
 }
 
+// JSON's numbers past a double name their path with list indices too.
+TEST(Document, JsonNumberPastADoubleNamesItsPath) {
+  try {
+    parse_document(R"({"collectives": [{"time": {"median_s": 1}}, {"time": {"median_s": 1e400}}]})",
+                   "c.json", DocumentFormat::kJson);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key_path(), "collectives[1].time.median_s");
+  }
+}
+
 // QA: `hidden: 1e400` became the string "1e400" (and "expected a number, found the string"); the
 // YAML reader now names the key path, list indices included, as the JSON reader does.
 TEST(Document, YamlErrorsNameTheKeyPath) {
@@ -58,7 +69,9 @@ TEST(Document, DuplicateJsonKeyIsAnErrorNamingItsPath) {
   EXPECT_EQ(error(R"({"context": {"source": "x", "gpu_type": "t4", "gpu_type": "v100"}})"),
             "d.json: context.gpu_type: duplicate key (only one value may be given)");
   EXPECT_EQ(error(R"({"gemm": [{"m": 1}, {"m": 1, "n": 2, "m": 3}]})"),
-            "d.json: gemm.m: duplicate key (only one value may be given)");
+            "d.json: gemm[1].m: duplicate key (only one value may be given)");
+  EXPECT_EQ(error(R"({"a": [[1, 2], [3, {"x": 1, "x": 2}]]})"),
+            "d.json: a[1][1].x: duplicate key (only one value may be given)");
   // The same key in sibling and nested objects is no duplicate.
   EXPECT_EQ(error(R"([{"m": 1}, {"x": {"m": 1}, "m": 2, "y": [{"m": 1}, {"m": 1}]}])"), "");
 }
