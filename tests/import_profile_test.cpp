@@ -59,6 +59,15 @@ TEST(Npy, ReadsShapesAndRejectsWhatItCannotRead) {
                         "t.npy");
             }).find("t.npy: expected 240 bytes of data"),
             std::string::npos);
+  // A shape whose product overflows (2^32 x 2^32 x 16 = 2^68) is refused before it is multiplied
+  // out, where it wrapped around.
+  EXPECT_EQ(error_of([] {
+              parse_npy(npy_bytes("{'descr': '<f8', 'fortran_order': False, "
+                                  "'shape': (4294967296, 4294967296, 16), }",
+                                  8),
+                        "o.npy");
+            }),
+            "o.npy: header.shape: expected a shape of at most 2^60 values (no file holds more)");
 }
 
 TEST(AmpImport, MapsGpt2EntriesOntoHetplanLayers) {

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -80,11 +81,16 @@ NpyArray parse_npy(std::string_view bytes, const std::string& origin) {
     throw InputError(origin, "header.shape", "expected a tuple such as (30,)");
   shape = shape.substr(1, shape.find(')') - 1);
   int64_t count = 1;
+  // A product past this many values would overflow the byte count (no file holds so many).
+  constexpr int64_t kMaxValues = std::numeric_limits<int64_t>::max() / 8;
   while (!logs::trim(shape).empty()) {
     const size_t comma = shape.find(',');
     const auto dim = logs::parse_integer(shape.substr(0, comma));
     if (!dim || *dim < 0) throw InputError(origin, "header.shape", "expected whole numbers >= 0");
     a.shape.push_back(*dim);
+    if (*dim > 0 && count > kMaxValues / *dim)
+      throw InputError(origin, "header.shape",
+                       "expected a shape of at most 2^60 values (no file holds more)");
     count *= *dim;
     if (comma == std::string_view::npos) break;
     shape.remove_prefix(comma + 1);
