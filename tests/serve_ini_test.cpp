@@ -246,6 +246,12 @@ TEST(ServeIni, ConnectedNodesNeedTheirLinks) {
                        "connected_nodes=[1]\n"),
               HasSubstr("expected node numbers 0..0 (or 'source', 'sink' for a compute node), "
                         "found 1"));
+  // A neighbour listed twice (QA: accepted; likely a typo for another node).
+  EXPECT_THAT(error_of("[NodeNames]\ntotal_compute_nodes=2\n\n[ComputeNode-0]\ntype=T4\n"
+                       "connected_nodes=[1, 1]\n\n[ComputeNode-1]\ntype=T4\n\n[Link-0-1]\n"
+                       "bandwidth=1 * mbps\nlatency=0\n"),
+              HasSubstr("[ComputeNode-0] connected_nodes (line 6): lists 1 twice: expected each "
+                        "neighbour once"));
 }
 
 TEST(ServeIni, ByteOrderMarkIsSkipped) {

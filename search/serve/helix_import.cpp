@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -62,7 +63,12 @@ void check_connected_nodes(const IniFile& ini, const ServingCluster& cluster) {
     if (!ini.has_section(section)) return;
     IniSectionReader r(ini, section);
     if (!r.has("connected_nodes")) return;
+    std::set<std::string> listed;
     for (const auto& item : r.list("connected_nodes")) {
+      // Harmless to the links (they come from [Link-a-b]), but likely a typo for another node.
+      if (!listed.insert(item).second)
+        r.fail("connected_nodes",
+               fmt::format("lists {} twice: expected each neighbour once", item));
       const auto index = parse_index(item);
       const int other = item == "source" ? kSource
                         : item == "sink" ? kSink
