@@ -247,8 +247,13 @@ std::array<double, kNumPasses> LayerCorrection::at(int64_t micro_batch) const {
 }
 
 PassScale LayerCorrection::scale(int64_t micro_batch) const {
-  if (model == Model::kFixedRate) return {rate, fixed_s};
-  return {at(micro_batch), {0, 0, 0}};
+  PassScale s{at(micro_batch), {0, 0, 0}};
+  for (int p = 0; p < kNumPasses; ++p)
+    if (fixed_rate_pass[p]) {
+      s.rate[p] = rate[p];
+      s.fixed_s[p] = fixed_s[p];
+    }
+  return s;
 }
 
 std::string LayerCorrection::model_summary() const {
@@ -256,12 +261,15 @@ std::string LayerCorrection::model_summary() const {
   std::string widths;
   for (int64_t tp : fit_tp) widths += fmt::format("{}{}", widths.empty() ? "" : ", ", tp);
   std::string passes;
-  const bool alike = fixed_s[1] == fixed_s[0] && fixed_s[2] == fixed_s[0] && rate[1] == rate[0] &&
+  const bool alike = model == Model::kFixedRate && fixed_s[1] == fixed_s[0] &&
+                     fixed_s[2] == fixed_s[0] && rate[1] == rate[0] &&
                      rate[2] == rate[0];  // imported forward times: B and W take F's terms
   for (int p = 0; p < (alike ? 1 : kNumPasses); ++p)
-    passes += fmt::format("{}{} {:.3f} ms + {:.3f} x ops", p ? ", " : "",
-                          alike ? std::string("F, B, W") : std::string(1, "FBW"[p]),
-                          fixed_s[p] * 1e3, rate[p]);
+    if (fixed_rate_pass[p])
+      passes += fmt::format("{}{} {:.3f} ms + {:.3f} x ops", passes.empty() ? "" : ", ",
+                            alike ? std::string("F, B, W") : std::string(1, "FBW"[p]),
+                            fixed_s[p] * 1e3, rate[p]);
+  if (model == Model::kMixed) passes += fmt::format("; the others ratio ({})", why_ratio);
   return fmt::format("fixed + rate (tp {}; {} points): {}", widths, fit_points, passes);
 }
 
@@ -385,30 +393,36 @@ void fit_pooled(const std::vector<const ShapeTimings*>& shapes,
       }
     }
   std::sort(widths.begin(), widths.end());
-  FixedRate fits[kNumPasses];
+  // Per pass: its fit, or why it keeps its ratios. A pass not timed has neither: its ratio is 1
+  // (its ops as predicted) under either model.
+  std::array<std::optional<FixedRate>, kNumPasses> fits;
+  std::string why_ratio;
   for (int p = 0; p < (forward_only ? 1 : kNumPasses); ++p) {
     std::vector<std::pair<double, double>> points;
     for (const auto& [where, cell] : cells)
       if (!cell[2 * p].empty())
         points.emplace_back(summarize(cell[2 * p]).median, summarize(cell[2 * p + 1]).median);
-    if (points.empty()) continue;  // pass not timed: its ops as predicted
+    if (points.empty()) continue;
     std::string why;
-    const std::optional<FixedRate> f = fit_fixed_rate(points, why);
-    if (!f) {
-      for (LayerCorrection* c : corrections)
-        c->why_ratio = forward_only ? why : fmt::format("{}: {}", "FBW"[p], why);
-      return;
-    }
-    fits[p] = *f;
+    fits[p] = fit_fixed_rate(points, why);
+    if (!fits[p])
+      why_ratio += fmt::format("{}{}", why_ratio.empty() ? "" : "; ",
+                               forward_only ? why : fmt::format("{}: {}", "FBW"[p], why));
   }
   if (forward_only) fits[1] = fits[2] = fits[0];  // AMP's rule: B and W as the forward
+  const bool any_fitted = std::any_of(fits.begin(), fits.end(), [](const auto& f) { return f; });
   for (LayerCorrection* c : corrections) {
-    c->model = LayerCorrection::Model::kFixedRate;
+    c->why_ratio = why_ratio;
+    if (!any_fitted) continue;
+    c->model =
+        why_ratio.empty() ? LayerCorrection::Model::kFixedRate : LayerCorrection::Model::kMixed;
     c->fit_tp = widths;
     c->fit_points = static_cast<int64_t>(cells.size());
     for (int p = 0; p < kNumPasses; ++p) {
-      c->fixed_s[p] = fits[p].fixed_s;
-      c->rate[p] = fits[p].rate;
+      if (!fits[p]) continue;
+      c->fixed_rate_pass[p] = true;
+      c->fixed_s[p] = fits[p]->fixed_s;
+      c->rate[p] = fits[p]->rate;
     }
   }
 }

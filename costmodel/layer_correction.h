@@ -84,8 +84,10 @@ struct PassScale {
 //   fixed cost from a rate (several micro-batches, or several tensor widths of the same layer:
 //   the fixed part is taken per rank, the rate on the rank's shard), with rate > 0 and
 //   fixed >= 0; otherwise the ratio model, and `why_ratio` says why.
+// The choice is made per pass: a pass whose fit fails its guards keeps its ratios while the
+// others keep their fixed + rate (`model` kMixed).
 struct LayerCorrection {
-  enum class Model { kRatio, kFixedRate };
+  enum class Model { kRatio, kFixedRate, kMixed };
 
   LayerKey key;
   Dtype dtype = Dtype::kBf16;
@@ -97,19 +99,21 @@ struct LayerCorrection {
   };
   std::vector<Point> points;  // ascending micro-batch; this shape's own ratios (either model)
 
-  Model model = Model::kRatio;
-  std::array<double, kNumPasses> fixed_s{0, 0, 0};  // kFixedRate
-  std::array<double, kNumPasses> rate{1, 1, 1};     // kFixedRate
-  std::vector<int64_t> fit_tp;  // kFixedRate: the tensor widths whose timings were pooled
-  int64_t fit_points = 0;       // kFixedRate: distinct (tensor width, micro-batch) fitted
-  std::string why_ratio;        // kRatio: why no fixed term was fitted
+  Model model = Model::kRatio;  // kFixedRate: every pass fixed + rate; kMixed: some
+  std::array<bool, kNumPasses> fixed_rate_pass{false, false, false};  // which passes
+  std::array<double, kNumPasses> fixed_s{0, 0, 0};                    // of the fixed + rate passes
+  std::array<double, kNumPasses> rate{1, 1, 1};                       // of the fixed + rate passes
+  std::vector<int64_t> fit_tp;  // kFixedRate, kMixed: the tensor widths whose timings were pooled
+  int64_t fit_points = 0;       // kFixedRate, kMixed: distinct (tensor width, micro-batch) fitted
+  std::string why_ratio;        // kRatio, kMixed: why the ratio passes have no fixed term
 
   // The ratios at `micro_batch`: linear in log2(micro-batch) between measured micro-batches, the
   // nearest measured one outside them.
   std::array<double, kNumPasses> at(int64_t micro_batch) const;
   // What the correction does at `micro_batch`, whichever its model.
   PassScale scale(int64_t micro_batch) const;
-  // "fixed + rate: F 3.646 ms + 0.946 x ops, ..." or "ratio (...)", for notes and reports.
+  // "fixed + rate (...): F 3.646 ms + 0.946 x ops, ...", "ratio (...)" or both, per pass, for
+  // notes and reports.
   std::string model_summary() const;
 };
 

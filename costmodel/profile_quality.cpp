@@ -216,16 +216,20 @@ Json to_json(const FitReport& report) {
                    {"dtype", to_string(c.dtype)},
                    {"source", c.source},
                    {"points", points}};
-      if (c.model == LayerCorrection::Model::kFixedRate) {
-        corr["model"] = "fixed_rate";
+      corr["model"] = c.model == LayerCorrection::Model::kFixedRate ? "fixed_rate"
+                      : c.model == LayerCorrection::Model::kMixed   ? "mixed"
+                                                                    : "ratio";
+      if (c.model != LayerCorrection::Model::kRatio) {
+        Json pass_models = Json::array();
+        for (int p = 0; p < kNumPasses; ++p)
+          pass_models.push_back(c.fixed_rate_pass[p] ? "fixed_rate" : "ratio");
+        corr["pass_models"] = pass_models;
         corr["fixed_s"] = c.fixed_s;
         corr["rate"] = c.rate;
         corr["fit_tp"] = c.fit_tp;
         corr["fit_points"] = c.fit_points;
-      } else {
-        corr["model"] = "ratio";
-        corr["why_ratio"] = c.why_ratio;
       }
+      if (c.model != LayerCorrection::Model::kFixedRate) corr["why_ratio"] = c.why_ratio;
       corrections.push_back(corr);
     }
     gpus[g.gpu_type] = {

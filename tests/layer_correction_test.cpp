@@ -112,16 +112,19 @@ TEST(LayerCorrection, TheProfilersBlockIsComparedWithItsCopies) {
 }
 
 // A llama2-7b block timed by the profiler at micro-batches 1 and 4 (tp 1) on an H100, slower
-// than its ops by known factors: layers of that shape take the factors, others do not.
+// than its ops by known factors: layers of that shape take the factors, others do not. The
+// factors grow with the micro-batch, which a fixed + rate line could only fit with negative fixed
+// terms: every pass keeps its ratios.
 class MeasuredLayers : public ::testing::Test {
  protected:
   void SetUp() override {
     // What the profiler's block would take if the ops were right, then slower by known factors.
     const CalibrationFile f =
         synthetic_llama_block(cluster_, {1, 4}, [](int64_t mb, const LayerTimes& t) {
-          const double k = mb == 1 ? 1.0 : 0.0;  // mb 1: x1.5, x2, x0.8; mb 4: as predicted
-          return std::array<double, 3>{t.pass_s[0] * (1 + 0.5 * k), t.pass_s[1] * (1 + 1.0 * k),
-                                       t.pass_s[2] * (1 - 0.2 * k)};
+          // mb 1: x1.5, x2, x0.8; mb 4: x2, x3, x1.
+          const std::array<double, 3> k =
+              mb == 1 ? std::array<double, 3>{1.5, 2, 0.8} : std::array<double, 3>{2, 3, 1};
+          return std::array<double, 3>{t.pass_s[0] * k[0], t.pass_s[1] * k[1], t.pass_s[2] * k[2]};
         });
     cost_ = std::make_unique<CostModel>(fit_profile({datasheet("h100-sxm"), f}), cluster_);
   }
@@ -148,26 +151,31 @@ TEST_F(MeasuredLayers, ScaleEachPassOfTheSameShape) {
   const LayerTimes ops2 =
       cost_->layer_times_from_ops(gpu(), w2, Recompute::kNone, {}, Dtype::kBf16);
   const LayerTimes t2 = cost_->layer_times(gpu(), w2, Recompute::kNone, {}, Dtype::kBf16);
-  EXPECT_NEAR(t2.pass_s[0], 1.25 * ops2.pass_s[0], 1e-12);
-  EXPECT_NEAR(t2.pass_s[1], 1.5 * ops2.pass_s[1], 1e-12);
+  EXPECT_NEAR(t2.pass_s[0], 1.75 * ops2.pass_s[0], 1e-12);
+  EXPECT_NEAR(t2.pass_s[1], 2.5 * ops2.pass_s[1], 1e-12);
   EXPECT_NEAR(t2.pass_s[2], 0.9 * ops2.pass_s[2], 1e-12);
-  // Beyond micro-batch 4, its ratios (1): the ops as they are.
+  // Beyond micro-batch 4, its ratios (2, 3, 1).
   const LayerWork w8 = layer_work(block(), shape_of(8, 1));
-  EXPECT_NEAR(cost_->layer_times(gpu(), w8, Recompute::kNone, {}, Dtype::kBf16).pass_s[1],
-              cost_->layer_times_from_ops(gpu(), w8, Recompute::kNone, {}, Dtype::kBf16).pass_s[1],
-              1e-15);
+  EXPECT_NEAR(
+      cost_->layer_times(gpu(), w8, Recompute::kNone, {}, Dtype::kBf16).pass_s[1],
+      3 * cost_->layer_times_from_ops(gpu(), w8, Recompute::kNone, {}, Dtype::kBf16).pass_s[1],
+      1e-12);
 }
 
-// Two micro-batches give two op times: F and B fit a line with a positive fixed term, but W (x0.8
-// at micro-batch 1, x1 at 4) needs a negative one, so the whole correction keeps its ratios.
+// Two micro-batches give two op times, but every pass's line needs a negative fixed term: the
+// correction keeps its ratios, and says why per pass.
 TEST_F(MeasuredLayers, ANegativeFixedTermKeepsTheRatios) {
   const LayerTimes t = cost_->layer_times(gpu(), layer_work(block(), shape_of(1, 1)),
                                           Recompute::kNone, {}, Dtype::kBf16);
   ASSERT_NE(t.correction, nullptr);
   EXPECT_EQ(t.correction->model, LayerCorrection::Model::kRatio);
-  EXPECT_EQ(t.correction->why_ratio.rfind("W: the fit's fixed term is negative (", 0), 0u)
+  EXPECT_EQ(t.correction->fixed_rate_pass, (std::array<bool, 3>{false, false, false}));
+  EXPECT_EQ(t.correction->why_ratio.rfind("F: the fit's fixed term is negative (", 0), 0u)
       << t.correction->why_ratio;
-  EXPECT_EQ(t.correction->model_summary().rfind("ratio (W: the fit's fixed term is negative", 0),
+  EXPECT_NE(t.correction->why_ratio.find("; W: the fit's fixed term is negative ("),
+            std::string::npos)
+      << t.correction->why_ratio;
+  EXPECT_EQ(t.correction->model_summary().rfind("ratio (F: the fit's fixed term is negative", 0),
             0u);
   // Asked for ratios only, the same ratios, and a reason that says so.
   const auto ratios = layer_corrections(cost_->layer_timings(gpu()), false);
@@ -218,14 +226,67 @@ TEST_F(MeasuredLayers, OtherShapesAndTheCommunicationAreLeftAlone) {
 // the other micro-batch alone.
 TEST_F(MeasuredLayers, HeldOutMicroBatchesScoreTheCorrections) {
   const auto errors = held_out_micro_batch_errors(cost_->layer_timings(gpu()));
-  // mb 1 from mb 4's ratios (1): ops / (1.5, 2, 0.8 x ops); mb 4 from mb 1's: 1.5, 2, 0.8 - 1.
-  const std::vector<double> f = {1 / 1.5 - 1, 0.5}, b = {-0.5, 1.0}, w = {1 / 0.8 - 1, -0.2};
+  // mb 1 from mb 4's ratios (2, 3, 1) against its own (1.5, 2, 0.8), and mb 4 the other way.
+  const std::vector<double> f = {2 / 1.5 - 1, 1.5 / 2 - 1}, b = {3.0 / 2 - 1, 2.0 / 3 - 1},
+                            w = {1 / 0.8 - 1, 0.8 - 1};
   ASSERT_EQ(errors[0].size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_NEAR(errors[0][i], f[i], 1e-12);
     EXPECT_NEAR(errors[1][i], b[i], 1e-12);
     EXPECT_NEAR(errors[2][i], w[i], 1e-12);
   }
+}
+
+// Where only some passes fit a line, those take fixed + rate and the others keep their ratios:
+// F and B (x1.5 and x2 at micro-batch 1, x1 at 4) fit positive fixed terms, W (x0.8, then x1)
+// would need a negative one.
+TEST(MixedLayers, EachPassKeepsTheModelItsTimingsAllow) {
+  const ClusterSpec cluster = load_cluster("p5.48xlarge:1");
+  const GpuSpec& gpu = cluster.groups[0].node.gpu;
+  const CalibrationFile f =
+      synthetic_llama_block(cluster, {1, 4}, [](int64_t mb, const LayerTimes& t) {
+        const std::array<double, 3> k =
+            mb == 1 ? std::array<double, 3>{1.5, 2, 0.8} : std::array<double, 3>{1, 1, 1};
+        return std::array<double, 3>{t.pass_s[0] * k[0], t.pass_s[1] * k[1], t.pass_s[2] * k[2]};
+      });
+  const CostModel cost(fit_profile({datasheet("h100-sxm"), f}), cluster);
+  const LayerSpec& block = load_model("llama2-7b").layers[1];
+  const LayerCorrection* c =
+      cost.layer_correction(gpu, layer_work(block, shape_of(1, 1)).key, Dtype::kBf16);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->model, LayerCorrection::Model::kMixed);
+  EXPECT_EQ(c->fixed_rate_pass, (std::array<bool, 3>{true, true, false}));
+  EXPECT_EQ(c->why_ratio.rfind("W: the fit's fixed term is negative (", 0), 0u) << c->why_ratio;
+  EXPECT_NE(c->model_summary().find("; the others ratio (W: "), std::string::npos)
+      << c->model_summary();
+  // F and B take their lines (which pass through the profiler's block times; the model's layer
+  // has a few copies fewer, so within 2% of the factors), W its ratios exactly.
+  for (int64_t mb : {1, 4}) {
+    const LayerWork w = layer_work(block, shape_of(mb, 1));
+    const LayerTimes ops = cost.layer_times_from_ops(gpu, w, Recompute::kNone, {}, Dtype::kBf16);
+    const LayerTimes t = cost.layer_times(gpu, w, Recompute::kNone, {}, Dtype::kBf16);
+    const std::array<double, 3> k =
+        mb == 1 ? std::array<double, 3>{1.5, 2, 0.8} : std::array<double, 3>{1, 1, 1};
+    for (int p = 0; p < 2; ++p) {
+      EXPECT_NEAR(t.pass_s[p], c->fixed_s[p] + c->rate[p] * ops.pass_s[p], 1e-12);
+      EXPECT_NEAR(t.pass_s[p] / ops.pass_s[p], k[p], 0.02 * k[p]) << "mb " << mb << " pass " << p;
+    }
+    EXPECT_NEAR(t.pass_s[2] / ops.pass_s[2], k[2], 1e-9) << "mb " << mb;
+  }
+  // Beyond the timings the two models part: F and B follow their lines, W its last ratio.
+  const LayerWork w16 = layer_work(block, shape_of(16, 1));
+  const LayerTimes ops16 = cost.layer_times_from_ops(gpu, w16, Recompute::kNone, {}, Dtype::kBf16);
+  const LayerTimes t16 = cost.layer_times(gpu, w16, Recompute::kNone, {}, Dtype::kBf16);
+  EXPECT_NEAR(t16.pass_s[0], c->fixed_s[0] + c->rate[0] * ops16.pass_s[0], 1e-12);
+  EXPECT_LT(t16.pass_s[0], ops16.pass_s[0]);  // rate < 1: the fixed part takes the excess
+  EXPECT_NEAR(t16.pass_s[2], ops16.pass_s[2], 1e-12);
+  // The fit report says so per pass.
+  Profile profile = fit_profile({datasheet("h100-sxm"), f});
+  const Json q = to_json(assess_profile(profile, {datasheet("h100-sxm"), f}))["gpus"]["h100-sxm"];
+  const Json& j = q["layer_corrections"][0];
+  EXPECT_EQ(j["model"].get<std::string>(), "mixed");
+  EXPECT_EQ(j["pass_models"], Json::array({"fixed_rate", "fixed_rate", "ratio"}));
+  EXPECT_EQ(j["why_ratio"].get<std::string>(), c->why_ratio);
 }
 
 // The same block timed at micro-batches 1, 2 and 4, each pass taking a known fixed time plus a
