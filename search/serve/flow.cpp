@@ -24,11 +24,6 @@ int64_t to_units(double tokens_per_s) {
   return static_cast<int64_t>(std::floor(std::max(0.0, tokens_per_s) * kScale));
 }
 
-// Tokens/s a NIC or link of `Bps` bytes/s carries at `bytes` per token; <= 0 means unlimited.
-double per_token(double Bps, double bytes) {
-  return Bps > 0 ? Bps / bytes : std::numeric_limits<double>::infinity();
-}
-
 using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
 using Graph = boost::adjacency_list<
     boost::vecS, boost::vecS, boost::directedS, boost::no_property,

@@ -18,9 +18,6 @@ using Clock = std::chrono::steady_clock;
 constexpr double kUnit = 1000.0;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Tokens/s a NIC or link of `Bps` bytes/s carries at `bytes` per token; <= 0 means unlimited.
-double per_token(double Bps, double bytes) { return Bps > 0 ? Bps / bytes : kInf; }
-
 // An LP's columns, rows and coefficients, collected before Clp sees them.
 struct LpBuilder {
   std::vector<double> col_lb, col_ub, obj, row_lb, row_ub;

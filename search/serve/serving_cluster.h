@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,6 +31,12 @@ struct Link {
   double bandwidth_Bps = 0;  // bytes/s
   double latency_s = 0;
 };
+
+// Tokens/s a NIC or link of `Bps` bytes/s carries at `bytes` per token; <= 0 means unlimited
+// (infinity).
+inline double per_token(double Bps, double bytes) {
+  return Bps > 0 ? Bps / bytes : std::numeric_limits<double>::infinity();
+}
 
 // The most machines a serving cluster may have. The flow graph of a fully linked cluster has an
 // edge per pair of machines: 4.2 million at 2048 machines, about 0.3 GB and 0.2 s per max-flow

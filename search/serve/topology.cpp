@@ -15,10 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double per_token(double Bps, double bytes) {
-  return Bps > 0 ? Bps / bytes : std::numeric_limits<double>::infinity();
-}
-
 // "a, b, c" of the first `most` names, then how many more.
 std::string name_list(const std::vector<std::string>& names, size_t most = 6) {
   std::string out;
