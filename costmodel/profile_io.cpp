@@ -166,12 +166,7 @@ Json to_json(const Profile& p) {
 
 Profile profile_from_document(const Document& doc) {
   ObjectReader r(doc);
-  const std::string format = r.string("format");
-  if (format != kProfileFormat)
-    r.fail("format", fmt::format("expected \"{}\", found \"{}\"", kProfileFormat, format));
-  const int64_t version = r.integer("schema_version");
-  if (version != kProfileSchemaVersion)
-    r.fail("schema_version", fmt::format("expected {}, found {}", kProfileSchemaVersion, version));
+  require_format(r, kProfileFormat, kProfileSchemaVersion);
   Profile p;
   if (r.has("origins")) p.origins = r.strings("origins");
   auto gpus = r.object("gpus");
