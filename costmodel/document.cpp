@@ -285,7 +285,7 @@ int64_t as_integer(const ObjectReader& r, std::string_view key, const Json& v) {
   if (v.is_number_float()) {
     const double d = v.get<double>();
     // (Past int64 the cast is undefined: 1e30 is no whole number hetplan counts.)
-    if (std::fabs(d) < 9.2e18 && d == static_cast<double>(static_cast<int64_t>(d)))
+    if (std::fabs(d) < kInt64DoubleLimit && d == static_cast<double>(static_cast<int64_t>(d)))
       return static_cast<int64_t>(d);
   }
   r.fail(key, "expected a whole number, found " + describe_json(v));

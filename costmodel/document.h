@@ -18,6 +18,10 @@ namespace hetplan {
 
 using Json = nlohmann::json;
 
+// Doubles below this magnitude convert to int64 without overflow (just under 2^63): the bound
+// for reading a whole number from a double and for writing one as a JSON integer.
+inline constexpr double kInt64DoubleLimit = 9.2e18;
+
 // A parsed document and where it came from (a path, or "preset gpt2-medium").
 struct Document {
   std::string origin;

@@ -16,8 +16,7 @@ namespace hetplan {
 // whole byte is within half a byte of it. A value that is not finite or does not fit in int64
 // stays a JSON number (nlohmann writes a non-finite one as null, as before).
 inline Json whole_number_json(double v) {
-  constexpr double kInt64Limit = 9.2e18;  // just under 2^63
-  if (!std::isfinite(v) || std::fabs(v) >= kInt64Limit) return Json(v);
+  if (!std::isfinite(v) || std::fabs(v) >= kInt64DoubleLimit) return Json(v);
   return Json(static_cast<int64_t>(std::llround(v)));
 }
 
