@@ -145,7 +145,7 @@ TEST(ServeSearch, PlannerBeatsHelixIlpAndIsDeterministic) {
             max_flow(p, helix_layout(p, "single_cluster", "ilp")));
   ASSERT_TRUE(a.milp_upper_bound_tokens_per_s.has_value());
   EXPECT_LE(a.best.flow.max_flow_tokens_per_s, *a.milp_upper_bound_tokens_per_s + 1e-6);
-  EXPECT_LE(*a.milp_upper_bound_tokens_per_s, a.upper_bound_tokens_per_s + 1e-6);
+  EXPECT_LE(*a.milp_upper_bound_tokens_per_s, a.helix_bound_tokens_per_s + 1e-6);
   o.use_milp = false;  // the MILP's time limit could make a rerun differ; the rest may not
   const PlanResult b = plan_serving(p, o);
   const PlanResult c = plan_serving(p, o);
@@ -188,7 +188,7 @@ TEST(ServeSearch, ModelThatCannotFitGivesZeroFlowNotACrash) {
   const PlanResult r = plan_serving(p, o);
   EXPECT_EQ(r.best.placement.ranges.size(), 2u);
   EXPECT_DOUBLE_EQ(r.best.flow.max_flow_tokens_per_s, 0.0);
-  EXPECT_DOUBLE_EQ(r.upper_bound_tokens_per_s, 0.0);  // was 5: 2 x 1 x 10 / 4
+  EXPECT_DOUBLE_EQ(r.helix_bound_tokens_per_s, 0.0);  // was 5: 2 x 1 x 10 / 4
   EXPECT_EQ(r.best.errors, std::vector<std::string>{"layers 0..3 are held by no machine"});
   EXPECT_EQ(r.best.no_flow_reason,
             "the cluster's machines hold at most 2 of the model's 4 layers (2 x toy: 1 layer "

@@ -61,7 +61,7 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
   auto say = [&](const std::string& line) {
     if (options.progress) options.progress(fmt::format("[{:6.1f} s] {}", seconds_since(t0), line));
   };
-  result.upper_bound_tokens_per_s = flow_upper_bound(problem);
+  result.helix_bound_tokens_per_s = flow_upper_bound(problem);
   // The link-aware bound first: it is cheap, and the user sees it whatever the search finds.
   if (const auto bound = link_upper_bound(problem, link_bound_seconds(options.time_limit_s))) {
     result.link_upper_bound_tokens_per_s = bound->tokens_per_s;

@@ -60,7 +60,7 @@ struct PlanResult {
   std::string method;  // the phase that found `best`
   std::vector<SearchPhase> phases;
   MilpResult milp;                      // when the MILP ran
-  double upper_bound_tokens_per_s = 0;  // Helix's bound: sum of max k * capacity(k) / L
+  double helix_bound_tokens_per_s = 0;  // Helix's bound: sum of max k * capacity(k) / L
   // The full MILP's LP bound (tighter); absent without the MILP or when not solved in time.
   std::optional<double> milp_upper_bound_tokens_per_s;
   // The link-aware LP bound (link_bound.h); absent when not solved in time.
@@ -68,7 +68,7 @@ struct PlanResult {
   double link_bound_elapsed_s = 0;
   // The least of the bounds above, and which it is.
   TightestBound tightest_bound() const {
-    return serve::tightest_bound(upper_bound_tokens_per_s, milp_upper_bound_tokens_per_s,
+    return serve::tightest_bound(helix_bound_tokens_per_s, milp_upper_bound_tokens_per_s,
                                  link_upper_bound_tokens_per_s);
   }
   double elapsed_s = 0;

@@ -34,7 +34,7 @@ std::string bounds_summary(const PlanResult& plan) {
   const TightestBound best = plan.tightest_bound();
   std::vector<std::string> others;
   if (best.kind != "helix")
-    others.push_back(fmt::format("Helix's bound {:.1f}", plan.upper_bound_tokens_per_s));
+    others.push_back(fmt::format("Helix's bound {:.1f}", plan.helix_bound_tokens_per_s));
   if (best.kind != "milp_lp" && plan.milp_upper_bound_tokens_per_s)
     others.push_back(fmt::format("MILP LP bound {:.1f}", *plan.milp_upper_bound_tokens_per_s));
   if (best.kind != "link_lp" && plan.link_upper_bound_tokens_per_s)
@@ -163,7 +163,7 @@ Json serve_json(const ServeReport& report) {
         {"phases", phases},
         {"upper_bound_tokens_per_s", bound.tokens_per_s},
         {"upper_bound_kind", bound.kind},
-        {"helix_bound_tokens_per_s", plan.upper_bound_tokens_per_s},
+        {"helix_bound_tokens_per_s", plan.helix_bound_tokens_per_s},
         {"milp_lp_bound_tokens_per_s", optional_json(plan.milp_upper_bound_tokens_per_s)},
         {"link_lp_bound_tokens_per_s", optional_json(plan.link_upper_bound_tokens_per_s)},
         {"link_lp_bound_elapsed_s", plan.link_bound_elapsed_s}};
