@@ -233,7 +233,8 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   out.file = o.out;
   out.planned = summary.items();
   out.resumed = summary.done();
-  if (jp) jp->append(context_key(prov), to_json(prov));
+  const int64_t run = getpid();
+  if (jp) jp->append(context_key(prov, run), to_json(prov));
   progress.add_planned(summary.items() - summary.done(), summary.estimate_s());
 
   StopSignalGuard stop_guard;
@@ -258,7 +259,7 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
 
   if (!tracer.available()) add_note(prov, tracer.unavailable_reason());
   if (out.stopped) add_note(prov, "partial: the run was interrupted; --resume completes it");
-  const Assembly assembly = assemble(*journal, prov);
+  const Assembly assembly = assemble(*journal, prov, run);
   save_calibration(assembly.file, o.out);
   out.summary = file_summary(assembly.file, o.out);
   return out;

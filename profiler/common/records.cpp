@@ -24,7 +24,9 @@ bool finished(const Journal& journal, const std::string& key, bool retry_failed)
   return retry_failed ? measured(journal, key) : journal.contains(key);
 }
 
-std::string context_key(const Provenance& p) { return "context/" + p.date; }
+std::string context_key(const Provenance& p, int64_t run) {
+  return fmt::format("context/{}/{}", p.date, run);
+}
 
 namespace {
 
@@ -56,14 +58,15 @@ bool add_record(CalibrationFile& file, std::string_view prefix, const ObjectRead
 
 }  // namespace
 
-Assembly assemble(const Journal& journal, Provenance context) {
+Assembly assemble(const Journal& journal, Provenance context, int64_t run) {
+  const std::string own_key = context_key(context, run);
   Assembly a;
   std::vector<std::string> earlier_runs;
   for (const auto& [key, record] : journal.entries()) {
     const std::string_view prefix = prefix_of(key);
     const std::string origin = fmt::format("{} (key {})", journal.path().string(), key);
     if (prefix == "context") {
-      if (key != context_key(context)) {
+      if (key != own_key) {
         earlier_runs.push_back(
             fmt::format("{} on {}", record.value("date", "?"), record.value("host", "?")));
       }

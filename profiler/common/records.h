@@ -28,8 +28,10 @@ bool is_failure_record(const Json& record);
 bool measured(const Journal& journal, const std::string& key);
 // Whether `key` needs no measuring: measured, or failed when failures are not retried.
 bool finished(const Journal& journal, const std::string& key, bool retry_failed);
-// Journal key under which a run's provenance is kept ("context/<date>").
-std::string context_key(const Provenance& p);
+// Journal key under which a run's provenance is kept ("context/<date>/<run>"). The date has
+// whole seconds, so `run` (the process id) tells apart two runs started in the same second (an
+// interrupted run resumed at once) and the second one still finds the first.
+std::string context_key(const Provenance& p, int64_t run);
 
 // Result of assembling a journal: the file, and records it could not read (with why).
 struct Assembly {
@@ -40,7 +42,8 @@ struct Assembly {
 
 // Builds the calibration file from every record in the journal, under `context`. Records that do
 // not parse become FailedMeasurements (never an abort: a calibration keeps what it has). Earlier
-// runs' provenance records are summarised in context.notes.
-Assembly assemble(const Journal& journal, Provenance context);
+// runs' provenance records (every context key but this run's, context_key(context, run)) are
+// summarised in context.notes.
+Assembly assemble(const Journal& journal, Provenance context, int64_t run);
 
 }  // namespace hetplan::profiler

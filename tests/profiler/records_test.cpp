@@ -84,10 +84,11 @@ TEST(Records, AssembleBuildsTheFileFromEveryRecord) {
     k.bytes = 2e9;
     k.time_s = summarize({1e-3});
     j.append("kernel/d2d_copy/1000000000", to_json(k));
-    j.append("context/2026-11-21T09:00:00Z", to_json(context_of("2026-11-21T09:00:00Z")));
+    j.append(context_key(context_of("2026-11-21T09:00:00Z"), 42),
+             to_json(context_of("2026-11-21T09:00:00Z")));
   }
   Journal j(path, true);
-  const Assembly a = assemble(j, context_of("2026-11-21T09:00:00Z"));
+  const Assembly a = assemble(j, context_of("2026-11-21T09:00:00Z"), 42);
   ASSERT_EQ(a.file.gemm.size(), 1u);
   EXPECT_EQ(a.file.gemm[0].shape.m, 128);
   EXPECT_DOUBLE_EQ(a.file.gemm[0].trace["gap_s_per_launch"].get<double>(), 1e-6);
@@ -112,6 +113,25 @@ TEST(Records, AssembleBuildsTheFileFromEveryRecord) {
   EXPECT_EQ(back.context.gpu_type, "h100-sxm");
   std::filesystem::remove(out);
   std::filesystem::remove(path);
+}
+
+// An interrupted run resumed within the same second (the GPU test does this) has the same date:
+// the run id keeps the first run's record apart, and the resumed file says it continued one.
+TEST(Records, ARunResumedInTheSameSecondIsNotedAsAnEarlierRun) {
+  const auto path = temp_path("same_second.journal");
+  const Provenance context = context_of("2026-11-23T02:41:38Z");
+  {
+    Journal j(path, false);
+    j.append(context_key(context, 100), to_json(context));
+    j.append("gemm/bf16/128x64x64x1/TN", to_json(sample_gemm(128)));
+    j.append(context_key(context, 101), to_json(context));
+  }
+  EXPECT_NE(context_key(context, 100), context_key(context, 101));
+  const Assembly a = assemble(Journal(path, true), context, 101);
+  EXPECT_NE(a.file.context.notes.find("1 earlier run(s): 2026-11-23T02:41:38Z on gpu1"),
+            std::string::npos)
+      << a.file.context.notes;
+  EXPECT_EQ(a.file.gemm.size(), 1u);
 }
 
 TEST(Records, PlanTextCountsPerSection) {
