@@ -12,6 +12,7 @@
 #include "costmodel/errors.h"
 #include "profiler/cuda_check.h"
 #include "profiler/device.h"
+#include "profiler/stream_gate.h"
 
 namespace hetplan::profiler {
 namespace {
@@ -103,20 +104,26 @@ Json TraceResult::to_json(double timed_median_s) const {
         {{"name", k.name},
          {"count", k.count},
          {"mean_s", k.total_s / static_cast<double>(std::max<int64_t>(1, k.count))}});
+  const bool clocks_disagree = gated && std::abs(event_vs_cupti()) > kTraceDisagreement;
   Json j{{"launches", launches},
+         {"gated", gated},
          {"kernels_per_launch", static_cast<double>(kernel_count) / n},
          {"kernel_s_per_launch", kernel_s / n},
          {"span_s_per_launch", span_s / n},
          {"event_s_per_launch", event_s / n},
-         // Idle device time between the region's kernels, per operation: launch overhead.
+         // Device idle between the region's kernels, per operation, when enqueued ahead.
          {"gap_s_per_launch", std::max(0.0, span_s - kernel_s) / n},
-         // Wall (event) time not spent in kernels, per operation.
-         {"overhead_s_per_launch", std::max(0.0, event_s - kernel_s) / n},
          {"event_vs_cupti", event_vs_cupti()},
-         {"disagreement", std::abs(event_vs_cupti()) > kTraceDisagreement},
+         {"disagreement", clocks_disagree},
          {"kernels", kernels_json}};
-  if (timed_median_s > 0 && event_s > 0)
-    j["traced_vs_timed"] = (event_s / n) / timed_median_s - 1;  // tracing's own cost
+  if (timed_median_s > 0 && span_s > 0) {
+    const double device_s = span_s / n;
+    // The untraced median per operation not spent in kernels: the launch overhead it saw.
+    j["overhead_s_per_launch"] = std::max(0.0, timed_median_s - kernel_s / n);
+    j["traced_vs_timed"] = device_s / timed_median_s - 1;
+    j["launch_bound"] = timed_median_s > (1 + kTraceDisagreement) * device_s;
+    j["disagreement"] = clocks_disagree || device_s > (1 + kTraceDisagreement) * timed_median_s;
+  }
   if (dropped_records > 0) j["dropped_records"] = dropped_records;
   return j;
 }
@@ -163,10 +170,13 @@ TraceResult CuptiTracer::trace(const std::function<void()>& region, cudaStream_t
       reason_ = "CUPTI kernel tracing could not be enabled: " + cupti_error_text(scope.result());
       return result;
     }
+    StreamGate gate(stream);
     start.record(stream);
     region();
     stop.record(stream);
+    gate.open();
     CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    result.gated = !gate.expired();
   }
   result.event_s = stop.seconds_since(start);
   const CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -181,6 +191,10 @@ TraceResult CuptiTracer::trace(const std::function<void()>& region, cudaStream_t
     records.swap(sink().records);
     result.dropped_records = sink().dropped;
   }
+  // The gate's own kernel is no part of the region.
+  std::erase_if(records, [](const KernelRecord& k) {
+    return k.name.find(kStreamGateKernel) != std::string::npos;
+  });
   if (records.empty()) return result;
   uint64_t first = records.front().start_ns, last = records.front().end_ns;
   for (const auto& k : records) {

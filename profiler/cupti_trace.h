@@ -21,11 +21,14 @@ struct KernelSummary {
   double total_s = 0;
 };
 
-// The kernels of one traced region of `launches` operations.
+// The kernels of one traced region of `launches` operations. The region is enqueued behind a
+// StreamGate (profiler/stream_gate.h), so its kernels run back to back on the device whatever
+// tracing costs the host per launch: event and span time the same device work.
 struct TraceResult {
   int64_t launches = 0;
   int64_t kernel_count = 0;
   int64_t dropped_records = 0;
+  bool gated = false;                  // the gate held until the whole region was enqueued
   double event_s = 0;                  // CUDA-event time of the whole region
   double kernel_s = 0;                 // sum of kernel durations
   double span_s = 0;                   // first kernel start to last kernel end
@@ -35,10 +38,14 @@ struct TraceResult {
   // Relative disagreement of the two clocks on the same region: event_s / span_s - 1.
   double event_vs_cupti() const;
   // The `trace` object of a measurement; `timed_median_s` is the untraced median per operation.
+  // "disagreement": the clocks differ by more than kTraceDisagreement on a gated region, or the
+  // untraced median is that much shorter than the kernels' own span (one timer is wrong).
+  // "launch_bound": the untraced median is that much longer than the span: the timing measured
+  // the host's launch rate, not the device (tiny GEMMs).
   Json to_json(double timed_median_s) const;
 };
 
-// Whether |event_vs_cupti| exceeds this (the file then says "disagreement": true).
+// The relative difference beyond which two timings of the same work are said to disagree.
 inline constexpr double kTraceDisagreement = 0.10;
 
 class CuptiTracer {

@@ -32,7 +32,7 @@ def main(path):
         by_dtype[g["dtype"]].append(g)
     if by_dtype:
         print("GEMM (median TFLOP/s): dtype  n  best [shape]  4096^3 TN  8192^3 TN  tensor-core  "
-              "cupti-disagree  check-max-err")
+              "cupti-disagree  launch-bound  check-max-err")
     for dtype, gs in sorted(by_dtype.items()):
         best = max(gs, key=lambda g: g["tflops"])
 
@@ -43,16 +43,22 @@ def main(path):
             return "-"
         tc = sum(1 for g in gs if g.get("tensor_cores"))
         dis = sum(1 for g in gs if g.get("trace", {}).get("disagreement"))
+        bound = sum(1 for g in gs if g.get("trace", {}).get("launch_bound"))
         err = max((g.get("method", {}).get("check", {}).get("relative_error", 0) for g in gs),
                   default=0)
         print(f"  {dtype:5} {len(gs):5}  {best['tflops']:6.0f} [{best['m']}x{best['n']}x{best['k']}]"
-              f"  {at(4096):>5}  {at(8192):>5}  {tc}/{len(gs)}  {dis}  {err:.1e}")
+              f"  {at(4096):>5}  {at(8192):>5}  {tc}/{len(gs)}  {dis}  {bound}  {err:.1e}")
     tiny = [g for g in cal.get("gemm", []) if g["m"] * g["n"] * g["k"] <= 64**3 and "trace" in g]
     if tiny:
-        gaps = sorted(g["trace"]["gap_s_per_launch"] for g in tiny)
+        # The untimed median not spent in kernels (the trace's overhead_s_per_launch since the
+        # stream gate of 2026-11-23; computed here so that earlier files read the same).
+        kernel = sorted(g["trace"]["kernel_s_per_launch"] for g in tiny)
+        over = sorted(max(0.0, g["time"]["median_s"] - g["trace"]["kernel_s_per_launch"])
+                      for g in tiny)
         times = sorted(g["time"]["median_s"] for g in tiny)
         print(f"  tiny GEMMs (<= 64^3): median time {fmt_s(times[len(times) // 2])}, "
-              f"median launch gap {fmt_s(gaps[len(gaps) // 2])}")
+              f"kernel {fmt_s(kernel[len(kernel) // 2])}, "
+              f"launch overhead {fmt_s(over[len(over) // 2])}")
     names = collections.Counter(k for g in cal.get("gemm", []) for k in g.get("kernels", [])[:1])
     for name, n in names.most_common(3):
         print(f"  kernel {n:5}x {name[:100]}")

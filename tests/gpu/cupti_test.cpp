@@ -1,4 +1,7 @@
 // CUPTI tracing of a measured GEMM: kernels are recorded, named, and agree with the CUDA events.
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "profiler/common/kernel_names.h"
@@ -7,6 +10,7 @@
 #include "profiler/device.h"
 #include "profiler/device_fill.h"
 #include "profiler/gemm/lt_gemm.h"
+#include "profiler/stream_gate.h"
 #include "profiler/timing.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -38,6 +42,7 @@ TEST(CuptiOnGpu, RecordsTheKernelsOfAGemm) {
       },
       stream.get(), 10);
   ASSERT_GE(trace.kernel_count, 10);  // at least one kernel per product
+  EXPECT_TRUE(trace.gated);           // ten launches fit behind the gate
   ASSERT_FALSE(trace.kernels.empty());
   EXPECT_FALSE(trace.kernels[0].name.empty());
   EXPECT_GT(trace.kernel_s, 0);
@@ -48,10 +53,38 @@ TEST(CuptiOnGpu, RecordsTheKernelsOfAGemm) {
   EXPECT_NEAR(trace.event_s / 10, timing.per_launch_s.median, 0.1 * timing.per_launch_s.median);
   const Json j = trace.to_json(timing.per_launch_s.median);
   EXPECT_FALSE(j["disagreement"].get<bool>());
+  EXPECT_FALSE(j["launch_bound"].get<bool>());  // hundreds of microseconds per product
+  // The gate's own kernel is left out of the region's kernels.
+  for (const auto& name : trace.names())
+    EXPECT_EQ(name.find(kStreamGateKernel), std::string::npos) << name;
   if (info.has_bf16()) {
     EXPECT_TRUE(any_tensor_core(trace.names())) << trace.names()[0];
   }
   std::cout << "bf16 4096^3 kernels: " << trace.names()[0] << "\n";
+}
+
+// The gate holds the stream until opened, and lets it go by itself after its timeout.
+TEST(StreamGateOnGpu, HoldsTheStreamUntilOpenedOrItsTimeout) {
+  HETPLAN_REQUIRE_GPU();
+  CUDA_CHECK(cudaSetDevice(0));
+  CudaStream stream;
+  CudaEvent after;
+  {
+    StreamGate gate(stream.get(), 10.0);
+    after.record(stream.get());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(cudaEventQuery(after.get()), cudaErrorNotReady);  // still held
+    gate.open();
+    CUDA_CHECK(cudaEventSynchronize(after.get()));
+    EXPECT_FALSE(gate.expired());
+  }
+  {
+    StreamGate gate(stream.get(), 0.001);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after.record(stream.get());
+    CUDA_CHECK(cudaEventSynchronize(after.get()));  // passed without open()
+    EXPECT_TRUE(gate.expired());
+  }
 }
 
 }  // namespace
