@@ -162,15 +162,21 @@ class DataParallelTraining(unittest.TestCase):
         rank0_only = self.single_process([0])
         dp = self.ranks[0][0]["master"]
         self.assertEqual(dp.numel(), union.numel())
-        moved = (union - rank0_only).abs().max().item()
-        gap = (dp - union).abs().max().item()
+        moved = (union - rank0_only).abs()
+        gap = (dp - union).abs()
         # Two steps of lr 1e-4: weights whose gradients differ in sign move up to 4e-4 apart.
+        self.assertGreater(moved.max().item(), 1e-4)
         # The ranks' sums differ from the single process's only in the order of fp32 additions
-        # of bf16 gradients (exact at this size: measured 0 on the dev VM; 1e-7 would be a
-        # rounding of AdamW's update, a sign flip 2e-4).
-        self.assertGreater(moved, 1e-4)
-        self.assertLess(gap, 1e-7, f"data parallel {gap:.3g} from one process (rank 0's data "
-                                   f"alone: {moved:.3g})")
+        # of bf16 gradients. That was exact with torch 1.13 on the dev VM (0 apart); torch 2.11's
+        # CPU kernels (the H100 machine, 2026-11-23) left weights up to 3.1e-4 apart: AdamW's
+        # first steps go by the gradient's sign, which a different addition order flips where a
+        # gradient is next to zero. So: few weights apart, and far closer than rank 0's data alone.
+        apart = (gap > 1e-6).float().mean().item()
+        self.assertLess(apart, 0.01, f"{apart:.2%} of the weights are over 1e-6 from one process")
+        self.assertLess(gap.mean().item(), moved.mean().item() / 10,
+                        f"data parallel {gap.mean().item():.3g} from one process on average; "
+                        f"rank 0's data alone {moved.mean().item():.3g}")
+        self.assertLessEqual(gap.max().item(), 2 * 1e-4 * self.STEPS + 1e-6)
         self.assertGreater((dp - rank0_only).abs().max().item(), 1e-4)
 
     def test_bf16_weights_are_the_master_weights_rounded(self):
