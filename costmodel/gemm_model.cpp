@@ -25,8 +25,22 @@ constexpr double kSlopeRidge = 0.05;     // shrinks slopes towards 0 (a weighted
 constexpr double kLayoutRidge = 0.002;   // keeps layout offsets defined (relative ridge)
 constexpr double kFadeStart = 2.5;       // beyond this distance the correction fades out
 constexpr double kFadeScale = 2.0;
+// A measured shape whose ratio lies this far (in log, 1.8x) above the median of its nearest
+// measured neighbours' is a glitch of that measurement (a host hiccup: on the H100 calibration a
+// 64x16x16 GEMM took 50 us where its neighbours took 7-10 us), not a trend: the correction of
+// other shapes leaves it out. Only slow outliers: host hiccups and clock dips slow a measurement,
+// nothing makes one faster than the kernel runs.
+constexpr double kGlitchLogRatio = 0.6;
+constexpr size_t kGlitchNeighbours = 8;
 
 double tile_intensity(double m, double n) { return m * n / (m + n); }
+
+// Squared distance between two shapes in log2 m, n, k, batch; another layout is further away.
+double distance2(const double (&a)[4], int layout_a, const double (&b)[4], int layout_b) {
+  double d2 = layout_a == layout_b ? 0 : kLayoutDistance * kLayoutDistance;
+  for (int j = 0; j < 4; ++j) d2 += (a[j] - b[j]) * (a[j] - b[j]);
+  return d2;
+}
 
 // (a^p + b^p)^(1/p), computed without overflow.
 double p_norm(double a, double b, double p) {
@@ -210,6 +224,34 @@ void GemmModel::set_measurements(std::vector<GemmPoint> points) {
     features_.push_back(f);
     points_.push_back(p);
   }
+  screen_glitches();
+}
+
+void GemmModel::screen_glitches() {
+  glitches_ = 0;
+  if (features_.size() <= kGlitchNeighbours) return;
+  std::vector<bool> glitch(features_.size(), false);
+  std::vector<std::pair<double, double>> near(features_.size() - 1);  // squared distance, log ratio
+  std::vector<double> ratios(kGlitchNeighbours);
+  for (size_t i = 0; i < features_.size(); ++i) {
+    const Feature& f = features_[i];
+    size_t n = 0;
+    for (size_t j = 0; j < features_.size(); ++j)
+      if (j != i)
+        near[n++] = {distance2(f.x, f.layout, features_[j].x, features_[j].layout),
+                     features_[j].log_ratio};
+    std::nth_element(near.begin(), near.begin() + kGlitchNeighbours - 1, near.end());
+    for (size_t j = 0; j < kGlitchNeighbours; ++j) ratios[j] = near[j].second;
+    const auto middle = ratios.begin() + kGlitchNeighbours / 2;  // an even count: two middles
+    std::nth_element(ratios.begin(), middle, ratios.end());
+    const double median = 0.5 * (*middle + *std::max_element(ratios.begin(), middle));
+    glitch[i] = f.log_ratio - median > kGlitchLogRatio;
+  }
+  std::vector<Feature> kept;
+  for (size_t i = 0; i < features_.size(); ++i)
+    if (!glitch[i]) kept.push_back(features_[i]);
+  glitches_ = features_.size() - kept.size();
+  features_ = std::move(kept);
 }
 
 double GemmModel::log_correction(const GemmShape& s) const {
@@ -220,10 +262,7 @@ double GemmModel::log_correction(const GemmShape& s) const {
   std::vector<std::pair<double, size_t>> near;
   near.reserve(features_.size());
   for (size_t i = 0; i < features_.size(); ++i) {
-    const Feature& f = features_[i];
-    double d2 = f.layout == layout ? 0 : kLayoutDistance * kLayoutDistance;
-    for (int j = 0; j < 4; ++j) d2 += (f.x[j] - q[j]) * (f.x[j] - q[j]);
-    near.emplace_back(d2, i);
+    near.emplace_back(distance2(features_[i].x, features_[i].layout, q, layout), i);
   }
   const size_t k = std::min(kNeighbours, near.size());
   std::partial_sort(near.begin(), near.begin() + k, near.end());

@@ -5,7 +5,8 @@
 // times are blended by a p-norm. Measured shapes then correct it: a shape measured exactly takes
 // its measured time; others take the analytical time times the local trend of the measured /
 // analytical ratio nearby (weighted local linear regression in log2 m, n, k, batch space, with an
-// offset per operand layout). docs/fit.md describes the fit and its held-out accuracy.
+// offset per operand layout; measurements far slower than their neighbours are left out of it).
+// docs/fit.md describes the fit and its held-out accuracy.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,10 @@ class GemmModel {
   // Measured points (replaces earlier ones; repeated shapes are combined by their geometric mean).
   void set_measurements(std::vector<GemmPoint> points);
   const std::vector<GemmPoint>& measurements() const { return points_; }
+  // Measured shapes left out of the correction of other shapes as glitches: slower than the
+  // median of their 8 nearest measured neighbours by more than 1.8x in measured / analytical.
+  // Their own time is still the measured one.
+  size_t glitches() const { return glitches_; }
   const GemmEfficiency& efficiency() const { return eff_; }
   void set_efficiency(const GemmEfficiency& eff);
   double peak_flops() const { return peak_flops_; }
@@ -66,6 +71,7 @@ class GemmModel {
     double log_ratio;
   };
   void prepare_tiles();
+  void screen_glitches();
 
   GemmEfficiency eff_;
   double peak_flops_ = 0;
@@ -74,7 +80,8 @@ class GemmModel {
   int bytes_ = 2;
   std::vector<Tile> tiles_;
   std::vector<GemmPoint> points_;
-  std::vector<Feature> features_;
+  std::vector<Feature> features_;  // the measured shapes the correction uses (glitches left out)
+  size_t glitches_ = 0;
   std::unordered_map<uint64_t, size_t> exact_;  // shape hash -> index into points_
 };
 

@@ -110,6 +110,29 @@ TEST(GemmCorrection, AnotherLayoutBorrowsTheGridPlusItsOwnOffset) {
   EXPECT_NEAR(m.time_s(q) / m.analytical_s(q), 1.05, 5e-3);
 }
 
+TEST(GemmCorrection, LeavesSlowGlitchesOutOfOtherShapesCorrections) {
+  // A 2x grid at ratio 1.0 but for one shape measured 3x slow (log 3 = 1.1 above its neighbours'
+  // median, beyond the 0.6 allowed): it keeps its measured time, and its neighbours do not inherit
+  // it. The same shape measured 3x fast is a trend the correction keeps (only slow glitches).
+  GemmModel m(GemmEfficiency{}, 989.4e12, 3000, 132, 2);
+  const GemmShape odd{1024, 1024, 1024, 1, true, false};
+  auto with_odd = [&](double factor) {
+    auto pts = grid(
+        m, [](const GemmShape&) { return 1.0; }, true, false, 2);
+    for (auto& p : pts)
+      if (p.shape == odd) p.time_s *= factor;
+    return pts;
+  };
+  m.set_measurements(with_odd(3));
+  EXPECT_EQ(m.glitches(), 1u);
+  EXPECT_NEAR(m.time_s(odd) / m.analytical_s(odd), 3, 1e-12);
+  const GemmShape next{1024, 1024, 1300, 1, true, false};
+  EXPECT_NEAR(m.time_s(next) / m.analytical_s(next), 1.0, 1e-9);
+  m.set_measurements(with_odd(1.0 / 3));
+  EXPECT_EQ(m.glitches(), 0u);
+  EXPECT_LT(m.time_s(next) / m.analytical_s(next), 0.95);
+}
+
 TEST(GemmCorrection, FadesFarFromEveryMeasurement) {
   GemmModel m(GemmEfficiency{}, 989.4e12, 3000, 132, 2);
   m.set_measurements(grid(
