@@ -138,11 +138,15 @@ void print_report(const FitReport& report, const Profile& profile) {
         fmt::print("  {:<28} {:>9.0f} {:>7.2f} us {:>7} {:>14}\n", name, k.GBps, k.overhead_s * 1e6,
                    k.points, pct(k.median_rel_error));
     }
-    fmt::print("  attention efficiency: forward {:.3f}, backward {:.3f} of the dense peak ({})\n",
-               g.attention_efficiency, g.attention_bwd_efficiency,
-               g.attention_points > 0 ? fmt::format("{}; {} measurements in the files",
-                                                    g.attention_source, g.attention_points)
-                                      : std::string("prior, not measured"));
+    // At sequence s the efficiency is the one printed x s / (s + half) (costmodel/profile.h).
+    auto half = [](double h) { return h > 0 ? fmt::format(" x s/(s+{:.0f})", h) : std::string(); };
+    fmt::print(
+        "  attention efficiency: forward {:.3f}{}, backward {:.3f}{} of the dense peak ({})\n",
+        g.attention_efficiency, half(g.attention_seq_half), g.attention_bwd_efficiency,
+        half(g.attention_bwd_seq_half),
+        g.attention_points > 0 ? fmt::format("{}; {} measurements in the files", g.attention_source,
+                                             g.attention_points)
+                               : std::string("prior, not measured"));
     if (!g.layers.empty()) {
       int64_t usable = 0;
       for (const auto& t : g.layers) usable += t.unused.empty();

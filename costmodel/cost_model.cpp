@@ -83,8 +83,11 @@ double CostModel::memory_op_s(const GpuSpec& gpu, const std::string& kernel, dou
 double CostModel::attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp& op) const {
   const GpuFit& f = cost(gpu).fit;
   const double peak = gpu.peak_flops(compute_dtype(gpu, dtype));
+  const bool forward = op.pass == Pass::kForward;
+  const double half = forward ? f.attention_seq_half : f.attention_bwd_seq_half;
+  const double seq = static_cast<double>(std::max<int64_t>(1, op.seq_len));
   const double eff =
-      op.pass == Pass::kForward ? f.attention_efficiency : f.attention_bwd_efficiency;
+      (forward ? f.attention_efficiency : f.attention_bwd_efficiency) * seq / (seq + half);
   return f.launch_s + op.flops / (peak * eff);
 }
 

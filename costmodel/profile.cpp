@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -64,6 +66,65 @@ KernelFit fit_kernel(const std::vector<std::pair<double, double>>& bytes_time) {
   return f;
 }
 
+// One fused-attention timing: its executed FLOPs, seconds and sequence length (0 = not given).
+struct AttentionPoint {
+  double flops = 0, time_s = 0, seq = 0;
+};
+
+double sequence_of(const KernelMeasurement& k) {
+  if (!k.params.is_object() || !k.params.contains("seq") || !k.params["seq"].is_number()) return 0;
+  return k.params["seq"].get<double>();
+}
+
+struct AttentionFit {
+  double efficiency = 0, seq_half = 0;
+};
+
+// Efficiency e x s / (s + half) of the peak at sequence s, fitted to the points by least squares on
+// its logarithm: for each half on a grid (0 and 16 to 2^20 in steps of 2^(1/8)), e is the
+// geometric mean that half leaves, at most 1. With fewer than two sequence lengths (or one not
+// given) the length cannot be told apart from the rest: half is 0 and e the median efficiency of
+// the larger half of the problems, as a flat efficiency was always fitted.
+AttentionFit fit_attention(std::vector<AttentionPoint> pts, double peak) {
+  AttentionFit best;
+  if (pts.empty()) return best;
+  std::set<double> lengths;
+  bool every_length = true;
+  for (const auto& p : pts) {
+    lengths.insert(p.seq);
+    every_length = every_length && p.seq > 0;
+  }
+  auto efficiency = [&](const AttentionPoint& p) { return p.flops / p.time_s / peak; };
+  if (lengths.size() < 2 || !every_length) {
+    std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.flops, a.time_s) < std::tie(b.flops, b.time_s);
+    });
+    std::vector<double> effs;
+    for (size_t i = pts.size() / 2; i < pts.size(); ++i) effs.push_back(efficiency(pts[i]));
+    best.efficiency = std::clamp(summarize(effs).median, 0.01, 1.0);
+    return best;
+  }
+  double best_sse = std::numeric_limits<double>::infinity();
+  for (int i = -1; i <= 128; ++i) {
+    const double half = i < 0 ? 0 : 16 * std::exp2(i / 8.0);
+    double mean_log = 0;
+    for (const auto& p : pts) mean_log += std::log(efficiency(p) * (p.seq + half) / p.seq);
+    mean_log /= static_cast<double>(pts.size());
+    const double e = std::exp(mean_log);
+    if (e > 1) continue;
+    double sse = 0;
+    for (const auto& p : pts) {
+      const double r = std::log(efficiency(p) * (p.seq + half) / p.seq) - mean_log;
+      sse += r * r;
+    }
+    if (sse < best_sse) {
+      best_sse = sse;
+      best = {std::max(e, 0.01), half};
+    }
+  }
+  return best;
+}
+
 void apply_priors(GpuFit& fit, const DatasheetPriors& p) {
   for (const auto& [dtype_name, eff] : p.gemm_efficiency) {
     Dtype d;
@@ -74,6 +135,7 @@ void apply_priors(GpuFit& fit, const DatasheetPriors& p) {
   fit.launch_s = p.kernel_launch_s;
   fit.attention_efficiency = p.attention_efficiency;
   fit.attention_bwd_efficiency = p.attention_efficiency;
+  fit.attention_seq_half = fit.attention_bwd_seq_half = 0;
   for (auto& [d, e] : fit.gemm) e.overhead_s = p.kernel_launch_s;
 }
 
@@ -107,12 +169,12 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
   for (const auto& k : f.kernels)
     if (half(k)) has_half.insert(cost_op_name(k.kernel));
   std::map<std::string, std::vector<std::pair<double, double>>> by_kernel;
-  std::map<std::string, std::vector<std::pair<double, double>>> attention;  // flops, time
+  std::map<std::string, std::vector<AttentionPoint>> attention;
   for (const auto& k : f.kernels) {
     const std::string name = cost_op_name(k.kernel);
     if (!half(k) && has_half.count(name)) continue;
     if (is_attention_measurement(k))
-      attention[name].emplace_back(k.flops, k.time_s.median);
+      attention[name].push_back({k.flops, k.time_s.median, sequence_of(k)});
     else if (k.bytes > 0)
       by_kernel[name].emplace_back(k.bytes, k.time_s.median);
   }
@@ -124,16 +186,25 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
   if (auto it = fit.kernels.find("copy"); it != fit.kernels.end() && known_gpu)
     fit.memory_efficiency = std::min(1.0, it->second.GBps / spec.memory_GBps);
   if (!overheads.empty()) fit.launch_s = std::max(1e-6, summarize(overheads).median);
-  // Attention: efficiency of the largest measured problems, forward and backward apart. What
-  // frameworks run is PyTorch's SDPA (or the same cuDNN and FlashAttention kernels): its default
-  // backend's timings win where a file has them (hetplan import --format torch-sdpa), else
+  // Attention: forward and backward efficiencies apart, over the sequence length. What frameworks
+  // run is PyTorch's SDPA (or the same FlashAttention and cuDNN kernels): where a file has SDPA's
+  // timings (hetplan import --format torch-sdpa), its FLASH_ATTENTION backend's win, since that is
+  // what a strategy's flash_attention names and what the reference harness runs
+  // (scripts/reference/train.py picks it over cuDNN's); else its default backend's; else
   // hetplan's own kernels'.
-  const bool have_sdpa =
-      attention.count("sdpa_fwd_default") != 0 || attention.count("sdpa_bwd_default") != 0;
+  auto has = [&](const char* backend) {
+    return attention.count(std::string("sdpa_fwd_") + backend) != 0 ||
+           attention.count(std::string("sdpa_bwd_") + backend) != 0;
+  };
+  const char* backend = has("flash_attention") ? "flash_attention"
+                        : has("default")       ? "default"
+                                               : nullptr;
+  const bool have_sdpa = backend != nullptr;
   for (auto it = attention.begin(); it != attention.end();) {
     const bool sdpa = it->first.rfind("sdpa_", 0) == 0;
-    const bool keep =
-        have_sdpa ? it->first == "sdpa_fwd_default" || it->first == "sdpa_bwd_default" : !sdpa;
+    const bool keep = have_sdpa ? it->first == std::string("sdpa_fwd_") + backend ||
+                                      it->first == std::string("sdpa_bwd_") + backend
+                                : !sdpa;
     it = keep ? std::next(it) : attention.erase(it);
   }
   // Another file of this GPU may already have given SDPA's figures: hetplan's do not replace them.
@@ -141,7 +212,9 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
   if (!attention.empty() && known_gpu && (have_sdpa || !sdpa_known)) {
     const double peak = std::max(spec.peak_flops(Dtype::kBf16), spec.peak_flops(Dtype::kFp16));
     fit.attention_source = "hetplan kernels";
-    if (have_sdpa) {
+    if (have_sdpa && std::string(backend) == "flash_attention") {
+      fit.attention_source = "torch sdpa, FLASH_ATTENTION backend";
+    } else if (have_sdpa) {
       fit.attention_source = "torch sdpa, default backend";
       for (const auto& k : f.kernels)
         if (k.kernel == "sdpa_fwd_default" && k.params.is_object() && k.params.contains("picked")) {
@@ -149,16 +222,18 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
           break;
         }
     }
-    std::vector<double> fwd, bwd;
+    std::vector<AttentionPoint> fwd, bwd;
     for (auto& [name, pts] : attention) {
-      std::sort(pts.begin(), pts.end());
       auto& out = name.find("bwd") != std::string::npos ? bwd : fwd;
-      for (size_t i = pts.size() / 2; i < pts.size(); ++i)
-        out.push_back(pts[i].first / pts[i].second / peak);
+      out.insert(out.end(), pts.begin(), pts.end());
     }
-    if (!fwd.empty()) fit.attention_efficiency = std::clamp(summarize(fwd).median, 0.01, 1.0);
-    fit.attention_bwd_efficiency =
-        bwd.empty() ? fit.attention_efficiency : std::clamp(summarize(bwd).median, 0.01, 1.0);
+    const AttentionFit f_fit = fit_attention(fwd, peak), b_fit = fit_attention(bwd, peak);
+    if (!fwd.empty()) {
+      fit.attention_efficiency = f_fit.efficiency;
+      fit.attention_seq_half = f_fit.seq_half;
+    }
+    fit.attention_bwd_efficiency = bwd.empty() ? fit.attention_efficiency : b_fit.efficiency;
+    fit.attention_bwd_seq_half = bwd.empty() ? fit.attention_seq_half : b_fit.seq_half;
   }
   fit.layers.insert(fit.layers.end(), f.layers.begin(), f.layers.end());
   for (LayerForwardMeasurement m : f.layer_forward) {

@@ -49,6 +49,11 @@ struct GpuFit {
   std::map<std::string, KernelFit> kernels;  // by kernels/ registry name
   double attention_efficiency = 0.35;        // fused attention forward, of the bf16/fp16 peak
   double attention_bwd_efficiency = 0.35;    // its backward (measured separately where possible)
+  // Short sequences run fused attention further below its peak (fewer key blocks per query block
+  // to hide each block's softmax and load latency; the causal diagonal is a larger share): the
+  // efficiency at sequence s is the one above x s / (s + seq_half). 0 = the same at every length.
+  double attention_seq_half = 0;
+  double attention_bwd_seq_half = 0;
   // Which attention the efficiencies describe: "prior", "hetplan kernels" (kernels/), or
   // "torch sdpa (...)": PyTorch's scaled_dot_product_attention, which frameworks run, preferred
   // where measured.

@@ -54,6 +54,8 @@ Json gpu_json(const GpuFit& g) {
   j["kernels"] = kernels;
   j["attention_efficiency"] = g.attention_efficiency;
   j["attention_bwd_efficiency"] = g.attention_bwd_efficiency;
+  j["attention_seq_half"] = g.attention_seq_half;
+  j["attention_bwd_seq_half"] = g.attention_bwd_seq_half;
   j["attention_source"] = g.attention_source;
   Json layers = Json::array();
   for (const auto& l : g.layers) layers.push_back(to_json(l));
@@ -116,6 +118,8 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
   }
   g.attention_efficiency = r.positive("attention_efficiency");
   g.attention_bwd_efficiency = r.positive_or("attention_bwd_efficiency", g.attention_efficiency);
+  g.attention_seq_half = r.non_negative_or("attention_seq_half", 0);
+  g.attention_bwd_seq_half = r.non_negative_or("attention_bwd_seq_half", g.attention_seq_half);
   g.attention_source = r.string_or("attention_source", "prior");
   for (auto& l : r.objects_or_empty("layers")) g.layers.push_back(layer_from_json(l));
   for (auto& l : r.objects_or_empty("layer_forward"))

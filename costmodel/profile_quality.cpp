@@ -112,6 +112,8 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
         for (const auto& k : f.kernels) q.attention_points += is_attention_measurement(k);
     const std::optional<GpuSpec> gpu = find_gpu_spec(type, gpu_types);
     if (!gpu) {
+    q.attention_seq_half = fit.attention_seq_half;
+    q.attention_bwd_seq_half = fit.attention_bwd_seq_half;
       report.gpus.push_back(std::move(q));
       continue;
     }
@@ -249,6 +251,8 @@ Json to_json(const FitReport& report) {
           {"backward_weight", to_json(g.layer_quality[2])}}},
         {"layer_quality_corrected_held_out",
          {{"forward", to_json(g.corrected_layer_quality[0])},
+          {"seq_half", g.attention_seq_half},
+          {"bwd_seq_half", g.attention_bwd_seq_half},
           {"backward_input", to_json(g.corrected_layer_quality[1])},
           {"backward_weight", to_json(g.corrected_layer_quality[2])},
           {"method",

@@ -74,6 +74,7 @@ struct GpuQuality {
   // |error| of F, B, W with the corrections, each timing's micro-batch held out of its correction.
   FitQuality corrected_layer_quality[3];
   // The same with ratio corrections only (no fixed + rate model): which of the two carries over
+  double attention_seq_half = 0, attention_bwd_seq_half = 0;  // GpuFit's
   // micro-batches better is for each calibration's data to say.
   FitQuality ratio_layer_quality[3];
 };

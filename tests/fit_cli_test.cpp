@@ -1,4 +1,6 @@
 // `hetplan fit` end to end on a synthetic calibration file, and the profile format it writes.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -217,6 +219,58 @@ TEST(ProfileFit, RegistryKernelNamesReachTheCostModelsOps) {
   EXPECT_NEAR(g.kernels.at("gelu_fwd").GBps, 2500, 25);
   EXPECT_EQ(g.kernels.count("gelu_fwd_bf16"), 0u);
   EXPECT_NEAR(g.memory_efficiency, 3000.0 / 3350.0, 0.01);
+}
+
+// Fused attention from PyTorch's SDPA timings: the FLASH_ATTENTION backend's (what a strategy's
+// flash_attention and the reference harness run) over the faster default backend's, and its
+// efficiency falls with the sequence as e x s / (s + half), forward and backward apart.
+TEST(ProfileFit, AttentionEfficiencyIsFlashAttentionsAndFallsWithTheSequence) {
+  const double peak = 989.4e12;  // h100-sxm bf16 dense
+  // Halves on the fit's grid (16 x 2^(i/8)), so that the fit can find them exactly.
+  const double fwd_half = 16 * std::exp2(45 / 8.0), bwd_half = 1024;
+  CalibrationFile f;
+  f.context.source = "measured";
+  f.context.gpu_type = "h100-sxm";
+  auto add = [&](const std::string& kernel, double seq, double efficiency) {
+    KernelMeasurement k;
+    k.kernel = kernel;
+    k.dtype = Dtype::kBf16;
+    k.flops =
+        4.0 * 4 * 16 * seq * seq * 128 / 2 * (kernel.find("bwd") != std::string::npos ? 2.5 : 1);
+    k.params = Json{{"seq", seq}, {"head_dim", 128}, {"causal", 1}};
+    k.time_s = summarize({k.flops / (efficiency * peak)});
+    f.kernels.push_back(k);
+  };
+  for (double seq : {512.0, 1024.0, 2048.0, 4096.0}) {
+    add("sdpa_fwd_flash_attention", seq, 0.36 * seq / (seq + fwd_half));
+    add("sdpa_bwd_flash_attention", seq, 0.30 * seq / (seq + bwd_half));
+    add("sdpa_fwd_default", seq, 0.55);
+    add("sdpa_bwd_default", seq, 0.45);
+  }
+  const GpuFit g = fit_profile({f}).gpu("h100-sxm");
+  EXPECT_EQ(g.attention_source, "torch sdpa, FLASH_ATTENTION backend");
+  EXPECT_NEAR(g.attention_efficiency, 0.36, 1e-9);
+  EXPECT_NEAR(g.attention_seq_half, fwd_half, 1e-6);
+  EXPECT_NEAR(g.attention_bwd_efficiency, 0.30, 1e-9);
+  EXPECT_NEAR(g.attention_bwd_seq_half, bwd_half, 1e-6);
+
+  // The cost model's attention at sequence 1024: launch + FLOPs / (peak x e x s / (s + half)).
+  Profile p;
+  p.gpus["h100-sxm"] = g;
+  const ClusterSpec cluster = load_cluster("p5.48xlarge:1");
+  const CostModel cost(p, cluster);
+  const GpuSpec& gpu = cluster.groups[0].node.gpu;
+  AttentionOp op{Pass::kBackwardInput, 2, 16, 16, 1024, 128, true, 1e12};
+  EXPECT_NEAR(cost.attention_s(gpu, Dtype::kBf16, op),
+              g.launch_s + 1e12 / (peak * 0.30 * 1024 / (1024 + bwd_half)), 1e-9);
+  // Without its forward and backward timings at several lengths the efficiency is flat, as before.
+  CalibrationFile one = f;
+  one.kernels.erase(std::remove_if(one.kernels.begin(), one.kernels.end(),
+                                   [](const auto& k) { return k.params["seq"] != 4096.0; }),
+                    one.kernels.end());
+  const GpuFit flat = fit_profile({one}).gpu("h100-sxm");
+  EXPECT_NEAR(flat.attention_efficiency, 0.36 * 4096 / (4096 + fwd_half), 1e-9);
+  EXPECT_EQ(flat.attention_seq_half, 0);
 }
 
 // QA: predict and search named Helix ("imported:helix") as the source of the T4's training fit,

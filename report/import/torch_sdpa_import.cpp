@@ -1,8 +1,9 @@
 // `hetplan import --format torch-sdpa`: the JSON of scripts/bench_attention_torch.py (schema
 // hetplan.attention_vs_torch/1), PyTorch's scaled_dot_product_attention timed per backend on the
 // same shapes as hetplan's attention kernels, as kernel records "sdpa_fwd_<backend>" and
-// "sdpa_bwd_<backend>". The fit takes the attention efficiency from the default backend's, which
-// is what framework runs use (costmodel/profile.cpp).
+// "sdpa_bwd_<backend>". The fit takes the attention efficiency from the FLASH_ATTENTION backend's
+// (what a flash_attention strategy and the reference harness run), else the default backend's
+// (costmodel/profile.cpp).
 #include <cctype>
 
 #include <fmt/format.h>
