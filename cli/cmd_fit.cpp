@@ -91,6 +91,24 @@ bool all_met(const FitReport& report) {
   return any;
 }
 
+// The held-out corrected score of each dtype by the measured time of the held-out shapes (the
+// table's headline is over all of them): launch-bound shapes are as noisy as the launch.
+void print_time_classes(const std::vector<GemmHoldout>& gemm) {
+  const char* labels[3] = {"under 10 us", "10-30 us", "30 us and over"};
+  for (const auto& h : gemm) {
+    if (!h.scored()) continue;
+    std::string line;
+    for (int c = 0; c < 3; ++c) {
+      const FitQuality& q = h.corrected_by_time[c];
+      line += fmt::format("{}{} {}", c ? "; " : "", labels[c],
+                          q.points > 0 ? fmt::format("{} shapes, median {}, p95 {}", q.points,
+                                                     pct(q.median_rel_error), pct(q.p95_rel_error))
+                                       : std::string("none"));
+    }
+    fmt::print("  {:<6} held out by measured time: {}\n", to_string(h.dtype), line);
+  }
+}
+
 void print_report(const FitReport& report, const Profile& profile) {
   for (const auto& g : report.gpus) {
     const GpuFit fit = profile.gpu(g.gpu_type);
@@ -121,6 +139,7 @@ void print_report(const FitReport& report, const Profile& profile) {
                                            : "MISSED");
         for (const auto& w : h.warnings) fmt::print("    warning: {} {}\n", to_string(h.dtype), w);
       }
+      print_time_classes(g.gemm);
       for (const auto& [dtype, e] : fit.gemm) {
         if (!fit.gemm_points.count(dtype)) continue;
         fmt::print(

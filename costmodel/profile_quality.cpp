@@ -56,6 +56,10 @@ bool is_held_out(const GemmShape& shape, int every) {
   return x % static_cast<uint64_t>(every) == 0;
 }
 
+int gemm_time_class(double measured_s) {
+  return measured_s < kGemmTimeClassBounds[0] ? 0 : measured_s < kGemmTimeClassBounds[1] ? 1 : 2;
+}
+
 FitQuality summarize_errors(std::vector<double> errors) {
   FitQuality q;
   std::sort(errors.begin(), errors.end());
@@ -77,13 +81,15 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
       fit_gemm_efficiency(fit_set, prior, peak_flops, memory_GBps, sm_count, bytes_per_element);
   GemmModel model(out.fitted, peak_flops, memory_GBps, sm_count, bytes_per_element);
   model.set_measurements(fit_set);
-  std::vector<double> analytical, corrected;
+  std::vector<double> analytical, corrected, by_time[3];
   for (const auto& p : held) {
     analytical.push_back(std::abs(model.analytical_s(p.shape) / p.time_s - 1));
     corrected.push_back(std::abs(model.time_s(p.shape) / p.time_s - 1));
+    by_time[gemm_time_class(p.time_s)].push_back(corrected.back());
   }
   out.analytical = summarize_errors(analytical);
   out.corrected = summarize_errors(corrected);
+  for (int c = 0; c < 3; ++c) out.corrected_by_time[c] = summarize_errors(by_time[c]);
   const GemmEfficiency all = held.empty()
                                  ? out.fitted
                                  : fit_gemm_efficiency(points, prior, peak_flops, memory_GBps,
@@ -106,14 +112,14 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
     q.kernels = fit.kernels;
     q.attention_efficiency = fit.attention_efficiency;
     q.attention_bwd_efficiency = fit.attention_bwd_efficiency;
+    q.attention_seq_half = fit.attention_seq_half;
+    q.attention_bwd_seq_half = fit.attention_bwd_seq_half;
     q.attention_source = fit.attention_source;
     for (const auto& f : files)
       if (f.context.gpu_type == type)
         for (const auto& k : f.kernels) q.attention_points += is_attention_measurement(k);
     const std::optional<GpuSpec> gpu = find_gpu_spec(type, gpu_types);
     if (!gpu) {
-    q.attention_seq_half = fit.attention_seq_half;
-    q.attention_bwd_seq_half = fit.attention_bwd_seq_half;
       report.gpus.push_back(std::move(q));
       continue;
     }
@@ -176,9 +182,13 @@ Json to_json(const FitReport& report) {
     Json gemm = Json::object();
     for (const auto& h : g.gemm) {
       const GemmEfficiency& e = h.fitted;
+      Json by_time = Json::object();
+      for (int c = 0; c < 3; ++c)
+        by_time[kGemmTimeClasses[c]] = scored_json(h.corrected_by_time[c]);
       gemm[std::string(to_string(h.dtype))] = {{"points", h.points},
                                                {"fit_points", h.fit_points},
                                                {"held_out_corrected", scored_json(h.corrected)},
+                                               {"held_out_corrected_by_time", by_time},
                                                {"held_out_analytical", scored_json(h.analytical)},
                                                {"in_sample_analytical", to_json(h.in_sample)},
                                                {"target", !h.scored()             ? "not scored"
@@ -241,6 +251,8 @@ Json to_json(const FitReport& report) {
         {"attention",
          {{"efficiency", g.attention_efficiency},
           {"bwd_efficiency", g.attention_bwd_efficiency},
+          {"seq_half", g.attention_seq_half},
+          {"bwd_seq_half", g.attention_bwd_seq_half},
           {"points", g.attention_points},
           {"source", g.attention_source}}},
         {"layers", layers},
@@ -251,8 +263,6 @@ Json to_json(const FitReport& report) {
           {"backward_weight", to_json(g.layer_quality[2])}}},
         {"layer_quality_corrected_held_out",
          {{"forward", to_json(g.corrected_layer_quality[0])},
-          {"seq_half", g.attention_seq_half},
-          {"bwd_seq_half", g.attention_bwd_seq_half},
           {"backward_input", to_json(g.corrected_layer_quality[1])},
           {"backward_weight", to_json(g.corrected_layer_quality[2])},
           {"method",

@@ -37,8 +37,11 @@ struct GemmHoldout {
   int64_t fit_points = 0;  // of them, fitted (the others are held out)
   FitQuality analytical;   // held-out shapes, analytical model alone
   FitQuality corrected;    // held-out shapes, with the measured-table correction (what predicts)
-  FitQuality in_sample;    // every shape, analytical model fitted on every shape
-  GemmEfficiency fitted;   // fitted on the fit set
+  // `corrected` split by the held-out shape's measured time (kGemmTimeClasses): the headline is
+  // `corrected`, over every held-out shape; this says where its error comes from.
+  FitQuality corrected_by_time[3];
+  FitQuality in_sample;   // every shape, analytical model fitted on every shape
+  GemmEfficiency fitted;  // fitted on the fit set
   // Why the score says less than it seems to: too few shapes for the coefficients, none held out,
   // an implausible peak fraction.
   std::vector<std::string> warnings;
@@ -46,6 +49,13 @@ struct GemmHoldout {
   // Whether there is a held-out score (some shape was held out).
   bool scored() const { return corrected.points > 0; }
 };
+
+// Classes of measured GEMM time for the held-out score: under 10 us, where a back-to-back
+// cuBLASLt call is bound by its host launch (whose cost drifts by +-20% over a calibration), 10 to
+// 30 us, and 30 us or more, where the kernel's own time dominates.
+inline constexpr double kGemmTimeClassBounds[2] = {10e-6, 30e-6};
+inline constexpr const char* kGemmTimeClasses[3] = {"under_10us", "10_to_30us", "30us_and_over"};
+int gemm_time_class(double measured_s);
 
 // Splits `points`, fits on the fit set (from `prior`), and scores the held-out shapes.
 GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
@@ -64,6 +74,7 @@ struct GpuQuality {
   std::vector<GemmHoldout> gemm;
   std::map<std::string, KernelFit> kernels;
   double attention_efficiency = 0, attention_bwd_efficiency = 0;
+  double attention_seq_half = 0, attention_bwd_seq_half = 0;  // GpuFit's
   int64_t attention_points = 0;
   std::string attention_source;
   // Whole layers timed against the sum of their ops (costmodel/layer_correction.h), and the
@@ -74,7 +85,6 @@ struct GpuQuality {
   // |error| of F, B, W with the corrections, each timing's micro-batch held out of its correction.
   FitQuality corrected_layer_quality[3];
   // The same with ratio corrections only (no fixed + rate model): which of the two carries over
-  double attention_seq_half = 0, attention_bwd_seq_half = 0;  // GpuFit's
   // micro-batches better is for each calibration's data to say.
   FitQuality ratio_layer_quality[3];
 };

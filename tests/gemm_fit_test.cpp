@@ -48,5 +48,22 @@ TEST(GemmFit, HeldOutErrorMeetsTheTargetsOnASyntheticH100Table) {
   EXPECT_LT(h.corrected.median_rel_error, h.analytical.median_rel_error);
 }
 
+// The held-out score by measured time: every held-out shape in exactly one class, the bounds at
+// 10 and 30 us.
+TEST(GemmFit, HeldOutScoreIsSplitByMeasuredTime) {
+  EXPECT_EQ(gemm_time_class(9.99e-6), 0);
+  EXPECT_EQ(gemm_time_class(10e-6), 1);
+  EXPECT_EQ(gemm_time_class(29.9e-6), 1);
+  EXPECT_EQ(gemm_time_class(30e-6), 2);
+  SyntheticGpu g;
+  const GemmHoldout h = holdout_of(g, testing::profiler_like_shapes(true, true));
+  int64_t points = 0;
+  for (const FitQuality& q : h.corrected_by_time) {
+    EXPECT_GT(q.points, 50);
+    points += q.points;
+  }
+  EXPECT_EQ(points, h.corrected.points);
+}
+
 }  // namespace
 }  // namespace hetplan
