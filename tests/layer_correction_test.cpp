@@ -250,7 +250,9 @@ TEST(MixedLayers, EachPassKeepsTheModelItsTimingsAllow) {
         return std::array<double, 3>{t.pass_s[0] * k[0], t.pass_s[1] * k[1], t.pass_s[2] * k[2]};
       });
   const CostModel cost(fit_profile({datasheet("h100-sxm"), f}), cluster);
-  const LayerSpec& block = load_model("llama2-7b").layers[1];
+  // The model is kept by name: a reference into load_model(...)'s temporary would dangle.
+  const ModelSpec llama = load_model("llama2-7b");
+  const LayerSpec& block = llama.layers[1];
   const LayerCorrection* c =
       cost.layer_correction(gpu, layer_work(block, shape_of(1, 1)).key, Dtype::kBf16);
   ASSERT_NE(c, nullptr);
