@@ -109,10 +109,12 @@ GemmMeasurement GemmBench::measure(const GemmCase& c, SectionContext& ctx) {
 
   TimingOptions topt;
   topt.target_s = gemm_timing_target_s(ctx.options.quick);
+  topt.rotation_launches = sets;
   const LaunchFn launch = [&](int64_t i) {
     gemm.run(a_of(i), b_of(i), output_.get(), workspace_.get(), stream);
   };
-  const Timing timing = time_launches(launch, stream, topt);
+  // Replayed graphs: the device time, not the host's launch rate (profiler/timing.h).
+  const Timing timing = time_graph_launches(launch, stream, topt);
 
   GemmMeasurement m;
   m.dtype = c.dtype;

@@ -63,6 +63,40 @@ TEST(CuptiOnGpu, RecordsTheKernelsOfAGemm) {
   std::cout << "bf16 4096^3 kernels: " << trace.names()[0] << "\n";
 }
 
+// A replayed graph times the device: for a large product it agrees with eager launches, and for a
+// tiny one (host-bound when launched eagerly) it is no slower and not far from the kernel itself.
+TEST(TimingOnGpu, GraphReplayMatchesEagerForLargeAndIsNoSlowerForTiny) {
+  HETPLAN_REQUIRE_GPU();
+  CUDA_CHECK(cudaSetDevice(0));
+  const DeviceInfo info = query_device(0);
+  const Dtype dtype = info.has_bf16() ? Dtype::kBf16 : Dtype::kFp16;
+  LtHandle handle;
+  DeviceBuffer ws(kGemmWorkspaceBytes, "workspace");
+  CudaStream stream;
+  for (const int64_t n : {4096, 64}) {
+    const GemmShape s{n, n, n, 1, true, false};
+    LtGemm gemm(handle.get(), dtype, s, nullptr);
+    DeviceBuffer a(s.m * s.k * 2, "A"), b(s.k * s.n * 2, "B"), c(s.m * s.n * 2, "C");
+    fill_uniform(a.get(), s.m * s.k, dtype, 1, 1.0f, stream.get());
+    fill_uniform(b.get(), s.k * s.n, dtype, 2, 1.0f, stream.get());
+    const LaunchFn launch = [&](int64_t) {
+      gemm.run(a.get(), b.get(), c.get(), ws.get(), stream.get());
+    };
+    TimingOptions o;
+    o.rotation_launches = 3;
+    const Timing eager = time_launches(launch, stream.get(), o);
+    const Timing graph = time_graph_launches(launch, stream.get(), o);
+    EXPECT_EQ(graph.timer, "cuda_graph") << graph.graph_fallback;
+    EXPECT_GE(graph.launches_per_sample, 3);
+    const double e = eager.per_launch_s.median, g = graph.per_launch_s.median;
+    std::cout << "bf16 " << n << "^3: eager " << e * 1e6 << " us, graph " << g * 1e6 << " us\n";
+    if (n == 4096)
+      EXPECT_NEAR(g, e, 0.05 * e);
+    else
+      EXPECT_LT(g, 1.05 * e);
+  }
+}
+
 // The gate holds the stream until opened, and lets it go by itself after its timeout.
 TEST(StreamGateOnGpu, HoldsTheStreamUntilOpenedOrItsTimeout) {
   HETPLAN_REQUIRE_GPU();
