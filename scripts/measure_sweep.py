@@ -10,6 +10,10 @@ batch, recomputation) configurations, runs `hetplan predict` and the PyTorch ref
   plan.json, measurements.json     the harness's plan and its measurements file
   comparison.json                  per configuration and summary errors
 
+With --measurements FILE (an earlier sweep's measurements.json, of the same configurations) the
+predictions are made again, e.g. from a newer calibration or build, and compared with FILE
+(copied into OUT): no harness runs, so no GPU or PyTorch is needed.
+
 Target (issue 7): median absolute error of iteration time and of peak memory within 10%.
 Peak memory is compared as the allocator sees it: hetplan's prediction less its `reserve` term
 (CUDA context and library buffers) against torch.cuda.max_memory_allocated (docs/measure.md).
@@ -19,6 +23,7 @@ Standard library only.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -117,6 +122,31 @@ def prepare(a, configs):
     return entries
 
 
+def load_measurements(path, entries):
+    """The measurements of FILE, checked to be of the sweep's configurations in its order."""
+    with open(path) as f:
+        doc = json.load(f)
+    measured = doc.get("measurements") if isinstance(doc, dict) else None
+    if not isinstance(measured, list):
+        raise ValueError(f"{path}: no \"measurements\" list (a hetplan measurements file, "
+                         "measurements.json of a sweep, was expected)")
+    if len(measured) != len(entries):
+        raise ValueError(f"{path}: {len(measured)} measurements where the sweep has "
+                         f"{len(entries)} configurations (--quick runs {len(QUICK)}, the full "
+                         f"sweep {len(CONFIGS)})")
+    for i, (entry, m) in enumerate(zip(entries, measured)):
+        with open(entry["strategy_path"]) as f:
+            strategy = json.load(f)
+        keys = ("micro_batch", "global_batch", "recompute")
+        got = (m.get("model"),) + tuple(m.get("strategy", {}).get(k) for k in keys)
+        want = (entry["model"],) + tuple(strategy[k] for k in keys)
+        if got != want:
+            raise ValueError(f"{path}: measurements[{i}] is model, micro_batch, global_batch, "
+                             f"recompute {got}, where the sweep's configuration {i} is {want} "
+                             f"({entry['label']})")
+    return measured
+
+
 def predicted(path):
     with open(path) as f:
         p = json.load(f)["predicted"]
@@ -211,7 +241,14 @@ def main(argv):
                    help="timed seconds per configuration at most (at least 3 iterations)")
     p.add_argument("--compare-only", action="store_true",
                    help="compare OUT's existing predictions and measurements again")
+    p.add_argument("--measurements", metavar="FILE",
+                   help="predict again and compare with FILE, an earlier sweep's "
+                        "measurements.json of the same configurations, instead of measuring")
     a = p.parse_args(argv)
+    if a.measurements and a.compare_only:
+        print("measure_sweep: --measurements and --compare-only exclude each other",
+              file=sys.stderr)
+        return 2
     os.makedirs(a.out, exist_ok=True)
     configs = [CONFIGS[i] for i in QUICK] if a.quick else CONFIGS
     t0 = time.time()
@@ -222,6 +259,25 @@ def main(argv):
             return 2
         with open(os.path.join(a.out, "plan.json")) as f:
             entries = json.load(f)["configs"]
+    elif a.measurements:
+        if not os.path.isfile(a.measurements):
+            print(f"measure_sweep: {a.measurements}: no such file (--measurements)",
+                  file=sys.stderr)
+            return 2
+        entries = prepare(a, configs)
+        with open(os.path.join(a.out, "plan.json"), "w") as f:
+            json.dump({"configs": entries}, f, indent=1)
+        try:
+            load_measurements(a.measurements, [
+                dict(e, strategy_path=os.path.join(a.out, e["strategy"])) for e in entries])
+        except ValueError as e:  # json.JSONDecodeError is one
+            print(f"measure_sweep: {e}", file=sys.stderr)
+            return 2
+        copy = os.path.join(a.out, "measurements.json")
+        if not os.path.exists(copy) or not os.path.samefile(a.measurements, copy):
+            shutil.copyfile(a.measurements, copy)
+        print(f"{len(entries)} configurations predicted in {time.time() - t0:.1f} s; compared "
+              f"with {a.measurements}", flush=True)
     else:
         entries = prepare(a, configs)
         with open(os.path.join(a.out, "plan.json"), "w") as f:

@@ -4,7 +4,8 @@
 # OUT receives the predictions, the measurements file and comparison.json; CALIBRATION files of
 # this GPU (hetplan calibrate output, or a profile) back the predictions. Environment: HETPLAN (the
 # binary, default build/cli/hetplan), HETPLAN_PYTHON (a Python with PyTorch, default python3),
-# SWEEP_ARGS (more arguments, e.g. --quick).
+# SWEEP_ARGS (more arguments, e.g. --quick, or --measurements FILE: predict again and compare with
+# FILE, an earlier sweep's measurements.json, without the harness or a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/measure_sweep.sh OUT [CALIBRATION...]}

@@ -1,6 +1,7 @@
 """The sweep driver (scripts/measure_sweep.py) end to end without a GPU: the harness is replaced
 by a stand-in that "measures" each configuration as 5% slower and 5% smaller than predicted, so
 the comparison must report exactly those errors, and out of memory where hetplan predicts it.
+--measurements compares that measurements file again with new predictions, running no harness.
 
 Run: HETPLAN_BINARY=build/cli/hetplan python3 -m unittest tests/python/test_measure_sweep.py
 """
@@ -38,20 +39,31 @@ json.dump({"format": "hetplan-measurements", "schema_version": 1, "context": {},
 '''
 
 
+def sweep(*args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "measure_sweep.py"),
+                           "--hetplan", HETPLAN, *args], capture_output=True, text=True)
+
+
 class Sweep(unittest.TestCase):
-    def test_quick_sweep_reports_the_known_errors(self):
-        d = tempfile.mkdtemp(prefix="hetplan_sweep_")
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="hetplan_sweep_")
+        d = cls.dir
         fake = os.path.join(d, "fake_python")
         with open(os.path.join(d, "stand_in.py"), "w") as f:
             f.write(STAND_IN)
         with open(fake, "w") as f:
             f.write(f"#!/bin/sh\nexec {sys.executable} {d}/stand_in.py \"$@\"\n")
         os.chmod(fake, 0o755)
-        out = os.path.join(d, "out")
-        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "measure_sweep.py"),
-                            "--out", out, "--hetplan", HETPLAN, "--python", fake, "--quick"],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        # A harness that must not run: --measurements compares without measuring.
+        cls.no_harness = os.path.join(d, "no_harness")
+        with open(cls.no_harness, "w") as f:
+            f.write("#!/bin/sh\necho the harness ran >&2\nexit 3\n")
+        os.chmod(cls.no_harness, 0o755)
+        cls.out = os.path.join(d, "out")
+        cls.first = sweep("--out", cls.out, "--python", fake, "--quick")
+
+    def check_known_errors(self, out):
         with open(os.path.join(out, "comparison.json")) as f:
             result = json.load(f)["predictions"]
         stats = result["summary"]
@@ -63,7 +75,48 @@ class Sweep(unittest.TestCase):
         self.assertEqual(len(ooms), 1)
         self.assertFalse(ooms[0]["predicted"]["feasible"])
         self.assertEqual(stats["oom_agreement"], "9/9")
+
+    def test_quick_sweep_reports_the_known_errors(self):
+        r = self.first
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.check_known_errors(self.out)
         self.assertIn("iteration time: median |error| 4.8%", r.stdout)
+
+    def test_measurements_of_an_earlier_sweep_are_compared_with_new_predictions(self):
+        self.assertEqual(self.first.returncode, 0, self.first.stderr + self.first.stdout)
+        measured = os.path.join(self.out, "measurements.json")
+        again = os.path.join(self.dir, "again")
+        r = sweep("--out", again, "--python", self.no_harness, "--quick", "--measurements",
+                  measured)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.assertNotIn("the harness ran", r.stderr)
+        self.check_known_errors(again)
+        self.assertIn("iteration time: median |error| 4.8%", r.stdout)
+        with open(measured) as f, open(os.path.join(again, "measurements.json")) as g:
+            self.assertEqual(json.load(f), json.load(g))
+
+    def test_measurements_of_other_configurations_are_bad_input(self):
+        self.assertEqual(self.first.returncode, 0, self.first.stderr + self.first.stdout)
+        measured = os.path.join(self.out, "measurements.json")
+        # The quick sweep's 9 measurements against the full sweep's 20 configurations.
+        r = sweep("--out", os.path.join(self.dir, "full"), "--python", self.no_harness,
+                  "--measurements", measured)
+        self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
+        self.assertIn(f"{measured}: 9 measurements where the sweep has 20 configurations",
+                      r.stderr)
+        # The same count, one configuration changed: its index and both sides are named.
+        with open(measured) as f:
+            doc = json.load(f)
+        doc["measurements"][2]["strategy"]["micro_batch"] = 3
+        swapped = os.path.join(self.dir, "swapped.json")
+        with open(swapped, "w") as f:
+            json.dump(doc, f)
+        r = sweep("--out", os.path.join(self.dir, "swapped"), "--python", self.no_harness,
+                  "--quick", "--measurements", swapped)
+        self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
+        self.assertIn(f"{swapped}: measurements[2] is model, micro_batch, global_batch, "
+                      "recompute ('gpt2-medium', 3, 16, 'full'), where the sweep's "
+                      "configuration 2 is ('gpt2-medium', 8, 16, 'full')", r.stderr)
 
 
 if __name__ == "__main__":
