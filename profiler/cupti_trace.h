@@ -39,7 +39,7 @@ struct TraceResult {
   double event_vs_cupti() const;
   // The `trace` object of a measurement; `timed_median_s` is the untraced median per operation.
   // "disagreement": the clocks differ by more than kTraceDisagreement on a gated region, or the
-  // untraced median is that much shorter than the kernels' own span (one timer is wrong).
+  // untraced median is that much shorter than the kernels' own time (one timer is wrong).
   // "launch_bound": the untraced median is that much longer than the span: the timing measured
   // the host's launch rate, not the device (tiny GEMMs).
   Json to_json(double timed_median_s) const;
