@@ -110,6 +110,11 @@ def prepare(a, configs):
                    os.path.join(a.out, sub, f"{i:02d}.json")]
             if calib:
                 cmd += ["--calibration", calib]
+            else:
+                # The priors alone: the shipped folder also holds measured H100 data (a
+                # profile since 2026-11-23), which would make these the measured predictions.
+                cmd += ["--no-default-calibration", "--calibration",
+                        os.path.join(ENV["HETPLAN_CALIBRATION_DIR"], "datasheet")]
             run(cmd, capture_output=True)
         label = f"{info['name']} s{seq} mb{mb} gb{gb} {recompute}"
         entries.append({"model_info": info_file, "model": info["name"],
