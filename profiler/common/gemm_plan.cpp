@@ -80,11 +80,12 @@ std::vector<GemmCase> gemm_grid(bool quick, const std::vector<Dtype>& dtypes) {
         break;
       case Dtype::kFp16:
       case Dtype::kFp8:
-        add_cube(out, d, p2, p4, p4, true, false);
-        break;
       case Dtype::kTf32:
       case Dtype::kFp32:
-        add_cube(out, d, p4, p4, p4, true, false);
+        // M in doubling steps: with M in 4x steps too (tf32 and fp32 until 2026-11-23) a
+        // held-out shape's nearest measured neighbours were 4x away, and the fit's held-out
+        // error on the H100 was 7.4% (fp32) and 4.8% (tf32) median against 2.6% for fp16.
+        add_cube(out, d, p2, p4, p4, true, false);
         break;
     }
   }

@@ -44,11 +44,11 @@ TEST(GemmPlan, FullGridCounts) {
   // fp16 and fp8: 11 x 6 x 6, all under the FLOP cap (2 * 16384^3 = 8.8e12 < 1.5e13, 2.5e13).
   EXPECT_EQ(count_dtype(grid, Dtype::kFp16), 396u);
   EXPECT_EQ(count_dtype(grid, Dtype::kFp8), 396u);
-  // tf32: 6^3 powers of four minus 16384^3 (8.8e12 > cap 300e12 * 25 ms = 7.5e12).
-  EXPECT_EQ(count_dtype(grid, Dtype::kTf32), 215u);
-  // fp32: cap 50e12 * 25 ms = 1.25e12 FLOPs, so m n k <= 4^19; of exponents 2..7, the sums 20
-  // (7,7,6 in 3 orders) and 21 (7,7,7) are over: 216 - 4.
-  EXPECT_EQ(count_dtype(grid, Dtype::kFp32), 212u);
+  // tf32: the same 11 x 6 x 6 minus 16384^3 (8.8e12 > cap 300e12 * 25 ms = 7.5e12).
+  EXPECT_EQ(count_dtype(grid, Dtype::kTf32), 395u);
+  // fp32: cap 50e12 * 25 ms = 1.25e12 FLOPs, so m n k <= 6.25e11: over it are m = 16384 with
+  // (n, k) = (16384, 16384), (16384, 4096), (4096, 16384), and m = 8192 with (16384, 16384).
+  EXPECT_EQ(count_dtype(grid, Dtype::kFp32), 391u);
 }
 
 TEST(GemmPlan, FullGridFitsItsTimeBudget) {
