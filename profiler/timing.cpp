@@ -20,41 +20,59 @@ double time_batch(const LaunchFn& launch, cudaStream_t stream, int64_t first, in
   return stop.seconds_since(start) / static_cast<double>(n);
 }
 
-}  // namespace
-
-Timing time_launches(const LaunchFn& launch, cudaStream_t stream, const TimingOptions& o) {
-  Timing t;
-  int64_t next = 0;
+// Warm-up launches, then a pilot: seconds per launch of one launch, or of twenty when one is too
+// short to time well. `next` counts the launches made.
+double warm_up_and_pilot(const LaunchFn& launch, cudaStream_t stream, const TimingOptions& o,
+                         int64_t& next) {
   for (int i = 0; i < o.warmup_launches; ++i) launch(next++);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-
-  // Pilot: one launch, or twenty when one is too short to time well.
   double per_launch = time_batch(launch, stream, next, 1);
   next += 1;
   if (per_launch < 50e-6) {
     per_launch = time_batch(launch, stream, next, 20);
     next += 20;
   }
-  per_launch = std::max(per_launch, 1e-7);
+  return std::max(per_launch, 1e-7);
+}
 
-  const auto L = static_cast<int64_t>(
-      std::clamp(std::ceil(o.sample_s / per_launch), 1.0, double(o.max_launches_per_sample)));
-  const auto S = static_cast<int64_t>(std::clamp(std::ceil(o.target_s / (per_launch * L)),
-                                                 double(o.min_samples), double(o.max_samples)));
-  std::vector<CudaEvent> events(static_cast<size_t>(S + 1));
+// `samples` batches of `per_sample` launches each, enqueued by `batch` between events recorded in
+// one go (no host synchronisation between samples); the distribution of seconds per launch.
+Distribution sample_batches(const std::function<void()>& batch, cudaStream_t stream,
+                            int64_t samples, int64_t per_sample) {
+  std::vector<CudaEvent> events(static_cast<size_t>(samples + 1));
   events[0].record(stream);
-  for (int64_t s = 0; s < S; ++s) {
-    for (int64_t i = 0; i < L; ++i) launch(next++);
+  for (int64_t s = 0; s < samples; ++s) {
+    batch();
     events[static_cast<size_t>(s + 1)].record(stream);
   }
   CUDA_CHECK(cudaEventSynchronize(events.back().get()));
-  std::vector<double> samples;
-  samples.reserve(static_cast<size_t>(S));
-  for (int64_t s = 0; s < S; ++s)
-    samples.push_back(
-        events[static_cast<size_t>(s + 1)].seconds_since(events[static_cast<size_t>(s)]) /
-        static_cast<double>(L));
-  t.per_launch_s = summarize(std::move(samples));
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(samples));
+  for (int64_t s = 0; s < samples; ++s)
+    out.push_back(events[static_cast<size_t>(s + 1)].seconds_since(events[static_cast<size_t>(s)]) /
+                  static_cast<double>(per_sample));
+  return summarize(std::move(out));
+}
+
+int64_t sample_count(const TimingOptions& o, double batch_s) {
+  return static_cast<int64_t>(std::clamp(std::ceil(o.target_s / std::max(batch_s, 1e-7)),
+                                         double(o.min_samples), double(o.max_samples)));
+}
+
+}  // namespace
+
+Timing time_launches(const LaunchFn& launch, cudaStream_t stream, const TimingOptions& o) {
+  Timing t;
+  int64_t next = 0;
+  const double per_launch = warm_up_and_pilot(launch, stream, o, next);
+  const auto L = static_cast<int64_t>(
+      std::clamp(std::ceil(o.sample_s / per_launch), 1.0, double(o.max_launches_per_sample)));
+  const int64_t S = sample_count(o, per_launch * static_cast<double>(L));
+  t.per_launch_s = sample_batches(
+      [&] {
+        for (int64_t i = 0; i < L; ++i) launch(next++);
+      },
+      stream, S, L);
   t.launches_per_sample = L;
   t.launches = next;
   return t;
@@ -99,19 +117,10 @@ std::string capture(const LaunchFn& launch, cudaStream_t stream, int64_t first, 
 }  // namespace
 
 Timing time_graph_launches(const LaunchFn& launch, cudaStream_t stream, const TimingOptions& o) {
-  int64_t next = 0;
-  for (int i = 0; i < o.warmup_launches; ++i) launch(next++);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-
   // The batch: long enough to time (sized by an eager pilot, which overestimates a short
   // operation: a longer batch, no harm) and to cycle through the rotation.
-  double eager = time_batch(launch, stream, next, 1);
-  next += 1;
-  if (eager < 50e-6) {
-    eager = time_batch(launch, stream, next, 20);
-    next += 20;
-  }
-  eager = std::max(eager, 1e-7);
+  int64_t next = 0;
+  const double eager = warm_up_and_pilot(launch, stream, o, next);
   const auto cap = static_cast<int64_t>(o.max_launches_per_sample);
   const int64_t L = std::clamp<int64_t>(
       std::max(static_cast<int64_t>(std::ceil(o.sample_s / eager)), o.rotation_launches), 1, cap);
@@ -123,32 +132,13 @@ Timing time_graph_launches(const LaunchFn& launch, cudaStream_t stream, const Ti
     t.graph_fallback = why;
     return t;
   }
-  // One replay uploads the graph and measures the batch as the device runs it.
-  CUDA_CHECK(cudaGraphLaunch(g.exec, stream));
-  CudaEvent start, stop;
-  start.record(stream);
-  CUDA_CHECK(cudaGraphLaunch(g.exec, stream));
-  stop.record(stream);
-  CUDA_CHECK(cudaEventSynchronize(stop.get()));
-  const double batch_s = std::max(stop.seconds_since(start), 1e-7);
-  const auto S = static_cast<int64_t>(
-      std::clamp(std::ceil(o.target_s / batch_s), double(o.min_samples), double(o.max_samples)));
-
-  std::vector<CudaEvent> events(static_cast<size_t>(S + 1));
-  events[0].record(stream);
-  for (int64_t s = 0; s < S; ++s) {
-    CUDA_CHECK(cudaGraphLaunch(g.exec, stream));
-    events[static_cast<size_t>(s + 1)].record(stream);
-  }
-  CUDA_CHECK(cudaEventSynchronize(events.back().get()));
-  std::vector<double> samples;
-  samples.reserve(static_cast<size_t>(S));
-  for (int64_t s = 0; s < S; ++s)
-    samples.push_back(
-        events[static_cast<size_t>(s + 1)].seconds_since(events[static_cast<size_t>(s)]) /
-        static_cast<double>(L));
+  // One replay uploads the graph, one more measures the batch as the device runs it.
+  const auto replay = [&] { CUDA_CHECK(cudaGraphLaunch(g.exec, stream)); };
+  replay();
+  const double batch_s = sample_batches(replay, stream, 1, 1).median;
+  const int64_t S = sample_count(o, batch_s);
   Timing t;
-  t.per_launch_s = summarize(std::move(samples));
+  t.per_launch_s = sample_batches(replay, stream, S, L);
   t.launches_per_sample = L;
   t.launches = next + L * (S + 2);
   t.timer = "cuda_graph";
