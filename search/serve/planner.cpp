@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -149,10 +151,34 @@ PlanResult plan_serving(const ServingProblem& problem, const PlannerOptions& opt
                     seconds_since(t0), options.time_limit_s));
   } else {
     ls.time_limit_s = left(search_share);
+    // The second search on a thread of its own where one is allowed and the system starts it.
+    // An exception in either is rethrown once both are done: a joinable thread left behind would
+    // end the process in std::terminate.
+    std::thread second;
+    std::exception_ptr second_failed;
     if (options.threads >= 2) {
-      std::thread second(run, 1);
-      run(0);
+      try {
+        second = std::thread([&] {
+          try {
+            run(1);
+          } catch (...) {
+            second_failed = std::current_exception();
+          }
+        });
+      } catch (const std::system_error&) {
+        // Refused (a low process limit): both searches run on this thread, below.
+      }
+    }
+    if (second.joinable()) {
+      std::exception_ptr first_failed;
+      try {
+        run(0);
+      } catch (...) {
+        first_failed = std::current_exception();
+      }
       second.join();
+      if (first_failed) std::rethrow_exception(first_failed);
+      if (second_failed) std::rethrow_exception(second_failed);
     } else {
       ls.time_limit_s /= 2;
       run(0);
