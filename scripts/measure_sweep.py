@@ -171,7 +171,11 @@ def summary(errors):
     if not errors:
         return {"count": 0}
     a = sorted(abs(e) for e in errors)
-    p90 = a[min(len(a) - 1, int(round(0.9 * (len(a) - 1))))]
+    # Linear between the two nearest ranks, as `hetplan report` computes it
+    # (costmodel/stats.cpp percentile_sorted), so that both print the same p90 for the same runs.
+    pos = 0.9 * (len(a) - 1)
+    lo = int(pos)
+    p90 = a[lo] + (a[min(lo + 1, len(a) - 1)] - a[lo]) * (pos - lo)
     return {"count": len(a), "median_abs_error": statistics.median(a), "p90_abs_error": p90,
             "mean_signed_error": statistics.fmean(errors)}
 
