@@ -15,7 +15,7 @@
 namespace hetplan::kernels::emu {
 namespace {
 
-enum class State { kReady, kBlockBarrier, kWarp, kDone };
+enum class State { kReady, kBlockBarrier, kWarp, kMbarrier, kDone };
 
 struct PendingCopy {
   unsigned char* dst;
@@ -32,6 +32,8 @@ struct Fiber {
   std::vector<PendingCopy> copies;
   int next_group = 0;
   int warp_op = -1;
+  uint32_t mbar_offset = 0;  // while kMbarrier: the barrier and the parity waited for
+  int mbar_parity = 0;
   // Shared-memory bytes this thread wrote through the generic proxy (ordinary stores, cp.async)
   // since its last fence.proxy.async: [offset, offset + bytes).
   std::vector<std::pair<uint32_t, uint32_t>> unfenced;
@@ -86,6 +88,7 @@ void release_block_barrier_if_complete(Run& r) {
 
 void mark_generic_write(Run& r, Fiber& f, const unsigned char* p, size_t bytes) {
   const auto offset = static_cast<uint32_t>(p - r.smem.data());
+  bulk_check_generic_write(offset, bytes);
   for (size_t i = 0; i < bytes; ++i)
     r.unfenced_writer[offset + i] = static_cast<int16_t>(f.linear + 1);
   if (!f.unfenced.empty() && f.unfenced.back().first + f.unfenced.back().second == offset)
@@ -112,6 +115,7 @@ void fiber_main() {
     (*r.body)();
     if (!f.copies.empty())
       throw std::runtime_error("thread exited with cp.async copies never waited for");
+    bulk_thread_exit_check();
   } catch (const std::exception& e) {
     if (r.error.empty()) r.error = e.what();
   }
@@ -123,14 +127,33 @@ void fiber_main() {
 
 std::string describe(const Run& r) {
   std::string s;
-  for (const Fiber& f : r.fibers) {
+  // Threads at an mbarrier first: one usually says why the others wait at __syncthreads.
+  std::vector<const Fiber*> order;
+  for (const Fiber& f : r.fibers)
+    if (f.state == State::kMbarrier) order.push_back(&f);
+  for (const Fiber& f : r.fibers)
+    if (f.state != State::kMbarrier) order.push_back(&f);
+  for (const Fiber* fp : order) {
+    const Fiber& f = *fp;
     if (f.state == State::kDone) continue;
-    s +=
-        " t" + std::to_string(f.linear) +
-        (f.state == State::kBlockBarrier ? ":syncthreads" : ":warp-op" + std::to_string(f.warp_op));
+    s += " t" + std::to_string(f.linear) +
+         (f.state == State::kBlockBarrier ? ":syncthreads"
+          : f.state == State::kMbarrier
+              ? ":mbarrier wait for parity " + std::to_string(f.mbar_parity) + " (" +
+                    mbarrier_describe(f.mbar_offset) + ")"
+              : ":warp-op" + std::to_string(f.warp_op));
     if (s.size() > 300) return s + " ...";
   }
   return s;
+}
+
+// Whether fiber i can run now; a thread waiting on an mbarrier becomes ready when the phase it
+// waits for has completed (tested just before it would run, so nothing changes in between).
+bool runnable(Run& r, int i) {
+  Fiber& f = r.fibers[static_cast<size_t>(i)];
+  if (f.state == State::kMbarrier && mbarrier_phase_done(f.mbar_offset, f.mbar_parity))
+    f.state = State::kReady;
+  return f.state == State::kReady;
 }
 
 void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
@@ -162,7 +185,7 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
     if (!shuffle) {
       // Index order, one step (up to the next barrier or collective) per thread per pass.
       for (int i = 0; i < n && r.error.empty(); ++i) {
-        if (r.fibers[static_cast<size_t>(i)].state != State::kReady) continue;
+        if (!runnable(r, i)) continue;
         run_fiber(i);
         ran = true;
       }
@@ -176,7 +199,7 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
         for (bool progress = true; progress && r.error.empty();) {
           progress = false;
           for (int i = w * 32; i < std::min(n, w * 32 + 32) && r.error.empty(); ++i) {
-            if (r.fibers[static_cast<size_t>(i)].state != State::kReady) continue;
+            if (!runnable(r, i)) continue;
             run_fiber(i);
             progress = ran = true;
           }
@@ -224,6 +247,13 @@ void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
         ++g_block_serial;
         std::fill(r.smem.begin(), r.smem.end(), static_cast<unsigned char>(0xff));  // NaN bytes
         run_block(r, options.stack_bytes, options.schedule_seed ? &rng : nullptr);
+        if (r.error.empty()) {
+          try {
+            bulk_block_end_check();
+          } catch (const std::exception& e) {
+            r.error = e.what();
+          }
+        }
         if (!r.error.empty())
           r.error = "block (" + std::to_string(bx) + "," + std::to_string(by) + "," +
                     std::to_string(bz) + "): " + r.error;
@@ -428,13 +458,26 @@ void fence_proxy_async() {
 }
 
 void check_async_proxy_read(uint32_t offset, size_t bytes) {
+  check_async_proxy_access(offset, bytes, "wgmma reads");
+}
+
+void check_async_proxy_access(uint32_t offset, size_t bytes, const char* access) {
   const Run& r = run();
   for (size_t i = 0; i < bytes; ++i)
     if (const int writer = r.unfenced_writer.at(offset + i); writer != 0)
-      throw std::runtime_error("wgmma reads shared memory at offset " + std::to_string(offset + i) +
-                               " that thread " + std::to_string(writer - 1) +
-                               " wrote through the generic proxy (st.shared, cp.async) without a "
-                               "fence.proxy.async after it");
+      throw std::runtime_error(std::string(access) + " shared memory at offset " +
+                               std::to_string(offset + i) + " that thread " +
+                               std::to_string(writer - 1) +
+                               " wrote through the generic proxy (st.shared, cp.async, "
+                               "mbarrier.init) without a fence.proxy.async after it");
+}
+
+void block_on_mbarrier(uint32_t offset, int parity) {
+  Fiber& f = me();
+  f.state = State::kMbarrier;
+  f.mbar_offset = offset;
+  f.mbar_parity = parity;
+  yield();
 }
 
 void register_global(const void* p, size_t bytes) {

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace hetplan::kernels::emu {
 
@@ -91,9 +92,53 @@ void wgmma_wait(int groups_left_pending);
 void note_generic_smem_write(const void* p, size_t bytes);
 void fence_proxy_async();
 void check_async_proxy_read(uint32_t offset, size_t bytes);
+// The same check for another async-proxy access; `access` names it ("cp.reduce.async.bulk
+// reads") in the error.
+void check_async_proxy_access(uint32_t offset, size_t bytes, const char* access);
 // wgmma.fence: a thread's wgmma needs one since the thread's last wgmma wait (or its start), the
 // points after which it may have written the accumulator or A-fragment registers.
 void wgmma_fence();
+
+// mbarrier objects and bulk copies (sm_90; kernels/emulator/simt_bulk.cpp), from the PTX ISA
+// ("Parallel Synchronization and Communication Instructions: mbarrier", "cp.async.bulk",
+// "cp.reduce.async.bulk"). A barrier is 8 bytes of shared memory (8-byte aligned) with a phase,
+// the arrivals still pending in it (the count given at init) and a tx-count; a phase completes
+// when both reach zero. What the model checks, each with an error naming the barrier's offset:
+//   - a bulk copy's destination reads as NaN bytes from its issue until a thread's wait observes
+//     the completion of the phase it completed into (a missing wait, or a refill while a reader
+//     is still at it, shows as NaN);
+//   - a phase whose arrivals are all in with the tx-count below zero (copies brought more bytes
+//     than arrive.expect_tx announced) throws, as does a tx-count beyond +-(2^20 - 1), an arrival
+//     more than the count, and a wait that returns a phase the thread observed already (stale
+//     parity) or skips one; a phase that never completes shows as a deadlock naming the barrier's
+//     pending arrivals and tx-count;
+//   - mbarrier.init is a generic-proxy write: a bulk copy completing on a barrier whose init the
+//     initialising thread has not followed with fence.proxy.async throws;
+//   - a bulk reduce reads its shared-memory source at the cp.async.bulk.wait_group(.read) that
+//     retires its group, not at issue; a generic write into a source still being read throws, as
+//     does a source with unfenced generic-proxy writes at issue and a thread that exits with a
+//     bulk group never waited for;
+//   - sizes must be multiples of 16 bytes and addresses 16-byte aligned.
+// A thread waiting on a barrier blocks (other threads run) until the phase of the wanted parity
+// completes. Blocks run one at a time, so a reduce into global memory from several blocks is
+// race-free here; on the GPU it is atomic per element.
+void mbarrier_init(const void* bar, int arrivals);
+void mbarrier_arrive(const void* bar, uint32_t expect_tx_bytes);  // 0: plain arrive
+void mbarrier_wait_parity(const void* bar, int parity);
+void bulk_copy_g2s(void* smem_dst, const void* global_src, uint32_t bytes, const void* bar);
+void bulk_reduce_add_f32(float* global_dst, const void* smem_src, uint32_t bytes);
+void bulk_commit();
+void bulk_wait_read(int groups_left_pending);
+// Internal (between simt_emulator.cpp and simt_bulk.cpp): block the calling thread until the
+// barrier at `offset` is past the phase of parity `parity`; the scheduler's test of that; a
+// description for deadlock reports; checks at a thread's exit, at a block's end and on every
+// generic-proxy shared-memory write.
+void block_on_mbarrier(uint32_t offset, int parity);
+bool mbarrier_phase_done(uint32_t offset, int parity);
+std::string mbarrier_describe(uint32_t offset);
+void bulk_thread_exit_check();
+void bulk_block_end_check();
+void bulk_check_generic_write(uint32_t offset, size_t bytes);
 
 // cp.async.cg.shared.global, 16 bytes; src_bytes 0 fills zeros (the source is not read).
 void cp_async16(void* smem_dst, const void* global_src, int src_bytes);

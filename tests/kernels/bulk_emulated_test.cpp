@@ -1,0 +1,353 @@
+// The emulator's mbarrier and bulk-copy model (kernels/emulator/simt_bulk.cpp) through the
+// primitives of kernels/simt_bulk.h: one test per rule.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/emulator/simt_emulator.h"
+#include "kernels/simt_bulk.h"
+#include "tests/kernels/emulated.h"
+
+namespace hetplan::kernels {
+namespace {
+
+using testing::emulate;
+
+// Runs `body` as one block of `threads` threads with `smem` bytes and returns the error the
+// emulator throws ("" if none).
+std::string run_block(int threads, size_t smem, const std::function<void()>& body,
+                      uint64_t seed = 0) {
+  LaunchShape one;
+  one.block = threads;
+  one.smem = smem;
+  try {
+    emulate(one, body, seed);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_ERROR_HAS(error, text)              \
+  EXPECT_NE((error).find(text), std::string::npos) \
+      << "error: " << ((error).empty() ? "(none)" : (error))
+
+// A block of 32 threads: barrier at offset 1024, a 256-byte buffer at offset 0, `src` of 64
+// floats 0 .. 63 in global memory. Thread 0 sets the barrier up (count 1).
+struct Small {
+  std::vector<float> src = std::vector<float>(64);
+  emu::GlobalScope scope;
+  Small() {
+    for (int i = 0; i < 64; ++i) src[static_cast<size_t>(i)] = static_cast<float>(i);
+    scope.add(src.data(), src.size());
+  }
+  static uint64_t* bar() { return reinterpret_cast<uint64_t*>(simt::dynamic_smem() + 1024); }
+  static float* buf() { return reinterpret_cast<float*>(simt::dynamic_smem()); }
+  static void init(bool fence = true) {
+    if (simt::thread_x() == 0) {
+      simt::mbarrier_init(bar(), 1);
+      if (fence) simt::fence_proxy_async();
+    }
+    simt::sync_threads();
+  }
+};
+constexpr size_t kSmallSmem = 1024 + 64;
+
+// The copy's bytes read as NaN until a wait observes the phase; then as copied, in every thread.
+TEST(BulkEmulated, CopyLandsAtTheWaitThatObservesThePhase) {
+  Small s;
+  bool nan_before = true, right_after = true;
+  const std::string error = run_block(32, kSmallSmem, [&] {
+    Small::init();
+    if (simt::thread_x() == 0) {
+      simt::mbarrier_arrive_expect_tx(Small::bar(), 256);
+      simt::bulk_copy_g2s(Small::buf(), s.src.data(), 256, Small::bar());
+      nan_before = nan_before && std::isnan(Small::buf()[5]);
+    }
+    simt::mbarrier_wait(Small::bar(), 0);
+    right_after = right_after && Small::buf()[5] == 5.0f && Small::buf()[63] == 63.0f;
+  });
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(nan_before);
+  EXPECT_TRUE(right_after);
+}
+
+// The copy may complete before the expect_tx (the tx-count goes below zero while an arrival is
+// pending): legal, as on the GPU.
+TEST(BulkEmulated, CopyBeforeExpectTxIsAllowed) {
+  Small s;
+  float got = 0.0f;
+  const std::string error = run_block(32, kSmallSmem, [&] {
+    Small::init();
+    if (simt::thread_x() == 0) {
+      simt::bulk_copy_g2s(Small::buf(), s.src.data(), 128, Small::bar());
+      simt::bulk_copy_g2s(Small::buf() + 32, s.src.data() + 32, 128, Small::bar());
+      simt::mbarrier_arrive_expect_tx(Small::bar(), 256);
+    }
+    simt::mbarrier_wait(Small::bar(), 0);
+    if (simt::thread_x() == 7) got = Small::buf()[40];
+  });
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(got, 40.0f);
+}
+
+TEST(BulkEmulated, ExpectTxBelowTheCopiedBytesThrows) {
+  Small s;
+  const std::string error = run_block(32, kSmallSmem, [&] {
+    Small::init();
+    if (simt::thread_x() == 0) {
+      simt::mbarrier_arrive_expect_tx(Small::bar(), 240);
+      simt::bulk_copy_g2s(Small::buf(), s.src.data(), 256, Small::bar());
+    }
+    simt::mbarrier_wait(Small::bar(), 0);
+  });
+  EXPECT_ERROR_HAS(error, "tx-count underflow");
+  EXPECT_ERROR_HAS(error, "16 bytes more than arrive.expect_tx announced");
+}
+
+// A phase that never completes is a deadlock; the report names the bytes still expected.
+TEST(BulkEmulated, ExpectTxAboveTheCopiedBytesDeadlocksNamingTheTxCount) {
+  Small s;
+  const std::string error = run_block(32, kSmallSmem, [&] {
+    Small::init();
+    if (simt::thread_x() == 0) {
+      simt::mbarrier_arrive_expect_tx(Small::bar(), 272);
+      simt::bulk_copy_g2s(Small::buf(), s.src.data(), 256, Small::bar());
+    }
+    simt::mbarrier_wait(Small::bar(), 0);
+  });
+  EXPECT_ERROR_HAS(error, "deadlock");
+  EXPECT_ERROR_HAS(error, "0 of 1 arrivals pending, tx-count 16 bytes outstanding");
+}
+
+TEST(BulkEmulated, TxCountBeyondItsRangeThrows) {
+  const std::string error = run_block(32, kSmallSmem, [&] {
+    Small::init();
+    if (simt::thread_x() == 0) simt::mbarrier_arrive_expect_tx(Small::bar(), 1u << 20);
+  });
+  EXPECT_ERROR_HAS(error, "outside the range");
+}
+
+// Waiting twice with the same parity returns the phase seen before (the GPU would let the
+// thread read a stage not yet refilled): the emulator refuses it.
+TEST(BulkEmulated, WaitWithAStaleParityThrows) {
+  const std::string error = run_block(32, kSmallSmem, [&] {
+    Small::init();
+    if (simt::thread_x() == 0) simt::mbarrier_arrive(Small::bar());
+    simt::mbarrier_wait(Small::bar(), 0);
+    simt::mbarrier_wait(Small::bar(), 0);
+  });
+  EXPECT_ERROR_HAS(error, "has observed already (wrong parity");
+}
+
+// A first wait may return the phase before the first (parity 1 on a fresh barrier: the
+// producer's pass through an empty stage) or phase 0, never a later one.
+TEST(BulkEmulated, WaitThatSkipsAPhaseThrows) {
+  bool passed_fresh = false;
+  const std::string fine = run_block(32, kSmallSmem, [&] {
+    Small::init();
+    simt::mbarrier_wait(Small::bar(), 1);
+    if (simt::thread_x() == 0) passed_fresh = true;
+  });
+  EXPECT_EQ(fine, "");
+  EXPECT_TRUE(passed_fresh);
+  const std::string error = run_block(32, kSmallSmem, [&] {
+    Small::init();
+    if (simt::thread_x() == 0) {
+      simt::mbarrier_arrive(Small::bar());  // phase 0 completes
+      simt::mbarrier_arrive(Small::bar());  // phase 1 completes
+      simt::mbarrier_wait(Small::bar(), 1);
+    }
+  });
+  EXPECT_ERROR_HAS(error, "returns the completion of phase 1, skipping a phase");
+}
+
+TEST(BulkEmulated, ArrivalsBeyondTheCountThrow) {
+  const std::string error = run_block(32, kSmallSmem, [&] {
+    Small::init();
+    if (simt::thread_x() == 0) {
+      simt::mbarrier_arrive_expect_tx(Small::bar(), 16);  // phase 0 now waits for bytes only
+      simt::mbarrier_arrive(Small::bar());
+    }
+  });
+  EXPECT_ERROR_HAS(error, "more arrivals than its count of 1");
+}
+
+TEST(BulkEmulated, UninitialisedBarrierThrows) {
+  const std::string error =
+      run_block(32, kSmallSmem, [&] { simt::mbarrier_wait(Small::bar(), 0); });
+  EXPECT_ERROR_HAS(error, "which no mbarrier.init of this block set up");
+}
+
+// mbarrier.init writes through the generic proxy; the copy's complete_tx (async proxy) needs the
+// initialising thread's fence.proxy.async first.
+TEST(BulkEmulated, CopyOntoAnUnfencedInitThrows) {
+  Small s;
+  const std::string error = run_block(32, kSmallSmem, [&] {
+    Small::init(/*fence=*/false);
+    if (simt::thread_x() == 0) {
+      simt::mbarrier_arrive_expect_tx(Small::bar(), 256);
+      simt::bulk_copy_g2s(Small::buf(), s.src.data(), 256, Small::bar());
+    }
+    simt::mbarrier_wait(Small::bar(), 0);
+  });
+  EXPECT_ERROR_HAS(error, "complete_tx on its mbarrier reads shared memory at offset 1024");
+  EXPECT_ERROR_HAS(error, "without a fence.proxy.async");
+}
+
+TEST(BulkEmulated, CopySizeAndAlignmentRules) {
+  Small s;
+  auto copy = [&](int dst_offset, int src_offset, uint32_t bytes) {
+    return run_block(32, kSmallSmem, [&] {
+      Small::init();
+      if (simt::thread_x() == 0) {
+        simt::mbarrier_arrive_expect_tx(Small::bar(), bytes);
+        simt::bulk_copy_g2s(simt::dynamic_smem() + dst_offset,
+                            reinterpret_cast<const unsigned char*>(s.src.data()) + src_offset,
+                            bytes, Small::bar());
+      }
+      simt::mbarrier_wait(Small::bar(), 0);
+    });
+  };
+  EXPECT_EQ(copy(0, 0, 32), "");
+  EXPECT_ERROR_HAS(copy(0, 0, 24), "not a positive multiple of 16");
+  EXPECT_ERROR_HAS(copy(8, 0, 32), "16-byte aligned");
+  EXPECT_ERROR_HAS(copy(0, 4, 32), "16-byte aligned");
+  EXPECT_ERROR_HAS(copy(0, 16, 256), "out-of-bounds");       // past the end of src
+  EXPECT_ERROR_HAS(copy(1024, 0, 32), "overlaps mbarrier");  // onto the barrier
+}
+
+// A second copy into bytes whose first copy no wait has observed: those bytes read as NaN (on
+// the GPU the two land in either order).
+TEST(BulkEmulated, RefillBeforeTheReadersWaitedReadsNaN) {
+  Small s;
+  float got = 0.0f;
+  const std::string error = run_block(32, kSmallSmem, [&] {
+    uint64_t* bar2 = Small::bar() - 1;  // offset 1016
+    if (simt::thread_x() == 0) {
+      simt::mbarrier_init(Small::bar(), 1);
+      simt::mbarrier_init(bar2, 1);
+      simt::fence_proxy_async();
+    }
+    simt::sync_threads();
+    if (simt::thread_x() == 0) {
+      simt::mbarrier_arrive_expect_tx(Small::bar(), 256);
+      simt::bulk_copy_g2s(Small::buf(), s.src.data(), 256, Small::bar());
+      simt::mbarrier_arrive_expect_tx(bar2, 128);
+      simt::bulk_copy_g2s(Small::buf(), s.src.data() + 32, 128, bar2);
+    }
+    simt::sync_threads();  // thread 0's first wait then lands the first copy before thread 3's
+    simt::mbarrier_wait(Small::bar(), 0);
+    if (simt::thread_x() == 3) got = Small::buf()[3];
+    simt::sync_threads();
+    simt::mbarrier_wait(bar2, 0);
+  });
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(std::isnan(got)) << got;
+}
+
+// ---- bulk reduce ----
+
+// 32 threads each store 4 floats (t, t + 0.25, ...) to shared memory; thread 0 adds them to a
+// global buffer of 128 floats holding 10 with one reduce. `steps` switch the PTX ISA's steps off.
+struct ReduceSteps {
+  bool fence = true, wait = true, rewrite_after = false;
+};
+std::string small_reduce(const ReduceSteps& steps, std::vector<float>& out) {
+  out.assign(128, 10.0f);
+  emu::GlobalScope scope;
+  scope.add(out.data(), out.size());
+  return run_block(32, 512, [&] {
+    float* src = reinterpret_cast<float*>(simt::dynamic_smem());
+    const int t = simt::thread_x();
+    for (int j = 0; j < 4; ++j) simt::sts_f32(src + 4 * t + j, static_cast<float>(t) + 0.25f * j);
+    if (steps.fence) simt::fence_proxy_async();
+    simt::sync_threads();
+    if (t == 0) {
+      simt::bulk_reduce_add_f32(out.data(), src, 512);
+      simt::bulk_commit();
+      if (steps.wait) simt::bulk_wait_read<0>();
+    }
+    simt::sync_threads();
+    if (steps.rewrite_after) simt::sts_f32(src + 4 * t, -1.0f);
+  });
+}
+
+TEST(BulkEmulated, ReduceAddsToGlobalMemory) {
+  std::vector<float> out;
+  ReduceSteps steps;
+  steps.rewrite_after = true;  // after the wait: allowed
+  EXPECT_EQ(small_reduce(steps, out), "");
+  EXPECT_EQ(out[0], 10.0f);
+  EXPECT_EQ(out[4 * 7 + 2], 10.0f + 7.5f);
+  EXPECT_EQ(out[127], 10.0f + 31.75f);
+}
+
+TEST(BulkEmulated, ReduceOfUnfencedStoresThrows) {
+  std::vector<float> out;
+  ReduceSteps steps;
+  steps.fence = false;
+  const std::string error = small_reduce(steps, out);
+  EXPECT_ERROR_HAS(error, "cp.reduce.async.bulk reads shared memory at offset 0");
+  EXPECT_ERROR_HAS(error, "without a fence.proxy.async");
+}
+
+TEST(BulkEmulated, RewritingTheSourceBeforeTheWaitThrows) {
+  std::vector<float> out;
+  ReduceSteps steps;
+  steps.wait = false;
+  steps.rewrite_after = true;
+  EXPECT_ERROR_HAS(small_reduce(steps, out), "while a cp.reduce.async.bulk still reads it");
+}
+
+TEST(BulkEmulated, ExitingWithAReduceNeverWaitedForThrows) {
+  std::vector<float> out;
+  ReduceSteps steps;
+  steps.wait = false;
+  EXPECT_ERROR_HAS(small_reduce(steps, out), "never waited for");
+}
+
+// The source is read at the wait, not at issue; wait_group.read<1> retires all but the newest.
+TEST(BulkEmulated, ReduceReadsItsSourceAtTheWait) {
+  std::vector<float> out(32, 0.0f);
+  emu::GlobalScope scope;
+  scope.add(out.data(), out.size());
+  bool first_done_early = false, second_pending = false;
+  const std::string error = run_block(32, 256, [&] {
+    float* src = reinterpret_cast<float*>(simt::dynamic_smem());
+    if (simt::thread_x() != 0) return;
+    for (int i = 0; i < 32; ++i) simt::sts_f32(src + i, 1.0f);
+    simt::fence_proxy_async();
+    simt::bulk_reduce_add_f32(out.data(), src, 64);
+    simt::bulk_commit();
+    simt::bulk_reduce_add_f32(out.data() + 16, src + 16, 64);
+    simt::bulk_commit();
+    first_done_early = out[0] == 0.0f;  // nothing read yet
+    simt::bulk_wait_read<1>();
+    first_done_early = first_done_early && out[0] == 1.0f;
+    second_pending = out[16] == 0.0f;
+    simt::bulk_wait_read<0>();
+    second_pending = second_pending && out[16] == 1.0f;
+  });
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(first_done_early);
+  EXPECT_TRUE(second_pending);
+}
+
+TEST(BulkEmulated, ReduceSizeRule) {
+  std::vector<float> out(32, 0.0f);
+  emu::GlobalScope scope;
+  scope.add(out.data(), out.size());
+  const std::string error = run_block(32, 256, [&] {
+    float* src = reinterpret_cast<float*>(simt::dynamic_smem());
+    if (simt::thread_x() == 0) simt::bulk_reduce_add_f32(out.data(), src, 8);
+  });
+  EXPECT_ERROR_HAS(error, "not a positive multiple of 16");
+}
+
+}  // namespace
+}  // namespace hetplan::kernels
