@@ -132,6 +132,9 @@ bool hopper_attention_available() {
 std::vector<float> wgmma_selftest_run(int) {
   throw std::invalid_argument("wgmma self-test: the sm_90a kernels were not built");
 }
+std::vector<float> bulk_selftest_run() {
+  throw std::invalid_argument("bulk-copy self-test: the sm_90a kernels were not built");
+}
 #endif
 
 float AttentionShape::softmax_scale() const {

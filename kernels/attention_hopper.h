@@ -22,5 +22,8 @@ bool hopper_attention_available();
 // Runs variant `variant` (0 .. kWgmmaSelftestVariants - 1) of kernels/wgmma_selftest.h on the
 // current device (which must be one where hopper_attention_available()); returns its output.
 std::vector<float> wgmma_selftest_run(int variant);
+// Runs kernels/bulk_selftest.h (mbarrier ring and bulk reduce) on the current device (one where
+// hopper_attention_available()); returns its output, for bulk_selftest_check.
+std::vector<float> bulk_selftest_run();
 
 }  // namespace hetplan::kernels

@@ -255,7 +255,7 @@ part_a() {
   for t in kernels profiler; do
     say "  gpu tests ($t):"
     excerpt "$work/logs/gpu_tests_$t.log" \
-      '^\[  (PASSED|SKIPPED|FAILED) +\] [0-9]+ tests?|^\[  FAILED  \] .*\([0-9]+ ms\)$|wgmma self-test|^(bf16 8192|best device copy|[0-9]+ of [0-9]+ GEMMs)' 30
+      '^\[  (PASSED|SKIPPED|FAILED) +\] [0-9]+ tests?|^\[  FAILED  \] .*\([0-9]+ ms\)$|wgmma self-test|bulk-copy self-test|^(bf16 8192|best device copy|[0-9]+ of [0-9]+ GEMMs)' 30
   done
   step kernel_bench 200 15 "$bin/hetplan_kernel_bench" --json "$work/kernel_bench.json"
   # The table's rows (they hold a %copy column; the progress lines do not) of items 5 and 6.

@@ -12,6 +12,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_hopper.h"
 #include "kernels/bandwidth.h"
+#include "kernels/bulk_selftest.h"
 #include "kernels/device_buffer.h"
 #include "kernels/elementwise.h"
 #include "kernels/norms.h"
@@ -66,6 +67,20 @@ TEST(KernelProperties, WgmmaOperandFormsGiveTheKnownProduct) {
         EXPECT_EQ(r.wrong[form], 0) << "form " << form << ":" << r.detail;
     }
   }
+}
+
+// The mbarrier ring (bulk copies into 3 stages over 8 tiles, full/empty barriers, both parities)
+// and the bulk reduce of 4 blocks into one buffer (kernels/bulk_selftest.h) on the hardware,
+// against exact sums; the emulator passes the same code (BulkEmulated.SelftestGivesTheKnownSums).
+// A disagreement about the primitives' semantics shows as wrong sums or as a hang (a phase that
+// never completes: the test then runs into the GPU session's step limit).
+TEST(KernelProperties, BulkCopyRingAndReduceGiveTheKnownSums) {
+  REQUIRE_GPU();
+  if (!hopper_attention_available()) GTEST_SKIP() << "no sm_90a kernels for this device";
+  const BulkSelftestReport r = bulk_selftest_check(bulk_selftest_run());
+  std::printf("bulk-copy self-test: %d of %d wrong%s\n", r.wrong, kBulkSelftestOutFloats,
+              r.detail.c_str());
+  EXPECT_EQ(r.wrong, 0) << r.detail;
 }
 
 TEST(KernelProperties, DropoutMaskIsAFunctionOfSeedOffsetAndIndex) {

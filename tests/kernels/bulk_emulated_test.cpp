@@ -1,13 +1,18 @@
 // The emulator's mbarrier and bulk-copy model (kernels/emulator/simt_bulk.cpp) through the
-// primitives of kernels/simt_bulk.h: one test per rule.
+// primitives of kernels/simt_bulk.h: one test per rule, then the known-answer test of
+// kernels/bulk_selftest.h (which the GPU test
+// KernelProperties.BulkCopyRingAndReduceGiveTheKnownSums runs on the hardware) and its mutations,
+// each of which must be caught.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kernels/bulk_selftest.h"
 #include "kernels/emulator/simt_emulator.h"
 #include "kernels/simt_bulk.h"
 #include "tests/kernels/emulated.h"
@@ -347,6 +352,74 @@ TEST(BulkEmulated, ReduceSizeRule) {
     if (simt::thread_x() == 0) simt::bulk_reduce_add_f32(out.data(), src, 8);
   });
   EXPECT_ERROR_HAS(error, "not a positive multiple of 16");
+}
+
+// ---- the known-answer test and its mutations ----
+
+template <int kMutation>
+std::string run_selftest(std::vector<float>& out, uint64_t seed = 0) {
+  const std::vector<float> src = bulk_selftest_source();
+  out.assign(kBulkSelftestOutFloats, kBulkSelftestBase);
+  emu::GlobalScope scope;
+  scope.add(src.data(), src.size());
+  scope.add(out.data(), out.size());
+  LaunchShape shape;
+  shape.grid_x = kBulkSelftestBlocks;
+  shape.block = kBulkSelftestThreads;
+  shape.smem = kBulkSelftestSmem;
+  try {
+    emulate(
+        shape, [&] { bulk_selftest_block<kMutation>(src.data(), out.data()); }, seed);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(BulkEmulated, SelftestGivesTheKnownSums) {
+  for (uint64_t seed : {0, 1, 2, 3}) {
+    SCOPED_TRACE(::testing::Message() << "schedule seed " << seed);
+    std::vector<float> out;
+    EXPECT_EQ(run_selftest<kBulkMutationNone>(out, seed), "");
+    const BulkSelftestReport r = bulk_selftest_check(out);
+    EXPECT_EQ(r.wrong, 0) << r.detail;
+  }
+  // The answer is not trivial: the sums differ between elements and from the base.
+  EXPECT_NE(bulk_selftest_expected(0), bulk_selftest_expected(1));
+  EXPECT_NE(bulk_selftest_expected(0), kBulkSelftestBase);
+  EXPECT_EQ(bulk_selftest_expected(kBulkSelftestTileFloats), kBulkSelftestBase + 10.0f);
+}
+
+// Each mutation, under the default and a shuffled schedule: the emulator throws an error holding
+// `error_part`, or (error_part "": a race, whose symptom depends on the schedule) throws anything
+// or lets the sums come out wrong.
+template <int kMutation>
+void expect_caught(const std::string& error_part) {
+  for (uint64_t seed : {0, 5}) {
+    SCOPED_TRACE(::testing::Message() << "mutation " << kMutation << ", seed " << seed);
+    std::vector<float> out;
+    const std::string error = run_selftest<kMutation>(out, seed);
+    if (!error_part.empty()) {
+      EXPECT_ERROR_HAS(error, error_part);
+    } else if (error.empty()) {
+      EXPECT_GT(bulk_selftest_check(out).wrong, 0);
+    } else {
+      std::printf("mutation %d, seed %d: %s\n", kMutation, static_cast<int>(seed), error.c_str());
+    }
+  }
+}
+
+TEST(BulkEmulated, SelftestMutationsAreCaught) {
+  expect_caught<kBulkMutationNoFullWait>("");
+  expect_caught<kBulkMutationShortExpectTx>("tx-count underflow");
+  expect_caught<kBulkMutationLongExpectTx>("tx-count 16 bytes outstanding");
+  expect_caught<kBulkMutationWrongParity>("wrong parity");
+  expect_caught<kBulkMutationNoEmptyWait>("");
+  expect_caught<kBulkMutationNoInitFence>("complete_tx on its mbarrier reads");
+  expect_caught<kBulkMutationNoSourceFence>("cp.reduce.async.bulk reads shared memory");
+  expect_caught<kBulkMutationReuseBeforeWait>("while a cp.reduce.async.bulk still reads it");
+  expect_caught<kBulkMutationNoFinalWait>("never waited for");
+  expect_caught<kBulkMutationReduceOf8Bytes>("not a positive multiple of 16");
 }
 
 }  // namespace
