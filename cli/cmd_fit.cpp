@@ -109,6 +109,29 @@ void print_time_classes(const std::vector<GemmHoldout>& gemm) {
   }
 }
 
+// The measured shapes the profile's correction leaves out as glitches (GemmModel::glitch_shapes):
+// worth a look, as a re-measurement of them may be all that is wrong.
+void print_glitches(const std::vector<GemmHoldout>& gemm) {
+  constexpr size_t kShown = 3;
+  for (const auto& h : gemm) {
+    if (h.glitches.empty()) continue;
+    std::string shown;
+    for (size_t i = 0; i < std::min(kShown, h.glitches.size()); ++i) {
+      const GemmShape& s = h.glitches[i].shape;
+      shown +=
+          fmt::format("{}{}x{}x{}{} {}{} {:.1f} us", i ? ", " : "", s.m, s.n, s.k,
+                      s.batch > 1 ? fmt::format(" (batch {})", s.batch) : std::string(),
+                      s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', h.glitches[i].time_s * 1e6);
+    }
+    if (h.glitches.size() > kShown)
+      shown += fmt::format(" and {} more (--json)", h.glitches.size() - kShown);
+    fmt::print(
+        "  {:<6} {} measured shape{} left out of other shapes' corrections as glitches (each "
+        "over 1.8x its 8 nearest neighbours' median in measured / analytical): {}\n",
+        to_string(h.dtype), h.glitches.size(), h.glitches.size() == 1 ? "" : "s", shown);
+  }
+}
+
 void print_report(const FitReport& report, const Profile& profile) {
   for (const auto& g : report.gpus) {
     const GpuFit fit = profile.gpu(g.gpu_type);
@@ -140,6 +163,7 @@ void print_report(const FitReport& report, const Profile& profile) {
         for (const auto& w : h.warnings) fmt::print("    warning: {} {}\n", to_string(h.dtype), w);
       }
       print_time_classes(g.gemm);
+      print_glitches(g.gemm);
       for (const auto& [dtype, e] : fit.gemm) {
         if (!fit.gemm_points.count(dtype)) continue;
         fmt::print(

@@ -228,29 +228,75 @@ void GemmModel::set_measurements(std::vector<GemmPoint> points) {
 }
 
 void GemmModel::screen_glitches() {
-  glitches_ = 0;
-  if (features_.size() <= kGlitchNeighbours) return;
-  std::vector<bool> glitch(features_.size(), false);
-  std::vector<std::pair<double, double>> near(features_.size() - 1);  // squared distance, log ratio
-  std::vector<double> ratios(kGlitchNeighbours);
-  for (size_t i = 0; i < features_.size(); ++i) {
-    const Feature& f = features_[i];
-    size_t n = 0;
-    for (size_t j = 0; j < features_.size(); ++j)
-      if (j != i)
-        near[n++] = {distance2(f.x, f.layout, features_[j].x, features_[j].layout),
-                     features_[j].log_ratio};
-    std::nth_element(near.begin(), near.begin() + kGlitchNeighbours - 1, near.end());
-    for (size_t j = 0; j < kGlitchNeighbours; ++j) ratios[j] = near[j].second;
-    const auto middle = ratios.begin() + kGlitchNeighbours / 2;  // an even count: two middles
-    std::nth_element(ratios.begin(), middle, ratios.end());
-    const double median = 0.5 * (*middle + *std::max_element(ratios.begin(), middle));
-    glitch[i] = f.log_ratio - median > kGlitchLogRatio;
+  glitch_shapes_.clear();
+  const size_t n = features_.size();
+  if (n <= kGlitchNeighbours) return;
+  // The kGlitchNeighbours nearest of each shape, found by sweeping outwards from it along the
+  // shapes sorted by log2 m: once log2 m alone is further than the current farthest of the
+  // nearest, no shape beyond can be nearer. Equidistant neighbours are taken in the order of
+  // their coordinates (then layout), so the screen does not depend on the library's selection
+  // algorithm or on the order of the points.
+  auto before = [&](size_t a, size_t b) {
+    const Feature &fa = features_[a], &fb = features_[b];
+    for (int j = 0; j < 4; ++j)
+      if (fa.x[j] != fb.x[j]) return fa.x[j] < fb.x[j];
+    return fa.layout < fb.layout;
+  };
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), before);
+  std::vector<size_t> rank(n);
+  for (size_t r = 0; r < n; ++r) rank[order[r]] = r;
+
+  struct Near {
+    double d2;
+    size_t index;
+  };
+  // A max-heap on (distance, coordinate order): its top is the farthest of the nearest so far.
+  auto farther = [&](const Near& a, const Near& b) {
+    return a.d2 != b.d2 ? a.d2 < b.d2 : rank[a.index] < rank[b.index];
+  };
+  std::vector<bool> glitch(n, false);
+  std::vector<Near> heap;
+  std::array<double, kGlitchNeighbours> ratios{};
+  for (size_t r = 0; r < n; ++r) {
+    const Feature& f = features_[order[r]];
+    heap.clear();
+    auto offer = [&](size_t other) {
+      const Feature& g = features_[other];
+      const Near c{distance2(f.x, f.layout, g.x, g.layout), other};
+      if (heap.size() < kGlitchNeighbours) {
+        heap.push_back(c);
+        std::push_heap(heap.begin(), heap.end(), farther);
+      } else if (farther(c, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), farther);
+        heap.back() = c;
+        std::push_heap(heap.begin(), heap.end(), farther);
+      }
+    };
+    // Beyond this gap in log2 m a shape is no nearer than the farthest kept one.
+    auto within = [&](size_t other) {
+      if (heap.size() < kGlitchNeighbours) return true;
+      const double dm = features_[other].x[0] - f.x[0];
+      return dm * dm <= heap.front().d2;
+    };
+    for (size_t lo = r, hi = r + 1; lo > 0 || hi < n;) {
+      const bool down = lo > 0 && within(order[lo - 1]);
+      const bool up = hi < n && within(order[hi]);
+      if (!down && !up) break;
+      if (down) offer(order[--lo]);
+      if (up) offer(order[hi++]);
+    }
+    for (size_t j = 0; j < kGlitchNeighbours; ++j) ratios[j] = features_[heap[j].index].log_ratio;
+    std::sort(ratios.begin(), ratios.end());
+    static_assert(kGlitchNeighbours % 2 == 0, "two middles");
+    const double median = 0.5 * (ratios[kGlitchNeighbours / 2 - 1] + ratios[kGlitchNeighbours / 2]);
+    glitch[order[r]] = f.log_ratio - median > kGlitchLogRatio;
+    if (glitch[order[r]]) glitch_shapes_.push_back(points_[order[r]].shape);
   }
   std::vector<Feature> kept;
-  for (size_t i = 0; i < features_.size(); ++i)
+  for (size_t i = 0; i < n; ++i)
     if (!glitch[i]) kept.push_back(features_[i]);
-  glitches_ = features_.size() - kept.size();
   features_ = std::move(kept);
 }
 

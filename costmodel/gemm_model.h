@@ -55,7 +55,8 @@ class GemmModel {
   // Measured shapes left out of the correction of other shapes as glitches: slower than the
   // median of their 8 nearest measured neighbours by more than 1.8x in measured / analytical.
   // Their own time is still the measured one.
-  size_t glitches() const { return glitches_; }
+  size_t glitches() const { return glitch_shapes_.size(); }
+  const std::vector<GemmShape>& glitch_shapes() const { return glitch_shapes_; }
   const GemmEfficiency& efficiency() const { return eff_; }
   void set_efficiency(const GemmEfficiency& eff);
   double peak_flops() const { return peak_flops_; }
@@ -81,7 +82,7 @@ class GemmModel {
   std::vector<Tile> tiles_;
   std::vector<GemmPoint> points_;
   std::vector<Feature> features_;  // the measured shapes the correction uses (glitches left out)
-  size_t glitches_ = 0;
+  std::vector<GemmShape> glitch_shapes_;        // in the order of their coordinates
   std::unordered_map<uint64_t, size_t> exact_;  // shape hash -> index into points_
 };
 

@@ -15,6 +15,16 @@ namespace {
 // A score of no points has no errors: null, not zeros.
 Json scored_json(const FitQuality& q) { return q.points > 0 ? to_json(q) : Json(nullptr); }
 
+Json glitches_json(const std::vector<GemmPoint>& glitches) {
+  Json out = Json::array();
+  for (const auto& g : glitches) {
+    Json j = to_json(g.shape);
+    j["time_s"] = g.time_s;
+    out.push_back(j);
+  }
+  return out;
+}
+
 std::vector<std::string> gemm_warnings(const GemmHoldout& h, int every, const GpuFit& fit) {
   std::vector<std::string> out;
   const auto n = static_cast<size_t>(h.points);
@@ -94,11 +104,13 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
                                  ? out.fitted
                                  : fit_gemm_efficiency(points, prior, peak_flops, memory_GBps,
                                                        sm_count, bytes_per_element);
-  const GemmModel whole(all, peak_flops, memory_GBps, sm_count, bytes_per_element);
+  GemmModel whole(all, peak_flops, memory_GBps, sm_count, bytes_per_element);
   std::vector<double> in_sample;
   for (const auto& p : points)
     in_sample.push_back(std::abs(whole.analytical_s(p.shape) / p.time_s - 1));
   out.in_sample = summarize_errors(in_sample);
+  whole.set_measurements(points);
+  for (const GemmShape& s : whole.glitch_shapes()) out.glitches.push_back({s, whole.time_s(s)});
   return out;
 }
 
@@ -191,6 +203,7 @@ Json to_json(const FitReport& report) {
                                                {"held_out_corrected_by_time", by_time},
                                                {"held_out_analytical", scored_json(h.analytical)},
                                                {"in_sample_analytical", to_json(h.in_sample)},
+                                               {"glitches", glitches_json(h.glitches)},
                                                {"target", !h.scored()             ? "not scored"
                                                           : meets_gemm_targets(h) ? "met"
                                                                                   : "missed"},

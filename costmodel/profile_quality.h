@@ -40,7 +40,10 @@ struct GemmHoldout {
   // `corrected` split by the held-out shape's measured time (kGemmTimeClasses): the headline is
   // `corrected`, over every held-out shape; this says where its error comes from.
   FitQuality corrected_by_time[3];
-  FitQuality in_sample;   // every shape, analytical model fitted on every shape
+  FitQuality in_sample;  // every shape, analytical model fitted on every shape
+  // Measured shapes the profile's model (fitted on every shape) leaves out of other shapes'
+  // corrections as glitches, with their measured times (GemmModel::glitch_shapes).
+  std::vector<GemmPoint> glitches;
   GemmEfficiency fitted;  // fitted on the fit set
   // Why the score says less than it seems to: too few shapes for the coefficients, none held out,
   // an implausible peak fraction.

@@ -1,6 +1,12 @@
 // The analytical GEMM model worked out by hand, and the measured-table correction on tables whose
 // answer is known.
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -131,6 +137,109 @@ TEST(GemmCorrection, LeavesSlowGlitchesOutOfOtherShapesCorrections) {
   m.set_measurements(with_odd(1.0 / 3));
   EXPECT_EQ(m.glitches(), 0u);
   EXPECT_LT(m.time_s(next) / m.analytical_s(next), 0.95);
+}
+
+TEST(GemmCorrection, GlitchNeighboursTieByTheirCoordinates) {
+  // A 3x3x3 grid in m, n, k around 1024^3 (log2 steps of 1): the centre's 8 nearest are its 6 axis
+  // neighbours (distance 1) and 2 of its 12 diagonal ones (distance sqrt 2), the two with the
+  // lowest coordinates: (512, 512, 1024) and (512, 1024, 512). The axis neighbours on the low
+  // side have ratio 1, on the high side e^0.3. With the two chosen diagonals at e^0.3 the median
+  // of the 8 is 0.3 and the centre (e^0.7) is 0.4 above it: kept. With them at 1 (and the other
+  // diagonals at e^0.3) the median is 0 and the centre a glitch. Either way, the order of the
+  // points given does not matter.
+  GemmModel m(GemmEfficiency{}, 989.4e12, 3000, 132, 2);
+  const int64_t sides[] = {512, 1024, 2048};
+  auto table = [&](bool chosen_high) {
+    std::vector<GemmPoint> pts;
+    for (int64_t a : sides)
+      for (int64_t b : sides)
+        for (int64_t c : sides) {
+          const GemmShape s{a, b, c, 1, true, false};
+          const int off = (a != 1024) + (b != 1024) + (c != 1024);
+          const bool chosen =
+              (a == 512 && b == 512 && c == 1024) || (a == 512 && b == 1024 && c == 512);
+          double log_ratio = 0.3;
+          if (off == 0) log_ratio = 0.7;
+          if (off == 1 && (a == 512 || b == 512 || c == 512)) log_ratio = 0;
+          if (off == 2) log_ratio = chosen == chosen_high ? 0.3 : 0;
+          pts.push_back({s, m.analytical_s(s) * std::exp(log_ratio)});
+        }
+    return pts;
+  };
+  const GemmShape centre{1024, 1024, 1024, 1, true, false};
+  for (bool chosen_high : {true, false}) {
+    auto pts = table(chosen_high);
+    for (int turn = 0; turn < 2; ++turn) {
+      m.set_measurements(pts);
+      if (chosen_high) {
+        EXPECT_EQ(m.glitches(), 0u);
+      } else {
+        ASSERT_EQ(m.glitches(), 1u);
+        EXPECT_EQ(m.glitch_shapes()[0], centre);
+      }
+      std::reverse(pts.begin(), pts.end());
+    }
+  }
+}
+
+TEST(GemmCorrection, GlitchScreenSweepFindsWhatBruteForceFinds) {
+  // Random shapes on a power-of-two grid (many equidistant neighbours) in all four layouts, with
+  // log ratios spread widely (sd 0.4), so that many shapes lie near the threshold and a wrong
+  // neighbour set shows. The screen's sweep along m must flag exactly the shapes a brute-force
+  // search over all pairs flags with the documented rule: the 8 nearest in log2 m, n, k, batch
+  // (another layout 0.5 further), ties by coordinates then layout, the median of their log
+  // ratios, flagged above it by more than 0.6.
+  GemmModel m(GemmEfficiency{}, 989.4e12, 3000, 132, 2);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> side(4, 13), layout(0, 3);
+  std::normal_distribution<double> noise(0, 0.4);
+  std::map<std::tuple<int64_t, int64_t, int64_t, int>, double> table;  // one time per shape
+  while (table.size() < 400) {
+    const int l = layout(rng);
+    const double r = noise(rng);
+    table[{int64_t{1} << side(rng), int64_t{1} << side(rng), int64_t{1} << side(rng), l}] = r;
+  }
+  struct P {
+    GemmShape shape;
+    double x[4];
+    int layout;
+    double r;
+  };
+  std::vector<P> ps;
+  std::vector<GemmPoint> pts;
+  for (const auto& [key, r] : table) {
+    const auto [a, b, c, l] = key;
+    const GemmShape s{a, b, c, 1, (l & 2) != 0, (l & 1) != 0};
+    ps.push_back({s, {std::log2(double(a)), std::log2(double(b)), std::log2(double(c)), 0}, l, r});
+    pts.push_back({s, m.analytical_s(s) * std::exp(r)});
+  }
+  std::vector<GemmShape> expected;
+  for (const P& p : ps) {
+    std::vector<std::tuple<double, std::array<double, 4>, int, double>> near;
+    for (const P& q : ps) {
+      if (&q == &p) continue;
+      double d2 = q.layout == p.layout ? 0 : 0.25;
+      for (int j = 0; j < 4; ++j) d2 += (q.x[j] - p.x[j]) * (q.x[j] - p.x[j]);
+      near.emplace_back(d2, std::array<double, 4>{q.x[0], q.x[1], q.x[2], q.x[3]}, q.layout, q.r);
+    }
+    std::sort(near.begin(), near.end());
+    std::vector<double> r8;
+    for (int i = 0; i < 8; ++i) r8.push_back(std::get<3>(near[i]));
+    std::sort(r8.begin(), r8.end());
+    if (p.r - 0.5 * (r8[3] + r8[4]) > 0.6) expected.push_back(p.shape);
+  }
+  m.set_measurements(pts);
+  // As "m x n x k layout" strings, so that a difference reads.
+  auto names = [](const std::vector<GemmShape>& shapes) {
+    std::vector<std::string> out;
+    for (const auto& s : shapes)
+      out.push_back(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                    (s.trans_a ? " T" : " N") + (s.trans_b ? "T" : "N"));
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_GE(expected.size(), 20u);
+  EXPECT_EQ(names(m.glitch_shapes()), names(expected));
 }
 
 TEST(GemmCorrection, FadesFarFromEveryMeasurement) {
