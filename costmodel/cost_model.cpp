@@ -44,8 +44,12 @@ CostModel::CostModel(Profile profile, const ClusterSpec& cluster, CommPriors pri
     GpuCost& c = gpus_.at(group.node.gpu.name);
     if (!c.timings.empty() || (c.fit.layers.empty() && c.fit.layer_forward.empty())) continue;
     c.timings = compare_layer_timings(*this, group.node.gpu, c.fit);
-    for (auto& corr : layer_corrections(c.timings))
-      c.corrections.emplace(std::make_pair(corr.key, corr.dtype), std::move(corr));
+    std::vector<LayerCorrection> timed = layer_corrections(c.timings);
+    // Tensor widths that were not timed take a pooled line where one carries over to them.
+    std::vector<LayerCorrection> untimed = untimed_width_corrections(timed);
+    for (auto* corrections : {&timed, &untimed})
+      for (auto& corr : *corrections)
+        c.corrections.emplace(std::make_pair(corr.key, corr.dtype), std::move(corr));
   }
 }
 

@@ -269,8 +269,23 @@ std::string LayerCorrection::model_summary() const {
       passes += fmt::format("{}{} {:.3f} ms + {:.3f} x ops", passes.empty() ? "" : ", ",
                             alike ? std::string("F, B, W") : std::string(1, "FBW"[p]),
                             fixed_s[p] * 1e3, rate[p]);
+  if (untimed_width) {
+    if (model == Model::kMixed)
+      passes += fmt::format("; the others as predicted (a ratio where timed: {})", why_ratio);
+    return fmt::format("fixed + rate from tp {} (tp {} not timed; {} points): {}", widths, key.tp,
+                       fit_points, passes);
+  }
   if (model == Model::kMixed) passes += fmt::format("; the others ratio ({})", why_ratio);
-  return fmt::format("fixed + rate (tp {}; {} points): {}", widths, fit_points, passes);
+  const auto [lo, hi] = covered_tp();
+  const std::string covers = carries_over_widths() ? fmt::format("; covers tp {}-{}", lo, hi) : "";
+  return fmt::format("fixed + rate (tp {}; {} points{}): {}", widths, fit_points, covers, passes);
+}
+
+std::pair<int64_t, int64_t> LayerCorrection::covered_tp() const {
+  if (!carries_over_widths()) return {key.tp, key.tp};
+  const auto [lo, hi] = std::minmax_element(fit_tp.begin(), fit_tp.end());
+  return {std::max<int64_t>(1, (*lo + kUntimedWidthReach - 1) / kUntimedWidthReach),
+          *hi * kUntimedWidthReach};
 }
 
 std::optional<FixedRate> fit_fixed_rate(const std::vector<std::pair<double, double>>& points,
@@ -450,6 +465,45 @@ std::vector<LayerCorrection> layer_corrections(const std::vector<LayerTiming>& t
     pool.second.push_back(&out[i++]);
   }
   for (auto& [key, pool] : pools) fit_pooled(pool.first, pool.second);
+  return out;
+}
+
+std::vector<LayerCorrection> untimed_width_corrections(const std::vector<LayerCorrection>& timed) {
+  // Per layer (its shape without its width) and dtype: the widths with a correction of their own,
+  // and the lines that carry over, the profiler's first (every correction of one pool holds the
+  // same line, so one of each source stands for its pool).
+  struct Layer {
+    std::vector<int64_t> timed_tp;
+    std::vector<const LayerCorrection*> lines;
+  };
+  std::map<ShapeKey, Layer> layers;
+  for (const LayerCorrection& c : timed) {
+    Layer& l = layers[{without_tp(c.key), c.dtype}];
+    l.timed_tp.push_back(c.key.tp);
+    if (!c.carries_over_widths()) continue;
+    auto same_source = [&](const LayerCorrection* o) { return o->source == c.source; };
+    if (std::none_of(l.lines.begin(), l.lines.end(), same_source)) l.lines.push_back(&c);
+  }
+  std::vector<LayerCorrection> out;
+  for (auto& [key, l] : layers) {
+    std::stable_partition(l.lines.begin(), l.lines.end(),
+                          [](const LayerCorrection* c) { return c->source == "measured"; });
+    int64_t widest = 0;
+    for (const LayerCorrection* c : l.lines) widest = std::max(widest, c->covered_tp().second);
+    for (int64_t tp = 1; tp <= widest; ++tp) {
+      if (std::find(l.timed_tp.begin(), l.timed_tp.end(), tp) != l.timed_tp.end()) continue;
+      for (const LayerCorrection* line : l.lines) {
+        const auto [lo, hi] = line->covered_tp();
+        if (tp < lo || tp > hi) continue;
+        LayerCorrection c = *line;
+        c.key.tp = tp;
+        c.points.clear();  // the ratios are the timed widths' own: untimed, a pass is as predicted
+        c.untimed_width = true;
+        out.push_back(std::move(c));
+        break;
+      }
+    }
+  }
   return out;
 }
 

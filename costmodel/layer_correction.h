@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/calibration.h"
@@ -106,6 +107,17 @@ struct LayerCorrection {
   std::vector<int64_t> fit_tp;  // kFixedRate, kMixed: the tensor widths whose timings were pooled
   int64_t fit_points = 0;       // kFixedRate, kMixed: distinct (tensor width, micro-batch) fitted
   std::string why_ratio;        // kRatio, kMixed: why the ratio passes have no fixed term
+  // key.tp was not timed: the fixed + rate passes are the line pooled over fit_tp, carried over
+  // (untimed_width_corrections); the other passes and `points` are empty, so they stay as
+  // predicted.
+  bool untimed_width = false;
+
+  // Whether its fixed + rate passes may be carried to untimed tensor widths: they were pooled over
+  // at least two widths (one width cannot tell how the layer's time follows its shard).
+  bool carries_over_widths() const { return model != Model::kRatio && fit_tp.size() >= 2; }
+  // The tensor widths it applies at, lowest and highest: from the narrowest pooled width /
+  // kUntimedWidthReach to the widest x kUntimedWidthReach where it carries over, else its own.
+  std::pair<int64_t, int64_t> covered_tp() const;
 
   // The ratios at `micro_batch`: linear in log2(micro-batch) between measured micro-batches, the
   // nearest measured one outside them.
@@ -116,6 +128,23 @@ struct LayerCorrection {
   // notes and reports.
   std::string model_summary() const;
 };
+
+// How far a pooled fixed + rate line is carried beyond the tensor widths it was fitted at: down to
+// half the narrowest, up to twice the widest (between them, always). AMP's T4 block, each of its
+// three widths held out and predicted from the other two, is missed by +16.6% (tp 1, half the
+// narrowest), -5.6% (tp 2, between) and +9.1% (tp 4, twice the widest), against about -60%
+// uncorrected (docs/benchmarks.md); no timings test the line further out, where the shard's ops
+// shrink until the fixed term alone is left and a per-rank cost that grows with the group would
+// go unseen.
+inline constexpr int64_t kUntimedWidthReach = 2;
+
+// The corrections of the tensor widths that were not timed, from `timed` (layer_corrections):
+// each pass of a layer fitted as fixed + rate over at least two widths (one source, the shape
+// apart from its width) gives its line to every width it covers (covered_tp) that has no
+// correction of its own. Their ratio passes stay uncorrected: a ratio pooled over widths carries
+// over badly (AMP's T4 block held out: +89.3% at tp 1, -32.1% at tp 4). Where the lines of both
+// sources cover a width, the profiler's is taken, as its timings replace imported ones.
+std::vector<LayerCorrection> untimed_width_corrections(const std::vector<LayerCorrection>& timed);
 
 // Fits `measured = fixed + rate x predicted` to points (predicted, measured) by least squares
 // weighted by 1 / measured^2 (relative residuals). nullopt, with the reason, where the points span

@@ -253,6 +253,10 @@ Json to_json(const FitReport& report) {
         corr["rate"] = c.rate;
         corr["fit_tp"] = c.fit_tp;
         corr["fit_points"] = c.fit_points;
+        // The widths its fixed + rate passes apply at: untimed ones between take them too.
+        const auto [lo, hi] = c.covered_tp();
+        corr["covers_tp_min"] = lo;
+        corr["covers_tp_max"] = hi;
       }
       if (c.model != LayerCorrection::Model::kFixedRate) corr["why_ratio"] = c.why_ratio;
       corrections.push_back(corr);
