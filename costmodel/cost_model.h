@@ -51,7 +51,9 @@ class CostModel {
   // The sum of its ops alone (what the whole-layer timings are compared with).
   LayerTimes layer_times_from_ops(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
                                   const CommGroup& tp, Dtype dtype) const;
-  // The correction for layers of `key` computed in `dtype` on `gpu`; nullptr where none.
+  // The correction for layers of `key` computed in `dtype` on `gpu`: its width's own, or at a
+  // tensor width that was not timed the pooled fixed + rate line that covers it
+  // (untimed_width_corrections); nullptr where none.
   const LayerCorrection* layer_correction(const GpuSpec& gpu, const LayerKey& key,
                                           Dtype dtype) const;
   // Every whole-layer timing of `gpu`'s type against the ops, and the corrections made of them.

@@ -133,9 +133,9 @@ struct LayerCorrection {
 // half the narrowest, up to twice the widest (between them, always). AMP's T4 block, each of its
 // three widths held out and predicted from the other two, is missed by +16.6% (tp 1, half the
 // narrowest), -5.6% (tp 2, between) and +9.1% (tp 4, twice the widest), against about -60%
-// uncorrected (docs/benchmarks.md); no timings test the line further out, where the shard's ops
-// shrink until the fixed term alone is left and a per-rank cost that grows with the group would
-// go unseen.
+// uncorrected (docs/benchmarks.md); its three widths test the line no further out, where the
+// shard's ops shrink until the fixed term alone is left and a per-rank cost that grows with the
+// group would go unseen.
 inline constexpr int64_t kUntimedWidthReach = 2;
 
 // The corrections of the tensor widths that were not timed, from `timed` (layer_corrections):
