@@ -4,9 +4,14 @@
 #
 #   gpu-bundle/hetplan-gpu.tar.xz   bin/: hetplan, libhetplan_gpu.so (its CUDA half, loaded from
 #                                   beside it), hetplan_gpu_tests, hetplan_kernel_bench,
-#                                   libhetplan_kernels_c.so (the harness's fused kernels);
+#                                   libhetplan_kernels_c.so (the harness's fused kernels),
+#                                   hetplan_kernel_metrics (hardware counters through CUPTI);
 #                                   lib/: the shared libraries they load beyond glibc, the C++
-#                                   runtime and CUDA (CBC, yaml-cpp, LAPACK, ...)
+#                                   runtime and CUDA (CBC, yaml-cpp, LAPACK, ...);
+#                                   cupti/: libcupti.so.13 with the libnvperf_host.so and
+#                                   libnvperf_target.so it loads at run time (dlopen, so ldd
+#                                   does not list them), a matching set for machines whose CUPTI
+#                                   lacks them (gpu_session.sh decides; about 5 MB packed)
 #   gpu-bundle/MANIFEST.txt         commit, build folder, CUDA architectures, files and sizes
 #
 # The scripts and Python files run from the repository copy the device tool sends with every
@@ -31,7 +36,8 @@ fi
 max_mib=${HETPLAN_BUNDLE_MAX_MIB:-40}
 bundle=gpu-bundle
 binaries=("$build/cli/hetplan" "$build/cli/libhetplan_gpu.so" "$build/tests/hetplan_gpu_tests"
-          "$build/kernels/hetplan_kernel_bench" "$build/kernels/libhetplan_kernels_c.so")
+          "$build/kernels/hetplan_kernel_bench" "$build/kernels/libhetplan_kernels_c.so"
+          "$build/profiler/metrics/hetplan_kernel_metrics")
 for f in "${binaries[@]}"; do
   [ -x "$f" ] || { echo "gpu_bundle: $f missing: build with CUDA first (see above)" >&2; exit 1; }
 done
@@ -83,6 +89,19 @@ for f in "$stage"/bin/* "$stage"/lib/*; do
 done
 [ "$problems" -eq 0 ] || exit 1
 
+# CUPTI's profiler libraries, all from the directory of the libcupti the tool links here (they
+# must be one version: libcupti checks the libnvperf it loads).
+mkdir -p "$stage/cupti"
+cupti_lib=$(ldd "$stage/bin/hetplan_kernel_metrics" | awk '/libcupti\.so/ {print $3}')
+cupti_dir=$(dirname "$(readlink -f "${cupti_lib:-/nonexistent}")")
+for name in "$(basename "${cupti_lib:-libcupti.so.13}")" libnvperf_host.so libnvperf_target.so; do
+  if [ ! -f "$cupti_dir/$name" ]; then
+    echo "gpu_bundle: $name not found beside libcupti ('$cupti_dir')" >&2
+    exit 1
+  fi
+  cp -L "$cupti_dir/$name" "$stage/cupti/$name"
+done
+
 arches=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
 # What the binaries were built from: $HETPLAN_BUNDLE_COMMIT (a build of an exported commit), else
 # this checkout's HEAD, marked when the checkout has uncommitted changes.
@@ -95,15 +114,15 @@ fi
   echo "hetplan GPU bundle, made $(date -u +%FT%TZ) on $(hostname) by scripts/gpu_bundle.sh"
   echo "commit $commit; build folder $build; CUDA architectures ${arches:-unknown}"
   "$stage/bin/hetplan" --version
-  (cd "$stage" && find bin lib -type f -printf '%10s  %p\n' | sort -k2)
+  (cd "$stage" && find bin lib cupti -type f -printf '%10s  %p\n' | sort -k2)
 } > "$stage/MANIFEST.txt"
 
 rm -rf "$bundle"
 mkdir -p "$bundle"
 # One xz stream over the tar: its 64 MiB window (-9) spans the binaries' identical device code.
-tar -C "$stage" -cf - MANIFEST.txt bin lib | xz -9 -T"${HETPLAN_JOBS:-2}" > "$bundle/hetplan-gpu.tar.xz"
+tar -C "$stage" -cf - MANIFEST.txt bin lib cupti | xz -9 -T"${HETPLAN_JOBS:-2}" > "$bundle/hetplan-gpu.tar.xz"
 cp "$stage/MANIFEST.txt" "$bundle/"
-raw_kib=$(du -sk "$stage/bin" "$stage/lib" | awk '{s += $1} END {print s}')
+raw_kib=$(du -sk "$stage/bin" "$stage/lib" "$stage/cupti" | awk '{s += $1} END {print s}')
 packed=$(stat -c %s "$bundle/hetplan-gpu.tar.xz")
 cat "$bundle/MANIFEST.txt"
 echo "gpu_bundle: $((raw_kib / 1024)) MiB of binaries and libraries -> $bundle/hetplan-gpu.tar.xz" \

@@ -2,8 +2,10 @@
 # The GPU session's runbook (docs/benchmarks.md "Still to be measured on a GPU"): what one lent
 # GPU can take, in parts that each fit one device-tool call (10 minutes at most), ordered by value.
 #
-#   bash scripts/gpu_session.sh a   GPU tests, kernel bench, attention against PyTorch's SDPA,
-#                                   `hetplan calibrate --quick`; attention per path if time is left
+#   bash scripts/gpu_session.sh a   GPU tests, kernel bench, hardware counters of the attention
+#                                   kernels (hetplan_kernel_metrics), attention against PyTorch's
+#                                   SDPA, `hetplan calibrate --quick`; attention per path if time
+#                                   is left
 #   bash scripts/gpu_session.sh b   the full `hetplan calibrate` (resumable: run `b` again until
 #                                   its summary says complete), then `hetplan fit` of it
 #   bash scripts/gpu_session.sh c   predicted against measured (scripts/measure_sweep.sh), the
@@ -203,6 +205,18 @@ export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export HETPLAN_BINARY=$bin/hetplan HETPLAN=$bin/hetplan HETPLAN_PYTHON=${HETPLAN_PYTHON:-python3}
 export HETPLAN_SCRIPTS_DIR=$root/scripts HETPLAN_CALIBRATION_DIR=$root/calibration_data
 export HETPLAN_KERNELS_LIB=$bin/libhetplan_kernels_c.so PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+# hetplan_kernel_metrics: CUPTI loads libnvperf_host.so and libnvperf_target.so (dlopen) and
+# needs the ones of its own version. Where the libcupti.so.13 this path resolves has none beside
+# it, the bundle's matching set (cupti/: libcupti, libnvperf_*) goes first, for that tool alone.
+export HETPLAN_KERNEL_METRICS=$bin/hetplan_kernel_metrics HETPLAN_KERNEL_METRICS_LIBS=""
+metrics_env=(env)
+if [ -x "$HETPLAN_KERNEL_METRICS" ]; then
+  cupti_lib=$(ldd "$HETPLAN_KERNEL_METRICS" 2>/dev/null | awk '/libcupti\.so/ {print $3}')
+  if [ -z "$cupti_lib" ] || [ ! -f "$(dirname "$cupti_lib")/libnvperf_host.so" ]; then
+    HETPLAN_KERNEL_METRICS_LIBS=$bundle/cupti
+    metrics_env+=("LD_LIBRARY_PATH=$bundle/cupti:$LD_LIBRARY_PATH")
+  fi
+fi
 
 say "gpu_session part $part, $(date -u +%FT%TZ) on $(hostname), call budget $((deadline - start_s)) s"
 say "bundle: $(sed -n 2p "$bundle/MANIFEST.txt"); $(sed -n 3p "$bundle/MANIFEST.txt")"
@@ -260,6 +274,12 @@ part_a() {
   step kernel_bench 200 15 "$bin/hetplan_kernel_bench" --json "$work/kernel_bench.json"
   # The table's rows (they hold a %copy column; the progress lines do not) of items 5 and 6.
   excerpt "$work/logs/kernel_bench.log" '^(attention|swiglu_bwd)[^ ]* .*%|^copy bandwidth|  (incorrect|error)' 40
+  # Hardware counters and stall reasons of the attention backward and forward, a copy and a
+  # cuBLASLt GEMM as anchors (docs/kernels.md "Hardware counters of our kernels"); exit 3: the
+  # timings ran but the counters did not (the log says why, e.g. restricted to admin users).
+  step kernel_metrics 60 10 "${metrics_env[@]}" "$HETPLAN_KERNEL_METRICS" --max-seconds 40 \
+    --json "$work/kernel_metrics.json"
+  excerpt "$work/logs/kernel_metrics.log" '^(GPU |hardware counters|[0-9]+ of [0-9]+ metrics|[a-z_0-9]+ [a-z_]+=.*: )|^  [^ ]' 48
   if [ -s "$work/kernel_bench.json" ]; then
     step attention_vs_sdpa 90 10 python3 scripts/bench_attention_torch.py \
       --ours "$work/kernel_bench.json" --json "$work/attention_torch.json" &&
