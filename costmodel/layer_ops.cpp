@@ -195,7 +195,12 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
   const double scores = static_cast<double>(mb) * heads * seq * seq;
   if (s.flash_attention) {
     const double full = 4.0 * mb * heads * seq * seq * hd;  // QK^T and PV, 2 flops per MAC
-    const double executed = b.causal ? full / 2 : full;
+    // Flash kernels are compiled for a few head sizes and run the next one up: FlashAttention-2
+    // rounds the head size up to a multiple of 32 up to 192, else to 256 (`head_size_rounded` in
+    // its csrc/flash_attn/flash_api.cpp), so a head of 80 costs what one of 96 does.
+    const int64_t kernel_hd = hd <= 192 ? (hd + 31) / 32 * 32 : 256;
+    const double padded = full * static_cast<double>(kernel_hd) / static_cast<double>(hd);
+    const double executed = b.causal ? padded / 2 : padded;
     w.attention.push_back({Pass::kForward, mb, heads, kv, seq, hd, b.causal, executed});
     // Backward recomputes P and runs dV, dP, dQ, dK: 2.5x the forward GEMM work.
     w.attention.push_back({Pass::kBackwardInput, mb, heads, kv, seq, hd, b.causal, 2.5 * executed});

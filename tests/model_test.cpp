@@ -238,6 +238,26 @@ TEST(LayerOps, SwigluBackwardReadsItsInputsAndTheHeadRunsMegatronsCrossEntropy) 
   EXPECT_DOUBLE_EQ(e.at("grad_accumulate"), v * 4096 * 10);
 }
 
+TEST(LayerOps, FlashAttentionRunsTheNextKernelHeadSize) {
+  // FlashAttention-2 rounds the head size up to a multiple of 32 up to 192, else to 256: GPT-3
+  // 2.7B's heads of 80 run as 96. The executed FLOPs (what the time follows) grow by 96/80; the
+  // model FLOPs (what MFU counts) do not. Heads of 64 run as they are.
+  LayerShape shape;
+  shape.flash_attention = true;
+  auto check = [&](const char* model, double kernel_over_true) {
+    ModelSpec m = load_model(model);
+    const LayerWork w = layer_work(m.layers[1], shape);
+    const auto* b = m.layers[1].block();
+    const double full = 4.0 * b->heads * m.layers[1].seq_len * m.layers[1].seq_len * b->head_dim;
+    ASSERT_EQ(w.attention.size(), 2u);
+    EXPECT_DOUBLE_EQ(w.attention[0].flops, full / 2 * kernel_over_true) << model;  // causal
+    EXPECT_DOUBLE_EQ(w.attention[1].flops, 2.5 * full / 2 * kernel_over_true) << model;
+  };
+  EXPECT_EQ(load_model("gpt3-2.7b").layers[1].block()->head_dim, 80);
+  check("gpt3-2.7b", 96.0 / 80.0);
+  check("gpt2-medium", 1.0);
+}
+
 TEST(LayerOps, TensorWidthMustDivideHeads) {
   ModelSpec m = load_model("gpt2-medium");
   LayerShape shape;
