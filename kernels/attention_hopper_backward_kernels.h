@@ -1,14 +1,72 @@
 // Attention backward for Hopper (sm_90a); the algorithm is summarised in
 // attention_hopper_kernels.h, which includes this file. dK, dV bit-reproducible; dQ by fp32
 // atomics (16-byte reductions) into p.dq_accum, converted by attention_dq_convert_block.
+// kBulkDq (d = 128, opt-in: HETPLAN_ATTENTION_DQ=bulk, docs/kernels.md item 2): each warp writes
+// its 16 rows of the dQ tile to shared memory and 16 of its lanes add one row each to p.dq_accum
+// with a bulk reduce (cp.reduce.async.bulk .add.f32), instead of 8 red.global.add.v4.f32 per
+// thread and tile.
 #pragma once
 
 #include "kernels/attention_hopper_kernels.h"
+#include "kernels/simt_bulk.h"
 
 namespace hetplan::kernels {
 
-template <class T, int kD>
+// This warp's 16 rows x 64 columns of dQ (m64n64 accumulator fragment) added to the fp32
+// accumulator with 16-byte reductions: lanes q and q ^ 1 swap halves so that each holds 4
+// consecutive columns of one row (even q: row g, odd q: row g + 8).
+template <int kD, class T>
+HETPLAN_DEVICE void add_dq_red(const AttentionParams<T>& p, const float (&dq)[32], int row0,
+                               int col0, int b, int h) {
+  const int lane = simt::lane(), g = lane >> 2, q = lane & 3;
+  const bool even = (q & 1) == 0;
+  HETPLAN_UNROLL
+  for (int j = 0; j < 8; ++j) {
+    const float give0 = even ? dq[4 * j + 2] : dq[4 * j];
+    const float give1 = even ? dq[4 * j + 3] : dq[4 * j + 1];
+    const float got0 = simt::shfl_xor(give0, 1), got1 = simt::shfl_xor(give1, 1);
+    const int query = row0 + g + (even ? 0 : 8);
+    const int col = col0 + 8 * j + 2 * (q & 2);
+    if (query < p.seq) {
+      float* dst =
+          p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + col;
+      if (even)
+        simt::atomic_add4(dst, dq[4 * j], dq[4 * j + 1], got0, got1);
+      else
+        simt::atomic_add4(dst, got0, got1, dq[4 * j + 2], dq[4 * j + 3]);
+    }
+  }
+}
+
+// The same with bulk reduces (d = 128): the warp writes its 16 rows to `rows` (shared memory,
+// kHopperDqRowFloats apart), lane r < 16 adds row r (256 bytes: columns col0 .. + 63) to the
+// accumulator. The previous tile's reduces read `rows` until their issuing lanes' wait.
+template <class T>
+HETPLAN_DEVICE void add_dq_bulk(const AttentionParams<T>& p, const float (&dq)[32], float* rows,
+                                int row0, int col0, int b, int h) {
+  const int lane = simt::lane(), g = lane >> 2, q = lane & 3;
+  if (lane < 16) simt::bulk_wait_read<0>();
+  simt::sync_warp();
+  HETPLAN_UNROLL
+  for (int j = 0; j < 8; ++j) {
+    float* at = rows + g * kHopperDqRowFloats + 8 * j + 2 * q;
+    simt::sts_f32x2(at, dq[4 * j], dq[4 * j + 1]);
+    simt::sts_f32x2(at + 8 * kHopperDqRowFloats, dq[4 * j + 2], dq[4 * j + 3]);
+  }
+  simt::fence_proxy_async();  // the rows reach the bulk reduce (async proxy) ...
+  simt::sync_warp();          // ... of another lane
+  const int query = row0 + lane;
+  if (lane < 16 && query < p.seq) {
+    simt::bulk_reduce_add_f32(
+        p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * 128 + col0,
+        rows + lane * kHopperDqRowFloats, 64 * sizeof(float));
+  }
+  if (lane < 16) simt::bulk_commit();
+}
+
+template <class T, int kD, bool kBulkDq = false>
 HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p) {
+  static_assert(!kBulkDq || kD == 128, "the bulk-reduce dQ is written for d = 128");
   constexpr int kKBytes = kHopperTile * kD * 2;  // K, V: 128 keys
   constexpr int kQBytes = kHopperBwdQ * kD * 2;  // Q, dO: 64 queries
   constexpr int kQ = kHopperBwdQ;
@@ -19,6 +77,7 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
   unsigned char* sds = sdo + 2 * kQBytes;  // dS^T: 128 keys x 64 queries
   float* slse = reinterpret_cast<float*>(sds + kHopperTile * kQ * 2);  // two buffers of 64
   float* sd = slse + 2 * kQ;                                           // two buffers of 64
+  float* sdq = sd + 2 * kQ;  // kBulkDq: 128 rows of kHopperDqRowFloats, warp w's 16 from 16 w
   const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp();
   const int g = lane >> 2, q = lane & 3, wg = warp >> 2, wq = warp & 3;
   const int kt = static_cast<int>(simt::block_x());  // key tile; low tiles (most work) first
@@ -152,27 +211,16 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     simt::fence_operand(sa);
     simt::fence_operand(dq);
 
-    // 16-byte reductions: lanes q and q ^ 1 swap halves so that each holds 4 consecutive
-    // columns of one row (even q: row g, odd q: row g + 8).
-    const bool even = (q & 1) == 0;
-    HETPLAN_UNROLL
-    for (int j = 0; j < 8; ++j) {
-      const float give0 = even ? dq[4 * j + 2] : dq[4 * j];
-      const float give1 = even ? dq[4 * j + 3] : dq[4 * j + 1];
-      const float got0 = simt::shfl_xor(give0, 1), got1 = simt::shfl_xor(give1, 1);
-      const int query = q0 + wq * 16 + g + (even ? 0 : 8);
-      const int col = col0 + 8 * j + 2 * (q & 2);
-      if (query < p.seq) {
-        float* dst =
-            p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + col;
-        if (even)
-          simt::atomic_add4(dst, dq[4 * j], dq[4 * j + 1], got0, got1);
-        else
-          simt::atomic_add4(dst, got0, got1, dq[4 * j + 2], dq[4 * j + 3]);
-      }
+    if constexpr (kBulkDq) {
+      add_dq_bulk(p, dq, sdq + warp * 16 * kHopperDqRowFloats, q0 + wq * 16, col0, b, h);
+    } else {
+      add_dq_red<kD>(p, dq, q0 + wq * 16, col0, b, h);
     }
     // The other stats buffer was last read before this iteration's first barrier.
     if (has_next && tid < 2 * kQ) (tid < kQ ? slse : sd)[(buf ^ 1) * kQ + (tid & 63)] = next_stat;
+  }
+  if constexpr (kBulkDq) {
+    if (lane < 16) simt::bulk_wait_read<0>();  // the last tile's rows are read before the exit
   }
 
   simt::sync_threads();  // the Q and dO buffers become the output staging area

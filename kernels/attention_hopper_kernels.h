@@ -44,12 +44,17 @@ template <class T, int kD>
 constexpr size_t attention_forward_hopper_smem_bytes() {
   return (1 + 2 * kHopperStages) * size_t{kHopperTile} * kD * sizeof(T) + 1024;
 }
-template <class T, int kD>
+// The backward's dQ staging rows when dQ goes out by bulk reduce (kBulkDq): 64 fp32 columns and 8
+// of padding, so that the 4 rows of a half-warp's 8-byte stores fall in disjoint banks (rows stay
+// 16-byte aligned, as the bulk copy requires).
+constexpr int kHopperDqRowFloats = 72;
+template <class T, int kD, bool kBulkDq = false>
 constexpr size_t attention_backward_hopper_smem_bytes() {
   return (2 * size_t{kHopperTile} * kD + 4 * size_t{kHopperBwdQ} * kD +
           size_t{kHopperTile} * kHopperBwdQ) *
              sizeof(T) +
-         4 * kHopperBwdQ * sizeof(float) + 1024;
+         4 * kHopperBwdQ * sizeof(float) +
+         (kBulkDq ? size_t{kHopperTile} * kHopperDqRowFloats * sizeof(float) : 0) + 1024;
 }
 
 // The dynamic shared memory, 1024-byte aligned.

@@ -167,4 +167,17 @@ HETPLAN_DEVICE void sts_f32(float* p, float v) {
   sts32(p, u);
 }
 
+// An 8-byte shared-memory store of two floats (8-byte aligned), recorded by the emulator as a
+// generic-proxy write.
+HETPLAN_DEVICE void sts_f32x2(float* p, float a, float b) {
+#if defined(__CUDACC__)
+  *reinterpret_cast<float2*>(p) = make_float2(a, b);
+#else
+  emu::check_shared(p, 8, 8);
+  p[0] = a;
+  p[1] = b;
+  emu::note_generic_smem_write(p, 8);
+#endif
+}
+
 }  // namespace hetplan::kernels::simt

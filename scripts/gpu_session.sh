@@ -300,6 +300,11 @@ part_a() {
       --filter attention --json "$work/kernel_bench_$path.json" &&
       excerpt "$work/logs/attention_$path.log" '^attention[^ ]* .*%' 12
   done
+  # The opt-in d = 128 backward that adds dQ with bulk reduces (docs/kernels.md, "Hopper
+  # attention" item 2): checked against the reference by the bench, timed next to attention_wgmma.
+  step attention_wgmma_dq_bulk 60 10 env HETPLAN_ATTENTION_KERNEL=wgmma HETPLAN_ATTENTION_DQ=bulk \
+    "$bin/hetplan_kernel_bench" --filter attention --json "$work/kernel_bench_wgmma_dq_bulk.json" &&
+    excerpt "$work/logs/attention_wgmma_dq_bulk.log" '^attention[^ ]* .*%|  (incorrect|error)' 12
 }
 
 # ---------------------------------------------------------------------------------------------

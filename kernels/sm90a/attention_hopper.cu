@@ -1,6 +1,9 @@
 // The Hopper attention kernels (attention_hopper_kernels.h), compiled for sm_90a only (wgmma
 // exists nowhere else; kernels/CMakeLists.txt builds this folder as its own object library with
 // CUDA_ARCHITECTURES 90a). attention.cu calls these launchers on compute capability 9.0.
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/attention_hopper.h"
 #include "kernels/attention_hopper_kernels.h"
 #include "kernels/cuda_check.h"
@@ -16,12 +19,23 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   attention_forward_hopper_block<T, kD>(p);
 #endif
 }
-template <class T, int kD>
+template <class T, int kD, bool kBulkDq>
 __global__ void __launch_bounds__(kHopperThreads, 1)
     attention_backward_hopper_kernel(AttentionParams<T> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  attention_backward_hopper_block<T, kD>(p);
+  attention_backward_hopper_block<T, kD, kBulkDq>(p);
 #endif
+}
+
+// HETPLAN_ATTENTION_DQ=bulk: the d = 128 backward adds dQ with bulk reduces (docs/kernels.md,
+// "Hopper attention" item 2) instead of red.global.add.v4.f32; not the default until a GPU has
+// measured it.
+bool bulk_dq() {
+  static const bool bulk = [] {
+    const char* v = std::getenv("HETPLAN_ATTENTION_DQ");
+    return v != nullptr && std::strcmp(v, "bulk") == 0;
+  }();
+  return bulk;
 }
 
 template <class T, int kD>
@@ -33,12 +47,13 @@ void forward(const AttentionParams<T>& p, cudaStream_t stream) {
   HETPLAN_CHECK_LAUNCH();
 }
 
-template <class T, int kD>
+template <class T, int kD, bool kBulkDq = false>
 void backward(const AttentionParams<T>& p, cudaStream_t stream) {
-  const size_t smem = attention_backward_hopper_smem_bytes<T, kD>();
-  allow_dynamic_smem(reinterpret_cast<const void*>(&attention_backward_hopper_kernel<T, kD>), smem);
+  const size_t smem = attention_backward_hopper_smem_bytes<T, kD, kBulkDq>();
+  allow_dynamic_smem(
+      reinterpret_cast<const void*>(&attention_backward_hopper_kernel<T, kD, kBulkDq>), smem);
   const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kHopperTile)), p.heads, p.batch);
-  attention_backward_hopper_kernel<T, kD><<<grid, kHopperThreads, smem, stream>>>(p);
+  attention_backward_hopper_kernel<T, kD, kBulkDq><<<grid, kHopperThreads, smem, stream>>>(p);
   HETPLAN_CHECK_LAUNCH();
 }
 
@@ -56,6 +71,8 @@ template <class T>
 void attention_backward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream) {
   if (head_dim == 64)
     backward<T, 64>(p, stream);
+  else if (bulk_dq())
+    backward<T, 128, true>(p, stream);
   else
     backward<T, 128>(p, stream);
 }

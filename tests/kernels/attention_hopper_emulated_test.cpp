@@ -22,16 +22,16 @@ namespace {
 
 using testing::emulate;
 
-template <class T, int kD>
+template <class T, int kD, bool kBulkDq = false>
 void check_hopper(int batch, int heads, int seq, bool causal, bool bshd, uint64_t schedule = 0,
                   bool eager = false) {
   testing::AttentionFamily<T> f;  // as kernels/sm90a/attention_hopper.cu launches
   f.tile = kHopperTile;
   f.threads = kHopperThreads;
   f.forward_smem = attention_forward_hopper_smem_bytes<T, kD>();
-  f.backward_smem = attention_backward_hopper_smem_bytes<T, kD>();
+  f.backward_smem = attention_backward_hopper_smem_bytes<T, kD, kBulkDq>();
   f.forward = attention_forward_hopper_block<T, kD>;
-  f.backward = attention_backward_hopper_block<T, kD>;
+  f.backward = attention_backward_hopper_block<T, kD, kBulkDq>;
   testing::check_attention_family<T, kD>(
       f, testing::AttentionCase{batch, heads, seq, causal, bshd, schedule, eager, 201});
 }
@@ -63,6 +63,16 @@ TEST(AttentionHopperEmulated, Bf16ShuffledScheduleEagerCopies) {
 TEST(AttentionHopperEmulated, Bf16FiveTilesShuffledEager) {
   check_hopper<bf16, 64>(1, 1, 520, false, true, 9, true);
   check_hopper<bf16, 64>(1, 1, 600, true, true, 10, false);
+}
+
+// The opt-in dQ by bulk reduce (HETPLAN_ATTENTION_DQ=bulk, d = 128): partial last query tile
+// (rows past seq are not reduced), causal, several query tiles (the staging rows reused after
+// the previous tile's wait_group.read), shuffled warps.
+TEST(AttentionHopperEmulated, Bf16HeadDim128BulkDqCausalPartial) {
+  check_hopper<bf16, 128, true>(1, 1, 300, true, true);
+}
+TEST(AttentionHopperEmulated, Fp16HeadDim128BulkDqFullBhsdShuffled) {
+  check_hopper<fp16, 128, true>(1, 2, 200, false, false, 11);
 }
 
 // The emulator's wgmma itself on the known-answer test of kernels/wgmma_selftest.h, every
