@@ -1,5 +1,9 @@
 // The link-aware upper bound (search/serve/link_bound.h): values worked out by hand on small
 // topologies, and the bound against the best placements found on Helix's clusters.
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "search/serve/flow.h"
@@ -213,6 +217,56 @@ INSTANTIATE_TEST_SUITE_P(
         HelixCase{"clusters/cluster24.ini", kSingle + "ilp/ilp_sol.ini", 4038.466},
         HelixCase{"clusters/cluster42.ini", kHetero + "ilp/ilp_sol.ini", 8095.228}),
     case_name);
+
+}  // namespace
+}  // namespace hetplan::serve
+
+namespace hetplan::serve {
+namespace {
+
+// Interchangeable machines merged into groups give the LP of every machine apart, with fewer
+// columns: twelve machines of two speeds, fully linked by links slow enough to bind (so the
+// per-link form) and all alike, merge into two groups; on Helix's sparse single-cluster file two
+// pairs of machines merge.
+TEST(ServeLinkBound, MergingInterchangeableMachinesKeepsTheBound) {
+  std::vector<double> speeds(6, 10.0);
+  speeds.resize(12, 20.0);
+  std::vector<ToyLink> links;
+  for (int i = 0; i < 12; ++i) {
+    links.push_back({kSource, i});
+    links.push_back({i, kSink});
+    for (int j = 0; j < 12; ++j)
+      if (j != i) links.push_back({i, j, 3});
+  }
+  const ServingProblem uniform = linked_only(testing::toy_problem(6, speeds, 2), links);
+  const ServingProblem helix =
+      testing::helix_problem("layouts/single_cluster-llama70b/ilp/simulator_cluster.ini");
+  struct Case {
+    const ServingProblem& p;
+    int groups;
+  };
+  for (const Case& c : {Case{uniform, 2}, Case{helix, 22}}) {
+    const auto merged = link_upper_bound(c.p, 60, true);
+    const auto apart = link_upper_bound(c.p, 60, false);
+    ASSERT_TRUE(merged.has_value());
+    ASSERT_TRUE(apart.has_value());
+    EXPECT_FALSE(merged->hub);
+    EXPECT_NEAR(merged->tokens_per_s, apart->tokens_per_s, 1e-6 * apart->tokens_per_s);
+    EXPECT_EQ(apart->groups, c.p.machines());
+    EXPECT_EQ(merged->groups, c.groups);
+    EXPECT_LT(merged->columns, apart->columns);
+    std::printf(
+        "%d machines: %.3f tokens/s; %d groups, %d columns, %.4f s merged; %d columns, "
+        "%.4f s apart\n",
+        c.p.machines(), merged->tokens_per_s, merged->groups, merged->columns, merged->elapsed_s,
+        apart->columns, apart->elapsed_s);
+  }
+  // The uniform cluster's bound by hand: a token runs 6 layers on machines that hold at most 2,
+  // so it passes three machines, each pass taking 1 / capacity of that machine's second:
+  // (6 x 10 + 6 x 20) / 3 = 60 tokens/s. The 132 links of 3 tokens/s carry 396 crossings a
+  // second, two per token (198 tokens/s), so compute binds: 60.
+  EXPECT_NEAR(link_upper_bound(uniform)->tokens_per_s, 60.0, 1e-6);
+}
 
 }  // namespace
 }  // namespace hetplan::serve

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include <CoinPackedMatrix.hpp>
@@ -105,15 +107,21 @@ bool hub_equivalent(const ServingProblem& problem, const std::vector<MachineBoun
   return true;
 }
 
-// Machines that the LP treats as one: in the hub form, machines alike in capacity, NICs and
-// client links (on a complete graph whose links cannot bind nothing else tells them apart); in
-// the per-link form each machine alone. A group's rows are its machines' rows summed, which
-// loses nothing: the LP is unchanged by swapping two machines of a group, so averaging an
-// optimal solution over such swaps gives an optimal one that treats them alike, and any group
-// solution split evenly among its machines satisfies every machine's rows.
+// Machines that the LP treats as one. A group's rows are its machines' rows summed, and that
+// loses nothing when the machines are interchangeable in the sense below: any solution of the
+// machines' LP summed over each group solves the groups' LP, and any solution of the groups' LP
+// split evenly among each group's machines (a group's flow over a kind of link split evenly
+// among the links of that kind) solves the machines' LP with the same objective.
+// - Hub form: machines alike in capacity, NICs and client links (on a complete graph whose links
+//   cannot bind nothing else tells them apart).
+// - Per-link form: machines alike as above that also have, towards every group and for every
+//   link bandwidth, as many links of that bandwidth out to it and in from it (the coarsest such
+//   partition, by colour refinement). Then each machine of a group sends and takes the same share
+//   of its group's flow, and every link of a kind carries the same.
 struct Group {
-  int rep = 0;      // a machine of the group
-  double size = 1;  // how many machines
+  int rep = 0;               // a machine of the group
+  double size = 1;           // how many machines
+  std::vector<int> members;  // the machines, rep first
 };
 
 bool alike(const ServingProblem& p, const std::vector<MachineBound>& mb, int i, int j) {
@@ -127,16 +135,62 @@ bool alike(const ServingProblem& p, const std::vector<MachineBound>& mb, int i, 
          same_link(p.cluster.link(i, kSink), p.cluster.link(j, kSink));
 }
 
-std::vector<Group> groups(const ServingProblem& p, const std::vector<MachineBound>& mb, bool hub) {
-  std::vector<Group> out;
+// Splits `colour` (per usable machine; -1 for the others) until machines of one colour have the
+// same number of links of each bandwidth to and from the machines of each colour.
+void refine_by_links(const ServingProblem& p, std::vector<int>& colour) {
+  const int n = p.machines();
+  // A machine's links: (out or in, the other machine's colour, bandwidth), sorted.
+  using Signature = std::pair<int, std::vector<std::tuple<int, int, double>>>;
+  for (int colours = -1;;) {
+    std::vector<Signature> signature(n);
+    for (int i = 0; i < n; ++i) {
+      if (colour[i] < 0) continue;
+      signature[i].first = colour[i];
+      for (int k = 0; k < n; ++k) {
+        if (k == i || colour[k] < 0) continue;
+        if (const auto out = p.cluster.link(i, k))
+          signature[i].second.emplace_back(0, colour[k], out->bandwidth_Bps);
+        if (const auto in = p.cluster.link(k, i))
+          signature[i].second.emplace_back(1, colour[k], in->bandwidth_Bps);
+      }
+      std::sort(signature[i].second.begin(), signature[i].second.end());
+    }
+    std::vector<Signature> seen;  // new colour: index of the signature, in order of appearance
+    for (int i = 0; i < n; ++i) {
+      if (colour[i] < 0) continue;
+      auto it = std::find(seen.begin(), seen.end(), signature[i]);
+      colour[i] = static_cast<int>(it - seen.begin());
+      if (it == seen.end()) seen.push_back(std::move(signature[i]));
+    }
+    if (static_cast<int>(seen.size()) == colours) return;  // stable: no class split
+    colours = static_cast<int>(seen.size());
+  }
+}
+
+std::vector<Group> machine_groups(const ServingProblem& p, const std::vector<MachineBound>& mb,
+                                  bool hub, bool merge) {
+  std::vector<int> colour(p.machines(), -1);
+  std::vector<int> reps;
   for (int i = 0; i < p.machines(); ++i) {
     if (!mb[i].usable) continue;
-    auto it = std::find_if(out.begin(), out.end(),
-                           [&](const Group& g) { return hub && alike(p, mb, g.rep, i); });
-    if (it == out.end())
-      out.push_back({i, 1});
-    else
-      it->size += 1;
+    auto it =
+        std::find_if(reps.begin(), reps.end(), [&](int r) { return merge && alike(p, mb, r, i); });
+    colour[i] = static_cast<int>(it - reps.begin());
+    if (it == reps.end()) reps.push_back(i);
+  }
+  if (merge && !hub) refine_by_links(p, colour);
+  std::vector<Group> out;
+  std::vector<int> index_of;  // colour -> group
+  for (int i = 0; i < p.machines(); ++i) {
+    if (colour[i] < 0) continue;
+    if (colour[i] >= static_cast<int>(index_of.size())) index_of.resize(colour[i] + 1, -1);
+    if (index_of[colour[i]] < 0) {
+      index_of[colour[i]] = static_cast<int>(out.size());
+      out.push_back({i, 0, {}});
+    }
+    Group& g = out[index_of[colour[i]]];
+    g.members.push_back(i);
+    g.size = static_cast<double>(g.members.size());
   }
   return out;
 }
@@ -145,11 +199,13 @@ std::vector<Group> groups(const ServingProblem& p, const std::vector<MachineBoun
 // why each holds.
 class LinkLp {
  public:
-  explicit LinkLp(const ServingProblem& problem) : p_(problem), mb_(machine_bounds(problem)) {
+  LinkLp(const ServingProblem& problem, bool merge) : p_(problem), mb_(machine_bounds(problem)) {
     L_ = problem.num_layers();
     hub_ = hub_equivalent(problem, mb_);
-    groups_ = groups(problem, mb_, hub_);
+    groups_ = machine_groups(problem, mb_, hub_, merge);
   }
+
+  int groups() const { return static_cast<int>(groups_.size()); }
 
   bool hub() const { return hub_; }
 
@@ -193,24 +249,32 @@ class LinkLp {
     }
   }
 
-  // One column per link and inner boundary: tokens that leave i with b layers done for j.
+  // Per pair of groups, kind of link (its bandwidth) and inner boundary, one column: tokens that
+  // leave a machine of gi with b layers done for one of gj over such a link. Its links together
+  // carry at most their number times one link's tokens/s.
   void add_link_transfers(LpBuilder& lp) {
     const double act = p_.model.activation_bytes_per_token;
     const int n = static_cast<int>(groups_.size());
     for (int gi = 0; gi < n; ++gi) {
       for (int gj = 0; gj < n; ++gj) {
-        const int i = groups_[gi].rep, j = groups_[gj].rep;
-        const auto link = i == j ? std::nullopt : p_.cluster.link(i, j);
-        if (!link) continue;
-        const double tokens = per_token(link->bandwidth_Bps, act);
-        const int link_row = link_implied(mb_, i, j, tokens) ? -1 : lp.limit_row(tokens);
-        for (int b = 1; b < L_; ++b) {
-          const int f = lp.column(kInf);
-          lp.add(out_row_[gi][b], f, -1.0);
-          lp.add(in_row_[gj][b], f, 1.0);
-          lp.add(link_row, f, 1.0);
-          lp.add(nic_out_row_[gi], f, 1.0);
-          lp.add(nic_in_row_[gj], f, 1.0);
+        std::map<double, int> links;  // bandwidth -> how many links from gi's machines to gj's
+        for (int i : groups_[gi].members)
+          for (int j : groups_[gj].members)
+            if (i != j)
+              if (const auto link = p_.cluster.link(i, j)) ++links[link->bandwidth_Bps];
+        for (const auto& [bandwidth, count] : links) {
+          const double tokens = per_token(bandwidth, act);
+          const int link_row = link_implied(mb_, groups_[gi].rep, groups_[gj].rep, tokens)
+                                   ? -1
+                                   : lp.limit_row(count * tokens);
+          for (int b = 1; b < L_; ++b) {
+            const int f = lp.column(kInf);
+            lp.add(out_row_[gi][b], f, -1.0);
+            lp.add(in_row_[gj][b], f, 1.0);
+            lp.add(link_row, f, 1.0);
+            lp.add(nic_out_row_[gi], f, 1.0);
+            lp.add(nic_in_row_[gj], f, 1.0);
+          }
         }
       }
     }
@@ -281,14 +345,16 @@ class LinkLp {
 
 }  // namespace
 
-std::optional<LinkBound> link_upper_bound(const ServingProblem& problem, double time_limit_s) {
+std::optional<LinkBound> link_upper_bound(const ServingProblem& problem, double time_limit_s,
+                                          bool merge_alike_machines) {
   const auto t0 = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-  LinkLp model(problem);
+  LinkLp model(problem, merge_alike_machines);
   LpBuilder lp;
   model.build(lp);
   LinkBound result;
   result.hub = model.hub();
+  result.groups = model.groups();
   result.columns = static_cast<int>(lp.col_lb.size());
   result.rows = static_cast<int>(lp.row_lb.size());
   if (result.columns == 0 || result.rows == 0) {  // no machine can run a layer

@@ -17,10 +17,15 @@ struct LinkBound {
   double elapsed_s = 0;  // building the LP and solving it
   int columns = 0, rows = 0;
   bool hub = false;  // machine-to-machine links aggregated per layer boundary (see link_bound.cpp)
+  int groups = 0;    // groups of interchangeable machines the LP's rows are per
 };
 
 // Solves the link-aware LP with Clp. Empty when it is not solved within `time_limit_s`.
-std::optional<LinkBound> link_upper_bound(const ServingProblem& problem, double time_limit_s = 10);
+// Interchangeable machines (alike, with as many links of each bandwidth to and from each group)
+// share rows and columns, which gives the same bound; `merge_alike_machines` false keeps every
+// machine apart (for tests).
+std::optional<LinkBound> link_upper_bound(const ServingProblem& problem, double time_limit_s = 10,
+                                          bool merge_alike_machines = true);
 
 // Which of the valid upper bounds is the tightest.
 struct TightestBound {
