@@ -190,6 +190,12 @@ void print_report(const FitReport& report, const Profile& profile) {
         g.attention_points > 0 ? fmt::format("{}; {} measurements in the files", g.attention_source,
                                              g.attention_points)
                                : std::string("prior, not measured"));
+    // The host floor's coefficient (search/evaluate.cpp); 0 applies none.
+    if (fit.host_points > 0)
+      fmt::print("  host per kernel (eager step): {:.2f} us, median of {} host record(s)\n",
+                 fit.host_s_per_kernel * 1e6, fit.host_points);
+    else
+      fmt::print("  host per kernel: not measured (no host floor)\n");
     if (!g.layers.empty()) {
       int64_t usable = 0;
       for (const auto& t : g.layers) usable += t.unused.empty();

@@ -381,6 +381,24 @@ HostDeviceMeasurement host_device_from_json(ObjectReader r) {
   return m;
 }
 
+Json to_json(const HostMeasurement& m) {
+  return {{"framework", m.framework},  {"config", m.config},     {"kernels", m.kernels},
+          {"step", to_json(m.step_s)}, {"device_s", m.device_s}, {"s_per_kernel", m.s_per_kernel}};
+}
+
+HostMeasurement host_from_json(ObjectReader r) {
+  HostMeasurement m;
+  m.framework = r.string_or("framework", m.framework);
+  m.config = r.string_or("config", "");
+  m.kernels = r.positive_integer("kernels");
+  m.step_s = distribution_from_json(r.object("step"));  // refuses a median <= 0
+  m.device_s = r.non_negative_or("device_s", 0);
+  m.s_per_kernel = m.step_s.median / static_cast<double>(m.kernels);
+  r.optional_number("s_per_kernel");  // derived: the step and the kernels say it
+  r.finish();
+  return m;
+}
+
 Json to_json(const LayerForwardMeasurement& m) {
   Json j = {{"model", m.model},
             {"entry", m.entry},
@@ -525,6 +543,7 @@ Json to_json(const CalibrationFile& f) {
   // readers that predate them.
   if (!f.layer_forward.empty()) j["layer_forward"] = list_to_json(f.layer_forward);
   if (!f.serving_layer.empty()) j["serving_layer"] = list_to_json(f.serving_layer);
+  if (!f.host.empty()) j["host"] = list_to_json(f.host);
   Json failures = Json::array();
   for (const auto& fm : f.failures) failures.push_back({{"what", fm.what}, {"error", fm.error}});
   j["failures"] = failures;
@@ -548,6 +567,7 @@ CalibrationFile calibration_from_document(const Document& doc) {
   f.host_device = read_list<HostDeviceMeasurement>(r, "host_device", host_device_from_json);
   f.layer_forward = read_list<LayerForwardMeasurement>(r, "layer_forward", layer_forward_from_json);
   f.serving_layer = read_list<ServingLayerMeasurement>(r, "serving_layer", serving_layer_from_json);
+  f.host = read_list<HostMeasurement>(r, "host", host_from_json);
   for (auto& item : r.objects_or_empty("failures")) {
     f.failures.push_back({item.string("what"), item.string("error")});
     item.finish();
@@ -623,6 +643,7 @@ std::string per_gpu_records(const CalibrationFile& f) {
   count(f.layers.size(), "layer");
   count(f.layer_forward.size(), "layer_forward");
   count(f.serving_layer.size(), "serving_layer");
+  count(f.host.size(), "host");
   if (f.datasheet) out += std::string(out.empty() ? "" : ", ") + "datasheet priors";
   return out;
 }
@@ -655,6 +676,7 @@ void merge_calibration(CalibrationFile& into, const CalibrationFile& other_in) {
   append(into.host_device, other.host_device);
   append(into.layer_forward, other.layer_forward);
   append(into.serving_layer, other.serving_layer);
+  append(into.host, other.host);
   append(into.failures, other.failures);
   const std::string note = fmt::format(
       "merged {} (source {}, host {}, date {})", other.origin.empty() ? "a file" : other.origin,

@@ -155,6 +155,20 @@ struct ServingLayerMeasurement {
   Distribution time_s;
 };
 
+// The host's time per kernel of a framework's eager training step (item 4 of docs/benchmarks.md
+// "Still to be measured"): a step of a configuration so small that the GPU finishes each kernel
+// before the host has issued the next takes what the host needs to issue them, so the step time
+// over the kernels hetplan counts for it (`predict --json`: kernels_per_iteration) is the host's
+// cost per counted kernel. scripts/measure_host_cost.py measures it with the reference harness.
+struct HostMeasurement {
+  std::string framework = "pytorch-eager";  // what issued the kernels (the reference harness)
+  std::string config;                       // what ran, e.g. "tiny-gpt s128 mb1 x 2"
+  int64_t kernels = 0;                      // kernels of one step as hetplan counts them
+  Distribution step_s;                      // the measured step
+  double device_s = 0;  // hetplan's device time for the step (0 = not given): small if host-bound
+  double s_per_kernel = 0;  // step median / kernels (derived when read)
+};
+
 // A measurement that failed; kept so that a report can say what is missing and why.
 struct FailedMeasurement {
   std::string what;
@@ -179,6 +193,7 @@ struct CalibrationFile {
   std::vector<HostDeviceMeasurement> host_device;
   std::vector<LayerForwardMeasurement> layer_forward;  // imported (imported:amp)
   std::vector<ServingLayerMeasurement> serving_layer;  // imported (imported:helix)
+  std::vector<HostMeasurement> host;                   // host cost per kernel (eager steps)
   std::vector<FailedMeasurement> failures;
   std::optional<DatasheetPriors> datasheet;
   std::string origin;  // path it was read from
@@ -201,6 +216,7 @@ Json to_json(const P2pMeasurement& m);
 Json to_json(const HostDeviceMeasurement& m);
 Json to_json(const LayerForwardMeasurement& m);
 Json to_json(const ServingLayerMeasurement& m);
+Json to_json(const HostMeasurement& m);
 Json to_json(const CalibrationFile& file);
 
 Provenance provenance_from_json(ObjectReader r);
@@ -212,6 +228,7 @@ P2pMeasurement p2p_from_json(ObjectReader r);
 HostDeviceMeasurement host_device_from_json(ObjectReader r);
 LayerForwardMeasurement layer_forward_from_json(ObjectReader r);
 ServingLayerMeasurement serving_layer_from_json(ObjectReader r);
+HostMeasurement host_from_json(ObjectReader r);
 CalibrationFile calibration_from_document(const Document& doc);
 
 CalibrationFile load_calibration(const std::filesystem::path& path);
@@ -223,8 +240,8 @@ void save_calibration(const CalibrationFile& file, const std::filesystem::path& 
 // own with tag_measurements_with_gpu_kind before the first merge).
 void merge_calibration(CalibrationFile& into, const CalibrationFile& other);
 // What `file` holds that belongs to its one GPU type (context.gpu_type): GEMM, kernel, layer,
-// layer_forward and serving_layer measurements and datasheet priors, as "8 GEMM, 2 kernel"; empty
-// when it holds none (a communication-only file).
+// layer_forward, serving_layer and host measurements and datasheet priors, as "8 GEMM, 2 kernel";
+// empty when it holds none (a communication-only file).
 std::string per_gpu_records(const CalibrationFile& file);
 // The GPU presets, "a100-40gb, a100-80gb, ..." (for messages).
 std::string gpu_preset_names();

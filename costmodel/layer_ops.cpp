@@ -68,6 +68,8 @@ class Builder {
     if (input_gradient) gemm(name, Pass::kBackwardInput, {in, tokens, out, batch, false, false});
     gemm(name, Pass::kBackwardWeight, {in, out, tokens, batch, false, true});
     w_.gemm_weight_params += in * out * batch;
+    w_.param_tensors += batch;
+    w_.gemm_weight_tensors += batch;
   }
 
   // A bias's gradient: column sums of the output gradient over `rows` x `cols` (a reduction
@@ -75,6 +77,7 @@ class Builder {
   // forward's bias add rides in the GEMM's epilogue (cuBLASLt) and costs nothing apart.
   void bias_grad(double rows, double cols) {
     memory("bias_grad", Pass::kBackwardWeight, rows * cols * act_);
+    ++w_.param_tensors;
   }
 
   void gemm(const std::string& name, Pass pass, GemmShape shape,
@@ -101,6 +104,7 @@ class Builder {
   void norm(NormKind kind, double tokens, int64_t hidden) {
     if (kind == NormKind::kNone) return;
     const std::string k = kind == NormKind::kLayerNorm ? "layernorm" : "rmsnorm";
+    w_.param_tensors += kind == NormKind::kLayerNorm ? 2 : 1;  // gain (and bias)
     const double x = tokens * static_cast<double>(hidden) * act_;
     memory(k + "_fwd", Pass::kForward, 2 * x + tokens * kNormStatBytes);
     memory(k + "_bwd", Pass::kBackwardInput, 3 * x + tokens * kNormStatBytes);
@@ -292,6 +296,7 @@ void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape
   // One gather per table (rows read, hidden states written; positions and token types have
   // tables of their own), and an add per extra table.
   const int tables = 1 + (e.max_positions > 0) + (e.token_types > 0);
+  w.param_tensors += tables;
   B.memory("embedding_fwd", Pass::kForward, x_bytes * 2 * tables);
   if (tables > 1) B.memory("embedding_add", Pass::kForward, x_bytes * 3 * (tables - 1));
   // The vocabulary-parallel lookup ends with a reduction over the tensor-parallel group.
@@ -417,11 +422,32 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   // gradient-accumulation fusion the weight-gradient GEMMs write into them directly, and only the
   // other parameters (norms, biases, embedding tables) take the add.
   const int64_t added = shape.grad_accumulation_fusion ? w.params - w.gemm_weight_params : w.params;
+  w.accumulated_tensors =
+      shape.grad_accumulation_fusion ? w.param_tensors - w.gemm_weight_tensors : w.param_tensors;
   if (added > 0)
     B.memory("grad_accumulate", Pass::kBackwardWeight, static_cast<double>(added) * (B.act() + 8));
   // Full recomputation never keeps more than no recomputation.
   w.activation_bytes[2] = std::min(w.activation_bytes[2], w.activation_bytes[0]);
   return w;
+}
+
+LayerKernels layer_kernels(const LayerWork& w, Recompute mode) {
+  LayerKernels k;
+  auto rerun = [mode](Pass pass, OpGroup group) {
+    if (pass != Pass::kForward) return false;
+    return mode == Recompute::kFull ||
+           (mode == Recompute::kSelective && group == OpGroup::kCoreAttention);
+  };
+  auto add = [&](Pass pass, OpGroup group, int64_t n) {
+    k.pass[static_cast<int>(pass)] += n;
+    if (rerun(pass, group)) k.recompute += n;
+  };
+  for (const auto& g : w.gemms) add(g.pass, g.group, 1);
+  for (const auto& m : w.memory_ops)
+    add(m.pass, m.group, m.kernel == "grad_accumulate" ? w.accumulated_tensors : 1);
+  for (const auto& a : w.attention) add(a.pass, OpGroup::kDefault, 1);
+  for (const auto& c : w.comms) add(c.pass, OpGroup::kDefault, 1);
+  return k;
 }
 
 std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp) {

@@ -101,6 +101,12 @@ struct LayerWork {
   double output_bytes = 0;                 // the activation handed to the next layer (whole tensor)
   int64_t params = 0;                      // held on one rank (a tied head holds its copy)
   int64_t gemm_weight_params = 0;          // of those, the weights of its GEMMs (linear layers)
+  // Parameter tensors (a weight, a bias, a norm's gain: what a gradient hook fires for) and, of
+  // them, the tensors whose gradients are added into the fp32 main gradients by a kernel of their
+  // own: the `grad_accumulate` op is one kernel per such tensor.
+  int64_t param_tensors = 0;
+  int64_t gemm_weight_tensors = 0;
+  int64_t accumulated_tensors = 0;
   // Model FLOPs of the layer on one rank per pass (no recomputation; attention counted in full,
   // as Megatron-LM and PaLM count it for MFU).
   double model_flops[kNumPasses] = {0, 0, 0};
@@ -111,6 +117,17 @@ struct LayerWork {
 // Decomposes `layer` for one rank. Throws InputError when `shape.tp` does not divide the heads,
 // KV heads or MLP width.
 LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape);
+
+// Kernels one micro-batch of a layer launches on one rank: every GEMM, memory-bound op, fused
+// attention pass and collective is one launch, and gradient accumulation one per accumulated
+// tensor. `recompute` counts the forward launches re-run in backward under `mode`. The host's
+// time to issue them bounds the step of small configurations (search/evaluate.cpp).
+struct LayerKernels {
+  int64_t pass[kNumPasses] = {0, 0, 0};
+  int64_t recompute = 0;
+  int64_t total() const { return pass[0] + pass[1] + pass[2] + recompute; }
+};
+LayerKernels layer_kernels(const LayerWork& work, Recompute mode);
 
 // Checks that tensor width `tp` divides every layer of `model`; returns the reason or "".
 std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp);

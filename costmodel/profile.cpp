@@ -235,6 +235,13 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
     fit.attention_bwd_efficiency = bwd.empty() ? fit.attention_efficiency : b_fit.efficiency;
     fit.attention_bwd_seq_half = bwd.empty() ? fit.attention_seq_half : b_fit.seq_half;
   }
+  // Host cost per kernel: the median over the file's records (a later file's replace it).
+  if (!f.host.empty()) {
+    std::vector<double> per_kernel;
+    for (const auto& h : f.host) per_kernel.push_back(h.s_per_kernel);
+    fit.host_s_per_kernel = summarize(per_kernel).median;
+    fit.host_points = static_cast<int64_t>(per_kernel.size());
+  }
   fit.layers.insert(fit.layers.end(), f.layers.begin(), f.layers.end());
   for (LayerForwardMeasurement m : f.layer_forward) {
     if (m.node_type.empty()) m.node_type = f.context.node_type;
@@ -251,7 +258,7 @@ double gemm_bandwidth_GBps(const GpuSpec& spec, const GpuFit& fit) {
 // Whether `f` holds anything the training cost model fits: priors, GEMMs, kernels or layer timings.
 bool shapes_training_fit(const CalibrationFile& f) {
   return f.datasheet || !f.gemm.empty() || !f.kernels.empty() || !f.layers.empty() ||
-         !f.layer_forward.empty();
+         !f.layer_forward.empty() || !f.host.empty();
 }
 
 // Fits each dtype's analytical GEMM model to its measured points and scores it in-sample

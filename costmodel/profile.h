@@ -62,6 +62,11 @@ struct GpuFit {
   std::vector<LayerMeasurement> layers;                // F, B and W (hetplan's profiler)
   std::vector<LayerForwardMeasurement> layer_forward;  // forward only (imported: AMP)
   double context_reserve_bytes = 0;  // measured CUDA context + library reserve; 0 = prior
+  // Host seconds to issue one kernel of an eager training step (PyTorch's dispatcher, autograd
+  // and launch, per kernel the cost model counts), from calibration files' `host` records; the
+  // evaluator's host floor (search/evaluate.cpp). 0 = not measured: no floor is applied.
+  double host_s_per_kernel = 0;
+  int64_t host_points = 0;  // host records it was fitted from
 };
 
 struct Profile {

@@ -66,6 +66,8 @@ Json gpu_json(const GpuFit& g) {
     j["layer_forward"] = forward;
   }
   j["context_reserve_bytes"] = whole_number_json(g.context_reserve_bytes);
+  j["host_s_per_kernel"] = g.host_s_per_kernel;
+  j["host_points"] = g.host_points;
   return j;
 }
 
@@ -125,6 +127,9 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
   for (auto& l : r.objects_or_empty("layer_forward"))
     g.layer_forward.push_back(layer_forward_from_json(l));
   g.context_reserve_bytes = r.non_negative_or("context_reserve_bytes", 0);
+  // Added 2026-11-23; older profiles have no host floor.
+  g.host_s_per_kernel = r.non_negative_or("host_s_per_kernel", 0);
+  g.host_points = r.integer_or("host_points", 0);
   r.finish();
   return g;
 }

@@ -88,6 +88,8 @@ Prediction prediction_from_json(ObjectReader r) {
   if (auto b = r.optional_object("breakdown"))
     for (const auto& key : b->keys()) p.breakdown.emplace_back(key, b->number(key));
   p.bubble_rate = r.number_or("bubble_rate", 0);
+  p.kernels_per_iteration = r.number_or("kernels_per_iteration", 0);
+  p.host_s = r.number_or("host_s", 0);
   for (auto& st : r.objects_or_empty("stages")) p.stages.push_back(stage_from_json(st));
   if (r.has("notes")) p.notes = r.strings("notes");
   return p;

@@ -305,6 +305,15 @@ part_a() {
   step attention_wgmma_dq_bulk 60 10 env HETPLAN_ATTENTION_KERNEL=wgmma HETPLAN_ATTENTION_DQ=bulk \
     "$bin/hetplan_kernel_bench" --filter attention --json "$work/kernel_bench_wgmma_dq_bulk.json" &&
     excerpt "$work/logs/attention_wgmma_dq_bulk.log" '^attention[^ ]* .*%|  (incorrect|error)' 12
+  # The opt-in warp-specialised d = 128 backward (docs/kernels.md, "Warp-specialised backward"):
+  # producer warpgroup, mbarrier ring, setmaxnreg; the producer with 16-byte bulk copies (ws) or
+  # cp.async (ws-cpasync). Checked by the bench, timed next to the two above.
+  for ws in ws ws-cpasync; do
+    step "attention_wgmma_${ws//-/_}" 60 10 env HETPLAN_ATTENTION_KERNEL=wgmma \
+      HETPLAN_ATTENTION_BWD="$ws" "$bin/hetplan_kernel_bench" --filter attention \
+      --json "$work/kernel_bench_wgmma_${ws//-/_}.json" &&
+      excerpt "$work/logs/attention_wgmma_${ws//-/_}.log" '^attention[^ ]* .*%|  (incorrect|error)' 12
+  done
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -427,6 +436,12 @@ part_c() {
   else
     excerpt "$work/logs/measure_sweep.log" '^( ?[0-9]+ |iteration time|peak memory|out of memory|hetplan predict|with datasheet|sweep done|fitting|[0-9]+ configurations)' 60
   fi
+  # PyTorch's host cost per kernel of an eager step, the host floor's coefficient (item 4): the
+  # harness on GPT-2 medium at sequence 128, mb 1, where the step is the host's; -> a calibration
+  # file with a `host` record (docs/formats.md) for `hetplan fit`.
+  step host_cost 90 10 python3 scripts/measure_host_cost.py --hetplan "$bin/hetplan" \
+    --out "$work/host-cost.json" --calibration "${files[@]}"
+  excerpt "$work/logs/host_cost.log" 'us per kernel|wrote|measure_host_cost|Error' 6
   step fused_kernels_tests 90 10 python3 -m unittest -v tests/python/test_fused_kernels.py
   excerpt "$work/logs/fused_kernels_tests.log" '^(Ran|OK|FAILED)|\.\.\. (FAIL|ERROR|skipped)' 20
   for model in gpt2-medium examples/models/llama-370m.yaml; do

@@ -114,6 +114,7 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
   c.activation = w.activation(s.recompute);
   c.params = static_cast<double>(w.params);
   c.output_bytes = w.output_bytes;
+  c.kernels = static_cast<double>(layer_kernels(w, s.recompute).total());
   // Recomputed activations live while the layer's backward runs; gradients of the layer's input
   // and output are in flight (one rank's share under sequence parallelism).
   const double shard = s.sequence_parallel && s.tp > 1 ? static_cast<double>(s.tp) : 1.0;
@@ -125,6 +126,15 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
   }
   if (s.zero >= 3) c.transient += 2 * c.params * dtype_bytes(dtype);  // gathered weights
   return c;
+}
+
+// Kernels of the optimizer step over one device's `params` (the reference harness's, as Megatron-LM
+// runs it): fused AdamW over one flat fp32 buffer is launched in chunks of 65536 elements, at most
+// 320 chunks per launch (PyTorch's MultiTensorApply.cuh), plus its step count, the copy to the
+// bf16 weights and the zeroing of the main gradients.
+double optimizer_kernels(double params) {
+  constexpr double kElementsPerLaunch = 65536.0 * 320.0;
+  return std::ceil(params / kElementsPerLaunch) + 3;
 }
 
 bool same_layer(const LayerSpec& a, const LayerSpec& b) {
@@ -733,8 +743,33 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
     stages[j].memory = memory[d];
   }
 
+  // The host floor. In eager mode the host issues every kernel (dispatch, autograd, launch) while
+  // the GPU runs the ones before: the two overlap, and the slower bounds the step. A device's
+  // iteration cannot be shorter than its host's time to issue the kernels of its stages' m
+  // micro-batches and of its optimizer step. Small configurations are host-bound (docs/measure.md);
+  // with no measured host cost per kernel (host_s_per_kernel 0) the floor is 0.
+  double host_s = 0, host_kernels = 0;
+  {
+    std::vector<double> kernels(P, 0);
+    for (int64_t j = 0; j < S; ++j)
+      for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
+        kernels[dev[j]] += static_cast<double>(m) * (*rank_costs[dev[j]])[i].kernels;
+    for (int64_t d = 0; d < P; ++d) {
+      kernels[d] += optimizer_kernels(params[d] / (s.zero >= 1 ? s.dp : 1));
+      const double t = kernels[d] * cost_.fit(*gpu[d]).host_s_per_kernel;
+      if (t > host_s || (host_s == 0 && kernels[d] > host_kernels)) {
+        host_s = t;
+        host_kernels = kernels[d];
+      }
+    }
+  }
+  out.kernels_per_iteration = host_kernels;
+  out.host_s = host_s;
+  const double device_s = pipe.makespan_s + tail;
+  const double host_wait = std::max(0.0, host_s - device_s);
+
   // Totals and the breakdown (named parts that sum to the iteration time).
-  out.iteration_s = pipe.makespan_s + tail;
+  out.iteration_s = device_s + host_wait;
   out.samples_per_s = static_cast<double>(s.global_batch) / out.iteration_s;
   out.tokens_per_s = out.samples_per_s * static_cast<double>(model_.seq_len);
   double peak = 0;
@@ -764,6 +799,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
       {"pp_bubble", idle - p2p},  // >= 0: rounding can put the makespan a hair below m x busy
       {"dp_sync", exposed[tail_rank]},
       {"optimizer", optimizer[tail_rank]},
+      {"host_wait", host_wait},  // the device idle for its host beyond its own work (host floor)
   };
   out.stages = std::move(stages);
   return out;

@@ -23,6 +23,7 @@ struct LayerCost {
   double transient = 0;   // working bytes while this layer runs
   double params = 0;      // held on one rank
   double output_bytes = 0;
+  double kernels = 0;  // launched per micro-batch, recomputation included (costmodel/layer_ops.h)
   double total_s() const { return times.pass_s[0] + times.pass_s[1] + times.pass_s[2]; }
 };
 

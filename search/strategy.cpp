@@ -131,6 +131,8 @@ Json to_json(const Prediction& p) {
   for (const auto& [name, s] : p.breakdown) breakdown[name] = s;
   j["breakdown"] = breakdown;
   j["bubble_rate"] = p.bubble_rate;
+  j["kernels_per_iteration"] = p.kernels_per_iteration;
+  j["host_s"] = p.host_s;
   Json stages = Json::array();
   for (const auto& s : p.stages) {
     stages.push_back({{"layers", {s.stage.first_layer, s.stage.last_layer}},

@@ -68,6 +68,10 @@ struct Prediction {
   std::vector<std::pair<std::string, double>> breakdown;  // named seconds summing to iteration_s
   double bubble_rate = 0;
   double memory_overflow = 0;  // infeasible "memory" without a partition: bytes needed / available
+  // The host floor (search/evaluate.cpp): the most kernels one device's host issues per iteration,
+  // and the time it takes them at the profile's host_s_per_kernel (0 when not measured).
+  double kernels_per_iteration = 0;
+  double host_s = 0;
   std::vector<StagePrediction> stages;  // per virtual stage, in model order
   std::vector<std::string> notes;       // e.g. "bf16 runs as fp16 on v100"
 };
