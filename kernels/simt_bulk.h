@@ -8,6 +8,8 @@
 //   bulk_reduce_add_f32 cp.reduce.async.bulk shared -> global, .add.f32, in bulk groups
 //   bulk_commit, bulk_wait_read<N>                        the bulk groups of this thread
 //   fence_proxy_async (simt_wgmma.h)   generic-proxy shared writes -> the bulk ops (async proxy)
+//   named_barrier_sync<kId>(count)      bar.sync id, count: a barrier among `count` threads
+//   setmaxnreg<kRegisters, kIncrease>   setmaxnreg.{inc,dec}: a warpgroup's registers per thread
 //
 // The usual producer / consumer ring (PTX ISA "mbarrier"; the pattern CUTLASS's pipelines use):
 // per stage a "full" barrier (count 1: the producer's arrive.expect_tx, then the copies'
@@ -156,6 +158,37 @@ HETPLAN_DEVICE void bulk_wait_read() {
   bulk_unavailable();
 #else
   emu::bulk_wait_read(kPending);
+#endif
+}
+
+// bar.sync kId, count: waits until `count` threads (a multiple of 32; the warps that take part)
+// have arrived at named barrier kId (1 .. 15; 0 is __syncthreads). Orders shared memory as
+// __syncthreads does, among those threads only.
+template <int kId>
+HETPLAN_DEVICE void named_barrier_sync(int count) {
+  static_assert(kId >= 1 && kId <= 15, "named barrier ids are 1 .. 15");
+#if defined(__CUDACC__)
+  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "r"(count) : "memory");
+#else
+  emu::named_barrier_sync(kId, count);
+#endif
+}
+
+// setmaxnreg.inc / .dec (sm_90a): the executing warpgroup's registers per thread become
+// kRegisters (24 .. 256, a multiple of 8); every warp of the warpgroup executes it. An .inc
+// waits until the SM has the registers, which the .dec of other warpgroups give back.
+template <int kRegisters, bool kIncrease>
+HETPLAN_DEVICE void setmaxnreg() {
+  static_assert(kRegisters >= 24 && kRegisters <= 256 && kRegisters % 8 == 0);
+#if defined(HETPLAN_BULK)
+  if constexpr (kIncrease)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+  else
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+#elif defined(__CUDACC__)
+  bulk_unavailable();
+#else
+  emu::setmaxnreg(kRegisters, kIncrease);
 #endif
 }
 

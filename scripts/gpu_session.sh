@@ -305,6 +305,15 @@ part_a() {
   step attention_wgmma_dq_bulk 60 10 env HETPLAN_ATTENTION_KERNEL=wgmma HETPLAN_ATTENTION_DQ=bulk \
     "$bin/hetplan_kernel_bench" --filter attention --json "$work/kernel_bench_wgmma_dq_bulk.json" &&
     excerpt "$work/logs/attention_wgmma_dq_bulk.log" '^attention[^ ]* .*%|  (incorrect|error)' 12
+  # The opt-in warp-specialised d = 128 backward (docs/kernels.md, "Warp-specialised backward"):
+  # producer warpgroup, mbarrier ring, setmaxnreg; the producer with 16-byte bulk copies (ws) or
+  # cp.async (ws-cpasync). Checked by the bench, timed next to the two above.
+  for ws in ws ws-cpasync; do
+    step "attention_wgmma_${ws//-/_}" 60 10 env HETPLAN_ATTENTION_KERNEL=wgmma \
+      HETPLAN_ATTENTION_BWD="$ws" "$bin/hetplan_kernel_bench" --filter attention \
+      --json "$work/kernel_bench_wgmma_${ws//-/_}.json" &&
+      excerpt "$work/logs/attention_wgmma_${ws//-/_}.log" '^attention[^ ]* .*%|  (incorrect|error)' 12
+  done
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@
 namespace hetplan::kernels::emu {
 namespace {
 
-enum class State { kReady, kBlockBarrier, kWarp, kMbarrier, kDone };
+enum class State { kReady, kBlockBarrier, kNamedBarrier, kWarp, kMbarrier, kDone };
 
 struct PendingCopy {
   unsigned char* dst;
@@ -34,6 +34,7 @@ struct Fiber {
   int warp_op = -1;
   uint32_t mbar_offset = 0;  // while kMbarrier: the barrier and the parity waited for
   int mbar_parity = 0;
+  int named_id = 0;  // while kNamedBarrier: the barrier
   // Shared-memory bytes this thread wrote through the generic proxy (ordinary stores, cp.async)
   // since its last fence.proxy.async: [offset, offset + bytes).
   std::vector<std::pair<uint32_t, uint32_t>> unfenced;
@@ -46,10 +47,22 @@ struct WarpState {
   Payload slots[2][32];
 };
 
+// A named barrier (bar.sync id, count): the current round's count, arrivals and the warps
+// arrived (bit per warp), and the warps the first completed round released.
+struct NamedBarrier {
+  int count = 0;
+  int arrived = 0;
+  uint32_t warps = 0;
+  uint32_t first_round_warps = 0;
+  int rounds = 0;
+};
+
 struct Run {
   ucontext_t scheduler{};
   std::vector<Fiber> fibers;
   std::vector<WarpState> warps;
+  NamedBarrier named[16];
+  std::vector<int> warp_registers;  // per warp: the last setmaxnreg count, 0 if none
   int current = 0;
   int at_barrier = 0;
   int done = 0;
@@ -138,6 +151,10 @@ std::string describe(const Run& r) {
     if (f.state == State::kDone) continue;
     s += " t" + std::to_string(f.linear) +
          (f.state == State::kBlockBarrier ? ":syncthreads"
+          : f.state == State::kNamedBarrier
+              ? ":bar.sync " + std::to_string(f.named_id) + " (" +
+                    std::to_string(r.named[f.named_id].arrived) + " of " +
+                    std::to_string(r.named[f.named_id].count) + " arrived)"
           : f.state == State::kMbarrier
               ? ":mbarrier wait for parity " + std::to_string(f.mbar_parity) + " (" +
                     mbarrier_describe(f.mbar_offset) + ")"
@@ -172,6 +189,8 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
     makecontext(&f.context, fiber_main, 0);
   }
   for (WarpState& w : r.warps) w = WarpState{};
+  for (NamedBarrier& b : r.named) b = NamedBarrier{};
+  std::fill(r.warp_registers.begin(), r.warp_registers.end(), 0);
   std::fill(r.unfenced_writer.begin(), r.unfenced_writer.end(), int16_t{0});
   r.at_barrier = 0;
   r.done = 0;
@@ -230,6 +249,7 @@ void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
   r.grid_dim = grid;
   r.fibers.resize(n);
   r.warps.resize((n + 31) / 32);
+  r.warp_registers.resize((n + 31) / 32);
   r.smem.resize(dynamic_smem_bytes);
   r.unfenced_writer.assign(dynamic_smem_bytes, 0);
   for (unsigned i = 0; i < n; ++i) {
@@ -290,6 +310,88 @@ void sync_threads() {
   ++r.at_barrier;
   release_block_barrier_if_complete(r);
   if (f.state != State::kReady) yield();
+}
+
+namespace {
+std::string warp_list(uint32_t warps) {
+  std::string s;
+  for (int w = 0; w < 32; ++w)
+    if (warps & (uint32_t{1} << w)) s += (s.empty() ? "" : ",") + std::to_string(w);
+  return "{" + s + "}";
+}
+}  // namespace
+
+void named_barrier_sync(int id, int count) {
+  Run& r = run();
+  Fiber& f = me();
+  const int n = static_cast<int>(r.fibers.size());
+  if (id < 1 || id > 15)
+    throw std::runtime_error("bar.sync: named barrier id " + std::to_string(id) +
+                             " outside 1 .. 15 (0 is __syncthreads)");
+  if (count <= 0 || count % 32 != 0 || count > n)
+    throw std::runtime_error("bar.sync " + std::to_string(id) + ": thread count " +
+                             std::to_string(count) +
+                             " is not a positive multiple of 32 within the block");
+  NamedBarrier& b = r.named[id];
+  if (b.arrived == 0) {
+    b.count = count;
+    b.warps = 0;
+  } else if (b.count != count) {
+    throw std::runtime_error("bar.sync " + std::to_string(id) + ": thread " +
+                             std::to_string(f.linear) + " arrives with count " +
+                             std::to_string(count) + " while this round's arrivals gave " +
+                             std::to_string(b.count));
+  }
+  ++b.arrived;
+  b.warps |= uint32_t{1} << (f.linear / 32);
+  f.state = State::kNamedBarrier;
+  f.named_id = id;
+  if (b.arrived < b.count) {
+    yield();
+    return;
+  }
+  if (b.rounds > 0 && b.warps != b.first_round_warps)
+    throw std::runtime_error("bar.sync " + std::to_string(id) + ": round " +
+                             std::to_string(b.rounds) + " released warps " + warp_list(b.warps) +
+                             ", round 0 warps " + warp_list(b.first_round_warps) + "; the count " +
+                             std::to_string(b.count) +
+                             " does not match the threads that take part");
+  if (b.rounds == 0) b.first_round_warps = b.warps;
+  ++b.rounds;
+  b.arrived = 0;
+  for (Fiber& other : r.fibers)
+    if (other.state == State::kNamedBarrier && other.named_id == id) other.state = State::kReady;
+}
+
+void setmaxnreg(int registers, bool increase) {
+  Run& r = run();
+  const int n = static_cast<int>(r.fibers.size());
+  const char* op = increase ? "setmaxnreg.inc" : "setmaxnreg.dec";
+  if (registers < 24 || registers > 256 || registers % 8 != 0)
+    throw std::runtime_error(std::string(op) + ": " + std::to_string(registers) +
+                             " registers is not one of 24 .. 256 in steps of 8");
+  if (n % 128 != 0)
+    throw std::runtime_error(std::string(op) + " in a block of " + std::to_string(n) +
+                             " threads, not whole warpgroups");
+  Payload mine{};
+  warp_exchange(mine, 5000 + 2 * registers + (increase ? 1 : 0), [&](int first_lane) {
+    const int warp = first_lane / 32;
+    for (int w = warp / 4 * 4; w < warp / 4 * 4 + 4; ++w)
+      if (r.warp_registers[static_cast<size_t>(w)] != 0 &&
+          r.warp_registers[static_cast<size_t>(w)] != registers)
+        throw std::runtime_error(std::string(op) + ": warp " + std::to_string(warp) + " asks for " +
+                                 std::to_string(registers) + " registers, warp " +
+                                 std::to_string(w) + " of its warpgroup for " +
+                                 std::to_string(r.warp_registers[static_cast<size_t>(w)]));
+    r.warp_registers[static_cast<size_t>(warp)] = registers;
+    int total = 0;
+    for (const int regs : r.warp_registers) total += 32 * regs;
+    if (total > 65536)
+      throw std::runtime_error(std::string(op) + ": the block's warps ask for " +
+                               std::to_string(total) +
+                               " registers in all, more than the SM's 65536 (an .inc would "
+                               "wait forever)");
+  });
 }
 
 const Payload* warp_exchange(const Payload& mine, int op,

@@ -140,6 +140,21 @@ void bulk_thread_exit_check();
 void bulk_block_end_check();
 void bulk_check_generic_write(uint32_t offset, size_t bytes);
 
+// bar.sync id, count (a named barrier, id 1..15; 0 is __syncthreads): the calling thread waits
+// until `count` threads (a positive multiple of 32) have arrived at barrier `id`. Checked: every
+// arrival of one round gives the same count, and every round releases the same warps (a count
+// smaller than the threads that take part releases them in separate rounds, which on the GPU
+// orders nothing between those groups: the emulator throws at the first round that differs; a
+// count larger than the threads that take part shows as a deadlock naming the barrier).
+void named_barrier_sync(int id, int count);
+// setmaxnreg.{inc,dec}.sync.aligned.u32 (sm_90a) changes a warpgroup's registers per thread; a
+// no-op here, with the rules checked: 24 .. 256 in steps of 8, the block whole warpgroups, every
+// lane of the warp at the same instruction (a warp collective), the warps of one warpgroup asking
+// for the same count, and the counts asked for by the block's warps together within the SM's
+// 65536 registers (more makes an .inc wait forever on the GPU). The real bound is lower: the
+// block's allocation at launch (ptxas's registers per thread x threads), which is not known here.
+void setmaxnreg(int registers, bool increase);
+
 // cp.async.cg.shared.global, 16 bytes; src_bytes 0 fills zeros (the source is not read).
 void cp_async16(void* smem_dst, const void* global_src, int src_bytes);
 void cp_async_commit();

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/attention_hopper.h"
+#include "kernels/attention_hopper_backward_ws_kernels.h"
 #include "kernels/attention_hopper_kernels.h"
 #include "kernels/cuda_check.h"
 
@@ -25,6 +26,30 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   attention_backward_hopper_block<T, kD, kBulkDq>(p);
 #endif
+}
+
+// The warp-specialised d = 128 backward: a producer warpgroup and two consumers; the producer
+// gives registers away with setmaxnreg, so the launch bound leaves 168 per thread until then.
+template <class T, int kD, bool kBulkLoads>
+__global__ void __launch_bounds__(kHopperWsThreads, 1)
+    attention_backward_hopper_ws_kernel(AttentionParams<T> p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  attention_backward_hopper_ws_block<T, kD, kBulkLoads>(p);
+#endif
+}
+
+// HETPLAN_ATTENTION_BWD=ws (producer with bulk copies) or ws-cpasync (producer with cp.async):
+// the d = 128 backward runs warp-specialised (docs/kernels.md, "Warp-specialised backward"; dQ
+// by red.global.add, HETPLAN_ATTENTION_DQ ignored); not the default until a GPU has measured it.
+enum class WsBackward { kNone, kBulk, kCpAsync };
+WsBackward ws_backward() {
+  static const WsBackward ws = [] {
+    const char* v = std::getenv("HETPLAN_ATTENTION_BWD");
+    if (v != nullptr && std::strcmp(v, "ws") == 0) return WsBackward::kBulk;
+    if (v != nullptr && std::strcmp(v, "ws-cpasync") == 0) return WsBackward::kCpAsync;
+    return WsBackward::kNone;
+  }();
+  return ws;
 }
 
 // HETPLAN_ATTENTION_DQ=bulk: the d = 128 backward adds dQ with bulk reduces (docs/kernels.md,
@@ -57,6 +82,17 @@ void backward(const AttentionParams<T>& p, cudaStream_t stream) {
   HETPLAN_CHECK_LAUNCH();
 }
 
+template <class T, int kD, bool kBulkLoads>
+void backward_ws(const AttentionParams<T>& p, cudaStream_t stream) {
+  const size_t smem = attention_backward_hopper_ws_smem_bytes<T, kD>();
+  allow_dynamic_smem(
+      reinterpret_cast<const void*>(&attention_backward_hopper_ws_kernel<T, kD, kBulkLoads>), smem);
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kHopperTile)), p.heads, p.batch);
+  attention_backward_hopper_ws_kernel<T, kD, kBulkLoads>
+      <<<grid, kHopperWsThreads, smem, stream>>>(p);
+  HETPLAN_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 template <class T>
@@ -71,6 +107,10 @@ template <class T>
 void attention_backward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream) {
   if (head_dim == 64)
     backward<T, 64>(p, stream);
+  else if (ws_backward() == WsBackward::kBulk)
+    backward_ws<T, 128, true>(p, stream);
+  else if (ws_backward() == WsBackward::kCpAsync)
+    backward_ws<T, 128, false>(p, stream);
   else if (bulk_dq())
     backward<T, 128, true>(p, stream);
   else

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/attention_hopper_backward_ws_kernels.h"
 #include "kernels/attention_hopper_kernels.h"
 #include "kernels/emulator/simt_emulator.h"
 #include "kernels/reference/attention_reference.h"
@@ -73,6 +74,46 @@ TEST(AttentionHopperEmulated, Bf16HeadDim128BulkDqCausalPartial) {
 }
 TEST(AttentionHopperEmulated, Fp16HeadDim128BulkDqFullBhsdShuffled) {
   check_hopper<fp16, 128, true>(1, 2, 200, false, false, 11);
+}
+
+// The opt-in warp-specialised backward (HETPLAN_ATTENTION_BWD=ws, d = 128): a producer
+// warpgroup fills a ring of 2 stages with bulk copies behind full / empty mbarriers, the two
+// consumer warpgroups meet at one named barrier per tile. Partial last tile (zero rows, arrivals
+// without tx), causal (first tile per block varies), several rounds of the ring (both parities),
+// BSHD / BHSD, fp16, warps shuffled (consumers drift apart between the named barriers).
+template <class T, bool kBulkLoads = true>
+void check_hopper_ws(int batch, int heads, int seq, bool causal, bool bshd, uint64_t schedule = 0,
+                     bool eager = false) {
+  testing::AttentionFamily<T> f;  // as kernels/sm90a/attention_hopper.cu launches
+  f.tile = kHopperTile;
+  f.threads = kHopperThreads;
+  f.backward_threads = kHopperWsThreads;
+  f.forward_smem = attention_forward_hopper_smem_bytes<T, 128>();
+  f.backward_smem = attention_backward_hopper_ws_smem_bytes<T, 128>();
+  f.forward = attention_forward_hopper_block<T, 128>;
+  f.backward = attention_backward_hopper_ws_block<T, 128, kBulkLoads>;
+  testing::check_attention_family<T, 128>(
+      f, testing::AttentionCase{batch, heads, seq, causal, bshd, schedule, eager, 201});
+}
+TEST(AttentionHopperEmulated, Bf16WarpSpecialisedCausalPartial) {
+  check_hopper_ws<bf16>(1, 1, 300, true, true);
+}
+TEST(AttentionHopperEmulated, Bf16WarpSpecialisedFullShuffled) {
+  check_hopper_ws<bf16>(1, 1, 260, false, true, 12);
+}
+TEST(AttentionHopperEmulated, Fp16WarpSpecialisedFullBhsdShuffled) {
+  check_hopper_ws<fp16>(1, 2, 200, false, false, 13);
+}
+TEST(AttentionHopperEmulated, Fp16WarpSpecialisedCausalShortShuffledEager) {
+  check_hopper_ws<fp16>(2, 1, 37, true, true, 14, true);
+}
+// The producer with cp.async (HETPLAN_ATTENTION_BWD=ws-cpasync): copies landing at its wait or
+// at issue (eager), rows past the end zero-filled by the copies.
+TEST(AttentionHopperEmulated, Bf16WarpSpecialisedCpAsyncCausalPartialShuffled) {
+  check_hopper_ws<bf16, false>(1, 1, 300, true, true, 15);
+}
+TEST(AttentionHopperEmulated, Fp16WarpSpecialisedCpAsyncFullBhsdEager) {
+  check_hopper_ws<fp16, false>(1, 2, 200, false, false, 0, true);
 }
 
 // The emulator's wgmma itself on the known-answer test of kernels/wgmma_selftest.h, every

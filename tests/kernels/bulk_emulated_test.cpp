@@ -354,6 +354,84 @@ TEST(BulkEmulated, ReduceSizeRule) {
   EXPECT_ERROR_HAS(error, "not a positive multiple of 16");
 }
 
+// ---- named barriers (bar.sync id, count) and setmaxnreg ----
+
+// Warps 0-3 exchange a value through shared memory behind bar.sync 1, 128 while warps 4-5 never
+// take part: every reader sees its partner's value, in index order and shuffled.
+TEST(BulkEmulated, NamedBarrierOrdersItsParticipantsOnly) {
+  for (const uint64_t seed : {uint64_t{0}, uint64_t{3}, uint64_t{4}}) {
+    std::vector<float> out(128, -1.0f);
+    emu::GlobalScope scope;
+    scope.add(out.data(), out.size());
+    const std::string error = run_block(
+        192, 512,
+        [&] {
+          const int t = simt::thread_x();
+          if (t >= 128) return;
+          float* buf = reinterpret_cast<float*>(simt::dynamic_smem());
+          buf[t] = static_cast<float>(t);
+          simt::named_barrier_sync<1>(128);
+          out[static_cast<size_t>(t)] = buf[127 - t];
+        },
+        seed);
+    EXPECT_EQ(error, "");
+    for (int t = 0; t < 128; ++t) EXPECT_EQ(out[static_cast<size_t>(t)], 127.0f - t) << t;
+  }
+}
+
+// A count below the threads that take part releases them in groups that order nothing between
+// each other: the second round releases other warps than the first.
+TEST(BulkEmulated, NamedBarrierCountBelowTheParticipantsThrows) {
+  const std::string error = run_block(256, 64, [] { simt::named_barrier_sync<2>(128); });
+  EXPECT_ERROR_HAS(error, "does not match the threads that take part");
+}
+
+// A count above them never completes: a deadlock report naming the barrier.
+TEST(BulkEmulated, NamedBarrierCountAboveTheParticipantsDeadlocks) {
+  const std::string error = run_block(128, 64, [] {
+    if (simt::warp() < 2) simt::named_barrier_sync<3>(128);
+  });
+  EXPECT_ERROR_HAS(error, "bar.sync 3 (64 of 128 arrived)");
+}
+
+TEST(BulkEmulated, NamedBarrierArrivalsWithDifferentCountsThrow) {
+  const std::string error =
+      run_block(128, 64, [] { simt::named_barrier_sync<1>(simt::warp() == 0 ? 64 : 128); });
+  EXPECT_ERROR_HAS(error, "arrives with count");
+}
+
+// setmaxnreg: 24 / 240 for one producer and two consumer warpgroups fits 65536 registers;
+// 248 for the consumers does not (an .inc that waits forever on the GPU), a block of 288
+// threads is not whole warpgroups, and warps of one warpgroup must agree.
+TEST(BulkEmulated, SetmaxnregChecksItsRules) {
+  EXPECT_EQ(run_block(384, 64,
+                      [] {
+                        if (simt::warp() >= 8)
+                          simt::setmaxnreg<24, false>();
+                        else
+                          simt::setmaxnreg<240, true>();
+                      }),
+            "");
+  EXPECT_ERROR_HAS(run_block(384, 64,
+                             [] {
+                               if (simt::warp() >= 8)
+                                 simt::setmaxnreg<24, false>();
+                               else
+                                 simt::setmaxnreg<248, true>();
+                             }),
+                   "more than the SM's 65536");
+  EXPECT_ERROR_HAS(run_block(288, 64, [] { simt::setmaxnreg<24, false>(); }),
+                   "not whole warpgroups");
+  EXPECT_ERROR_HAS(run_block(128, 64,
+                             [] {
+                               if (simt::warp() == 0)
+                                 simt::setmaxnreg<232, true>();
+                               else
+                                 simt::setmaxnreg<240, true>();
+                             }),
+                   "of its warpgroup for");
+}
+
 // ---- the known-answer test and its mutations ----
 
 template <int kMutation>
