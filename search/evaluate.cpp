@@ -130,8 +130,11 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
 
 // Kernels of the optimizer step over one device's `params` (the reference harness's, as Megatron-LM
 // runs it): fused AdamW over one flat fp32 buffer is launched in chunks of 65536 elements, at most
-// 320 chunks per launch (PyTorch's MultiTensorApply.cuh), plus its step count, the copy to the
-// bf16 weights and the zeroing of the main gradients.
+// 320 chunks per launch (kChunkSize and depth_to_max_blocks of PyTorch's
+// aten/src/ATen/native/cuda/MultiTensorApply.cuh; where the large kernel-argument path applies,
+// CUDA 12.1 and later on Volta and newer, up to 4044 chunks at depth 4, so fewer launches: a few
+// kernels out of the thousands a step issues), plus its step count, the copy to the bf16 weights
+// and the zeroing of the main gradients.
 double optimizer_kernels(double params) {
   constexpr double kElementsPerLaunch = 65536.0 * 320.0;
   return std::ceil(params / kElementsPerLaunch) + 3;
