@@ -12,6 +12,7 @@
 #include "costmodel/hardware.h"
 #include "costmodel/profile.h"
 #include "costmodel/profile_quality.h"
+#include "profiler/common/gemm_plan.h"
 
 namespace hetplan::cli {
 namespace {
@@ -116,13 +117,10 @@ void print_glitches(const std::vector<GemmHoldout>& gemm) {
   for (const auto& h : gemm) {
     if (h.glitches.empty()) continue;
     std::string shown;
-    for (size_t i = 0; i < std::min(kShown, h.glitches.size()); ++i) {
-      const GemmShape& s = h.glitches[i].shape;
+    for (size_t i = 0; i < std::min(kShown, h.glitches.size()); ++i)
       shown +=
-          fmt::format("{}{}x{}x{}{} {}{} {:.1f} us", i ? ", " : "", s.m, s.n, s.k,
-                      s.batch > 1 ? fmt::format(" (batch {})", s.batch) : std::string(),
-                      s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', h.glitches[i].time_s * 1e6);
-    }
+          fmt::format("{}{} {:.1f} us", i ? ", " : "",
+                      profiler::gemm_shape_label(h.glitches[i].shape), h.glitches[i].time_s * 1e6);
     if (h.glitches.size() > kShown)
       shown += fmt::format(" and {} more (--json)", h.glitches.size() - kShown);
     fmt::print(

@@ -100,10 +100,14 @@ std::string gemm_key(Dtype dtype, const GemmShape& s) {
                      s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N');
 }
 
-std::string gemm_label(Dtype dtype, const GemmShape& s) {
-  std::string text = fmt::format("{} {}x{}x{}", to_string(dtype), s.m, s.n, s.k);
+std::string gemm_shape_label(const GemmShape& s) {
+  std::string text = fmt::format("{}x{}x{}", s.m, s.n, s.k);
   if (s.batch > 1) text += fmt::format(" x{}", s.batch);
   return text + fmt::format(" {}{}", s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N');
+}
+
+std::string gemm_label(Dtype dtype, const GemmShape& s) {
+  return fmt::format("{} {}", to_string(dtype), gemm_shape_label(s));
 }
 
 double gemm_bytes(Dtype dtype, const GemmShape& s) {

@@ -35,6 +35,8 @@ std::vector<GemmCase> gemm_grid(bool quick, const std::vector<Dtype>& dtypes);
 std::string gemm_key(Dtype dtype, const GemmShape& shape);
 // Human label for the progress line: "bf16 4096x4096x4096 TN".
 std::string gemm_label(Dtype dtype, const GemmShape& shape);
+// The same without the dtype: "4096x4096x4096 TN" ("... x8 TN" for a batch of 8).
+std::string gemm_shape_label(const GemmShape& shape);
 // Expected seconds to verify and time one shape on an H100 (for the plan and the ETA only).
 double estimate_gemm_s(Dtype dtype, const GemmShape& shape, bool quick);
 // Bytes of op(A) + op(B) + C for one product (the minimum memory traffic).

@@ -68,6 +68,8 @@ TEST(GemmPlan, KeysAndLabels) {
   const GemmShape s{4096, 1024, 512, 1, true, false};
   EXPECT_EQ(gemm_key(Dtype::kBf16, s), "gemm/bf16/4096x1024x512x1/TN");
   EXPECT_EQ(gemm_label(Dtype::kFp8, s), "fp8 4096x1024x512 TN");
+  EXPECT_EQ(gemm_shape_label(s), "4096x1024x512 TN");
+  EXPECT_EQ(gemm_shape_label({64, 128, 256, 8, false, true}), "64x128x256 x8 NT");
   EXPECT_EQ(gemm_key(Dtype::kTf32, GemmShape{8, 16, 32, 4, false, true}), "gemm/tf32/8x16x32x4/NT");
 }
 
