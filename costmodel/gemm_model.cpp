@@ -110,6 +110,12 @@ bool local_fit(const std::vector<Row>& rows, size_t n, Coefficients& out) {
 
 }  // namespace
 
+Json to_json(const GemmPoint& p) {
+  Json j = to_json(p.shape);
+  j["time_s"] = p.time_s;
+  return j;
+}
+
 uint64_t gemm_shape_hash(const GemmShape& s) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](uint64_t v) {

@@ -35,6 +35,9 @@ struct GemmPoint {
   double time_s = 0;
 };
 
+// A measured point as profiles and fit reports write it: the shape's keys and `time_s`.
+Json to_json(const GemmPoint& p);
+
 class GemmModel {
  public:
   GemmModel() = default;

@@ -34,11 +34,7 @@ Json gpu_json(const GpuFit& g) {
     }
     Json pts = Json::array();
     if (auto it = g.gemm_points.find(dtype); it != g.gemm_points.end())
-      for (const auto& p : it->second) {
-        Json pj = to_json(p.shape);
-        pj["time_s"] = p.time_s;
-        pts.push_back(pj);
-      }
+      for (const auto& p : it->second) pts.push_back(to_json(p));
     d["measured"] = pts;
     gemm[std::string(to_string(dtype))] = d;
   }

@@ -17,11 +17,7 @@ Json scored_json(const FitQuality& q) { return q.points > 0 ? to_json(q) : Json(
 
 Json glitches_json(const std::vector<GemmPoint>& glitches) {
   Json out = Json::array();
-  for (const auto& g : glitches) {
-    Json j = to_json(g.shape);
-    j["time_s"] = g.time_s;
-    out.push_back(j);
-  }
+  for (const auto& g : glitches) out.push_back(to_json(g));
   return out;
 }
 
