@@ -119,9 +119,9 @@ bool hub_equivalent(const ServingProblem& problem, const std::vector<MachineBoun
 //   partition, by colour refinement). Then each machine of a group sends and takes the same share
 //   of its group's flow, and every link of a kind carries the same.
 struct Group {
-  int rep = 0;               // a machine of the group
-  double size = 1;           // how many machines
-  std::vector<int> members;  // the machines, rep first
+  std::vector<int> members;                    // the machines, in index order
+  int rep() const { return members.front(); }  // a machine that stands for the others
+  double size() const { return static_cast<double>(members.size()); }
 };
 
 bool alike(const ServingProblem& p, const std::vector<MachineBound>& mb, int i, int j) {
@@ -186,11 +186,9 @@ std::vector<Group> machine_groups(const ServingProblem& p, const std::vector<Mac
     if (colour[i] >= static_cast<int>(index_of.size())) index_of.resize(colour[i] + 1, -1);
     if (index_of[colour[i]] < 0) {
       index_of[colour[i]] = static_cast<int>(out.size());
-      out.push_back({i, 0, {}});
+      out.emplace_back();
     }
-    Group& g = out[index_of[colour[i]]];
-    g.members.push_back(i);
-    g.size = static_cast<double>(g.members.size());
+    out[index_of[colour[i]]].members.push_back(i);
   }
   return out;
 }
@@ -228,8 +226,8 @@ class LinkLp {
     nic_out_row_.assign(n, -1);
     nic_in_row_.assign(n, -1);
     for (int g = 0; g < n; ++g) {
-      const MachineBound& m = mb_[groups_[g].rep];
-      const double size = groups_[g].size;
+      const MachineBound& m = mb_[groups_[g].rep()];
+      const double size = groups_[g].size();
       for (int b = 0; b < L_; ++b) in_row_[g][b] = lp.row(0, 0);
       for (int b = 1; b <= L_; ++b) out_row_[g][b] = lp.row(0, 0);
       // Each token that passes a machine spends 1 / capacity of its second, however few of the
@@ -264,7 +262,7 @@ class LinkLp {
               if (const auto link = p_.cluster.link(i, j)) ++links[link->bandwidth_Bps];
         for (const auto& [bandwidth, count] : links) {
           const double tokens = per_token(bandwidth, act);
-          const int link_row = link_implied(mb_, groups_[gi].rep, groups_[gj].rep, tokens)
+          const int link_row = link_implied(mb_, groups_[gi].rep(), groups_[gj].rep(), tokens)
                                    ? -1
                                    : lp.limit_row(count * tokens);
           for (int b = 1; b < L_; ++b) {
@@ -298,7 +296,7 @@ class LinkLp {
         const int no_self = lp.row(-COIN_DBL_MAX, 0);
         lp.add(no_self, u, 1.0);
         lp.add(no_self, v, 1.0);
-        lp.add(no_self, total, -groups_[g].size);
+        lp.add(no_self, total, -groups_[g].size());
         lp.add(nic_out_row_[g], u, 1.0);
         lp.add(nic_in_row_[g], v, 1.0);
       }
@@ -314,8 +312,8 @@ class LinkLp {
     const int source_row = lp.limit_row(per_token(p_.cluster.source_nic_Bps, tb));
     const int sink_row = lp.limit_row(per_token(p_.cluster.sink_nic_Bps, tb));
     for (size_t g = 0; g < groups_.size(); ++g) {
-      const int i = groups_[g].rep;
-      const double size = groups_[g].size;
+      const int i = groups_[g].rep();
+      const double size = groups_[g].size();
       const Machine& m = p_.cluster.machines()[i];
       if (const auto link = p_.cluster.link(kSource, i)) {
         // The flow graph caps this edge by the link and the inbound NIC at token-id size, apart
