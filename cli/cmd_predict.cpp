@@ -38,10 +38,7 @@ void print_prediction(const Strategy& s, const Prediction& p) {
       "{:.1f}%\n",
       format_seconds(p.iteration_s), p.samples_per_s, p.tokens_per_s, 100 * p.mfu,
       100 * p.bubble_rate);
-  fmt::print("breakdown:");
-  for (const auto& [name, sec] : p.breakdown)
-    if (name != "host_wait" || sec > 0)  // 0 unless the profile models the host (--json has it)
-      fmt::print("  {} {}", name, format_seconds(sec));
+  fmt::print("breakdown:{}", breakdown_text(p));
   fmt::print("\n\n{:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10}\n", "stage",
              "layers", "gpu", "F", "B", "W", "p2p", "dp sync", "in flight", "memory");
   for (size_t i = 0; i < p.stages.size(); ++i) {

@@ -144,11 +144,8 @@ CommandRunner declare_search(CLI::App& app) {
       if (!r.top.empty()) {
         print_table(r.top);
         const Prediction& best = r.top.front().predicted;
-        fmt::print("\nbest: {:.0f} tokens/s; breakdown:", best.tokens_per_s);
-        for (const auto& [name, sec] : best.breakdown)
-          if (name != "host_wait" || sec > 0)  // 0 unless the profile models the host
-            fmt::print("  {} {}", name, format_seconds(sec));
-        fmt::print("\n");
+        fmt::print("\nbest: {:.0f} tokens/s; breakdown:{}\n", best.tokens_per_s,
+                   breakdown_text(best));
         for (const auto& note : best.notes) fmt::print("note: {}\n", note);
         const Strategy& bs = r.top.front().strategy;
         if (bs.devices() < cluster.num_gpus())

@@ -67,6 +67,13 @@ std::string format_seconds(double s) {
 
 std::string format_gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1ull << 30)); }
 
+std::string breakdown_text(const Prediction& p) {
+  std::string text;
+  for (const auto& [name, sec] : p.breakdown)
+    if (name != "host_wait" || sec > 0) text += fmt::format("  {} {}", name, format_seconds(sec));
+  return text;
+}
+
 void write_json_output(const Json& j, const std::string& path) {
   if (path == "-") {
     fmt::print("{}\n", j.dump(2));

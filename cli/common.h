@@ -30,6 +30,9 @@ std::string own_command_line();
 std::string format_seconds(double s);
 // "12.3 GiB".
 std::string format_gib(double bytes);
+// A prediction's breakdown as "  compute 12.09 s  tp_comm 783.77 ms ...". host_wait is left out
+// while it is 0 (no profile models the host yet); --json keeps every key.
+std::string breakdown_text(const Prediction& p);
 
 // Writes JSON to a file (atomically) or, for "-", to stdout.
 void write_json_output(const Json& j, const std::string& path);
