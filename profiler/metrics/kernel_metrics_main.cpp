@@ -6,11 +6,9 @@
 // (rewritten after each case, so a run cut short keeps what it finished).
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -21,6 +19,8 @@
 #include "kernels/device_buffer.h"
 #include "kernels/dtype.h"
 #include "kernels/registry.h"
+#include "profiler/common/run_info.h"
+#include "profiler/cuda_check.h"
 #include "profiler/device.h"
 #include "profiler/gemm/lt_gemm.h"
 #include "profiler/metrics/metrics_options.h"
@@ -101,13 +101,6 @@ std::vector<Selected> select_cases(const Options& o) {
   return out;
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 // RmProfilingAdminOnly of the driver's parameters ("1": counters for admin users only).
 std::string profiling_admin_only() {
   std::ifstream in("/proc/driver/nvidia/params");
@@ -136,10 +129,9 @@ Provenance provenance(const DeviceInfo& d, const std::string& command) {
   p.cupti_version = cupti_version_text();
   p.profiling_admin_only = profiling_admin_only();
   p.command = command;
-  p.date_utc = utc_now();
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0) p.host = host;
-  p.tool_version = HETPLAN_VERSION;
+  p.date_utc = utc_now_iso();
+  p.host = host_name();
+  p.tool_version = hetplan_version();
   return p;
 }
 
