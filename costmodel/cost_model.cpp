@@ -130,25 +130,20 @@ LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& wo
                                          const PassScale& scale) const {
   LayerTimes t;
   double recomputed_ops = 0;  // forward ops re-run inside B
-  auto reruns = [&](Pass pass, OpGroup group) {
-    return pass == Pass::kForward &&
-           (recompute == Recompute::kFull ||
-            (recompute == Recompute::kSelective && group == OpGroup::kCoreAttention));
-  };
   for (const auto& g : work.gemms) {
     const double s = scale.rate[static_cast<int>(g.pass)] * gemm_s(gpu, dtype, g.shape);
     t.pass_s[static_cast<int>(g.pass)] += s;
-    if (reruns(g.pass, g.group)) recomputed_ops += s;
+    if (recomputed(recompute, g.pass, g.group)) recomputed_ops += s;
   }
   for (const auto& m : work.memory_ops) {
     const double s = scale.rate[static_cast<int>(m.pass)] * memory_op_s(gpu, m.kernel, m.bytes);
     t.pass_s[static_cast<int>(m.pass)] += s;
-    if (reruns(m.pass, m.group)) recomputed_ops += s;
+    if (recomputed(recompute, m.pass, m.group)) recomputed_ops += s;
   }
   for (const auto& a : work.attention) {
     const double s = scale.rate[static_cast<int>(a.pass)] * attention_s(gpu, dtype, a);
     t.pass_s[static_cast<int>(a.pass)] += s;
-    if (reruns(a.pass, OpGroup::kDefault)) recomputed_ops += s;
+    if (recomputed(recompute, a.pass, OpGroup::kDefault)) recomputed_ops += s;
   }
   constexpr int kF = static_cast<int>(Pass::kForward);
   double recomputed = recomputed_ops;  // and, below, the communication they bring

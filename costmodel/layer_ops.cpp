@@ -433,14 +433,9 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
 
 LayerKernels layer_kernels(const LayerWork& w, Recompute mode) {
   LayerKernels k;
-  auto rerun = [mode](Pass pass, OpGroup group) {
-    if (pass != Pass::kForward) return false;
-    return mode == Recompute::kFull ||
-           (mode == Recompute::kSelective && group == OpGroup::kCoreAttention);
-  };
   auto add = [&](Pass pass, OpGroup group, int64_t n) {
     k.pass[static_cast<int>(pass)] += n;
-    if (rerun(pass, group)) k.recompute += n;
+    if (recomputed(mode, pass, group)) k.recompute += n;
   };
   for (const auto& g : w.gemms) add(g.pass, g.group, 1);
   for (const auto& m : w.memory_ops)

@@ -38,6 +38,13 @@ struct LayerShape {
 // Forward ops re-run in backward under selective recomputation (softmax, dropout, attention GEMMs).
 enum class OpGroup { kDefault, kCoreAttention };
 
+// Whether an op of `pass` and `group` runs again in backward under `mode`: every forward op under
+// full recomputation, the core-attention ones under selective.
+inline bool recomputed(Recompute mode, Pass pass, OpGroup group) {
+  return pass == Pass::kForward && (mode == Recompute::kFull || (mode == Recompute::kSelective &&
+                                                                 group == OpGroup::kCoreAttention));
+}
+
 // A GEMM in cuBLAS's column-major terms, as PyTorch issues it: forward of a linear layer
 // (m = out, n = tokens, k = in, A transposed), its input gradient (m = in, n = tokens, k = out) and
 // its weight gradient (m = in, n = out, k = tokens, B transposed).
