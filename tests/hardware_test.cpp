@@ -1,10 +1,12 @@
 #include "costmodel/hardware.h"
 
+#include <filesystem>
 #include <map>
 
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
+#include "costmodel/calibration.h"
 #include "costmodel/document.h"
 #include "costmodel/errors.h"
 #include "costmodel/topology.h"
@@ -20,6 +22,39 @@ TEST(Hardware, GpuPresetsCarryDatasheetFigures) {
   const GpuSpec t4 = load_gpu("t4");
   EXPECT_FALSE(t4.supports(Dtype::kBf16));  // Turing has no bf16 tensor cores
   EXPECT_DOUBLE_EQ(t4.peak_flops(Dtype::kFp16), 65e12);
+}
+
+// The H200 is the H100 SXM's compute with HBM3e: same peaks and SMs, more and faster memory.
+TEST(Hardware, H200PresetAndItsExampleNode) {
+  const GpuSpec h200 = load_gpu("h200");
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  EXPECT_DOUBLE_EQ(h200.peak_flops(Dtype::kBf16), h100.peak_flops(Dtype::kBf16));
+  EXPECT_DOUBLE_EQ(h200.peak_flops(Dtype::kFp8), h100.peak_flops(Dtype::kFp8));
+  EXPECT_EQ(h200.sm_count, h100.sm_count);
+  EXPECT_DOUBLE_EQ(h200.memory_bytes, 141.0 * (1ull << 30));
+  EXPECT_DOUBLE_EQ(h200.memory_GBps, 4800);
+  // What scripts/gpu_session.sh predicts for on an H200.
+  const ClusterSpec c =
+      load_cluster(std::string(HETPLAN_SOURCE_DIR) + "/examples/clusters/h200-node.yaml");
+  EXPECT_EQ(c.num_gpus(), 8);
+  EXPECT_EQ(c.num_nodes(), 1);
+  EXPECT_EQ(c.groups.at(0).node.gpu.name, "h200");
+}
+
+// `hetplan fit` adds the shipped priors of the GPU type it fits (calibration_data/datasheet):
+// every GPU preset has a file there, of its own type.
+TEST(Hardware, EveryGpuPresetHasShippedPriors) {
+  const std::filesystem::path dir = std::filesystem::path(HETPLAN_SOURCE_DIR) / "calibration_data";
+  int gpus = 0;
+  for (const auto& p : hardware_presets()) {
+    if (p.kind != "gpu") continue;
+    ++gpus;
+    const CalibrationFile f = load_calibration(dir / "datasheet" / (p.name + ".json"));
+    EXPECT_EQ(f.context.gpu_type, p.name);
+    EXPECT_EQ(f.context.source, "datasheet");
+    EXPECT_TRUE(f.datasheet.has_value()) << p.name;
+  }
+  EXPECT_GE(gpus, 7);
 }
 
 TEST(Hardware, ClusterListParsesCountsAndNetwork) {
