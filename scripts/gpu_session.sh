@@ -33,6 +33,8 @@
 #   HETPLAN_SESSION_WITHOUT_GPU=1   go on without a visible GPU (rehearsal: every GPU step then
 #                           fails or skips, and the summaries, limits and staging can be checked)
 #   HETPLAN_SESSION_FAKE_STEP_S=N   rehearsal: every step is `sleep N` instead of its command
+#   HETPLAN_SESSION_GPU=NAME        rehearsal: the GPU name (as nvidia-smi says it) that picks
+#                           the GPU type and the sweep's cluster (H100 or H200)
 # Exit status: 0 when the part ran to its end (each step's exit status is in the summary, and the
 # steps that did not fit are listed), 1 when the bundle or the GPU is missing, 2 for a bad argument.
 # The parts and the helpers they use are called through "part_$part": not unreachable.
@@ -242,6 +244,19 @@ if [ -z "$gpu" ] && [ "${HETPLAN_SESSION_WITHOUT_GPU:-0}" != 1 ]; then
   pack
   exit 1
 fi
+# The hetplan GPU type and the cluster the sweep and the host cost predict for: one GPU of a node
+# of this GPU (the device tool lends H100s and H200s). calibrate names the type itself.
+# HETPLAN_SESSION_GPU (a rehearsal's stand-in for nvidia-smi's name) picks it without a GPU.
+case "${HETPLAN_SESSION_GPU:-$gpu}" in
+  *H200*) session_gpu_type=h200 session_cluster=$root/examples/clusters/h200-node.yaml ;;
+  *H100*) session_gpu_type=h100-sxm session_cluster=p5.48xlarge:1 ;;
+  *)
+    session_gpu_type=h100-sxm session_cluster=p5.48xlarge:1
+    say "gpu_session: not an H100 or H200: the sweep predicts for an H100 (p5.48xlarge:1)"
+    ;;
+esac
+export HETPLAN_SESSION_GPU_TYPE=$session_gpu_type HETPLAN_SESSION_CLUSTER=$session_cluster
+say "GPU type: $session_gpu_type; the sweep predicts for $session_cluster"
 pack
 
 # The file of an earlier call's results for PART (gpu-results/PART/results.tgz, or its parts put
@@ -372,6 +387,25 @@ sweep_calibration() {
   return 1
 }
 
+# This session's SDPA timings (part a's attention_torch.json, here or among the earlier calls'
+# results) as a calibration file; fails when there are none or the import refuses them.
+session_sdpa() {
+  local f staged=$session/c-staged-a out=$work/input/attention-torch-sdpa.json
+  f=$session/a/attention_torch.json
+  if [ ! -s "$f" ]; then
+    rm -rf "$staged"
+    earlier_results a "$staged" 2>/dev/null || return 1
+    f=$staged/attention_torch.json
+    [ -s "$f" ] || return 1
+  fi
+  # Timed on this GPU model (an earlier call may have had another machine).
+  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["gpu"] != sys.argv[2])' \
+    "$f" "${HETPLAN_SESSION_GPU:-${gpu%%,*}}" 2> /dev/null || return 1
+  "$bin/hetplan" import --format torch-sdpa "$f" --gpu-type "$session_gpu_type" --out "$out" \
+    > "$work/logs/sdpa_import.log" 2>&1 || return 1
+  echo "$out"
+}
+
 # The LLaMA rows of the sweep again with the eager operators (HETPLAN_KERNELS_LIB=off): the step
 # time with and without hetplan's fused kernels (item 8).
 llama_eager() {
@@ -387,7 +421,7 @@ with open(os.path.join(sweep, "plan-llama.json"), "w") as f:
 print(f"{len(llama['configs'])} LLaMA-style configurations")
 PY
   HETPLAN_KERNELS_LIB=off python3 scripts/reference_train.py --plan "$sweep/plan-llama.json" \
-    --out "$sweep/measurements-eager.json" --cluster p5.48xlarge:1 --warmup 2 --iters 8 \
+    --out "$sweep/measurements-eager.json" --cluster "$HETPLAN_SESSION_CLUSTER" --warmup 2 --iters 8 \
     --budget-s 3 --hetplan-version 0.1.0
   local rc=$?
   python3 - "$sweep" <<'PY' || return
@@ -414,14 +448,26 @@ PY
 }
 
 part_c() {
-  local cal sweep=$work/sweep files=()
+  local cal cal_type sdpa sweep=$work/sweep files=()
   if cal=$(sweep_calibration); then
-    # The shipped SDPA timings give the fit PyTorch's attention (what the harness runs).
+    # PyTorch's SDPA timings give the fit the attention the harness runs: this session's (part
+    # a), else the shipped ones of an H100 when this is one.
     mkdir -p "$work/input"
     cp "$cal" "$work/input/"
-    files=("$work/input/$(basename "$cal")"
-           "$root/calibration_data/measured/h100-sxm/attention-torch-sdpa-2026-11-22.json")
-    say "sweep calibration: $cal (+ the shipped SDPA attention timings)"
+    cal_type=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["context"]["gpu_type"])' \
+      "$cal" 2> /dev/null)
+    [ "$cal_type" = "$session_gpu_type" ] ||
+      say "sweep calibration: of a ${cal_type:-unknown} GPU, not this $session_gpu_type (an earlier call's machine): the sweep's predictions of this GPU cannot use it"
+    files=("$work/input/$(basename "$cal")")
+    if sdpa=$(session_sdpa); then
+      files+=("$sdpa")
+      say "sweep calibration: $cal (+ this session's SDPA attention timings)"
+    elif [ "$session_gpu_type" = h100-sxm ]; then
+      files+=("$root/calibration_data/measured/h100-sxm/attention-torch-sdpa-2026-11-22.json")
+      say "sweep calibration: $cal (+ the shipped H100 SDPA attention timings)"
+    else
+      say "sweep calibration: $cal (no SDPA timings of this GPU: attention from our kernels')"
+    fi
     if ! step fit_check 60 10 "$bin/hetplan" fit "${files[@]}" --out "$work/profile-check.json" \
       --json "$work/fit-quality.json"; then
       files=("${files[0]}")

@@ -31,7 +31,8 @@ import tempfile
 
 sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLUSTER = "p5.48xlarge:1"
+DEFAULT_CLUSTER = os.environ.get("HETPLAN_SESSION_CLUSTER") or "p5.48xlarge:1"
+DEFAULT_GPU_TYPE = os.environ.get("HETPLAN_SESSION_GPU_TYPE") or "h100-sxm"
 # Above this share of the step (the step under 1.5x hetplan's device time) the device time is no
 # longer small against the host's: the
 # step then overstates the host's cost per kernel (the two overlap), and the script says so.
@@ -104,7 +105,7 @@ def measure(a):
         s_path = os.path.join(tmp, "strategy.json")
         with open(s_path, "w") as f:
             json.dump(strategy(a.micro_batch, a.global_batch), f)
-        common = ["--model", a.model, "--seq-len", str(a.seq_len), "--cluster", CLUSTER,
+        common = ["--model", a.model, "--seq-len", str(a.seq_len), "--cluster", a.cluster,
                   "--strategy", s_path]
         pred = os.path.join(tmp, "prediction.json")
         cal = sum((["--calibration", c] for c in a.calibration), [])
@@ -147,7 +148,10 @@ def main(argv):
     ap.add_argument("--micro-batch", type=int, default=1)
     ap.add_argument("--global-batch", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--gpu-type", default="h100-sxm")
+    ap.add_argument("--gpu-type", default=DEFAULT_GPU_TYPE,
+                    help=f"hetplan GPU type of the machine (default {DEFAULT_GPU_TYPE})")
+    ap.add_argument("--cluster", default=DEFAULT_CLUSTER,
+                    help=f"cluster the prediction is for (default {DEFAULT_CLUSTER})")
     ap.add_argument("--calibration", nargs="*", default=[],
                     help="calibration files or a profile for the prediction's device time")
     ap.add_argument("--from-measurements", help="an earlier measurements file (no GPU needed)")

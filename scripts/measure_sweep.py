@@ -31,7 +31,10 @@ import time
 
 sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLUSTER = "p5.48xlarge:1"  # one H100 SXM of a p5 node; the strategies use one GPU
+# The cluster the predictions are made for (the strategies use one GPU of it): one H100 SXM of a
+# p5 node unless --cluster (or HETPLAN_SESSION_CLUSTER, which scripts/gpu_session.sh sets from the
+# GPU it finds) says otherwise.
+DEFAULT_CLUSTER = os.environ.get("HETPLAN_SESSION_CLUSTER") or "p5.48xlarge:1"
 
 # (model, sequence, micro-batch, global batch, recomputation). GPT-style presets of three sizes,
 # two LLaMA-style models, micro-batches 1-16, sequences 512-2048, recomputation off and full, and
@@ -106,7 +109,7 @@ def prepare(a, configs):
             if sub == "predictions" and profile is None:
                 continue
             cmd = [a.hetplan, "predict", "--model", path, "--seq-len", str(seq), "--cluster",
-                   CLUSTER, "--strategy", os.path.join(a.out, strategy_file), "--json",
+                   a.cluster, "--strategy", os.path.join(a.out, strategy_file), "--json",
                    os.path.join(a.out, sub, f"{i:02d}.json")]
             if calib:
                 cmd += ["--calibration", calib]
@@ -118,7 +121,7 @@ def prepare(a, configs):
             run(cmd, capture_output=True)
         label = f"{info['name']} s{seq} mb{mb} gb{gb} {recompute}"
         entries.append({"model_info": info_file, "model": info["name"],
-                        "strategy": strategy_file, "cluster": CLUSTER, "label": label})
+                        "strategy": strategy_file, "cluster": a.cluster, "label": label})
     if profile is None:  # the datasheet predictions are the predictions
         for i in range(len(configs)):
             src = os.path.join(a.out, "predictions-datasheet", f"{i:02d}.json")
@@ -243,6 +246,8 @@ def main(argv):
                    help="calibration files or profiles of this GPU (fitted into OUT/profile.json)")
     p.add_argument("--python", default=os.environ.get("HETPLAN_PYTHON", sys.executable),
                    help="Python with PyTorch for the harness")
+    p.add_argument("--cluster", default=DEFAULT_CLUSTER,
+                   help=f"cluster the predictions are for (default {DEFAULT_CLUSTER})")
     p.add_argument("--quick", action="store_true", help=f"{len(QUICK)} configurations only")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--iters", type=int, default=8)
@@ -295,7 +300,7 @@ def main(argv):
               flush=True)
         rc = subprocess.run([a.python, os.path.join(ROOT, "scripts", "reference_train.py"),
                              "--plan", os.path.join(a.out, "plan.json"), "--out",
-                             os.path.join(a.out, "measurements.json"), "--cluster", CLUSTER,
+                             os.path.join(a.out, "measurements.json"), "--cluster", a.cluster,
                              "--warmup", str(a.warmup), "--iters", str(a.iters), "--budget-s",
                              str(a.budget_s), "--hetplan-version", "0.1.0"]).returncode
         if rc not in (0, 1):
@@ -308,7 +313,7 @@ def main(argv):
         print(f"measure_sweep: {measurements}: not written by the harness (see its messages "
               "above); nothing to compare", file=sys.stderr)
         return 1
-    result = {"cluster": CLUSTER}
+    result = {"cluster": a.cluster}
     for sub, title in (("predictions", "hetplan predict vs PyTorch"),
                        ("predictions-datasheet", "with datasheet priors only")):
         if sub == "predictions-datasheet" and not os.path.exists(os.path.join(a.out,

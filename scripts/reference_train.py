@@ -36,7 +36,7 @@ from reference import spec  # noqa: E402  (pure Python; torch is imported only w
 MEASUREMENTS_FORMAT = "hetplan-measurements"
 
 # hetplan GPU type keys (presets/gpus) by a substring of the name the driver reports.
-GPU_TYPES = [("H100", "h100-sxm"), ("A100-SXM4-80GB", "a100-80gb"), ("A100 80GB", "a100-80gb"),
+GPU_TYPES = [("H200", "h200"), ("H100", "h100-sxm"), ("A100-SXM4-80GB", "a100-80gb"), ("A100 80GB", "a100-80gb"),
              ("A100", "a100-40gb"), ("V100", "v100"), ("T4", "t4"), ("L4", "l4")]
 
 

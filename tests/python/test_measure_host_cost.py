@@ -63,7 +63,7 @@ class FromAnEarlierMeasurement(unittest.TestCase):
                 json.dump(mhc.strategy(1, 2), f)
             pred = os.path.join(tmp, "p.json")
             subprocess.run([HETPLAN, "predict", "--model", "gpt2-medium", "--seq-len", "1024",
-                            "--cluster", mhc.CLUSTER, "--strategy", strategy, "--json", pred],
+                            "--cluster", mhc.DEFAULT_CLUSTER, "--strategy", strategy, "--json", pred],
                            check=True, stdout=subprocess.DEVNULL)
             with open(pred) as f:
                 kernels = json.load(f)["predicted"]["kernels_per_iteration"]

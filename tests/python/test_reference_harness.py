@@ -68,6 +68,17 @@ class ParameterCounts(unittest.TestCase):
         self.assertEqual(spec.padded_vocab(32000, 1, 128), 32000)
 
 
+class GpuTypes(unittest.TestCase):
+    def test_driver_names_map_to_the_presets(self):
+        import reference_train  # noqa: E402  (imports no torch at load)
+        names = {"NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H200": "h200",
+                 "NVIDIA A100-SXM4-80GB": "a100-80gb", "NVIDIA A100-SXM4-40GB": "a100-40gb",
+                 "Tesla V100-SXM2-16GB": "v100", "Tesla T4": "t4", "NVIDIA L4": "l4",
+                 "NVIDIA GeForce RTX 4090": ""}
+        for name, key in names.items():
+            self.assertEqual(reference_train.gpu_type_of(name), key, name)
+
+
 class Arguments(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="hetplan_harness_")
