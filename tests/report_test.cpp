@@ -182,7 +182,7 @@ TEST(ReportData, CalibrationFoldersSkipProfilesAndEmptyFiles) {
   const Json data = build_report_data(in);
   EXPECT_EQ(data["calibration"]["gemm"].size(), 1u);
   EXPECT_EQ(data["calibration"]["collectives"].size(), 2u);
-  EXPECT_EQ(data["inputs"]["calibration"].size(), 7u);  // the sample and six datasheet files
+  EXPECT_EQ(data["inputs"]["calibration"].size(), 8u);  // the sample and seven datasheet files
 }
 
 // QA: the bus-bandwidth chart drew one-GPU ("self") communicators beside real groups and put the
