@@ -85,10 +85,13 @@ std::vector<GemmCase> gemm_grid(bool quick, const std::vector<Dtype>& dtypes) {
       case Dtype::kFp8:
       case Dtype::kTf32:
       case Dtype::kFp32:
-        // M in doubling steps: with M in 4x steps too (tf32 and fp32 until 2026-11-23) a
-        // held-out shape's nearest measured neighbours were 4x away, and the fit's held-out
-        // error on the H100 was 7.4% (fp32) and 4.8% (tf32) median against 2.6% for fp16.
-        add_cube(out, d, p2, p4, p4, true, false);
+        // M and N in doubling steps, K in 4x steps. With M in 4x steps too (tf32 and fp32 until
+        // 2026-11-23) a held-out shape's nearest measured neighbours were 4x away, and the fit's
+        // held-out error on the H100 was 7.4% (fp32) and 4.8% (tf32) median against 2.6% for
+        // fp16. N in 4x steps: on the H100's bf16 table restricted to this grid, N in 2x steps
+        // took the held-out error of the same 78 shapes from 2.81% / 9.22% (median / p95) to
+        // 1.80% / 5.97%, where K in 2x steps as well gained nothing more (docs/benchmarks.md).
+        add_cube(out, d, p2, p2, p4, true, false);
         break;
     }
   }

@@ -23,8 +23,8 @@ std::vector<int64_t> log_sizes(int64_t lo, int64_t hi, bool half_steps);
 
 // The generic grid, per dtype (see docs/calibrate.md for the reasoning):
 //   full:  bf16 M in 16..16384 with 1.5x steps (21 sizes), N and K powers of two 16..16384 (11);
-//          fp16 and fp8 M powers of two, N and K powers of four 16..16384 (6); tf32 and fp32 M,
-//          N, K powers of four; plus bf16 NN and NT layouts on a 256..16384 power-of-four cube;
+//          fp16, fp8, tf32 and fp32 M and N powers of two, K powers of four 16..16384 (6);
+//          plus bf16 NN and NT layouts on a 256..16384 power-of-four cube;
 //   quick: bf16 M, N, K in {16, 128, 1024, 8192}; other dtypes {128, 1024, 8192}.
 // All TN (op(A) transposed: A stored k x m), the layout of a framework's forward GEMM and the one
 // cuBLASLt fp8 requires. Shapes over a dtype's FLOP cap are left out (fp32 at 16384^3 alone would
