@@ -21,6 +21,7 @@
 
 #include <cstdint>
 
+#include "kernels/mbarrier_watchdog.h"
 #include "kernels/simt.h"
 #include "kernels/simt_wgmma.h"
 
@@ -80,21 +81,34 @@ HETPLAN_DEVICE void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
 #endif
 }
 
+#if defined(HETPLAN_BULK)
+HETPLAN_DEVICE bool mbarrier_try_wait(uint32_t addr, int parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(addr), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+#endif
+
 // Returns once the phase of parity `parity` (0 or 1) has completed: the current phase or the one
 // before it, whichever has that parity. The loop is C++ around one try_wait (no PTX labels,
-// which would repeat where the function is inlined twice).
+// which would repeat where the function is inlined twice). On the GPU a wait that has not
+// returned after more than 1 s ends the kernel with an error (mbarrier_watchdog.h).
 HETPLAN_DEVICE void mbarrier_wait(uint64_t* bar, int parity) {
 #if defined(HETPLAN_BULK)
   const uint32_t addr = smem_u32(bar);
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
-  } while (done == 0);
+#if HETPLAN_MBARRIER_WATCHDOG
+  spin_with_watchdog([&] { return mbarrier_try_wait(addr, parity); },
+                     [] { return globaltimer_ns(); },
+                     [&](uint64_t waited_ns) { mbarrier_watchdog_fire(addr, parity, waited_ns); });
+#else
+  while (!mbarrier_try_wait(addr, parity)) {
+  }
+#endif
 #elif defined(__CUDACC__)
   (void)bar, (void)parity;
   bulk_unavailable();

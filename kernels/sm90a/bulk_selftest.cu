@@ -1,4 +1,6 @@
 // The mbarrier / bulk-copy known-answer test (kernels/bulk_selftest.h) on the GPU, sm_90a only.
+// No wgmma here, so a wait that gives up may print which barrier it was (mbarrier_watchdog.h).
+#define HETPLAN_MBARRIER_WATCHDOG 2
 #include <vector>
 
 #include "kernels/attention_hopper.h"

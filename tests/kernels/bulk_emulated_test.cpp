@@ -432,6 +432,72 @@ TEST(BulkEmulated, SetmaxnregChecksItsRules) {
                    "of its warpgroup for");
 }
 
+// ---- the GPU's mbarrier watchdog (mbarrier_watchdog.h): its loop on a simulated clock ----
+
+// A simulated wait: try_wait fails `failures` times (then succeeds), each try taking 1 us of
+// the simulated clock; counts the tries and the clock's readings and records give_up.
+struct SimulatedWait {
+  int64_t failures;
+  int64_t tries = 0, readings = 0, gave_up_at_try = -1;
+  uint64_t now_ns = 0, waited_ns = 0;
+
+  void run() {
+    simt::spin_with_watchdog(
+        [&] {
+          now_ns += 1000;
+          return tries++ >= failures || gave_up_at_try >= 0;
+        },
+        [&] {
+          ++readings;
+          return now_ns;
+        },
+        [&](uint64_t waited) {  // on the GPU: print and trap; here: let the next try succeed
+          gave_up_at_try = tries;
+          waited_ns = waited;
+        });
+  }
+};
+
+// A phase that never completes: 4096 failures without the clock, the first reading at 4.096 ms,
+// then one reading per failure until 1 s has passed since it: 1,000,000 more failures.
+TEST(MbarrierWatchdog, GivesUpOneSecondAfterItsFirstReading) {
+  SimulatedWait w{int64_t{1} << 40};
+  w.run();
+  EXPECT_EQ(w.gave_up_at_try, 4096 + 1'000'000);
+  EXPECT_EQ(w.readings, 1 + 1'000'000);
+  EXPECT_EQ(w.waited_ns, simt::kMbarrierWatchdogLimitNs);
+}
+
+// The fast path: a wait that completes within 4096 failed tries never reads the clock; a longer
+// one reads it once per failure from the 4096th on, and does not give up short of the limit.
+TEST(MbarrierWatchdog, ReadsTheClockOnlyAfter4096Failures) {
+  SimulatedWait quick{4095};
+  quick.run();
+  EXPECT_EQ(quick.tries, 4096);
+  EXPECT_EQ(quick.readings, 0);
+  SimulatedWait slow{5000};
+  slow.run();
+  EXPECT_EQ(slow.tries, 5001);
+  EXPECT_EQ(slow.readings, 1 + (5000 - 4096));
+  EXPECT_EQ(slow.gave_up_at_try, -1);
+  SimulatedWait almost{4096 + 999'999};  // the last failure at 999,999 us past the first reading
+  almost.run();
+  EXPECT_EQ(almost.gave_up_at_try, -1);
+}
+
+// A clock going backwards (the driver may set %globaltimer) starts the second again instead of
+// giving up at once on the unsigned difference.
+TEST(MbarrierWatchdog, AClockGoingBackwardsRestartsTheCount) {
+  const std::vector<uint64_t> clock = {5'000'000'000, 1'000'000'000, 1'999'999'999, 2'000'000'000};
+  size_t reading = 0;
+  uint64_t waited_ns = 0;
+  simt::spin_with_watchdog([&] { return reading == clock.size(); },
+                           [&] { return clock.at(reading++); },
+                           [&](uint64_t waited) { waited_ns = waited; });
+  EXPECT_EQ(reading, clock.size());
+  EXPECT_EQ(waited_ns, uint64_t{1'000'000'000});
+}
+
 // ---- the known-answer test and its mutations ----
 
 template <int kMutation>
