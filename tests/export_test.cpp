@@ -365,15 +365,19 @@ TEST(MegatronExport, VScheduleAndRangesPerRankAreRefusedForTheirRealReason) {
                 "round-robin, not in a V)"});
   // Written anyway (--allow-approximate): the virtual stages in model order as interleaving over 2
   // ranks (rank 0's chunks would hold 5 and 7 blocks: no first/last flags), which Megatron-LM runs
-  // only with p2p overlap.
+  // only with p2p overlap: its default, which no flag turns on (arguments.py has only
+  // --no-overlap-p2p-communication), so nothing follows the layout.
   EXPECT_NE(v.text.find("  --pipeline-model-parallel-size 2\n"
                         "  --pipeline-model-parallel-layout \"Et*5|t*7|t*7|t*5L\"\n"
-                        "  --overlap-p2p-comm\n"),
+                        "  --micro-batch-size"),
             std::string::npos)
       << v.text;
+  EXPECT_EQ(v.text.find("  --overlap-p2p-comm"), std::string::npos);
   ASSERT_EQ(v.approximations.size(), 2u);
   EXPECT_EQ(v.approximations[1],
-            "Megatron-LM interleaves 2 pipeline ranks only with --overlap-p2p-comm (written)");
+            "Megatron-LM interleaves 2 pipeline ranks only with p2p overlap, its default (do not "
+            "pass --no-overlap-p2p-communication); older versions refuse interleaving over 2 "
+            "ranks");
   // One range per pipeline rank with 2 chunks: the chunks' ranges are missing.
   const ExportResult per_rank = export_megatron(
       gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,

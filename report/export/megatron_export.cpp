@@ -231,10 +231,11 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
     if (layer) partition_args(model, s, a, out);
     if (s.chunks > 1) microbatch_group_args(s, a, out);
     if (s.chunks > 1 && s.pp == 2) {
-      // arguments.py: interleaving over 2 pipeline ranks needs p2p overlap.
-      a.add("--overlap-p2p-comm");
+      // validate_args: interleaving over 2 pipeline ranks needs p2p overlap, which is on unless
+      // --no-overlap-p2p-communication is given (there is no flag that turns it on).
       out.approximations.push_back(
-          "Megatron-LM interleaves 2 pipeline ranks only with --overlap-p2p-comm (written)");
+          "Megatron-LM interleaves 2 pipeline ranks only with p2p overlap, its default (do not "
+          "pass --no-overlap-p2p-communication); older versions refuse interleaving over 2 ranks");
     }
   }
   a.add("--micro-batch-size", s.micro_batch);
@@ -252,6 +253,8 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
   } else if (s.zero >= 2) {
     a.add("--use-megatron-fsdp");
     a.add("--data-parallel-sharding-strategy", s.zero == 2 ? "optim_grads" : "optim_grads_params");
+    // validate_args: "Megatron FSDP only supports fsdp_dtensor checkpoint format".
+    a.add("--ckpt-format", "fsdp_dtensor");
   }
   if (!s.grad_accumulation_fusion) a.add("--no-gradient-accumulation-fusion");
   if (s.flash_attention)
