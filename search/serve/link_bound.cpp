@@ -4,12 +4,14 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <tuple>
 #include <vector>
 
-#include <CoinPackedMatrix.hpp>
-#include <OsiClpSolverInterface.hpp>
+#include <CoinFinite.hpp>
+
+#include "search/serve/column_generation.h"
 
 namespace hetplan::serve {
 namespace {
@@ -19,19 +21,28 @@ using Clock = std::chrono::steady_clock;
 // Flows in the LP are in thousands of tokens/s, so that coefficients stay near 1 (as in milp.cpp).
 constexpr double kUnit = 1000.0;
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Link kinds per group whose columns are in the LP from the start (column generation). On
+// 3cluster24.ini 2 or 3 take 0.55 s; 1 takes 13 rounds (1.0 s), 4 or more a larger first LP
+// (0.85-1.0 s). Dev VM, 2026-11-23, a throwaway driver.
+constexpr size_t kKeptLinkKinds = 3;
 
 // An LP's columns, rows and coefficients, collected before Clp sees them.
-struct LpBuilder {
-  std::vector<double> col_lb, col_ub, obj, row_lb, row_ub;
-  std::vector<int> rows, cols;
-  std::vector<double> values;
-
-  // A column in [0, ub] kilo-tokens/s (infinite ub: unbounded).
+struct LpBuilder : SparseLp {
+  // A column in [0, ub] kilo-tokens/s (infinite ub: unbounded), in the LP from the start.
   int column(double ub_tokens_per_s, double cost = 0) {
     col_lb.push_back(0);
     col_ub.push_back(ub_tokens_per_s < kInf ? ub_tokens_per_s / kUnit : COIN_DBL_MAX);
     obj.push_back(cost);
+    pool.push_back(-1);
+    deferred.push_back(0);
     return static_cast<int>(col_lb.size()) - 1;
+  }
+  // A column that competes in `pool` (column_generation.h), deferred or not.
+  int pooled_column(int pool_id, bool defer) {
+    const int c = column(kInf);
+    pool.back() = pool_id;
+    deferred.back() = defer;
+    return c;
   }
   int row(double lb, double ub) {
     row_lb.push_back(lb);
@@ -247,34 +258,61 @@ class LinkLp {
     }
   }
 
-  // Per pair of groups, kind of link (its bandwidth) and inner boundary, one column: tokens that
-  // leave a machine of gi with b layers done for one of gj over such a link. Its links together
-  // carry at most their number times one link's tokens/s.
+  // Links of one kind from a group to a group: how many, of which bandwidth.
+  struct LinkKind {
+    int to = 0;
+    double bandwidth_Bps = 0;
+    int count = 0;
+  };
+
+  // The kinds of link out of group gi, by group they lead to and then bandwidth.
+  std::vector<LinkKind> link_kinds_from(int gi) const {
+    std::vector<LinkKind> out;
+    for (int gj = 0; gj < static_cast<int>(groups_.size()); ++gj) {
+      std::map<double, int> links;  // bandwidth -> how many links from gi's machines to gj's
+      for (int i : groups_[gi].members)
+        for (int j : groups_[gj].members)
+          if (i != j)
+            if (const auto link = p_.cluster.link(i, j)) ++links[link->bandwidth_Bps];
+      for (const auto& [bandwidth, count] : links) out.push_back({gj, bandwidth, count});
+    }
+    return out;
+  }
+
+  // Per pair of groups, kind of link and inner boundary, one column: tokens that leave a machine
+  // of gi with b layers done for one of gj over such a link. Its links together carry at most
+  // their number times one link's tokens/s. The columns of gi at b compete in one pool of the
+  // column generation; those over all but gi's kKeptLinkKinds fastest kinds wait outside the LP
+  // until their reduced cost asks for them (on a fully linked cluster most flow takes the fast
+  // links: 3cluster24.ini's links within a region).
   void add_link_transfers(LpBuilder& lp) {
-    const double act = p_.model.activation_bytes_per_token;
-    const int n = static_cast<int>(groups_.size());
-    for (int gi = 0; gi < n; ++gi) {
-      for (int gj = 0; gj < n; ++gj) {
-        std::map<double, int> links;  // bandwidth -> how many links from gi's machines to gj's
-        for (int i : groups_[gi].members)
-          for (int j : groups_[gj].members)
-            if (i != j)
-              if (const auto link = p_.cluster.link(i, j)) ++links[link->bandwidth_Bps];
-        for (const auto& [bandwidth, count] : links) {
-          const double tokens = per_token(bandwidth, act);
-          const int link_row = link_implied(mb_, groups_[gi].rep(), groups_[gj].rep(), tokens)
-                                   ? -1
-                                   : lp.limit_row(count * tokens);
-          for (int b = 1; b < L_; ++b) {
-            const int f = lp.column(kInf);
-            lp.add(out_row_[gi][b], f, -1.0);
-            lp.add(in_row_[gj][b], f, 1.0);
-            lp.add(link_row, f, 1.0);
-            lp.add(nic_out_row_[gi], f, 1.0);
-            lp.add(nic_in_row_[gj], f, 1.0);
-          }
-        }
-      }
+    for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
+      const std::vector<LinkKind> kinds = link_kinds_from(gi);
+      std::vector<int> by_speed(kinds.size());
+      std::iota(by_speed.begin(), by_speed.end(), 0);
+      std::stable_sort(by_speed.begin(), by_speed.end(), [&](int a, int b) {
+        return kinds[a].bandwidth_Bps > kinds[b].bandwidth_Bps;
+      });
+      std::vector<char> deferred(kinds.size(), 1);
+      for (size_t r = 0; r < std::min(by_speed.size(), kKeptLinkKinds); ++r)
+        deferred[by_speed[r]] = 0;
+      for (size_t k = 0; k < kinds.size(); ++k) add_link_kind(lp, gi, kinds[k], deferred[k]);
+    }
+  }
+
+  void add_link_kind(LpBuilder& lp, int gi, const LinkKind& kind, bool deferred) {
+    const double tokens = per_token(kind.bandwidth_Bps, p_.model.activation_bytes_per_token);
+    const int gj = kind.to;
+    const int link_row = link_implied(mb_, groups_[gi].rep(), groups_[gj].rep(), tokens)
+                             ? -1
+                             : lp.limit_row(kind.count * tokens);
+    for (int b = 1; b < L_; ++b) {
+      const int f = lp.pooled_column(gi * L_ + b, deferred);
+      lp.add(out_row_[gi][b], f, -1.0);
+      lp.add(in_row_[gj][b], f, 1.0);
+      lp.add(link_row, f, 1.0);
+      lp.add(nic_out_row_[gi], f, 1.0);
+      lp.add(nic_in_row_[gj], f, 1.0);
     }
   }
 
@@ -343,36 +381,27 @@ class LinkLp {
 
 }  // namespace
 
-std::optional<LinkBound> link_upper_bound(const ServingProblem& problem, double time_limit_s,
-                                          bool merge_alike_machines) {
+std::optional<LinkBound> link_upper_bound(const ServingProblem& problem,
+                                          const LinkBoundOptions& options) {
   const auto t0 = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-  LinkLp model(problem, merge_alike_machines);
+  LinkLp model(problem, options.merge_alike_machines);
   LpBuilder lp;
   model.build(lp);
   LinkBound result;
   result.hub = model.hub();
   result.groups = model.groups();
-  result.columns = static_cast<int>(lp.col_lb.size());
-  result.rows = static_cast<int>(lp.row_lb.size());
+  result.columns = lp.columns();
+  result.rows = lp.row_count();
   if (result.columns == 0 || result.rows == 0) {  // no machine can run a layer
     result.elapsed_s = elapsed();
     return result;
   }
-  CoinPackedMatrix matrix(true, lp.rows.data(), lp.cols.data(), lp.values.data(),
-                          static_cast<CoinBigIndex>(lp.values.size()));
-  matrix.setDimensions(result.rows, result.columns);
-  OsiClpSolverInterface solver;
-  solver.messageHandler()->setLogLevel(0);
-  solver.loadProblem(matrix, lp.col_lb.data(), lp.col_ub.data(), lp.obj.data(), lp.row_lb.data(),
-                     lp.row_ub.data());
-  solver.setObjSense(-1.0);  // maximise the flow that enters from the clients
-  const double left_s = time_limit_s - elapsed();
-  if (!(left_s > 0)) return std::nullopt;
-  solver.getModelPtr()->setMaximumSeconds(left_s);
-  solver.initialSolve();
-  if (!solver.isProvenOptimal()) return std::nullopt;
-  result.tokens_per_s = std::max(0.0, solver.getObjValue() * kUnit);
+  const auto optimum = maximise(lp, options.time_limit_s - elapsed(), options.generate_columns);
+  if (!optimum) return std::nullopt;
+  result.tokens_per_s = std::max(0.0, optimum->objective * kUnit);
+  result.rounds = optimum->rounds;
+  result.columns_solved = optimum->columns_solved;
   result.elapsed_s = elapsed();
   return result;
 }

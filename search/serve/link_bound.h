@@ -16,16 +16,26 @@ struct LinkBound {
   double tokens_per_s = 0;
   double elapsed_s = 0;  // building the LP and solving it
   int columns = 0, rows = 0;
+  int rounds = 0;          // LPs solved: more than 1 when link columns entered as they were needed
+  int columns_solved = 0;  // columns of the last LP solved (column generation leaves some out)
   bool hub = false;  // machine-to-machine links aggregated per layer boundary (see link_bound.cpp)
   int groups = 0;    // groups of interchangeable machines the LP's rows are per
 };
 
-// Solves the link-aware LP with Clp. Empty when it is not solved within `time_limit_s`.
-// Interchangeable machines (alike, with as many links of each bandwidth to and from each group)
-// share rows and columns, which gives the same bound; `merge_alike_machines` false keeps every
-// machine apart (for tests).
-std::optional<LinkBound> link_upper_bound(const ServingProblem& problem, double time_limit_s = 10,
-                                          bool merge_alike_machines = true);
+// How to solve it. Both shortcuts give the same bound; turning them off is for tests.
+struct LinkBoundOptions {
+  double time_limit_s = 10;
+  // Interchangeable machines (alike, with as many links of each bandwidth to and from each group)
+  // share rows and columns.
+  bool merge_alike_machines = true;
+  // Link columns enter the LP when their reduced cost asks for them (column_generation.h), where
+  // most of them would wait; false solves the whole LP at once.
+  bool generate_columns = true;
+};
+
+// Solves the link-aware LP with Clp. Empty when it is not solved within `options.time_limit_s`.
+std::optional<LinkBound> link_upper_bound(const ServingProblem& problem,
+                                          const LinkBoundOptions& options = {});
 
 // Which of the valid upper bounds is the tightest.
 struct TightestBound {
