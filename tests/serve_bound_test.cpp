@@ -1,6 +1,7 @@
 // The link-aware upper bound (search/serve/link_bound.h): values worked out by hand on small
 // topologies, and the bound against the best placements found on Helix's clusters.
 #include <cstdio>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -168,6 +169,9 @@ struct HelixCase {
   double link_bound;      // tokens/s
   bool hub = false;       // whether the hub form is exact (every link too fast to bind)
 };
+
+// How gtest names a failing case's parameter (its bytes otherwise).
+void PrintTo(const HelixCase& c, std::ostream* os) { *os << c.cluster; }
 
 class ServeLinkBoundHelix : public ::testing::TestWithParam<HelixCase> {};
 
