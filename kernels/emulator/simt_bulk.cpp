@@ -166,7 +166,9 @@ void mbarrier_arrive(const void* bar, uint32_t expect_tx_bytes) {
   b.tx += expect_tx_bytes;
   check_tx_range(b, offset, op);
   --b.pending;
+  const int64_t phase = b.phase;
   try_complete(b, offset, op);
+  if (b.phase != phase) yield_after_release();
 }
 
 void mbarrier_wait_parity(const void* bar, int parity) {

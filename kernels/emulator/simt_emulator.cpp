@@ -15,7 +15,9 @@
 namespace hetplan::kernels::emu {
 namespace {
 
-enum class State { kReady, kBlockBarrier, kNamedBarrier, kWarp, kMbarrier, kDone };
+// kReleased: the thread completed an mbarrier phase and waits until every other warp has had its
+// turn of the current pass (yield_after_release).
+enum class State { kReady, kBlockBarrier, kNamedBarrier, kWarp, kMbarrier, kReleased, kDone };
 
 struct PendingCopy {
   unsigned char* dst;
@@ -201,6 +203,14 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
   const int warps = (n + 31) / 32;
   while (r.done < n) {
     bool ran = false;
+    // Threads that completed a phase last pass go on now: in index order every other thread has
+    // had a step since; shuffled, their warps come last in this pass.
+    std::vector<char> released(static_cast<size_t>(warps), 0);
+    for (Fiber& f : r.fibers)
+      if (f.state == State::kReleased) {
+        f.state = State::kReady;
+        released[static_cast<size_t>(f.linear / 32)] = 1;
+      }
     if (!shuffle) {
       // Index order, one step (up to the next barrier or collective) per thread per pass.
       for (int i = 0; i < n && r.error.empty(); ++i) {
@@ -214,6 +224,8 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
       std::vector<int> order(static_cast<size_t>(warps));
       for (int w = 0; w < warps; ++w) order[static_cast<size_t>(w)] = w;
       std::shuffle(order.begin(), order.end(), *shuffle);
+      std::stable_partition(order.begin(), order.end(),
+                            [&](int w) { return released[static_cast<size_t>(w)] == 0; });
       for (int w : order) {
         for (bool progress = true; progress && r.error.empty();) {
           progress = false;
@@ -572,6 +584,11 @@ void check_async_proxy_access(uint32_t offset, size_t bytes, const char* access)
                                std::to_string(writer - 1) +
                                " wrote through the generic proxy (st.shared, cp.async, "
                                "mbarrier.init) without a fence.proxy.async after it");
+}
+
+void yield_after_release() {
+  me().state = State::kReleased;
+  yield();
 }
 
 void block_on_mbarrier(uint32_t offset, int parity) {

@@ -134,6 +134,10 @@ void bulk_wait_read(int groups_left_pending);
 // description for deadlock reports; checks at a thread's exit, at a block's end and on every
 // generic-proxy shared-memory write.
 void block_on_mbarrier(uint32_t offset, int parity);
+// An arrive that completes a phase lets every other warp take its turn (the waiters it released
+// included) before the arriving thread goes on, in either schedule: work a thread does after its
+// release can no longer hide a release made too early.
+void yield_after_release();
 bool mbarrier_phase_done(uint32_t offset, int parity);
 std::string mbarrier_describe(uint32_t offset);
 void bulk_thread_exit_check();

@@ -432,6 +432,45 @@ TEST(BulkEmulated, SetmaxnregChecksItsRules) {
                    "of its warpgroup for");
 }
 
+// An arrive that completes a phase lets every other warp run before the arriving thread goes
+// on: a thread that frees a reduce's source (arrive) before the reduce has read it (wait_group
+// .read) is caught when a waiter rewrites the source, in index order and shuffled; freed after
+// the wait, the same exchange is fine and adds the value once.
+TEST(BulkEmulated, ArriveCompletingAPhaseLetsTheOtherWarpsRunFirst) {
+  for (bool early : {true, false}) {
+    for (uint64_t seed : {0, 1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message() << (early ? "early" : "in order") << ", seed " << seed);
+      std::vector<float> dst(4, 0.0f);
+      emu::GlobalScope scope;
+      scope.add(dst.data(), dst.size());
+      const std::string error = run_block(
+          64, kSmallSmem,
+          [&] {
+            Small::init();
+            if (simt::thread_x() == 0) {
+              for (int i = 0; i < 4; ++i) simt::sts_f32(Small::buf() + i, 1.0f);
+              simt::fence_proxy_async();
+              simt::bulk_reduce_add_f32(dst.data(), Small::buf(), 16);
+              simt::bulk_commit();
+              if (early) simt::mbarrier_arrive(Small::bar());
+              simt::bulk_wait_read<0>();
+              if (!early) simt::mbarrier_arrive(Small::bar());
+            } else if (simt::thread_x() == 32) {
+              simt::mbarrier_wait(Small::bar(), 0);
+              simt::sts_f32(Small::buf(), 2.0f);
+            }
+          },
+          seed);
+      if (early) {
+        EXPECT_ERROR_HAS(error, "while a cp.reduce.async.bulk still reads it");
+      } else {
+        EXPECT_EQ(error, "");
+        EXPECT_EQ(dst[0], 1.0f);
+      }
+    }
+  }
+}
+
 // ---- the GPU's mbarrier watchdog (mbarrier_watchdog.h): its loop on a simulated clock ----
 
 // A simulated wait: try_wait fails `failures` times (then succeeds), each try taking 1 us of
