@@ -19,7 +19,17 @@
 // fences them for the tensor cores (fence.proxy.async) and arrives on "full" without tx. The same
 // ring and consumers; a hedge in case 16-byte bulk copies issue too slowly on the GPU.
 //
-// Same results as the default kernel (same products, same order of accumulation).
+// kDqWriter (HETPLAN_ATTENTION_BWD=ws-dqw; bulk producer only): FlashAttention-3's dQ writer.
+// Warp 11 (the producer warpgroup's last) no longer loads; warps 8-10 load the 128 rows of each
+// tile. The consumers stage their dQ tile (fp32) in shared memory, fence it for the async proxy
+// and arrive on their half's "dq full" mbarrier instead of adding it with red.global.add; the
+// writer waits on it, adds each of the half's 64 rows to the accumulator with one bulk reduce
+// (cp.reduce.async.bulk .add.f32), waits until they have read shared memory and arrives on
+// "dq empty", which the consumers wait on before staging the next tile. One buffer per half
+// (docs/kernels.md, "Warp-specialised backward": why not two).
+//
+// Same products as the default kernel, dK and dV in the same order of accumulation; dQ's fp32
+// additions into the accumulator (from the blocks of different key tiles) in another order.
 #pragma once
 
 #include "kernels/attention_hopper_kernels.h"
@@ -35,15 +45,24 @@ constexpr int kHopperWsStages = 2;  // ring of Q / dO / lse / D stages
 constexpr int kHopperWsProducerRegs = 24;
 constexpr int kHopperWsConsumerRegs = 240;
 constexpr int kHopperWsDsBarrier = 1;  // named barrier id: dS^T written, by both consumers
+// kDqWriter: the staged dQ rows (64 columns of fp32) lie 68 floats apart, so that the float2
+// stores of a warp's 8 rows g (68 g = 4 g mod 32 banks) fall into distinct banks.
+constexpr int kHopperWsDqRowFloats = 68;
+constexpr int kHopperWsDqWriterWarp = 11;
 
 // K, V; the ring's Q and dO tiles; dS^T twice; per stage lse and D (64 floats each); per stage a
-// full and an empty mbarrier; 1 KB of alignment slack.
-template <class T, int kD>
+// full and an empty mbarrier; kDqWriter: "dq full" and "dq empty" per consumer, then the staged
+// dQ (2 halves x 64 rows); 1 KB of alignment slack. d = 128: 165,920 bytes, 200,768 with the
+// writer (the 227 KB opt-in limit is 232,448).
+template <class T, int kD, bool kDqWriter = false>
 constexpr size_t attention_backward_hopper_ws_smem_bytes() {
   return (2 * size_t{kHopperTile} * kD + 2 * size_t{kHopperWsStages} * kHopperBwdQ * kD +
           2 * size_t{kHopperTile} * kHopperBwdQ) *
              sizeof(T) +
-         kHopperWsStages * 2 * kHopperBwdQ * sizeof(float) + 2 * kHopperWsStages * 8 + 1024;
+         kHopperWsStages * 2 * kHopperBwdQ * sizeof(float) + 2 * kHopperWsStages * 8 +
+         (kDqWriter ? 2 * 2 * 8 + 2 * size_t{kHopperBwdQ} * kHopperWsDqRowFloats * sizeof(float)
+                    : 0) +
+         1024;
 }
 
 // The shared-memory layout of the variant (all tiles 1024-byte aligned).
@@ -57,6 +76,8 @@ struct HopperWsSmem {
   unsigned char *k, *v, *q, *dout, *ds;
   float* stats;  // per stage: lse[64], then D[64]
   uint64_t *full, *empty;
+  uint64_t *dq_full, *dq_empty;  // kDqWriter: per consumer warpgroup
+  float* dq;                     // kDqWriter: consumer w's 64 rows from row 64 w
 
   HETPLAN_DEVICE explicit HopperWsSmem(unsigned char* base) {
     k = base;
@@ -67,67 +88,136 @@ struct HopperWsSmem {
     stats = reinterpret_cast<float*>(ds + 2 * kDsBytes);
     full = reinterpret_cast<uint64_t*>(stats + kHopperWsStages * 2 * kHopperBwdQ);
     empty = full + kHopperWsStages;
+    dq_full = empty + kHopperWsStages;
+    dq_empty = dq_full + 2;
+    dq = reinterpret_cast<float*>(dq_empty + 2);
   }
 };
 
-// The producer warpgroup: fills stage (i - first) % kHopperWsStages with query tile i.
+// Row `id` (0 .. 63: Q, 64 .. 127: dO) of query tile i into stage `stage`, with its lse or D.
 template <class T, int kD, bool kBulkLoads>
-HETPLAN_DEVICE void ws_produce(const AttentionParams<T>& p, const HopperWsSmem<T, kD>& sm,
-                               int64_t head, int64_t row_stats, int first, int n_tiles) {
+HETPLAN_DEVICE void ws_produce_row(const AttentionParams<T>& p, const HopperWsSmem<T, kD>& sm,
+                                   int64_t head, int64_t row_stats, int i, int stage, int id) {
   constexpr int kQ = kHopperBwdQ;
   constexpr int kRowBytes = kD * 2;
-  const int t = simt::thread_x() - kHopperWsConsumers;  // 0 .. 127
-  const int r = t & (kQ - 1);
-  const bool is_q = t < kQ;
+  const int r = id & (kQ - 1);
+  const bool is_q = id < kQ;
   const T* src = (is_q ? p.q : p.dout) + head;
   const float* stat = is_q ? p.lse : p.dvec;
+  unsigned char* tile = (is_q ? sm.q : sm.dout) + stage * HopperWsSmem<T, kD>::kQBytes;
+  const int row = i * kQ + r;
+  const bool valid = row < p.seq;
+  simt::sts_f32(sm.stats + stage * 2 * kQ + id, valid ? stat[row_stats + row] : 0.0f);
+  if constexpr (!kBulkLoads) {
+    // Threads id % 64 = u take chunks u, u + 64, ... of their tensor's tile (rows past the end
+    // zero-filled by the copy itself). Not unrolled: at 24 registers the unrolled addresses
+    // spill (ptxas: 116 bytes against 12).
+    HETPLAN_UNROLL_BY(1)
+    for (int k = 0; k < kD / 8; ++k) {
+      const int c = k * kQ + r, rr = c / (kD / 8), ch = c % (kD / 8);
+      const bool ok = i * kQ + rr < p.seq;
+      simt::cp_async16(tile + simt::sw128_offset(kQ, rr, ch * 8),
+                       src + (ok ? i * kQ + rr : 0) * p.stride_s + ch * 8, ok);
+    }
+    simt::cp_async_commit();
+    simt::cp_async_wait<0>();
+    simt::fence_proxy_async();  // the tile reaches the consumers' wgmmas (async proxy)
+    simt::mbarrier_arrive(sm.full + stage);
+  } else if (valid) {
+    simt::mbarrier_arrive_expect_tx(sm.full + stage, kRowBytes);
+    const T* from = src + row * p.stride_s;
+    HETPLAN_UNROLL
+    for (int ch = 0; ch < kD / 8; ++ch)
+      simt::bulk_copy_g2s(tile + simt::sw128_offset(kQ, r, ch * 8), from + ch * 8, 16,
+                          sm.full + stage);
+  } else {
+    // Zeros, not garbage: dP^T = V dO^T of a row past the end is multiplied by P^T = 0, and
+    // 0 * NaN would poison dK.
+    HETPLAN_UNROLL
+    for (int ch = 0; ch < kD / 8; ++ch) {
+      unsigned char* at = tile + simt::sw128_offset(kQ, r, ch * 8);
+      HETPLAN_UNROLL
+      for (int w = 0; w < 4; ++w) simt::sts32(at + 4 * w, 0u);
+    }
+    simt::fence_proxy_async();  // the zeros reach the consumers' wgmmas (async proxy)
+    simt::mbarrier_arrive(sm.full + stage);
+  }
+}
+
+// The producer: fills stage (i - first) % kHopperWsStages with query tile i, `kLoaders` threads
+// (the producer warpgroup's first) over its 128 rows. "full" counts the rows, not the threads.
+template <class T, int kD, bool kBulkLoads, int kLoaders>
+HETPLAN_DEVICE void ws_produce(const AttentionParams<T>& p, const HopperWsSmem<T, kD>& sm,
+                               int64_t head, int64_t row_stats, int first, int n_tiles) {
+  constexpr int kRows = 2 * kHopperBwdQ;
+  static_assert(kLoaders == kRows || kBulkLoads, "the cp.async producer needs 128 threads");
+  const int t = simt::thread_x() - kHopperWsConsumers;  // 0 .. kLoaders - 1
   for (int i = first; i < n_tiles; ++i) {
     const int stage = (i - first) % kHopperWsStages, round = (i - first) / kHopperWsStages;
     simt::mbarrier_wait(sm.empty + stage, (round & 1) ^ 1);  // round 0 passes at once
-    unsigned char* tile = (is_q ? sm.q : sm.dout) + stage * HopperWsSmem<T, kD>::kQBytes;
-    const int row = i * kQ + r;
-    const bool valid = row < p.seq;
-    simt::sts_f32(sm.stats + stage * 2 * kQ + t, valid ? stat[row_stats + row] : 0.0f);
-    if constexpr (!kBulkLoads) {
-      // Threads t % 64 = u take chunks u, u + 64, ... of their tensor's tile (rows past the end
-      // zero-filled by the copy itself). Not unrolled: at 24 registers the unrolled addresses
-      // spill (ptxas: 116 bytes against 12).
-      HETPLAN_UNROLL_BY(1)
-      for (int k = 0; k < kD / 8; ++k) {
-        const int c = k * kQ + r, rr = c / (kD / 8), ch = c % (kD / 8);
-        const bool ok = i * kQ + rr < p.seq;
-        simt::cp_async16(tile + simt::sw128_offset(kQ, rr, ch * 8),
-                         src + (ok ? i * kQ + rr : 0) * p.stride_s + ch * 8, ok);
-      }
-      simt::cp_async_commit();
-      simt::cp_async_wait<0>();
-      simt::fence_proxy_async();  // the tile reaches the consumers' wgmmas (async proxy)
-      simt::mbarrier_arrive(sm.full + stage);
-    } else if (valid) {
-      simt::mbarrier_arrive_expect_tx(sm.full + stage, kRowBytes);
-      const T* from = src + row * p.stride_s;
-      HETPLAN_UNROLL
-      for (int ch = 0; ch < kD / 8; ++ch)
-        simt::bulk_copy_g2s(tile + simt::sw128_offset(kQ, r, ch * 8), from + ch * 8, 16,
-                            sm.full + stage);
+    if constexpr (kLoaders == kRows) {
+      ws_produce_row<T, kD, kBulkLoads>(p, sm, head, row_stats, i, stage, t);
     } else {
-      // Zeros, not garbage: dP^T = V dO^T of a row past the end is multiplied by P^T = 0, and
-      // 0 * NaN would poison dK.
       HETPLAN_UNROLL
-      for (int ch = 0; ch < kD / 8; ++ch) {
-        unsigned char* at = tile + simt::sw128_offset(kQ, r, ch * 8);
-        HETPLAN_UNROLL
-        for (int w = 0; w < 4; ++w) simt::sts32(at + 4 * w, 0u);
-      }
-      simt::fence_proxy_async();  // the zeros reach the consumers' wgmmas (async proxy)
-      simt::mbarrier_arrive(sm.full + stage);
+      for (int id = t; id < kRows; id += kLoaders)
+        ws_produce_row<T, kD, kBulkLoads>(p, sm, head, row_stats, i, stage, id);
     }
   }
 }
 
-template <class T, int kD, bool kBulkLoads = true>
+// The dQ writer (kDqWriter: warp kHopperWsDqWriterWarp): for each tile and each consumer's half
+// of the columns, waits until the half is staged, adds its rows to the accumulator with one
+// 256-byte bulk reduce each (lane l: rows l and l + 32; none past the end), waits until they
+// have read shared memory and frees the half. Each lane arrives on "dq empty" after its own
+// wait (a bulk group belongs to its thread), so the barrier counts 32.
+template <class T, int kD>
+HETPLAN_DEVICE void ws_write_dq(const AttentionParams<T>& p, const HopperWsSmem<T, kD>& sm, int b,
+                                int h, int first, int n_tiles) {
+  constexpr int kQ = kHopperBwdQ;
+  const int lane = simt::lane();
+  for (int i = first; i < n_tiles; ++i) {
+    const int round = i - first;
+    HETPLAN_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      simt::mbarrier_wait(sm.dq_full + half, round & 1);
+      HETPLAN_UNROLL
+      for (int k = 0; k < 2; ++k) {
+        const int row = lane + 32 * k, query = i * kQ + row;
+        if (query < p.seq)
+          simt::bulk_reduce_add_f32(
+              p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD +
+                  half * 64,
+              sm.dq + (half * kQ + row) * kHopperWsDqRowFloats, 64 * sizeof(float));
+      }
+      simt::bulk_commit();
+      simt::bulk_wait_read<0>();
+      simt::mbarrier_arrive(sm.dq_empty + half);
+    }
+  }
+}
+
+// kDqWriter, in a consumer: this warp's 16 rows x 64 columns of dQ (m64n64 fragment) into the
+// half's staging rows once the writer has freed them, fenced for the bulk reduces, announced.
+template <class T, int kD>
+HETPLAN_DEVICE void ws_stage_dq(const HopperWsSmem<T, kD>& sm, const float (&dq)[32], int wg,
+                                int wq, int round) {
+  const int lane = simt::lane(), g = lane >> 2, q = lane & 3;
+  simt::mbarrier_wait(sm.dq_empty + wg, (round & 1) ^ 1);  // round 0 passes at once
+  float* rows = sm.dq + (wg * kHopperBwdQ + wq * 16 + g) * kHopperWsDqRowFloats + 2 * q;
+  HETPLAN_UNROLL
+  for (int j = 0; j < 8; ++j) {
+    simt::sts_f32x2(rows + 8 * j, dq[4 * j], dq[4 * j + 1]);
+    simt::sts_f32x2(rows + 8 * kHopperWsDqRowFloats + 8 * j, dq[4 * j + 2], dq[4 * j + 3]);
+  }
+  simt::fence_proxy_async();  // the rows reach the writer's bulk reduces (async proxy)
+  simt::mbarrier_arrive(sm.dq_full + wg);
+}
+
+template <class T, int kD, bool kBulkLoads = true, bool kDqWriter = false>
 HETPLAN_DEVICE void attention_backward_hopper_ws_block(const AttentionParams<T>& p) {
   static_assert(kD == 128, "the warp-specialised backward is written for d = 128");
+  static_assert(kBulkLoads || !kDqWriter, "the dQ writer goes with the bulk producer");
+  constexpr int kProducers = kHopperWsThreads - kHopperWsConsumers;
   constexpr int kQ = kHopperBwdQ;
   using Smem = HopperWsSmem<T, kD>;
   const Smem sm(hopper_smem());
@@ -143,15 +233,28 @@ HETPLAN_DEVICE void attention_backward_hopper_ws_block(const AttentionParams<T>&
 
   if (tid == 0) {
     for (int s = 0; s < kHopperWsStages; ++s) {
-      simt::mbarrier_init(sm.full + s, 128);  // the producer's threads (with their bytes)
+      simt::mbarrier_init(sm.full + s, 2 * kQ);  // the tile's rows (with their bytes)
       simt::mbarrier_init(sm.empty + s, kHopperWsConsumers);
+    }
+    if constexpr (kDqWriter) {
+      for (int half = 0; half < 2; ++half) {
+        simt::mbarrier_init(sm.dq_full + half, kHopperWsConsumers / 2);  // the half's consumer
+        simt::mbarrier_init(sm.dq_empty + half, 32);                     // the writer's lanes
+      }
     }
     simt::fence_proxy_async();  // the inits reach the bulk copies' complete_tx (async proxy)
   }
   simt::sync_threads();  // the only block-wide barrier
   if (wg == 2) {
     simt::setmaxnreg<kHopperWsProducerRegs, false>();
-    ws_produce<T, kD, kBulkLoads>(p, sm, head, row_stats, first, n_tiles);
+    if constexpr (kDqWriter) {
+      if (warp == kHopperWsDqWriterWarp)
+        ws_write_dq<T, kD>(p, sm, b, h, first, n_tiles);
+      else
+        ws_produce<T, kD, kBulkLoads, kProducers - 32>(p, sm, head, row_stats, first, n_tiles);
+    } else {
+      ws_produce<T, kD, kBulkLoads, kProducers>(p, sm, head, row_stats, first, n_tiles);
+    }
     return;
   }
   simt::setmaxnreg<kHopperWsConsumerRegs, true>();
@@ -256,7 +359,10 @@ HETPLAN_DEVICE void attention_backward_hopper_ws_block(const AttentionParams<T>&
     simt::fence_operand(dq);
     simt::mbarrier_arrive(sm.empty + stage);  // the producer may refill it
 
-    add_dq_red<kD>(p, dq, q0 + wq * 16, col0, b, h);
+    if constexpr (kDqWriter)
+      ws_stage_dq(sm, dq, wg, wq, i - first);
+    else
+      add_dq_red<kD>(p, dq, q0 + wq * 16, col0, b, h);
   }
 
   // The Q stages become the output staging area once both consumers' last wgmmas retired.

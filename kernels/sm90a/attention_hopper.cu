@@ -30,23 +30,26 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 
 // The warp-specialised d = 128 backward: a producer warpgroup and two consumers; the producer
 // gives registers away with setmaxnreg, so the launch bound leaves 168 per thread until then.
-template <class T, int kD, bool kBulkLoads>
+template <class T, int kD, bool kBulkLoads, bool kDqWriter>
 __global__ void __launch_bounds__(kHopperWsThreads, 1)
     attention_backward_hopper_ws_kernel(AttentionParams<T> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  attention_backward_hopper_ws_block<T, kD, kBulkLoads>(p);
+  attention_backward_hopper_ws_block<T, kD, kBulkLoads, kDqWriter>(p);
 #endif
 }
 
-// HETPLAN_ATTENTION_BWD=ws (producer with bulk copies) or ws-cpasync (producer with cp.async):
-// the d = 128 backward runs warp-specialised (docs/kernels.md, "Warp-specialised backward"; dQ
-// by red.global.add, HETPLAN_ATTENTION_DQ ignored); not the default until a GPU has measured it.
-enum class WsBackward { kNone, kBulk, kCpAsync };
+// HETPLAN_ATTENTION_BWD=ws (producer with bulk copies), ws-cpasync (producer with cp.async) or
+// ws-dqw (bulk copies, and a warp of the producer adding dQ with bulk reduces): the d = 128
+// backward runs warp-specialised (docs/kernels.md, "Warp-specialised backward"; dQ by
+// red.global.add but in ws-dqw, HETPLAN_ATTENTION_DQ ignored); not the default until a GPU has
+// measured it.
+enum class WsBackward { kNone, kBulk, kCpAsync, kDqWriter };
 WsBackward ws_backward() {
   static const WsBackward ws = [] {
     const char* v = std::getenv("HETPLAN_ATTENTION_BWD");
     if (v != nullptr && std::strcmp(v, "ws") == 0) return WsBackward::kBulk;
     if (v != nullptr && std::strcmp(v, "ws-cpasync") == 0) return WsBackward::kCpAsync;
+    if (v != nullptr && std::strcmp(v, "ws-dqw") == 0) return WsBackward::kDqWriter;
     return WsBackward::kNone;
   }();
   return ws;
@@ -82,13 +85,14 @@ void backward(const AttentionParams<T>& p, cudaStream_t stream) {
   HETPLAN_CHECK_LAUNCH();
 }
 
-template <class T, int kD, bool kBulkLoads>
+template <class T, int kD, bool kBulkLoads, bool kDqWriter = false>
 void backward_ws(const AttentionParams<T>& p, cudaStream_t stream) {
-  const size_t smem = attention_backward_hopper_ws_smem_bytes<T, kD>();
-  allow_dynamic_smem(
-      reinterpret_cast<const void*>(&attention_backward_hopper_ws_kernel<T, kD, kBulkLoads>), smem);
+  const size_t smem = attention_backward_hopper_ws_smem_bytes<T, kD, kDqWriter>();
+  allow_dynamic_smem(reinterpret_cast<const void*>(
+                         &attention_backward_hopper_ws_kernel<T, kD, kBulkLoads, kDqWriter>),
+                     smem);
   const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kHopperTile)), p.heads, p.batch);
-  attention_backward_hopper_ws_kernel<T, kD, kBulkLoads>
+  attention_backward_hopper_ws_kernel<T, kD, kBulkLoads, kDqWriter>
       <<<grid, kHopperWsThreads, smem, stream>>>(p);
   HETPLAN_CHECK_LAUNCH();
 }
@@ -111,6 +115,8 @@ void attention_backward_hopper(const AttentionParams<T>& p, int head_dim, cudaSt
     backward_ws<T, 128, true>(p, stream);
   else if (ws_backward() == WsBackward::kCpAsync)
     backward_ws<T, 128, false>(p, stream);
+  else if (ws_backward() == WsBackward::kDqWriter)
+    backward_ws<T, 128, true, true>(p, stream);
   else if (bulk_dq())
     backward<T, 128, true>(p, stream);
   else

@@ -81,7 +81,7 @@ TEST(AttentionHopperEmulated, Fp16HeadDim128BulkDqFullBhsdShuffled) {
 // consumer warpgroups meet at one named barrier per tile. Partial last tile (zero rows, arrivals
 // without tx), causal (first tile per block varies), several rounds of the ring (both parities),
 // BSHD / BHSD, fp16, warps shuffled (consumers drift apart between the named barriers).
-template <class T, bool kBulkLoads = true>
+template <class T, bool kBulkLoads = true, bool kDqWriter = false>
 void check_hopper_ws(int batch, int heads, int seq, bool causal, bool bshd, uint64_t schedule = 0,
                      bool eager = false) {
   testing::AttentionFamily<T> f;  // as kernels/sm90a/attention_hopper.cu launches
@@ -89,9 +89,9 @@ void check_hopper_ws(int batch, int heads, int seq, bool causal, bool bshd, uint
   f.threads = kHopperThreads;
   f.backward_threads = kHopperWsThreads;
   f.forward_smem = attention_forward_hopper_smem_bytes<T, 128>();
-  f.backward_smem = attention_backward_hopper_ws_smem_bytes<T, 128>();
+  f.backward_smem = attention_backward_hopper_ws_smem_bytes<T, 128, kDqWriter>();
   f.forward = attention_forward_hopper_block<T, 128>;
-  f.backward = attention_backward_hopper_ws_block<T, 128, kBulkLoads>;
+  f.backward = attention_backward_hopper_ws_block<T, 128, kBulkLoads, kDqWriter>;
   testing::check_attention_family<T, 128>(
       f, testing::AttentionCase{batch, heads, seq, causal, bshd, schedule, eager, 201});
 }
@@ -114,6 +114,25 @@ TEST(AttentionHopperEmulated, Bf16WarpSpecialisedCpAsyncCausalPartialShuffled) {
 }
 TEST(AttentionHopperEmulated, Fp16WarpSpecialisedCpAsyncFullBhsdEager) {
   check_hopper_ws<fp16, false>(1, 2, 200, false, false, 0, true);
+}
+// The dQ writer (HETPLAN_ATTENTION_BWD=ws-dqw): consumers stage dQ behind "dq full" / "dq empty"
+// mbarriers, a warp of the producer adds it with bulk reduces (none for rows past the end). Both
+// parities of the dQ barriers (5 query tiles), partial last tile, causal (a block's first tile
+// varies), shuffled warps (the writer and the consumers drift), eager copies.
+TEST(AttentionHopperEmulated, Bf16WarpSpecialisedDqWriterCausalPartial) {
+  check_hopper_ws<bf16, true, true>(1, 1, 300, true, true);
+}
+TEST(AttentionHopperEmulated, Bf16WarpSpecialisedDqWriterFullShuffled) {
+  check_hopper_ws<bf16, true, true>(1, 1, 260, false, true, 16);
+}
+TEST(AttentionHopperEmulated, Fp16WarpSpecialisedDqWriterFullBhsdShuffled) {
+  check_hopper_ws<fp16, true, true>(1, 2, 200, false, false, 17);
+}
+TEST(AttentionHopperEmulated, Fp16WarpSpecialisedDqWriterCausalShortShuffledEager) {
+  check_hopper_ws<fp16, true, true>(2, 1, 37, true, true, 18, true);
+}
+TEST(AttentionHopperEmulated, Bf16WarpSpecialisedDqWriterCausalPartialShuffledEager) {
+  check_hopper_ws<bf16, true, true>(1, 1, 300, true, true, 19, true);
 }
 
 // The emulator's wgmma itself on the known-answer test of kernels/wgmma_selftest.h, every
