@@ -235,11 +235,9 @@ INSTANTIATE_TEST_SUITE_P(
 namespace hetplan::serve {
 namespace {
 
-// Interchangeable machines merged into groups give the LP of every machine apart, with fewer
-// columns: twelve machines of two speeds, fully linked by links slow enough to bind (so the
-// per-link form) and all alike, merge into two groups; on Helix's sparse single-cluster file two
-// pairs of machines merge.
-TEST(ServeLinkBound, MergingInterchangeableMachinesKeepsTheBound) {
+// Twelve machines of two speeds (six of 10, six of 20), fully linked by links of 3 tokens/s, slow
+// enough to bind: the LP takes its per-link form, and the machines of one speed are alike.
+ServingProblem twelve_alike_machines() {
   std::vector<double> speeds(6, 10.0);
   speeds.resize(12, 20.0);
   std::vector<ToyLink> links;
@@ -249,7 +247,15 @@ TEST(ServeLinkBound, MergingInterchangeableMachinesKeepsTheBound) {
     for (int j = 0; j < 12; ++j)
       if (j != i) links.push_back({i, j, 3});
   }
-  const ServingProblem uniform = linked_only(testing::toy_problem(6, speeds, 2), links);
+  return linked_only(testing::toy_problem(6, speeds, 2), links);
+}
+
+// Interchangeable machines merged into groups give the LP of every machine apart, with fewer
+// columns: twelve machines of two speeds, fully linked by links slow enough to bind (so the
+// per-link form) and all alike, merge into two groups; on Helix's sparse single-cluster file two
+// pairs of machines merge.
+TEST(ServeLinkBound, MergingInterchangeableMachinesKeepsTheBound) {
+  const ServingProblem uniform = twelve_alike_machines();
   const ServingProblem helix =
       testing::helix_problem("layouts/single_cluster-llama70b/ilp/simulator_cluster.ini");
   struct Case {
@@ -323,15 +329,6 @@ TEST(ServeLinkBound, ColumnGenerationAddsEveryLinkTheOptimumNeeds) {
 // The same optimum as the whole LP on Helix's clusters and on twelve alike machines kept apart
 // (both forms of the LP, and generation where it applies: 3cluster24.ini and the twelve).
 TEST(ServeLinkBound, ColumnGenerationGivesTheWholeLpsOptimum) {
-  std::vector<double> speeds(6, 10.0);
-  speeds.resize(12, 20.0);
-  std::vector<ToyLink> links;
-  for (int i = 0; i < 12; ++i) {
-    links.push_back({kSource, i});
-    links.push_back({i, kSink});
-    for (int j = 0; j < 12; ++j)
-      if (j != i) links.push_back({i, j, 3});
-  }
   struct Case {
     std::string name;
     ServingProblem p;
@@ -339,7 +336,7 @@ TEST(ServeLinkBound, ColumnGenerationGivesTheWholeLpsOptimum) {
     bool generates = false;  // whether most link columns wait, so that generation runs
   };
   std::vector<Case> cases = {
-      {"twelve alike, apart", linked_only(testing::toy_problem(6, speeds, 2), links), false, true},
+      {"twelve alike, apart", twelve_alike_machines(), false, true},
       {"3cluster24", testing::helix_problem("clusters/3cluster24.ini"), true, true},
       {"cluster24", testing::helix_problem("clusters/cluster24.ini")},
       {"cluster42", testing::helix_problem("clusters/cluster42.ini")}};
