@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/attention_hopper.h"
+#include "kernels/attention_hopper_backward_ws_drift_kernels.h"
 #include "kernels/attention_hopper_backward_ws_kernels.h"
 #include "kernels/attention_hopper_kernels.h"
 #include "kernels/cuda_check.h"
@@ -38,18 +39,29 @@ __global__ void __launch_bounds__(kHopperWsThreads, 1)
 #endif
 }
 
+// Consumers that drift apart (d = 64 and 128): dQ split by keys, a dQ writer per consumer.
+template <class T, int kD>
+__global__ void __launch_bounds__(kHopperWsThreads, 1)
+    attention_backward_hopper_ws_drift_kernel(AttentionParams<T> p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  attention_backward_hopper_ws_drift_block<T, kD>(p);
+#endif
+}
+
 // HETPLAN_ATTENTION_BWD=ws (producer with bulk copies), ws-cpasync (producer with cp.async) or
 // ws-dqw (bulk copies, and a warp of the producer adding dQ with bulk reduces): the d = 128
 // backward runs warp-specialised (docs/kernels.md, "Warp-specialised backward"; dQ by
 // red.global.add but in ws-dqw, HETPLAN_ATTENTION_DQ ignored); not the default until a GPU has
-// measured it.
-enum class WsBackward { kNone, kBulk, kCpAsync, kDqWriter };
+// measured it. ws-drift: the consumers drift apart (dQ split by keys, a dQ writer per consumer),
+// d = 128 and d = 64 (the d = 64 backward reaches this file with HETPLAN_ATTENTION_KERNEL=wgmma).
+enum class WsBackward { kNone, kBulk, kCpAsync, kDqWriter, kDrift };
 WsBackward ws_backward() {
   static const WsBackward ws = [] {
     const char* v = std::getenv("HETPLAN_ATTENTION_BWD");
     if (v != nullptr && std::strcmp(v, "ws") == 0) return WsBackward::kBulk;
     if (v != nullptr && std::strcmp(v, "ws-cpasync") == 0) return WsBackward::kCpAsync;
     if (v != nullptr && std::strcmp(v, "ws-dqw") == 0) return WsBackward::kDqWriter;
+    if (v != nullptr && std::strcmp(v, "ws-drift") == 0) return WsBackward::kDrift;
     return WsBackward::kNone;
   }();
   return ws;
@@ -97,6 +109,16 @@ void backward_ws(const AttentionParams<T>& p, cudaStream_t stream) {
   HETPLAN_CHECK_LAUNCH();
 }
 
+template <class T, int kD>
+void backward_ws_drift(const AttentionParams<T>& p, cudaStream_t stream) {
+  const size_t smem = attention_backward_hopper_ws_drift_smem_bytes<T, kD>();
+  allow_dynamic_smem(
+      reinterpret_cast<const void*>(&attention_backward_hopper_ws_drift_kernel<T, kD>), smem);
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kHopperTile)), p.heads, p.batch);
+  attention_backward_hopper_ws_drift_kernel<T, kD><<<grid, kHopperWsThreads, smem, stream>>>(p);
+  HETPLAN_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 template <class T>
@@ -109,8 +131,12 @@ void attention_forward_hopper(const AttentionParams<T>& p, int head_dim, cudaStr
 
 template <class T>
 void attention_backward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream) {
-  if (head_dim == 64)
+  if (head_dim == 64 && ws_backward() == WsBackward::kDrift)
+    backward_ws_drift<T, 64>(p, stream);
+  else if (head_dim == 64)
     backward<T, 64>(p, stream);
+  else if (ws_backward() == WsBackward::kDrift)
+    backward_ws_drift<T, 128>(p, stream);
   else if (ws_backward() == WsBackward::kBulk)
     backward_ws<T, 128, true>(p, stream);
   else if (ws_backward() == WsBackward::kCpAsync)

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/attention_hopper_backward_ws_drift_kernels.h"
 #include "kernels/attention_hopper_backward_ws_kernels.h"
 #include "kernels/attention_hopper_kernels.h"
 #include "kernels/emulator/simt_emulator.h"
@@ -133,6 +134,50 @@ TEST(AttentionHopperEmulated, Fp16WarpSpecialisedDqWriterCausalShortShuffledEage
 }
 TEST(AttentionHopperEmulated, Bf16WarpSpecialisedDqWriterCausalPartialShuffledEager) {
   check_hopper_ws<bf16, true, true>(1, 1, 300, true, true, 19, true);
+}
+
+// Consumers that drift apart (HETPLAN_ATTENTION_BWD=ws-drift, d = 64 and 128): dQ split by keys,
+// each consumer's partial through its own dQ writer warp, no barrier between the consumers but
+// the ring's mbarriers. Partial last tile, causal / full, both parities of the ring and the dQ
+// buffers (5 query tiles), BSHD / BHSD, fp16 / bf16, shuffled schedules (the consumers up to the
+// ring's depth apart) and eager copies.
+template <class T, int kD>
+void check_hopper_ws_drift(int batch, int heads, int seq, bool causal, bool bshd,
+                           uint64_t schedule = 0, bool eager = false) {
+  testing::AttentionFamily<T> f;  // as kernels/sm90a/attention_hopper.cu launches
+  f.tile = kHopperTile;
+  f.threads = kHopperThreads;
+  f.backward_threads = kHopperWsThreads;
+  f.forward_smem = attention_forward_hopper_smem_bytes<T, kD>();
+  f.backward_smem = attention_backward_hopper_ws_drift_smem_bytes<T, kD>();
+  f.forward = attention_forward_hopper_block<T, kD>;
+  f.backward = attention_backward_hopper_ws_drift_block<T, kD>;
+  testing::check_attention_family<T, kD>(
+      f, testing::AttentionCase{batch, heads, seq, causal, bshd, schedule, eager, 201});
+}
+TEST(AttentionHopperEmulated, Bf16WsDriftHeadDim128CausalPartial) {
+  check_hopper_ws_drift<bf16, 128>(1, 1, 300, true, true);
+}
+TEST(AttentionHopperEmulated, Bf16WsDriftHeadDim128CausalPartialShuffledEager) {
+  check_hopper_ws_drift<bf16, 128>(1, 1, 300, true, true, 20, true);
+}
+TEST(AttentionHopperEmulated, Bf16WsDriftHeadDim128FullShuffled) {
+  check_hopper_ws_drift<bf16, 128>(1, 1, 260, false, true, 21);
+}
+TEST(AttentionHopperEmulated, Fp16WsDriftHeadDim128FullBhsdShuffled) {
+  check_hopper_ws_drift<fp16, 128>(1, 2, 200, false, false, 22);
+}
+TEST(AttentionHopperEmulated, Fp16WsDriftHeadDim128CausalShortShuffledEager) {
+  check_hopper_ws_drift<fp16, 128>(2, 1, 37, true, true, 23, true);
+}
+TEST(AttentionHopperEmulated, Bf16WsDriftHeadDim64CausalPartialShuffled) {
+  check_hopper_ws_drift<bf16, 64>(1, 2, 300, true, true, 24);
+}
+TEST(AttentionHopperEmulated, Bf16WsDriftHeadDim64FullBhsdEager) {
+  check_hopper_ws_drift<bf16, 64>(2, 1, 130, false, false, 0, true);
+}
+TEST(AttentionHopperEmulated, Fp16WsDriftHeadDim64CausalShuffledEager) {
+  check_hopper_ws_drift<fp16, 64>(1, 1, 320, true, false, 25, true);
 }
 
 // The emulator's wgmma itself on the known-answer test of kernels/wgmma_selftest.h, every
