@@ -9,6 +9,8 @@
 //   bulk_commit, bulk_wait_read<N>                        the bulk groups of this thread
 //   fence_proxy_async (simt_wgmma.h)   generic-proxy shared writes -> the bulk ops (async proxy)
 //   named_barrier_sync<kId>(count)      bar.sync id, count: a barrier among `count` threads
+//   named_barrier_sync(id, count)       the same with the id in a register
+//   named_barrier_arrive(id, count)     bar.arrive id, count: counts towards it without waiting
 //   setmaxnreg<kRegisters, kIncrease>   setmaxnreg.{inc,dec}: a warpgroup's registers per thread
 //
 // The usual producer / consumer ring (PTX ISA "mbarrier"; the pattern CUTLASS's pipelines use):
@@ -185,6 +187,27 @@ HETPLAN_DEVICE void named_barrier_sync(int count) {
   asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "r"(count) : "memory");
 #else
   emu::named_barrier_sync(kId, count);
+#endif
+}
+
+// bar.sync id, count with the id in a register (1 .. 15): for a barrier chosen per warpgroup,
+// without a branch around it.
+HETPLAN_DEVICE void named_barrier_sync(int id, int count) {
+#if defined(__CUDACC__)
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#else
+  emu::named_barrier_sync(id, count);
+#endif
+}
+
+// bar.arrive id, count: counts the calling threads towards barrier id's current round (of
+// `count` threads, the bar.sync-ing ones included) without waiting; what the arriving threads
+// wrote before is visible to the syncing ones after their bar.sync.
+HETPLAN_DEVICE void named_barrier_arrive(int id, int count) {
+#if defined(__CUDACC__)
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#else
+  emu::named_barrier_arrive(id, count);
 #endif
 }
 

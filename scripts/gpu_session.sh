@@ -335,6 +335,19 @@ part_a() {
       --json "$work/kernel_bench_wgmma_${ws//-/_}.json" &&
       excerpt "$work/logs/attention_wgmma_${ws//-/_}.log" '^attention[^ ]* .*%|  (incorrect|error)' 12
   done
+  # The opt-in ping-pong forward (docs/kernels.md, "Ping-pong forward"): a producer warpgroup
+  # with 16-byte bulk copies (pingpong) or cp.async (pingpong-cpasync), two consumers taking turns
+  # at the tensor cores. The forward's test shapes (partial tiles, seq 1 and 37) and then its
+  # bench shapes, each checked against the reference by the bench; timed next to the default
+  # wgmma forward (step attention_wgmma).
+  for fwd in pingpong pingpong-cpasync; do
+    step "attention_wgmma_fwd_${fwd//-/_}" 60 10 env HETPLAN_ATTENTION_KERNEL=wgmma \
+      HETPLAN_ATTENTION_FWD="$fwd" bash -c '"$1" --filter attention_fwd --test-shapes; a=$?
+        "$1" --filter attention_fwd --json "$2"; b=$?; exit $((a > b ? a : b))' _ \
+      "$bin/hetplan_kernel_bench" "$work/kernel_bench_wgmma_fwd_${fwd//-/_}.json" &&
+      excerpt "$work/logs/attention_wgmma_fwd_${fwd//-/_}.log" \
+        '^attention[^ ]* .*%|  (incorrect|error)' 20
+  done
 }
 
 # ---------------------------------------------------------------------------------------------

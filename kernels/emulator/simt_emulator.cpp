@@ -245,6 +245,16 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
   }
 }
 
+// A round of a named barrier still open when the block ends: arrivals (bar.arrive) that no
+// bar.sync consumed, which on the GPU would be counted towards a round nobody waits for.
+void named_barrier_block_end_check(const Run& r) {
+  for (int id = 1; id < 16; ++id)
+    if (r.named[id].arrived != 0)
+      throw std::runtime_error("named barrier " + std::to_string(id) + ": the block ends with " +
+                               std::to_string(r.named[id].arrived) + " of " +
+                               std::to_string(r.named[id].count) + " arrivals in an open round");
+}
+
 }  // namespace
 
 void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
@@ -281,6 +291,7 @@ void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
         run_block(r, options.stack_bytes, options.schedule_seed ? &rng : nullptr);
         if (r.error.empty()) {
           try {
+            named_barrier_block_end_check(r);
             bulk_block_end_check();
           } catch (const std::exception& e) {
             r.error = e.what();
@@ -333,15 +344,19 @@ std::string warp_list(uint32_t warps) {
 }
 }  // namespace
 
-void named_barrier_sync(int id, int count) {
+namespace {
+// One arrival at named barrier `id` (bar.sync when `wait`, bar.arrive otherwise); completes the
+// round when it is the count-th.
+void named_barrier_arrival(int id, int count, bool wait) {
   Run& r = run();
   Fiber& f = me();
   const int n = static_cast<int>(r.fibers.size());
+  const std::string op = wait ? "bar.sync" : "bar.arrive";
   if (id < 1 || id > 15)
-    throw std::runtime_error("bar.sync: named barrier id " + std::to_string(id) +
+    throw std::runtime_error(op + ": named barrier id " + std::to_string(id) +
                              " outside 1 .. 15 (0 is __syncthreads)");
   if (count <= 0 || count % 32 != 0 || count > n)
-    throw std::runtime_error("bar.sync " + std::to_string(id) + ": thread count " +
+    throw std::runtime_error(op + " " + std::to_string(id) + ": thread count " +
                              std::to_string(count) +
                              " is not a positive multiple of 32 within the block");
   NamedBarrier& b = r.named[id];
@@ -349,31 +364,36 @@ void named_barrier_sync(int id, int count) {
     b.count = count;
     b.warps = 0;
   } else if (b.count != count) {
-    throw std::runtime_error("bar.sync " + std::to_string(id) + ": thread " +
+    throw std::runtime_error(op + " " + std::to_string(id) + ": thread " +
                              std::to_string(f.linear) + " arrives with count " +
                              std::to_string(count) + " while this round's arrivals gave " +
                              std::to_string(b.count));
   }
   ++b.arrived;
   b.warps |= uint32_t{1} << (f.linear / 32);
-  f.state = State::kNamedBarrier;
-  f.named_id = id;
+  if (wait) {
+    f.state = State::kNamedBarrier;
+    f.named_id = id;
+  }
   if (b.arrived < b.count) {
-    yield();
+    if (wait) yield();
     return;
   }
   if (b.rounds > 0 && b.warps != b.first_round_warps)
-    throw std::runtime_error("bar.sync " + std::to_string(id) + ": round " +
-                             std::to_string(b.rounds) + " released warps " + warp_list(b.warps) +
-                             ", round 0 warps " + warp_list(b.first_round_warps) + "; the count " +
-                             std::to_string(b.count) +
-                             " does not match the threads that take part");
+    throw std::runtime_error(
+        op + " " + std::to_string(id) + ": round " + std::to_string(b.rounds) + " released warps " +
+        warp_list(b.warps) + ", round 0 warps " + warp_list(b.first_round_warps) + "; the count " +
+        std::to_string(b.count) + " does not match the threads that take part");
   if (b.rounds == 0) b.first_round_warps = b.warps;
   ++b.rounds;
   b.arrived = 0;
   for (Fiber& other : r.fibers)
     if (other.state == State::kNamedBarrier && other.named_id == id) other.state = State::kReady;
 }
+}  // namespace
+
+void named_barrier_sync(int id, int count) { named_barrier_arrival(id, count, true); }
+void named_barrier_arrive(int id, int count) { named_barrier_arrival(id, count, false); }
 
 void setmaxnreg(int registers, bool increase) {
   Run& r = run();

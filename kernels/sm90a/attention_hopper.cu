@@ -7,6 +7,7 @@
 #include "kernels/attention_hopper.h"
 #include "kernels/attention_hopper_backward_ws_drift_kernels.h"
 #include "kernels/attention_hopper_backward_ws_kernels.h"
+#include "kernels/attention_hopper_forward_pingpong_kernels.h"
 #include "kernels/attention_hopper_kernels.h"
 #include "kernels/cuda_check.h"
 
@@ -19,6 +20,15 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     attention_forward_hopper_kernel(AttentionParams<T> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   attention_forward_hopper_block<T, kD>(p);
+#endif
+}
+// The ping-pong forward: a producer warpgroup and two consumers; the producer gives registers
+// away with setmaxnreg, so the launch bound leaves 168 per thread until then.
+template <class T, int kD, bool kBulkLoads>
+__global__ void __launch_bounds__(kPingpongThreads, 1)
+    attention_forward_pingpong_kernel(AttentionParams<T> p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  attention_forward_pingpong_block<T, kD, kBulkLoads>(p);
 #endif
 }
 template <class T, int kD, bool kBulkDq>
@@ -67,6 +77,20 @@ WsBackward ws_backward() {
   return ws;
 }
 
+// HETPLAN_ATTENTION_FWD=pingpong (producer with bulk copies) or pingpong-cpasync (producer with
+// cp.async): the forward runs warp-specialised with ping-pong consumers (docs/kernels.md,
+// "Ping-pong forward"); not the default until a GPU has measured it.
+enum class PingpongForward { kNone, kBulk, kCpAsync };
+PingpongForward pingpong_forward() {
+  static const PingpongForward pp = [] {
+    const char* v = std::getenv("HETPLAN_ATTENTION_FWD");
+    if (v != nullptr && std::strcmp(v, "pingpong") == 0) return PingpongForward::kBulk;
+    if (v != nullptr && std::strcmp(v, "pingpong-cpasync") == 0) return PingpongForward::kCpAsync;
+    return PingpongForward::kNone;
+  }();
+  return pp;
+}
+
 // HETPLAN_ATTENTION_DQ=bulk: the d = 128 backward adds dQ with bulk reduces (docs/kernels.md,
 // "Hopper attention" item 2) instead of red.global.add.v4.f32; not the default until a GPU has
 // measured it.
@@ -85,6 +109,26 @@ void forward(const AttentionParams<T>& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kHopperTile)), p.heads, p.batch);
   attention_forward_hopper_kernel<T, kD><<<grid, kHopperThreads, smem, stream>>>(p);
   HETPLAN_CHECK_LAUNCH();
+}
+
+template <class T, int kD, bool kBulkLoads>
+void forward_pingpong(const AttentionParams<T>& p, cudaStream_t stream) {
+  const size_t smem = attention_forward_pingpong_smem_bytes<T, kD>();
+  allow_dynamic_smem(
+      reinterpret_cast<const void*>(&attention_forward_pingpong_kernel<T, kD, kBulkLoads>), smem);
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kHopperTile)), p.heads, p.batch);
+  attention_forward_pingpong_kernel<T, kD, kBulkLoads><<<grid, kPingpongThreads, smem, stream>>>(p);
+  HETPLAN_CHECK_LAUNCH();
+}
+
+template <class T, int kD>
+void forward_dispatch(const AttentionParams<T>& p, cudaStream_t stream) {
+  if (pingpong_forward() == PingpongForward::kBulk)
+    forward_pingpong<T, kD, true>(p, stream);
+  else if (pingpong_forward() == PingpongForward::kCpAsync)
+    forward_pingpong<T, kD, false>(p, stream);
+  else
+    forward<T, kD>(p, stream);
 }
 
 template <class T, int kD, bool kBulkDq = false>
@@ -124,9 +168,9 @@ void backward_ws_drift(const AttentionParams<T>& p, cudaStream_t stream) {
 template <class T>
 void attention_forward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream) {
   if (head_dim == 64)
-    forward<T, 64>(p, stream);
+    forward_dispatch<T, 64>(p, stream);
   else
-    forward<T, 128>(p, stream);
+    forward_dispatch<T, 128>(p, stream);
 }
 
 template <class T>
