@@ -161,6 +161,9 @@ HETPLAN_DEVICE void attention_backward_hopper_ws_drift_block(const AttentionPara
   }
   simt::sync_threads();  // the only block-wide barrier
   if (wg == 2) {
+    // The `ws` split, 24 / 240. ptxas (CUDA 13.0): the loaders' two rows per thread spill 16
+    // bytes (72 loaded) at 24, off the consumers' path; 32 / 232 removes that but spills 40
+    // bytes (68 loaded) in the fp16 d = 128 consumers, per tile.
     simt::setmaxnreg<kHopperWsProducerRegs, false>();
     if (warp >= kHopperDriftWriterWarp)
       drift_write_dq<T, kD>(p, sm, warp - kHopperDriftWriterWarp, b, h, first, n_tiles);

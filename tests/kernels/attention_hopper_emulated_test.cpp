@@ -155,6 +155,14 @@ void check_hopper_ws_drift(int batch, int heads, int seq, bool causal, bool bshd
   testing::check_attention_family<T, kD>(
       f, testing::AttentionCase{batch, heads, seq, causal, bshd, schedule, eager, 201});
 }
+// The budget of docs/kernels.md ("Consumers that drift apart"), within the H100's opt-in limit
+// of 232,448 bytes per block.
+TEST(AttentionHopperEmulated, WsDriftSharedMemoryFitsTheOptInLimit) {
+  EXPECT_EQ((attention_backward_hopper_ws_drift_smem_bytes<bf16, 128>()), 217152u);
+  EXPECT_EQ((attention_backward_hopper_ws_drift_smem_bytes<fp16, 128>()), 217152u);
+  EXPECT_EQ((attention_backward_hopper_ws_drift_smem_bytes<bf16, 64>()), 118848u);
+  EXPECT_LE((attention_backward_hopper_ws_drift_smem_bytes<bf16, 128>()), 232448u);
+}
 TEST(AttentionHopperEmulated, Bf16WsDriftHeadDim128CausalPartial) {
   check_hopper_ws_drift<bf16, 128>(1, 1, 300, true, true);
 }
