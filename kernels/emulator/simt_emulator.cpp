@@ -376,7 +376,12 @@ void named_barrier_arrival(int id, int count, bool wait) {
     f.named_id = id;
   }
   if (b.arrived < b.count) {
-    if (wait) yield();
+    // bar.arrive goes on, but only after every other warp has had its turn: work the arriving
+    // thread does after its arrive then cannot hide an order the barrier does not give.
+    if (wait)
+      yield();
+    else
+      yield_after_release();
     return;
   }
   if (b.rounds > 0 && b.warps != b.first_round_warps)
@@ -389,6 +394,7 @@ void named_barrier_arrival(int id, int count, bool wait) {
   b.arrived = 0;
   for (Fiber& other : r.fibers)
     if (other.state == State::kNamedBarrier && other.named_id == id) other.state = State::kReady;
+  if (!wait) yield_after_release();  // the released warps run first
 }
 }  // namespace
 

@@ -153,7 +153,9 @@ void bulk_check_generic_write(uint32_t offset, size_t bytes);
 void named_barrier_sync(int id, int count);
 // bar.arrive id, count: counts the calling thread towards the current round of barrier `id`
 // (same count and round checks as bar.sync) without waiting for it: the producer side of a
-// producer / consumer pair of named barriers. A round still open when the block ends throws.
+// producer / consumer pair of named barriers. The arriving thread goes on only after every other
+// warp has had its turn (the waiters it released included), as after an mbarrier arrive that
+// completes a phase. A round still open when the block ends throws.
 void named_barrier_arrive(int id, int count);
 // setmaxnreg.{inc,dec}.sync.aligned.u32 (sm_90a) changes a warpgroup's registers per thread; a
 // no-op here, with the rules checked: 24 .. 256 in steps of 8, the block whole warpgroups, every
