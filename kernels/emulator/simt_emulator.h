@@ -83,6 +83,10 @@ void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint6
                  bool scale_d, bool trans_a, bool trans_b, bool bf16);
 void wgmma_commit();
 void wgmma_wait(int groups_left_pending);
+// Test hook: called at every wgmma.mma_async a warp issues (once, by its lane 0) with the warp's
+// index in the block, in the order of issue; an empty function (the default) calls nothing.
+// Lets a test check the order in which warpgroups issue (the ping-pong forward's turns).
+void set_wgmma_issue_hook(std::function<void(int warp)> hook);
 
 // Generic and async proxies (PTX ISA, memory consistency model): shared memory written by
 // ordinary stores or cp.async (the generic proxy) is visible to wgmma (the async proxy) only

@@ -5,9 +5,11 @@
 // canonical layouts, the register fragments of m64nNk16), restated in the comments below.
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/emulator/simt_emulator.h"
@@ -38,6 +40,7 @@ struct ThreadState {
 
 std::vector<ThreadState> g_threads;
 uint64_t g_serial = ~uint64_t{0};
+std::function<void(int)> g_issue_hook;
 
 ThreadState& state(int linear) {
   if (g_serial != block_serial()) {
@@ -130,6 +133,7 @@ void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint6
   std::memcpy(p.bytes, &mine, sizeof mine);
   const Payload* all = warp_exchange(p, kOpIssue);
   const int me = linear_thread(), lane = me % 32;
+  if (lane == 0 && g_issue_hook) g_issue_hook(me / 32);
   PendingWgmma op{};
   for (int l = 0; l < 32; ++l) {
     IssuePayload other;
@@ -176,6 +180,8 @@ void wgmma_async(float* d, int n, const uint32_t* a_regs, uint64_t a_desc, uint6
 }
 
 void wgmma_fence() { state(linear_thread()).fenced = true; }
+
+void set_wgmma_issue_hook(std::function<void(int warp)> hook) { g_issue_hook = std::move(hook); }
 
 void wgmma_commit() {
   ThreadState& t = state(linear_thread());

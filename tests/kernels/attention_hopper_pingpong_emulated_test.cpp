@@ -128,6 +128,68 @@ TEST(AttentionPingpongEmulated, Fp16HeadDim128CpAsyncFullBhsdEager) {
   check_pingpong<fp16, 128, false>(1, 2, 450, false, false, 0, true);
 }
 
+// The turns: per block, the warps' wgmma issues (emu::set_wgmma_issue_hook) fall into runs of
+// one warpgroup that alternate, warpgroup 0 first, kv_tiles + 1 runs each; in every run each
+// warp of the warpgroup issues the turn's wgmmas (d / 16 for S_0, d / 16 + 8 for S_{j+1} and
+// P_j V_j, 8 for the last P V) and no other warp issues in between. Returns "" or the first
+// difference.
+template <int kD>
+std::string turn_violation(const std::vector<int>& warps, int kv_tiles) {
+  std::vector<std::pair<int, std::vector<int>>> runs;  // warpgroup, issues per warp
+  for (const int w : warps) {
+    if (runs.empty() || runs.back().first != w / 4) runs.push_back({w / 4, std::vector<int>(4)});
+    ++runs.back().second[static_cast<size_t>(w % 4)];
+  }
+  if (static_cast<int>(runs.size()) != 2 * (kv_tiles + 1))
+    return std::to_string(runs.size()) + " runs of one warpgroup's issues, not " +
+           std::to_string(2 * (kv_tiles + 1));
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const int turn = static_cast<int>(r / 2);
+    const int want = turn == 0 ? kD / 16 : turn == kv_tiles ? 8 : kD / 16 + 8;
+    if (runs[r].first != static_cast<int>(r % 2))
+      return "run " + std::to_string(r) + " is warpgroup " + std::to_string(runs[r].first);
+    for (int w = 0; w < 4; ++w)
+      if (runs[r].second[static_cast<size_t>(w)] != want)
+        return "run " + std::to_string(r) + ": warp " + std::to_string(w) + " of warpgroup " +
+               std::to_string(runs[r].first) + " issues " +
+               std::to_string(runs[r].second[static_cast<size_t>(w)]) + " wgmmas, not " +
+               std::to_string(want);
+  }
+  return "";
+}
+
+template <class T, int kD, bool kBulkLoads = true>
+void check_turns(int seq, bool causal, uint64_t schedule) {
+  SCOPED_TRACE(::testing::Message()
+               << "s " << seq << (causal ? " causal" : " full") << " seed " << schedule);
+  std::vector<std::vector<int>> per_block;  // blocks run one after another
+  uint64_t serial = 0;
+  emu::set_wgmma_issue_hook([&](int warp) {
+    if (per_block.empty() || emu::block_serial() != serial) {
+      per_block.emplace_back();
+      serial = emu::block_serial();
+    }
+    per_block.back().push_back(warp);
+  });
+  const testing::AttentionCase c{1, 1, seq, causal, true, schedule, false, 401};
+  run_forward<T, kD>(attention_forward_pingpong_block<T, kD, kBulkLoads>, kPingpongThreads,
+                     attention_forward_pingpong_smem_bytes<T, kD>(), c);
+  emu::set_wgmma_issue_hook({});
+  const int n_tiles = static_cast<int>(ceil_div(seq, kHopperTile));
+  ASSERT_EQ(static_cast<int>(per_block.size()), n_tiles);
+  for (int bx = 0; bx < n_tiles; ++bx) {
+    const int kv_tiles = causal ? n_tiles - bx : n_tiles;  // heaviest query tiles first
+    EXPECT_EQ(turn_violation<kD>(per_block[static_cast<size_t>(bx)], kv_tiles), "")
+        << "block " << bx;
+  }
+}
+
+TEST(AttentionPingpongEmulated, WarpgroupsTakeTurnsAtTheTensorCores) {
+  check_turns<bf16, 64>(520, false, 0);
+  check_turns<bf16, 64>(520, true, 31);
+  check_turns<fp16, 128, false>(300, false, 32);
+}
+
 // ---- bar.arrive in the emulator ----
 
 std::string run_block(int threads, const std::function<void()>& body, uint64_t seed = 0) {
