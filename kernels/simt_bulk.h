@@ -201,8 +201,8 @@ HETPLAN_DEVICE void named_barrier_sync(int id, int count) {
 }
 
 // bar.arrive id, count: counts the calling threads towards barrier id's current round (of
-// `count` threads, the bar.sync-ing ones included) without waiting; what the arriving threads
-// wrote before is visible to the syncing ones after their bar.sync.
+// `count` threads, the bar.sync-ing ones included) without waiting. Used to order execution (the
+// ping-pong forward's turns), not to pass data: nothing here relies on what it orders in memory.
 HETPLAN_DEVICE void named_barrier_arrive(int id, int count) {
 #if defined(__CUDACC__)
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
