@@ -4,8 +4,8 @@
 #
 #   bash scripts/gpu_session.sh a   GPU tests, kernel bench, hardware counters of the attention
 #                                   kernels (hetplan_kernel_metrics), attention against PyTorch's
-#                                   SDPA, `hetplan calibrate --quick`; attention per path if time
-#                                   is left
+#                                   SDPA, attention per path and the opt-in attention variants,
+#                                   then `hetplan calibrate --quick` if time is left
 #   bash scripts/gpu_session.sh b   the full `hetplan calibrate` (resumable: run `b` again until
 #                                   its summary says complete), then `hetplan fit` of it
 #   bash scripts/gpu_session.sh c   predicted against measured (scripts/measure_sweep.sh), the
