@@ -188,40 +188,13 @@ HETPLAN_DEVICE void attention_backward_hopper_ws_drift_block(const AttentionPara
     simt::mbarrier_wait(sm.full + stage, round & 1);
     const unsigned char* qt = sm.q + stage * HopperWsSmem<T, kD>::kQBytes;
     const unsigned char* dot = sm.dout + stage * HopperWsSmem<T, kD>::kQBytes;
-    const float* lse = sm.stats + stage * 2 * kQ;
-    const float* dvec = lse + kQ;
-    const int q0 = i * kQ;
-
-    // S^T = K Q^T and dP^T = V dO^T (64 keys x 64 queries per warpgroup).
     float s[kQ / 2], dp[kQ / 2];
-    simt::wgmma_fence();
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kD / 16; ++kk)
-      simt::wgmma_ss<T, kQ, 0, 0>(s, kmajor_desc<kHopperTile>(sm.k, wg * 64, kk),
-                                  kmajor_desc<kQ>(qt, 0, kk), kk > 0);
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kD / 16; ++kk)
-      simt::wgmma_ss<T, kQ, 0, 0>(dp, kmajor_desc<kHopperTile>(sm.v, wg * 64, kk),
-                                  kmajor_desc<kQ>(dot, 0, kk), kk > 0);
-    simt::wgmma_commit();
-    simt::wgmma_wait<0>();
-    simt::fence_operand(s);
-    simt::fence_operand(dp);
-
-    // P^T (zero where masked) rounded to T, dS^T = P^T (dP^T - D); both as A fragments, dS^T
-    // also into this warpgroup's rows of shared memory for its dQ. Their only readers are the
-    // warpgroup's dQ products of the last tile; a warp's wait retires its own part of a wgmma
-    // (its 16 rows of dQ, which read every row of dS^T), so the four warps meet before writing.
-    HETPLAN_UNROLL
-    for (int e = 0; e < kQ / 2; ++e) {
-      const int key = k0 + key_local + 8 * ((e >> 1) & 1);
-      const int ql = 8 * (e >> 2) + 2 * q + (e & 1);
-      const int query = q0 + ql;
-      const bool masked = query >= p.seq || key >= p.seq || (p.causal && query < key);
-      const float pv = masked ? 0.0f : simt::exp2_fast(s[e] * p.scale_log2 - lse[ql] * kAttnLog2e);
-      s[e] = simt::to_f32(simt::from_f32<T>(pv));
-      dp[e] = s[e] * (dp[e] - dvec[ql]);
-    }
+    ws_scores<T, kD>(p, sm, qt, dot, sm.stats + stage * 2 * kQ, wg, k0 + key_local, q, i * kQ, s,
+                     dp);
+    // Both as A fragments, dS^T also into this warpgroup's rows of shared memory for its dQ.
+    // Their only readers are the warpgroup's dQ products of the last tile; a warp's wait retires
+    // its own part of a wgmma (its 16 rows of dQ, which read every row of dS^T), so the four
+    // warps meet before writing.
     uint32_t pa[kQ / 16][4], sa[kQ / 16][4];
     warpgroup_sync(wg);  // its four warps' dQ products of the last tile have all retired
     HETPLAN_UNROLL

@@ -213,6 +213,44 @@ HETPLAN_DEVICE void ws_stage_dq(const HopperWsSmem<T, kD>& sm, const float (&dq)
   simt::mbarrier_arrive(sm.dq_full + wg);
 }
 
+// One query tile's S^T = K Q^T and dP^T = V dO^T (64 keys x 64 queries per warpgroup; `qt` and
+// `dot` the stage's Q and dO tiles, `stats` its lse then D), then P^T (zero where masked) rounded
+// to T into `s` and dS^T = P^T (dP^T - D) into `dp`. `key_row` is the thread's first key, `q0`
+// the tile's first query. Shared by the ws variants; the default kernel keeps its own copy (its
+// measured speed describes its machine code).
+template <class T, int kD>
+HETPLAN_DEVICE void ws_scores(const AttentionParams<T>& p, const HopperWsSmem<T, kD>& sm,
+                              const unsigned char* qt, const unsigned char* dot, const float* stats,
+                              int wg, int key_row, int q, int q0, float (&s)[kHopperBwdQ / 2],
+                              float (&dp)[kHopperBwdQ / 2]) {
+  constexpr int kQ = kHopperBwdQ;
+  const float* lse = stats;
+  const float* dvec = stats + kQ;
+  simt::wgmma_fence();
+  HETPLAN_UNROLL
+  for (int kk = 0; kk < kD / 16; ++kk)
+    simt::wgmma_ss<T, kQ, 0, 0>(s, kmajor_desc<kHopperTile>(sm.k, wg * 64, kk),
+                                kmajor_desc<kQ>(qt, 0, kk), kk > 0);
+  HETPLAN_UNROLL
+  for (int kk = 0; kk < kD / 16; ++kk)
+    simt::wgmma_ss<T, kQ, 0, 0>(dp, kmajor_desc<kHopperTile>(sm.v, wg * 64, kk),
+                                kmajor_desc<kQ>(dot, 0, kk), kk > 0);
+  simt::wgmma_commit();
+  simt::wgmma_wait<0>();
+  simt::fence_operand(s);
+  simt::fence_operand(dp);
+  HETPLAN_UNROLL
+  for (int e = 0; e < kQ / 2; ++e) {
+    const int key = key_row + 8 * ((e >> 1) & 1);
+    const int ql = 8 * (e >> 2) + 2 * q + (e & 1);
+    const int query = q0 + ql;
+    const bool masked = query >= p.seq || key >= p.seq || (p.causal && query < key);
+    const float pv = masked ? 0.0f : simt::exp2_fast(s[e] * p.scale_log2 - lse[ql] * kAttnLog2e);
+    s[e] = simt::to_f32(simt::from_f32<T>(pv));
+    dp[e] = s[e] * (dp[e] - dvec[ql]);
+  }
+}
+
 template <class T, int kD, bool kBulkLoads = true, bool kDqWriter = false>
 HETPLAN_DEVICE void attention_backward_hopper_ws_block(const AttentionParams<T>& p) {
   static_assert(kD == 128, "the warp-specialised backward is written for d = 128");
@@ -274,42 +312,15 @@ HETPLAN_DEVICE void attention_backward_hopper_ws_block(const AttentionParams<T>&
     simt::mbarrier_wait(sm.full + stage, round & 1);
     const unsigned char* qt = sm.q + stage * Smem::kQBytes;
     const unsigned char* dot = sm.dout + stage * Smem::kQBytes;
-    const float* lse = sm.stats + stage * 2 * kQ;
-    const float* dvec = lse + kQ;
     // dS^T alternates between two buffers: a consumer writes buffer (i - first) & 1 only after
     // the named barrier of tile i - 1, which the other consumer reaches after its dQ of tile
     // i - 2 (the last reader of that buffer) has retired.
     unsigned char* sds = sm.ds + ((i - first) & 1) * Smem::kDsBytes;
     const int q0 = i * kQ;
 
-    // S^T = K Q^T and dP^T = V dO^T (64 keys x 64 queries per warpgroup).
     float s[kQ / 2], dp[kQ / 2];
-    simt::wgmma_fence();
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kD / 16; ++kk)
-      simt::wgmma_ss<T, kQ, 0, 0>(s, kmajor_desc<kHopperTile>(sm.k, wg * 64, kk),
-                                  kmajor_desc<kQ>(qt, 0, kk), kk > 0);
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kD / 16; ++kk)
-      simt::wgmma_ss<T, kQ, 0, 0>(dp, kmajor_desc<kHopperTile>(sm.v, wg * 64, kk),
-                                  kmajor_desc<kQ>(dot, 0, kk), kk > 0);
-    simt::wgmma_commit();
-    simt::wgmma_wait<0>();
-    simt::fence_operand(s);
-    simt::fence_operand(dp);
-
-    // P^T (zero where masked) rounded to T, dS^T = P^T (dP^T - D); both as A fragments, dS^T
-    // also into shared memory for dQ.
-    HETPLAN_UNROLL
-    for (int e = 0; e < kQ / 2; ++e) {
-      const int key = k0 + key_local + 8 * ((e >> 1) & 1);
-      const int ql = 8 * (e >> 2) + 2 * q + (e & 1);
-      const int query = q0 + ql;
-      const bool masked = query >= p.seq || key >= p.seq || (p.causal && query < key);
-      const float pv = masked ? 0.0f : simt::exp2_fast(s[e] * p.scale_log2 - lse[ql] * kAttnLog2e);
-      s[e] = simt::to_f32(simt::from_f32<T>(pv));
-      dp[e] = s[e] * (dp[e] - dvec[ql]);
-    }
+    ws_scores<T, kD>(p, sm, qt, dot, sm.stats + stage * 2 * kQ, wg, k0 + key_local, q, q0, s, dp);
+    // Both as A fragments, dS^T also into shared memory for dQ.
     uint32_t pa[kQ / 16][4], sa[kQ / 16][4];
     HETPLAN_UNROLL
     for (int kk = 0; kk < kQ / 16; ++kk) {
