@@ -9,11 +9,10 @@
 # has nvcc and ptxas but no cuobjdump or nvdisasm. Where $HETPLAN_NVDISASM or the toolkit's own
 # nvdisasm is missing, this takes nvdisasm from Debian's nvidia-cuda-toolkit package (bookworm
 # non-free, CUDA 11.8; downloaded once, about 84 MB, into ${XDG_CACHE_HOME:-~/.cache}/hetplan).
-# That nvdisasm knows sm_90's instructions (HGMMA, SYNCS, UBLKCP included) but not the ELF header
-# CUDA 12.8+ writes (OS/ABI 0x41, ABI version 8, a new e_flags layout), so the header of a copy
-# of the cubin is rewritten to the old form (OS/ABI 0x33, ABI version 7, e_flags sm | 0x500 |
-# sm << 16); the code sections are not touched. An opcode the old disassembler did not know
-# would print as an error: none did for kernels/ on 2026-11-23.
+# That nvdisasm knows sm_90's instructions (HGMMA, SYNCS, UBLKCP included) but neither the ELF
+# header CUDA 12.8+ writes nor VIADD, which it silently leaves out: scripts/disasm_cubin.py
+# bridges both (header rewritten on a copy; VIADD decoded there), and prints UNDECODED with the
+# raw words for any other instruction it skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=${1:?usage: $0 kernels/FILE.cu [ARCH] [--loops [--kernel SUBSTRING]]}
@@ -62,22 +61,15 @@ fi
 cubin=$(mktemp --suffix=.cubin)
 trap 'rm -f "$cubin"' EXIT
 "$nvcc" -I. -O3 -std=c++17 -gencode "arch=compute_${arch},code=sm_${arch}" -cubin "$src" -o "$cubin"
-if [ "$old_header" = 1 ]; then
-  python3 - "$cubin" << 'EOF'
-import struct, sys
-path = sys.argv[1]
-elf = bytearray(open(path, "rb").read())
-if elf[:4] != b"\x7fELF" or elf[4] != 2:
-    sys.exit(f"sass.sh: {path}: not a 64-bit ELF cubin")
-if elf[7] == 0x41 and elf[8] == 8:  # CUDA 12.8+ header: sm in bits 8-15 of e_flags
-    sm = (struct.unpack_from("<I", elf, 0x30)[0] >> 8) & 0xFF
-    elf[7], elf[8] = 0x33, 7
-    struct.pack_into("<I", elf, 0x30, sm | 0x500 | (sm << 16))
-    open(path, "wb").write(elf)
-EOF
-fi
+disasm() {
+  if [ "$old_header" = 1 ]; then
+    python3 scripts/disasm_cubin.py "$cubin" "$nvdisasm"
+  else
+    "$nvdisasm" -c "$cubin"
+  fi
+}
 if [ "$loops" = 1 ]; then
-  "$nvdisasm" -c "$cubin" | python3 scripts/sass_loops.py - "$@"
+  disasm | python3 scripts/sass_loops.py - "$@"
 else
-  "$nvdisasm" -c "$cubin"
+  disasm
 fi

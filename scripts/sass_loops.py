@@ -75,6 +75,36 @@ def loops(instrs, labels):
     return sorted(found.items())
 
 
+def trip_lengths(instrs, first, last, labels):
+    """Fewest and most instructions on a path from the loop's head to its branch back, over the
+    loop's forward branches (inner loops' branches back are taken as not taken). A tile-level
+    `if` (masked and unmasked forms, say) shows as the two ends of this range."""
+    inside = {lab: idx for lab, idx in labels.items() if first <= idx <= last}
+    INF = float("inf")
+    best = {first: (0, 0)}  # instruction index -> (fewest, most) instructions before it
+    for i in range(first, last + 1):
+        if i not in best:
+            continue
+        lo, hi = best[i]
+        lo, hi = lo + 1, hi + 1
+        if i == last:
+            return lo, hi
+        text = instrs[i][1]
+        succ = []
+        m = _BRANCH.search(text)
+        conditional = text.startswith("@") and not text.startswith("@PT ")
+        if m and inside.get(m.group(1), -1) > i:
+            succ.append(inside[m.group(1)])
+        if not m or conditional or inside.get(m.group(1), -1) <= i:
+            if not (m and not conditional and m.group(1) not in inside) and \
+                    opcode(text) not in ("EXIT", "RET"):
+                succ.append(i + 1)
+        for j in succ:
+            old = best.get(j, (INF, -INF))
+            best[j] = (min(old[0], lo), max(old[1], hi))
+    return None, None
+
+
 def summarise(instrs, first, last, labels):
     body = instrs[first:last + 1]
     ops = collections.Counter(opcode(t) for _, t in body)
@@ -92,7 +122,9 @@ def summarise(instrs, first, last, labels):
         if target is not None and target > i:
             mufu_under_branch += sum(1 for _, t in instrs[i + 1:target] if opcode(t) == "MUFU")
     hgmma = ops.get("HGMMA", 0)
+    shortest, longest = trip_lengths(instrs, first, last, labels)
     return {
+        "shortest_trip": shortest, "longest_trip": longest,
         "first_address": body[0][0], "instructions": len(body), "branches": branches,
         "mufu": ops.get("MUFU", 0), "mufu_under_branch": mufu_under_branch,
         "spill_loads": ops.get("LDL", 0), "spill_stores": ops.get("STL", 0), "hgmma": hgmma,
@@ -134,6 +166,7 @@ def main(argv=None):
             top = ", ".join(f"{op} {n}" for op, n in list(lp["opcodes"].items())[:12])
             per = f", {lp['per_hgmma']} per HGMMA" if lp["hgmma"] else ""
             print(f"  loop at {lp['first_address']:#06x}: {lp['instructions']} instructions"
+                  f" ({lp['shortest_trip']} to {lp['longest_trip']} per trip)"
                   f"{per}; {lp['branches']} branches, MUFU {lp['mufu']} "
                   f"({lp['mufu_under_branch']} under a branch), spills {lp['spill_loads']} "
                   f"LDL / {lp['spill_stores']} STL")
