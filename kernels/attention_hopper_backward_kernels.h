@@ -14,28 +14,35 @@ namespace hetplan::kernels {
 
 // This warp's 16 rows x 64 columns of dQ (m64n64 accumulator fragment) added to the fp32
 // accumulator with 16-byte reductions: lanes q and q ^ 1 swap halves so that each holds 4
-// consecutive columns of one row (even q: row g, odd q: row g + 8).
+// consecutive columns of one row (even q: row g, odd q: row g + 8). The swaps come first (every
+// lane takes part in a shuffle); then one row pointer and one bounds test serve all 8
+// reductions, each a single red.global.add for the whole warp. (Written as an if / else per
+// reduction with the address inside, the SASS of 2026-11-23 had even and odd lanes take turns,
+// each half issuing its own reduction, and ~35 instructions per reduction to rebuild the 64-bit
+// address behind a branch.)
 template <int kD, class T>
 HETPLAN_DEVICE void add_dq_red(const AttentionParams<T>& p, const float (&dq)[32], int row0,
                                int col0, int b, int h) {
   const int lane = simt::lane(), g = lane >> 2, q = lane & 3;
   const bool even = (q & 1) == 0;
+  float v[32];
   HETPLAN_UNROLL
   for (int j = 0; j < 8; ++j) {
     const float give0 = even ? dq[4 * j + 2] : dq[4 * j];
     const float give1 = even ? dq[4 * j + 3] : dq[4 * j + 1];
     const float got0 = simt::shfl_xor(give0, 1), got1 = simt::shfl_xor(give1, 1);
-    const int query = row0 + g + (even ? 0 : 8);
-    const int col = col0 + 8 * j + 2 * (q & 2);
-    if (query < p.seq) {
-      float* dst =
-          p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + col;
-      if (even)
-        simt::atomic_add4(dst, dq[4 * j], dq[4 * j + 1], got0, got1);
-      else
-        simt::atomic_add4(dst, got0, got1, dq[4 * j + 2], dq[4 * j + 3]);
-    }
+    v[4 * j] = even ? dq[4 * j] : got0;
+    v[4 * j + 1] = even ? dq[4 * j + 1] : got1;
+    v[4 * j + 2] = even ? got0 : dq[4 * j + 2];
+    v[4 * j + 3] = even ? got1 : dq[4 * j + 3];
   }
+  const int query = row0 + g + (even ? 0 : 8);
+  if (query >= p.seq) return;
+  float* row = p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + col0 +
+               2 * (q & 2);
+  HETPLAN_UNROLL
+  for (int j = 0; j < 8; ++j)
+    simt::atomic_add4(row + 8 * j, v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
 }
 
 // The same with bulk reduces (d = 128): the warp writes its 16 rows to `rows` (shared memory,
@@ -64,6 +71,48 @@ HETPLAN_DEVICE void add_dq_bulk(const AttentionParams<T>& p, const float (&dq)[3
   if (lane < 16) simt::bulk_commit();
 }
 
+// P^T and dS^T of one query tile from its S^T and dP^T accumulators (m64nkQ fragments: this
+// thread's keys key_row and key_row + 8, queries q0 + 8 (e >> 2) + 2 q + (e & 1)): P^T =
+// 2^(scale_log2 S^T - log2(e) lse), zero where masked, rounded to T, into `s`; dS^T = P^T (dP^T -
+// D) into `dp`. kMask: test each element (query or key past the end; causal: query before key).
+template <class T, int kQ, bool kMask>
+HETPLAN_DEVICE void backward_probabilities_pass(const AttentionParams<T>& p, const float* lse,
+                                                const float* dvec, int key_row, int q0,
+                                                float (&s)[kQ / 2], float (&dp)[kQ / 2]) {
+  const int q = simt::lane() & 3;
+  HETPLAN_UNROLL
+  for (int e = 0; e < kQ / 2; ++e) {
+    const int ql = 8 * (e >> 2) + 2 * q + (e & 1);
+    float pv = simt::exp2_fast(s[e] * p.scale_log2 - lse[ql] * kAttnLog2e);
+    if constexpr (kMask) {
+      const int key = key_row + 8 * ((e >> 1) & 1);
+      const int query = q0 + ql;
+      if (query >= p.seq || key >= p.seq || (p.causal && query < key)) pv = 0.0f;
+    }
+    s[e] = simt::to_f32(simt::from_f32<T>(pv));
+    dp[e] = s[e] * (dp[e] - dvec[ql]);
+  }
+}
+
+// The same for every Hopper backward. The masks are tested only in warps whose 16 keys x kQ
+// queries reach one (the causal diagonal, the end of the sequence); elsewhere, most tiles of a
+// long sequence, the loop is straight-line code: every exponential computed, no comparison per
+// element and no branch round the exponential (the masked form computes them all too and
+// selects, so the compiler has no reason to branch there either: the SASS of 2026-11-23 had
+// each MUFU.EX2 and its shared-memory load of lse behind a branch of its own, docs/kernels.md).
+// Unmasked elements get the same arithmetic as before, so the results are bit-identical.
+template <class T, int kQ>
+HETPLAN_DEVICE void backward_probabilities(const AttentionParams<T>& p, const float* lse,
+                                           const float* dvec, int key_row, int q0,
+                                           float (&s)[kQ / 2], float (&dp)[kQ / 2]) {
+  const int warp_key0 = key_row - (simt::lane() >> 2);  // the warp's keys: warp_key0 .. + 15
+  const bool edge = q0 + kQ > p.seq || warp_key0 + 16 > p.seq || (p.causal && q0 < warp_key0 + 15);
+  if (edge)
+    backward_probabilities_pass<T, kQ, true>(p, lse, dvec, key_row, q0, s, dp);
+  else
+    backward_probabilities_pass<T, kQ, false>(p, lse, dvec, key_row, q0, s, dp);
+}
+
 template <class T, int kD, bool kBulkDq = false>
 HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p) {
   static_assert(!kBulkDq || kD == 128, "the bulk-reduce dQ is written for d = 128");
@@ -78,7 +127,7 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
   float* slse = reinterpret_cast<float*>(sds + kHopperTile * kQ * 2);  // two buffers of 64
   float* sd = slse + 2 * kQ;                                           // two buffers of 64
   float* sdq = sd + 2 * kQ;  // kBulkDq: 128 rows of kHopperDqRowFloats, warp w's 16 from 16 w
-  const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp();
+  const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp_uniform();
   const int g = lane >> 2, q = lane & 3, wg = warp >> 2, wq = warp & 3;
   const int kt = static_cast<int>(simt::block_x());  // key tile; low tiles (most work) first
   const int h = static_cast<int>(simt::block_y()), b = static_cast<int>(simt::block_z());
@@ -150,16 +199,7 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
 
     // P^T (zero where masked) rounded to T, dS^T = P^T (dP^T - D); both as A fragments, dS^T
     // also into shared memory for dQ.
-    HETPLAN_UNROLL
-    for (int e = 0; e < kQ / 2; ++e) {
-      const int key = k0 + key_local + 8 * ((e >> 1) & 1);
-      const int ql = 8 * (e >> 2) + 2 * q + (e & 1);
-      const int query = q0 + ql;
-      const bool masked = query >= p.seq || key >= p.seq || (p.causal && query < key);
-      const float pv = masked ? 0.0f : simt::exp2_fast(s[e] * p.scale_log2 - lse[ql] * kAttnLog2e);
-      s[e] = simt::to_f32(simt::from_f32<T>(pv));
-      dp[e] = s[e] * (dp[e] - dvec[ql]);
-    }
+    backward_probabilities<T, kQ>(p, lse, dvec, k0 + key_local, q0, s, dp);
     uint32_t pa[kQ / 16][4], sa[kQ / 16][4];
     HETPLAN_UNROLL
     for (int kk = 0; kk < kQ / 16; ++kk) {

@@ -189,8 +189,7 @@ HETPLAN_DEVICE void attention_backward_hopper_ws_drift_block(const AttentionPara
     const unsigned char* qt = sm.q + stage * HopperWsSmem<T, kD>::kQBytes;
     const unsigned char* dot = sm.dout + stage * HopperWsSmem<T, kD>::kQBytes;
     float s[kQ / 2], dp[kQ / 2];
-    ws_scores<T, kD>(p, sm, qt, dot, sm.stats + stage * 2 * kQ, wg, k0 + key_local, q, i * kQ, s,
-                     dp);
+    ws_scores<T, kD>(p, sm, qt, dot, sm.stats + stage * 2 * kQ, wg, k0 + key_local, i * kQ, s, dp);
     // Both as A fragments, dS^T also into this warpgroup's rows of shared memory for its dQ.
     // Their only readers are the warpgroup's dQ products of the last tile; a warp's wait retires
     // its own part of a wgmma (its 16 rows of dQ, which read every row of dS^T), so the four

@@ -216,12 +216,12 @@ HETPLAN_DEVICE void ws_stage_dq(const HopperWsSmem<T, kD>& sm, const float (&dq)
 // One query tile's S^T = K Q^T and dP^T = V dO^T (64 keys x 64 queries per warpgroup; `qt` and
 // `dot` the stage's Q and dO tiles, `stats` its lse then D), then P^T (zero where masked) rounded
 // to T into `s` and dS^T = P^T (dP^T - D) into `dp`. `key_row` is the thread's first key, `q0`
-// the tile's first query. Shared by the ws variants; the default kernel keeps its own copy (its
-// measured speed describes its machine code).
+// the tile's first query. Shared by the ws variants; the elementwise part
+// (backward_probabilities) by every Hopper backward.
 template <class T, int kD>
 HETPLAN_DEVICE void ws_scores(const AttentionParams<T>& p, const HopperWsSmem<T, kD>& sm,
                               const unsigned char* qt, const unsigned char* dot, const float* stats,
-                              int wg, int key_row, int q, int q0, float (&s)[kHopperBwdQ / 2],
+                              int wg, int key_row, int q0, float (&s)[kHopperBwdQ / 2],
                               float (&dp)[kHopperBwdQ / 2]) {
   constexpr int kQ = kHopperBwdQ;
   const float* lse = stats;
@@ -239,16 +239,7 @@ HETPLAN_DEVICE void ws_scores(const AttentionParams<T>& p, const HopperWsSmem<T,
   simt::wgmma_wait<0>();
   simt::fence_operand(s);
   simt::fence_operand(dp);
-  HETPLAN_UNROLL
-  for (int e = 0; e < kQ / 2; ++e) {
-    const int key = key_row + 8 * ((e >> 1) & 1);
-    const int ql = 8 * (e >> 2) + 2 * q + (e & 1);
-    const int query = q0 + ql;
-    const bool masked = query >= p.seq || key >= p.seq || (p.causal && query < key);
-    const float pv = masked ? 0.0f : simt::exp2_fast(s[e] * p.scale_log2 - lse[ql] * kAttnLog2e);
-    s[e] = simt::to_f32(simt::from_f32<T>(pv));
-    dp[e] = s[e] * (dp[e] - dvec[ql]);
-  }
+  backward_probabilities<T, kQ>(p, lse, dvec, key_row, q0, s, dp);
 }
 
 template <class T, int kD, bool kBulkLoads = true, bool kDqWriter = false>
@@ -319,7 +310,7 @@ HETPLAN_DEVICE void attention_backward_hopper_ws_block(const AttentionParams<T>&
     const int q0 = i * kQ;
 
     float s[kQ / 2], dp[kQ / 2];
-    ws_scores<T, kD>(p, sm, qt, dot, sm.stats + stage * 2 * kQ, wg, k0 + key_local, q, q0, s, dp);
+    ws_scores<T, kD>(p, sm, qt, dot, sm.stats + stage * 2 * kQ, wg, k0 + key_local, q0, s, dp);
     // Both as A fragments, dS^T also into shared memory for dQ.
     uint32_t pa[kQ / 16][4], sa[kQ / 16][4];
     HETPLAN_UNROLL

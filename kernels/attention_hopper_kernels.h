@@ -83,13 +83,14 @@ HETPLAN_DEVICE void load_tile_sw128(unsigned char* tile, const T* head, int64_t 
 // K-major operand at rows [row0, ...) of a tile of kRows rows, k-step kk (16 columns).
 template <int kRows>
 HETPLAN_DEVICE uint64_t kmajor_desc(const unsigned char* tile, int row0, int kk) {
-  return simt::wgmma_desc(tile + (kk >> 2) * kRows * 128 + row0 * 128 + (kk & 3) * 32, 16, 1024);
+  return simt::wgmma_desc_advance(simt::wgmma_desc(tile, 16, 1024),
+                                  (kk >> 2) * kRows * 128 + row0 * 128 + (kk & 3) * 32);
 }
 // MN-major operand: k-step kk covers tile rows 16 kk .. + 15, columns from col0 on.
 template <int kRows>
 HETPLAN_DEVICE uint64_t mnmajor_desc(const unsigned char* tile, int col0, int kk) {
-  return simt::wgmma_desc(tile + (col0 >> 6) * kRows * 128 + (col0 & 63) * 2 + kk * 16 * 128,
-                          kRows * 128, 1024);
+  return simt::wgmma_desc_advance(simt::wgmma_desc(tile, kRows * 128, 1024),
+                                  (col0 >> 6) * kRows * 128 + (col0 & 63) * 2 + kk * 16 * 128);
 }
 
 // Writes a warp's 16 rows of an accumulator (wgmma layout: acc[4 j + e] at row g + 8 (e >> 1),
@@ -176,7 +177,7 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
   unsigned char* sq = hopper_smem();
   unsigned char* sk = sq + kTileBytes;                  // kHopperStages buffers
   unsigned char* sv = sk + kHopperStages * kTileBytes;  // kHopperStages buffers
-  const int lane = simt::lane(), warp = simt::warp(), g = lane >> 2, q = lane & 3;
+  const int lane = simt::lane(), warp = simt::warp_uniform(), g = lane >> 2, q = lane & 3;
   const int wg = warp >> 2, wq = warp & 3;
   const int n_tiles = static_cast<int>(ceil_div(p.seq, kHopperTile));
   const int qt = p.causal ? n_tiles - 1 - static_cast<int>(simt::block_x())

@@ -58,6 +58,16 @@ HETPLAN_DEVICE int lane() { return thread_x() & 31; }
 HETPLAN_DEVICE int warp() { return thread_x() >> 5; }
 
 // ---- warp shuffles (all 32 lanes must take part) ----
+// This warp's index as a value the compiler knows is the same in every lane (a broadcast from
+// lane 0, as CUTLASS's canonical_warp_idx_sync): what is computed from it then lives in uniform
+// registers, so a wgmma descriptor built from it needs no R2UR per use.
+HETPLAN_DEVICE int warp_uniform() {
+#if defined(__CUDACC__)
+  return __shfl_sync(0xffffffffu, warp(), 0);
+#else
+  return static_cast<int>(emu::shfl_idx(static_cast<uint32_t>(warp()), 0));
+#endif
+}
 HETPLAN_DEVICE float shfl_xor(float v, int lane_mask) {
 #if defined(__CUDACC__)
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
@@ -120,7 +130,14 @@ HETPLAN_DEVICE void sync_warp() {
 
 // ---- math: the fast hardware forms on the GPU ----
 #if defined(__CUDACC__)
-HETPLAN_DEVICE float exp2_fast(float x) { return exp2f(x); }
+// ex2.approx.ftz: one MUFU.EX2. exp2f adds a range test and two multiplies per call to keep
+// results under 2^-126 as subnormals, which a softmax does not need (they flush to 0 here). Not
+// volatile, so the compiler may compute it where a select follows instead of branching round it.
+HETPLAN_DEVICE float exp2_fast(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 HETPLAN_DEVICE float exp_fast(float x) { return __expf(x); }
 HETPLAN_DEVICE float log_fast(float x) { return __logf(x); }
 HETPLAN_DEVICE float rsqrt(float x) { return rsqrtf(x); }

@@ -46,6 +46,14 @@ HETPLAN_DEVICE uint64_t wgmma_desc(const void* smem, uint32_t lbo_bytes, uint32_
          (static_cast<uint64_t>((sbo_bytes >> 4) & 0x3fff) << 32) | (uint64_t{1} << 62);
 }
 
+// `desc` with its start address moved on by `bytes` (a multiple of 16). One add where building the
+// descriptor again costs a dozen instructions per wgmma (the 14-bit mask keeps the compiler from
+// folding the offset in; the SASS of 2026-11-23 had ~13 integer instructions before each HGMMA).
+// A block's shared-memory addresses are below 256 KB, so the start field does not carry.
+HETPLAN_DEVICE uint64_t wgmma_desc_advance(uint64_t desc, uint32_t bytes) {
+  return desc + (bytes >> 4);
+}
+
 // Orders this thread's register and shared-memory accesses before the wgmmas that follow.
 HETPLAN_DEVICE void wgmma_fence() {
 #if defined(HETPLAN_WGMMA)
