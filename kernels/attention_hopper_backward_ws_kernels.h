@@ -250,7 +250,7 @@ HETPLAN_DEVICE void attention_backward_hopper_ws_block(const AttentionParams<T>&
   constexpr int kQ = kHopperBwdQ;
   using Smem = HopperWsSmem<T, kD>;
   const Smem sm(hopper_smem());
-  const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp();
+  const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp_uniform();
   const int g = lane >> 2, q = lane & 3, wg = warp >> 2, wq = warp & 3;
   const int kt = static_cast<int>(simt::block_x());  // key tile; low tiles (most work) first
   const int h = static_cast<int>(simt::block_y()), b = static_cast<int>(simt::block_z());

@@ -120,7 +120,7 @@ HETPLAN_DEVICE void attention_forward_pingpong_block(const AttentionParams<T>& p
   constexpr int kN = kHopperTile;  // keys per tile
   using Smem = PingpongSmem<T, kD>;
   const Smem sm(hopper_smem());
-  const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp();
+  const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp_uniform();
   const int g = lane >> 2, q = lane & 3, wg = warp >> 2, wq = warp & 3;
   const int n_tiles = static_cast<int>(ceil_div(p.seq, kHopperTile));
   const int qt = p.causal ? n_tiles - 1 - static_cast<int>(simt::block_x())
