@@ -1,6 +1,7 @@
 """scripts/sass_loops.py on a small hand-written listing in nvdisasm's format: loops found by their
-branch back, an MUFU a forward branch skips counted as under a branch, spills and HGMMAs counted,
-and a clear refusal of text that is not nvdisasm output.
+branch back, an MUFU a forward branch skips counted as under a branch, the fewest and most
+instructions per trip, spills and HGMMAs counted, and a clear refusal of text that is not nvdisasm
+output. scripts/disasm_cubin.py's decoding of what an old nvdisasm skips (VIADD).
 
 Run: python3 -m unittest tests/python/test_sass_loops.py
 """
@@ -49,6 +50,20 @@ def run(*args):
     return out.getvalue()
 
 
+class DisasmCubin(unittest.TestCase):
+    def test_viadd_is_decoded_from_its_words(self):
+        import disasm_cubin
+        # Words of 'VIADD R3, R0, 0x100' and of the uniform-register form from a CUDA 13.0 cubin
+        # (sm_90a) that nvdisasm 11.8 leaves out.
+        self.assertEqual(disasm_cubin.decode(0x0000010000037836, 0x002FE20000000000),
+                         "VIADD R3, R0, 0x100")
+        self.assertEqual(disasm_cubin.decode(0x00000021150C7C36, 0x040FE40008000000),
+                         "VIADD R12, R21, UR33 /* bit 91 set */")
+        self.assertIn("UNDECODED.0x999", disasm_cubin.decode(0x999, 0))
+        # A guard predicate: @!P2 is bits 12-15 = 0b1010.
+        self.assertEqual(disasm_cubin.decode(0x000001000003A836, 0), "@!P2 VIADD R3, R0, 0x100")
+
+
 class SassLoops(unittest.TestCase):
     def setUp(self):
         fd, self.path = tempfile.mkstemp(suffix=".sass")
@@ -75,6 +90,8 @@ class SassLoops(unittest.TestCase):
         self.assertEqual(lp["hgmma"], 1)
         self.assertEqual(lp["per_hgmma"], 8.0)
         self.assertEqual(lp["opcodes"]["WARPGROUP"], 1)
+        # @P0 taken skips the LDS and the first MUFU: 7 of the 9 instructions; not taken, all 9.
+        self.assertEqual((lp["shortest_trip"], lp["longest_trip"]), (7, 9))
 
     def test_opcode_drops_predicate_and_modifiers(self):
         self.assertEqual(sass_loops.opcode("@!P3 LDS.64 R2, [R3]"), "LDS")
