@@ -80,6 +80,12 @@ HETPLAN_DEVICE void load_tile_sw128(unsigned char* tile, const T* head, int64_t 
   const int r0 = tid / kChunks, ch = tid % kChunks;
   const T* src = head + static_cast<int64_t>(row0 + r0) * stride_s + ch * 8;
   const uint32_t offset = simt::sw128_offset(kRows, r0, ch * 8);
+  if (row0 + kRows <= seq) {  // every tile but the last: no test per chunk
+    HETPLAN_UNROLL
+    for (int i = 0; i < kRows * kChunks / kHopperThreads; ++i)
+      simt::cp_async16(tile + offset + i * kRowStep * 128, src + i * kRowStep * stride_s, true);
+    return;
+  }
   HETPLAN_UNROLL
   for (int i = 0; i < kRows * kChunks / kHopperThreads; ++i) {
     const bool valid = row0 + r0 + i * kRowStep < seq;
