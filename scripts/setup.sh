@@ -8,6 +8,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libgtest-dev libgmock-dev
   libboost-graph-dev coinor-libcbc-dev coinor-libclp-dev
   libopenmpi-dev openmpi-bin
+  python3  # tests/python (registered with ctest)
   chromium chromium-driver  # the report's browser test (tests/report_browser_test.cpp)
 )
 
