@@ -19,10 +19,53 @@
 namespace hetplan::kernels {
 
 // Shared memory of the backward, in elements of T: K, V, Q x 2, dO x 2 (64 x kD each), dS^T
-// (64 x 64), then fp32 lse x 2 and D x 2 (64 each).
+// (64 x 64), then fp32 lse log2 e x 2 and D x 2 (64 each).
 template <class T, int kD>
 constexpr size_t attention_backward_smem_bytes() {
   return (6 * kAttnTile * kD + kAttnTile * kAttnTile) * sizeof(T) + 4 * kAttnTile * sizeof(float);
+}
+
+// P^T = exp2(scale_log2 S^T - lse log2 e) for a warp's 16 keys x 64 queries (C fragments of
+// the 8 n-tiles), rounded to T: pa holds the A fragments (n-tiles 2kk, 2kk+1 = k-step kk).
+// `lse2` is lse times log2 e, as stored in shared memory. kMask: zero where the query or key is
+// past the end or (causal) query < key; every exponential is computed and the zeros selected
+// after, so no branch goes round an exponential or its load of lse.
+template <class T, bool kMask>
+HETPLAN_DEVICE void backward_probabilities_mma(const AttentionParams<T>& p, const float (&st)[8][4],
+                                               const float* lse2, int key, int q0,
+                                               uint32_t (&pa)[4][4]) {
+  const int q = simt::lane() & 3;
+  HETPLAN_UNROLL
+  for (int nt = 0; nt < 8; ++nt) {
+    float pv[4];
+    HETPLAN_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      const int ql = nt * 8 + 2 * q + (e & 1);
+      pv[e] = simt::exp2_fast(st[nt][e] * p.scale_log2 - lse2[ql]);
+      if constexpr (kMask) {
+        const int k = key + (e >> 1) * 8, query = q0 + ql;
+        if (query >= p.seq || k >= p.seq || (p.causal && query < k)) pv[e] = 0.0f;
+      }
+    }
+    pa[nt >> 1][(nt & 1) * 2] = simt::pack2<T>(pv[0], pv[1]);
+    pa[nt >> 1][(nt & 1) * 2 + 1] = simt::pack2<T>(pv[2], pv[3]);
+  }
+}
+
+// Adds a warp's 16 x 32 block of dQ (C fragments acc[t], columns 8t + 2q + 0..1 of the block)
+// to the accumulator rows `row` (query g) and row + row8 (query g + 8). kCheck: only the rows
+// with row_ok. Interior tiles take the form without: the SASS of 2026-11-23 had every pair of
+// atomics behind a branch of its own, with its 64-bit row address rebuilt inside.
+template <bool kCheck>
+HETPLAN_DEVICE void add_dq_rows(float* row, int64_t row8, const float (&acc)[4][4],
+                                const bool (&row_ok)[2]) {
+  HETPLAN_UNROLL
+  for (int t = 0; t < 4; ++t) {
+    HETPLAN_UNROLL
+    for (int r = 0; r < 2; ++r)
+      if (!kCheck || row_ok[r])
+        simt::atomic_add2(row + r * row8 + 8 * t, acc[t][2 * r], acc[t][2 * r + 1]);
+  }
 }
 
 template <class T, int kD>
@@ -37,7 +80,7 @@ HETPLAN_DEVICE void attention_backward_block(const AttentionParams<T>& p) {
   T* sds = sdo + 2 * kTile;  // [64 keys][64 queries], 8 chunks per row
   float* slse = reinterpret_cast<float*>(sds + kAttnTile * kAttnTile);  // two buffers of 64
   float* sd = slse + 2 * kAttnTile;                                     // two buffers of 64
-  const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp();
+  const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp_uniform();
   const int g = lane >> 2, q = lane & 3;
   const int kt = static_cast<int>(simt::block_x());  // key tile; low tiles (most work) first
   const int h = static_cast<int>(simt::block_y()), b = static_cast<int>(simt::block_z());
@@ -48,15 +91,14 @@ HETPLAN_DEVICE void attention_backward_block(const AttentionParams<T>& p) {
   const int first = p.causal ? kt : 0;  // earlier query tiles see none of these keys
   const int wk = warp * 16;             // this warp's first key in the tile
 
-  load_tile<T, kD>(sk, p.k + head, p.stride_s, k0, p.seq);
-  load_tile<T, kD>(sv, p.v + head, p.stride_s, k0, p.seq);
-  load_tile<T, kD>(sq, p.q + head, p.stride_s, first * kAttnTile, p.seq);
-  load_tile<T, kD>(sdo, p.dout + head, p.stride_s, first * kAttnTile, p.seq);
+  load_tile_pair<T, kD>(sk, p.k + head, sv, p.v + head, p.stride_s, k0, p.seq);
+  load_tile_pair<T, kD>(sq, p.q + head, sdo, p.dout + head, p.stride_s, first * kAttnTile, p.seq);
   simt::cp_async_commit();
-  {
+  {  // lse goes in as lse log2 e (the exponent's term, one multiply per row instead of per use)
     const int r = first * kAttnTile + (tid & 63);
-    const float* src = tid < 64 ? p.lse : p.dvec;
-    (tid < 64 ? slse : sd)[tid & 63] = r < p.seq ? src[row_stats + r] : 0.0f;
+    float stat = 0.0f;
+    if (r < p.seq) stat = tid < 64 ? p.lse[row_stats + r] * kAttnLog2e : p.dvec[row_stats + r];
+    (tid < 64 ? slse : sd)[tid & 63] = stat;
   }
 
   const int rows16 = lane_rows16<kChunks>(), split16 = lane_split16<kChunks>();
@@ -68,9 +110,8 @@ HETPLAN_DEVICE void attention_backward_block(const AttentionParams<T>& p) {
     const bool has_next = i + 1 < n_tiles;
     float next_stat = 0.0f;  // lse (threads 0-63) or D (64-127) of the next tile, stored late
     if (has_next) {
-      load_tile<T, kD>(sq + (buf ^ 1) * kTile, p.q + head, p.stride_s, (i + 1) * kAttnTile, p.seq);
-      load_tile<T, kD>(sdo + (buf ^ 1) * kTile, p.dout + head, p.stride_s, (i + 1) * kAttnTile,
-                       p.seq);
+      load_tile_pair<T, kD>(sq + (buf ^ 1) * kTile, p.q + head, sdo + (buf ^ 1) * kTile,
+                            p.dout + head, p.stride_s, (i + 1) * kAttnTile, p.seq);
       simt::cp_async_commit();
       const int r = (i + 1) * kAttnTile + (tid & 63);
       if (r < p.seq) next_stat = (tid < 64 ? p.lse : p.dvec)[row_stats + r];
@@ -81,7 +122,7 @@ HETPLAN_DEVICE void attention_backward_block(const AttentionParams<T>& p) {
     simt::sync_threads();
     const T* qt = sq + buf * kTile;
     const T* dot = sdo + buf * kTile;
-    const float* lse = slse + buf * kAttnTile;
+    const float* lse2 = slse + buf * kAttnTile;  // lse log2 e
     const float* dvec = sd + buf * kAttnTile;
     const int q0 = i * kAttnTile;
 
@@ -103,21 +144,15 @@ HETPLAN_DEVICE void attention_backward_block(const AttentionParams<T>& p) {
     }
     // P^T, zero where masked (query past the end, key past the end, causal query < key). Its
     // rounded copy pa (A fragments: n-tiles 2kk, 2kk+1 = k-step kk) serves dV and dS alike.
+    // The masks are tested only where this warp's 16 keys x 64 queries reach one (the causal
+    // diagonal, the end of the sequence): the SASS of 2026-11-23 tested every element of every
+    // tile, with each exponential and its load of lse under a predicate of its own.
     uint32_t pa[4][4];
-    HETPLAN_UNROLL
-    for (int nt = 0; nt < 8; ++nt) {
-      float pv[4];
-      HETPLAN_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        const int key = k0 + wk + g + (e >> 1) * 8;
-        const int ql = nt * 8 + 2 * q + (e & 1);
-        const int query = q0 + ql;
-        const bool masked = query >= p.seq || key >= p.seq || (p.causal && query < key);
-        pv[e] = masked ? 0.0f : simt::exp2_fast(st[nt][e] * p.scale_log2 - lse[ql] * kAttnLog2e);
-      }
-      pa[nt >> 1][(nt & 1) * 2] = simt::pack2<T>(pv[0], pv[1]);
-      pa[nt >> 1][(nt & 1) * 2 + 1] = simt::pack2<T>(pv[2], pv[3]);
-    }
+    const int warp_key0 = k0 + wk;
+    if (q0 + kAttnTile > p.seq || warp_key0 + 16 > p.seq || (p.causal && q0 < warp_key0 + 15))
+      backward_probabilities_mma<T, true>(p, st, lse2, warp_key0 + g, q0, pa);
+    else
+      backward_probabilities_mma<T, false>(p, st, lse2, warp_key0 + g, q0, pa);
     // dV += P^T dO: B = dO stored [query][d] = B row-major: ldmatrix.trans (as V forward).
     HETPLAN_UNROLL
     for (int kk = 0; kk < 4; ++kk) {
@@ -175,6 +210,21 @@ HETPLAN_DEVICE void attention_backward_block(const AttentionParams<T>& p) {
       }
     }
     simt::sync_threads();  // all of dS^T is in shared memory
+    // The next tile's lse and D, into the buffers tile i - 1 read (before its own dS barrier,
+    // which every warp has passed), as lse log2 e like above: the multiply here, not where the
+    // load is issued, and the value no longer held through the dQ products below.
+    if (has_next)
+      (tid < 64 ? slse : sd)[(buf ^ 1) * kAttnTile + (tid & 63)] =
+          tid < 64 ? next_stat * kAttnLog2e : next_stat;
+
+    // This lane's two rows of the dQ accumulator (queries g, g + 8 of the warp's 16), at column
+    // 2q: computed once per tile, not per atomic.
+    const int query = q0 + warp * 16 + g;
+    float* dq_row =
+        p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + 2 * q;
+    const int64_t dq_row8 = int64_t{8} * p.heads * kD;  // 8 queries on
+    const bool row_ok[2] = {query < p.seq, query + 8 < p.seq};
+    const bool all_rows = q0 + warp * 16 + 16 <= p.seq;  // the same in the whole warp
 
     // dQ_i += dS K for this warp's 16 queries, 32 columns of d at a time. A = dS: stored as
     // dS^T [key][query], so ldmatrix.trans of (keys 16kk + 0-7 | 8-15) x (queries 16 warp +
@@ -196,20 +246,11 @@ HETPLAN_DEVICE void attention_backward_block(const AttentionParams<T>& p) {
           simt::mma_16816<T>(acc[2 * pp + 1], a4, b1);
         }
       }
-      HETPLAN_UNROLL
-      for (int t = 0; t < 4; ++t) {
-        const int col = (4 * dg + t) * 8 + 2 * q;
-        HETPLAN_UNROLL
-        for (int r = 0; r < 2; ++r) {
-          const int query = q0 + warp * 16 + g + 8 * r;
-          if (query < p.seq)
-            simt::atomic_add2(
-                p.dq_accum + ((static_cast<int64_t>(b) * p.seq + query) * p.heads + h) * kD + col,
-                acc[t][2 * r], acc[t][2 * r + 1]);
-        }
-      }
+      if (all_rows)
+        add_dq_rows<false>(dq_row + 32 * dg, dq_row8, acc, row_ok);
+      else
+        add_dq_rows<true>(dq_row + 32 * dg, dq_row8, acc, row_ok);
     }
-    if (has_next) (tid < 64 ? slse : sd)[(buf ^ 1) * kAttnTile + (tid & 63)] = next_stat;
     // No barrier here: every read of this tile's Q, dO, lse and D buffers came before the dS
     // barrier above, which all warps have passed, and dS is rewritten only after the next
     // tile's first barrier. (The emulated tests check this with shuffled warps and eager copies.)

@@ -107,20 +107,50 @@ HETPLAN_DEVICE int lane_split16() {
   return swz<kChunks>(((lane >> 4) << 3) + (lane & 7), (lane >> 3) & 1);
 }
 
-// Starts the asynchronous load of rows [row0, row0 + 64) of one head into a swizzled tile;
-// rows >= seq become zeros. Thread t moves chunks t, t + 128, ...
+// Starts the asynchronous load of rows [row0, row0 + 64) of kN heads (the same rows of each,
+// strides alike) into swizzled tiles; rows >= seq become zeros. Thread t moves chunks t,
+// t + 128, ...: rows t / kChunks + kRows i. Tiles wholly inside the sequence (all but the last)
+// take the short form: one 64-bit offset per thread for all kN tiles, a constant step, and no
+// test per row (the SASS of 2026-11-23 had a compare, a select and a 64-bit multiply per 16-byte
+// copy, about 10 instructions each).
+template <class T, int kD, int kN>
+HETPLAN_DEVICE void load_tiles(T* const (&tiles)[kN], const T* const (&heads)[kN], int64_t stride_s,
+                               int row0, int seq) {
+  constexpr int kChunks = kD / 8;
+  constexpr int kRows = kAttnThreads / kChunks;  // rows one pass of the block covers
+  constexpr int kPerThread = kAttnTile / kRows;
+  const int r0 = simt::thread_x() / kChunks, ch = simt::thread_x() % kChunks;
+  const int dst = swz<kChunks>(r0, ch);  // kRows is a multiple of 8: same swizzle every pass
+  if (row0 + kAttnTile <= seq) {
+    const int64_t src = (row0 + r0) * stride_s + ch * 8;
+    HETPLAN_UNROLL
+    for (int t = 0; t < kN; ++t) {
+      HETPLAN_UNROLL
+      for (int i = 0; i < kPerThread; ++i)
+        simt::cp_async16(tiles[t] + dst + i * kRows * kD, heads[t] + src + i * kRows * stride_s,
+                         true);
+    }
+  } else {
+    HETPLAN_UNROLL
+    for (int t = 0; t < kN; ++t) {
+      HETPLAN_UNROLL
+      for (int i = 0; i < kPerThread; ++i) {
+        const int r = r0 + i * kRows;
+        const bool valid = row0 + r < seq;
+        const int64_t src = (valid ? row0 + r : 0) * stride_s + ch * 8;  // row 0 always exists
+        simt::cp_async16(tiles[t] + dst + i * kRows * kD, heads[t] + src, valid);
+      }
+    }
+  }
+}
 template <class T, int kD>
 HETPLAN_DEVICE void load_tile(T* tile, const T* head, int64_t stride_s, int row0, int seq) {
-  constexpr int kChunks = kD / 8;
-  constexpr int kPerThread = kAttnTile * kChunks / kAttnThreads;
-  HETPLAN_UNROLL
-  for (int i = 0; i < kPerThread; ++i) {
-    const int c = i * kAttnThreads + simt::thread_x();
-    const int r = c / kChunks, ch = c % kChunks;
-    const bool valid = row0 + r < seq;
-    const T* src = head + (valid ? row0 + r : 0) * stride_s + ch * 8;  // row 0 always exists
-    simt::cp_async16(tile + swz<kChunks>(r, ch), src, valid);
-  }
+  load_tiles<T, kD, 1>({tile}, {head}, stride_s, row0, seq);
+}
+template <class T, int kD>
+HETPLAN_DEVICE void load_tile_pair(T* tile_a, const T* head_a, T* tile_b, const T* head_b,
+                                   int64_t stride_s, int row0, int seq) {
+  load_tiles<T, kD, 2>({tile_a, tile_b}, {head_a, head_b}, stride_s, row0, seq);
 }
 
 // Writes a warp's 16 x kD fp32 accumulator rows (C fragments, times `scale`) to global rows
@@ -168,8 +198,7 @@ HETPLAN_DEVICE void attention_forward_block(const AttentionParams<T>& p) {
   const int kv_tiles = p.causal ? qt + 1 : n_tiles;
 
   load_tile<T, kD>(sq, p.q + head, p.stride_s, q0, p.seq);
-  load_tile<T, kD>(sk, p.k + head, p.stride_s, 0, p.seq);
-  load_tile<T, kD>(sv, p.v + head, p.stride_s, 0, p.seq);
+  load_tile_pair<T, kD>(sk, p.k + head, sv, p.v + head, p.stride_s, 0, p.seq);
   simt::cp_async_commit();
   simt::cp_async_wait<0>();
   simt::sync_threads();
@@ -190,8 +219,8 @@ HETPLAN_DEVICE void attention_forward_block(const AttentionParams<T>& p) {
   for (int j = 0; j < kv_tiles; ++j) {
     const int buf = j & 1;
     if (j + 1 < kv_tiles) {
-      load_tile<T, kD>(sk + (buf ^ 1) * kTile, p.k + head, p.stride_s, (j + 1) * kAttnTile, p.seq);
-      load_tile<T, kD>(sv + (buf ^ 1) * kTile, p.v + head, p.stride_s, (j + 1) * kAttnTile, p.seq);
+      load_tile_pair<T, kD>(sk + (buf ^ 1) * kTile, p.k + head, sv + (buf ^ 1) * kTile, p.v + head,
+                            p.stride_s, (j + 1) * kAttnTile, p.seq);
       simt::cp_async_commit();
     }
     const T* kt = sk + buf * kTile;
