@@ -113,6 +113,49 @@ HETPLAN_DEVICE void backward_probabilities(const AttentionParams<T>& p, const fl
     backward_probabilities_pass<T, kQ, false>(p, lse, dvec, key_row, q0, s, dp);
 }
 
+// P^T and dS^T (from backward_probabilities) as the A fragments of the dV and dK products (pa,
+// sa: the caller's, pinned until its wgmma wait), dS^T also into `sds` (128 keys x 64 queries,
+// swizzled) for dQ; then dV += P^T dO and dK += dS^T Q issued (B: the tile's 64 x d Q and dO,
+// MN-major) and committed, and dS^T's stores fenced for the tensor cores. The caller's barrier
+// follows. The fences pin the registers the tensor cores own until the wait (CUTLASS's
+// warpgroup_fence_operand).
+template <class T, int kD, int kQ>
+HETPLAN_DEVICE void issue_dv_dk(const float (&s)[kQ / 2], const float (&dp)[kQ / 2],
+                                uint32_t (&pa)[kQ / 16][4], uint32_t (&sa)[kQ / 16][4],
+                                unsigned char* sds, int key_local, const unsigned char* qt,
+                                const unsigned char* dot, float (&dv)[kD / 2],
+                                float (&dk)[kD / 2]) {
+  const int q = simt::lane() & 3;
+  HETPLAN_UNROLL
+  for (int kk = 0; kk < kQ / 16; ++kk) {
+    acc_to_a<T, kQ>(s, kk, pa[kk]);
+    acc_to_a<T, kQ>(dp, kk, sa[kk]);
+    // a0 / a2: row g, columns 16 kk + 2q (+ 8); a1 / a3: row g + 8.
+    const int c = 16 * kk + 2 * q;
+    simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local, c), sa[kk][0]);
+    simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c), sa[kk][1]);
+    simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local, c + 8), sa[kk][2]);
+    simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c + 8), sa[kk][3]);
+  }
+  simt::fence_operand(dv);
+  simt::fence_operand(dk);
+  simt::fence_operand(pa);
+  simt::fence_operand(sa);
+  simt::wgmma_fence();
+  HETPLAN_UNROLL
+  for (int kk = 0; kk < kQ / 16; ++kk)
+    simt::wgmma_rs<T, kD, 1>(dv, pa[kk], mnmajor_desc<kQ>(dot, 0, kk), true);
+  HETPLAN_UNROLL
+  for (int kk = 0; kk < kQ / 16; ++kk)
+    simt::wgmma_rs<T, kD, 1>(dk, sa[kk], mnmajor_desc<kQ>(qt, 0, kk), true);
+  simt::wgmma_commit();
+  simt::fence_operand(dv);
+  simt::fence_operand(dk);
+  simt::fence_operand(pa);
+  simt::fence_operand(sa);
+  simt::fence_proxy_async();  // dS^T (ordinary stores) is read by wgmma next
+}
+
 template <class T, int kD, bool kBulkDq = false>
 HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p) {
   static_assert(!kBulkDq || kD == 128, "the bulk-reduce dQ is written for d = 128");
@@ -128,7 +171,7 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
   float* sd = slse + 2 * kQ;                                           // two buffers of 64
   float* sdq = sd + 2 * kQ;  // kBulkDq: 128 rows of kHopperDqRowFloats, warp w's 16 from 16 w
   const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp_uniform();
-  const int g = lane >> 2, q = lane & 3, wg = warp >> 2, wq = warp & 3;
+  const int g = lane >> 2, wg = warp >> 2, wq = warp & 3;
   const int kt = static_cast<int>(simt::block_x());  // key tile; low tiles (most work) first
   const int h = static_cast<int>(simt::block_y()), b = static_cast<int>(simt::block_z());
   const int64_t head = b * p.stride_b + h * p.stride_h;
@@ -201,37 +244,7 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     // also into shared memory for dQ.
     backward_probabilities<T, kQ>(p, lse, dvec, k0 + key_local, q0, s, dp);
     uint32_t pa[kQ / 16][4], sa[kQ / 16][4];
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kQ / 16; ++kk) {
-      acc_to_a<T, kQ>(s, kk, pa[kk]);
-      acc_to_a<T, kQ>(dp, kk, sa[kk]);
-      // a0 / a2: row g, columns 16 kk + 2q (+ 8); a1 / a3: row g + 8.
-      const int c = 16 * kk + 2 * q;
-      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local, c), sa[kk][0]);
-      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c), sa[kk][1]);
-      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local, c + 8), sa[kk][2]);
-      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c + 8), sa[kk][3]);
-    }
-
-    // dV += P^T dO, dK += dS^T Q (B: the 64 x d tiles, MN-major). The fences pin the registers
-    // the tensor cores own until the wait below (CUTLASS's warpgroup_fence_operand).
-    simt::fence_operand(dv);
-    simt::fence_operand(dk);
-    simt::fence_operand(pa);
-    simt::fence_operand(sa);
-    simt::wgmma_fence();
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kQ / 16; ++kk)
-      simt::wgmma_rs<T, kD, 1>(dv, pa[kk], mnmajor_desc<kQ>(dot, 0, kk), true);
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kQ / 16; ++kk)
-      simt::wgmma_rs<T, kD, 1>(dk, sa[kk], mnmajor_desc<kQ>(qt, 0, kk), true);
-    simt::wgmma_commit();
-    simt::fence_operand(dv);
-    simt::fence_operand(dk);
-    simt::fence_operand(pa);
-    simt::fence_operand(sa);
-    simt::fence_proxy_async();  // dS^T (ordinary stores) is read by wgmma next
+    issue_dv_dk<T, kD, kQ>(s, dp, pa, sa, sds, key_local, qt, dot, dv, dk);
     // dV and dK run on while the warps meet at the barrier: all of dS^T is in shared memory.
     simt::sync_threads();
 

@@ -251,7 +251,7 @@ HETPLAN_DEVICE void attention_backward_hopper_ws_block(const AttentionParams<T>&
   using Smem = HopperWsSmem<T, kD>;
   const Smem sm(hopper_smem());
   const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp_uniform();
-  const int g = lane >> 2, q = lane & 3, wg = warp >> 2, wq = warp & 3;
+  const int g = lane >> 2, wg = warp >> 2, wq = warp & 3;
   const int kt = static_cast<int>(simt::block_x());  // key tile; low tiles (most work) first
   const int h = static_cast<int>(simt::block_y()), b = static_cast<int>(simt::block_z());
   const int64_t head = b * p.stride_b + h * p.stride_h;
@@ -313,36 +313,9 @@ HETPLAN_DEVICE void attention_backward_hopper_ws_block(const AttentionParams<T>&
     ws_scores<T, kD>(p, sm, qt, dot, sm.stats + stage * 2 * kQ, wg, k0 + key_local, q0, s, dp);
     // Both as A fragments, dS^T also into shared memory for dQ.
     uint32_t pa[kQ / 16][4], sa[kQ / 16][4];
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kQ / 16; ++kk) {
-      acc_to_a<T, kQ>(s, kk, pa[kk]);
-      acc_to_a<T, kQ>(dp, kk, sa[kk]);
-      const int c = 16 * kk + 2 * q;
-      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local, c), sa[kk][0]);
-      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c), sa[kk][1]);
-      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local, c + 8), sa[kk][2]);
-      simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c + 8), sa[kk][3]);
-    }
-
-    // dV += P^T dO, dK += dS^T Q (B: the stage's 64 x d tiles, MN-major).
-    simt::fence_operand(dv);
-    simt::fence_operand(dk);
-    simt::fence_operand(pa);
-    simt::fence_operand(sa);
-    simt::wgmma_fence();
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kQ / 16; ++kk)
-      simt::wgmma_rs<T, kD, 1>(dv, pa[kk], mnmajor_desc<kQ>(dot, 0, kk), true);
-    HETPLAN_UNROLL
-    for (int kk = 0; kk < kQ / 16; ++kk)
-      simt::wgmma_rs<T, kD, 1>(dk, sa[kk], mnmajor_desc<kQ>(qt, 0, kk), true);
-    simt::wgmma_commit();
-    simt::fence_operand(dv);
-    simt::fence_operand(dk);
-    simt::fence_operand(pa);
-    simt::fence_operand(sa);
-    simt::fence_proxy_async();  // dS^T (ordinary stores) is read by wgmma next ...
-    simt::named_barrier_sync<kHopperWsDsBarrier>(kHopperWsConsumers);  // ... both halves
+    issue_dv_dk<T, kD, kQ>(s, dp, pa, sa, sds, key_local, qt, dot, dv, dk);
+    // The dQ products read dS^T next, both consumers' halves of it.
+    simt::named_barrier_sync<kHopperWsDsBarrier>(kHopperWsConsumers);
 
     // dQ[:, col0 .. col0 + 64) = dS K: A = dS (dS^T stored, MN-major), B = K (MN-major).
     float dq[32];
