@@ -118,8 +118,8 @@ HETPLAN_DEVICE void backward_probabilities(const AttentionParams<T>& p, const fl
 // swizzled) for dQ; then dV += P^T dO and dK += dS^T Q issued (B: the tile's 64 x d Q and dO,
 // MN-major) and committed, and dS^T's stores fenced for the tensor cores. The caller's barrier
 // follows. The fences pin the registers the tensor cores own until the wait (CUTLASS's
-// warpgroup_fence_operand).
-template <class T, int kD, int kQ>
+// warpgroup_fence_operand). kKeys: the keys (rows) of `sds`.
+template <class T, int kD, int kQ, int kKeys = kHopperTile>
 HETPLAN_DEVICE void issue_dv_dk(const float (&s)[kQ / 2], const float (&dp)[kQ / 2],
                                 uint32_t (&pa)[kQ / 16][4], uint32_t (&sa)[kQ / 16][4],
                                 unsigned char* sds, int key_local, const unsigned char* qt,
@@ -132,10 +132,10 @@ HETPLAN_DEVICE void issue_dv_dk(const float (&s)[kQ / 2], const float (&dp)[kQ /
     acc_to_a<T, kQ>(dp, kk, sa[kk]);
     // a0 / a2: row g, columns 16 kk + 2q (+ 8); a1 / a3: row g + 8.
     const int c = 16 * kk + 2 * q;
-    simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local, c), sa[kk][0]);
-    simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c), sa[kk][1]);
-    simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local, c + 8), sa[kk][2]);
-    simt::sts32(sds + simt::sw128_offset(kHopperTile, key_local + 8, c + 8), sa[kk][3]);
+    simt::sts32(sds + simt::sw128_offset(kKeys, key_local, c), sa[kk][0]);
+    simt::sts32(sds + simt::sw128_offset(kKeys, key_local + 8, c), sa[kk][1]);
+    simt::sts32(sds + simt::sw128_offset(kKeys, key_local, c + 8), sa[kk][2]);
+    simt::sts32(sds + simt::sw128_offset(kKeys, key_local + 8, c + 8), sa[kk][3]);
   }
   simt::fence_operand(dv);
   simt::fence_operand(dk);
@@ -156,19 +156,28 @@ HETPLAN_DEVICE void issue_dv_dk(const float (&s)[kQ / 2], const float (&dp)[kQ /
   simt::fence_proxy_async();  // dS^T (ordinary stores) is read by wgmma next
 }
 
-template <class T, int kD, bool kBulkDq = false>
+// kWarpgroups: 2 (the default: 128 keys per block, one block per SM) or 1 (opt-in,
+// HETPLAN_ATTENTION_BWD=wg1: 64 keys per block and two (d = 128) or three (d = 64) blocks per
+// SM, so that one block's elementwise work and dQ reductions can run while another's products
+// occupy the tensor cores; the two warpgroups of one block meet at two barriers per tile and so
+// work in lockstep, leaving the tensor cores idle meanwhile).
+template <class T, int kD, bool kBulkDq = false, int kWarpgroups = 2>
 HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p) {
-  static_assert(!kBulkDq || kD == 128, "the bulk-reduce dQ is written for d = 128");
-  constexpr int kKBytes = kHopperTile * kD * 2;  // K, V: 128 keys
+  static_assert(!kBulkDq || (kD == 128 && kWarpgroups == 2),
+                "the bulk-reduce dQ is written for d = 128 and two warpgroups");
+  static_assert(kWarpgroups == 1 || kWarpgroups == 2);
+  constexpr int kKeys = 64 * kWarpgroups;  // keys per block
+  constexpr int kThreads = 128 * kWarpgroups;
+  constexpr int kKBytes = kKeys * kD * 2;        // K, V
   constexpr int kQBytes = kHopperBwdQ * kD * 2;  // Q, dO: 64 queries
   constexpr int kQ = kHopperBwdQ;
   unsigned char* sk = hopper_smem();
   unsigned char* sv = sk + kKBytes;
-  unsigned char* sq = sv + kKBytes;        // two buffers
-  unsigned char* sdo = sq + 2 * kQBytes;   // two buffers
-  unsigned char* sds = sdo + 2 * kQBytes;  // dS^T: 128 keys x 64 queries
-  float* slse = reinterpret_cast<float*>(sds + kHopperTile * kQ * 2);  // two buffers of 64
-  float* sd = slse + 2 * kQ;                                           // two buffers of 64
+  unsigned char* sq = sv + kKBytes;                              // two buffers
+  unsigned char* sdo = sq + 2 * kQBytes;                         // two buffers
+  unsigned char* sds = sdo + 2 * kQBytes;                        // dS^T: kKeys x 64 queries
+  float* slse = reinterpret_cast<float*>(sds + kKeys * kQ * 2);  // two buffers of 64
+  float* sd = slse + 2 * kQ;                                     // two buffers of 64
   float* sdq = sd + 2 * kQ;  // kBulkDq: 128 rows of kHopperDqRowFloats, warp w's 16 from 16 w
   const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp_uniform();
   const int g = lane >> 2, wg = warp >> 2, wq = warp & 3;
@@ -176,22 +185,24 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
   const int h = static_cast<int>(simt::block_y()), b = static_cast<int>(simt::block_z());
   const int64_t head = b * p.stride_b + h * p.stride_h;
   const int64_t row_stats = (static_cast<int64_t>(b) * p.heads + h) * p.seq;
-  const int k0 = kt * kHopperTile;
+  const int k0 = kt * kKeys;
   const int n_tiles = static_cast<int>(ceil_div(p.seq, kQ));
   const int first = p.causal ? k0 / kQ : 0;     // earlier query tiles see none of these keys
   const int key_local = wg * 64 + wq * 16 + g;  // this thread's first key row in the block
-  // dQ = dS K in m64n64 products: for d = 128 warpgroup w takes columns 64 w .. + 63 over all
-  // 128 keys; for d = 64 it takes all columns over its own 64 keys (both then add to the same
-  // accumulator). Either way every operand starts at a 64-column block, the canonical layout.
-  constexpr bool kSplitKeys = kD == 64;
-  constexpr int kDqSteps = kSplitKeys ? 4 : kHopperTile / 16;
-  const int col0 = kSplitKeys ? 0 : wg * 64;
+  // dQ = dS K in m64n64 products: with two warpgroups and d = 128, warpgroup w takes columns
+  // 64 w .. + 63 over all 128 keys; otherwise each warpgroup takes all columns (kDqHalves
+  // products of 64, one after the other) over its own 64 keys (the warpgroups, or blocks, then
+  // add to the same accumulator). Either way every operand starts at a 64-column block, the
+  // canonical layout.
+  constexpr bool kSplitKeys = kD == 64 || kWarpgroups == 1;
+  constexpr int kDqSteps = kSplitKeys ? 4 : kKeys / 16;
+  constexpr int kDqHalves = kSplitKeys ? kD / 64 : 1;
   const int dq_kk0 = kSplitKeys ? 4 * wg : 0;
 
-  load_tile_sw128<T, kD, kHopperTile>(sk, p.k + head, p.stride_s, k0, p.seq);
-  load_tile_sw128<T, kD, kHopperTile>(sv, p.v + head, p.stride_s, k0, p.seq);
-  load_tile_sw128<T, kD, kQ>(sq, p.q + head, p.stride_s, first * kQ, p.seq);
-  load_tile_sw128<T, kD, kQ>(sdo, p.dout + head, p.stride_s, first * kQ, p.seq);
+  load_tile_sw128<T, kD, kKeys, kThreads>(sk, p.k + head, p.stride_s, k0, p.seq);
+  load_tile_sw128<T, kD, kKeys, kThreads>(sv, p.v + head, p.stride_s, k0, p.seq);
+  load_tile_sw128<T, kD, kQ, kThreads>(sq, p.q + head, p.stride_s, first * kQ, p.seq);
+  load_tile_sw128<T, kD, kQ, kThreads>(sdo, p.dout + head, p.stride_s, first * kQ, p.seq);
   simt::cp_async_commit();
   if (tid < 2 * kQ) {
     const int r = first * kQ + (tid & 63);
@@ -210,10 +221,10 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     const bool has_next = i + 1 < n_tiles;
     float next_stat = 0.0f;
     if (has_next) {
-      load_tile_sw128<T, kD, kQ>(sq + (buf ^ 1) * kQBytes, p.q + head, p.stride_s, (i + 1) * kQ,
-                                 p.seq);
-      load_tile_sw128<T, kD, kQ>(sdo + (buf ^ 1) * kQBytes, p.dout + head, p.stride_s, (i + 1) * kQ,
-                                 p.seq);
+      load_tile_sw128<T, kD, kQ, kThreads>(sq + (buf ^ 1) * kQBytes, p.q + head, p.stride_s,
+                                           (i + 1) * kQ, p.seq);
+      load_tile_sw128<T, kD, kQ, kThreads>(sdo + (buf ^ 1) * kQBytes, p.dout + head, p.stride_s,
+                                           (i + 1) * kQ, p.seq);
       simt::cp_async_commit();
       const int r = (i + 1) * kQ + (tid & 63);
       if (tid < 2 * kQ && r < p.seq) next_stat = (tid < kQ ? p.lse : p.dvec)[row_stats + r];
@@ -229,11 +240,11 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     simt::wgmma_fence();
     HETPLAN_UNROLL
     for (int kk = 0; kk < kD / 16; ++kk)
-      simt::wgmma_ss<T, kQ, 0, 0>(s, kmajor_desc<kHopperTile>(sk, wg * 64, kk),
+      simt::wgmma_ss<T, kQ, 0, 0>(s, kmajor_desc<kKeys>(sk, wg * 64, kk),
                                   kmajor_desc<kQ>(qt, 0, kk), kk > 0);
     HETPLAN_UNROLL
     for (int kk = 0; kk < kD / 16; ++kk)
-      simt::wgmma_ss<T, kQ, 0, 0>(dp, kmajor_desc<kHopperTile>(sv, wg * 64, kk),
+      simt::wgmma_ss<T, kQ, 0, 0>(dp, kmajor_desc<kKeys>(sv, wg * 64, kk),
                                   kmajor_desc<kQ>(dot, 0, kk), kk > 0);
     simt::wgmma_commit();
     simt::wgmma_wait<0>();
@@ -244,30 +255,42 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     // also into shared memory for dQ.
     backward_probabilities<T, kQ>(p, lse, dvec, k0 + key_local, q0, s, dp);
     uint32_t pa[kQ / 16][4], sa[kQ / 16][4];
-    issue_dv_dk<T, kD, kQ>(s, dp, pa, sa, sds, key_local, qt, dot, dv, dk);
+    issue_dv_dk<T, kD, kQ, kKeys>(s, dp, pa, sa, sds, key_local, qt, dot, dv, dk);
     // dV and dK run on while the warps meet at the barrier: all of dS^T is in shared memory.
     simt::sync_threads();
 
-    // dQ[:, col0 .. col0 + 64) (+)= dS K: A = dS (dS^T stored, MN-major), B = K (MN-major).
-    float dq[32];
+    // dQ[:, col0 .. col0 + 64) (+)= dS K: A = dS (dS^T stored, MN-major), B = K (MN-major),
+    // each 64 columns (kDqHalves) a commit group of its own, so that the first half's
+    // reductions run while the tensor cores do the second.
+    float dq[kDqHalves][32];
     simt::wgmma_fence();
     HETPLAN_UNROLL
-    for (int kk = 0; kk < kDqSteps; ++kk)
-      simt::wgmma_ss<T, 64, 1, 1>(dq, mnmajor_desc<kHopperTile>(sds, 0, dq_kk0 + kk),
-                                  mnmajor_desc<kHopperTile>(sk, col0, dq_kk0 + kk), kk > 0);
-    simt::wgmma_commit();
+    for (int half = 0; half < kDqHalves; ++half) {
+      const int col0 = kSplitKeys ? 64 * half : 64 * wg;
+      HETPLAN_UNROLL
+      for (int kk = 0; kk < kDqSteps; ++kk)
+        simt::wgmma_ss<T, 64, 1, 1>(dq[half], mnmajor_desc<kKeys>(sds, 0, dq_kk0 + kk),
+                                    mnmajor_desc<kKeys>(sk, col0, dq_kk0 + kk), kk > 0);
+      simt::wgmma_commit();
+    }
     simt::fence_operand(dq);
-    simt::wgmma_wait<0>();  // dV, dK and dQ
-    simt::fence_operand(dv);
-    simt::fence_operand(dk);
-    simt::fence_operand(pa);
-    simt::fence_operand(sa);
-    simt::fence_operand(dq);
-
-    if constexpr (kBulkDq) {
-      add_dq_bulk(p, dq, sdq + warp * 16 * kHopperDqRowFloats, q0 + wq * 16, col0, b, h);
-    } else {
-      add_dq_red<kD>(p, dq, q0 + wq * 16, col0, b, h);
+    HETPLAN_UNROLL
+    for (int half = 0; half < kDqHalves; ++half) {
+      if (half + 1 < kDqHalves)
+        simt::wgmma_wait<1>();  // dV, dK and the first half
+      else
+        simt::wgmma_wait<0>();  // all
+      simt::fence_operand(dv);
+      simt::fence_operand(dk);
+      simt::fence_operand(pa);
+      simt::fence_operand(sa);
+      simt::fence_operand(dq);
+      const int col0 = kSplitKeys ? 64 * half : 64 * wg;
+      if constexpr (kBulkDq) {
+        add_dq_bulk(p, dq[half], sdq + warp * 16 * kHopperDqRowFloats, q0 + wq * 16, col0, b, h);
+      } else {
+        add_dq_red<kD>(p, dq[half], q0 + wq * 16, col0, b, h);
+      }
     }
     // The other stats buffer was last read before this iteration's first barrier.
     if (has_next && tid < 2 * kQ) (tid < kQ ? slse : sd)[(buf ^ 1) * kQ + (tid & 63)] = next_stat;

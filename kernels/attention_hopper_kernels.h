@@ -22,6 +22,9 @@
 //                                   over all 128 keys (d = 128) or all columns over its 64 keys
 //                                   (d = 64), A = dS (dS^T stored: MN-major), B = K (MN-major);
 //                                   added to the fp32 accumulator with 16-byte atomics.
+// Opt-in (HETPLAN_ATTENTION_BWD=wg1): the same backward with one warpgroup per block (64 keys)
+// and two (d = 128) or three (d = 64) blocks per SM; dQ then over the block's own 64 keys, all
+// columns (d = 128: two m64n64 products, the first half's atomics under the second's product).
 #pragma once
 
 #include <cmath>
@@ -48,13 +51,13 @@ constexpr size_t attention_forward_hopper_smem_bytes() {
 // of padding, so that the 4 rows of a half-warp's 8-byte stores fall in disjoint banks (rows stay
 // 16-byte aligned, as the bulk copy requires).
 constexpr int kHopperDqRowFloats = 72;
-template <class T, int kD, bool kBulkDq = false>
+// kKeys: keys per block (64 per warpgroup).
+template <class T, int kD, bool kBulkDq = false, int kKeys = kHopperTile>
 constexpr size_t attention_backward_hopper_smem_bytes() {
-  return (2 * size_t{kHopperTile} * kD + 4 * size_t{kHopperBwdQ} * kD +
-          size_t{kHopperTile} * kHopperBwdQ) *
+  return (2 * size_t{kKeys} * kD + 4 * size_t{kHopperBwdQ} * kD + size_t{kKeys} * kHopperBwdQ) *
              sizeof(T) +
          4 * kHopperBwdQ * sizeof(float) +
-         (kBulkDq ? size_t{kHopperTile} * kHopperDqRowFloats * sizeof(float) : 0) + 1024;
+         (kBulkDq ? size_t{kKeys} * kHopperDqRowFloats * sizeof(float) : 0) + 1024;
 }
 
 // The dynamic shared memory, 1024-byte aligned.
@@ -64,17 +67,18 @@ HETPLAN_DEVICE unsigned char* hopper_smem() {
 }
 
 // Starts the asynchronous load of rows [row0, row0 + kRows) of one head into a 128-byte-swizzled
-// tile (simt_wgmma.h); rows >= seq become zeros. Consecutive threads take consecutive chunks:
-// chunk i * kHopperThreads + tid is row r0 + i * kRowStep, column chunk tid % kChunks. The
+// tile (simt_wgmma.h); rows >= seq become zeros. Consecutive threads (kThreads of them, from
+// thread 0) take consecutive chunks: chunk i * kThreads + tid is row r0 + i * kRowStep, column
+// chunk tid % kChunks. The
 // source pointer and the swizzled offset are computed once and stepped (kRowStep is a multiple of
 // 8, so the swizzle pattern repeats): a 64-bit multiply per chunk otherwise, ~130 instructions
 // per backward tile in the SASS of 2026-11-23.
-template <class T, int kD, int kRows>
+template <class T, int kD, int kRows, int kThreads = kHopperThreads>
 HETPLAN_DEVICE void load_tile_sw128(unsigned char* tile, const T* head, int64_t stride_s, int row0,
                                     int seq) {
   constexpr int kChunks = kD / 8;
-  constexpr int kRowStep = kHopperThreads / kChunks;
-  static_assert(kRows * kChunks % kHopperThreads == 0 && kHopperThreads % kChunks == 0);
+  constexpr int kRowStep = kThreads / kChunks;
+  static_assert(kRows * kChunks % kThreads == 0 && kThreads % kChunks == 0);
   static_assert(kRowStep % 8 == 0, "the swizzle must repeat from one step to the next");
   const int tid = simt::thread_x();
   const int r0 = tid / kChunks, ch = tid % kChunks;
@@ -82,12 +86,12 @@ HETPLAN_DEVICE void load_tile_sw128(unsigned char* tile, const T* head, int64_t 
   const uint32_t offset = simt::sw128_offset(kRows, r0, ch * 8);
   if (row0 + kRows <= seq) {  // every tile but the last: no test per chunk
     HETPLAN_UNROLL
-    for (int i = 0; i < kRows * kChunks / kHopperThreads; ++i)
+    for (int i = 0; i < kRows * kChunks / kThreads; ++i)
       simt::cp_async16(tile + offset + i * kRowStep * 128, src + i * kRowStep * stride_s, true);
     return;
   }
   HETPLAN_UNROLL
-  for (int i = 0; i < kRows * kChunks / kHopperThreads; ++i) {
+  for (int i = 0; i < kRows * kChunks / kThreads; ++i) {
     const bool valid = row0 + r0 + i * kRowStep < seq;
     simt::cp_async16(tile + offset + i * kRowStep * 128,
                      valid ? src + i * kRowStep * stride_s : head, valid);

@@ -92,6 +92,11 @@ HETPLAN_DEVICE void fence_operand(float (&r)[N]) {
   (void)r;
 #endif
 }
+template <int K, int N>
+HETPLAN_DEVICE void fence_operand(float (&r)[K][N]) {
+  HETPLAN_UNROLL
+  for (int k = 0; k < K; ++k) fence_operand(r[k]);
+}
 template <int K>
 HETPLAN_DEVICE void fence_operand(uint32_t (&r)[K][4]) {
 #if defined(__CUDACC__)

@@ -322,9 +322,10 @@ part_a() {
   # producer warpgroup, mbarrier ring, setmaxnreg; the producer with 16-byte bulk copies (ws) or
   # cp.async (ws-cpasync), or with bulk copies and a dQ-writer warp adding dQ by bulk reduces
   # (ws-dqw); ws-drift (docs/kernels.md, "Consumers that drift apart"): dQ split by keys, a dQ
-  # writer per consumer, d = 128 and d = 64 (step attention_wgmma_ws_drift). Checked by the
-  # bench, timed next to the two above.
-  for ws in ws ws-cpasync ws-dqw ws-drift; do
+  # writer per consumer, d = 128 and d = 64 (step attention_wgmma_ws_drift); wg1 (docs/kernels.md,
+  # "One warpgroup per block"): the default backward, 64 keys per block, two or three blocks per
+  # SM, d = 128 and d = 64. Checked by the bench, timed next to the two above.
+  for ws in ws ws-cpasync ws-dqw ws-drift wg1; do
     step "attention_wgmma_${ws//-/_}" 60 10 env HETPLAN_ATTENTION_KERNEL=wgmma \
       HETPLAN_ATTENTION_BWD="$ws" "$bin/hetplan_kernel_bench" --filter attention \
       --json "$work/kernel_bench_wgmma_${ws//-/_}.json" &&

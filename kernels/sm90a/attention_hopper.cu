@@ -31,11 +31,17 @@ __global__ void __launch_bounds__(kPingpongThreads, 1)
   attention_forward_pingpong_block<T, kD, kBulkLoads>(p);
 #endif
 }
-template <class T, int kD, bool kBulkDq>
-__global__ void __launch_bounds__(kHopperThreads, 1)
+// The backward: two warpgroups and one block per SM (up to 255 registers), or (kWarpgroups = 1)
+// one warpgroup per block and two blocks per SM (d = 128, 255 registers) or three (d = 64: 168
+// registers, 58 KB of shared memory each).
+constexpr int backward_hopper_min_blocks(int d, int warpgroups) {
+  return warpgroups == 2 ? 1 : d == 64 ? 3 : 2;
+}
+template <class T, int kD, bool kBulkDq, int kWarpgroups>
+__global__ void __launch_bounds__(128 * kWarpgroups, backward_hopper_min_blocks(kD, kWarpgroups))
     attention_backward_hopper_kernel(AttentionParams<T> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  attention_backward_hopper_block<T, kD, kBulkDq>(p);
+  attention_backward_hopper_block<T, kD, kBulkDq, kWarpgroups>(p);
 #endif
 }
 
@@ -64,7 +70,9 @@ __global__ void __launch_bounds__(kHopperWsThreads, 1)
 // red.global.add but in ws-dqw, HETPLAN_ATTENTION_DQ ignored); not the default until a GPU has
 // measured it. ws-drift: the consumers drift apart (dQ split by keys, a dQ writer per consumer),
 // d = 128 and d = 64 (the d = 64 backward reaches this file with HETPLAN_ATTENTION_KERNEL=wgmma).
-enum class WsBackward { kNone, kBulk, kCpAsync, kDqWriter, kDrift };
+// wg1: the default backward with one warpgroup per block (64 keys) and two blocks per SM
+// (docs/kernels.md, "One warpgroup per block"), d = 128 and d = 64.
+enum class WsBackward { kNone, kBulk, kCpAsync, kDqWriter, kDrift, kOneWarpgroup };
 WsBackward ws_backward() {
   static const WsBackward ws = [] {
     const char* v = std::getenv("HETPLAN_ATTENTION_BWD");
@@ -72,6 +80,7 @@ WsBackward ws_backward() {
     if (v != nullptr && std::strcmp(v, "ws-cpasync") == 0) return WsBackward::kCpAsync;
     if (v != nullptr && std::strcmp(v, "ws-dqw") == 0) return WsBackward::kDqWriter;
     if (v != nullptr && std::strcmp(v, "ws-drift") == 0) return WsBackward::kDrift;
+    if (v != nullptr && std::strcmp(v, "wg1") == 0) return WsBackward::kOneWarpgroup;
     return WsBackward::kNone;
   }();
   return ws;
@@ -131,13 +140,16 @@ void forward_dispatch(const AttentionParams<T>& p, cudaStream_t stream) {
     forward<T, kD>(p, stream);
 }
 
-template <class T, int kD, bool kBulkDq = false>
+template <class T, int kD, bool kBulkDq = false, int kWarpgroups = 2>
 void backward(const AttentionParams<T>& p, cudaStream_t stream) {
-  const size_t smem = attention_backward_hopper_smem_bytes<T, kD, kBulkDq>();
-  allow_dynamic_smem(
-      reinterpret_cast<const void*>(&attention_backward_hopper_kernel<T, kD, kBulkDq>), smem);
-  const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kHopperTile)), p.heads, p.batch);
-  attention_backward_hopper_kernel<T, kD, kBulkDq><<<grid, kHopperThreads, smem, stream>>>(p);
+  constexpr int kKeys = 64 * kWarpgroups;
+  const size_t smem = attention_backward_hopper_smem_bytes<T, kD, kBulkDq, kKeys>();
+  const void* kernel =
+      reinterpret_cast<const void*>(&attention_backward_hopper_kernel<T, kD, kBulkDq, kWarpgroups>);
+  allow_dynamic_smem(kernel, smem);
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kKeys)), p.heads, p.batch);
+  attention_backward_hopper_kernel<T, kD, kBulkDq, kWarpgroups>
+      <<<grid, 128 * kWarpgroups, smem, stream>>>(p);
   HETPLAN_CHECK_LAUNCH();
 }
 
@@ -177,10 +189,14 @@ template <class T>
 void attention_backward_hopper(const AttentionParams<T>& p, int head_dim, cudaStream_t stream) {
   if (head_dim == 64 && ws_backward() == WsBackward::kDrift)
     backward_ws_drift<T, 64>(p, stream);
+  else if (head_dim == 64 && ws_backward() == WsBackward::kOneWarpgroup)
+    backward<T, 64, false, 1>(p, stream);
   else if (head_dim == 64)
     backward<T, 64>(p, stream);
   else if (ws_backward() == WsBackward::kDrift)
     backward_ws_drift<T, 128>(p, stream);
+  else if (ws_backward() == WsBackward::kOneWarpgroup)
+    backward<T, 128, false, 1>(p, stream);
   else if (ws_backward() == WsBackward::kBulk)
     backward_ws<T, 128, true>(p, stream);
   else if (ws_backward() == WsBackward::kCpAsync)

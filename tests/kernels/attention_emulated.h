@@ -36,6 +36,7 @@ struct AttentionCase {
 template <class T>
 struct AttentionFamily {
   int tile = 0, threads = 0;
+  int backward_tile = 0;     // keys per backward block; 0: tile
   int backward_threads = 0;  // 0: threads
   int64_t forward_smem = 0, backward_smem = 0;
   void (*forward)(const AttentionParams<T>&) = nullptr;
@@ -95,6 +96,7 @@ void check_attention_family(const AttentionFamily<T>& f, const AttentionCase& c)
   const LaunchShape pre = attention_rows_shape(rows, kD);
   emulate(pre, [&] { attention_preprocess_block<T, kD>(p); });
   tiles.smem = f.backward_smem;
+  if (f.backward_tile != 0) tiles.grid_x = ceil_div(c.seq, f.backward_tile);
   if (f.backward_threads != 0) tiles.block = f.backward_threads;
   emulate(
       tiles, [&] { f.backward(p); }, c.schedule, c.eager);

@@ -67,6 +67,45 @@ TEST(AttentionHopperEmulated, Bf16FiveTilesShuffledEager) {
   check_hopper<bf16, 64>(1, 1, 600, true, true, 10, false);
 }
 
+// The opt-in backward with one warpgroup per block (HETPLAN_ATTENTION_BWD=wg1): 64 keys per
+// block, so twice the blocks, each adding dQ over its own keys (d = 128: two column halves in
+// turn). Partial tiles, the causal diagonal in every block, fp16, BHSD, shuffled warps.
+template <class T, int kD>
+void check_hopper_wg1(int batch, int heads, int seq, bool causal, bool bshd, uint64_t schedule = 0,
+                      bool eager = false) {
+  testing::AttentionFamily<T> f;  // as kernels/sm90a/attention_hopper.cu launches
+  f.tile = kHopperTile;
+  f.threads = kHopperThreads;
+  f.backward_tile = 64;
+  f.backward_threads = 128;
+  f.forward_smem = attention_forward_hopper_smem_bytes<T, kD>();
+  f.backward_smem = attention_backward_hopper_smem_bytes<T, kD, false, 64>();
+  f.forward = attention_forward_hopper_block<T, kD>;
+  f.backward = attention_backward_hopper_block<T, kD, false, 1>;
+  testing::check_attention_family<T, kD>(
+      f, testing::AttentionCase{batch, heads, seq, causal, bshd, schedule, eager, 201});
+}
+TEST(AttentionHopperEmulated, Bf16OneWarpgroupHeadDim64CausalPartial) {
+  check_hopper_wg1<bf16, 64>(1, 2, 200, true, true);
+}
+TEST(AttentionHopperEmulated, Fp16OneWarpgroupHeadDim64FullBhsdShuffled) {
+  check_hopper_wg1<fp16, 64>(2, 1, 130, false, false, 12);
+}
+TEST(AttentionHopperEmulated, Bf16OneWarpgroupHeadDim128CausalPartialShuffledEager) {
+  check_hopper_wg1<bf16, 128>(1, 1, 300, true, true, 13, true);
+}
+TEST(AttentionHopperEmulated, Fp16OneWarpgroupHeadDim128Full) {
+  check_hopper_wg1<fp16, 128>(1, 2, 160, false, true);
+}
+TEST(AttentionHopperEmulated, OneWarpgroupBackwardFitsThreeOrTwoBlocksPerSm) {
+  // 58 KB (d = 64) and 106 KB (d = 128) per block, with the H100's 1 KB reserved per block,
+  // in its 228 KB per SM: three and two blocks (kernels/sm90a/attention_hopper.cu's bounds).
+  EXPECT_EQ((attention_backward_hopper_smem_bytes<bf16, 64, false, 64>()), 59392u);
+  EXPECT_EQ((attention_backward_hopper_smem_bytes<bf16, 128, false, 64>()), 108544u);
+  EXPECT_LE(3 * (attention_backward_hopper_smem_bytes<bf16, 64, false, 64>() + 1024), 233472u);
+  EXPECT_LE(2 * (attention_backward_hopper_smem_bytes<bf16, 128, false, 64>() + 1024), 233472u);
+}
+
 // The opt-in dQ by bulk reduce (HETPLAN_ATTENTION_DQ=bulk, d = 128): partial last query tile
 // (rows past seq are not reduced), causal, several query tiles (the staging rows reused after
 // the previous tile's wait_group.read), shuffled warps.

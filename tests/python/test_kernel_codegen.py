@@ -7,6 +7,7 @@ branch of its own in the backward and no exp2f range test in the forward, as the
 Run: python3 -m unittest tests/python/test_kernel_codegen.py
 """
 
+import itertools
 import os
 import re
 import subprocess
@@ -47,8 +48,9 @@ class HopperAttentionResources(unittest.TestCase):
                              capture_output=True, text=True, check=True).stdout
         rows = [line for line in out.splitlines() if line.startswith("void ")]
         defaults = [r for r in rows if r.split()[1].startswith(DEFAULT_KERNELS)]
-        # bf16 and fp16; backward d = 128 (two dQ forms) and d = 64; forward d = 128 and d = 64.
-        self.assertEqual(len(defaults), 10, out)
+        # bf16 and fp16; backward d = 128 (two dQ forms) and d = 64, and both with one warpgroup
+        # per block (opt-in, HETPLAN_ATTENTION_BWD=wg1); forward d = 128 and d = 64.
+        self.assertEqual(len(defaults), 14, out)
         for r in defaults:
             self.assertIn(" 0 B spilled", r, r)
         self.assertNotIn("warnings:", out)
@@ -65,21 +67,20 @@ class HopperAttentionSass(unittest.TestCase):
         cls.names = sass_loops.demangle([f[0] for f in cls.functions])
 
     def test_no_exponential_sits_behind_a_branch_of_its_own(self):
-        for t in ("bf16", "fp16"):
-            for d in (128, 64):
-                kernel = f"attention_backward_hopper_kernel<hetplan::kernels::{t}, {d}, false>"
-                instrs, labels, first, last = main_loop(self.functions, self.names, kernel)
-                inside = {lab: i for lab, i in labels.items() if first <= i <= last}
-                small = 0  # MUFUs under a forward branch that skips fewer than 24 instructions
-                for i in range(first, last + 1):
-                    m = sass_loops._BRANCH.search(instrs[i][1])
-                    target = inside.get(m.group(1)) if m else None
-                    if target is not None and i < target < i + 24:
-                        small += sum(sass_loops.opcode(x) == "MUFU" for _, x in instrs[i:target])
-                self.assertEqual(small, 0, kernel)
-                s = sass_loops.summarise(instrs, first, last, labels)
-                self.assertLessEqual(s["branches"], 16, kernel)  # 75 with a branch per exponential
-                self.assertEqual((s["spill_loads"], s["spill_stores"]), (0, 0), kernel)
+        for t, d, wg in itertools.product(("bf16", "fp16"), (128, 64), (2, 1)):
+            kernel = f"attention_backward_hopper_kernel<hetplan::kernels::{t}, {d}, false, {wg}>"
+            instrs, labels, first, last = main_loop(self.functions, self.names, kernel)
+            inside = {lab: i for lab, i in labels.items() if first <= i <= last}
+            small = 0  # MUFUs under a forward branch that skips fewer than 24 instructions
+            for i in range(first, last + 1):
+                m = sass_loops._BRANCH.search(instrs[i][1])
+                target = inside.get(m.group(1)) if m else None
+                if target is not None and i < target < i + 24:
+                    small += sum(sass_loops.opcode(x) == "MUFU" for _, x in instrs[i:target])
+            self.assertEqual(small, 0, kernel)
+            s = sass_loops.summarise(instrs, first, last, labels)
+            self.assertLessEqual(s["branches"], 16, kernel)  # 75 with a branch per exponential
+            self.assertEqual((s["spill_loads"], s["spill_stores"]), (0, 0), kernel)
 
     def test_the_forward_takes_one_mufu_per_exponential(self):
         for t in ("bf16", "fp16"):
