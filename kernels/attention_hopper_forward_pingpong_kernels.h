@@ -121,7 +121,7 @@ HETPLAN_DEVICE void attention_forward_pingpong_block(const AttentionParams<T>& p
   using Smem = PingpongSmem<T, kD>;
   const Smem sm(hopper_smem());
   const int tid = simt::thread_x(), lane = simt::lane(), warp = simt::warp_uniform();
-  const int g = lane >> 2, q = lane & 3, wg = warp >> 2, wq = warp & 3;
+  const int g = lane >> 2, wg = warp >> 2, wq = warp & 3;
   const int n_tiles = static_cast<int>(ceil_div(p.seq, kHopperTile));
   const int qt = p.causal ? n_tiles - 1 - static_cast<int>(simt::block_x())
                           : static_cast<int>(simt::block_x());
@@ -237,26 +237,11 @@ HETPLAN_DEVICE void attention_forward_pingpong_block(const AttentionParams<T>& p
   simt::fence_operand(o);
   simt::fence_operand(pa);
 
-  HETPLAN_UNROLL
-  for (int r = 0; r < 2; ++r) {
-    l[r] += simt::shfl_xor(l[r], 1);
-    l[r] += simt::shfl_xor(l[r], 2);
-  }
   // O through this warp's 16 rows of the Q tile, which overlap the other warpgroup's Q rows:
   // first both consumers' last S must have retired. The last stage is not released: the
   // producer is done.
   simt::named_barrier_sync<kPingpongQBarrier>(kPingpongConsumers);
-  store_acc_rows<T, kD>(o, 1.0f / l[0], 1.0f / l[1], reinterpret_cast<T*>(sm.q), warp * 16,
-                        p.out + head, p.stride_s, q0 + warp * 16, p.seq);
-  if (q == 0) {
-    HETPLAN_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      const int row = row_base + 8 * r;
-      if (row < p.seq)
-        p.lse[(static_cast<int64_t>(b) * p.heads + h) * p.seq + row] =
-            (m[r] + log2f(l[r])) * kAttnLn2;
-    }
-  }
+  forward_epilogue<T, kD>(p, o, m, l, reinterpret_cast<T*>(sm.q), warp, head, q0, row_base, b, h);
 }
 
 }  // namespace hetplan::kernels

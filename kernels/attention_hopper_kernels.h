@@ -184,6 +184,18 @@ HETPLAN_DEVICE void softmax_tile(float (&s)[kN / 2], float (&m)[2], float (&l)[2
   }
 }
 
+// The forward's end, for a warp's 16 query rows: O / l stored through the warp's 16 rows of
+// `stage` (the Q tile, which the caller's barrier has made free), and lse.
+template <class T, int kD>
+HETPLAN_DEVICE void forward_epilogue(const AttentionParams<T>& p, const float (&o)[kD / 2],
+                                     const float (&m)[2], float (&l)[2], T* stage, int warp,
+                                     int64_t head, int q0, int row_base, int b, int h) {
+  sum_rows_over_quad(l);
+  store_acc_rows<T, kD>(o, 1.0f / l[0], 1.0f / l[1], stage, warp * 16, p.out + head, p.stride_s,
+                        q0 + warp * 16, p.seq);
+  write_lse(p, m, l, row_base, b, h);
+}
+
 // Forward. Per warpgroup and key tile j, FlashAttention-3's intra-warpgroup overlap: S_{j+1} =
 // Q K_{j+1}^T is issued before O += P_j V_j, so the softmax of tile j + 1 runs on the CUDA cores
 // while the tensor cores do P_j V_j. K/V tiles are three-buffered: tile j + 2 streams in during
@@ -195,7 +207,7 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
   unsigned char* sq = hopper_smem();
   unsigned char* sk = sq + kTileBytes;                  // kHopperStages buffers
   unsigned char* sv = sk + kHopperStages * kTileBytes;  // kHopperStages buffers
-  const int lane = simt::lane(), warp = simt::warp_uniform(), g = lane >> 2, q = lane & 3;
+  const int lane = simt::lane(), warp = simt::warp_uniform(), g = lane >> 2;
   const int wg = warp >> 2, wq = warp & 3;
   const int n_tiles = static_cast<int>(ceil_div(p.seq, kHopperTile));
   const int qt = p.causal ? n_tiles - 1 - static_cast<int>(simt::block_x())
@@ -301,25 +313,10 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
   simt::fence_operand(o);
   simt::fence_operand(pa);
 
-  HETPLAN_UNROLL
-  for (int r = 0; r < 2; ++r) {
-    l[r] += simt::shfl_xor(l[r], 1);
-    l[r] += simt::shfl_xor(l[r], 2);
-  }
   // O through this warp's 16 rows of the Q tile: every wgmma reading Q has retired in this
   // warpgroup, but the other may still run its last S, so first a barrier.
   simt::sync_threads();
-  store_acc_rows<T, kD>(o, 1.0f / l[0], 1.0f / l[1], reinterpret_cast<T*>(sq), warp * 16,
-                        p.out + head, p.stride_s, q0 + warp * 16, p.seq);
-  if (q == 0) {
-    HETPLAN_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      const int row = row_base + 8 * r;
-      if (row < p.seq)
-        p.lse[(static_cast<int64_t>(b) * p.heads + h) * p.seq + row] =
-            (m[r] + log2f(l[r])) * kAttnLn2;
-    }
-  }
+  forward_epilogue<T, kD>(p, o, m, l, reinterpret_cast<T*>(sq), warp, head, q0, row_base, b, h);
 }
 
 }  // namespace hetplan::kernels

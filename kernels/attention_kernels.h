@@ -179,6 +179,29 @@ HETPLAN_DEVICE void store_rows(const float (&acc)[kD / 8][4], float scale0, floa
   simt::sync_warp();
 }
 
+// The forward's end, shared by every forward kernel: a thread's shares of the row sums of rows g
+// and g + 8 summed over the quad of lanes that hold those rows ...
+HETPLAN_DEVICE void sum_rows_over_quad(float (&l)[2]) {
+  HETPLAN_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    l[r] += simt::shfl_xor(l[r], 1);
+    l[r] += simt::shfl_xor(l[r], 2);
+  }
+}
+// ... and lse = ln 2 (m + log2 l) of rows row_g and row_g + 8 (those before seq; m in log2
+// units), written by the quad's first lane.
+template <class T>
+HETPLAN_DEVICE void write_lse(const AttentionParams<T>& p, const float (&m)[2], const float (&l)[2],
+                              int row_g, int b, int h) {
+  if ((simt::lane() & 3) != 0) return;
+  const int64_t stats = (static_cast<int64_t>(b) * p.heads + h) * p.seq;
+  HETPLAN_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    const int row = row_g + 8 * r;
+    if (row < p.seq) p.lse[stats + row] = (m[r] + log2f(l[r])) * kAttnLn2;
+  }
+}
+
 template <class T, int kD>
 HETPLAN_DEVICE void attention_forward_block(const AttentionParams<T>& p) {
   constexpr int kChunks = kD / 8;   // 16-byte chunks per row
@@ -309,23 +332,11 @@ HETPLAN_DEVICE void attention_forward_block(const AttentionParams<T>& p) {
     simt::sync_threads();      // ... everyone's, and nobody still reads buffer `buf`
   }
 
-  HETPLAN_UNROLL
-  for (int r = 0; r < 2; ++r) {
-    l[r] += simt::shfl_xor(l[r], 1);
-    l[r] += simt::shfl_xor(l[r], 2);
-  }
+  sum_rows_over_quad(l);
   // O through this warp's rows of the (no longer needed) Q tile.
   store_rows<T, kD>(o, 1.0f / l[0], 1.0f / l[1], sq, warp * 16, p.out + head, p.stride_s,
                     q0 + warp * 16, p.seq);
-  if (q == 0) {
-    HETPLAN_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      const int row = q0 + warp * 16 + g + 8 * r;
-      if (row < p.seq)
-        p.lse[(static_cast<int64_t>(b) * p.heads + h) * p.seq + row] =
-            (m[r] + log2f(l[r])) * kAttnLn2;
-    }
-  }
+  write_lse(p, m, l, q0 + warp * 16 + g, b, h);
 }
 
 // ---- backward helpers: D = rowsum(dO * O) (and zeroing of the dQ accumulator), dQ conversion ----

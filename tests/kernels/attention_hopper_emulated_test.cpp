@@ -24,16 +24,19 @@ namespace {
 
 using testing::emulate;
 
-template <class T, int kD, bool kBulkDq = false>
+// kWarpgroups 1: the opt-in backward with one warpgroup per block (HETPLAN_ATTENTION_BWD=wg1).
+template <class T, int kD, bool kBulkDq = false, int kWarpgroups = 2>
 void check_hopper(int batch, int heads, int seq, bool causal, bool bshd, uint64_t schedule = 0,
                   bool eager = false) {
   testing::AttentionFamily<T> f;  // as kernels/sm90a/attention_hopper.cu launches
   f.tile = kHopperTile;
   f.threads = kHopperThreads;
+  f.backward_tile = 64 * kWarpgroups;
+  f.backward_threads = 128 * kWarpgroups;
   f.forward_smem = attention_forward_hopper_smem_bytes<T, kD>();
-  f.backward_smem = attention_backward_hopper_smem_bytes<T, kD, kBulkDq>();
+  f.backward_smem = attention_backward_hopper_smem_bytes<T, kD, kBulkDq, 64 * kWarpgroups>();
   f.forward = attention_forward_hopper_block<T, kD>;
-  f.backward = attention_backward_hopper_block<T, kD, kBulkDq>;
+  f.backward = attention_backward_hopper_block<T, kD, kBulkDq, kWarpgroups>;
   testing::check_attention_family<T, kD>(
       f, testing::AttentionCase{batch, heads, seq, causal, bshd, schedule, eager, 201});
 }
@@ -70,32 +73,17 @@ TEST(AttentionHopperEmulated, Bf16FiveTilesShuffledEager) {
 // The opt-in backward with one warpgroup per block (HETPLAN_ATTENTION_BWD=wg1): 64 keys per
 // block, so twice the blocks, each adding dQ over its own keys (d = 128: two column halves in
 // turn). Partial tiles, the causal diagonal in every block, fp16, BHSD, shuffled warps.
-template <class T, int kD>
-void check_hopper_wg1(int batch, int heads, int seq, bool causal, bool bshd, uint64_t schedule = 0,
-                      bool eager = false) {
-  testing::AttentionFamily<T> f;  // as kernels/sm90a/attention_hopper.cu launches
-  f.tile = kHopperTile;
-  f.threads = kHopperThreads;
-  f.backward_tile = 64;
-  f.backward_threads = 128;
-  f.forward_smem = attention_forward_hopper_smem_bytes<T, kD>();
-  f.backward_smem = attention_backward_hopper_smem_bytes<T, kD, false, 64>();
-  f.forward = attention_forward_hopper_block<T, kD>;
-  f.backward = attention_backward_hopper_block<T, kD, false, 1>;
-  testing::check_attention_family<T, kD>(
-      f, testing::AttentionCase{batch, heads, seq, causal, bshd, schedule, eager, 201});
-}
 TEST(AttentionHopperEmulated, Bf16OneWarpgroupHeadDim64CausalPartial) {
-  check_hopper_wg1<bf16, 64>(1, 2, 200, true, true);
+  check_hopper<bf16, 64, false, 1>(1, 2, 200, true, true);
 }
 TEST(AttentionHopperEmulated, Fp16OneWarpgroupHeadDim64FullBhsdShuffled) {
-  check_hopper_wg1<fp16, 64>(2, 1, 130, false, false, 12);
+  check_hopper<fp16, 64, false, 1>(2, 1, 130, false, false, 12);
 }
 TEST(AttentionHopperEmulated, Bf16OneWarpgroupHeadDim128CausalPartialShuffledEager) {
-  check_hopper_wg1<bf16, 128>(1, 1, 300, true, true, 13, true);
+  check_hopper<bf16, 128, false, 1>(1, 1, 300, true, true, 13, true);
 }
 TEST(AttentionHopperEmulated, Fp16OneWarpgroupHeadDim128Full) {
-  check_hopper_wg1<fp16, 128>(1, 2, 160, false, true);
+  check_hopper<fp16, 128, false, 1>(1, 2, 160, false, true);
 }
 TEST(AttentionHopperEmulated, OneWarpgroupBackwardFitsThreeOrTwoBlocksPerSm) {
   // 58 KB (d = 64) and 106 KB (d = 128) per block, with the H100's 1 KB reserved per block,
