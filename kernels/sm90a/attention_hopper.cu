@@ -70,8 +70,8 @@ __global__ void __launch_bounds__(kHopperWsThreads, 1)
 // red.global.add but in ws-dqw, HETPLAN_ATTENTION_DQ ignored); not the default until a GPU has
 // measured it. ws-drift: the consumers drift apart (dQ split by keys, a dQ writer per consumer),
 // d = 128 and d = 64 (the d = 64 backward reaches this file with HETPLAN_ATTENTION_KERNEL=wgmma).
-// wg1: the default backward with one warpgroup per block (64 keys) and two blocks per SM
-// (docs/kernels.md, "One warpgroup per block"), d = 128 and d = 64.
+// wg1: the default backward with one warpgroup per block (64 keys) and two (d = 128) or three
+// (d = 64) blocks per SM (docs/kernels.md, "One warpgroup per block").
 enum class WsBackward { kNone, kBulk, kCpAsync, kDqWriter, kDrift, kOneWarpgroup };
 WsBackward ws_backward() {
   static const WsBackward ws = [] {
