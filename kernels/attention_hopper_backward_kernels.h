@@ -198,6 +198,7 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
   constexpr int kDqSteps = kSplitKeys ? 4 : kKeys / 16;
   constexpr int kDqHalves = kSplitKeys ? kD / 64 : 1;
   const int dq_kk0 = kSplitKeys ? 4 * wg : 0;
+  auto dq_col0 = [&](int half) { return kSplitKeys ? 64 * half : 64 * wg; };
 
   load_tile_sw128<T, kD, kKeys, kThreads>(sk, p.k + head, p.stride_s, k0, p.seq);
   load_tile_sw128<T, kD, kKeys, kThreads>(sv, p.v + head, p.stride_s, k0, p.seq);
@@ -266,11 +267,10 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
     simt::wgmma_fence();
     HETPLAN_UNROLL
     for (int half = 0; half < kDqHalves; ++half) {
-      const int col0 = kSplitKeys ? 64 * half : 64 * wg;
       HETPLAN_UNROLL
       for (int kk = 0; kk < kDqSteps; ++kk)
         simt::wgmma_ss<T, 64, 1, 1>(dq[half], mnmajor_desc<kKeys>(sds, 0, dq_kk0 + kk),
-                                    mnmajor_desc<kKeys>(sk, col0, dq_kk0 + kk), kk > 0);
+                                    mnmajor_desc<kKeys>(sk, dq_col0(half), dq_kk0 + kk), kk > 0);
       simt::wgmma_commit();
     }
     simt::fence_operand(dq);
@@ -285,11 +285,11 @@ HETPLAN_DEVICE void attention_backward_hopper_block(const AttentionParams<T>& p)
       simt::fence_operand(pa);
       simt::fence_operand(sa);
       simt::fence_operand(dq);
-      const int col0 = kSplitKeys ? 64 * half : 64 * wg;
       if constexpr (kBulkDq) {
-        add_dq_bulk(p, dq[half], sdq + warp * 16 * kHopperDqRowFloats, q0 + wq * 16, col0, b, h);
+        add_dq_bulk(p, dq[half], sdq + warp * 16 * kHopperDqRowFloats, q0 + wq * 16, dq_col0(half),
+                    b, h);
       } else {
-        add_dq_red<kD>(p, dq[half], q0 + wq * 16, col0, b, h);
+        add_dq_red<kD>(p, dq[half], q0 + wq * 16, dq_col0(half), b, h);
       }
     }
     // The other stats buffer was last read before this iteration's first barrier.

@@ -241,7 +241,7 @@ HETPLAN_DEVICE void attention_forward_pingpong_block(const AttentionParams<T>& p
   // first both consumers' last S must have retired. The last stage is not released: the
   // producer is done.
   simt::named_barrier_sync<kPingpongQBarrier>(kPingpongConsumers);
-  forward_epilogue<T, kD>(p, o, m, l, reinterpret_cast<T*>(sm.q), warp, head, q0, row_base, b, h);
+  forward_epilogue<T, kD>(p, o, m, l, reinterpret_cast<T*>(sm.q), warp, head, q0, b, h);
 }
 
 }  // namespace hetplan::kernels

@@ -69,10 +69,9 @@ HETPLAN_DEVICE unsigned char* hopper_smem() {
 // Starts the asynchronous load of rows [row0, row0 + kRows) of one head into a 128-byte-swizzled
 // tile (simt_wgmma.h); rows >= seq become zeros. Consecutive threads (kThreads of them, from
 // thread 0) take consecutive chunks: chunk i * kThreads + tid is row r0 + i * kRowStep, column
-// chunk tid % kChunks. The
-// source pointer and the swizzled offset are computed once and stepped (kRowStep is a multiple of
-// 8, so the swizzle pattern repeats): a 64-bit multiply per chunk otherwise, ~130 instructions
-// per backward tile in the SASS of 2026-11-23.
+// chunk tid % kChunks. The source pointer and the swizzled offset are computed once and stepped
+// (kRowStep is a multiple of 8, so the swizzle pattern repeats): a 64-bit multiply per chunk
+// otherwise, ~130 instructions per backward tile in the SASS of 2026-11-23.
 template <class T, int kD, int kRows, int kThreads = kHopperThreads>
 HETPLAN_DEVICE void load_tile_sw128(unsigned char* tile, const T* head, int64_t stride_s, int row0,
                                     int seq) {
@@ -184,16 +183,17 @@ HETPLAN_DEVICE void softmax_tile(float (&s)[kN / 2], float (&m)[2], float (&l)[2
   }
 }
 
-// The forward's end, for a warp's 16 query rows: O / l stored through the warp's 16 rows of
-// `stage` (the Q tile, which the caller's barrier has made free), and lse.
+// The forward's end, for warp `warp`'s 16 query rows of the block's tile from q0 (warp w of the
+// block holds rows 16 w .. + 15): O / l stored through the warp's 16 rows of `stage` (the Q
+// tile, which the caller's barrier has made free), and lse.
 template <class T, int kD>
 HETPLAN_DEVICE void forward_epilogue(const AttentionParams<T>& p, const float (&o)[kD / 2],
                                      const float (&m)[2], float (&l)[2], T* stage, int warp,
-                                     int64_t head, int q0, int row_base, int b, int h) {
+                                     int64_t head, int q0, int b, int h) {
   sum_rows_over_quad(l);
   store_acc_rows<T, kD>(o, 1.0f / l[0], 1.0f / l[1], stage, warp * 16, p.out + head, p.stride_s,
                         q0 + warp * 16, p.seq);
-  write_lse(p, m, l, row_base, b, h);
+  write_lse(p, m, l, q0 + warp * 16 + (simt::lane() >> 2), b, h);
 }
 
 // Forward. Per warpgroup and key tile j, FlashAttention-3's intra-warpgroup overlap: S_{j+1} =
@@ -316,7 +316,7 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
   // O through this warp's 16 rows of the Q tile: every wgmma reading Q has retired in this
   // warpgroup, but the other may still run its last S, so first a barrier.
   simt::sync_threads();
-  forward_epilogue<T, kD>(p, o, m, l, reinterpret_cast<T*>(sq), warp, head, q0, row_base, b, h);
+  forward_epilogue<T, kD>(p, o, m, l, reinterpret_cast<T*>(sq), warp, head, q0, b, h);
 }
 
 }  // namespace hetplan::kernels
