@@ -29,6 +29,10 @@ if(HETPLAN_TESTS)
   find_package(GTest REQUIRED)
 endif()
 
-# fmt header-only, so that binaries carried to a GPU machine need no libfmt there.
-add_library(hetplan_fmt INTERFACE)
-target_link_libraries(hetplan_fmt INTERFACE fmt::fmt-header-only)
+# fmt from its headers, with its formatting engine compiled once into a static library
+# (cmake/fmt_library.cpp) rather than in every file that formats (FMT_HEADER_ONLY), and no libfmt
+# needed where binaries are carried to a GPU machine.
+add_library(hetplan_fmt STATIC ${CMAKE_CURRENT_LIST_DIR}/fmt_library.cpp)
+target_include_directories(hetplan_fmt PUBLIC
+                           "$<TARGET_PROPERTY:fmt::fmt-header-only,INTERFACE_INCLUDE_DIRECTORIES>")
+set_target_properties(hetplan_fmt PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -1,5 +1,7 @@
 #include "profiler/common/dtypes.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
