@@ -387,7 +387,7 @@ TEST(BadInput, ServeNeverWritesItsResultOverAnInput) {
   fs::copy_file(helix / "machine_profiles.ini", dir / "machine_profiles.ini");
   const std::string cluster = (dir / "single24.ini").string();
   // The cluster file, and the machine_profiles.ini serve finds next to it, are both read.
-  for (const std::string input : {cluster, (dir / "machine_profiles.ini").string()}) {
+  for (const std::string& input : {cluster, (dir / "machine_profiles.ini").string()}) {
     const std::string before = read_text(input);
     const auto r = run_hetplan("serve --model llama1-30b --cluster " + cluster +
                                " --time-limit 1 --no-simulation --quiet --json " + input);

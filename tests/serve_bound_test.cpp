@@ -182,7 +182,9 @@ TEST_P(ServeLinkBoundHelix, BoundsEveryPlacementFound) {
   ASSERT_TRUE(bound.has_value());
   EXPECT_NEAR(bound->tokens_per_s, c.link_bound, 0.01);
   EXPECT_EQ(bound->hub, c.hub);
-  if (c.hub) EXPECT_TRUE(fully_linked(p.cluster));
+  if (c.hub) {
+    EXPECT_TRUE(fully_linked(p.cluster));
+  }
   EXPECT_LE(bound->tokens_per_s, flow_upper_bound(p) + 1e-6);
   if (!c.placement.empty()) {
     const Placement helix =

@@ -43,8 +43,12 @@ inline ServingModel toy_model(int layers) {
 inline ServingProblem toy_problem(int layers, const std::vector<double>& capacities, int max_layers,
                                   double link_Bps = 1e15) {
   std::vector<Machine> machines;
-  for (size_t i = 0; i < capacities.size(); ++i)
-    machines.push_back({"m" + std::to_string(i), "toy", "toy", 1, 1e12, 0, 0});
+  for (size_t i = 0; i < capacities.size(); ++i) {
+    // Appended rather than "m" + to_string(i): g++ 12 at -O3 warns falsely (-Wrestrict) on that.
+    std::string name = "m";
+    name += std::to_string(i);
+    machines.push_back({name, "toy", "toy", 1, 1e12, 0, 0});
+  }
   ServingProblem p;
   p.cluster = ServingCluster("toy", machines);
   const int n = static_cast<int>(machines.size());
