@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs hetplan's build dependencies from Debian packages. Idempotent: does nothing when all
-# are present. Needs root (or sudo) only when something is missing.
+# Installs hetplan's build dependencies from Debian packages, and with --tests (scripts/test.sh)
+# what only the tests need. Idempotent: does nothing when all are present. Needs root (or sudo)
+# only when something is missing.
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,16 @@ packages=(
   python3  # tests/python (registered with ctest)
   chromium chromium-driver  # the report's browser test (tests/report_browser_test.cpp)
 )
+# The reference harness's CPU tests (tests/python, ReferenceHarness.*) train with torch, which
+# the main job never needs: Debian 12's python3-torch (1.13.1; its tensor- and pipeline-parallel
+# tests skip there, needing torch >= 2.2 and 2.4). About 70 s to install on the dev VM.
+test_packages=(python3-torch)
+if [ "${1:-}" = "--tests" ]; then
+  packages+=("${test_packages[@]}")
+elif [ $# -gt 0 ]; then
+  echo "usage: scripts/setup.sh [--tests]" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -18,7 +29,7 @@ for p in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#packages[@]} build dependencies present"
+  echo "setup: all ${#packages[@]} dependencies present"
   exit 0
 fi
 
