@@ -179,15 +179,24 @@ void print_report(const FitReport& report, const Profile& profile) {
         fmt::print("  {:<28} {:>9.0f} {:>7.2f} us {:>7} {:>14}\n", name, k.GBps, k.overhead_s * 1e6,
                    k.points, pct(k.median_rel_error));
     }
-    // At sequence s the efficiency is the one printed x s / (s + half) (costmodel/profile.h).
-    auto half = [](double h) { return h > 0 ? fmt::format(" x s/(s+{:.0f})", h) : std::string(); };
-    fmt::print(
-        "  attention efficiency: forward {:.3f}{}, backward {:.3f}{} of the dense peak ({})\n",
-        g.attention_efficiency, half(g.attention_seq_half), g.attention_bwd_efficiency,
-        half(g.attention_bwd_seq_half),
-        g.attention_points > 0 ? fmt::format("{}; {} measurements in the files", g.attention_source,
-                                             g.attention_points)
-                               : std::string("prior, not measured"));
+    // At sequence s and head size d the efficiency is the one printed x s / (s + half) x d / (d +
+    // half), and the grid's critical path bounds the time too (costmodel/attention_model.h).
+    auto half = [](const char* x, double h) {
+      return h > 0 ? fmt::format(" x {0}/({0}+{1:.0f})", x, h) : std::string();
+    };
+    auto quality = [&](const FitQuality& q) {
+      return q.points > 0 ? fmt::format(" ({} timings: median |error| {}, p95 {})", q.points,
+                                        pct(q.median_rel_error), pct(q.p95_rel_error))
+                          : std::string();
+    };
+    fmt::print("  attention ({}): forward {:.3f}{}{}{}, backward {:.3f}{}{}{} of the dense peak\n",
+               g.attention_points > 0 ? fmt::format("{}; {} kernel timings in the files",
+                                                    g.attention_source, g.attention_points)
+                                      : std::string("prior, not measured"),
+               g.attention_efficiency, half("s", g.attention_seq_half),
+               half("d", g.attention_head_dim_half), quality(g.attention_quality[0]),
+               g.attention_bwd_efficiency, half("s", g.attention_bwd_seq_half),
+               half("d", g.attention_bwd_head_dim_half), quality(g.attention_quality[1]));
     // The host floor's coefficient (search/evaluate.cpp); 0 applies none.
     if (fit.host_points > 0)
       fmt::print("  host per kernel (eager step): {:.2f} us, median of {} host record(s)\n",

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/attention_model.h"
 #include "costmodel/errors.h"
 
 namespace hetplan {
@@ -88,11 +89,13 @@ double CostModel::attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp
   const GpuFit& f = cost(gpu).fit;
   const double peak = gpu.peak_flops(compute_dtype(gpu, dtype));
   const bool forward = op.pass == Pass::kForward;
-  const double half = forward ? f.attention_seq_half : f.attention_bwd_seq_half;
-  const double seq = static_cast<double>(std::max<int64_t>(1, op.seq_len));
-  const double eff =
-      (forward ? f.attention_efficiency : f.attention_bwd_efficiency) * seq / (seq + half);
-  return f.launch_s + op.flops / (peak * eff);
+  const AttentionCoefficients c =
+      forward ? AttentionCoefficients{f.attention_efficiency, f.attention_seq_half,
+                                      f.attention_head_dim_half}
+              : AttentionCoefficients{f.attention_bwd_efficiency, f.attention_bwd_seq_half,
+                                      f.attention_bwd_head_dim_half};
+  const AttentionWork work{op.flops, op.batch * op.heads, op.seq_len, op.head_dim, op.causal};
+  return f.launch_s + attention_time_s(c, work, peak, gpu.sm_count);
 }
 
 LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,

@@ -9,9 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/attention_model.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/input_files.h"
+#include "costmodel/layer_correction.h"
 
 namespace hetplan {
 namespace {
@@ -66,63 +68,138 @@ KernelFit fit_kernel(const std::vector<std::pair<double, double>>& bytes_time) {
   return f;
 }
 
-// One fused-attention timing: its executed FLOPs, seconds and sequence length (0 = not given).
-struct AttentionPoint {
-  double flops = 0, time_s = 0, seq = 0;
-};
-
-double sequence_of(const KernelMeasurement& k) {
-  if (!k.params.is_object() || !k.params.contains("seq") || !k.params["seq"].is_number()) return 0;
-  return k.params["seq"].get<double>();
+// A fused-attention timing of a kernel measurement: its work from the params the profiler and
+// the SDPA import record (batch, heads, seq, head_dim, causal; what is missing stays unknown).
+AttentionSample attention_sample(const KernelMeasurement& k) {
+  AttentionSample s;
+  s.work.flops = k.flops;
+  s.time_s = k.time_s.median;
+  auto number = [&](const char* key) {
+    return k.params.is_object() && k.params.contains(key) && k.params[key].is_number()
+               ? k.params[key].get<double>()
+               : 0.0;
+  };
+  s.work.batch_heads = static_cast<int64_t>(number("batch") * number("heads"));
+  s.work.seq = static_cast<int64_t>(number("seq"));
+  s.work.head_dim = static_cast<int64_t>(number("head_dim"));
+  if (k.params.is_object() && k.params.contains("causal")) {  // true / false, or 1 / 0
+    const Json& causal = k.params["causal"];
+    s.work.causal = causal.is_boolean() ? causal.get<bool>() : number("causal") != 0;
+  }
+  return s;
 }
 
-struct AttentionFit {
-  double efficiency = 0, seq_half = 0;
-};
+// The attention kernels inside hetplan's whole-layer timings: per pass (forward, input gradient),
+// the CUPTI trace's kernels whose name holds "attention_" (the pass and its preprocessing and dQ
+// conversion, as the kernel measurements time them) against the layer's attention op. They are
+// the same kernels as the kernel measurements', at the few heads x batch of tensor-parallel
+// shards, where the grid's critical path shows.
+void add_layer_attention(const LayerMeasurement& m, std::vector<AttentionSample>& fwd,
+                         std::vector<AttentionSample>& bwd) {
+  if (!m.trace.is_object() || m.tp < 1 || m.heads % m.tp != 0 || m.kv_heads % m.tp != 0) return;
+  const LayerWork w = measured_block_work(m, m.dtype);
+  const std::pair<const char*, Pass> passes[] = {{"forward", Pass::kForward},
+                                                 {"backward_input", Pass::kBackwardInput}};
+  for (const auto& [key, pass] : passes) {
+    if (!m.trace.contains(key) || !m.trace[key].is_object()) continue;
+    const Json& kernels = m.trace[key].value("kernels", Json::array());
+    if (!kernels.is_array()) continue;
+    double seconds = 0;
+    for (const Json& k : kernels) {
+      if (!k.is_object() || !k.value("name", Json()).is_string()) continue;
+      if (k["name"].get<std::string>().find("attention_") == std::string::npos) continue;
+      seconds += k.value("count", 1.0) * k.value("mean_s", 0.0);
+    }
+    const AttentionOp* op = nullptr;
+    int ops = 0;
+    for (const AttentionOp& a : w.attention)
+      if (a.pass == pass) op = &a, ++ops;
+    if (seconds <= 0 || ops != 1) continue;
+    AttentionSample s{{op->flops, op->batch * op->heads, op->seq_len, op->head_dim, op->causal},
+                      seconds};
+    (pass == Pass::kForward ? fwd : bwd).push_back(s);
+  }
+}
 
-// Efficiency e x s / (s + half) of the peak at sequence s, fitted to the points by least squares on
-// its logarithm: for each half on a grid (0 and 16 to 2^20 in steps of 2^(1/8)), e is the
-// geometric mean that half leaves, at most 1. With fewer than two sequence lengths (or one not
-// given) the length cannot be told apart from the rest: half is 0 and e the median efficiency of
-// the larger half of the problems, as a flat efficiency was always fitted.
-AttentionFit fit_attention(std::vector<AttentionPoint> pts, double peak) {
-  AttentionFit best;
-  if (pts.empty()) return best;
-  std::set<double> lengths;
-  bool every_length = true;
-  for (const auto& p : pts) {
-    lengths.insert(p.seq);
-    every_length = every_length && p.seq > 0;
+// Attention timings of one file into fit.attention_samples, by kernel name (cost_op_name) for the
+// kernel measurements. What frameworks run is PyTorch's SDPA (or the same FlashAttention and
+// cuDNN kernels): where a file has SDPA's timings (hetplan import --format torch-sdpa), its
+// FLASH_ATTENTION backend's win, since that is what a strategy's flash_attention names and what
+// the reference harness runs (scripts/reference/train.py picks it over cuDNN's); else its default
+// backend's; else hetplan's own kernels', with those inside its whole-layer timings.
+void collect_attention(GpuFit& fit, const CalibrationFile& f,
+                       std::map<std::string, std::vector<AttentionSample>> attention,
+                       bool known_gpu) {
+  auto has = [&](const char* backend) {
+    return attention.count(std::string("sdpa_fwd_") + backend) != 0 ||
+           attention.count(std::string("sdpa_bwd_") + backend) != 0;
+  };
+  const char* backend = has("flash_attention") ? "flash_attention"
+                        : has("default")       ? "default"
+                                               : nullptr;
+  const bool have_sdpa = backend != nullptr;
+  for (auto it = attention.begin(); it != attention.end();) {
+    const bool sdpa = it->first.rfind("sdpa_", 0) == 0;
+    const bool keep = have_sdpa ? it->first == std::string("sdpa_fwd_") + backend ||
+                                      it->first == std::string("sdpa_bwd_") + backend
+                                : !sdpa;
+    it = keep ? std::next(it) : attention.erase(it);
   }
-  auto efficiency = [&](const AttentionPoint& p) { return p.flops / p.time_s / peak; };
-  if (lengths.size() < 2 || !every_length) {
-    std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.flops, a.time_s) < std::tie(b.flops, b.time_s);
-    });
-    std::vector<double> effs;
-    for (size_t i = pts.size() / 2; i < pts.size(); ++i) effs.push_back(efficiency(pts[i]));
-    best.efficiency = std::clamp(summarize(effs).median, 0.01, 1.0);
-    return best;
+  // hetplan's kernels are also timed inside its whole-layer timings (their CUPTI traces).
+  std::vector<AttentionSample> fwd, bwd;
+  if (!have_sdpa)
+    for (const auto& m : f.layers) add_layer_attention(m, fwd, bwd);
+  for (auto& [name, pts] : attention) {
+    auto& out = name.find("bwd") != std::string::npos ? bwd : fwd;
+    out.insert(out.end(), pts.begin(), pts.end());
   }
-  double best_sse = std::numeric_limits<double>::infinity();
-  for (int i = -1; i <= 128; ++i) {
-    const double half = i < 0 ? 0 : 16 * std::exp2(i / 8.0);
-    double mean_log = 0;
-    for (const auto& p : pts) mean_log += std::log(efficiency(p) * (p.seq + half) / p.seq);
-    mean_log /= static_cast<double>(pts.size());
-    const double e = std::exp(mean_log);
-    if (e > 1) continue;
-    double sse = 0;
-    for (const auto& p : pts) {
-      const double r = std::log(efficiency(p) * (p.seq + half) / p.seq) - mean_log;
-      sse += r * r;
-    }
-    if (sse < best_sse) {
-      best_sse = sse;
-      best = {std::max(e, 0.01), half};
-    }
+  // SDPA's timings replace hetplan's (and a file's with another backend), hetplan's add to
+  // hetplan's; the fit comes once every file is in (fit_attention_samples).
+  if ((fwd.empty() && bwd.empty()) || !known_gpu) return;
+  std::string source = "hetplan kernels";
+  if (have_sdpa && std::string(backend) == "flash_attention") {
+    source = "torch sdpa, FLASH_ATTENTION backend";
+  } else if (have_sdpa) {
+    source = "torch sdpa, default backend";
+    for (const auto& k : f.kernels)
+      if (k.kernel == "sdpa_fwd_default" && k.params.is_object() && k.params.contains("picked")) {
+        source += " (" + k.params["picked"].get<std::string>() + ")";
+        break;
+      }
   }
-  return best;
+  const bool sdpa_known = fit.attention_source.rfind("torch sdpa", 0) == 0;
+  if (!have_sdpa && sdpa_known) return;
+  if (source != fit.attention_source) {
+    fit.attention_samples[0].clear();
+    fit.attention_samples[1].clear();
+  }
+  fit.attention_source = source;
+  fit.attention_samples[0].insert(fit.attention_samples[0].end(), fwd.begin(), fwd.end());
+  fit.attention_samples[1].insert(fit.attention_samples[1].end(), bwd.begin(), bwd.end());
+}
+
+// Fits the attention coefficients to the timings collect_attention kept, with the launch the
+// files settled on (none kept: the priors stay). Without backward timings the backward takes the
+// forward's coefficients.
+void fit_attention_samples(GpuFit& fit, const std::optional<GpuSpec>& gpu) {
+  if (!gpu || (fit.attention_samples[0].empty() && fit.attention_samples[1].empty())) return;
+  const double peak = std::max(gpu->peak_flops(Dtype::kBf16), gpu->peak_flops(Dtype::kFp16));
+  const AttentionCoefficients prior{fit.attention_efficiency, fit.attention_seq_half,
+                                    fit.attention_head_dim_half};
+  const AttentionFitResult f =
+      fit_attention(fit.attention_samples[0], peak, gpu->sm_count, fit.launch_s, prior);
+  const AttentionFitResult b =
+      fit.attention_samples[1].empty()
+          ? AttentionFitResult{f.coefficients, {}}
+          : fit_attention(fit.attention_samples[1], peak, gpu->sm_count, fit.launch_s, prior);
+  fit.attention_efficiency = f.coefficients.efficiency;
+  fit.attention_seq_half = f.coefficients.seq_half;
+  fit.attention_head_dim_half = f.coefficients.head_dim_half;
+  fit.attention_bwd_efficiency = b.coefficients.efficiency;
+  fit.attention_bwd_seq_half = b.coefficients.seq_half;
+  fit.attention_bwd_head_dim_half = b.coefficients.head_dim_half;
+  fit.attention_quality[0] = f.quality;
+  fit.attention_quality[1] = b.quality;
 }
 
 void apply_priors(GpuFit& fit, const DatasheetPriors& p) {
@@ -136,6 +213,7 @@ void apply_priors(GpuFit& fit, const DatasheetPriors& p) {
   fit.attention_efficiency = p.attention_efficiency;
   fit.attention_bwd_efficiency = p.attention_efficiency;
   fit.attention_seq_half = fit.attention_bwd_seq_half = 0;
+  fit.attention_head_dim_half = fit.attention_bwd_head_dim_half = 0;
   for (auto& [d, e] : fit.gemm) e.overhead_s = p.kernel_launch_s;
 }
 
@@ -169,12 +247,12 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
   for (const auto& k : f.kernels)
     if (half(k)) has_half.insert(cost_op_name(k.kernel));
   std::map<std::string, std::vector<std::pair<double, double>>> by_kernel;
-  std::map<std::string, std::vector<AttentionPoint>> attention;
+  std::map<std::string, std::vector<AttentionSample>> attention;
   for (const auto& k : f.kernels) {
     const std::string name = cost_op_name(k.kernel);
     if (!half(k) && has_half.count(name)) continue;
     if (is_attention_measurement(k))
-      attention[name].push_back({k.flops, k.time_s.median, sequence_of(k)});
+      attention[name].push_back(attention_sample(k));
     else if (k.bytes > 0)
       by_kernel[name].emplace_back(k.bytes, k.time_s.median);
   }
@@ -186,55 +264,7 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
   if (auto it = fit.kernels.find("copy"); it != fit.kernels.end() && known_gpu)
     fit.memory_efficiency = std::min(1.0, it->second.GBps / spec.memory_GBps);
   if (!overheads.empty()) fit.launch_s = std::max(1e-6, summarize(overheads).median);
-  // Attention: forward and backward efficiencies apart, over the sequence length. What frameworks
-  // run is PyTorch's SDPA (or the same FlashAttention and cuDNN kernels): where a file has SDPA's
-  // timings (hetplan import --format torch-sdpa), its FLASH_ATTENTION backend's win, since that is
-  // what a strategy's flash_attention names and what the reference harness runs
-  // (scripts/reference/train.py picks it over cuDNN's); else its default backend's; else
-  // hetplan's own kernels'.
-  auto has = [&](const char* backend) {
-    return attention.count(std::string("sdpa_fwd_") + backend) != 0 ||
-           attention.count(std::string("sdpa_bwd_") + backend) != 0;
-  };
-  const char* backend = has("flash_attention") ? "flash_attention"
-                        : has("default")       ? "default"
-                                               : nullptr;
-  const bool have_sdpa = backend != nullptr;
-  for (auto it = attention.begin(); it != attention.end();) {
-    const bool sdpa = it->first.rfind("sdpa_", 0) == 0;
-    const bool keep = have_sdpa ? it->first == std::string("sdpa_fwd_") + backend ||
-                                      it->first == std::string("sdpa_bwd_") + backend
-                                : !sdpa;
-    it = keep ? std::next(it) : attention.erase(it);
-  }
-  // Another file of this GPU may already have given SDPA's figures: hetplan's do not replace them.
-  const bool sdpa_known = fit.attention_source.rfind("torch sdpa", 0) == 0;
-  if (!attention.empty() && known_gpu && (have_sdpa || !sdpa_known)) {
-    const double peak = std::max(spec.peak_flops(Dtype::kBf16), spec.peak_flops(Dtype::kFp16));
-    fit.attention_source = "hetplan kernels";
-    if (have_sdpa && std::string(backend) == "flash_attention") {
-      fit.attention_source = "torch sdpa, FLASH_ATTENTION backend";
-    } else if (have_sdpa) {
-      fit.attention_source = "torch sdpa, default backend";
-      for (const auto& k : f.kernels)
-        if (k.kernel == "sdpa_fwd_default" && k.params.is_object() && k.params.contains("picked")) {
-          fit.attention_source += " (" + k.params["picked"].get<std::string>() + ")";
-          break;
-        }
-    }
-    std::vector<AttentionPoint> fwd, bwd;
-    for (auto& [name, pts] : attention) {
-      auto& out = name.find("bwd") != std::string::npos ? bwd : fwd;
-      out.insert(out.end(), pts.begin(), pts.end());
-    }
-    const AttentionFit f_fit = fit_attention(fwd, peak), b_fit = fit_attention(bwd, peak);
-    if (!fwd.empty()) {
-      fit.attention_efficiency = f_fit.efficiency;
-      fit.attention_seq_half = f_fit.seq_half;
-    }
-    fit.attention_bwd_efficiency = bwd.empty() ? fit.attention_efficiency : b_fit.efficiency;
-    fit.attention_bwd_seq_half = bwd.empty() ? fit.attention_seq_half : b_fit.seq_half;
-  }
+  collect_attention(fit, f, std::move(attention), known_gpu);
   // Host cost per kernel: the median over the file's records (a later file's replace it).
   if (!f.host.empty()) {
     std::vector<double> per_kernel;
@@ -345,7 +375,11 @@ Profile fit_profile(const std::vector<CalibrationFile>& files,
     if (f->datasheet) apply_priors(fit, *f->datasheet);
     apply_measurements(fit, *f, find_gpu_spec(type, gpu_types));
   }
-  for (auto& [type, fit] : profile.gpus) fit_gemms(fit, find_gpu_spec(type, gpu_types));
+  for (auto& [type, fit] : profile.gpus) {
+    const std::optional<GpuSpec> gpu = find_gpu_spec(type, gpu_types);
+    fit_gemms(fit, gpu);
+    fit_attention_samples(fit, gpu);
+  }
   return profile;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/attention_model.h"
 #include "costmodel/calibration.h"
 #include "costmodel/gemm_model.h"
 #include "costmodel/hardware.h"
@@ -26,14 +27,6 @@ struct KernelFit {
   double overhead_s = 0;
   int64_t points = 0;
   double median_rel_error = 0;
-};
-
-// Where a GPU type's coefficients came from and how well they fit.
-struct FitQuality {
-  int64_t points = 0;
-  double median_rel_error = 0;
-  double p95_rel_error = 0;
-  std::string method;  // how it was scored, e.g. "held-out 1 in 5, with measured-table correction"
 };
 
 struct GpuFit {
@@ -54,6 +47,15 @@ struct GpuFit {
   // efficiency at sequence s is the one above x s / (s + seq_half). 0 = the same at every length.
   double attention_seq_half = 0;
   double attention_bwd_seq_half = 0;
+  // Narrow heads run further below it too: x d / (d + head_dim_half). 0 = the same at every
+  // head size. The grid's critical path is modelled beside them (costmodel/attention_model.h).
+  double attention_head_dim_half = 0;
+  double attention_bwd_head_dim_half = 0;
+  // How well the forward and backward fits match the timings they were fitted to (points 0: none).
+  FitQuality attention_quality[2];
+  // The timings of the attention_source, forward and backward, from every file: fitted once all
+  // files are in (so that the launch they are fitted with is the files' last word).
+  std::vector<AttentionSample> attention_samples[2];
   // Which attention the efficiencies describe: "prior", "hetplan kernels" (kernels/), or
   // "torch sdpa (...)": PyTorch's scaled_dot_product_attention, which frameworks run, preferred
   // where measured.

@@ -52,7 +52,12 @@ Json gpu_json(const GpuFit& g) {
   j["attention_bwd_efficiency"] = g.attention_bwd_efficiency;
   j["attention_seq_half"] = g.attention_seq_half;
   j["attention_bwd_seq_half"] = g.attention_bwd_seq_half;
+  j["attention_head_dim_half"] = g.attention_head_dim_half;
+  j["attention_bwd_head_dim_half"] = g.attention_bwd_head_dim_half;
   j["attention_source"] = g.attention_source;
+  if (g.attention_quality[0].points > 0 || g.attention_quality[1].points > 0)
+    j["attention_quality"] = {{"forward", to_json(g.attention_quality[0])},
+                              {"backward", to_json(g.attention_quality[1])}};
   Json layers = Json::array();
   for (const auto& l : g.layers) layers.push_back(to_json(l));
   j["layers"] = layers;
@@ -118,7 +123,19 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
   g.attention_bwd_efficiency = r.positive_or("attention_bwd_efficiency", g.attention_efficiency);
   g.attention_seq_half = r.non_negative_or("attention_seq_half", 0);
   g.attention_bwd_seq_half = r.non_negative_or("attention_bwd_seq_half", g.attention_seq_half);
+  g.attention_head_dim_half = r.non_negative_or("attention_head_dim_half", 0);
+  g.attention_bwd_head_dim_half =
+      r.non_negative_or("attention_bwd_head_dim_half", g.attention_head_dim_half);
   g.attention_source = r.string_or("attention_source", "prior");
+  if (auto q = r.optional_object("attention_quality")) {
+    const char* passes[2] = {"forward", "backward"};
+    for (int i = 0; i < 2; ++i)
+      if (auto pass = q->optional_object(passes[i])) {
+        g.attention_quality[i] = quality_from(*pass);
+        pass->finish();
+      }
+    q->finish();
+  }
   for (auto& l : r.objects_or_empty("layers")) g.layers.push_back(layer_from_json(l));
   for (auto& l : r.objects_or_empty("layer_forward"))
     g.layer_forward.push_back(layer_forward_from_json(l));

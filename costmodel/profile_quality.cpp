@@ -66,15 +66,6 @@ int gemm_time_class(double measured_s) {
   return measured_s < kGemmTimeClassBounds[0] ? 0 : measured_s < kGemmTimeClassBounds[1] ? 1 : 2;
 }
 
-FitQuality summarize_errors(std::vector<double> errors) {
-  FitQuality q;
-  std::sort(errors.begin(), errors.end());
-  q.points = static_cast<int64_t>(errors.size());
-  q.median_rel_error = percentile_sorted(errors, 0.5);
-  q.p95_rel_error = percentile_sorted(errors, 0.95);
-  return q;
-}
-
 GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
                          double peak_flops, double memory_GBps, int64_t sm_count,
                          int bytes_per_element, int every) {
@@ -122,6 +113,10 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
     q.attention_bwd_efficiency = fit.attention_bwd_efficiency;
     q.attention_seq_half = fit.attention_seq_half;
     q.attention_bwd_seq_half = fit.attention_bwd_seq_half;
+    q.attention_head_dim_half = fit.attention_head_dim_half;
+    q.attention_bwd_head_dim_half = fit.attention_bwd_head_dim_half;
+    q.attention_quality[0] = fit.attention_quality[0];
+    q.attention_quality[1] = fit.attention_quality[1];
     q.attention_source = fit.attention_source;
     for (const auto& f : files)
       if (f.context.gpu_type == type)
@@ -266,6 +261,10 @@ Json to_json(const FitReport& report) {
           {"bwd_efficiency", g.attention_bwd_efficiency},
           {"seq_half", g.attention_seq_half},
           {"bwd_seq_half", g.attention_bwd_seq_half},
+          {"head_dim_half", g.attention_head_dim_half},
+          {"bwd_head_dim_half", g.attention_bwd_head_dim_half},
+          {"forward_quality", to_json(g.attention_quality[0])},
+          {"backward_quality", to_json(g.attention_quality[1])},
           {"points", g.attention_points},
           {"source", g.attention_source}}},
         {"layers", layers},

@@ -27,9 +27,6 @@ inline constexpr size_t kMinFitShapes = 21;
 inline constexpr double kImplausiblePeakFraction = 0.05;
 bool is_held_out(const GemmShape& shape, int every);
 
-// Relative errors |predicted / measured - 1| summarised.
-FitQuality summarize_errors(std::vector<double> errors);
-
 // The GEMM model of one GPU type and dtype, fitted without the held-out shapes.
 struct GemmHoldout {
   Dtype dtype = Dtype::kBf16;
@@ -77,8 +74,10 @@ struct GpuQuality {
   std::vector<GemmHoldout> gemm;
   std::map<std::string, KernelFit> kernels;
   double attention_efficiency = 0, attention_bwd_efficiency = 0;
-  double attention_seq_half = 0, attention_bwd_seq_half = 0;  // GpuFit's
-  int64_t attention_points = 0;
+  double attention_seq_half = 0, attention_bwd_seq_half = 0;            // GpuFit's
+  double attention_head_dim_half = 0, attention_bwd_head_dim_half = 0;  // GpuFit's
+  FitQuality attention_quality[2];  // forward, backward: over the timings they were fitted to
+  int64_t attention_points = 0;     // attention timings in the files (any source)
   std::string attention_source;
   // Whole layers timed against the sum of their ops (costmodel/layer_correction.h), and the
   // corrections the cost model makes of them.

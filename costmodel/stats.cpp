@@ -34,6 +34,15 @@ Distribution summarize(std::vector<double> samples) {
   return d;
 }
 
+FitQuality summarize_errors(std::vector<double> errors) {
+  FitQuality q;
+  std::sort(errors.begin(), errors.end());
+  q.points = static_cast<int64_t>(errors.size());
+  q.median_rel_error = percentile_sorted(errors, 0.5);
+  q.p95_rel_error = percentile_sorted(errors, 0.95);
+  return q;
+}
+
 Json to_json(const Distribution& d, const char* unit_suffix) {
   auto key = [&](const char* name) { return fmt::format("{}_{}", name, unit_suffix); };
   Json j;

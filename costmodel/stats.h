@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "costmodel/document.h"
@@ -26,6 +27,15 @@ struct Distribution {
 Distribution summarize(std::vector<double> samples);
 // Percentile q in [0, 1] of sorted samples, linearly interpolated.
 double percentile_sorted(const std::vector<double>& sorted, double q);
+
+// How well a fit matches measurements: |predicted / measured - 1| summarised.
+struct FitQuality {
+  int64_t points = 0;
+  double median_rel_error = 0;
+  double p95_rel_error = 0;
+  std::string method;  // how it was scored, e.g. "held-out 1 in 5, with measured-table correction"
+};
+FitQuality summarize_errors(std::vector<double> errors);
 
 // JSON form with a unit suffix on every field: {"count", "median_s", "min_s", ...} for unit "s".
 Json to_json(const Distribution& d, const char* unit_suffix = "s");

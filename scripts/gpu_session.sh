@@ -136,7 +136,7 @@ calibrate_excerpt() {
 
 # The GEMM held-out scores against their targets, attention, the layer corrections (item 3).
 fit_excerpt() {
-  excerpt "$1" 'GEMM|dtype|^  (fp8|fp16|bf16|tf32|fp32) |attention efficiency|whole layers|with the corrections|^    correction|not used|targets' 40
+  excerpt "$1" 'GEMM|dtype|^  (fp8|fp16|bf16|tf32|fp32) |^  attention |whole layers|with the corrections|^    correction|not used|targets' 40
 }
 
 finish() {

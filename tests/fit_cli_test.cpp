@@ -45,11 +45,12 @@ CalibrationFile synthetic_calibration(bool with_grid) {
     k.time_s = summarize({3e-6 + bytes / 3.0e12});
     f.kernels.push_back(k);
   }
+  // Attention at half the peak, after the same 3 us launch as the copy's (the fit's launch).
   for (double flops : {1e10, 1e11, 1e12, 1e13}) {
     KernelMeasurement k;
     k.kernel = "attention_fwd";
     k.flops = flops;
-    k.time_s = summarize({flops / (0.5 * 989.4e12)});
+    k.time_s = summarize({3e-6 + flops / (0.5 * 989.4e12)});
     f.kernels.push_back(k);
   }
   return f;
@@ -76,8 +77,11 @@ TEST(FitCli, WritesAProfileAndAHeldOutQualityReport) {
   EXPECT_LE(median, 0.03);
   EXPECT_LE(p95, 0.08);
   EXPECT_GT(bf16["held_out_corrected"]["points"].get<int64_t>(), 400);
-  // Attention: 1e13 flops at half the peak.
-  EXPECT_NEAR(q["gpus"]["h100-sxm"]["attention"]["efficiency"].get<double>(), 0.5, 1e-9);
+  // Attention: half the peak, which the four timings fit exactly.
+  const Json& attention = q["gpus"]["h100-sxm"]["attention"];
+  EXPECT_NEAR(attention["efficiency"].get<double>(), 0.5, 1e-9);
+  EXPECT_EQ(attention["forward_quality"]["points"], 4);
+  EXPECT_LT(attention["forward_quality"]["p95_rel_error"].get<double>(), 1e-9);
 
   // The profile stores the same held-out score, and reads back.
   const Profile p = profile_from_document(load_document(profile_path));
@@ -222,55 +226,76 @@ TEST(ProfileFit, RegistryKernelNamesReachTheCostModelsOps) {
 }
 
 // Fused attention from PyTorch's SDPA timings: the FLASH_ATTENTION backend's (what a strategy's
-// flash_attention and the reference harness run) over the faster default backend's, and its
-// efficiency falls with the sequence as e x s / (s + half), forward and backward apart.
-TEST(ProfileFit, AttentionEfficiencyIsFlashAttentionsAndFallsWithTheSequence) {
+// flash_attention and the reference harness run) over the faster default backend's, its
+// efficiency falling with the sequence and the head size, forward and backward apart, and the
+// cost model timing an op with what was fitted.
+TEST(ProfileFit, AttentionIsFlashAttentionsAndFallsWithTheSequenceAndTheHeadSize) {
   const double peak = 989.4e12;  // h100-sxm bf16 dense
-  // Halves on the fit's grid (16 x 2^(i/8)), so that the fit can find them exactly.
-  const double fwd_half = 16 * std::exp2(45 / 8.0), bwd_half = 1024;
+  const int64_t sms = 132;
+  // Halves on the fit's grids (16 x 2^(i/8), 4 x 2^(j/2)), so that the fit can find them exactly.
+  const AttentionCoefficients fwd{0.36, 16 * std::exp2(45 / 8.0), 32};
+  const AttentionCoefficients bwd{0.30, 1024, 4 * std::exp2(9 / 2.0)};
+  const double launch = GpuFit{}.launch_s;  // the file times no other kernel
   CalibrationFile f;
   f.context.source = "measured";
   f.context.gpu_type = "h100-sxm";
-  auto add = [&](const std::string& kernel, double seq, double efficiency) {
+  auto add = [&](const std::string& kernel, const AttentionCoefficients& c, int64_t seq,
+                 int64_t head_dim) {
     KernelMeasurement k;
     k.kernel = kernel;
     k.dtype = Dtype::kBf16;
-    k.flops =
-        4.0 * 4 * 16 * seq * seq * 128 / 2 * (kernel.find("bwd") != std::string::npos ? 2.5 : 1);
-    k.params = Json{{"seq", seq}, {"head_dim", 128}, {"causal", 1}};
-    k.time_s = summarize({k.flops / (efficiency * peak)});
+    k.flops = 4.0 * 4 * 16 * seq * seq * head_dim / 2 *
+              (kernel.find("bwd") != std::string::npos ? 2.5 : 1);
+    k.params =
+        Json{{"batch", 4}, {"heads", 16}, {"seq", seq}, {"head_dim", head_dim}, {"causal", 1}};
+    const AttentionWork w{k.flops, 64, seq, head_dim, true};
+    k.time_s = summarize({launch + attention_time_s(c, w, peak, sms)});
     f.kernels.push_back(k);
   };
-  for (double seq : {512.0, 1024.0, 2048.0, 4096.0}) {
-    add("sdpa_fwd_flash_attention", seq, 0.36 * seq / (seq + fwd_half));
-    add("sdpa_bwd_flash_attention", seq, 0.30 * seq / (seq + bwd_half));
-    add("sdpa_fwd_default", seq, 0.55);
-    add("sdpa_bwd_default", seq, 0.45);
-  }
+  for (int64_t seq : {512, 1024, 2048, 4096})
+    for (int64_t head_dim : {64, 128}) {
+      add("sdpa_fwd_flash_attention", fwd, seq, head_dim);
+      add("sdpa_bwd_flash_attention", bwd, seq, head_dim);
+      add("sdpa_fwd_default", {0.55, 0, 0}, seq, head_dim);
+      add("sdpa_bwd_default", {0.45, 0, 0}, seq, head_dim);
+    }
   const GpuFit g = fit_profile({f}).gpu("h100-sxm");
   EXPECT_EQ(g.attention_source, "torch sdpa, FLASH_ATTENTION backend");
-  EXPECT_NEAR(g.attention_efficiency, 0.36, 1e-9);
-  EXPECT_NEAR(g.attention_seq_half, fwd_half, 1e-6);
-  EXPECT_NEAR(g.attention_bwd_efficiency, 0.30, 1e-9);
-  EXPECT_NEAR(g.attention_bwd_seq_half, bwd_half, 1e-6);
+  EXPECT_NEAR(g.attention_efficiency, fwd.efficiency, 1e-9);
+  EXPECT_DOUBLE_EQ(g.attention_seq_half, fwd.seq_half);
+  EXPECT_DOUBLE_EQ(g.attention_head_dim_half, fwd.head_dim_half);
+  EXPECT_NEAR(g.attention_bwd_efficiency, bwd.efficiency, 1e-9);
+  EXPECT_DOUBLE_EQ(g.attention_bwd_seq_half, bwd.seq_half);
+  EXPECT_DOUBLE_EQ(g.attention_bwd_head_dim_half, bwd.head_dim_half);
+  EXPECT_EQ(g.attention_quality[0].points, 8);
+  EXPECT_LT(g.attention_quality[1].p95_rel_error, 1e-9);
 
-  // The cost model's attention at sequence 1024: launch + FLOPs / (peak x e x s / (s + half)).
+  // The cost model's attention: launch + the model at the fitted coefficients. Two heads of a
+  // 1024-token backward are far below the GPU: the critical path sets it, 8x the FLOPs' time.
   Profile p;
   p.gpus["h100-sxm"] = g;
   const ClusterSpec cluster = load_cluster("p5.48xlarge:1");
   const CostModel cost(p, cluster);
   const GpuSpec& gpu = cluster.groups[0].node.gpu;
-  AttentionOp op{Pass::kBackwardInput, 2, 16, 16, 1024, 128, true, 1e12};
+  const double flops = 2.5 * 4.0 * 2 * 1024 * 1024 * 128 / 2;
+  const AttentionOp op{Pass::kBackwardInput, 1, 2, 2, 1024, 128, true, flops};
+  const double head = 128 / (128 + bwd.head_dim_half);
+  const double throughput = flops / (peak * 0.30 * 1024 / (1024 + bwd.seq_half) * head);
+  const double critical = 2.5 * 4 * 128 * 128 * 1024 / (peak / sms * 0.30 * head);
   EXPECT_NEAR(cost.attention_s(gpu, Dtype::kBf16, op),
-              g.launch_s + 1e12 / (peak * 0.30 * 1024 / (1024 + bwd_half)), 1e-9);
-  // Without its forward and backward timings at several lengths the efficiency is flat, as before.
+              g.launch_s + std::hypot(throughput, critical), 1e-12);
+  EXPECT_GT(critical, 8 * throughput);
+  // With one sequence length and one head size neither half is fitted.
   CalibrationFile one = f;
   one.kernels.erase(std::remove_if(one.kernels.begin(), one.kernels.end(),
-                                   [](const auto& k) { return k.params["seq"] != 4096.0; }),
+                                   [](const auto& k) {
+                                     return k.params["seq"] != 4096 || k.params["head_dim"] != 128;
+                                   }),
                     one.kernels.end());
   const GpuFit flat = fit_profile({one}).gpu("h100-sxm");
-  EXPECT_NEAR(flat.attention_efficiency, 0.36 * 4096 / (4096 + fwd_half), 1e-9);
   EXPECT_EQ(flat.attention_seq_half, 0);
+  EXPECT_EQ(flat.attention_head_dim_half, 0);
+  EXPECT_EQ(flat.attention_quality[0].points, 1);
 }
 
 // QA: predict and search named Helix ("imported:helix") as the source of the T4's training fit,

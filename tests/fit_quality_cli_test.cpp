@@ -43,7 +43,7 @@ TEST(FitQuality, NoHeldOutScoringStillReportsEverythingElse) {
                        "GEMM: no shape held out (--holdout-every 0), in-sample scores "
                        "only"))
       << r.output;
-  EXPECT_TRUE(contains(r.output, "attention efficiency")) << r.output;
+  EXPECT_TRUE(contains(r.output, "attention (prior, not measured)")) << r.output;
   const Json report = load_document(q).root;
   EXPECT_EQ(report["holdout"]["every"], 0);
   const Json& g = report["gpus"]["a100-40gb"];
