@@ -190,9 +190,11 @@ void print_report(const FitReport& report, const Profile& profile) {
                           : std::string();
     };
     fmt::print("  attention ({}): forward {:.3f}{}{}{}, backward {:.3f}{}{}{} of the dense peak\n",
-               g.attention_points > 0 ? fmt::format("{}; {} kernel timings in the files",
-                                                    g.attention_source, g.attention_points)
-                                      : std::string("prior, not measured"),
+               g.attention_points > 0 || g.attention_quality[0].points > 0 ||
+                       g.attention_quality[1].points > 0
+                   ? fmt::format("{}; {} kernel timings in the files", g.attention_source,
+                                 g.attention_points)
+                   : std::string("prior, not measured"),
                g.attention_efficiency, half("s", g.attention_seq_half),
                half("d", g.attention_head_dim_half), quality(g.attention_quality[0]),
                g.attention_bwd_efficiency, half("s", g.attention_bwd_seq_half),

@@ -5,7 +5,6 @@
 #include <limits>
 #include <set>
 
-
 namespace hetplan {
 
 double attention_time_s(const AttentionCoefficients& c, const AttentionWork& w, double peak_flops,

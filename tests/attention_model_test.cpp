@@ -78,8 +78,8 @@ TEST(AttentionModel, FitRecoversTheCoefficientsOfItsOwnTimings) {
   const AttentionFitResult flat = fit_attention(one_shape, 989e12, 132, launch, {});
   EXPECT_EQ(flat.coefficients.seq_half, 0);
   EXPECT_EQ(flat.coefficients.head_dim_half, 0);
-  const double folded = truth.efficiency * 4096 / (4096 + truth.seq_half) * 128 /
-                        (128 + truth.head_dim_half);
+  const double folded =
+      truth.efficiency * 4096 / (4096 + truth.seq_half) * 128 / (128 + truth.head_dim_half);
   EXPECT_NEAR(flat.coefficients.efficiency, folded, 0.02 * folded);
 
   // No timings: the prior, unscored.

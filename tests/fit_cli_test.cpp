@@ -298,6 +298,65 @@ TEST(ProfileFit, AttentionIsFlashAttentionsAndFallsWithTheSequenceAndTheHeadSize
   EXPECT_EQ(flat.attention_quality[0].points, 1);
 }
 
+// hetplan's attention kernels inside its whole-layer timings: the CUPTI trace's kernels named
+// attention_* (the pass with its preprocessing and dQ conversion) are timings of the layer's
+// attention op, the others are not; an SDPA file replaces them as it replaces the kernels'.
+TEST(ProfileFit, AttentionTakesTheKernelsInsideWholeLayerTimings) {
+  const double peak = 989.4e12;  // h100-sxm bf16 dense
+  const AttentionCoefficients truth{0.3, 0, 0};
+  const double launch = GpuFit{}.launch_s;  // the file times no memory-bound kernel
+  CalibrationFile f;
+  f.context.source = "measured";
+  f.context.gpu_type = "h100-sxm";
+  for (int64_t tp : {1, 8}) {  // gpt2-medium's block: 16 and 2 heads per rank, micro-batch 1
+    LayerMeasurement m;
+    m.style = "gpt";
+    m.micro_batch = 1;
+    m.seq_len = 1024;
+    m.hidden = 1024;
+    m.heads = m.kv_heads = 16;
+    m.ffn_hidden = 4096;
+    m.tp = tp;
+    m.forward_s = m.backward_input_s = m.backward_weight_s = summarize({1e-3});
+    for (const AttentionOp& op : measured_block_work(m, Dtype::kBf16).attention) {
+      const AttentionWork w{op.flops, op.batch * op.heads, op.seq_len, op.head_dim, op.causal};
+      const double t = launch + attention_time_s(truth, w, peak, 132);
+      const char* pass = op.pass == Pass::kForward ? "forward" : "backward_input";
+      m.trace[pass]["kernels"] = Json::array(
+          {{{"name", "void hetplan::kernels::attention_main_kernel<bf16, 64>"},
+            {"count", 1},
+            {"mean_s", 0.75 * t}},
+           {{"name", "void hetplan::kernels::attention_side_kernel<bf16, 64>"},
+            {"count", 2},
+            {"mean_s", 0.125 * t}},
+           {{"name", "nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT"}, {"count", 3}, {"mean_s", t}}});
+    }
+    f.layers.push_back(m);
+  }
+  const GpuFit g = fit_profile({f}).gpu("h100-sxm");
+  EXPECT_EQ(g.attention_source, "hetplan kernels");
+  EXPECT_EQ(g.attention_quality[0].points, 2);
+  EXPECT_EQ(g.attention_quality[1].points, 2);
+  EXPECT_NEAR(g.attention_efficiency, 0.3, 1e-9);
+  EXPECT_NEAR(g.attention_bwd_efficiency, 0.3, 1e-9);
+  EXPECT_LT(g.attention_quality[1].p95_rel_error, 1e-9);
+
+  KernelMeasurement k;  // SDPA's figures, in another file
+  k.kernel = "sdpa_fwd_flash_attention";
+  k.dtype = Dtype::kBf16;
+  k.flops = 1e12;
+  k.time_s = summarize({launch + 1e12 / (0.5 * peak)});
+  CalibrationFile sdpa = f;
+  sdpa.layers.clear();
+  sdpa.kernels = {k};
+  for (const auto& files : {std::vector<CalibrationFile>{f, sdpa}, {sdpa, f}}) {
+    const GpuFit both = fit_profile(files).gpu("h100-sxm");
+    EXPECT_EQ(both.attention_source, "torch sdpa, FLASH_ATTENTION backend");
+    EXPECT_EQ(both.attention_quality[0].points, 1);
+    EXPECT_NEAR(both.attention_efficiency, 0.5, 1e-9);
+  }
+}
+
 // QA: predict and search named Helix ("imported:helix") as the source of the T4's training fit,
 // which Helix's serving tables do not change (its coefficients were the datasheet's).
 TEST(ProfileFit, ServingTablesAloneAreNoSourceOfTheTrainingFit) {
