@@ -28,7 +28,7 @@ double attention_time_s(const AttentionCoefficients& c, const AttentionWork& w, 
 
 namespace {
 
-// Sum of squared log errors of launch + body / e, and the e in (0, 1] that minimises it (golden
+// Sum of squared log errors of launch + body / e, and the e in [0.005, 1] that minimises it (golden
 // section on log e; the sum is unimodal in it).
 std::pair<double, double> best_efficiency(const std::vector<double>& body,
                                           const std::vector<double>& time, double launch_s) {

@@ -89,13 +89,8 @@ double CostModel::attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp
   const GpuFit& f = cost(gpu).fit;
   const double peak = gpu.peak_flops(compute_dtype(gpu, dtype));
   const bool forward = op.pass == Pass::kForward;
-  const AttentionCoefficients c =
-      forward ? AttentionCoefficients{f.attention_efficiency, f.attention_seq_half,
-                                      f.attention_head_dim_half}
-              : AttentionCoefficients{f.attention_bwd_efficiency, f.attention_bwd_seq_half,
-                                      f.attention_bwd_head_dim_half};
-  const AttentionWork work{op.flops, op.batch * op.heads, op.seq_len, op.head_dim, op.causal};
-  return f.launch_s + attention_time_s(c, work, peak, gpu.sm_count);
+  return f.launch_s +
+         attention_time_s(f.attention(forward), attention_work(op), peak, gpu.sm_count);
 }
 
 LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,

@@ -8,6 +8,10 @@
 
 namespace hetplan {
 
+AttentionWork attention_work(const AttentionOp& op) {
+  return {op.flops, op.batch * op.heads, op.seq_len, op.head_dim, op.causal};
+}
+
 std::string_view to_string(Pass pass) {
   switch (pass) {
     case Pass::kForward:

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/attention_model.h"
 #include "costmodel/calibration.h"
 #include "costmodel/model.h"
 
@@ -70,6 +71,9 @@ struct AttentionOp {
   bool causal = true;
   double flops = 0;  // executed: causal attention skips the masked half
 };
+
+// Its work as the attention time model takes it (costmodel/attention_model.h).
+AttentionWork attention_work(const AttentionOp& op);
 
 // A collective over the tensor-parallel group; bytes follow nccl-tests (the whole array).
 struct CommOp {

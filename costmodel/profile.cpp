@@ -115,9 +115,7 @@ void add_layer_attention(const LayerMeasurement& m, std::vector<AttentionSample>
     for (const AttentionOp& a : w.attention)
       if (a.pass == pass) op = &a, ++ops;
     if (seconds <= 0 || ops != 1) continue;
-    AttentionSample s{{op->flops, op->batch * op->heads, op->seq_len, op->head_dim, op->causal},
-                      seconds};
-    (pass == Pass::kForward ? fwd : bwd).push_back(s);
+    (pass == Pass::kForward ? fwd : bwd).push_back({attention_work(*op), seconds});
   }
 }
 
@@ -178,26 +176,38 @@ void collect_attention(GpuFit& fit, const CalibrationFile& f,
   fit.attention_samples[1].insert(fit.attention_samples[1].end(), bwd.begin(), bwd.end());
 }
 
+}  // namespace
+
+AttentionCoefficients GpuFit::attention(bool forward) const {
+  return forward ? AttentionCoefficients{attention_efficiency, attention_seq_half,
+                                         attention_head_dim_half}
+                 : AttentionCoefficients{attention_bwd_efficiency, attention_bwd_seq_half,
+                                         attention_bwd_head_dim_half};
+}
+
+void GpuFit::set_attention(bool forward, const AttentionCoefficients& c) {
+  (forward ? attention_efficiency : attention_bwd_efficiency) = c.efficiency;
+  (forward ? attention_seq_half : attention_bwd_seq_half) = c.seq_half;
+  (forward ? attention_head_dim_half : attention_bwd_head_dim_half) = c.head_dim_half;
+}
+
+namespace {
+
 // Fits the attention coefficients to the timings collect_attention kept, with the launch the
 // files settled on (none kept: the priors stay). Without backward timings the backward takes the
 // forward's coefficients.
 void fit_attention_samples(GpuFit& fit, const std::optional<GpuSpec>& gpu) {
   if (!gpu || (fit.attention_samples[0].empty() && fit.attention_samples[1].empty())) return;
   const double peak = std::max(gpu->peak_flops(Dtype::kBf16), gpu->peak_flops(Dtype::kFp16));
-  const AttentionCoefficients prior{fit.attention_efficiency, fit.attention_seq_half,
-                                    fit.attention_head_dim_half};
+  const AttentionCoefficients prior = fit.attention(true);
   const AttentionFitResult f =
       fit_attention(fit.attention_samples[0], peak, gpu->sm_count, fit.launch_s, prior);
   const AttentionFitResult b =
       fit.attention_samples[1].empty()
           ? AttentionFitResult{f.coefficients, {}}
           : fit_attention(fit.attention_samples[1], peak, gpu->sm_count, fit.launch_s, prior);
-  fit.attention_efficiency = f.coefficients.efficiency;
-  fit.attention_seq_half = f.coefficients.seq_half;
-  fit.attention_head_dim_half = f.coefficients.head_dim_half;
-  fit.attention_bwd_efficiency = b.coefficients.efficiency;
-  fit.attention_bwd_seq_half = b.coefficients.seq_half;
-  fit.attention_bwd_head_dim_half = b.coefficients.head_dim_half;
+  fit.set_attention(true, f.coefficients);
+  fit.set_attention(false, b.coefficients);
   fit.attention_quality[0] = f.quality;
   fit.attention_quality[1] = b.quality;
 }
@@ -210,10 +220,7 @@ void apply_priors(GpuFit& fit, const DatasheetPriors& p) {
   }
   fit.memory_efficiency = p.memory_efficiency;
   fit.launch_s = p.kernel_launch_s;
-  fit.attention_efficiency = p.attention_efficiency;
-  fit.attention_bwd_efficiency = p.attention_efficiency;
-  fit.attention_seq_half = fit.attention_bwd_seq_half = 0;
-  fit.attention_head_dim_half = fit.attention_bwd_head_dim_half = 0;
+  for (bool forward : {true, false}) fit.set_attention(forward, {p.attention_efficiency, 0, 0});
   for (auto& [d, e] : fit.gemm) e.overhead_s = p.kernel_launch_s;
 }
 

@@ -51,6 +51,9 @@ struct GpuFit {
   // head size. The grid's critical path is modelled beside them (costmodel/attention_model.h).
   double attention_head_dim_half = 0;
   double attention_bwd_head_dim_half = 0;
+  // The forward's (true) or the backward's coefficients as costmodel/attention_model.h takes them.
+  AttentionCoefficients attention(bool forward) const;
+  void set_attention(bool forward, const AttentionCoefficients& c);
   // How well the forward and backward fits match the timings they were fitted to (points 0: none).
   FitQuality attention_quality[2];
   // The timings of the attention_source, forward and backward, from every file: fitted once all

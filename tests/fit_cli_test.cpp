@@ -319,8 +319,7 @@ TEST(ProfileFit, AttentionTakesTheKernelsInsideWholeLayerTimings) {
     m.tp = tp;
     m.forward_s = m.backward_input_s = m.backward_weight_s = summarize({1e-3});
     for (const AttentionOp& op : measured_block_work(m, Dtype::kBf16).attention) {
-      const AttentionWork w{op.flops, op.batch * op.heads, op.seq_len, op.head_dim, op.causal};
-      const double t = launch + attention_time_s(truth, w, peak, 132);
+      const double t = launch + attention_time_s(truth, attention_work(op), peak, 132);
       const char* pass = op.pass == Pass::kForward ? "forward" : "backward_input";
       m.trace[pass]["kernels"] = Json::array(
           {{{"name", "void hetplan::kernels::attention_main_kernel<bf16, 64>"},
