@@ -5,9 +5,11 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "costmodel/clocks.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/profile.h"
@@ -127,6 +129,22 @@ void print_glitches(const std::vector<GemmHoldout>& gemm) {
         "  {:<6} {} measured shape{} left out of other shapes' corrections as glitches (each "
         "over 1.8x its 8 nearest neighbours' median in measured / analytical): {}\n",
         to_string(h.dtype), h.glitches.size(), h.glitches.size() == 1 ? "" : "s", shown);
+  }
+}
+
+// The SM clocks each class of measurement saw (NVML, read during the timed work).
+void print_clocks(const std::vector<ClockClass>& clocks) {
+  if (clocks.empty()) return;
+  fmt::print(
+      "  SM clock while timed (median over measurements [p10, p90], lowest reading; how many "
+      "ran under a power or thermal limit):\n");
+  for (const auto& c : clocks) {
+    const std::vector<std::string> reasons = clock_reason_names(c.reasons);
+    fmt::print(
+        "    {:<34} {:>5} timed  {:>5.0f} MHz [{:.0f}, {:.0f}], lowest {:.0f}{}; {} limited{}\n",
+        c.what, c.measurements, c.sm_mhz_median, c.sm_mhz_p10, c.sm_mhz_p90, c.sm_mhz_min,
+        c.power_w_median ? fmt::format(", {:.0f} W", *c.power_w_median) : "", c.power_thermal,
+        reasons.empty() ? "" : fmt::format(" ({})", fmt::join(reasons, ", ")));
   }
 }
 
@@ -255,6 +273,7 @@ void print_report(const FitReport& report, const Profile& profile) {
             "the ops do not (or the other way); the cost model applies them as measured\n",
             kFarRatio);
     }
+    print_clocks(g.clocks);
   }
 }
 

@@ -118,9 +118,13 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
     q.attention_quality[0] = fit.attention_quality[0];
     q.attention_quality[1] = fit.attention_quality[1];
     q.attention_source = fit.attention_source;
+    std::vector<const CalibrationFile*> own;
     for (const auto& f : files)
-      if (f.context.gpu_type == type)
+      if (f.context.gpu_type == type) {
+        own.push_back(&f);
         for (const auto& k : f.kernels) q.attention_points += is_attention_measurement(k);
+      }
+    q.clocks = clock_classes(own);
     const std::optional<GpuSpec> gpu = find_gpu_spec(type, gpu_types);
     if (!gpu) {
       report.gpus.push_back(std::move(q));
@@ -286,6 +290,9 @@ Json to_json(const FitReport& report) {
           {"backward_weight", to_json(g.ratio_layer_quality[2])},
           {"method",
            "the same with ratio corrections only (no fixed + rate model), for comparison"}}}};
+    Json clocks = Json::array();
+    for (const auto& c : g.clocks) clocks.push_back(to_json(c));
+    gpus[g.gpu_type]["clocks"] = clocks;
   }
   return {{"format", "hetplan-fit-quality"},
           {"schema_version", 1},

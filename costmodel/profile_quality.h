@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "costmodel/calibration.h"
+#include "costmodel/clock_classes.h"
 #include "costmodel/gemm_model.h"
 #include "costmodel/layer_correction.h"
 #include "costmodel/profile.h"
@@ -89,6 +90,8 @@ struct GpuQuality {
   // The same with ratio corrections only (no fixed + rate model): which of the two carries over
   // micro-batches better is for each calibration's data to say.
   FitQuality ratio_layer_quality[3];
+  // The SM clocks the measurements saw, by class (files with clock records only).
+  std::vector<ClockClass> clocks;
 };
 
 struct FitReport {
