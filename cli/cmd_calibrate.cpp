@@ -75,6 +75,9 @@ CommandRunner declare_calibrate(CLI::App& app) {
       ->check(kPositive);
   app.add_flag_callback(
       "--no-cupti", [o] { o->cupti = false; }, "Do not trace kernels with CUPTI");
+  app.add_flag_callback(
+      "--no-clocks", [o] { o->clocks = false; },
+      "Do not read the SM clock, power and clock-event reasons (NVML) during timed regions");
   app.add_option("--stop-after", o->stop_after,
                  "Stop after N new measurements as if interrupted (for testing --resume)")
       ->check(kPositive);

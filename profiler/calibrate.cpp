@@ -10,6 +10,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/journal.h"
 #include "costmodel/model.h"
+#include "profiler/common/clock_monitor.h"
 #include "profiler/common/launcher.h"
 #include "profiler/common/plan.h"
 #include "profiler/common/progress.h"
@@ -204,6 +205,9 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   for (const auto& w : warnings) progress.message("calibrate: warning: " + w);
   CuptiTracer tracer(o.cupti);
   if (tracer.available()) prov.cupti = tracer.version();
+  const std::unique_ptr<ClockMonitor> clocks =
+      ClockMonitor::open_nvml(device.info().pci_bus_id, o.clocks);
+  progress.message("calibrate: " + clocks->describe());
   progress.message(fmt::format(
       "calibrate: {} ({}), {} SMs, {} of memory, {} L2; driver {}, "
       "CUDA {}, cuBLAS {}, NCCL {}",
@@ -222,7 +226,7 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   }
   Journal* jp = journal ? &*journal : nullptr;
 
-  SectionContext ctx{o, device, tracer, prov, progress, jp};
+  SectionContext ctx{o, device, tracer, *clocks, prov, progress, jp};
   auto plans = plan_sections(sections, ctx);
   std::vector<PlanItem> all;
   for (const auto& p : plans) all.insert(all.end(), p.items.begin(), p.items.end());
@@ -258,6 +262,7 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   }
 
   if (!tracer.available()) add_note(prov, tracer.unavailable_reason());
+  add_note(prov, clocks->describe());
   if (out.stopped) add_note(prov, "partial: the run was interrupted; --resume completes it");
   const Assembly assembly = assemble(*journal, prov, run);
   save_calibration(assembly.file, o.out);

@@ -93,6 +93,7 @@ Json measure_case(const K::Case& c, const K::Shape& shape, SectionContext& ctx, 
   };
   TimingOptions topt;
   topt.target_s = ctx.options.quick ? 5e-3 : 20e-3;
+  topt.clocks = &ctx.clocks;
   const Timing t = time_launches(launch, stream, topt);
   const K::Work w = c.work(shape);
   KernelMeasurement m;
@@ -182,6 +183,7 @@ class KernelsSection : public Section {
     };
     TimingOptions topt;
     topt.target_s = ctx.options.quick ? 5e-3 : 20e-3;
+    topt.clocks = &ctx.clocks;
     const Timing t = time_launches(launch, stream, topt);
     KernelMeasurement m;
     m.kernel = "d2d_copy";

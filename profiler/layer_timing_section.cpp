@@ -84,6 +84,7 @@ class LayerTimingSection : public Section {
     topt.target_s = ctx.options.quick ? 10e-3 : 30e-3;
     topt.min_samples = ctx.options.quick ? 3 : 5;
     topt.sample_s = 1e-3;
+    topt.clocks = &ctx.clocks;
     const Timing f =
         time_launches([&](int64_t i) { block.forward(static_cast<int>(i % sets)); }, stream, topt);
     const Timing b = time_launches(

@@ -1,12 +1,11 @@
 #include "profiler/provenance.h"
 
-#include <dlfcn.h>
-
 #include <fmt/format.h>
 #include <nccl.h>
 
 #include "costmodel/hardware.h"
 #include "profiler/common/gpu_type.h"
+#include "profiler/common/nvml.h"
 #include "profiler/common/run_info.h"
 #include "profiler/cuda_check.h"
 #include "profiler/gemm/lt_gemm.h"
@@ -20,24 +19,7 @@ void add_note(Provenance& p, const std::string& note) {
 
 }  // namespace
 
-std::string nvml_driver_version() {
-  // NVML comes with the driver, not the toolkit: load it at run time so hetplan starts without it.
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (lib == nullptr) return "";
-  using InitFn = int (*)();
-  using VersionFn = int (*)(char*, unsigned);
-  auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
-  auto version = reinterpret_cast<VersionFn>(dlsym(lib, "nvmlSystemGetDriverVersion"));
-  auto shutdown = reinterpret_cast<InitFn>(dlsym(lib, "nvmlShutdown"));
-  std::string out;
-  if (init && version && shutdown && init() == 0) {
-    char buf[96] = {};
-    if (version(buf, sizeof(buf)) == 0) out = buf;
-    shutdown();
-  }
-  dlclose(lib);
-  return out;
-}
+std::string nvml_driver_version() { return Nvml().driver_version(); }
 
 std::string nccl_version() {
   int v = 0;

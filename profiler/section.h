@@ -17,6 +17,7 @@ namespace hetplan::profiler {
 
 class DeviceContext;
 class CuptiTracer;
+class ClockMonitor;
 }  // namespace hetplan::profiler
 namespace hetplan {
 class Journal;
@@ -28,6 +29,7 @@ struct SectionContext {
   const CalibrateOptions& options;
   DeviceContext& device;
   CuptiTracer& tracer;
+  ClockMonitor& clocks;    // read during every timed region (TimingOptions::clocks)
   Provenance& provenance;  // sections add library versions and notes
   Progress& progress;      // for messages above the bar
   Journal* journal;        // the run's journal; null on ranks other than 0 of a multi-process run

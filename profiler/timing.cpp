@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "profiler/common/clock_monitor.h"
 #include "profiler/cuda_check.h"
 #include "profiler/device.h"
 
@@ -36,14 +37,20 @@ double warm_up_and_pilot(const LaunchFn& launch, cudaStream_t stream, const Timi
 }
 
 // `samples` batches of `per_sample` launches each, enqueued by `batch` between events recorded in
-// one go (no host synchronisation between samples); the distribution of seconds per launch.
+// one go (no host synchronisation between samples); the distribution of seconds per launch. With
+// `clocks`, the host reads the GPU's clock while it waits for the last event, into `*seen`.
 Distribution sample_batches(const std::function<void()>& batch, cudaStream_t stream,
-                            int64_t samples, int64_t per_sample) {
+                            int64_t samples, int64_t per_sample, ClockMonitor* clocks = nullptr,
+                            ClockSummary* seen = nullptr) {
   std::vector<CudaEvent> events(static_cast<size_t>(samples + 1));
   events[0].record(stream);
   for (int64_t s = 0; s < samples; ++s) {
     batch();
     events[static_cast<size_t>(s + 1)].record(stream);
+  }
+  if (clocks && seen) {
+    const cudaEvent_t last = events.back().get();
+    *seen = clocks->watch([last] { return cudaEventQuery(last) == cudaErrorNotReady; });
   }
   CUDA_CHECK(cudaEventSynchronize(events.back().get()));
   std::vector<double> out;
@@ -72,7 +79,7 @@ Timing time_launches(const LaunchFn& launch, cudaStream_t stream, const TimingOp
       [&] {
         for (int64_t i = 0; i < L; ++i) launch(next++);
       },
-      stream, S, L);
+      stream, S, L, o.clocks, &t.clocks);
   t.launches_per_sample = L;
   t.launches = next;
   return t;
@@ -138,7 +145,7 @@ Timing time_graph_launches(const LaunchFn& launch, cudaStream_t stream, const Ti
   const double batch_s = sample_batches(replay, stream, 1, 1).median;
   const int64_t S = sample_count(o, batch_s);
   Timing t;
-  t.per_launch_s = sample_batches(replay, stream, S, L);
+  t.per_launch_s = sample_batches(replay, stream, S, L, o.clocks, &t.clocks);
   t.launches_per_sample = L;
   t.launches = next + L * (S + 2);
   t.timer = "cuda_graph";
@@ -151,6 +158,7 @@ Json method_json(const Timing& t, const TimingOptions& o) {
          {"warmup_launches", o.warmup_launches},
          {"timer", t.timer}};
   if (!t.graph_fallback.empty()) j["graph_fallback"] = t.graph_fallback;
+  if (!t.clocks.empty()) j["clocks"] = to_json(t.clocks);
   return j;
 }
 

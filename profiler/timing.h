@@ -10,10 +10,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include "costmodel/clocks.h"
 #include "costmodel/document.h"
 #include "costmodel/stats.h"
 
 namespace hetplan::profiler {
+
+class ClockMonitor;
 
 struct TimingOptions {
   double target_s = 20e-3;   // timed launches add up to at least this long
@@ -26,6 +29,8 @@ struct TimingOptions {
   // captured batch holds at least this many (up to max_launches_per_sample), so that replaying
   // the batch still cycles through every input set and none stays in L2.
   int64_t rotation_launches = 1;
+  // Read while the timed samples run (profiler/common/clock_monitor.h); null: not read.
+  ClockMonitor* clocks = nullptr;
 };
 
 struct Timing {
@@ -34,6 +39,7 @@ struct Timing {
   int64_t launches = 0;               // all launches made, warm-up and pilot included
   std::string timer = "cuda_events";  // or "cuda_graph"
   std::string graph_fallback;         // why a graph timing fell back to events ("" if it did not)
+  ClockSummary clocks;                // the GPU's clock during the timed samples (empty: not read)
 };
 
 // Enqueues launch number `i` on the stream (i counts every launch, so the operation can rotate its
@@ -50,7 +56,8 @@ Timing time_launches(const LaunchFn& launch, cudaStream_t stream, const TimingOp
 // captured, falls back to time_launches and says why in `graph_fallback`.
 Timing time_graph_launches(const LaunchFn& launch, cudaStream_t stream,
                            const TimingOptions& options);
-// {"samples", "launches_per_sample", "warmup_launches", "timer"} for a measurement's `method`.
+// {"samples", "launches_per_sample", "warmup_launches", "timer", "clocks" (where read)} for a
+// measurement's `method`.
 Json method_json(const Timing& t, const TimingOptions& options);
 
 }  // namespace hetplan::profiler

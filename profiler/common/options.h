@@ -25,6 +25,7 @@ struct CalibrateOptions {
   int64_t seq_len = 0;        // 0: each model's own sequence length
   int64_t stop_after = 0;     // > 0: stop after that many new measurements, as on SIGINT (tests)
   bool cupti = true;          // --no-cupti turns kernel tracing off
+  bool clocks = true;         // --no-clocks: do not read the SM clock during timed regions
   bool retry_failed = false;  // with --resume: measure journalled failures again
   std::string command_line;
 

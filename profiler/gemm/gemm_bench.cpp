@@ -110,6 +110,7 @@ GemmMeasurement GemmBench::measure(const GemmCase& c, SectionContext& ctx) {
   TimingOptions topt;
   topt.target_s = gemm_timing_target_s(ctx.options.quick);
   topt.rotation_launches = sets;
+  topt.clocks = &ctx.clocks;
   const LaunchFn launch = [&](int64_t i) {
     gemm.run(a_of(i), b_of(i), output_.get(), workspace_.get(), stream);
   };

@@ -53,8 +53,16 @@ TEST(CalibrateOnGpu, QuickGemmCalibrationWritesAFullFile) {
   EXPECT_EQ(f.gemm.size() + f.failures.size(), planned);
   EXPECT_GE(f.gemm.size(), planned - 2) << "failures: " << f.failures.size();
   size_t tensor_core = 0;
+  // The clock monitor read NVML (where it could: the notes say so) during every timing.
+  const bool clocks = f.context.notes.find("clocks read through NVML") != std::string::npos;
+  std::cout << "clocks: " << (clocks ? "read" : f.context.notes) << "\n";
   for (const auto& g : f.gemm) {
     EXPECT_GT(g.time_s.median, 0);
+    if (clocks) {
+      ASSERT_TRUE(g.method.contains("clocks")) << g.method.dump();
+      EXPECT_GE(g.method["clocks"]["samples"].get<int>(), 1);
+      EXPECT_GT(g.method["clocks"]["sm_mhz_median"].get<double>(), 200);
+    }
     EXPECT_GE(g.time_s.count, 5);
     ASSERT_TRUE(g.method.contains("check"));
     EXPECT_LE(g.method["check"]["relative_error"].get<double>(),

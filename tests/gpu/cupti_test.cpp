@@ -13,6 +13,7 @@
 #include "profiler/stream_gate.h"
 #include "profiler/timing.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/square_gemm.h"
 
 namespace hetplan::profiler {
 namespace {
@@ -23,18 +24,9 @@ TEST(CuptiOnGpu, RecordsTheKernelsOfAGemm) {
   CUDA_CHECK(cudaSetDevice(0));
   CuptiTracer tracer(true);
   if (!tracer.available()) GTEST_SKIP() << tracer.unavailable_reason();
-  const Dtype dtype = info.has_bf16() ? Dtype::kBf16 : Dtype::kFp16;
-  const GemmShape s{4096, 4096, 4096, 1, true, false};
-  LtHandle handle;
-  LtGemm gemm(handle.get(), dtype, s, nullptr);
-  DeviceBuffer a(s.m * s.k * 2, "A"), b(s.k * s.n * 2, "B"), c(s.m * s.n * 2, "C");
-  DeviceBuffer ws(kGemmWorkspaceBytes, "workspace");
   CudaStream stream;
-  fill_uniform(a.get(), s.m * s.k, dtype, 1, 1.0f, stream.get());
-  fill_uniform(b.get(), s.k * s.n, dtype, 2, 1.0f, stream.get());
-  const LaunchFn launch = [&](int64_t) {
-    gemm.run(a.get(), b.get(), c.get(), ws.get(), stream.get());
-  };
+  SquareGemm gemm(info, 4096, stream.get());
+  const LaunchFn launch = [&](int64_t) { gemm.run(stream.get()); };
   const Timing timing = time_launches(launch, stream.get(), TimingOptions{});
   const TraceResult trace = tracer.trace(
       [&] {
