@@ -130,13 +130,14 @@ excerpt() {  # excerpt FILE [grep -E pattern] [max lines]
 
 # The plan, the sections, problems, the last progress line and the file written.
 calibrate_excerpt() {
-  excerpt "$1" ' measurements|^calibrate: (section|warning|the GPU|.* failed:)|^wrote' 24
+  excerpt "$1" ' measurements|^calibrate: (section|warning|the GPU|clocks|.* failed:)|^wrote' 24
   grep -a "^calibrate: \[" "$1" | tail -1 | sed 's/^/    /' | tee -a "$summary"
 }
 
-# The GEMM held-out scores against their targets, attention, the layer corrections (item 3).
+# The GEMM held-out scores against their targets, attention, the layer corrections (item 3), and
+# the SM clock each class of measurement saw (item 15: attention alone against inside the layers).
 fit_excerpt() {
-  excerpt "$1" 'GEMM|dtype|^  (fp8|fp16|bf16|tf32|fp32) |^  attention |whole layers|with the corrections|^    correction|not used|targets' 40
+  excerpt "$1" 'GEMM|dtype|^  (fp8|fp16|bf16|tf32|fp32) |^  attention |whole layers|with the corrections|^    correction|not used|targets|^  SM clock|^    (gemm|kernel attention|kernel bandwidth|layer) ' 60
 }
 
 finish() {
@@ -293,7 +294,8 @@ part_a() {
   done
   step kernel_bench 200 15 "$bin/hetplan_kernel_bench" --json "$work/kernel_bench.json"
   # The table's rows (they hold a %copy column; the progress lines do not) of items 5 and 6.
-  excerpt "$work/logs/kernel_bench.log" '^(attention|swiglu_bwd)[^ ]* .*%|^copy bandwidth|  (incorrect|error)' 40
+  # Its SM_MHz column: the clock each case ran at (item 15 compares attention's with the layers').
+  excerpt "$work/logs/kernel_bench.log" '^(attention|swiglu_bwd)[^ ]* .*%|^copy bandwidth|^clocks|  (incorrect|error)' 40
   # Hardware counters and stall reasons of the attention backward and forward, a copy and a
   # cuBLASLt GEMM as anchors (docs/kernels.md "Hardware counters of our kernels"); exit 3: the
   # timings ran but the counters did not (the log says why, e.g. restricted to admin users).

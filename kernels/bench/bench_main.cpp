@@ -15,6 +15,7 @@
 #include "kernels/bench/bench_timing.h"
 #include "kernels/cuda_check.h"
 #include "kernels/registry.h"
+#include "profiler/common/clock_monitor.h"
 
 namespace hetplan::kernels::bench {
 namespace {
@@ -89,6 +90,8 @@ int run(int argc, char** argv) {
   app.add_option("--samples", timing.max_samples, "Timing samples per case and shape at most");
   app.add_option("--max-seconds", timing.max_seconds, "Timed seconds per case and shape at most");
   app.add_flag("--list", list, "List the cases and their shapes, run nothing");
+  bool no_clocks = false;
+  app.add_flag("--no-clocks", no_clocks, "Do not read the SM clock (NVML) while cases run");
   CLI11_PARSE(app, argc, argv);
 
   if (list) {
@@ -105,13 +108,20 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "hetplan_kernel_bench: no CUDA device visible\n");
     return 1;
   }
-  const nlohmann::json context = device_context(argc, argv);
+  nlohmann::json context = device_context(argc, argv);
   int l2 = 0;
   HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   const size_t rotate_bytes = 3 * static_cast<size_t>(l2);
   std::fprintf(stderr, "%s, %d SMs, L2 %d MB: rotating instances up to %zu MB per case\n",
                context["gpu"].get<std::string>().c_str(), context["sm_count"].get<int>(), l2 >> 20,
                rotate_bytes >> 20);
+
+  char bus_id[32] = {};
+  HETPLAN_CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, 0));
+  const auto clocks = profiler::ClockMonitor::open_nvml(bus_id, !no_clocks);
+  std::fprintf(stderr, "%s\n", clocks->describe().c_str());
+  context["clocks"] = clocks->describe();
+  timing.clocks = clocks.get();
 
   Stream stream;
   std::vector<Result> results;

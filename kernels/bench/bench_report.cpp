@@ -91,6 +91,7 @@ nlohmann::json to_json(const std::vector<Result>& results, const nlohmann::json&
       j["GBps"] = gbps(r);
       j["pct_of_copy"] = copy > 0 ? 100.0 * gbps(r) / copy : 0.0;
       if (r.work.flops > 0) j["TFLOPs"] = tflops(r);
+      if (!r.timing.clocks.empty()) j["clocks"] = hetplan::to_json(r.timing.clocks);
     }
     out["results"].push_back(j);
   }
@@ -101,28 +102,34 @@ std::string table(const std::vector<Result>& results) {
   const double copy = copy_bandwidth_GBps(results);
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-28s %-44s %11s %9s %7s %8s  %s\n", "case", "shape", "time_us",
-                "GB/s", "%copy", "TFLOP/s", "status");
+  std::snprintf(line, sizeof line, "%-28s %-44s %11s %9s %7s %8s %7s  %s\n", "case", "shape",
+                "time_us", "GB/s", "%copy", "TFLOP/s", "SM_MHz", "status");
   out += line;
   for (const Result& r : results) {
     const std::string shape = shape_string(*r.kernel, r.shape);
     if (r.status != "ok") {
       std::string why = r.detail.substr(0, r.detail.find('\n'));
-      std::snprintf(line, sizeof line, "%-28s %-44s %11s %9s %7s %8s  %s: %s\n",
-                    r.kernel->name.c_str(), shape.c_str(), "-", "-", "-", "-", r.status.c_str(),
-                    why.substr(0, 120).c_str());
+      std::snprintf(line, sizeof line, "%-28s %-44s %11s %9s %7s %8s %7s  %s: %s\n",
+                    r.kernel->name.c_str(), shape.c_str(), "-", "-", "-", "-", "-",
+                    r.status.c_str(), why.substr(0, 120).c_str());
     } else {
       char tf[16] = "-";
       if (r.work.flops > 0) std::snprintf(tf, sizeof tf, "%.1f", tflops(r));
-      std::snprintf(line, sizeof line, "%-28s %-44s %11.1f %9.1f %6.1f%% %8s  ok\n",
+      // The median SM clock, with "*" where NVML named a power or thermal reason.
+      char mhz[16] = "-";
+      if (!r.timing.clocks.empty())
+        std::snprintf(mhz, sizeof mhz, "%.0f%s", r.timing.clocks.sm_mhz_median,
+                      r.timing.clocks.power_thermal_samples > 0 ? "*" : "");
+      std::snprintf(line, sizeof line, "%-28s %-44s %11.1f %9.1f %6.1f%% %8s %7s  ok\n",
                     r.kernel->name.c_str(), shape.c_str(), r.timing.median_s * 1e6, gbps(r),
-                    copy > 0 ? 100.0 * gbps(r) / copy : 0.0, tf);
+                    copy > 0 ? 100.0 * gbps(r) / copy : 0.0, tf, mhz);
     }
     out += line;
   }
   std::snprintf(line, sizeof line, "copy bandwidth (best of copy_probe, memcpy_d2d): %.1f GB/s\n",
                 copy);
   out += line;
+  out += "SM_MHz: median SM clock while the case ran (NVML); *: a power or thermal limit held it\n";
   return out;
 }
 

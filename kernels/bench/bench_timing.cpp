@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "kernels/cuda_check.h"
+#include "profiler/common/clock_monitor.h"
 
 namespace hetplan::kernels::bench {
 
@@ -32,12 +33,18 @@ Timing time_runs(std::vector<std::unique_ptr<Instance>>& instances, cudaStream_t
   // that the launch of one overlaps the execution of the previous.
   const int runs = std::max(n, 4);
   std::vector<double> samples;
+  std::vector<ClockSample> readings;
   double total = 0;
   while (static_cast<int>(samples.size()) < options.max_samples &&
          (total < options.max_seconds || samples.size() < 5)) {
     HETPLAN_CUDA_CHECK(cudaEventRecord(start.get(), stream));
     for (int i = 0; i < runs; ++i) instances[static_cast<size_t>(i % n)]->run(stream);
     HETPLAN_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+    if (options.clocks) {
+      const cudaEvent_t end = stop.get();
+      options.clocks->read_while([end] { return cudaEventQuery(end) == cudaErrorNotReady; },
+                                 readings);
+    }
     HETPLAN_CUDA_CHECK(cudaEventSynchronize(stop.get()));
     float ms = 0;
     HETPLAN_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
@@ -54,6 +61,7 @@ Timing time_runs(std::vector<std::unique_ptr<Instance>>& instances, cudaStream_t
   t.max_s = samples.back();
   t.runs_per_sample = runs;
   t.instances = n;
+  t.clocks = summarize_clocks(readings);
   return t;
 }
 

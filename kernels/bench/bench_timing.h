@@ -7,7 +7,12 @@
 #include <memory>
 #include <vector>
 
+#include "costmodel/clocks.h"
 #include "kernels/registry.h"
+
+namespace hetplan::profiler {
+class ClockMonitor;
+}
 
 namespace hetplan::kernels::bench {
 
@@ -16,6 +21,8 @@ struct TimingOptions {
   double max_seconds = 1.5;      // ... or after this much timed work
   double warmup_seconds = 0.05;  // at least one run of each instance first
   size_t rotate_bytes = 0;       // rotate instances until they hold this much (3 x L2)
+  // Read while each sample runs (profiler/common/clock_monitor.h); null: not read.
+  profiler::ClockMonitor* clocks = nullptr;
 };
 
 struct Timing {
@@ -23,6 +30,7 @@ struct Timing {
   int samples = 0;
   int runs_per_sample = 0;
   int instances = 0;
+  ClockSummary clocks;  // the GPU's clock over every timed sample (empty: not read)
 };
 
 // Times runs of the kernel rotating over `instances` (all of one case and shape) on `stream`.

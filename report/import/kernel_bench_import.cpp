@@ -4,6 +4,7 @@
 // the provenance.
 #include <fmt/format.h>
 
+#include "costmodel/clocks.h"
 #include "costmodel/document.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
@@ -50,6 +51,9 @@ KernelMeasurement read_result(ObjectReader r) {
                   {"instances", r.integer_or("instances", 1)},
                   {"check", r.string_or("check", "")},
                   {"check_rel_l2", r.number_or("check_rel_l2", 0)}};
+  // The SM clock while it ran (benches built since the clock monitor).
+  if (auto clocks = r.optional_object("clocks"))
+    k.method["clocks"] = to_json(clock_summary_from_json(*clocks));
   // GBps, pct_of_copy, TFLOPs and shape_text are derived from the above and not kept.
   return k;
 }
@@ -81,6 +85,8 @@ void read_kernel_bench_context(ObjectReader r, Provenance& p) {
   p.command = r.string_or("command", "");
   const std::string cc = r.string_or("compute_capability", "");
   if (!cc.empty()) p.notes += (p.notes.empty() ? "" : "; ") + ("compute capability " + cc);
+  const std::string clocks = r.string_or("clocks", "");
+  if (!clocks.empty()) p.notes += (p.notes.empty() ? "" : "; ") + clocks;
   const std::string source = r.string_or("source", "measured");
   if (source != "measured")
     r.fail("source", "\"measured\" (a kernel bench run on a GPU), not \"" + source + "\"");
