@@ -6,8 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "profiler/common/nvml.h"
-
 namespace hetplan::profiler {
 namespace {
 
@@ -19,9 +17,10 @@ double seconds_since(Clock::time_point t) {
 
 }  // namespace
 
-std::unique_ptr<ClockMonitor> ClockMonitor::open_nvml(const std::string& pci_bus_id, bool enabled) {
+std::unique_ptr<ClockMonitor> ClockMonitor::open_nvml(const std::string& pci_bus_id, bool enabled,
+                                                      const std::string& library) {
   if (!enabled) return unavailable("clocks not read (--no-clocks)");
-  auto nvml = std::make_shared<Nvml>();
+  auto nvml = std::make_shared<Nvml>(library);
   if (!nvml->ok()) return unavailable("clocks not read: " + nvml->why());
   Nvml::Device device = nullptr;
   try {

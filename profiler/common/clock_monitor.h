@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "costmodel/clocks.h"
+#include "profiler/common/nvml.h"
 
 namespace hetplan::profiler {
 
@@ -34,9 +35,11 @@ class ClockMonitor {
  public:
   using ReadFn = std::function<ClockRead()>;
 
-  // The GPU at `pci_bus_id` (as cudaDeviceGetPCIBusId gives it) through NVML; unavailable, with
-  // the reason, where NVML or the device cannot be opened or `enabled` is false (--no-clocks).
-  static std::unique_ptr<ClockMonitor> open_nvml(const std::string& pci_bus_id, bool enabled);
+  // The GPU at `pci_bus_id` (as cudaDeviceGetPCIBusId gives it) through NVML (`library`: the
+  // driver's, or a test's stand-in); unavailable, with the reason, where NVML or the device
+  // cannot be opened or `enabled` is false (--no-clocks).
+  static std::unique_ptr<ClockMonitor> open_nvml(const std::string& pci_bus_id, bool enabled,
+                                                 const std::string& library = kNvmlLibrary);
   // Readings from `read` (tests, other sources).
   ClockMonitor(ReadFn read, double interval_s, std::string source);
   // A monitor that reads nothing.

@@ -32,11 +32,11 @@ struct Nvml::Api {
   }
 };
 
-Nvml::Nvml() : api_(std::make_unique<Api>()) {
-  lib_ = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+Nvml::Nvml(const std::string& library) : api_(std::make_unique<Api>()) {
+  lib_ = dlopen(library.c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (lib_ == nullptr) {
     const char* e = dlerror();
-    why_ = fmt::format("NVML not loaded ({})", e ? e : "libnvidia-ml.so.1 not found");
+    why_ = fmt::format("NVML not loaded ({})", e ? e : library + " not found");
     return;
   }
   auto sym = [&](auto& fn, const char* name) {

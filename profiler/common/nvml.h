@@ -10,10 +10,14 @@
 
 namespace hetplan::profiler {
 
+// The driver's NVML library, as the loader finds it.
+inline constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
+
 class Nvml {
  public:
-  // Loads libnvidia-ml.so.1 and initialises it; ok() false (with why()) where either fails.
-  Nvml();
+  // Loads `library` and initialises it; ok() false (with why()) where either fails. Tests give
+  // another library (tests/fake_nvml).
+  explicit Nvml(const std::string& library = kNvmlLibrary);
   ~Nvml();
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;

@@ -106,5 +106,68 @@ TEST(ClockMonitor, OffWhenAskedOrWhereNvmlIsMissing) {
   EXPECT_TRUE(missing->watch([] { return true; }).empty());  // returns at once
 }
 
+// NVML's calls as the monitor makes them, against tests/fake_nvml (NVML's signatures and codes).
+class FakeNvml : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    lib_ = dlopen(HETPLAN_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib_, nullptr) << dlerror();
+    set_ = reinterpret_cast<SetFn>(dlsym(lib_, "fake_nvml_set"));
+    ASSERT_NE(set_, nullptr);
+  }
+  void TearDown() override {
+    if (set_) set_(1980, 0, 0, -1);
+    if (lib_) dlclose(lib_);
+  }
+  using SetFn = void (*)(unsigned, unsigned, unsigned long long, int);
+  void* lib_ = nullptr;
+  SetFn set_ = nullptr;
+};
+
+TEST_F(FakeNvml, ReadsTheDevicesClockPowerAndReasons) {
+  set_(1755, 650500, 0x4 | 0x40, -1);  // sw_power_cap and hw_thermal, 650.5 W
+  EXPECT_EQ(Nvml(HETPLAN_FAKE_NVML).driver_version(), "580.159.04");
+  auto m = ClockMonitor::open_nvml("0000:00:06.0", true, HETPLAN_FAKE_NVML);
+  ASSERT_TRUE(m->available()) << m->unavailable_reason();
+  EXPECT_EQ(m->describe(), "clocks read through NVML every 2 ms during each timed region");
+  const ClockSummary s = m->watch([] { return false; });
+  EXPECT_EQ(s.samples, 1);
+  EXPECT_DOUBLE_EQ(s.sm_mhz_median, 1755);
+  EXPECT_EQ(s.power_w_median, 650.5);
+  EXPECT_EQ(clock_reason_names(s.reasons),
+            (std::vector<std::string>{"sw_power_cap", "hw_thermal"}));
+  EXPECT_EQ(s.power_thermal_samples, 1);
+  EXPECT_GE(s.read_s_median, 0);
+
+  set_(1410, 0, 0, -1);  // a board that does not report power
+  const ClockSummary quiet = m->watch([] { return false; });
+  EXPECT_DOUBLE_EQ(quiet.sm_mhz_median, 1410);
+  EXPECT_FALSE(quiet.power_w_median);
+  EXPECT_EQ(quiet.reasons, 0u);
+}
+
+TEST_F(FakeNvml, AnUnknownDeviceAndALostGpuAreSaidInNvmlsWords) {
+  auto none = ClockMonitor::open_nvml("0000:3b:00.0", true, HETPLAN_FAKE_NVML);
+  EXPECT_FALSE(none->available());
+  EXPECT_EQ(none->unavailable_reason(),
+            "clocks not read: nvmlDeviceGetHandleByPciBusId_v2(\"0000:3b:00.0\"): Not Found (NVML "
+            "error 6)");
+  set_(1980, 0, 0, 3);  // the check at opening and two readings succeed, then the GPU is lost
+  auto m = ClockMonitor::open_nvml("0000:00:06.0", true, HETPLAN_FAKE_NVML);
+  ASSERT_TRUE(m->available());
+  // Busy for up to a second: readings every 2 ms until three fail (~8 ms).
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  const ClockSummary s = m->watch([&] { return std::chrono::steady_clock::now() < end; });
+  EXPECT_EQ(s.samples, 2);
+  EXPECT_FALSE(m->available());
+  EXPECT_EQ(m->unavailable_reason(),
+            "clocks no longer read after 3 failed readings in a row: "
+            "nvmlDeviceGetClockInfo(SM): GPU is lost (NVML error 15)");
+  auto missing = ClockMonitor::open_nvml("0000:00:06.0", true, "/nonexistent/libnvidia-ml.so.1");
+  EXPECT_NE(missing->unavailable_reason().find("clocks not read: NVML not loaded ("),
+            std::string::npos)
+      << missing->unavailable_reason();
+}
+
 }  // namespace
 }  // namespace hetplan::profiler
