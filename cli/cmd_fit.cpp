@@ -207,16 +207,26 @@ void print_report(const FitReport& report, const Profile& profile) {
                                         pct(q.median_rel_error), pct(q.p95_rel_error))
                           : std::string();
     };
-    fmt::print("  attention ({}): forward {:.3f}{}{}{}, backward {:.3f}{}{}{} of the dense peak\n",
-               g.attention_points > 0 || g.attention_quality[0].points > 0 ||
-                       g.attention_quality[1].points > 0
-                   ? fmt::format("{}; {} kernel timings in the files", g.attention_source,
-                                 g.attention_points)
-                   : std::string("prior, not measured"),
-               g.attention_efficiency, half("s", g.attention_seq_half),
-               half("d", g.attention_head_dim_half), quality(g.attention_quality[0]),
-               g.attention_bwd_efficiency, half("s", g.attention_bwd_seq_half),
-               half("d", g.attention_bwd_head_dim_half), quality(g.attention_quality[1]));
+    // Inside a training step's layers each pass takes in_layer_factor times its time alone.
+    auto in_layer = [&](int pass) {
+      const double f = g.attention[pass].in_layer_factor;
+      return g.attention_in_layer_points[pass] > 0
+                 ? fmt::format("; x{:.3f} inside layers ({} of them there)", f,
+                               g.attention_in_layer_points[pass])
+             : f != 1 ? fmt::format("; x{:.3f} inside layers", f)
+                      : std::string();
+    };
+    fmt::print(
+        "  attention ({}): forward {:.3f}{}{}{}{}, backward {:.3f}{}{}{}{} of the dense peak\n",
+        g.attention_points > 0 || g.attention_quality[0].points > 0 ||
+                g.attention_quality[1].points > 0
+            ? fmt::format("{}; {} kernel timings in the files", g.attention_source,
+                          g.attention_points)
+            : std::string("prior, not measured"),
+        g.attention[0].efficiency, half("s", g.attention[0].seq_half),
+        half("d", g.attention[0].head_dim_half), quality(g.attention_quality[0]), in_layer(0),
+        g.attention[1].efficiency, half("s", g.attention[1].seq_half),
+        half("d", g.attention[1].head_dim_half), quality(g.attention_quality[1]), in_layer(1));
     // The host floor's coefficient (search/evaluate.cpp); 0 applies none.
     if (fit.host_points > 0)
       fmt::print("  host per kernel (eager step): {:.2f} us, median of {} host record(s)\n",

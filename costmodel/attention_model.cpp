@@ -68,38 +68,49 @@ AttentionFitResult fit_attention(const std::vector<AttentionSample>& samples, do
   if (samples.empty()) return out;
   std::set<int64_t> lengths, head_dims;
   bool every_length = true, every_head_dim = true;
-  std::vector<double> time;
   for (const auto& s : samples) {
     lengths.insert(s.work.seq);
     head_dims.insert(s.work.head_dim);
     every_length = every_length && s.work.seq > 0;
     every_head_dim = every_head_dim && s.work.head_dim > 0;
-    time.push_back(s.time_s);
   }
   const int seq_steps = lengths.size() >= 2 && every_length ? 129 : 0;
   const int head_steps = head_dims.size() >= 2 && every_head_dim ? 17 : 0;
+  // Two contexts, each with its own efficiency (the halves shared): the sum of squares splits
+  // into one per context, each minimised on its own.
+  size_t in_layer = 0;
+  for (const auto& s : samples) in_layer += s.in_layer;
+  const bool two = in_layer >= kMinAttentionContextSamples &&
+                   samples.size() - in_layer >= kMinAttentionContextSamples;
+  out.in_layer_points = two ? static_cast<int64_t>(in_layer) : 0;
+  std::vector<double> body[2], times[2];  // [0]: alone (or all), [1]: inside layers
+  for (const auto& s : samples) times[two && s.in_layer].push_back(s.time_s);
   double best_sse = std::numeric_limits<double>::infinity();
-  std::vector<double> body(samples.size());
   for (int i = -1; i < seq_steps; ++i) {
     for (int j = -1; j < head_steps; ++j) {
       AttentionCoefficients c;
       c.efficiency = 1;
       c.seq_half = i < 0 ? 0 : 16 * std::exp2(i / 8.0);
       c.head_dim_half = j < 0 ? 0 : 4 * std::exp2(j / 2.0);
-      for (size_t k = 0; k < samples.size(); ++k)
-        body[k] = attention_time_s(c, samples[k].work, peak_flops, sm_count);
-      const auto [sse, e] = best_efficiency(body, time, launch_s);
-      if (sse < best_sse) {
-        best_sse = sse;
+      body[0].clear(), body[1].clear();
+      for (const auto& s : samples)
+        body[two && s.in_layer].push_back(attention_time_s(c, s.work, peak_flops, sm_count));
+      const auto [sse, e] = best_efficiency(body[0], times[0], launch_s);
+      const auto [sse_layer, e_layer] =
+          two ? best_efficiency(body[1], times[1], launch_s) : std::pair{0.0, e};
+      if (sse + sse_layer < best_sse) {
+        best_sse = sse + sse_layer;
         c.efficiency = e;
+        c.in_layer_factor = e / e_layer;
         out.coefficients = c;
       }
     }
   }
   std::vector<double> errors;
   for (const auto& s : samples) {
+    const double factor = s.in_layer ? out.coefficients.in_layer_factor : 1.0;
     const double predicted =
-        launch_s + attention_time_s(out.coefficients, s.work, peak_flops, sm_count);
+        launch_s + factor * attention_time_s(out.coefficients, s.work, peak_flops, sm_count);
     errors.push_back(std::abs(predicted / s.time_s - 1));
   }
   out.quality = summarize_errors(errors);

@@ -40,27 +40,39 @@ struct AttentionCoefficients {
   double efficiency = 0.35;  // of the dense peak at long sequences and wide heads
   double seq_half = 0;       // 0: no loss at short sequences
   double head_dim_half = 0;  // 0: no loss at narrow heads
+  // The pass's time inside a layer, among its GEMMs, over its time timed alone (the efficiency's
+  // context): measured 1.23-1.33 for hetplan's kernels on the H100 (docs/costmodel.md
+  // "Attention"); 1 where no timing shows both.
+  double in_layer_factor = 1;
 };
 
-// Seconds of the pass without its launch.
+// Seconds of the pass without its launch, timed alone (without in_layer_factor).
 double attention_time_s(const AttentionCoefficients& c, const AttentionWork& w, double peak_flops,
                         int64_t sm_count);
 
 struct AttentionSample {
   AttentionWork work;
   double time_s = 0;
+  bool in_layer = false;  // timed inside a whole layer (its CUPTI trace), not alone
 };
 
 struct AttentionFitResult {
   AttentionCoefficients coefficients;
-  FitQuality quality;  // |error| over the samples, in-sample
+  FitQuality quality;           // |error| over the samples, in-sample
+  int64_t in_layer_points = 0;  // samples timed inside layers, where they had their own efficiency
 };
+
+// Timings of each context (alone, inside layers) the fit wants before it fits each its own
+// efficiency; with fewer, they share one and in_layer_factor stays 1.
+inline constexpr size_t kMinAttentionContextSamples = 3;
 
 // Least squares on log time of launch_s + attention_time_s: seq_half on a grid (0 and 16 to 2^20
 // in steps of 2^(1/8)), head_dim_half on another (0 and 4 to 1024 in steps of 2^(1/2)), the
 // efficiency (at most 1) by golden-section search for each pair. seq_half is fitted only where
 // the samples have two sequence lengths or more, head_dim_half where they have two head sizes.
-// No samples: `prior` unchanged.
+// Samples timed alone and inside layers (kMinAttentionContextSamples of each) share the halves and
+// get an efficiency each: `efficiency` is the alone one, in_layer_factor their ratio. No samples:
+// `prior` unchanged.
 AttentionFitResult fit_attention(const std::vector<AttentionSample>& samples, double peak_flops,
                                  int64_t sm_count, double launch_s,
                                  const AttentionCoefficients& prior);

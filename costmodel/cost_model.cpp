@@ -89,8 +89,10 @@ double CostModel::attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp
   const GpuFit& f = cost(gpu).fit;
   const double peak = gpu.peak_flops(compute_dtype(gpu, dtype));
   const bool forward = op.pass == Pass::kForward;
+  // Inside a training step attention runs among its layer's GEMMs: the in-layer context.
+  const AttentionCoefficients c = f.attention(forward);
   return f.launch_s +
-         attention_time_s(f.attention(forward), attention_work(op), peak, gpu.sm_count);
+         c.in_layer_factor * attention_time_s(c, attention_work(op), peak, gpu.sm_count);
 }
 
 LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,

@@ -115,7 +115,7 @@ void add_layer_attention(const LayerMeasurement& m, std::vector<AttentionSample>
     for (const AttentionOp& a : w.attention)
       if (a.pass == pass) op = &a, ++ops;
     if (seconds <= 0 || ops != 1) continue;
-    (pass == Pass::kForward ? fwd : bwd).push_back({attention_work(*op), seconds});
+    (pass == Pass::kForward ? fwd : bwd).push_back({attention_work(*op), seconds, true});
   }
 }
 
@@ -128,6 +128,16 @@ void add_layer_attention(const LayerMeasurement& m, std::vector<AttentionSample>
 void collect_attention(GpuFit& fit, const CalibrationFile& f,
                        std::map<std::string, std::vector<AttentionSample>> attention,
                        bool known_gpu) {
+  // hetplan's own kernels, alone and inside its whole-layer timings, for the in-layer factor.
+  if (known_gpu) {
+    for (const auto& [name, pts] : attention)
+      if (name.rfind("sdpa_", 0) != 0) {
+        auto& out = fit.attention_context_samples[name.find("bwd") != std::string::npos];
+        out.insert(out.end(), pts.begin(), pts.end());
+      }
+    for (const auto& m : f.layers)
+      add_layer_attention(m, fit.attention_context_samples[0], fit.attention_context_samples[1]);
+  }
   auto has = [&](const char* backend) {
     return attention.count(std::string("sdpa_fwd_") + backend) != 0 ||
            attention.count(std::string("sdpa_bwd_") + backend) != 0;
@@ -179,16 +189,18 @@ void collect_attention(GpuFit& fit, const CalibrationFile& f,
 }  // namespace
 
 AttentionCoefficients GpuFit::attention(bool forward) const {
-  return forward ? AttentionCoefficients{attention_efficiency, attention_seq_half,
-                                         attention_head_dim_half}
-                 : AttentionCoefficients{attention_bwd_efficiency, attention_bwd_seq_half,
-                                         attention_bwd_head_dim_half};
+  return forward
+             ? AttentionCoefficients{attention_efficiency, attention_seq_half,
+                                     attention_head_dim_half, attention_in_layer_factor}
+             : AttentionCoefficients{attention_bwd_efficiency, attention_bwd_seq_half,
+                                     attention_bwd_head_dim_half, attention_bwd_in_layer_factor};
 }
 
 void GpuFit::set_attention(bool forward, const AttentionCoefficients& c) {
   (forward ? attention_efficiency : attention_bwd_efficiency) = c.efficiency;
   (forward ? attention_seq_half : attention_bwd_seq_half) = c.seq_half;
   (forward ? attention_head_dim_half : attention_bwd_head_dim_half) = c.head_dim_half;
+  (forward ? attention_in_layer_factor : attention_bwd_in_layer_factor) = c.in_layer_factor;
 }
 
 namespace {
@@ -200,16 +212,35 @@ void fit_attention_samples(GpuFit& fit, const std::optional<GpuSpec>& gpu) {
   if (!gpu || (fit.attention_samples[0].empty() && fit.attention_samples[1].empty())) return;
   const double peak = std::max(gpu->peak_flops(Dtype::kBf16), gpu->peak_flops(Dtype::kFp16));
   const AttentionCoefficients prior = fit.attention(true);
-  const AttentionFitResult f =
-      fit_attention(fit.attention_samples[0], peak, gpu->sm_count, fit.launch_s, prior);
-  const AttentionFitResult b =
-      fit.attention_samples[1].empty()
-          ? AttentionFitResult{f.coefficients, {}}
-          : fit_attention(fit.attention_samples[1], peak, gpu->sm_count, fit.launch_s, prior);
+  const bool own = fit.attention_source == "hetplan kernels";
+  // One pass: its coefficients from the source's timings; its in-layer factor from hetplan's
+  // kernels timed both ways (the same fit when they are the source). SDPA, timed alone only,
+  // takes hetplan's factor: what slows attention inside a layer is its context (the GEMMs around
+  // it), measured with hetplan's kernels since no layer runs SDPA.
+  auto fit_pass = [&](int pass) {
+    const AttentionFitResult context = fit_attention(fit.attention_context_samples[pass], peak,
+                                                     gpu->sm_count, fit.launch_s, prior);
+    // Without backward timings the backward takes the forward's coefficients.
+    const auto& samples = fit.attention_samples[fit.attention_samples[pass].empty() ? 0 : pass];
+    AttentionFitResult r = own && !fit.attention_samples[pass].empty()
+                               ? context
+                               : fit_attention(samples, peak, gpu->sm_count, fit.launch_s, prior);
+    if (fit.attention_samples[pass].empty()) r.quality = {};
+    // No timing in both contexts: the factor the fit had (1, or an input profile's).
+    r.coefficients.in_layer_factor = context.in_layer_points > 0
+                                         ? context.coefficients.in_layer_factor
+                                         : fit.attention(pass == 0).in_layer_factor;
+    r.in_layer_points = context.in_layer_points;
+    return r;
+  };
+  const AttentionFitResult f = fit_pass(0);
+  const AttentionFitResult b = fit_pass(1);
   fit.set_attention(true, f.coefficients);
   fit.set_attention(false, b.coefficients);
   fit.attention_quality[0] = f.quality;
   fit.attention_quality[1] = b.quality;
+  fit.attention_in_layer_points[0] = f.in_layer_points;
+  fit.attention_in_layer_points[1] = b.in_layer_points;
 }
 
 void apply_priors(GpuFit& fit, const DatasheetPriors& p) {

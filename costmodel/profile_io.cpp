@@ -54,6 +54,8 @@ Json gpu_json(const GpuFit& g) {
   j["attention_bwd_seq_half"] = g.attention_bwd_seq_half;
   j["attention_head_dim_half"] = g.attention_head_dim_half;
   j["attention_bwd_head_dim_half"] = g.attention_bwd_head_dim_half;
+  j["attention_in_layer_factor"] = g.attention_in_layer_factor;
+  j["attention_bwd_in_layer_factor"] = g.attention_bwd_in_layer_factor;
   j["attention_source"] = g.attention_source;
   if (g.attention_quality[0].points > 0 || g.attention_quality[1].points > 0)
     j["attention_quality"] = {{"forward", to_json(g.attention_quality[0])},
@@ -126,6 +128,9 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
   g.attention_head_dim_half = r.non_negative_or("attention_head_dim_half", 0);
   g.attention_bwd_head_dim_half =
       r.non_negative_or("attention_bwd_head_dim_half", g.attention_head_dim_half);
+  g.attention_in_layer_factor = r.positive_or("attention_in_layer_factor", 1);
+  g.attention_bwd_in_layer_factor =
+      r.positive_or("attention_bwd_in_layer_factor", g.attention_in_layer_factor);
   g.attention_source = r.string_or("attention_source", "prior");
   if (auto q = r.optional_object("attention_quality")) {
     const char* passes[2] = {"forward", "backward"};

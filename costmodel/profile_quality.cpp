@@ -109,12 +109,10 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
     GpuQuality q;
     q.gpu_type = type;
     q.kernels = fit.kernels;
-    q.attention_efficiency = fit.attention_efficiency;
-    q.attention_bwd_efficiency = fit.attention_bwd_efficiency;
-    q.attention_seq_half = fit.attention_seq_half;
-    q.attention_bwd_seq_half = fit.attention_bwd_seq_half;
-    q.attention_head_dim_half = fit.attention_head_dim_half;
-    q.attention_bwd_head_dim_half = fit.attention_bwd_head_dim_half;
+    for (int pass = 0; pass < 2; ++pass) {
+      q.attention[pass] = fit.attention(pass == 0);
+      q.attention_in_layer_points[pass] = fit.attention_in_layer_points[pass];
+    }
     q.attention_quality[0] = fit.attention_quality[0];
     q.attention_quality[1] = fit.attention_quality[1];
     q.attention_source = fit.attention_source;
@@ -261,12 +259,15 @@ Json to_json(const FitReport& report) {
         {"gemm", gemm},
         {"kernels", kernels},
         {"attention",
-         {{"efficiency", g.attention_efficiency},
-          {"bwd_efficiency", g.attention_bwd_efficiency},
-          {"seq_half", g.attention_seq_half},
-          {"bwd_seq_half", g.attention_bwd_seq_half},
-          {"head_dim_half", g.attention_head_dim_half},
-          {"bwd_head_dim_half", g.attention_bwd_head_dim_half},
+         {{"efficiency", g.attention[0].efficiency},
+          {"bwd_efficiency", g.attention[1].efficiency},
+          {"seq_half", g.attention[0].seq_half},
+          {"bwd_seq_half", g.attention[1].seq_half},
+          {"head_dim_half", g.attention[0].head_dim_half},
+          {"bwd_head_dim_half", g.attention[1].head_dim_half},
+          {"in_layer_factor", g.attention[0].in_layer_factor},
+          {"bwd_in_layer_factor", g.attention[1].in_layer_factor},
+          {"in_layer_points", {g.attention_in_layer_points[0], g.attention_in_layer_points[1]}},
           {"forward_quality", to_json(g.attention_quality[0])},
           {"backward_quality", to_json(g.attention_quality[1])},
           {"points", g.attention_points},

@@ -74,9 +74,8 @@ struct GpuQuality {
   std::vector<std::string> warnings;  // measurements that could not be scored, and why
   std::vector<GemmHoldout> gemm;
   std::map<std::string, KernelFit> kernels;
-  double attention_efficiency = 0, attention_bwd_efficiency = 0;
-  double attention_seq_half = 0, attention_bwd_seq_half = 0;            // GpuFit's
-  double attention_head_dim_half = 0, attention_bwd_head_dim_half = 0;  // GpuFit's
+  AttentionCoefficients attention[2];             // forward, backward: GpuFit's
+  int64_t attention_in_layer_points[2] = {0, 0};  // timings inside layers behind in_layer_factor
   FitQuality attention_quality[2];  // forward, backward: over the timings they were fitted to
   int64_t attention_points = 0;     // attention timings in the files (any source)
   std::string attention_source;

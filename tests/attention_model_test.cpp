@@ -90,5 +90,39 @@ TEST(AttentionModel, FitRecoversTheCoefficientsOfItsOwnTimings) {
   EXPECT_EQ(none.quality.points, 0);
 }
 
+// The same timings half alone and half inside layers 1.25x slower: the halves are shared, the
+// efficiency is the alone one and in_layer_factor the ratio; fewer than
+// kMinAttentionContextSamples inside layers share one efficiency instead.
+TEST(AttentionModel, FitSeparatesTimingsInsideLayersByOneFactor) {
+  const AttentionCoefficients truth{0.42, 16 * std::exp2(40 / 8.0), 4 * std::exp2(7 / 2.0)};
+  const double launch = 4e-6, factor = 1.25;
+  std::vector<AttentionSample> samples;
+  for (int64_t seq : {512, 1024, 4096})
+    for (int64_t head_dim : {64, 128})
+      for (int64_t bh : {1, 8, 64}) {
+        const AttentionWork w{causal_forward_flops(bh, seq, head_dim), bh, seq, head_dim, true};
+        const double body = attention_time_s(truth, w, 989e12, 132);
+        const bool in_layer = bh == 8;  // 6 of the 18
+        samples.push_back({w, launch + (in_layer ? factor : 1.0) * body, in_layer});
+      }
+  const AttentionFitResult r = fit_attention(samples, 989e12, 132, launch, {});
+  EXPECT_NEAR(r.coefficients.efficiency, truth.efficiency, 1e-9);
+  EXPECT_DOUBLE_EQ(r.coefficients.seq_half, truth.seq_half);
+  EXPECT_DOUBLE_EQ(r.coefficients.head_dim_half, truth.head_dim_half);
+  EXPECT_NEAR(r.coefficients.in_layer_factor, factor, 1e-9);
+  EXPECT_EQ(r.in_layer_points, 6);
+  EXPECT_LT(r.quality.p95_rel_error, 1e-9);  // the factor applied to the in-layer ones
+
+  // Two inside layers: too few for their own efficiency; one efficiency for all, factor 1.
+  std::vector<AttentionSample> few;
+  for (const auto& s : samples)
+    if (!s.in_layer || s.work.seq == 4096) few.push_back(s);
+  ASSERT_EQ(few.size(), 14u);
+  const AttentionFitResult shared = fit_attention(few, 989e12, 132, launch, {});
+  EXPECT_EQ(shared.coefficients.in_layer_factor, 1);
+  EXPECT_EQ(shared.in_layer_points, 0);
+  EXPECT_GT(shared.quality.p95_rel_error, 0.05);  // the two are 25% off the others' efficiency
+}
+
 }  // namespace
 }  // namespace hetplan

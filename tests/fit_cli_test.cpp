@@ -356,6 +356,95 @@ TEST(ProfileFit, AttentionTakesTheKernelsInsideWholeLayerTimings) {
   }
 }
 
+// hetplan's kernels timed alone (kernel measurements) and inside its layers (their traces), 1.25x
+// slower in the forward and 1.2x in the backward: the fit keeps the alone efficiency and the
+// factor, the cost model applies the factor, the profile keeps it, and an SDPA file (timed alone)
+// takes the efficiencies and keeps hetplan's factor.
+TEST(ProfileFit, AttentionInsideLayersTakesTheFactorItsKernelsShowThere) {
+  const double peak = 989.4e12;  // h100-sxm bf16 dense
+  const AttentionCoefficients truth{0.3, 0, 0};
+  const double factor[2] = {1.25, 1.2};
+  const double launch = GpuFit{}.launch_s;
+  CalibrationFile f;
+  f.context.source = "measured";
+  f.context.gpu_type = "h100-sxm";
+  for (int64_t tp : {1, 2, 4, 8}) {  // gpt2-medium's block at micro-batch 1
+    LayerMeasurement m;
+    m.style = "gpt";
+    m.micro_batch = 1;
+    m.seq_len = 1024;
+    m.hidden = 1024;
+    m.heads = m.kv_heads = 16;
+    m.ffn_hidden = 4096;
+    m.tp = tp;
+    m.forward_s = m.backward_input_s = m.backward_weight_s = summarize({1e-3});
+    for (const AttentionOp& op : measured_block_work(m, Dtype::kBf16).attention) {
+      const int pass = op.pass == Pass::kForward ? 0 : 1;
+      const double t = factor[pass] * attention_time_s(truth, attention_work(op), peak, 132);
+      m.trace[pass == 0 ? "forward" : "backward_input"]["kernels"] =
+          Json::array({{{"name", "void hetplan::kernels::attention_main_kernel<bf16, 64>"},
+                        {"count", 1},
+                        {"mean_s", launch + t}}});
+    }
+    f.layers.push_back(m);
+  }
+  for (const char* kernel : {"attention_fwd_bf16", "attention_bwd_bf16"})
+    for (int64_t batch : {1, 4, 16}) {  // alone: 16 to 256 heads x batch
+      KernelMeasurement k;
+      k.kernel = kernel;
+      k.dtype = Dtype::kBf16;
+      const bool bwd = std::string(kernel).find("bwd") != std::string::npos;
+      k.flops = 4.0 * batch * 16 * 1024 * 1024 * 64 / 2 * (bwd ? 2.5 : 1);
+      k.params = Json{{"batch", batch}, {"heads", 16}, {"seq", 1024},
+                      {"head_dim", 64}, {"causal", 1}, {"family", "attention"}};
+      const AttentionWork w{k.flops, batch * 16, 1024, 64, true};
+      k.time_s = summarize({launch + attention_time_s(truth, w, peak, 132)});
+      f.kernels.push_back(k);
+    }
+  const GpuFit g = fit_profile({f}).gpu("h100-sxm");
+  EXPECT_EQ(g.attention_source, "hetplan kernels");
+  EXPECT_NEAR(g.attention_efficiency, 0.3, 1e-9);
+  EXPECT_NEAR(g.attention_bwd_efficiency, 0.3, 1e-9);
+  EXPECT_NEAR(g.attention_in_layer_factor, 1.25, 1e-9);
+  EXPECT_NEAR(g.attention_bwd_in_layer_factor, 1.2, 1e-9);
+  EXPECT_EQ(g.attention_in_layer_points[0], 4);
+  EXPECT_EQ(g.attention_quality[0].points, 7);
+  EXPECT_LT(g.attention_quality[1].p95_rel_error, 1e-9);
+
+  // In a training step the pass runs inside its layer: launch + factor x its time alone.
+  Profile p;
+  p.gpus["h100-sxm"] = g;
+  const ClusterSpec cluster = load_cluster("p5.48xlarge:1");
+  const GpuSpec& gpu = cluster.groups[0].node.gpu;
+  const double flops = 4.0 * 16 * 1024 * 1024 * 64 / 2;
+  const AttentionOp op{Pass::kForward, 1, 16, 16, 1024, 64, true, flops};
+  const double alone = attention_time_s(truth, attention_work(op), peak, 132);
+  EXPECT_NEAR(CostModel(p, cluster).attention_s(gpu, Dtype::kBf16, op), g.launch_s + 1.25 * alone,
+              1e-12);
+  // The profile keeps both factors.
+  const auto dir = temp_dir("attention_in_layer");
+  save_profile(p, (dir / "p.json").string());
+  const GpuFit back = profile_from_document(load_document(dir / "p.json")).gpu("h100-sxm");
+  EXPECT_DOUBLE_EQ(back.attention_in_layer_factor, g.attention_in_layer_factor);
+  EXPECT_DOUBLE_EQ(back.attention_bwd_in_layer_factor, g.attention_bwd_in_layer_factor);
+  std::filesystem::remove_all(dir);
+
+  // SDPA, timed alone, sets the efficiency; hetplan's kernels still say what a layer does to it.
+  KernelMeasurement k;
+  k.kernel = "sdpa_fwd_flash_attention";
+  k.dtype = Dtype::kBf16;
+  k.flops = 1e12;
+  k.time_s = summarize({launch + 1e12 / (0.5 * peak)});
+  CalibrationFile sdpa;
+  sdpa.context = f.context;
+  sdpa.kernels = {k};
+  const GpuFit both = fit_profile({sdpa, f}).gpu("h100-sxm");
+  EXPECT_EQ(both.attention_source, "torch sdpa, FLASH_ATTENTION backend");
+  EXPECT_NEAR(both.attention_efficiency, 0.5, 1e-9);
+  EXPECT_NEAR(both.attention_in_layer_factor, 1.25, 1e-9);
+  EXPECT_NEAR(both.attention_bwd_in_layer_factor, 1.2, 1e-9);
+}
+
 // QA: predict and search named Helix ("imported:helix") as the source of the T4's training fit,
 // which Helix's serving tables do not change (its coefficients were the datasheet's).
 TEST(ProfileFit, ServingTablesAloneAreNoSourceOfTheTrainingFit) {

@@ -9,9 +9,9 @@ enum { kSuccess = 0, kUninitialized = 1, kNotSupported = 3, kNotFound = 6, kGpuI
 
 static int g_initialised = 0;
 static unsigned g_sm_mhz = 1980;
-static unsigned g_power_mw = 0; // 0: not supported
+static unsigned g_power_mw = 0;  // 0: not supported
 static unsigned long long g_reasons = 0;
-static int g_clock_calls_left = -1; // >= 0: that many succeed, then GPU lost
+static int g_clock_calls_left = -1;  // >= 0: that many succeed, then GPU lost
 static int g_device = 0;
 
 void fake_nvml_set(unsigned sm_mhz, unsigned power_mw, unsigned long long reasons,
@@ -32,12 +32,18 @@ int nvmlShutdown(void) {
 }
 const char* nvmlErrorString(int status) {
   switch (status) {
-    case kSuccess: return "Success";
-    case kUninitialized: return "Uninitialized";
-    case kNotSupported: return "Not Supported";
-    case kNotFound: return "Not Found";
-    case kGpuIsLost: return "GPU is lost";
-    default: return "Unknown Error";
+    case kSuccess:
+      return "Success";
+    case kUninitialized:
+      return "Uninitialized";
+    case kNotSupported:
+      return "Not Supported";
+    case kNotFound:
+      return "Not Found";
+    case kGpuIsLost:
+      return "GPU is lost";
+    default:
+      return "Unknown Error";
   }
 }
 int nvmlSystemGetDriverVersion(char* version, unsigned length) {
