@@ -75,12 +75,30 @@ def main(path):
         best = max(ks, key=lambda k: k["GBps"])
         print(f"kernel {name:28} n {len(ks):3}  best {best['GBps']:7.0f} GB/s  params {json.dumps(best.get('params'))[:80]}")
 
+    # The SM clock each timing ran at (method.clocks; docs/calibrate.md "SM clocks"): median MHz,
+    # "*" where NVML named a power or thermal limit.
+    def clock(method):
+        c = (method or {}).get("clocks")
+        if not c:
+            return "-"
+        return f"{c['sm_mhz_median']:.0f}" + ("*" if c.get("power_thermal_samples", 0) else "")
+
+    for section, records in (("GEMMs", cal.get("gemm", [])), ("kernels", cal.get("kernels", []))):
+        clocked = [r["method"]["clocks"] for r in records if "clocks" in r.get("method", {})]
+        if clocked:
+            mhz = sorted(c["sm_mhz_median"] for c in clocked)
+            limited = sum(1 for c in clocked if c.get("power_thermal_samples", 0))
+            print(f"clocks of {len(clocked)} {section}: SM median {mhz[len(mhz) // 2]:.0f} MHz "
+                  f"(lowest median {mhz[0]:.0f}), {limited} under a power or thermal limit")
+
     for l in cal.get("layers", [])[:40]:
         m = l.get("method", {})
         print(f"layer {l['style']:5} b{l['micro_batch']} s{l['seq_len']} h{l['hidden']} tp{l['tp']}: "
               f"F {fmt_s(l['forward']['median_s'])} B {fmt_s(l['backward_input']['median_s'])} "
               f"W {fmt_s(l['backward_weight']['median_s'])}  act {l['activation_bytes'] / 2**20:.1f} MiB "
-              f"(costmodel {m.get('costmodel_activation_bytes', 0) / 2**20:.1f} MiB)")
+              f"(costmodel {m.get('costmodel_activation_bytes', 0) / 2**20:.1f} MiB)  "
+              f"MHz {clock(m.get('forward'))}/{clock(m.get('backward_input'))}/"
+              f"{clock(m.get('backward_weight'))}")
 
     fails = cal.get("failures", [])
     if fails:
