@@ -225,6 +225,32 @@ std::string data_block(const Json& data) {
   return out;
 }
 
+// The SM clock each class of calibration measurement ran at (docs/calibrate.md "SM clocks").
+std::string clocks_table(const Json& clocks) {
+  std::string s =
+      "<h3>SM clock while timed</h3><p class=\"explain\">Read through NVML during each timed "
+      "region: the median over a class's measurements of their median clock, its 10th and 90th "
+      "percentiles, the lowest reading, and how many measurements ran under a power or thermal "
+      "limit. Timings compared across classes ran at these clocks.</p><table><thead><tr>"
+      "<th>GPU</th><th>measurements</th><th class=\"num\">timed</th><th class=\"num\">SM "
+      "MHz</th><th class=\"num\">p10 - p90</th><th class=\"num\">lowest</th>"
+      "<th class=\"num\">limited</th><th>reasons</th></tr></thead><tbody>";
+  for (const Json& c : clocks) {
+    std::string reasons;
+    for (const Json& r : c["reasons"])
+      reasons += (reasons.empty() ? "" : ", ") + r.get<std::string>();
+    s += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.0f}</td>"
+        "<td class=\"num\">{:.0f} - {:.0f}</td><td class=\"num\">{:.0f}</td>"
+        "<td class=\"num\">{}</td><td>{}</td></tr>",
+        esc(str(c, "gpu_type")), esc(str(c, "what")), c.value("measurements", int64_t{0}),
+        c.value("sm_mhz_median", 0.0), c.value("sm_mhz_p10", 0.0), c.value("sm_mhz_p90", 0.0),
+        c.value("sm_mhz_min", 0.0), c.value("power_thermal_measurements", int64_t{0}),
+        esc(reasons));
+  }
+  return s + "</tbody></table>";
+}
+
 }  // namespace
 
 std::string render_report_html(const Json& data) {
@@ -268,7 +294,8 @@ std::string render_report_html(const Json& data) {
                                   "matched a prediction.</p>")) +
           unmatched_lists(data) + "</section>";
   const int64_t one_gpu = cal.value("one_gpu_collectives", int64_t{0});
-  if (!cal["gemm"].empty() || !cal["collectives"].empty() || one_gpu > 0) {
+  const bool clocks = cal.contains("clocks") && !cal["clocks"].empty();
+  if (!cal["gemm"].empty() || !cal["collectives"].empty() || one_gpu > 0 || clocks) {
     body +=
         "<section id=\"calibration\"><h2>Calibration</h2><p class=\"explain\">GEMM throughput "
         "against size and collective bus bandwidth (nccl-tests definition) against message "
@@ -280,7 +307,9 @@ std::string render_report_html(const Json& data) {
         "</p><div class=\"grid2\">";
     if (!cal["gemm"].empty()) body += "<div class=\"chart\" id=\"chart-gemm\"></div>";
     if (!cal["collectives"].empty()) body += "<div class=\"chart\" id=\"chart-collectives\"></div>";
-    body += "</div></section>";
+    body += "</div>";
+    if (clocks) body += clocks_table(cal["clocks"]);
+    body += "</section>";
   }
   if (cal.contains("layers") && !cal["layers"].empty()) {
     body +=

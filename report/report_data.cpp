@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/calibration.h"
+#include "costmodel/clock_classes.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/input_files.h"
@@ -232,10 +233,21 @@ Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
     }
     return list;
   };
+  // The SM clock each class of measurement ran at, per GPU type (files with clock records).
+  std::map<std::string, std::vector<const CalibrationFile*>> by_type;
+  for (const auto& cal : read) by_type[cal.context.gpu_type].push_back(&cal);
+  Json clocks = Json::array();
+  for (const auto& [type, cals] : by_type)
+    for (const ClockClass& c : clock_classes(cals)) {
+      Json row = to_json(c);
+      row["gpu_type"] = type.empty() ? "?" : type;
+      clocks.push_back(row);
+    }
   return {{"gemm", to_list(gemm, false)},
           {"collectives", to_list(coll, true)},
           {"one_gpu_collectives", one_gpu_collectives},
-          {"layers", layer_points(read)}};
+          {"layers", layer_points(read)},
+          {"clocks", clocks}};
 }
 
 Json pipeline_and_memory(const PredictedStrategy& ps, Json& memory) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "costmodel/clocks.h"
 #include "costmodel/layer_correction.h"
 #include "costmodel/profile.h"
 #include "report/assets.h"
@@ -226,6 +227,42 @@ TEST(ReportData, BusBandwidthSeriesPerDtypeWithoutOneGpuGroups) {
                 "says nothing about links."),
             std::string::npos);
   fs::remove_all(dir);
+}
+
+// The SM clocks of the calibration's measurements, per GPU type and class, as a table.
+TEST(ReportData, CalibrationClocksPerClass) {
+  const auto& files = testing::report_inputs();
+  CalibrationFile cal = load_calibration(files.calibration);  // the A100 sample: 8 bf16 GEMMs
+  ASSERT_EQ(cal.gemm.size(), 8u);
+  for (size_t i = 0; i < cal.gemm.size(); ++i)
+    cal.gemm[i].method["clocks"] = to_json(summarize_clocks(
+        {{1410.0 - 10.0 * static_cast<double>(i), 390.0, i < 3 ? kClockReasonSwPowerCap : 0, 0}}));
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("hetplan_clocks_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  save_calibration(cal, dir / "clocked.json");
+  ReportInputs in;
+  in.predictions = {files.predictions[0]};
+  in.calibration = {(dir / "clocked.json").string()};
+  const Json data = build_report_data(in);
+  const Json& clocks = data["calibration"]["clocks"];
+  ASSERT_EQ(clocks.size(), 1u) << clocks.dump();
+  EXPECT_EQ(clocks[0]["gpu_type"], "a100-40gb");
+  EXPECT_EQ(clocks[0]["what"], "gemm bf16");
+  EXPECT_EQ(clocks[0]["measurements"], 8);
+  EXPECT_DOUBLE_EQ(clocks[0]["sm_mhz_median"].get<double>(), 1375);  // of 1340 .. 1410
+  EXPECT_EQ(clocks[0]["power_thermal_measurements"], 3);
+  const std::string html = render_report_html(data);
+  EXPECT_NE(html.find("<h3>SM clock while timed</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<td>a100-40gb</td><td>gemm bf16</td><td class=\"num\">8</td>"
+                      "<td class=\"num\">1375</td>"),
+            std::string::npos);
+  fs::remove_all(dir);
+  // Files without clock records have none, and no table.
+  in.calibration = {files.calibration};
+  const Json plain = build_report_data(in);
+  EXPECT_TRUE(plain["calibration"]["clocks"].empty());
+  EXPECT_EQ(render_report_html(plain).find("SM clock while timed"), std::string::npos);
 }
 
 // Whole-layer timings in the calibration inputs (AMP's T4 arrays) against the cost model's ops.
