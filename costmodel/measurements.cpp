@@ -129,6 +129,7 @@ Json to_json(const Measurement& m) {
   if (!m.error.empty()) j["error"] = m.error;
   if (!m.origin.empty()) j["origin"] = m.origin;
   j["notes"] = m.notes;
+  if (m.clocks) j["clocks"] = to_json(*m.clocks);
   if (!m.assumed.empty()) j["assumed"] = m.assumed;
   return j;
 }
@@ -176,6 +177,7 @@ Measurement measurement_from_json(ObjectReader r) {
       r.choice_or("peak_memory_kind", {"allocated", "reserved", "device"}, "allocated");
   m.origin = r.string_or("origin", "");
   m.notes = r.string_or("notes", "");
+  if (auto clocks = r.optional_object("clocks")) m.clocks = clock_summary_from_json(*clocks);
   if (r.has("assumed")) m.assumed = r.strings("assumed");
   check_assumed(r, m);
   r.finish();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/clocks.h"
 #include "costmodel/document.h"
 #include "costmodel/stats.h"
 
@@ -53,6 +54,9 @@ struct Measurement {
   std::string error;   // another failure, when it did not complete
   std::string origin;  // where it came from inside the inputs ("train.log:120-480")
   std::string notes;
+  // The GPU's SM clock during the timed iterations (NVML; costmodel/clocks.h), where the harness
+  // read it.
+  std::optional<ClockSummary> clocks;
   // Keys whose values the writer filled in by default rather than read from the run: of the
   // measurement ("peak_memory_kind") or of its strategy ("strategy.grad_accumulation_fusion").
   std::vector<std::string> assumed;

@@ -198,7 +198,8 @@ def compare(a, entries, sub):
             mem = m["peak_memory_bytes"][0] if m.get("peak_memory_bytes") else 0
             row.update({"measured_iteration_s": t, "measured_allocated_bytes": mem,
                         "time_error": rel(p["iteration_s"], t),
-                        "memory_error": rel(p["allocated_bytes"], mem) if mem else None})
+                        "memory_error": rel(p["allocated_bytes"], mem) if mem else None,
+                        "clocks": m.get("clocks")})
             time_err.append(row["time_error"])
             if row["memory_error"] is not None:
                 mem_err.append(row["memory_error"])
@@ -211,8 +212,10 @@ def compare(a, entries, sub):
 def print_table(title, rows, stats):
     gib = 2.0 ** 30
     print(f"\n{title}")
+    # SM MHz: the median SM clock of the measured steps (scripts/reference/clocks.py), "*" where
+    # NVML named a power or thermal limit; "-" where the run did not read it.
     print(f"{'#':>2} {'configuration':<36} {'pred ms':>9} {'meas ms':>9} {'err':>7} "
-          f"{'pred GiB':>9} {'meas GiB':>9} {'err':>7}")
+          f"{'pred GiB':>9} {'meas GiB':>9} {'err':>7} {'SM MHz':>7}")
     for r in rows:
         p = r["predicted"]
         if r["measured_oom"] or r["error"]:
@@ -221,10 +224,13 @@ def print_table(title, rows, stats):
             print(f"{r['index']:>2} {r['label']:<36} {what} ({said})")
             continue
         me = r["memory_error"]
+        c = r.get("clocks")
+        mhz = f"{c['sm_mhz_median']:.0f}" + ("*" if c.get("power_thermal_samples") else "") \
+            if c else "-"
         print(f"{r['index']:>2} {r['label']:<36} {p['iteration_s'] * 1e3:>9.1f} "
               f"{r['measured_iteration_s'] * 1e3:>9.1f} {100 * r['time_error']:>+6.1f}% "
               f"{p['allocated_bytes'] / gib:>9.2f} {r['measured_allocated_bytes'] / gib:>9.2f} "
-              + (f"{100 * me:>+6.1f}%" if me is not None else "      -")
+              + (f"{100 * me:>+6.1f}%" if me is not None else "      -") + f" {mhz:>7}"
               + ("" if p["feasible"] else "  (predicted infeasible)"))
     t, m = stats["iteration_time"], stats["peak_memory_allocated"]
     if t["count"]:

@@ -70,8 +70,11 @@ TEST(Measurements, RoundTripsThroughAFile) {
   m.warmup_iterations = 5;
   m.peak_memory_bytes = {12e9};
   m.source = "measured:pytorch";
+  // The SM clock of the timed steps, as scripts/reference/clocks.py writes it.
+  m.clocks = summarize_clocks({{1755, 690.0, kClockReasonSwPowerCap, 40e-6}, {1980, 600.0, 0, 0}});
   f.measurements.push_back(m);
   Measurement oom = m;
+  oom.clocks.reset();
   oom.iteration_s.reset();
   oom.iteration_samples_s.clear();
   oom.oom = true;
@@ -88,6 +91,11 @@ TEST(Measurements, RoundTripsThroughAFile) {
   EXPECT_EQ(back.measurements[0].strategy, Json::parse(kStrategy));
   EXPECT_TRUE(back.measurements[1].oom);
   EXPECT_FALSE(back.measurements[1].iteration_s.has_value());
+  ASSERT_TRUE(back.measurements[0].clocks.has_value());
+  EXPECT_EQ(back.measurements[0].clocks->samples, 2);
+  EXPECT_DOUBLE_EQ(back.measurements[0].clocks->sm_mhz_median, 1867.5);
+  EXPECT_EQ(back.measurements[0].clocks->reasons, kClockReasonSwPowerCap);
+  EXPECT_FALSE(back.measurements[1].clocks.has_value());
 }
 
 TEST(Measurements, RejectsBadInputWithKeyPaths) {
@@ -124,6 +132,12 @@ TEST(Measurements, RejectsBadInputWithKeyPaths) {
   EXPECT_NE(error_of(file_with(R"({"model": "g", "strategy": )" + s +
                                R"(, "iteration_s": 1, "source": "measured:x", "iter": 2})"))
                 .find("measurements[0].iter: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of(file_with(R"({"model": "g", "strategy": )" + s +
+                               R"(, "iteration_s": 1, "source": "measured:x",
+                                  "clocks": {"samples": 2, "sm_mhz_median": 0,
+                                             "reasons": []}})"))
+                .find("measurements[0].clocks.sm_mhz_median: expected a number > 0"),
             std::string::npos);
   // A measurement that failed needs no time.
   EXPECT_EQ(error_of(file_with(R"({"model": "g", "strategy": )" + s +

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from . import fused, spec
+from . import clocks, fused, spec
 from .model import Model, init_weights
 
 
@@ -274,15 +274,32 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
             n = max(3, min(iters, int(budget_s / max(one_s, 1e-6))))
             dev.reset_peak()
             timers = [dev.timer() for _ in range(n)]
-            wall0 = time.perf_counter()
-            for start, stop, _ in timers:
-                start()
-                step()
-                if not dev.cuda:
-                    dev.sync()
-                stop()
-            dev.sync()
-            wall_s = (time.perf_counter() - wall0) / n
+            # The SM clock while the timed steps run (scripts/reference/clocks.py).
+            where = clocks.torch_device(torch, device) if dev.cuda else None
+            sampler = clocks.ClockSampler(where) if where else None
+            if sampler is not None:
+                sampler.start()
+            try:
+                wall0 = time.perf_counter()
+                for start, stop, _ in timers:
+                    start()
+                    step()
+                    if not dev.cuda:
+                        dev.sync()
+                    stop()
+                dev.sync()
+                wall_s = (time.perf_counter() - wall0) / n
+            finally:  # an out-of-memory step too: the thread ends, NVML closes
+                record = sampler.stop() if sampler is not None else None
+                if sampler is not None:
+                    sampler.close()
+            if sampler is not None:
+                if record:
+                    result["clocks"] = record
+                else:
+                    notes.append("clocks not read: " + sampler.reason)
+            elif dev.cuda:
+                notes.append("clocks not read: NVML cannot tell this device from torch's")
         finally:
             if ctx is not None:
                 ctx.__exit__(None, None, None)

@@ -1,0 +1,94 @@
+"""scripts/reference/clocks.py: the harness's SM clock readings (NVML through ctypes), against the
+stand-in library tests/fake_nvml (HETPLAN_FAKE_NVML, set by ctest), and its reason names against
+costmodel/clocks.cpp's.
+
+Run: HETPLAN_FAKE_NVML=build/tests/libhetplan_fake_nvml.so python3 -m unittest tests/python/test_clocks.py
+"""
+
+import ctypes
+import os
+import re
+import sys
+import time
+import unittest
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+from reference import clocks  # noqa: E402
+
+FAKE = os.environ.get("HETPLAN_FAKE_NVML", "")
+BUS = {"pci_bus_id": "0000:00:06.0"}  # the stand-in's one device
+
+
+class ReasonsTest(unittest.TestCase):
+    def test_names_and_bits_are_costmodels(self):
+        with open(os.path.join(ROOT, "costmodel", "clocks.h")) as f:
+            header = f.read()
+        with open(os.path.join(ROOT, "costmodel", "clocks.cpp")) as f:
+            source = f.read()
+        bits = {name: int(v, 16) for name, v in
+                re.findall(r"constexpr uint64_t (kClockReason\w+) = (0x[0-9a-f]+);", header)}
+        names = dict(re.findall(r"\{(kClockReason\w+), \"(\w+)\"\}", source))
+        self.assertEqual(len(names), 9)
+        self.assertEqual(sorted((bits[k], n) for k, n in names.items()), sorted(clocks.REASONS))
+        self.assertEqual(clocks.reason_names(0x4 | 0x40 | 0x200),
+                         ["sw_power_cap", "hw_thermal", "0x200"])
+
+    def test_summary_has_the_calibrations_form(self):
+        record = clocks.summarize([(1980.0, 600.0, 0, 40e-6), (1755.0, None, 0x4, 60e-6),
+                                   (1620.0, 700.0, 0x4 | 0x8, 50e-6)])
+        self.assertEqual(record, {"samples": 3, "sm_mhz_median": 1755.0, "sm_mhz_min": 1620.0,
+                                  "sm_mhz_max": 1980.0, "reasons": ["sw_power_cap", "hw_slowdown"],
+                                  "power_thermal_samples": 2, "read_us_median": 50.0,
+                                  "power_w_median": 650.0})
+        self.assertIsNone(clocks.summarize([]))
+
+
+@unittest.skipUnless(FAKE and os.path.exists(FAKE), "HETPLAN_FAKE_NVML not built")
+class SamplerTest(unittest.TestCase):
+    def setUp(self):
+        self.fake = ctypes.CDLL(FAKE)
+        self.fake.fake_nvml_set.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_ulonglong,
+                                            ctypes.c_int]
+
+    def tearDown(self):
+        self.fake.fake_nvml_set(1980, 0, 0, -1)
+
+    def test_reads_while_started(self):
+        self.fake.fake_nvml_set(1755, 650500, 0x4, -1)
+        s = clocks.ClockSampler(BUS, interval_s=0.005, library=FAKE)
+        self.assertTrue(s.available, s.reason)
+        s.start()
+        time.sleep(0.05)
+        record = s.stop()
+        s.close()
+        self.assertGreaterEqual(record["samples"], 3)  # one at each end, more in between
+        self.assertEqual(record["sm_mhz_median"], 1755.0)
+        self.assertEqual(record["power_w_median"], 650.5)
+        self.assertEqual(record["reasons"], ["sw_power_cap"])
+        self.assertEqual(record["power_thermal_samples"], record["samples"])
+
+    def test_no_device_and_a_lost_gpu_say_why(self):
+        s = clocks.ClockSampler({"pci_bus_id": "0000:3b:00.0"}, library=FAKE)
+        self.assertFalse(s.available)
+        self.assertEqual(s.reason,
+                         "no NVML device {'pci_bus_id': '0000:3b:00.0'}: Not Found (NVML error 6)")
+        s.start()
+        self.assertIsNone(s.stop())
+        self.fake.fake_nvml_set(1980, 0, 0, 2)  # two readings, then the GPU is lost
+        s = clocks.ClockSampler(BUS, interval_s=0.002, library=FAKE)
+        s.start()
+        time.sleep(0.03)
+        record = s.stop()
+        self.assertEqual(record["samples"], 2)
+        self.assertNotIn("power_w_median", record)  # the stand-in reports no power by default
+        self.assertEqual(s.reason, "nvmlDeviceGetClockInfo(SM): GPU is lost (NVML error 15)")
+        missing = clocks.ClockSampler(BUS, library="/nonexistent/libnvidia-ml.so.1")
+        self.assertTrue(missing.reason.startswith("NVML not loaded ("), missing.reason)
+
+
+if __name__ == "__main__":
+    unittest.main()
