@@ -298,6 +298,20 @@ TEST(ProfileFit, AttentionIsFlashAttentionsAndFallsWithTheSequenceAndTheHeadSize
   EXPECT_EQ(flat.attention_quality[0].points, 1);
 }
 
+// gpt2-medium's block at micro-batch 1 and tensor width `tp`, timed whole (1 ms a pass).
+LayerMeasurement gpt2_medium_block(int64_t tp) {
+  LayerMeasurement m;
+  m.style = "gpt";
+  m.micro_batch = 1;
+  m.seq_len = 1024;
+  m.hidden = 1024;
+  m.heads = m.kv_heads = 16;
+  m.ffn_hidden = 4096;
+  m.tp = tp;
+  m.forward_s = m.backward_input_s = m.backward_weight_s = summarize({1e-3});
+  return m;
+}
+
 // hetplan's attention kernels inside its whole-layer timings: the CUPTI trace's kernels named
 // attention_* (the pass with its preprocessing and dQ conversion) are timings of the layer's
 // attention op, the others are not; an SDPA file replaces them as it replaces the kernels'.
@@ -309,15 +323,7 @@ TEST(ProfileFit, AttentionTakesTheKernelsInsideWholeLayerTimings) {
   f.context.source = "measured";
   f.context.gpu_type = "h100-sxm";
   for (int64_t tp : {1, 8}) {  // gpt2-medium's block: 16 and 2 heads per rank, micro-batch 1
-    LayerMeasurement m;
-    m.style = "gpt";
-    m.micro_batch = 1;
-    m.seq_len = 1024;
-    m.hidden = 1024;
-    m.heads = m.kv_heads = 16;
-    m.ffn_hidden = 4096;
-    m.tp = tp;
-    m.forward_s = m.backward_input_s = m.backward_weight_s = summarize({1e-3});
+    LayerMeasurement m = gpt2_medium_block(tp);
     for (const AttentionOp& op : measured_block_work(m, Dtype::kBf16).attention) {
       const double t = launch + attention_time_s(truth, attention_work(op), peak, 132);
       const char* pass = op.pass == Pass::kForward ? "forward" : "backward_input";
@@ -369,15 +375,7 @@ TEST(ProfileFit, AttentionInsideLayersTakesTheFactorItsKernelsShowThere) {
   f.context.source = "measured";
   f.context.gpu_type = "h100-sxm";
   for (int64_t tp : {1, 2, 4, 8}) {  // gpt2-medium's block at micro-batch 1
-    LayerMeasurement m;
-    m.style = "gpt";
-    m.micro_batch = 1;
-    m.seq_len = 1024;
-    m.hidden = 1024;
-    m.heads = m.kv_heads = 16;
-    m.ffn_hidden = 4096;
-    m.tp = tp;
-    m.forward_s = m.backward_input_s = m.backward_weight_s = summarize({1e-3});
+    LayerMeasurement m = gpt2_medium_block(tp);
     for (const AttentionOp& op : measured_block_work(m, Dtype::kBf16).attention) {
       const int pass = op.pass == Pass::kForward ? 0 : 1;
       const double t = factor[pass] * attention_time_s(truth, attention_work(op), peak, 132);
