@@ -211,7 +211,7 @@ void print_report(const FitReport& report, const Profile& profile) {
     auto in_layer = [&](int pass) {
       const double f = g.attention[pass].in_layer_factor;
       return g.attention_in_layer_points[pass] > 0
-                 ? fmt::format("; x{:.3f} inside layers ({} of them there)", f,
+                 ? fmt::format("; x{:.3f} inside layers ({} timings there)", f,
                                g.attention_in_layer_points[pass])
              : f != 1 ? fmt::format("; x{:.3f} inside layers", f)
                       : std::string();

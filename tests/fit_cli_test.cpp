@@ -419,9 +419,18 @@ TEST(ProfileFit, AttentionInsideLayersTakesTheFactorItsKernelsShowThere) {
   const double alone = attention_time_s(truth, attention_work(op), peak, 132);
   EXPECT_NEAR(CostModel(p, cluster).attention_s(gpu, Dtype::kBf16, op), g.launch_s + 1.25 * alone,
               1e-12);
-  // The profile keeps both factors.
+  // The profile keeps both factors, and hetplan fit prints them.
   const auto dir = temp_dir("attention_in_layer");
   save_profile(p, (dir / "p.json").string());
+  save_calibration(f, dir / "cal.json");
+  const auto r = run_hetplan("fit " + (dir / "cal.json").string() + " --out " +
+                             (dir / "fitted.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("; x1.250 inside layers (4 timings there), backward"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("; x1.200 inside layers (4 timings there) of the dense peak"),
+            std::string::npos)
+      << r.output;
   const GpuFit back = profile_from_document(load_document(dir / "p.json")).gpu("h100-sxm");
   EXPECT_DOUBLE_EQ(back.attention_in_layer_factor, g.attention_in_layer_factor);
   EXPECT_DOUBLE_EQ(back.attention_bwd_in_layer_factor, g.attention_bwd_in_layer_factor);
