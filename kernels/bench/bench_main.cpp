@@ -1,10 +1,11 @@
 // hetplan_kernel_bench: checks, then times, every registered kernel case at its benchmark
 // shapes (or its test shapes with --test-shapes) on the current GPU; prints a table and writes
 // JSON. Memory-bound cases are reported as a percentage of the best device-to-device copy rate
-// measured in the same run; compute-bound ones (attention) in TFLOP/s.
+// measured in the same run; compute-bound ones (attention) in TFLOP/s; each with the median SM
+// clock it ran at (NVML, profiler/common/clock_monitor.h).
 //
 //   hetplan_kernel_bench [--json FILE] [--filter SUBSTRING]... [--test-shapes] [--samples N]
-//                        [--max-seconds S] [--list]
+//                        [--max-seconds S] [--list] [--no-clocks]
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
