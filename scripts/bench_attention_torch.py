@@ -5,6 +5,11 @@ from that file. Run on the same GPU, right after the bench:
 
     python3 scripts/bench_attention_torch.py --ours kernel_bench.json [--json attention_torch.json]
 
+With --between-gemm-ms MS each timed call follows MS milliseconds of bf16 GEMMs on the same
+stream (the events time the attention alone), as attention runs inside a layer among its GEMMs:
+the ratio to the plain timing is SDPA's in-layer factor, to set against the one `hetplan fit` takes
+from hetplan's kernels (docs/costmodel.md "Attention", docs/benchmarks.md item 15).
+
 Torch gets contiguous [batch, heads, seq, head_dim] tensors (its documented layout); ours ran on
 [batch, seq, heads, head_dim] (FlashAttention's), the layout a QKV projection produces. Both bf16,
 softmax scale 1/sqrt(head_dim). FLOPs are counted as FlashAttention counts them: 4 b h s^2 d for
@@ -24,13 +29,17 @@ except ImportError:  # older torch
     SDPBackend = None
 
 
-def median_time_s(fn, warmup=5, reps=30):
+def median_time_s(fn, warmup=5, reps=30, before=None):
+    """Median seconds of fn() over `reps` calls, each timed by two events; `before` (if any) is
+    enqueued ahead of each call, outside the events."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if before is not None:
+            before()
         start.record()
         fn()
         stop.record()
@@ -48,7 +57,23 @@ def default_backend(q, k, v, causal):
         return None
 
 
-def time_torch(b, h, s, d, causal, backend):
+def gemm_heater(ms):
+    """A function that enqueues about `ms` milliseconds of 8192^3 bf16 GEMMs, or None for 0."""
+    if ms <= 0:
+        return None
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty_like(a)
+    torch.matmul(a, a, out=c)
+    one = median_time_s(lambda: torch.matmul(a, a, out=c), warmup=3, reps=5)
+    n = max(1, round(ms * 1e-3 / one))
+
+    def heat():
+        for _ in range(n):
+            torch.matmul(a, a, out=c)
+    return heat
+
+
+def time_torch(b, h, s, d, causal, backend, heat=None):
     dev, dt = "cuda", torch.bfloat16
     q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=dt, requires_grad=True) for _ in range(3))
     do = torch.randn(b, h, s, d, device=dev, dtype=dt)
@@ -70,6 +95,9 @@ def time_torch(b, h, s, d, causal, backend):
         with ctx:
             result["fwd_s"] = median_time_s(fwd)
             result["fwd_bwd_s"] = median_time_s(fwd_bwd)
+            if heat is not None:
+                result["fwd_s_after_gemm"] = median_time_s(fwd, before=heat)
+                result["fwd_bwd_s_after_gemm"] = median_time_s(fwd_bwd, before=heat)
     except Exception as e:  # noqa: BLE001 - a backend may not support the shape
         result["error"] = str(e).splitlines()[0][:200]
     del q, k, v, do
@@ -88,6 +116,8 @@ def main():
     ap.add_argument("--json", help="write the comparison here")
     ap.add_argument("--backends", default="FLASH_ATTENTION,CUDNN_ATTENTION,EFFICIENT_ATTENTION",
                     help="explicit SDPA backends to time besides the default")
+    ap.add_argument("--between-gemm-ms", type=float, default=0,
+                    help="also time each call after this many ms of bf16 GEMMs (0: not)")
     args = ap.parse_args()
 
     with open(args.ours) as f:
@@ -105,6 +135,7 @@ def main():
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN "
           f"{torch.backends.cudnn.version()}")
     backends = [None] + ([b for b in args.backends.split(",") if b] if SDPBackend else [])
+    heat = gemm_heater(args.between_gemm_ms)
     rows = []
     header = (f"{'shape (b,h,s,d,causal)':28} {'ours fwd':>9} {'ours f+b':>9} {'torch fwd':>9} "
               f"{'torch f+b':>9} {'ratio f+b':>9} {'ours TF/s':>9} {'torch TF/s':>10}  torch backend")
@@ -118,7 +149,7 @@ def main():
                "ours_fwd_bwd_s": mine_total if "forward" in mine and "backward" in mine else None,
                "torch": []}
         for backend in backends:
-            row["torch"].append(time_torch(b, h, s, d, causal, backend))
+            row["torch"].append(time_torch(b, h, s, d, causal, backend, heat))
         rows.append(row)
         total_flops = 3.5 * flops(*key)
         for t in row["torch"]:
@@ -130,10 +161,19 @@ def main():
             t["ratio_ours_over_torch_fwd_bwd"] = ratio
             label = t["backend"] + (f" (picks {t['picked']})" if t.get("picked") else "")
             ours_tf = total_flops / row["ours_fwd_bwd_s"] / 1e12 if row["ours_fwd_bwd_s"] else float("nan")
+            after = ""
+            if "fwd_s_after_gemm" in t:
+                t["after_gemm_factor_fwd"] = t["fwd_s_after_gemm"] / t["fwd_s"]
+                t["after_gemm_factor_fwd_bwd"] = t["fwd_bwd_s_after_gemm"] / t["fwd_bwd_s"]
+                after = (f"; after GEMMs x{t['after_gemm_factor_fwd']:.3f} fwd, "
+                         f"x{t['after_gemm_factor_fwd_bwd']:.3f} f+b")
             print(f"{str(key):28} {1e3 * (mine.get('forward') or 0):8.3f}m {1e3 * mine_total:8.3f}m "
                   f"{1e3 * t['fwd_s']:8.3f}m {1e3 * t['fwd_bwd_s']:8.3f}m {ratio:9.2f} {ours_tf:9.1f} "
-                  f"{total_flops / t['fwd_bwd_s'] / 1e12:10.1f}  {label}")
+                  f"{total_flops / t['fwd_bwd_s'] / 1e12:10.1f}  {label}{after}")
     print("ratio f+b = ours / torch for forward + backward; the target is <= 1.5 against the default")
+    if heat is not None:
+        print(f"after GEMMs: each call timed again after {args.between_gemm_ms:g} ms of 8192^3 bf16 "
+              "GEMMs; the factor is that time over the plain one (SDPA's in-layer factor)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"schema": "hetplan.attention_vs_torch/1", "gpu": torch.cuda.get_device_name(),

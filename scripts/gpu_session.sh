@@ -306,6 +306,13 @@ part_a() {
     step attention_vs_sdpa 90 10 python3 scripts/bench_attention_torch.py \
       --ours "$work/kernel_bench.json" --json "$work/attention_torch.json" &&
       excerpt "$work/logs/attention_vs_sdpa.log" '.' 24
+    # Item 15: SDPA after 20 ms of GEMMs against SDPA alone, the factor hetplan fit gives SDPA
+    # from hetplan's kernels inside layers (forward 1.239, backward 1.210 on the H100 of
+    # 2026-11-23).
+    step attention_sdpa_after_gemm 90 10 python3 scripts/bench_attention_torch.py \
+      --ours "$work/kernel_bench.json" --backends FLASH_ATTENTION --between-gemm-ms 20 \
+      --json "$work/attention_torch_after_gemm.json" &&
+      excerpt "$work/logs/attention_sdpa_after_gemm.log" 'after GEMMs|^GPU' 24
   else
     say "[skipped] attention_vs_sdpa: the kernel bench wrote no kernel_bench.json"
   fi
