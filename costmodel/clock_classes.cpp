@@ -14,7 +14,7 @@ namespace {
 struct Accumulator {
   std::vector<double> medians, power;
   double min = 0;
-  int64_t power_thermal = 0;
+  int64_t power_thermal = 0, abnormal = 0;
   uint64_t reasons = 0;
 
   void add(const ClockSummary& s) {
@@ -22,6 +22,7 @@ struct Accumulator {
     medians.push_back(s.sm_mhz_median);
     if (s.power_w_median) power.push_back(*s.power_w_median);
     power_thermal += s.power_thermal_samples > 0;
+    abnormal += (s.reasons & kClockReasonsAbnormal) != 0;
     reasons |= s.reasons;
   }
 };
@@ -60,6 +61,7 @@ class Collector {
       c.sm_mhz_p90 = percentile_sorted(sorted, 0.9);
       c.sm_mhz_min = a.min;
       c.power_thermal = a.power_thermal;
+      c.abnormal = a.abnormal;
       c.reasons = a.reasons;
       if (!a.power.empty()) c.power_w_median = summarize(a.power).median;
       out.push_back(std::move(c));
@@ -110,6 +112,7 @@ Json to_json(const ClockClass& c) {
          {"sm_mhz_p90", c.sm_mhz_p90},
          {"sm_mhz_min", c.sm_mhz_min},
          {"power_thermal_measurements", c.power_thermal},
+         {"abnormal_measurements", c.abnormal},
          {"reasons", clock_reason_names(c.reasons)}};
   if (c.power_w_median) j["power_w_median"] = *c.power_w_median;
   return j;

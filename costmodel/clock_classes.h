@@ -20,6 +20,7 @@ struct ClockClass {
   double sm_mhz_median = 0, sm_mhz_p10 = 0, sm_mhz_p90 = 0;
   double sm_mhz_min = 0;      // the lowest reading of any of them
   int64_t power_thermal = 0;  // measurements with a power or thermal reason in some reading
+  int64_t abnormal = 0;       // of them, with one of kClockReasonsAbnormal (heat, power brake)
   uint64_t reasons = 0;       // every reason seen
   std::optional<double> power_w_median;  // over the measurements that read it
 };

@@ -33,6 +33,12 @@ inline constexpr uint64_t kClockReasonsPowerThermal =
     kClockReasonSwPowerCap | kClockReasonHwSlowdown | kClockReasonSwThermal |
     kClockReasonHwThermal | kClockReasonHwPowerBrake;
 
+// The reasons that mean something is wrong with the board (heat, an external power brake),
+// unlike the power cap a loaded GPU normally runs at. Not hw_slowdown: NVML's reference says it
+// "may be also reported during PState or clock change".
+inline constexpr uint64_t kClockReasonsAbnormal =
+    kClockReasonSwThermal | kClockReasonHwThermal | kClockReasonHwPowerBrake;
+
 // "sw_power_cap", "hw_thermal", ... in bit order; a bit without a name as "0x200".
 std::vector<std::string> clock_reason_names(uint64_t reasons);
 // The inverse; std::nullopt for a name that is neither known nor "0x" and hex digits.

@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "costmodel/clocks.h"
 #include "costmodel/hardware.h"
 #include "costmodel/layer_ops.h"
 #include "costmodel/stats.h"
@@ -123,6 +125,15 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
         for (const auto& k : f.kernels) q.attention_points += is_attention_measurement(k);
       }
     q.clocks = clock_classes(own);
+    // Heat or a power brake slows timings below what the same GPU does when cooled as it should
+    // be: the fit would learn a slower GPU.
+    for (const ClockClass& c : q.clocks)
+      if (const uint64_t bad = c.reasons & kClockReasonsAbnormal)
+        q.warnings.push_back(fmt::format(
+            "{} measurement(s) of class \"{}\" ran while NVML reported {}: the GPU was held "
+            "below its clock by more than its power cap (lowest reading {:.0f} MHz); check its "
+            "cooling and power, and calibrate again",
+            c.abnormal, c.what, fmt::join(clock_reason_names(bad), ", "), c.sm_mhz_min));
     const std::optional<GpuSpec> gpu = find_gpu_spec(type, gpu_types);
     if (!gpu) {
       report.gpus.push_back(std::move(q));

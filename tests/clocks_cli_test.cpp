@@ -67,6 +67,22 @@ TEST(ClocksCli, KernelBenchClocksAreImportedAndFitPrintsThemByClass) {
   EXPECT_EQ(classes[1]["power_thermal_measurements"], 1);
   EXPECT_EQ(classes[1]["sm_mhz_min"], 1620);
 
+  EXPECT_FALSE(has(r.output, "warning: ")) << r.output;  // the power cap is a loaded GPU's norm
+
+  // Heat is not: the fit says which class ran hot and at what clock.
+  bench["results"][3]["clocks"] = clocks(1410, 990, {"sw_power_cap", "hw_thermal"}, 5);
+  std::ofstream(in) << bench.dump(1);
+  ASSERT_EQ(run_hetplan("import --format kernel-bench " + in.string() + " --out " + cal.string())
+                .exit_code,
+            0);
+  r = run_hetplan("fit " + cal.string() + " --out " + (dir / "p.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output,
+                  "warning: 1 measurement(s) of class \"kernel layernorm forward\" ran while NVML "
+                  "reported hw_thermal: the GPU was held below its clock by more than its power "
+                  "cap (lowest reading 990 MHz)"))
+      << r.output;
+
   // A malformed record is refused at the import, by file and key.
   bench["results"][3]["clocks"]["reasons"] = {"too_warm"};
   std::ofstream(in) << bench.dump(1);

@@ -150,6 +150,8 @@ TEST(ClockClasses, GroupGemmsKernelsAndLayerPasses) {
   EXPECT_EQ(c[1].power_thermal, 0);
   EXPECT_EQ(c[2].what, "kernel d2d_copy");
   EXPECT_EQ(c[2].reasons, kClockReasonHwThermal);
+  EXPECT_EQ(c[2].abnormal, 1);  // heat, not the power cap
+  EXPECT_EQ(c[0].abnormal, 0);
   EXPECT_EQ(c[3].what, "layer llama F");
   EXPECT_DOUBLE_EQ(c[3].sm_mhz_median, 1600);
   const Json j = to_json(c[3]);
