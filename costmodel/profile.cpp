@@ -213,10 +213,10 @@ void fit_attention_samples(GpuFit& fit, const std::optional<GpuSpec>& gpu) {
   const double peak = std::max(gpu->peak_flops(Dtype::kBf16), gpu->peak_flops(Dtype::kFp16));
   const AttentionCoefficients prior = fit.attention(true);
   const bool own = fit.attention_source == "hetplan kernels";
-  // One pass: its coefficients from the source's timings; its in-layer factor from hetplan's
-  // kernels timed both ways (the same fit when they are the source). SDPA, timed alone only,
-  // takes hetplan's factor: what slows attention inside a layer is its context (the GEMMs around
-  // it), measured with hetplan's kernels since no layer runs SDPA.
+  // One pass: its coefficients from the source's timings; its in-layer factor from the same
+  // timings where they hold both contexts (hetplan's kernels alone and inside its layers; SDPA
+  // alone and right after GEMMs), else from hetplan's kernels timed both ways: what slows
+  // attention inside a layer is its context (the GEMMs around it), and no layer runs SDPA.
   auto fit_pass = [&](int pass) {
     const AttentionFitResult context = fit_attention(fit.attention_context_samples[pass], peak,
                                                      gpu->sm_count, fit.launch_s, prior);
@@ -226,7 +226,9 @@ void fit_attention_samples(GpuFit& fit, const std::optional<GpuSpec>& gpu) {
                                ? context
                                : fit_attention(samples, peak, gpu->sm_count, fit.launch_s, prior);
     if (fit.attention_samples[pass].empty()) r.quality = {};
-    // No timing in both contexts: the factor the fit had (1, or an input profile's).
+    // SDPA timed after GEMMs too has its own factor (r's); else hetplan's kernels'; else the
+    // factor the fit had (1, or an input profile's).
+    if (r.in_layer_points > 0 && fit.attention_samples[pass].size() > 0) return r;
     r.coefficients.in_layer_factor = context.in_layer_points > 0
                                          ? context.coefficients.in_layer_factor
                                          : fit.attention(pass == 0).in_layer_factor;
@@ -289,9 +291,18 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
   for (const auto& k : f.kernels) {
     const std::string name = cost_op_name(k.kernel);
     if (!half(k) && has_half.count(name)) continue;
-    if (is_attention_measurement(k))
+    if (is_attention_measurement(k)) {
       attention[name].push_back(attention_sample(k));
-    else if (k.bytes > 0)
+      // SDPA timed again right after GEMMs (scripts/bench_attention_torch.py
+      // --between-gemm-ms): the in-layer context, as hetplan's kernels inside its layers.
+      if (k.params.is_object() && k.params.contains("after_gemm_s") &&
+          k.params["after_gemm_s"].is_number()) {
+        AttentionSample after = attention_sample(k);
+        after.time_s = k.params["after_gemm_s"].get<double>();
+        after.in_layer = true;
+        if (after.time_s > 0) attention[name].push_back(after);
+      }
+    } else if (k.bytes > 0)
       by_kernel[name].emplace_back(k.bytes, k.time_s.median);
   }
   std::vector<double> overheads;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
+#include "costmodel/attention_model.h"
 #include "costmodel/calibration.h"
 #include "costmodel/measurements.h"
 #include "costmodel/profile.h"
@@ -190,6 +191,61 @@ TEST(ImportCli, TorchSdpaTimingsSetTheAttentionEfficiency) {
   EXPECT_NEAR(g.attention_efficiency, flops / (2 * 0.0004983839988708496 - g.launch_s) / peak,
               1e-9);
   EXPECT_EQ(g.attention_source, "hetplan kernels");
+  std::filesystem::remove_all(dir);
+}
+
+// SDPA timed again right after GEMMs (bench_attention_torch.py --between-gemm-ms): the import
+// keeps those times, and the fit gives SDPA its own in-layer factor from them (here 1.1 forward,
+// 1.15 backward) instead of the one of hetplan's kernels.
+TEST(ImportCli, TorchSdpaAfterGemmTimingsGiveSdpaItsOwnInLayerFactor) {
+  const auto dir = testing::temp_dir("import_torch_sdpa_after_gemm");
+  Json bench = Json::parse(std::ifstream(kData + "/torch_sdpa/h100_one_shape.json"));
+  const double peak = 989.4e12, launch = GpuFit{}.launch_s;
+  const AttentionCoefficients truth{0.5, 0, 0};
+  Json rows = Json::array();
+  for (const int64_t seq : {1024, 2048, 4096})
+    for (const int64_t head_dim : {64, 128}) {
+      const double flops = 4.0 * 4 * 16 * seq * seq * head_dim / 2;
+      const double f = attention_time_s(truth, {flops, 64, seq, head_dim, true}, peak, 132);
+      const double b = attention_time_s(truth, {2.5 * flops, 64, seq, head_dim, true}, peak, 132);
+      const double fwd_after = launch + 1.1 * f, bwd_after = launch + 1.15 * b;
+      rows.push_back(
+          {{"shape",
+            {{"batch", 4}, {"heads", 16}, {"seq", seq}, {"head_dim", head_dim}, {"causal", true}}},
+           {"torch",
+            {{{"backend", "FLASH_ATTENTION"},
+              {"fwd_s", launch + f},
+              {"fwd_bwd_s", 2 * launch + f + b},
+              {"fwd_s_after_gemm", fwd_after},
+              {"fwd_bwd_s_after_gemm", fwd_after + bwd_after},
+              {"after_gemm_factor_fwd", fwd_after / (launch + f)},
+              {"after_gemm_factor_fwd_bwd", (fwd_after + bwd_after) / (2 * launch + f + b)}}}}});
+    }
+  bench["rows"] = rows;
+  const auto in = dir / "after_gemm.json";
+  std::ofstream(in) << bench.dump(1);
+  const auto sdpa = (dir / "sdpa.json").string();
+  auto r = run_hetplan("import --format torch-sdpa " + in.string() + " --out " + sdpa);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CalibrationFile c = load_calibration(sdpa);
+  ASSERT_EQ(c.kernels.size(), 12u);
+  EXPECT_TRUE(c.kernels[0].params.contains("after_gemm_s"));
+  const GpuFit g = fit_profile({c}).gpu("h100-sxm");
+  EXPECT_EQ(g.attention_source, "torch sdpa, FLASH_ATTENTION backend");
+  EXPECT_NEAR(g.attention_efficiency, 0.5, 1e-9);
+  EXPECT_NEAR(g.attention_in_layer_factor, 1.1, 1e-9);
+  EXPECT_NEAR(g.attention_bwd_in_layer_factor, 1.15, 1e-9);
+  EXPECT_EQ(g.attention_in_layer_points[0], 6);
+
+  // One of the pair missing is refused by name.
+  bench["rows"][0]["torch"][0].erase("fwd_bwd_s_after_gemm");
+  std::ofstream(in) << bench.dump(1);
+  r = run_hetplan("import --format torch-sdpa " + in.string() + " --out " + sdpa);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("rows[0].torch[0].fwd_bwd_s_after_gemm: both timings after GEMMs or "
+                          "neither"),
+            std::string::npos)
+      << r.output;
   std::filesystem::remove_all(dir);
 }
 

@@ -85,16 +85,31 @@ CalibrationFile import_torch_sdpa(const std::vector<std::filesystem::path>& file
         (void)t.optional_number("ratio_ours_over_torch_fwd_bwd");
         const auto fwd = t.optional_number("fwd_s");
         const auto fwd_bwd = t.optional_number("fwd_bwd_s");
+        // --between-gemm-ms: the same calls right after a run of GEMMs (the factors are derived).
+        const auto fwd_after = t.optional_number("fwd_s_after_gemm");
+        const auto fwd_bwd_after = t.optional_number("fwd_bwd_s_after_gemm");
+        (void)t.optional_number("after_gemm_factor_fwd");
+        (void)t.optional_number("after_gemm_factor_fwd_bwd");
         if (!fwd || !fwd_bwd) continue;  // the backend refused the shape
         if (!(*fwd > 0) || !(*fwd_bwd > *fwd))
           t.fail("fwd_bwd_s", "a forward + backward time above the forward time");
+        if (fwd_after.has_value() != fwd_bwd_after.has_value())
+          t.fail(fwd_after ? "fwd_bwd_s_after_gemm" : "fwd_s_after_gemm",
+                 "both timings after GEMMs or neither");
+        if (fwd_after && (!(*fwd_after > 0) || !(*fwd_bwd_after > *fwd_after)))
+          t.fail("fwd_bwd_s_after_gemm",
+                 "a forward + backward time after GEMMs above the forward time after GEMMs");
         t.finish();
-        const Json params = {{"batch", b},       {"heads", h},           {"seq", s},
-                             {"head_dim", d},    {"causal", causal},     {"backend", backend},
-                             {"picked", picked}, {"family", "attention"}};
+        Json params = {{"batch", b},       {"heads", h},           {"seq", s},
+                       {"head_dim", d},    {"causal", causal},     {"backend", backend},
+                       {"picked", picked}, {"family", "attention"}};
         const double flops = forward_flops(b, h, s, d, causal);
         const std::string suffix = lower(backend);
+        // After GEMMs: attention in the power state a layer's GEMMs leave (the fit's in-layer
+        // context, costmodel/attention_model.h).
+        if (fwd_after) params["after_gemm_s"] = *fwd_after;
         cal.kernels.push_back(record("sdpa_fwd_" + suffix, params, flops, *fwd, "median of 30"));
+        if (fwd_after) params["after_gemm_s"] = *fwd_bwd_after - *fwd_after;
         cal.kernels.push_back(record("sdpa_bwd_" + suffix, params, 2.5 * flops, *fwd_bwd - *fwd,
                                      "median forward + backward less median forward"));
       }
