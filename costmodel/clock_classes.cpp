@@ -53,12 +53,11 @@ class Collector {
     for (const auto& [key, a] : classes_) {
       ClockClass c;
       c.what = key.second;
-      std::vector<double> sorted = a.medians;
-      std::sort(sorted.begin(), sorted.end());
-      c.measurements = static_cast<int64_t>(sorted.size());
-      c.sm_mhz_median = percentile_sorted(sorted, 0.5);
-      c.sm_mhz_p10 = percentile_sorted(sorted, 0.1);
-      c.sm_mhz_p90 = percentile_sorted(sorted, 0.9);
+      const Distribution medians = summarize(a.medians);
+      c.measurements = medians.count;
+      c.sm_mhz_median = medians.median;
+      c.sm_mhz_p10 = medians.p10;
+      c.sm_mhz_p90 = medians.p90;
       c.sm_mhz_min = a.min;
       c.power_thermal = a.power_thermal;
       c.abnormal = a.abnormal;

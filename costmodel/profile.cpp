@@ -218,17 +218,17 @@ void fit_attention_samples(GpuFit& fit, const std::optional<GpuSpec>& gpu) {
   // alone and right after GEMMs), else from hetplan's kernels timed both ways: what slows
   // attention inside a layer is its context (the GEMMs around it), and no layer runs SDPA.
   auto fit_pass = [&](int pass) {
-    const AttentionFitResult context = fit_attention(fit.attention_context_samples[pass], peak,
-                                                     gpu->sm_count, fit.launch_s, prior);
-    // Without backward timings the backward takes the forward's coefficients.
-    const auto& samples = fit.attention_samples[fit.attention_samples[pass].empty() ? 0 : pass];
-    AttentionFitResult r = own && !fit.attention_samples[pass].empty()
-                               ? context
-                               : fit_attention(samples, peak, gpu->sm_count, fit.launch_s, prior);
-    if (fit.attention_samples[pass].empty()) r.quality = {};
-    // SDPA timed after GEMMs too has its own factor (r's); else hetplan's kernels'; else the
-    // factor the fit had (1, or an input profile's).
-    if (r.in_layer_points > 0 && fit.attention_samples[pass].size() > 0) return r;
+    // Without backward timings the backward takes the forward's coefficients (not its factor).
+    const bool timed = !fit.attention_samples[pass].empty();
+    AttentionFitResult r = fit_attention(fit.attention_samples[timed ? pass : 0], peak,
+                                         gpu->sm_count, fit.launch_s, prior);
+    if (!timed) r.quality = {}, r.in_layer_points = 0;
+    if (r.in_layer_points > 0) return r;
+    // hetplan's kernels as the source are these timings already: nothing more to fit from them.
+    const AttentionFitResult context =
+        own ? AttentionFitResult{}
+            : fit_attention(fit.attention_context_samples[pass], peak, gpu->sm_count, fit.launch_s,
+                            prior);
     r.coefficients.in_layer_factor = context.in_layer_points > 0
                                          ? context.coefficients.in_layer_factor
                                          : fit.attention(pass == 0).in_layer_factor;
@@ -297,7 +297,7 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
       // --between-gemm-ms): the in-layer context, as hetplan's kernels inside its layers.
       if (k.params.is_object() && k.params.contains("after_gemm_s") &&
           k.params["after_gemm_s"].is_number()) {
-        AttentionSample after = attention_sample(k);
+        AttentionSample after = attention[name].back();
         after.time_s = k.params["after_gemm_s"].get<double>();
         after.in_layer = true;
         if (after.time_s > 0) attention[name].push_back(after);

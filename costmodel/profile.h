@@ -52,7 +52,8 @@ struct GpuFit {
   double attention_head_dim_half = 0;
   double attention_bwd_head_dim_half = 0;
   // The passes' time inside a layer over their time alone (AttentionCoefficients::in_layer_factor),
-  // from hetplan's kernels timed both ways; the efficiencies above are the alone context's.
+  // from the source's timings where they hold both contexts, else from hetplan's kernels timed
+  // both ways; the efficiencies above are the alone context's.
   double attention_in_layer_factor = 1;
   double attention_bwd_in_layer_factor = 1;
   // The forward's (true) or the backward's coefficients as costmodel/attention_model.h takes them.
@@ -63,10 +64,11 @@ struct GpuFit {
   // The timings of the attention_source, forward and backward, from every file: fitted once all
   // files are in (so that the launch they are fitted with is the files' last word).
   std::vector<AttentionSample> attention_samples[2];
-  // hetplan's kernels timed alone and inside its layers, whatever the source: the in-layer factor's
-  // timings (SDPA is timed alone only).
+  // hetplan's kernels timed alone and inside its layers, whatever the source: the in-layer
+  // factor's timings where the source's have no in-layer context (SDPA timed alone only).
   std::vector<AttentionSample> attention_context_samples[2];
-  int64_t attention_in_layer_points[2] = {0, 0};  // of them, inside layers
+  // The in-layer timings each pass's in_layer_factor was fitted to (0: not fitted).
+  int64_t attention_in_layer_points[2] = {0, 0};
   // Which attention the efficiencies describe: "prior", "hetplan kernels" (kernels/), or
   // "torch sdpa (...)": PyTorch's scaled_dot_product_attention, which frameworks run, preferred
   // where measured.
