@@ -2,7 +2,12 @@
 """Short text summary of a hetplan calibration file (printed by scripts/gpu_session.sh)."""
 import collections
 import json
+import os
 import sys
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference import clocks  # noqa: E402
 
 
 def fmt_s(s):
@@ -75,13 +80,9 @@ def main(path):
         best = max(ks, key=lambda k: k["GBps"])
         print(f"kernel {name:28} n {len(ks):3}  best {best['GBps']:7.0f} GB/s  params {json.dumps(best.get('params'))[:80]}")
 
-    # The SM clock each timing ran at (method.clocks; docs/calibrate.md "SM clocks"): median MHz,
-    # "*" where NVML named a power or thermal limit.
+    # The SM clock each timing ran at (method.clocks; docs/calibrate.md "SM clocks").
     def clock(method):
-        c = (method or {}).get("clocks")
-        if not c:
-            return "-"
-        return f"{c['sm_mhz_median']:.0f}" + ("*" if c.get("power_thermal_samples", 0) else "")
+        return clocks.label((method or {}).get("clocks"))
 
     for section, records in (("GEMMs", cal.get("gemm", [])), ("kernels", cal.get("kernels", []))):
         clocked = [r["method"]["clocks"] for r in records if "clocks" in r.get("method", {})]

@@ -31,6 +31,8 @@ import time
 
 sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference import clocks  # noqa: E402  (standard library only, as this script)
 # The cluster the predictions are made for (the strategies use one GPU of it): one H100 SXM of a
 # p5 node unless --cluster (or HETPLAN_SESSION_CLUSTER, which scripts/gpu_session.sh sets from the
 # GPU it finds) says otherwise.
@@ -224,9 +226,7 @@ def print_table(title, rows, stats):
             print(f"{r['index']:>2} {r['label']:<36} {what} ({said})")
             continue
         me = r["memory_error"]
-        c = r.get("clocks")
-        mhz = f"{c['sm_mhz_median']:.0f}" + ("*" if c.get("power_thermal_samples") else "") \
-            if c else "-"
+        mhz = clocks.label(r.get("clocks"))
         print(f"{r['index']:>2} {r['label']:<36} {p['iteration_s'] * 1e3:>9.1f} "
               f"{r['measured_iteration_s'] * 1e3:>9.1f} {100 * r['time_error']:>+6.1f}% "
               f"{p['allocated_bytes'] / gib:>9.2f} {r['measured_allocated_bytes'] / gib:>9.2f} "

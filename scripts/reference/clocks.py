@@ -31,6 +31,14 @@ def reason_names(bits):
     return names
 
 
+def label(record):
+    """A clock record as a table shows it: the median MHz, "*" where NVML named a power or
+    thermal limit; "-" for none."""
+    if not record:
+        return "-"
+    return f"{record['sm_mhz_median']:.0f}" + ("*" if record.get("power_thermal_samples") else "")
+
+
 def summarize(readings):
     """readings: (sm_mhz, power_w or None, reason bits, read seconds) tuples -> the record."""
     if not readings:
