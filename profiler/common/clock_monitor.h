@@ -16,8 +16,9 @@
 
 namespace hetplan::profiler {
 
-// NVML refreshes the SM clock on the driver's own period; 2 ms gives a 20 ms GEMM timing ~10
-// readings, and ~100 us of host time per reading is nothing to a host that waits.
+// NVML refreshes the SM clock on the driver's own period; 2 ms gives a 20 ms GEMM timing about
+// ten readings. What a reading costs the host is not known before a GPU has run this (each record
+// keeps it: read_us_median); the host only waits meanwhile.
 inline constexpr double kClockIntervalS = 2e-3;
 // How often watch() asks whether the region has finished (a late answer stretches the run, not
 // the timing).
