@@ -112,6 +112,27 @@ void print_time_classes(const std::vector<GemmHoldout>& gemm) {
   }
 }
 
+// Whether another dtype's measurements join each dtype's correction (costmodel/gemm_companion.h):
+// the held-out score's choice, made on the fit set, and the profile's, made on every shape.
+void print_companions(const std::vector<GemmHoldout>& gemm, const GpuFit& fit) {
+  for (const auto& h : gemm) {
+    const GemmCompanionChoice& c = h.companion;
+    if (!c.candidate) continue;
+    const auto profile = fit.gemm_companion.find(h.dtype);
+    const bool in_profile = profile != fit.gemm_companion.end();
+    fmt::print(
+        "  {:<6} {} {}'s measurements (same kernels; {}-fold cross-validation of the fit set: "
+        "median {} -> {}, p95 {} -> {}){}\n",
+        to_string(h.dtype), c.companion ? "corrected with" : "not corrected with",
+        to_string(*c.candidate), kCompanionFolds, pct(c.own.median_rel_error),
+        pct(c.with.median_rel_error), pct(c.own.p95_rel_error), pct(c.with.p95_rel_error),
+        in_profile == c.companion.has_value()
+            ? ""
+            : fmt::format("; the profile, fitted on every shape, {}",
+                          in_profile ? "uses them" : "does not"));
+  }
+}
+
 // The measured shapes the profile's correction leaves out as glitches (GemmModel::glitch_shapes):
 // worth a look, as a re-measurement of them may be all that is wrong.
 void print_glitches(const std::vector<GemmHoldout>& gemm) {
@@ -179,6 +200,7 @@ void print_report(const FitReport& report, const Profile& profile) {
         for (const auto& w : h.warnings) fmt::print("    warning: {} {}\n", to_string(h.dtype), w);
       }
       print_time_classes(g.gemm);
+      print_companions(g.gemm, fit);
       print_glitches(g.gemm);
       for (const auto& [dtype, e] : fit.gemm) {
         if (!fit.gemm_points.count(dtype)) continue;

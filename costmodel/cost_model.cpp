@@ -33,6 +33,11 @@ CostModel::CostModel(Profile profile, const ClusterSpec& cluster, CommPriors pri
         m.set_measurements(pts->second);
       c.gemm.emplace(d, std::move(m));
     }
+    // Companions join once every dtype's own model is built (costmodel/gemm_companion.h).
+    for (const auto& [d, companion] : c.fit.gemm_companion) {
+      auto own = c.gemm.find(d), other = c.gemm.find(companion);
+      if (own != c.gemm.end() && other != c.gemm.end()) own->second.set_companion(other->second);
+    }
     gpus_.emplace(gpu.name, std::move(c));
   }
   if (!profile_.collectives.empty()) {

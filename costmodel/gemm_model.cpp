@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace hetplan {
 namespace {
@@ -21,9 +22,13 @@ constexpr int64_t kTileSides[] = {64, 128, 256};
 constexpr size_t kNeighbours = 24;
 constexpr double kBandwidth = 1.0;       // Gaussian kernel width, log2 units
 constexpr double kLayoutDistance = 0.5;  // another operand layout counts as this far away
-constexpr double kSlopeRidge = 0.05;     // shrinks slopes towards 0 (a weighted mean)
-constexpr double kLayoutRidge = 0.002;   // keeps layout offsets defined (relative ridge)
-constexpr double kFadeStart = 2.5;       // beyond this distance the correction fades out
+// A companion dtype's measurement counts as this much further away (one doubling of a side):
+// its kernels are the same, its times differ by about 1% (fp16 against bf16 on the H100: median
+// |log ratio| 0.8%, p95 5.8% over 396 shapes; docs/fit.md).
+constexpr double kCompanionDistance = 1.0;
+constexpr double kSlopeRidge = 0.05;    // shrinks slopes towards 0 (a weighted mean)
+constexpr double kLayoutRidge = 0.002;  // keeps layout offsets defined (relative ridge)
+constexpr double kFadeStart = 2.5;      // beyond this distance the correction fades out
 constexpr double kFadeScale = 2.0;
 // A measured shape whose ratio lies this far (in log, 1.8x) above the median of its nearest
 // measured neighbours' is a glitch of that measurement (a host hiccup: on the H100 calibration a
@@ -35,9 +40,12 @@ constexpr size_t kGlitchNeighbours = 8;
 
 double tile_intensity(double m, double n) { return m * n / (m + n); }
 
-// Squared distance between two shapes in log2 m, n, k, batch; another layout is further away.
-double distance2(const double (&a)[4], int layout_a, const double (&b)[4], int layout_b) {
+// Squared distance between two shapes in log2 m, n, k, batch; another layout is further away, and
+// a companion dtype's shape (`companion`) further still.
+double distance2(const double (&a)[4], int layout_a, const double (&b)[4], int layout_b,
+                 bool companion = false) {
   double d2 = layout_a == layout_b ? 0 : kLayoutDistance * kLayoutDistance;
+  if (companion) d2 += kCompanionDistance * kCompanionDistance;
   for (int j = 0; j < 4; ++j) d2 += (a[j] - b[j]) * (a[j] - b[j]);
   return d2;
 }
@@ -132,6 +140,14 @@ uint64_t gemm_shape_hash(const GemmShape& s) {
   return h;
 }
 
+int gemm_shape_bucket(const GemmShape& s, int buckets) {
+  uint64_t x = gemm_shape_hash(s);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return static_cast<int>(x % static_cast<uint64_t>(std::max(buckets, 1)));
+}
+
 GemmModel::GemmModel(GemmEfficiency eff, double peak_flops, double memory_GBps, int64_t sm_count,
                      int bytes_per_element)
     : eff_(eff),
@@ -220,17 +236,37 @@ void GemmModel::set_measurements(std::vector<GemmPoint> points) {
     GemmPoint p = entry.first;
     p.time_s = std::exp(entry.second.first / entry.second.second);
     exact_[hash] = points_.size();
-    Feature f;
-    f.x[0] = std::log2(double(p.shape.m));
-    f.x[1] = std::log2(double(p.shape.n));
-    f.x[2] = std::log2(double(p.shape.k));
-    f.x[3] = std::log2(double(p.shape.batch));
-    f.layout = layout_of(p.shape);
-    f.log_ratio = std::log(p.time_s / analytical_s(p.shape));
-    features_.push_back(f);
+    features_.push_back(feature(p, false));
     points_.push_back(p);
   }
   screen_glitches();
+  add_companion_features();
+}
+
+GemmModel::Feature GemmModel::feature(const GemmPoint& p, bool companion) const {
+  Feature f;
+  f.x[0] = std::log2(double(p.shape.m));
+  f.x[1] = std::log2(double(p.shape.n));
+  f.x[2] = std::log2(double(p.shape.k));
+  f.x[3] = std::log2(double(p.shape.batch));
+  f.layout = layout_of(p.shape);
+  // Against this dtype's analytical time: the companion's time stands for this dtype's.
+  f.log_ratio = std::log(p.time_s / analytical_s(p.shape));
+  f.companion = companion;
+  return f;
+}
+
+void GemmModel::set_companion(const GemmModel& other) {
+  companion_points_.clear();
+  std::set<GemmShape> glitches(other.glitch_shapes_.begin(), other.glitch_shapes_.end());
+  for (const GemmPoint& p : other.points_)
+    if (!glitches.count(p.shape)) companion_points_.push_back(p);
+  std::erase_if(features_, [](const Feature& f) { return f.companion; });
+  add_companion_features();
+}
+
+void GemmModel::add_companion_features() {
+  for (const GemmPoint& p : companion_points_) features_.push_back(feature(p, true));
 }
 
 void GemmModel::screen_glitches() {
@@ -314,7 +350,8 @@ double GemmModel::log_correction(const GemmShape& s) const {
   std::vector<std::pair<double, size_t>> near;
   near.reserve(features_.size());
   for (size_t i = 0; i < features_.size(); ++i) {
-    near.emplace_back(distance2(features_[i].x, features_[i].layout, q, layout), i);
+    const Feature& f = features_[i];
+    near.emplace_back(distance2(f.x, f.layout, q, layout, f.companion), i);
   }
   const size_t k = std::min(kNeighbours, near.size());
   std::partial_sort(near.begin(), near.begin() + k, near.end());

@@ -6,6 +6,8 @@
 // its measured time; others take the analytical time times the local trend of the measured /
 // analytical ratio nearby (weighted local linear regression in log2 m, n, k, batch space, with an
 // offset per operand layout; measurements far slower than their neighbours are left out of it).
+// Another dtype's measurements can join the correction where that dtype runs the same kernels
+// (bf16 for fp16: costmodel/gemm_companion.h).
 // docs/fit.md describes the fit and its held-out accuracy.
 #pragma once
 
@@ -60,6 +62,13 @@ class GemmModel {
   // Their own time is still the measured one.
   size_t glitches() const { return glitch_shapes_.size(); }
   const std::vector<GemmShape>& glitch_shapes() const { return glitch_shapes_; }
+  // Measured shapes of a companion dtype (one whose GEMMs run the same kernels at the same speed,
+  // chosen by costmodel/gemm_companion.h) join the correction as if they were this dtype's,
+  // counted kCompanionDistance further away: a sparse table borrows a dense one's neighbours.
+  // They never count as exact matches, and `other`'s glitches stay out. Kept across
+  // set_measurements() and set_efficiency(); an empty model removes them.
+  void set_companion(const GemmModel& other);
+  size_t companion_points() const { return companion_points_.size(); }
   const GemmEfficiency& efficiency() const { return eff_; }
   void set_efficiency(const GemmEfficiency& eff);
   double peak_flops() const { return peak_flops_; }
@@ -73,9 +82,12 @@ class GemmModel {
     double x[4];  // log2 m, n, k, batch
     int layout;   // trans_a * 2 + trans_b
     double log_ratio;
+    bool companion = false;  // a companion dtype's measurement
   };
+  Feature feature(const GemmPoint& p, bool companion) const;
   void prepare_tiles();
   void screen_glitches();
+  void add_companion_features();
 
   GemmEfficiency eff_;
   double peak_flops_ = 0;
@@ -84,13 +96,19 @@ class GemmModel {
   int bytes_ = 2;
   std::vector<Tile> tiles_;
   std::vector<GemmPoint> points_;
-  std::vector<Feature> features_;  // the measured shapes the correction uses (glitches left out)
+  std::vector<GemmPoint> companion_points_;  // the companion's measurements, its glitches left out
+  // The measured shapes the correction uses (glitches left out), then the companion's.
+  std::vector<Feature> features_;
   std::vector<GemmShape> glitch_shapes_;        // in the order of their coordinates
   std::unordered_map<uint64_t, size_t> exact_;  // shape hash -> index into points_
 };
 
 // A stable 64-bit hash of a shape (FNV-1a over m, n, k, batch and the layout).
 uint64_t gemm_shape_hash(const GemmShape& s);
+// The shape's bucket among `buckets` (> 0), from its hash avalanched so that neighbouring shapes
+// land in unrelated buckets: what the held-out split and cross-validation folds go by. A shape
+// has the same bucket in every dtype.
+int gemm_shape_bucket(const GemmShape& s, int buckets);
 
 // Fits peak fraction, overhead, k_half, tile exponent, memory fraction, blend and the largest tile
 // to measured points: robust (Huber) least squares on log time, Nelder-Mead over the continuous

@@ -334,6 +334,18 @@ double gemm_bandwidth_GBps(const GpuSpec& spec, const GpuFit& fit) {
   return spec.memory_GBps * fit.memory_efficiency;
 }
 
+}  // namespace
+
+std::map<Dtype, GemmTable> gemm_tables(const GpuFit& fit, const GpuSpec& gpu) {
+  std::map<Dtype, GemmTable> tables;
+  for (const auto& [dtype, pts] : fit.gemm_points)
+    if (auto e = fit.gemm.find(dtype); e != fit.gemm.end() && gpu.supports(dtype) && !pts.empty())
+      tables[dtype] = {pts, e->second};
+  return tables;
+}
+
+namespace {
+
 // Whether `f` holds anything the training cost model fits: priors, GEMMs, kernels or layer timings.
 bool shapes_training_fit(const CalibrationFile& f) {
   return f.datasheet || !f.gemm.empty() || !f.kernels.empty() || !f.layers.empty() ||
@@ -359,6 +371,13 @@ void fit_gemms(GpuFit& fit, const std::optional<GpuSpec>& gpu) {
     fit.gemm_quality[dtype] = {static_cast<int64_t>(errs.size()), percentile_sorted(errs, 0.5),
                                percentile_sorted(errs, 0.95), "in-sample, analytical"};
   }
+  // Companions, once every dtype has its coefficients.
+  const std::map<Dtype, GemmTable> tables = gemm_tables(fit, spec);
+  fit.gemm_companion.clear();
+  for (const auto& [dtype, table] : tables)
+    if (auto c = choose_gemm_companion(dtype, tables, spec, gemm_bandwidth_GBps(spec, fit));
+        c.companion)
+      fit.gemm_companion[dtype] = *c.companion;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "costmodel/attention_model.h"
 #include "costmodel/calibration.h"
+#include "costmodel/gemm_companion.h"
 #include "costmodel/gemm_model.h"
 #include "costmodel/hardware.h"
 #include "costmodel/input_files.h"
@@ -37,6 +38,9 @@ struct GpuFit {
   std::map<Dtype, std::vector<GemmPoint>> gemm_points;  // measured shapes
   std::map<Dtype, FitQuality> gemm_quality;  // held-out after `hetplan fit`, else in-sample
   std::map<Dtype, FitQuality> gemm_analytical_quality;  // the analytical model alone (held-out)
+  // A dtype's companion: another dtype whose measured GEMMs join its correction
+  // (costmodel/gemm_companion.h), chosen by cross-validation when the profile is fitted.
+  std::map<Dtype, Dtype> gemm_companion;
   double memory_efficiency = 0.85;  // of the datasheet bandwidth, for streaming kernels
   double launch_s = 5e-6;
   std::map<std::string, KernelFit> kernels;  // by kernels/ registry name
@@ -104,6 +108,9 @@ std::string cost_op_name(const std::string& measured_kernel);
 // A fused-attention timing (hetplan's `attention_*` or PyTorch's `sdpa_*`) with its FLOPs: fitted
 // as an efficiency of the peak, not as a memory-bound kernel.
 bool is_attention_measurement(const KernelMeasurement& k);
+
+// Each dtype's measured GEMMs with its fitted coefficients (dtypes `gpu` runs, with both).
+std::map<Dtype, GemmTable> gemm_tables(const GpuFit& fit, const GpuSpec& gpu);
 
 // Fits calibration files into a profile. Files of the same GPU type are combined: measured
 // sections replace imported ones, which replace datasheet priors. A GPU type's datasheet (peaks,

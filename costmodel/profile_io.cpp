@@ -32,6 +32,8 @@ Json gpu_json(const GpuFit& g) {
       if (auto a = g.gemm_analytical_quality.find(dtype); a != g.gemm_analytical_quality.end())
         d["quality"]["analytical"] = to_json(a->second);
     }
+    if (auto c = g.gemm_companion.find(dtype); c != g.gemm_companion.end())
+      d["companion"] = std::string(to_string(c->second));
     Json pts = Json::array();
     if (auto it = g.gemm_points.find(dtype); it != g.gemm_points.end())
       for (const auto& p : it->second) pts.push_back(to_json(p));
@@ -80,6 +82,7 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
   g.source = r.string("source");
   if (r.has("origins")) g.origins = r.strings("origins");
   auto gemm = r.object("gemm");
+  std::map<Dtype, std::string> companions;
   for (const auto& key : gemm.keys()) {
     const Dtype dtype = dtype_key(gemm, key);
     auto d = gemm.object(key);
@@ -108,7 +111,19 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
       p.finish();
       g.gemm_points[dtype].push_back(pt);
     }
+    if (d.has("companion")) companions.emplace(dtype, d.string("companion"));
     d.finish();
+  }
+  // A companion names another dtype of this GPU with measured GEMMs.
+  for (const auto& [dtype, name] : companions) {
+    auto d = gemm.object(std::string(to_string(dtype)));
+    Dtype c;
+    if (!parse_dtype(name, c) || c == dtype || !g.gemm_points.count(c))
+      d.fail("companion",
+             fmt::format("the name of another dtype with measured GEMMs in this profile's \"{}\" "
+                         "(\"{}\" is not one)",
+                         type, name));
+    g.gemm_companion[dtype] = c;
   }
   g.memory_efficiency = r.positive("memory_efficiency");
   g.launch_s = r.non_negative_or("launch_s", 5e-6);

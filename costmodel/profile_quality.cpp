@@ -23,6 +23,15 @@ Json glitches_json(const std::vector<GemmPoint>& glitches) {
   return out;
 }
 
+// The companion choice of the fit set: null where there was no candidate.
+Json companion_json(const GemmCompanionChoice& c) {
+  if (!c.candidate) return nullptr;
+  return {{"candidate", to_string(*c.candidate)},
+          {"chosen", c.companion.has_value()},
+          {"cross_validated_own", to_json(c.own)},
+          {"cross_validated_with", to_json(c.with)}};
+}
+
 std::vector<std::string> gemm_warnings(const GemmHoldout& h, int every, const GpuFit& fit) {
   std::vector<std::string> out;
   const auto n = static_cast<size_t>(h.points);
@@ -55,31 +64,23 @@ bool meets_gemm_targets(const GemmHoldout& h) {
 }
 
 bool is_held_out(const GemmShape& shape, int every) {
-  if (every <= 1) return false;
-  // Avalanche the FNV hash so that neighbouring shapes land in unrelated buckets.
-  uint64_t x = gemm_shape_hash(shape);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x % static_cast<uint64_t>(every) == 0;
+  return every > 1 && gemm_shape_bucket(shape, every) == 0;
 }
 
 int gemm_time_class(double measured_s) {
   return measured_s < kGemmTimeClassBounds[0] ? 0 : measured_s < kGemmTimeClassBounds[1] ? 1 : 2;
 }
 
-GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
-                         double peak_flops, double memory_GBps, int64_t sm_count,
-                         int bytes_per_element, int every) {
-  GemmHoldout out;
-  std::vector<GemmPoint> fit_set, held;
+namespace {
+
+// The held-out 1 in `every` (none for `every` < 2) and the rest.
+void split_held_out(const std::vector<GemmPoint>& points, int every,
+                    std::vector<GemmPoint>& fit_set, std::vector<GemmPoint>& held) {
   for (const auto& p : points) (is_held_out(p.shape, every) ? held : fit_set).push_back(p);
-  out.points = static_cast<int64_t>(points.size());
-  out.fit_points = static_cast<int64_t>(fit_set.size());
-  out.fitted =
-      fit_gemm_efficiency(fit_set, prior, peak_flops, memory_GBps, sm_count, bytes_per_element);
-  GemmModel model(out.fitted, peak_flops, memory_GBps, sm_count, bytes_per_element);
-  model.set_measurements(fit_set);
+}
+
+// The held-out scores of `model` (fitted without `held`) into `out`.
+void score_held_out(GemmHoldout& out, const GemmModel& model, const std::vector<GemmPoint>& held) {
   std::vector<double> analytical, corrected, by_time[3];
   for (const auto& p : held) {
     analytical.push_back(std::abs(model.analytical_s(p.shape) / p.time_s - 1));
@@ -89,10 +90,15 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
   out.analytical = summarize_errors(analytical);
   out.corrected = summarize_errors(corrected);
   for (int c = 0; c < 3; ++c) out.corrected_by_time[c] = summarize_errors(by_time[c]);
-  const GemmEfficiency all = held.empty()
-                                 ? out.fitted
-                                 : fit_gemm_efficiency(points, prior, peak_flops, memory_GBps,
-                                                       sm_count, bytes_per_element);
+}
+
+// The whole table's in-sample score and glitches into `out`.
+void score_whole_table(GemmHoldout& out, const std::vector<GemmPoint>& points, bool any_held,
+                       const GemmEfficiency& prior, double peak_flops, double memory_GBps,
+                       int64_t sm_count, int bytes_per_element) {
+  const GemmEfficiency all = !any_held ? out.fitted
+                                       : fit_gemm_efficiency(points, prior, peak_flops, memory_GBps,
+                                                             sm_count, bytes_per_element);
   GemmModel whole(all, peak_flops, memory_GBps, sm_count, bytes_per_element);
   std::vector<double> in_sample;
   for (const auto& p : points)
@@ -100,7 +106,61 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
   out.in_sample = summarize_errors(in_sample);
   whole.set_measurements(points);
   for (const GemmShape& s : whole.glitch_shapes()) out.glitches.push_back({s, whole.time_s(s)});
+}
+
+}  // namespace
+
+GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
+                         double peak_flops, double memory_GBps, int64_t sm_count,
+                         int bytes_per_element, int every) {
+  GemmHoldout out;
+  std::vector<GemmPoint> fit_set, held;
+  split_held_out(points, every, fit_set, held);
+  out.points = static_cast<int64_t>(points.size());
+  out.fit_points = static_cast<int64_t>(fit_set.size());
+  out.fitted =
+      fit_gemm_efficiency(fit_set, prior, peak_flops, memory_GBps, sm_count, bytes_per_element);
+  GemmModel model(out.fitted, peak_flops, memory_GBps, sm_count, bytes_per_element);
+  model.set_measurements(fit_set);
+  score_held_out(out, model, held);
+  score_whole_table(out, points, !held.empty(), prior, peak_flops, memory_GBps, sm_count,
+                    bytes_per_element);
   return out;
+}
+
+std::vector<GemmHoldout> gemm_holdouts(const std::map<Dtype, std::vector<GemmPoint>>& points,
+                                       const GpuSpec& gpu, double memory_GBps, int every) {
+  // Every dtype's fit set and coefficients first: a companion is chosen, and joins, from its own
+  // fit set, so a held-out shape is held out of every dtype's table.
+  std::map<Dtype, GemmTable> fit_tables;
+  std::map<Dtype, std::vector<GemmPoint>> held;
+  std::map<Dtype, GemmHoldout> out;
+  for (const auto& [dtype, pts] : points) {
+    const int split = pts.size() >= kMinHoldoutShapes ? every : 0;
+    GemmTable& table = fit_tables[dtype];
+    split_held_out(pts, split, table.points, held[dtype]);
+    GemmHoldout& h = out[dtype];
+    h.dtype = dtype;
+    h.points = static_cast<int64_t>(pts.size());
+    h.fit_points = static_cast<int64_t>(table.points.size());
+    h.fitted = fit_gemm_efficiency(table.points, GemmEfficiency{}, gpu.peak_flops(dtype),
+                                   memory_GBps, gpu.sm_count, dtype_bytes(dtype));
+    table.efficiency = h.fitted;
+  }
+  std::vector<GemmHoldout> scored;
+  for (auto& [dtype, h] : out) {
+    GemmModel model = gemm_model_for(dtype, fit_tables[dtype], gpu, memory_GBps);
+    h.companion = choose_gemm_companion(dtype, fit_tables, gpu, memory_GBps);
+    if (h.companion.companion) {
+      const Dtype c = *h.companion.companion;
+      model.set_companion(gemm_model_for(c, fit_tables[c], gpu, memory_GBps));
+    }
+    score_held_out(h, model, held[dtype]);
+    score_whole_table(h, points.at(dtype), !held[dtype].empty(), GemmEfficiency{},
+                      gpu.peak_flops(dtype), memory_GBps, gpu.sm_count, dtype_bytes(dtype));
+    scored.push_back(std::move(h));
+  }
+  return scored;
 }
 
 FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& files, int every,
@@ -141,6 +201,7 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
     }
     const GpuSpec& spec = *gpu;
     const double bandwidth = spec.memory_GBps * fit.memory_efficiency;
+    std::map<Dtype, std::vector<GemmPoint>> usable;
     for (const auto& [dtype, pts] : fit.gemm_points) {
       if (pts.empty()) continue;
       if (!spec.supports(dtype)) {
@@ -148,10 +209,10 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
                                          to_string(dtype), type, to_string(dtype)));
         continue;
       }
-      const int split = pts.size() >= kMinHoldoutShapes ? every : 0;
-      GemmHoldout h = gemm_holdout(pts, GemmEfficiency{}, spec.peak_flops(dtype), bandwidth,
-                                   spec.sm_count, dtype_bytes(dtype), split);
-      h.dtype = dtype;
+      usable[dtype] = pts;
+    }
+    for (GemmHoldout& h : gemm_holdouts(usable, spec, bandwidth, every)) {
+      const Dtype dtype = h.dtype;
       h.warnings = gemm_warnings(h, every, fit);
       if (!h.scored()) {
         q.gemm.push_back(h);
@@ -213,6 +274,7 @@ Json to_json(const FitReport& report) {
                                                                                   : "missed"},
                                                {"warnings", h.warnings},
                                                {"fitted_without_held_out", to_json(e)}};
+      gemm[std::string(to_string(h.dtype))]["companion"] = companion_json(h.companion);
     }
     Json kernels = Json::object();
     for (const auto& [name, k] : g.kernels)

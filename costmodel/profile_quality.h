@@ -11,6 +11,7 @@
 
 #include "costmodel/calibration.h"
 #include "costmodel/clock_classes.h"
+#include "costmodel/gemm_companion.h"
 #include "costmodel/gemm_model.h"
 #include "costmodel/layer_correction.h"
 #include "costmodel/profile.h"
@@ -43,6 +44,9 @@ struct GemmHoldout {
   // corrections as glitches, with their measured times (GemmModel::glitch_shapes).
   std::vector<GemmPoint> glitches;
   GemmEfficiency fitted;  // fitted on the fit set
+  // The companion dtype whose measurements join the correction (costmodel/gemm_companion.h),
+  // chosen on the fit set, with the cross-validated scores it was chosen by.
+  GemmCompanionChoice companion;
   // Why the score says less than it seems to: too few shapes for the coefficients, none held out,
   // an implausible peak fraction.
   std::vector<std::string> warnings;
@@ -62,6 +66,12 @@ int gemm_time_class(double measured_s);
 GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
                          double peak_flops, double memory_GBps, int64_t sm_count,
                          int bytes_per_element, int every = kDefaultHoldoutEvery);
+// The same for every dtype of one GPU type (each held out 1 in `every` where it has
+// kMinHoldoutShapes), with each dtype's companion chosen and joined from the fit sets only: the
+// score of the model the profile predicts with. In dtype order.
+std::vector<GemmHoldout> gemm_holdouts(const std::map<Dtype, std::vector<GemmPoint>>& points,
+                                       const GpuSpec& gpu, double memory_GBps,
+                                       int every = kDefaultHoldoutEvery);
 
 // Issue 7's targets for the held-out GEMM error with the measured-table correction.
 inline constexpr double kGemmTargetMedian = 0.03;
