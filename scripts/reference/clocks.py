@@ -161,6 +161,50 @@ class ClockSampler:
         self._close()
 
 
+class StepClocks:
+    """The SM clock of a block of timed steps on `device` (a torch device), as a context:
+    `with StepClocks(torch, device) as c: ...`; then `c.record` is the record, or None with
+    `c.note` saying why (empty off CUDA, where no clock is read). The sampler ends with the block,
+    an exception too (an out-of-memory step)."""
+
+    def __init__(self, torch, device, library="libnvidia-ml.so.1"):
+        self.record = None
+        self.note = ""
+        self._sampler = None
+        if device.type != "cuda":
+            return
+        where = torch_device(torch, device)
+        if where is None:
+            self.note = "clocks not read: NVML cannot tell this device from torch's"
+            return
+        self._sampler = ClockSampler(where, library=library)
+
+    def __enter__(self):
+        if self._sampler is not None:
+            self._sampler.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._sampler is not None:
+            self.record = self._sampler.stop()
+            self._sampler.close()
+            if not self.record:
+                self.note = "clocks not read: " + self._sampler.reason
+        return False
+
+
+def slowest_rank(records):
+    """One record for a step several GPUs ran, from each rank's (None where a rank read none):
+    the lowest median's, as the slowest-clocked GPU sets the step; and a note with every rank's
+    median. (None, note) when no rank read one."""
+    medians = ", ".join(label(r) for r in records)
+    read = [r for r in records if r]
+    if not read:
+        return None, ""
+    note = f"SM clock median by rank {medians} MHz; the record is the lowest's"
+    return min(read, key=lambda r: r["sm_mhz_median"]), note
+
+
 def torch_device(torch, device):
     """How NVML finds a torch CUDA device: its PCI address where torch gives it, else its UUID,
     else its index when CUDA_VISIBLE_DEVICES does not renumber devices."""

@@ -17,6 +17,8 @@ departs from what hetplan predicts:
   - pp (dp = tp = 1): torch.distributed.pipelining (torch >= 2.4) with the strategy's layer ranges
     (or an even split), schedules gpipe, 1f1b and interleaved; tied embeddings are untied across
     stages.
+Every path times its steps as the slowest rank's, and keeps the SM clock record of the slowest-
+clocked rank (clocks.StepClocks on each, clocks.slowest_rank over them).
 The dp path runs in the tests wherever torch has Gloo; tp and pp need the newer torch and have
 not run yet (their tests skip on older ones); none of the three has run on several GPUs.
 """
@@ -28,7 +30,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from . import spec
+from . import clocks, spec
 from .model import CrossEntropyFunction, Model, init_weights
 from .train import Device, MixedPrecisionAdam, build_model, distribution
 
@@ -142,26 +144,28 @@ def rank_batches(info, strategy, device, seed, rank):
 
 
 def _time(step, warmup, iters, budget_s, dev, group):
-    """Iteration seconds of the slowest rank, after `warmup` steps; at least 3, at most `iters`,
-    fewer once their sum passes `budget_s`."""
+    """(samples, clock): iteration seconds of the slowest rank, after `warmup` steps; at least 3,
+    at most `iters`, fewer once their sum passes `budget_s`; and this rank's SM clock while they
+    ran (clocks.StepClocks)."""
     for _ in range(warmup):
         step()
     dev.sync()
     dist.barrier()
     dev.reset_peak()
     samples = []
-    for _ in range(iters):
-        start, stop, seconds = dev.timer()
-        start()
-        step()
-        if not dev.cuda:
+    with clocks.StepClocks(torch, dev.device) as clock:
+        for _ in range(iters):
+            start, stop, seconds = dev.timer()
+            start()
+            step()
+            if not dev.cuda:
+                dev.sync()
+            stop()
             dev.sync()
-        stop()
-        dev.sync()
-        samples.append(group.maximum(seconds()))  # the slowest rank sets the iteration
-        if sum(samples) > budget_s and len(samples) >= 3:
-            break
-    return samples
+            samples.append(group.maximum(seconds()))  # the slowest rank sets the iteration
+            if sum(samples) > budget_s and len(samples) >= 3:
+                break
+    return samples, clock
 
 
 class DataParallel:
@@ -375,7 +379,16 @@ def run_distributed(cfg, warmup, iters, budget_s, seed=0, device_kind="cuda"):
     try:
         run = make_run(cfg, device, group, seed)
         wall0 = time.perf_counter()
-        samples = _time(run.step, warmup, iters, budget_s, dev, group)
+        samples, clock = _time(run.step, warmup, iters, budget_s, dev, group)
+        # Every rank's clock record; the measurement keeps the slowest-clocked one.
+        records = [None] * world
+        dist.all_gather_object(records, clock.record)
+        record, clock_note = clocks.slowest_rank(records)
+        if record:
+            result["clocks"] = record
+            notes.append(clock_note)
+        elif clock.note:
+            notes.append(clock.note)
         notes.append(f"wall-clock {(time.perf_counter() - wall0) * 1e3:.0f} ms for warm-up and "
                      f"{len(samples)} timed steps")
         result["iteration_s"] = distribution(samples)

@@ -275,11 +275,7 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
             dev.reset_peak()
             timers = [dev.timer() for _ in range(n)]
             # The SM clock while the timed steps run (scripts/reference/clocks.py).
-            where = clocks.torch_device(torch, device) if dev.cuda else None
-            sampler = clocks.ClockSampler(where) if where else None
-            if sampler is not None:
-                sampler.start()
-            try:
+            with clocks.StepClocks(torch, device) as clock:
                 wall0 = time.perf_counter()
                 for start, stop, _ in timers:
                     start()
@@ -289,17 +285,10 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
                     stop()
                 dev.sync()
                 wall_s = (time.perf_counter() - wall0) / n
-            finally:  # an out-of-memory step too: the thread ends, NVML closes
-                record = sampler.stop() if sampler is not None else None
-                if sampler is not None:
-                    sampler.close()
-            if sampler is not None:
-                if record:
-                    result["clocks"] = record
-                else:
-                    notes.append("clocks not read: " + sampler.reason)
-            elif dev.cuda:
-                notes.append("clocks not read: NVML cannot tell this device from torch's")
+            if clock.record:
+                result["clocks"] = clock.record
+            elif clock.note:
+                notes.append(clock.note)
         finally:
             if ctx is not None:
                 ctx.__exit__(None, None, None)

@@ -53,7 +53,9 @@ int nvmlSystemGetDriverVersion(char* version, unsigned length) {
 }
 int nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, void** device) {
   if (!g_initialised) return kUninitialized;
-  if (std::strcmp(bus_id, "0000:00:06.0") != 0) return kNotFound;
+  // NVML takes the domain in 4 or 8 hex digits (torch's properties give the 8-digit form).
+  if (std::strcmp(bus_id, "0000:00:06.0") != 0 && std::strcmp(bus_id, "00000000:00:06.0") != 0)
+    return kNotFound;
   *device = &g_device;
   return kSuccess;
 }

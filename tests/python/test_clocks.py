@@ -10,6 +10,7 @@ import os
 import re
 import sys
 import time
+import types
 import unittest
 
 sys.dont_write_bytecode = True  # keep the source tree clean
@@ -88,6 +89,47 @@ class SamplerTest(unittest.TestCase):
         self.assertEqual(s.reason, "nvmlDeviceGetClockInfo(SM): GPU is lost (NVML error 15)")
         missing = clocks.ClockSampler(BUS, library="/nonexistent/libnvidia-ml.so.1")
         self.assertTrue(missing.reason.startswith("NVML not loaded ("), missing.reason)
+
+    def test_timed_steps_get_a_record_or_say_why_not(self):
+        self.fake.fake_nvml_set(1755, 0, 0x4, -1)
+        cuda = types.SimpleNamespace(type="cuda", index=0)
+        with clocks.StepClocks(FakeTorch(bus=0), cuda, library=FAKE) as c:
+            time.sleep(0.03)
+        self.assertEqual(c.record["sm_mhz_median"], 1755.0)
+        self.assertEqual(c.note, "")
+        # An exception in the block (an out-of-memory step) still ends the sampler.
+        with self.assertRaises(MemoryError):
+            with clocks.StepClocks(FakeTorch(bus=0), cuda, library=FAKE) as c:
+                raise MemoryError
+        self.assertEqual(c.record["sm_mhz_median"], 1755.0)
+        with clocks.StepClocks(FakeTorch(bus=0x3b), cuda, library=FAKE) as c:  # no such device
+            pass
+        self.assertIsNone(c.record)
+        self.assertEqual(c.note, "clocks not read: no NVML device {'pci_bus_id': "
+                                 "'00000000:3b:06.0'}: Not Found (NVML error 6)")
+        with clocks.StepClocks(FakeTorch(bus=0), types.SimpleNamespace(type="cpu"),
+                               library=FAKE) as c:  # the CPU: nothing read, nothing to say
+            pass
+        self.assertEqual((c.record, c.note), (None, ""))
+
+
+class FakeTorch:
+    """What StepClocks asks of torch: a device's PCI address."""
+
+    def __init__(self, bus):
+        props = types.SimpleNamespace(pci_domain_id=0, pci_bus_id=bus, pci_device_id=6)
+        self.cuda = types.SimpleNamespace(get_device_properties=lambda device: props)
+
+
+class RanksTest(unittest.TestCase):
+    def test_the_slowest_clocked_rank_is_the_record(self):
+        fast = {"sm_mhz_median": 1980.0, "power_thermal_samples": 0}
+        slow = {"sm_mhz_median": 1755.0, "power_thermal_samples": 4}
+        record, note = clocks.slowest_rank([fast, None, slow])
+        self.assertIs(record, slow)
+        self.assertEqual(note, "SM clock median by rank 1980, -, 1755* MHz; the record is the "
+                               "lowest's")
+        self.assertEqual(clocks.slowest_rank([None, None]), (None, ""))
 
 
 if __name__ == "__main__":
