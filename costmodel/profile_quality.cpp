@@ -130,9 +130,10 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
 
 std::vector<GemmHoldout> gemm_holdouts(const std::map<Dtype, std::vector<GemmPoint>>& points,
                                        const GpuSpec& gpu, double memory_GBps, int every) {
-  // Every dtype's fit set and coefficients first: a companion is chosen, and joins, from its own
-  // fit set, so a held-out shape is held out of every dtype's table.
-  std::map<Dtype, GemmTable> fit_tables;
+  // Every dtype's fit set and coefficients first: a companion is chosen, and joins, from its
+  // table less every held-out shape (those of a dtype too small to hold any out too), so a shape
+  // held out of one dtype is held out of every table that predicts it.
+  std::map<Dtype, GemmTable> fit_tables, companion_tables;
   std::map<Dtype, std::vector<GemmPoint>> held;
   std::map<Dtype, GemmHoldout> out;
   for (const auto& [dtype, pts] : points) {
@@ -146,14 +147,21 @@ std::vector<GemmHoldout> gemm_holdouts(const std::map<Dtype, std::vector<GemmPoi
     h.fitted = fit_gemm_efficiency(table.points, GemmEfficiency{}, gpu.peak_flops(dtype),
                                    memory_GBps, gpu.sm_count, dtype_bytes(dtype));
     table.efficiency = h.fitted;
+    GemmTable& lent = companion_tables[dtype];
+    std::vector<GemmPoint> unused;
+    split_held_out(pts, every, lent.points, unused);
+    lent.efficiency = h.fitted;
   }
   std::vector<GemmHoldout> scored;
   for (auto& [dtype, h] : out) {
     GemmModel model = gemm_model_for(dtype, fit_tables[dtype], gpu, memory_GBps);
-    h.companion = choose_gemm_companion(dtype, fit_tables, gpu, memory_GBps);
+    // The dtype's own fit set, the others' tables less every held-out shape.
+    std::map<Dtype, GemmTable> tables = companion_tables;
+    tables[dtype] = fit_tables[dtype];
+    h.companion = choose_gemm_companion(dtype, tables, gpu, memory_GBps);
     if (h.companion.companion) {
       const Dtype c = *h.companion.companion;
-      model.set_companion(gemm_model_for(c, fit_tables[c], gpu, memory_GBps));
+      model.set_companion(gemm_model_for(c, tables[c], gpu, memory_GBps));
     }
     score_held_out(h, model, held[dtype]);
     score_whole_table(h, points.at(dtype), !held[dtype].empty(), GemmEfficiency{},
