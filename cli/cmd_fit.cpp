@@ -109,6 +109,19 @@ void print_time_classes(const std::vector<GemmHoldout>& gemm) {
                                        : std::string("none"));
     }
     fmt::print("  {:<6} held out by measured time: {}\n", to_string(h.dtype), line);
+    // By layout only where held-out shapes of more than one layout make the split say something.
+    std::string layouts;
+    int with_shapes = 0;
+    for (int l = 0; l < 4; ++l) {
+      const FitQuality& q = h.corrected_by_layout[l];
+      if (q.points == 0) continue;
+      ++with_shapes;
+      layouts +=
+          fmt::format("{}{} {} shapes, median {}, p95 {}", layouts.empty() ? "" : "; ",
+                      kGemmLayouts[l], q.points, pct(q.median_rel_error), pct(q.p95_rel_error));
+    }
+    if (with_shapes > 1)
+      fmt::print("  {:<6} held out by layout: {}\n", to_string(h.dtype), layouts);
   }
 }
 

@@ -67,6 +67,8 @@ bool is_held_out(const GemmShape& shape, int every) {
   return every > 1 && gemm_shape_bucket(shape, every) == 0;
 }
 
+int gemm_layout_index(const GemmShape& s) { return (s.trans_a ? 2 : 0) + (s.trans_b ? 1 : 0); }
+
 int gemm_time_class(double measured_s) {
   return measured_s < kGemmTimeClassBounds[0] ? 0 : measured_s < kGemmTimeClassBounds[1] ? 1 : 2;
 }
@@ -81,15 +83,17 @@ void split_held_out(const std::vector<GemmPoint>& points, int every,
 
 // The held-out scores of `model` (fitted without `held`) into `out`.
 void score_held_out(GemmHoldout& out, const GemmModel& model, const std::vector<GemmPoint>& held) {
-  std::vector<double> analytical, corrected, by_time[3];
+  std::vector<double> analytical, corrected, by_time[3], by_layout[4];
   for (const auto& p : held) {
     analytical.push_back(std::abs(model.analytical_s(p.shape) / p.time_s - 1));
     corrected.push_back(std::abs(model.time_s(p.shape) / p.time_s - 1));
     by_time[gemm_time_class(p.time_s)].push_back(corrected.back());
+    by_layout[gemm_layout_index(p.shape)].push_back(corrected.back());
   }
   out.analytical = summarize_errors(analytical);
   out.corrected = summarize_errors(corrected);
   for (int c = 0; c < 3; ++c) out.corrected_by_time[c] = summarize_errors(by_time[c]);
+  for (int l = 0; l < 4; ++l) out.corrected_by_layout[l] = summarize_errors(by_layout[l]);
 }
 
 // The whole table's in-sample score and glitches into `out`.
@@ -270,10 +274,14 @@ Json to_json(const FitReport& report) {
       Json by_time = Json::object();
       for (int c = 0; c < 3; ++c)
         by_time[kGemmTimeClasses[c]] = scored_json(h.corrected_by_time[c]);
+      Json by_layout = Json::object();
+      for (int l = 0; l < 4; ++l)
+        by_layout[kGemmLayouts[l]] = scored_json(h.corrected_by_layout[l]);
       gemm[std::string(to_string(h.dtype))] = {{"points", h.points},
                                                {"fit_points", h.fit_points},
                                                {"held_out_corrected", scored_json(h.corrected)},
                                                {"held_out_corrected_by_time", by_time},
+                                               {"held_out_corrected_by_layout", by_layout},
                                                {"held_out_analytical", scored_json(h.analytical)},
                                                {"in_sample_analytical", to_json(h.in_sample)},
                                                {"glitches", glitches_json(h.glitches)},

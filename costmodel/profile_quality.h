@@ -39,6 +39,9 @@ struct GemmHoldout {
   // `corrected` split by the held-out shape's measured time (kGemmTimeClasses): the headline is
   // `corrected`, over every held-out shape; this says where its error comes from.
   FitQuality corrected_by_time[3];
+  // `corrected` split by the held-out shape's operand layout (kGemmLayouts): the profiler's grid
+  // is TN, so the other layouts' shapes have TN shapes as their nearest neighbours.
+  FitQuality corrected_by_layout[4];
   FitQuality in_sample;  // every shape, analytical model fitted on every shape
   // Measured shapes the profile's model (fitted on every shape) leaves out of other shapes'
   // corrections as glitches, with their measured times (GemmModel::glitch_shapes).
@@ -61,6 +64,9 @@ struct GemmHoldout {
 inline constexpr double kGemmTimeClassBounds[2] = {10e-6, 30e-6};
 inline constexpr const char* kGemmTimeClasses[3] = {"under_10us", "10_to_30us", "30us_and_over"};
 int gemm_time_class(double measured_s);
+// Operand layouts by index trans_a * 2 + trans_b, named as cuBLAS's (A then B; "T": transposed).
+inline constexpr const char* kGemmLayouts[4] = {"NN", "NT", "TN", "TT"};
+int gemm_layout_index(const GemmShape& s);
 
 // Splits `points`, fits on the fit set (from `prior`), and scores the held-out shapes.
 GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,

@@ -63,6 +63,16 @@ TEST(GemmFit, HeldOutScoreIsSplitByMeasuredTime) {
     points += q.points;
   }
   EXPECT_EQ(points, h.corrected.points);
+  // And by layout: TN (the grid and most layer GEMMs) and the NN and NT cubes; no TT shape.
+  EXPECT_EQ(gemm_layout_index({1, 1, 1, 1, true, false}), 2);
+  EXPECT_STREQ(kGemmLayouts[gemm_layout_index({1, 1, 1, 1, false, true})], "NT");
+  points = 0;
+  for (const FitQuality& q : h.corrected_by_layout) points += q.points;
+  EXPECT_EQ(points, h.corrected.points);
+  EXPECT_GT(h.corrected_by_layout[2].points, 400);
+  EXPECT_GT(h.corrected_by_layout[0].points, 10);
+  EXPECT_GT(h.corrected_by_layout[1].points, 10);
+  EXPECT_EQ(h.corrected_by_layout[3].points, 0);
 }
 
 }  // namespace
