@@ -42,27 +42,33 @@ GemmCompanionChoice choose_gemm_companion(Dtype dtype, const std::map<Dtype, Gem
       candidates.push_back(other);
   if (candidates.empty()) return choice;
 
-  // |error| of every own shape predicted with its fold left out, with `companion` joined if given.
-  auto cross_validate = [&](const GemmTable* companion, std::optional<Dtype> companion_dtype) {
-    std::vector<double> errors;
-    for (int fold = 0; fold < kCompanionFolds; ++fold) {
-      const std::vector<GemmPoint> held = fold_points(own.points, fold, true);
-      if (held.empty()) continue;
-      GemmModel m = gemm_model_for(dtype, {fold_points(own.points, fold, false), own.efficiency},
-                                   gpu, memory_GBps);
-      if (companion)
-        m.set_companion(gemm_model_for(
-            *companion_dtype, {fold_points(companion->points, fold, false), companion->efficiency},
-            gpu, memory_GBps));
-      for (const GemmPoint& p : held) errors.push_back(std::abs(m.time_s(p.shape) / p.time_s - 1));
-    }
-    return summarize_errors(std::move(errors));
+  // |error| of every own shape predicted with its fold left out: alone (errors[0]), and with
+  // each candidate joined (errors[1 + i]). Each fold's own model is built once and copied.
+  std::vector<std::vector<double>> errors(1 + candidates.size());
+  auto score = [](const GemmModel& m, const std::vector<GemmPoint>& held,
+                  std::vector<double>& out) {
+    for (const GemmPoint& p : held) out.push_back(std::abs(m.time_s(p.shape) / p.time_s - 1));
   };
-  choice.own = cross_validate(nullptr, std::nullopt);
-  for (Dtype c : candidates) {
-    const FitQuality with = cross_validate(&tables.at(c), c);
+  for (int fold = 0; fold < kCompanionFolds; ++fold) {
+    const std::vector<GemmPoint> held = fold_points(own.points, fold, true);
+    if (held.empty()) continue;
+    const GemmModel alone = gemm_model_for(
+        dtype, {fold_points(own.points, fold, false), own.efficiency}, gpu, memory_GBps);
+    score(alone, held, errors[0]);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const GemmTable& other = tables.at(candidates[i]);
+      GemmModel with = alone;
+      with.set_companion(gemm_model_for(candidates[i],
+                                        {fold_points(other.points, fold, false), other.efficiency},
+                                        gpu, memory_GBps));
+      score(with, held, errors[1 + i]);
+    }
+  }
+  choice.own = summarize_errors(std::move(errors[0]));
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const FitQuality with = summarize_errors(std::move(errors[1 + i]));
     if (!choice.candidate || with.p95_rel_error < choice.with.p95_rel_error) {
-      choice.candidate = c;
+      choice.candidate = candidates[i];
       choice.with = with;
     }
   }
