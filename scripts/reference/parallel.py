@@ -156,11 +156,7 @@ def _time(step, warmup, iters, budget_s, dev, group):
     with clocks.StepClocks(torch, dev.device) as clock:
         for _ in range(iters):
             start, stop, seconds = dev.timer()
-            start()
-            step()
-            if not dev.cuda:
-                dev.sync()
-            stop()
+            dev.timed_step(step, start, stop)
             dev.sync()
             samples.append(group.maximum(seconds()))  # the slowest rank sets the iteration
             if sum(samples) > budget_s and len(samples) >= 3:

@@ -133,6 +133,15 @@ class Device:
         if self.cuda:
             torch.cuda.empty_cache()
 
+    def timed_step(self, step, start, stop):
+        """One step between a timer's two marks (on the CPU the marks are the wall clock, so
+        the step is waited for first)."""
+        start()
+        step()
+        if not self.cuda:
+            self.sync()
+        stop()
+
     def timer(self):
         """(start, stop, seconds): CUDA events, or the wall clock after a sync."""
         if self.cuda:
@@ -278,11 +287,7 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
             with clocks.StepClocks(torch, device) as clock:
                 wall0 = time.perf_counter()
                 for start, stop, _ in timers:
-                    start()
-                    step()
-                    if not dev.cuda:
-                        dev.sync()
-                    stop()
+                    dev.timed_step(step, start, stop)
                 dev.sync()
                 wall_s = (time.perf_counter() - wall0) / n
             if clock.record:
