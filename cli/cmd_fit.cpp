@@ -137,12 +137,36 @@ void print_companions(const std::vector<GemmHoldout>& gemm, const GpuFit& fit) {
         "  {:<6} {} {}'s measurements (same kernels; {}-fold cross-validation of the fit set: "
         "median {} -> {}, p95 {} -> {}){}\n",
         to_string(h.dtype), c.companion ? "corrected with" : "not corrected with",
-        to_string(*c.candidate), kCompanionFolds, pct(c.own.median_rel_error),
+        to_string(*c.candidate), kGemmFolds, pct(c.own.median_rel_error),
         pct(c.with.median_rel_error), pct(c.own.p95_rel_error), pct(c.with.p95_rel_error),
         in_profile == c.companion.has_value()
             ? ""
             : fmt::format("; the profile, fitted on every shape, {}",
                           in_profile ? "uses them" : "does not"));
+  }
+}
+
+// Whether each dtype's GEMM times follow the SM clock they ran at (costmodel/gemm_clock.h).
+void print_gemm_clocks(const std::map<Dtype, GemmClockCheck>& checks) {
+  for (const auto& [dtype, c] : checks) {
+    if (!c.checked()) {
+      fmt::print("  {:<6} SM clock recorded for {} GEMM(s): too few to check (at least {})\n",
+                 to_string(dtype), c.points, kMinClockShapes);
+      continue;
+    }
+    const std::string slope =
+        c.slope ? fmt::format("slope {:+.2f}, R^2 {:.2f} over {} compute-bound GEMMs", *c.slope,
+                              c.r2, c.compute_bound)
+                : fmt::format("no slope ({} compute-bound GEMMs{})", c.compute_bound,
+                              c.compute_bound >= int64_t(kMinClockShapes) ? ", one clock" : "");
+    fmt::print(
+        "  {:<6} SM clock of {} GEMMs: {:.0f} MHz median [p10 {:.0f}, p90 {:.0f}; {:.0f}-{:.0f}]; "
+        "time against clock: {} (-1: time follows 1/clock, 0: the clock does not matter); "
+        "{}-fold cross-validated median {} / p95 {} as measured, {} / {} with each GEMM's clock "
+        "known\n",
+        to_string(dtype), c.points, c.reference_mhz, c.mhz_p10, c.mhz_p90, c.mhz_min, c.mhz_max,
+        slope, kGemmFolds, pct(c.as_measured.median_rel_error), pct(c.as_measured.p95_rel_error),
+        pct(c.clock_known.median_rel_error), pct(c.clock_known.p95_rel_error));
   }
 }
 
@@ -214,6 +238,7 @@ void print_report(const FitReport& report, const Profile& profile) {
       }
       print_time_classes(g.gemm);
       print_companions(g.gemm, fit);
+      print_gemm_clocks(g.gemm_clocks);
       print_glitches(g.gemm);
       for (const auto& [dtype, e] : fit.gemm) {
         if (!fit.gemm_points.count(dtype)) continue;

@@ -5,17 +5,12 @@
 #include <fmt/format.h>
 
 namespace hetplan {
-namespace {
-
-// The table's points whose shape is in fold `fold` (in == true) or not.
-std::vector<GemmPoint> fold_points(const std::vector<GemmPoint>& points, int fold, bool in) {
+std::vector<GemmPoint> gemm_fold_points(const std::vector<GemmPoint>& points, int fold, bool in) {
   std::vector<GemmPoint> out;
   for (const GemmPoint& p : points)
-    if ((gemm_shape_bucket(p.shape, kCompanionFolds) == fold) == in) out.push_back(p);
+    if ((gemm_shape_bucket(p.shape, kGemmFolds) == fold) == in) out.push_back(p);
   return out;
 }
-
-}  // namespace
 
 bool may_share_gemm_kernels(const GpuSpec& gpu, Dtype dtype, Dtype other) {
   return dtype != other && gpu.supports(dtype) && gpu.supports(other) &&
@@ -49,18 +44,18 @@ GemmCompanionChoice choose_gemm_companion(Dtype dtype, const std::map<Dtype, Gem
                   std::vector<double>& out) {
     for (const GemmPoint& p : held) out.push_back(std::abs(m.time_s(p.shape) / p.time_s - 1));
   };
-  for (int fold = 0; fold < kCompanionFolds; ++fold) {
-    const std::vector<GemmPoint> held = fold_points(own.points, fold, true);
+  for (int fold = 0; fold < kGemmFolds; ++fold) {
+    const std::vector<GemmPoint> held = gemm_fold_points(own.points, fold, true);
     if (held.empty()) continue;
     const GemmModel alone = gemm_model_for(
-        dtype, {fold_points(own.points, fold, false), own.efficiency}, gpu, memory_GBps);
+        dtype, {gemm_fold_points(own.points, fold, false), own.efficiency}, gpu, memory_GBps);
     score(alone, held, errors[0]);
     for (size_t i = 0; i < candidates.size(); ++i) {
       const GemmTable& other = tables.at(candidates[i]);
       GemmModel with = alone;
-      with.set_companion(gemm_model_for(candidates[i],
-                                        {fold_points(other.points, fold, false), other.efficiency},
-                                        gpu, memory_GBps));
+      with.set_companion(gemm_model_for(
+          candidates[i], {gemm_fold_points(other.points, fold, false), other.efficiency}, gpu,
+          memory_GBps));
       score(with, held, errors[1 + i]);
     }
   }
@@ -72,8 +67,7 @@ GemmCompanionChoice choose_gemm_companion(Dtype dtype, const std::map<Dtype, Gem
       choice.with = with;
     }
   }
-  const std::string method =
-      fmt::format("{}-fold cross-validation of the correction", kCompanionFolds);
+  const std::string method = fmt::format("{}-fold cross-validation of the correction", kGemmFolds);
   choice.own.method = method;
   choice.with.method =
       method + fmt::format(", with {}'s measurements", to_string(*choice.candidate));

@@ -18,8 +18,12 @@
 
 namespace hetplan {
 
-// Folds of the cross-validation that decides.
-inline constexpr int kCompanionFolds = 5;
+// Folds of the cross-validations of the GEMM correction (this choice, and the clock check of
+// costmodel/gemm_clock.h).
+inline constexpr int kGemmFolds = 5;
+// The points whose shape lies in fold `fold` (in == true) or in another (in == false), by
+// gemm_shape_bucket: a shape has the same fold in every dtype.
+std::vector<GemmPoint> gemm_fold_points(const std::vector<GemmPoint>& points, int fold, bool in);
 // The relative reduction of the cross-validated p95 a companion must bring: less is within what
 // another split of the same table might give, and would not pay for the larger neighbour search.
 inline constexpr double kCompanionMinGain = 0.05;
@@ -45,7 +49,7 @@ struct GemmCompanionChoice {
 
 // Chooses `dtype`'s companion among `tables` (every dtype's, on one GPU type): the candidate
 // (may_share_gemm_kernels) whose measurements, joined to the correction, give the lowest p95 over
-// kCompanionFolds-fold cross-validation of `dtype`'s measured shapes, when that p95 is at least
+// kGemmFolds-fold cross-validation of `dtype`'s measured shapes, when that p95 is at least
 // kCompanionMinGain below the table's own and the median is no higher. The analytical coefficients
 // stay as fitted (only the correction is cross-validated); the folds go by gemm_shape_bucket, so a
 // shape left out of `dtype` is left out of the candidate too. No choice below kMinCompanionShapes

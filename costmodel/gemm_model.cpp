@@ -179,7 +179,7 @@ void GemmModel::prepare_tiles() {
     }
 }
 
-double GemmModel::analytical_s(const GemmShape& s) const {
+GemmModel::Terms GemmModel::terms(const GemmShape& s) const {
   const double per_sm = peak_flops_ * eff_.peak_fraction / double(sm_count_);
   const double bandwidth = memory_GBps_ * 1e9 * eff_.memory_fraction;
   const double outputs = double(s.m) * double(s.n) * double(s.batch);
@@ -188,7 +188,8 @@ double GemmModel::analytical_s(const GemmShape& s) const {
   const double sms = double(sm_count_);
   // The library's choice: the configuration whose bound (compute or memory) plus split-K reduction
   // is smallest.
-  double best = std::numeric_limits<double>::infinity(), best_c = 0, best_mem = 0, best_red = 0;
+  double best = std::numeric_limits<double>::infinity();
+  Terms chosen;
   for (const Tile& t : tiles_) {
     const int64_t tiles = ceil_div(s.m, t.m) * ceil_div(s.n, t.n) * s.batch;
     const double tile_flops = 2.0 * double(t.m) * double(t.n) / (per_sm * t.rel);
@@ -210,31 +211,53 @@ double GemmModel::analytical_s(const GemmShape& s) const {
       const double bound = std::max(compute, mem) + reduce;
       if (bound < best) {
         best = bound;
-        best_c = compute;
-        best_mem = mem;
-        best_red = reduce;
+        chosen = {compute, mem, reduce};
       }
     }
   }
-  return eff_.overhead_s + p_norm(best_c, best_mem, eff_.blend) + best_red;
+  return chosen;
+}
+
+double GemmModel::analytical_s(const GemmShape& s) const {
+  const Terms t = terms(s);
+  return eff_.overhead_s + p_norm(t.compute, t.memory, eff_.blend) + t.reduce;
+}
+
+double GemmModel::clock_elasticity(const GemmShape& s) const {
+  const Terms t = terms(s);
+  const double bound = p_norm(t.compute, t.memory, eff_.blend);
+  const double total = eff_.overhead_s + bound + t.reduce;
+  if (!(t.compute > 0) || !(total > 0)) return 0;
+  // d log ||(c, m)||_p / d log c = c^p / (c^p + m^p), computed as (c / norm)^p.
+  return bound / total * std::pow(t.compute / bound, eff_.blend);
 }
 
 void GemmModel::set_measurements(std::vector<GemmPoint> points) {
-  // Combine repeated shapes (several calibration files) by their geometric mean.
-  std::map<uint64_t, std::pair<GemmPoint, std::pair<double, int>>> merged;
+  // Combine repeated shapes (several calibration files) by their geometric mean, and their clocks
+  // by the geometric mean of those recorded.
+  struct Repeats {
+    GemmShape shape;
+    double log_time = 0, log_mhz = 0;
+    int times = 0, clocks = 0;
+  };
+  std::map<uint64_t, Repeats> merged;
   for (const auto& p : points) {
     if (!(p.time_s > 0)) continue;
-    auto& [pt, acc] = merged[gemm_shape_hash(p.shape)];
-    pt.shape = p.shape;
-    acc.first += std::log(p.time_s);
-    acc.second += 1;
+    Repeats& r = merged[gemm_shape_hash(p.shape)];
+    r.shape = p.shape;
+    r.log_time += std::log(p.time_s);
+    r.times += 1;
+    if (p.sm_mhz > 0) {
+      r.log_mhz += std::log(p.sm_mhz);
+      r.clocks += 1;
+    }
   }
   points_.clear();
   features_.clear();
   exact_.clear();
-  for (auto& [hash, entry] : merged) {
-    GemmPoint p = entry.first;
-    p.time_s = std::exp(entry.second.first / entry.second.second);
+  for (auto& [hash, r] : merged) {
+    GemmPoint p{r.shape, std::exp(r.log_time / r.times),
+                r.clocks > 0 ? std::exp(r.log_mhz / r.clocks) : 0};
     exact_[hash] = points_.size();
     features_.push_back(feature(p, false));
     points_.push_back(p);

@@ -35,9 +35,13 @@ struct GemmEfficiency {
 struct GemmPoint {
   GemmShape shape;
   double time_s = 0;
+  // The SM clock the measurement ran at (the median of NVML's readings, `method.clocks`), 0 where
+  // none was recorded. Only `hetplan fit`'s clock check reads it (costmodel/gemm_clock.h).
+  double sm_mhz = 0;
 };
 
-// A measured point as profiles and fit reports write it: the shape's keys and `time_s`.
+// A measured point as profiles and fit reports write it: the shape's keys and `time_s` (not the
+// clock).
 Json to_json(const GemmPoint& p);
 
 class GemmModel {
@@ -48,6 +52,10 @@ class GemmModel {
 
   // Analytical time, without measured corrections.
   double analytical_s(const GemmShape& s) const;
+  // d log(analytical time) / d log(compute time): how much of the shape's time scales with the SM
+  // clock. Near 1 for a compute-bound GEMM, near 0 for a memory- or launch-bound one (memory,
+  // launch overhead and split-K's reduction do not follow the SM clock).
+  double clock_elasticity(const GemmShape& s) const;
   // Time: measured where the shape was measured, else analytical x the locally interpolated
   // measured/analytical ratio, else (far from every measurement) analytical.
   double time_s(const GemmShape& s) const;
@@ -78,6 +86,12 @@ class GemmModel {
     int64_t m, n;
     double rel;  // efficiency relative to the largest tile
   };
+  // The library's choice for a shape, in seconds: compute and memory bound of the chosen
+  // configuration (blended by the p-norm) and its split-K reduction.
+  struct Terms {
+    double compute = 0, memory = 0, reduce = 0;
+  };
+  Terms terms(const GemmShape& s) const;
   struct Feature {
     double x[4];  // log2 m, n, k, batch
     int layout;   // trans_a * 2 + trans_b

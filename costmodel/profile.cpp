@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/attention_model.h"
+#include "costmodel/clocks.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/input_files.h"
@@ -257,6 +258,16 @@ void apply_priors(GpuFit& fit, const DatasheetPriors& p) {
   for (auto& [d, e] : fit.gemm) e.overhead_s = p.kernel_launch_s;
 }
 
+// The SM clock `f.gemm[i]` ran at (`method.clocks.sm_mhz_median`), 0 where not recorded.
+// Throws InputError naming the file and key for a malformed clock record.
+double gemm_sm_mhz(const CalibrationFile& f, size_t i) {
+  const Json& method = f.gemm[i].method;
+  if (!method.is_object() || !method.contains("clocks")) return 0;
+  return clock_summary_from_json(
+             ObjectReader(method["clocks"], f.origin, fmt::format("gemm[{}].method.clocks", i)))
+      .sm_mhz_median;
+}
+
 void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::optional<GpuSpec>& gpu) {
   const bool known_gpu = gpu.has_value();
   const GpuSpec spec = known_gpu ? *gpu : GpuSpec{};
@@ -275,7 +286,7 @@ void apply_measurements(GpuFit& fit, const CalibrationFile& f, const std::option
                       g.shape.m, g.shape.n, g.shape.k, g.shape.batch, to_string(g.dtype),
                       g.time_s.median, achieved / 1e12, fit.gpu_type, to_string(g.dtype),
                       peak / 1e12));
-    fit.gemm_points[g.dtype].push_back({g.shape, g.time_s.median});
+    fit.gemm_points[g.dtype].push_back({g.shape, g.time_s.median, gemm_sm_mhz(f, i)});
   }
   // Memory-bound kernels: a fit per kernel; the copy probe sets the streaming bandwidth.
   // Activations are half precision: fp32 variants of a kernel count only where no half-precision

@@ -223,6 +223,14 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
       }
       usable[dtype] = pts;
     }
+    const std::map<Dtype, GemmTable> tables = gemm_tables(fit, spec);
+    for (const auto& [dtype, table] : tables) {
+      std::optional<Dtype> companion;
+      if (auto c = fit.gemm_companion.find(dtype); c != fit.gemm_companion.end())
+        companion = c->second;
+      GemmClockCheck check = check_gemm_clocks(dtype, tables, companion, spec, bandwidth);
+      if (check.points > 0) q.gemm_clocks[dtype] = std::move(check);
+    }
     for (GemmHoldout& h : gemm_holdouts(usable, spec, bandwidth, every)) {
       const Dtype dtype = h.dtype;
       h.warnings = gemm_warnings(h, every, fit);
@@ -291,6 +299,8 @@ Json to_json(const FitReport& report) {
                                                {"warnings", h.warnings},
                                                {"fitted_without_held_out", to_json(e)}};
       gemm[std::string(to_string(h.dtype))]["companion"] = companion_json(h.companion);
+      if (auto c = g.gemm_clocks.find(h.dtype); c != g.gemm_clocks.end())
+        gemm[std::string(to_string(h.dtype))]["clock"] = to_json(c->second);
     }
     Json kernels = Json::object();
     for (const auto& [name, k] : g.kernels)

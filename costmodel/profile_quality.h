@@ -11,6 +11,7 @@
 
 #include "costmodel/calibration.h"
 #include "costmodel/clock_classes.h"
+#include "costmodel/gemm_clock.h"
 #include "costmodel/gemm_companion.h"
 #include "costmodel/gemm_model.h"
 #include "costmodel/layer_correction.h"
@@ -107,6 +108,9 @@ struct GpuQuality {
   FitQuality ratio_layer_quality[3];
   // The SM clocks the measurements saw, by class (files with clock records only).
   std::vector<ClockClass> clocks;
+  // Per dtype whose GEMMs carry clock records: whether their scatter follows the clock, over every
+  // measured shape with the profile's coefficients and companion (costmodel/gemm_clock.h).
+  std::map<Dtype, GemmClockCheck> gemm_clocks;
 };
 
 struct FitReport {
