@@ -196,11 +196,13 @@ void print_clocks(const std::vector<ClockClass>& clocks) {
   fmt::print(
       "  SM clock while timed (median over measurements [p10, p90], lowest reading; how many "
       "ran under a power or thermal limit):\n");
+  size_t width = 34;  // the class names in one column
+  for (const auto& c : clocks) width = std::max(width, c.what.size());
   for (const auto& c : clocks) {
     const std::vector<std::string> reasons = clock_reason_names(c.reasons);
     fmt::print(
-        "    {:<34} {:>5} timed  {:>5.0f} MHz [{:.0f}, {:.0f}], lowest {:.0f}{}; {} limited{}\n",
-        c.what, c.measurements, c.sm_mhz_median, c.sm_mhz_p10, c.sm_mhz_p90, c.sm_mhz_min,
+        "    {:<{}} {:>5} timed  {:>5.0f} MHz [{:.0f}, {:.0f}], lowest {:.0f}{}; {} limited{}\n",
+        c.what, width, c.measurements, c.sm_mhz_median, c.sm_mhz_p10, c.sm_mhz_p90, c.sm_mhz_min,
         c.power_w_median ? fmt::format(", {:.0f} W", *c.power_w_median) : "", c.power_thermal,
         reasons.empty() ? "" : fmt::format(" ({})", fmt::join(reasons, ", ")));
   }

@@ -89,9 +89,12 @@ std::vector<ClockClass> clock_classes(const std::vector<const CalibrationFile*>&
     for (size_t i = 0; i < f->gemm.size(); ++i)
       c.add(0, fmt::format("gemm {}", to_string(f->gemm[i].dtype)), f->gemm[i].method, nullptr,
             f->origin, fmt::format("gemm[{}]", i));
-    for (size_t i = 0; i < f->kernels.size(); ++i)
-      c.add(1, kernel_class(f->kernels[i]), f->kernels[i].method, nullptr, f->origin,
-            fmt::format("kernels[{}]", i));
+    for (size_t i = 0; i < f->kernels.size(); ++i) {
+      const std::string what = kernel_class(f->kernels[i]), path = fmt::format("kernels[{}]", i);
+      c.add(1, what, f->kernels[i].method, nullptr, f->origin, path);
+      // Timed again right after GEMMs (SDPA's --between-gemm-ms): the in-layer context.
+      c.add(1, what + " after GEMMs", f->kernels[i].method, "after_gemm", f->origin, path);
+    }
     for (size_t i = 0; i < f->layers.size(); ++i) {
       const LayerMeasurement& l = f->layers[i];
       const std::string path = fmt::format("layers[{}]", i);

@@ -26,8 +26,9 @@ struct ClockClass {
 };
 
 // The classes of every measurement in `files` that has `method.clocks`, in a fixed order (GEMMs,
-// kernels, layers; names sorted within each). Throws InputError naming the file and the key path
-// for a malformed clock record.
+// kernels, layers; names sorted within each). A kernel timed again right after GEMMs (SDPA's
+// `method.after_gemm.clocks`) is also in its class "... after GEMMs". Throws InputError naming the
+// file and the key path for a malformed clock record.
 std::vector<ClockClass> clock_classes(const std::vector<const CalibrationFile*>& files);
 
 Json to_json(const ClockClass& c);

@@ -10,6 +10,11 @@ stream (the events time the attention alone), as attention runs inside a layer a
 the ratio to the plain timing is SDPA's in-layer factor, to set against the one `hetplan fit` takes
 from hetplan's kernels (docs/costmodel.md "Attention", docs/benchmarks.md item 15).
 
+Each timing keeps the SM clock it ran at (NVML, scripts/reference/clocks.py) as `clocks_<timing>`
+(`clocks_fwd_s`, `clocks_fwd_s_after_gemm`, ...), in the form of hetplan's calibration records:
+whether the board held its clock down after the GEMMs, and by how much of the factor, is what
+item 15 asks. Where NVML cannot be read, `clocks_note` says why.
+
 Torch gets contiguous [batch, heads, seq, head_dim] tensors (its documented layout); ours ran on
 [batch, seq, heads, head_dim] (FlashAttention's), the layout a QKV projection produces. Both bf16,
 softmax scale 1/sqrt(head_dim). FLOPs are counted as FlashAttention counts them: 4 b h s^2 d for
@@ -22,6 +27,8 @@ import sys
 
 import torch
 import torch.nn.functional as F
+
+from reference import clocks
 
 try:
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -91,18 +98,38 @@ def time_torch(b, h, s, d, causal, backend, heat=None):
     if backend is None:
         result["picked"] = default_backend(q, k, v, causal)
     ctx = sdpa_kernel([getattr(SDPBackend, backend)]) if backend else torch.enable_grad()
+
+    def timed(key, measure):
+        """result[key] = measure(), with the SM clock it ran at as result["clocks_" + key]."""
+        result[key], record, note = clocks.clocked(torch, torch.device("cuda"), measure)
+        if record:
+            result["clocks_" + key] = record
+        elif note:
+            result.setdefault("clocks_note", note)
+
     try:
         with ctx:
-            result["fwd_s"] = median_time_s(fwd)
-            result["fwd_bwd_s"] = median_time_s(fwd_bwd)
+            timed("fwd_s", lambda: median_time_s(fwd))
+            timed("fwd_bwd_s", lambda: median_time_s(fwd_bwd))
             if heat is not None:
-                result["fwd_s_after_gemm"] = median_time_s(fwd, before=heat)
-                result["fwd_bwd_s_after_gemm"] = median_time_s(fwd_bwd, before=heat)
+                timed("fwd_s_after_gemm", lambda: median_time_s(fwd, before=heat))
+                timed("fwd_bwd_s_after_gemm", lambda: median_time_s(fwd_bwd, before=heat))
     except Exception as e:  # noqa: BLE001 - a backend may not support the shape
         result["error"] = str(e).splitlines()[0][:200]
     del q, k, v, do
     torch.cuda.empty_cache()
     return result
+
+
+def clock_change(t, key):
+    """'; SM clock A -> B MHz (xA/B)' from the clock of timing `key` alone to after GEMMs, as a
+    time ratio at a compute-bound kernel's clock elasticity of 1; '' where either is missing."""
+    alone, after = t.get("clocks_" + key), t.get("clocks_" + key + "_after_gemm")
+    if not alone or not after:
+        return ""
+    ratio = alone["sm_mhz_median"] / after["sm_mhz_median"]
+    return (f"; SM clock {clocks.label(alone)} -> {clocks.label(after)} MHz (x{ratio:.3f} if "
+            "time follows 1/clock)")
 
 
 def flops(b, h, s, d, causal):
@@ -167,6 +194,7 @@ def main():
                 t["after_gemm_factor_fwd_bwd"] = t["fwd_bwd_s_after_gemm"] / t["fwd_bwd_s"]
                 after = (f"; after GEMMs x{t['after_gemm_factor_fwd']:.3f} fwd, "
                          f"x{t['after_gemm_factor_fwd_bwd']:.3f} f+b")
+                after += clock_change(t, "fwd_bwd_s")
             print(f"{str(key):28} {1e3 * (mine.get('forward') or 0):8.3f}m {1e3 * mine_total:8.3f}m "
                   f"{1e3 * t['fwd_s']:8.3f}m {1e3 * t['fwd_bwd_s']:8.3f}m {ratio:9.2f} {ours_tf:9.1f} "
                   f"{total_flops / t['fwd_bwd_s'] / 1e12:10.1f}  {label}{after}")

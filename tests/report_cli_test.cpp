@@ -249,6 +249,75 @@ TEST(ImportCli, TorchSdpaAfterGemmTimingsGiveSdpaItsOwnInLayerFactor) {
   std::filesystem::remove_all(dir);
 }
 
+// The SM clock of each SDPA timing (bench_attention_torch.py reads NVML): kept in the kernel
+// records' method, alone and after GEMMs, and printed by `hetplan fit` as clock classes of their
+// own, so the after-GEMM factor can be set against the clock change (docs/benchmarks.md item 15).
+TEST(ImportCli, TorchSdpaClocksAreKeptAloneAndAfterGemms) {
+  const auto dir = testing::temp_dir("import_torch_sdpa_clocks");
+  Json bench = Json::parse(std::ifstream(kData + "/torch_sdpa/h100_one_shape.json"));
+  auto clock = [](double mhz, int limited) {
+    return Json{{"samples", 12},
+                {"sm_mhz_median", mhz},
+                {"sm_mhz_min", mhz - 15},
+                {"sm_mhz_max", mhz + 15},
+                {"reasons", limited ? Json({"sw_power_cap"}) : Json::array()},
+                {"power_thermal_samples", limited},
+                {"read_us_median", 30.0}};
+  };
+  Json& flash = bench["rows"][0]["torch"][1];
+  ASSERT_EQ(flash["backend"], "FLASH_ATTENTION");
+  flash["fwd_s_after_gemm"] = 1.2 * flash["fwd_s"].get<double>();
+  flash["fwd_bwd_s_after_gemm"] = 1.2 * flash["fwd_bwd_s"].get<double>();
+  flash["clocks_fwd_s"] = clock(1980, 0);
+  flash["clocks_fwd_bwd_s"] = clock(1965, 0);
+  flash["clocks_fwd_s_after_gemm"] = clock(1755, 10);
+  flash["clocks_fwd_bwd_s_after_gemm"] = clock(1740, 12);
+  // A backend whose clocks NVML could not read says why, once.
+  bench["rows"][0]["torch"][2]["clocks_note"] = "clocks not read: NVML not loaded (no driver)";
+  bench["rows"][0]["torch"][3]["clocks_note"] = "clocks not read: NVML not loaded (no driver)";
+  const auto in = dir / "clocks.json";
+  std::ofstream(in) << bench.dump(1);
+  const auto sdpa = (dir / "sdpa.json").string();
+  auto r = run_hetplan("import --format torch-sdpa " + in.string() + " --out " + sdpa);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CalibrationFile c = load_calibration(sdpa);
+  const KernelMeasurement* fwd = nullptr;
+  const KernelMeasurement* bwd = nullptr;
+  for (const auto& k : c.kernels) {
+    if (k.kernel == "sdpa_fwd_flash_attention") fwd = &k;
+    if (k.kernel == "sdpa_bwd_flash_attention") bwd = &k;
+  }
+  ASSERT_TRUE(fwd && bwd);
+  EXPECT_EQ(fwd->method["clocks"]["sm_mhz_median"], 1980);
+  EXPECT_EQ(fwd->method["after_gemm"]["clocks"]["sm_mhz_median"], 1755);
+  EXPECT_EQ(fwd->method["after_gemm"]["clocks"]["reasons"], Json({"sw_power_cap"}));
+  EXPECT_EQ(bwd->method["clocks"]["sm_mhz_median"], 1965);  // forward + backward's
+  EXPECT_EQ(bwd->method["after_gemm"]["clocks"]["sm_mhz_median"], 1740);
+  const std::string note = "clocks not read: NVML not loaded (no driver)";
+  const size_t at = c.context.notes.find(note);
+  ASSERT_NE(at, std::string::npos) << c.context.notes;
+  EXPECT_EQ(c.context.notes.find(note, at + 1), std::string::npos) << c.context.notes;
+
+  r = run_hetplan("fit " + sdpa + " --out " + (dir / "p.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("kernel sdpa_fwd_flash_attention                 1 timed   1980 MHz"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("kernel sdpa_fwd_flash_attention after GEMMs     1 timed   1755 MHz"),
+            std::string::npos)
+      << r.output;
+
+  // A malformed record is refused by file and key.
+  flash["clocks_fwd_s_after_gemm"]["sm_mhz_median"] = "fast";
+  std::ofstream(in) << bench.dump(1);
+  r = run_hetplan("import --format torch-sdpa " + in.string() + " --out " + sdpa);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("clocks.json: rows[0].torch[1].clocks_fwd_s_after_gemm.sm_mhz_median"),
+            std::string::npos)
+      << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ExportCli, PredictOutputCarriesThePartition) {
   const auto& in = testing::report_inputs();
   // The tp 1, pp 4 run of the uneven Megatron-LM log: blocks 5, 7, 7, 5 again.

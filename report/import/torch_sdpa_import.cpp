@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/clocks.h"
 #include "costmodel/document.h"
 #include "costmodel/errors.h"
 #include "report/import/profile_import.h"
@@ -29,8 +30,17 @@ double forward_flops(int64_t b, int64_t h, int64_t s, int64_t d, bool causal) {
   return causal ? full / 2 : full;
 }
 
+// A timing's SM clock record (`clocks_<timing>`), checked and in the calibration's form; null
+// where the bench read none.
+Json clock_record(ObjectReader& t, const std::string& timing) {
+  const std::string key = "clocks_" + timing;
+  if (std::optional<ObjectReader> r = t.optional_object(key))
+    return to_json(clock_summary_from_json(*r));
+  return nullptr;
+}
+
 KernelMeasurement record(const std::string& name, const Json& params, double flops, double time_s,
-                         const std::string& method) {
+                         const std::string& method, const Json& clocks, const Json& after_clocks) {
   KernelMeasurement k;
   k.kernel = name;
   k.dtype = Dtype::kBf16;
@@ -40,6 +50,10 @@ KernelMeasurement record(const std::string& name, const Json& params, double flo
   k.time_s.median = k.time_s.min = k.time_s.max = k.time_s.mean = k.time_s.p10 = k.time_s.p90 =
       time_s;
   k.method = Json{{"tool", "scripts/bench_attention_torch.py"}, {"timing", method}};
+  // The clock alone, and after GEMMs where params.after_gemm_s is: the method's `clocks` and
+  // `after_gemm.clocks` (costmodel/clock_classes.h reads both).
+  if (!clocks.is_null()) k.method["clocks"] = clocks;
+  if (!after_clocks.is_null()) k.method["after_gemm"] = Json{{"clocks", after_clocks}};
   return k;
 }
 
@@ -90,6 +104,14 @@ CalibrationFile import_torch_sdpa(const std::vector<std::filesystem::path>& file
         const auto fwd_bwd_after = t.optional_number("fwd_bwd_s_after_gemm");
         (void)t.optional_number("after_gemm_factor_fwd");
         (void)t.optional_number("after_gemm_factor_fwd_bwd");
+        // The SM clock of each timing (NVML), or why there is none.
+        const Json clocks_fwd = clock_record(t, "fwd_s");
+        const Json clocks_fwd_bwd = clock_record(t, "fwd_bwd_s");
+        const Json clocks_fwd_after = clock_record(t, "fwd_s_after_gemm");
+        const Json clocks_fwd_bwd_after = clock_record(t, "fwd_bwd_s_after_gemm");
+        if (const auto note = t.optional_string("clocks_note");
+            note && cal.context.notes.find(*note) == std::string::npos)
+          cal.context.notes += "; " + *note;
         if (!fwd || !fwd_bwd) continue;  // the backend refused the shape
         if (!(*fwd > 0) || !(*fwd_bwd > *fwd))
           t.fail("fwd_bwd_s", "a forward + backward time above the forward time");
@@ -108,10 +130,13 @@ CalibrationFile import_torch_sdpa(const std::vector<std::filesystem::path>& file
         // After GEMMs: attention in the power state a layer's GEMMs leave (the fit's in-layer
         // context, costmodel/attention_model.h).
         if (fwd_after) params["after_gemm_s"] = *fwd_after;
-        cal.kernels.push_back(record("sdpa_fwd_" + suffix, params, flops, *fwd, "median of 30"));
+        cal.kernels.push_back(record("sdpa_fwd_" + suffix, params, flops, *fwd, "median of 30",
+                                     clocks_fwd, clocks_fwd_after));
         if (fwd_after) params["after_gemm_s"] = *fwd_bwd_after - *fwd_after;
+        // The backward is the forward + backward less the forward: the clock of the former.
         cal.kernels.push_back(record("sdpa_bwd_" + suffix, params, 2.5 * flops, *fwd_bwd - *fwd,
-                                     "median forward + backward less median forward"));
+                                     "median forward + backward less median forward",
+                                     clocks_fwd_bwd, clocks_fwd_bwd_after));
       }
     }
   }

@@ -193,6 +193,13 @@ class StepClocks:
         return False
 
 
+def clocked(torch, device, measure, library="libnvidia-ml.so.1"):
+    """measure() run inside StepClocks: (its value, the clock record or None, the note)."""
+    with StepClocks(torch, device, library=library) as c:
+        value = measure()
+    return value, c.record, c.note
+
+
 def slowest_rank(records):
     """One record for a step several GPUs ran, from each rank's (None where a rank read none):
     the lowest median's, as the slowest-clocked GPU sets the step; and a note with every rank's

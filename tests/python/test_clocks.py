@@ -113,12 +113,53 @@ class SamplerTest(unittest.TestCase):
         self.assertEqual((c.record, c.note), (None, ""))
 
 
+    def test_a_measure_gets_its_value_and_clock(self):
+        self.fake.fake_nvml_set(1755, 0, 0x4, -1)
+        cuda = types.SimpleNamespace(type="cuda", index=0)
+
+        def measure():
+            time.sleep(0.03)
+            return 0.0042
+
+        value, record, note = clocks.clocked(FakeTorch(bus=0), cuda, measure, library=FAKE)
+        self.assertEqual(value, 0.0042)
+        self.assertEqual(record["sm_mhz_median"], 1755.0)
+        self.assertEqual(record["reasons"], ["sw_power_cap"])
+        self.assertEqual(note, "")
+        value, record, note = clocks.clocked(FakeTorch(bus=0x3b), cuda, measure, library=FAKE)
+        self.assertEqual(value, 0.0042)
+        self.assertIsNone(record)
+        self.assertTrue(note.startswith("clocks not read: no NVML device"), note)
+
+
 class FakeTorch:
     """What StepClocks asks of torch: a device's PCI address."""
 
     def __init__(self, bus):
         props = types.SimpleNamespace(pci_domain_id=0, pci_bus_id=bus, pci_device_id=6)
         self.cuda = types.SimpleNamespace(get_device_properties=lambda device: props)
+
+
+def import_attention_bench():
+    """scripts/bench_attention_torch.py as a module, or None where torch is missing."""
+    try:
+        import bench_attention_torch
+    except ImportError:
+        return None
+    return bench_attention_torch
+
+
+class AttentionBenchClocksTest(unittest.TestCase):
+    def test_the_after_gemm_factor_is_set_against_the_clock_change(self):
+        bench = import_attention_bench()
+        if bench is None:
+            self.skipTest("torch not importable")
+        alone = {"sm_mhz_median": 1980.0, "power_thermal_samples": 0}
+        after = {"sm_mhz_median": 1755.0, "power_thermal_samples": 3}
+        t = {"clocks_fwd_bwd_s": alone, "clocks_fwd_bwd_s_after_gemm": after}
+        self.assertEqual(bench.clock_change(t, "fwd_bwd_s"),
+                         "; SM clock 1980 -> 1755* MHz (x1.128 if time follows 1/clock)")
+        self.assertEqual(bench.clock_change({"clocks_fwd_bwd_s": alone}, "fwd_bwd_s"), "")
 
 
 class RanksTest(unittest.TestCase):
