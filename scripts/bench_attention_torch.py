@@ -80,7 +80,9 @@ def gemm_heater(ms):
     return heat
 
 
-def time_torch(b, h, s, d, causal, backend, heat=None):
+def time_torch(b, h, s, d, causal, backend, heat=None, clock=(None, "")):
+    """SDPA's times at one shape and backend; `clock` is (sampler, note) of
+    clocks.device_sampler, which reads the SM clock of each timing."""
     dev, dt = "cuda", torch.bfloat16
     q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=dt, requires_grad=True) for _ in range(3))
     do = torch.randn(b, h, s, d, device=dev, dtype=dt)
@@ -101,11 +103,12 @@ def time_torch(b, h, s, d, causal, backend, heat=None):
 
     def timed(key, measure):
         """result[key] = measure(), with the SM clock it ran at as result["clocks_" + key]."""
-        result[key], record, note = clocks.clocked(torch, torch.device("cuda"), measure)
+        sampler, note = clock
+        result[key], record = clocks.clocked(sampler, measure)
         if record:
             result["clocks_" + key] = record
-        elif note:
-            result.setdefault("clocks_note", note)
+        else:
+            result.setdefault("clocks_note", note or f"clocks not read: {sampler.reason}")
 
     try:
         with ctx:
@@ -163,6 +166,7 @@ def main():
           f"{torch.backends.cudnn.version()}")
     backends = [None] + ([b for b in args.backends.split(",") if b] if SDPBackend else [])
     heat = gemm_heater(args.between_gemm_ms)
+    clock = clocks.device_sampler(torch, torch.device("cuda"))
     rows = []
     header = (f"{'shape (b,h,s,d,causal)':28} {'ours fwd':>9} {'ours f+b':>9} {'torch fwd':>9} "
               f"{'torch f+b':>9} {'ratio f+b':>9} {'ours TF/s':>9} {'torch TF/s':>10}  torch backend")
@@ -176,7 +180,7 @@ def main():
                "ours_fwd_bwd_s": mine_total if "forward" in mine and "backward" in mine else None,
                "torch": []}
         for backend in backends:
-            row["torch"].append(time_torch(b, h, s, d, causal, backend, heat))
+            row["torch"].append(time_torch(b, h, s, d, causal, backend, heat, clock))
         rows.append(row)
         total_flops = 3.5 * flops(*key)
         for t in row["torch"]:
@@ -198,6 +202,8 @@ def main():
             print(f"{str(key):28} {1e3 * (mine.get('forward') or 0):8.3f}m {1e3 * mine_total:8.3f}m "
                   f"{1e3 * t['fwd_s']:8.3f}m {1e3 * t['fwd_bwd_s']:8.3f}m {ratio:9.2f} {ours_tf:9.1f} "
                   f"{total_flops / t['fwd_bwd_s'] / 1e12:10.1f}  {label}{after}")
+    if clock[0] is not None:
+        clock[0].close()
     print("ratio f+b = ours / torch for forward + backward; the target is <= 1.5 against the default")
     if heat is not None:
         print(f"after GEMMs: each call timed again after {args.between_gemm_ms:g} ms of 8192^3 bf16 "

@@ -169,15 +169,7 @@ class StepClocks:
 
     def __init__(self, torch, device, library="libnvidia-ml.so.1"):
         self.record = None
-        self.note = ""
-        self._sampler = None
-        if device.type != "cuda":
-            return
-        where = torch_device(torch, device)
-        if where is None:
-            self.note = "clocks not read: NVML cannot tell this device from torch's"
-            return
-        self._sampler = ClockSampler(where, library=library)
+        self._sampler, self.note = device_sampler(torch, device, library)
 
     def __enter__(self):
         if self._sampler is not None:
@@ -193,11 +185,29 @@ class StepClocks:
         return False
 
 
-def clocked(torch, device, measure, library="libnvidia-ml.so.1"):
-    """measure() run inside StepClocks: (its value, the clock record or None, the note)."""
-    with StepClocks(torch, device, library=library) as c:
+def device_sampler(torch, device, library="libnvidia-ml.so.1"):
+    """A ClockSampler of a torch device and "", or None and why not ("" off CUDA, where no clock
+    is read). The sampler may still be unavailable: its `reason` says why."""
+    if device.type != "cuda":
+        return None, ""
+    where = torch_device(torch, device)
+    if where is None:
+        return None, "clocks not read: NVML cannot tell this device from torch's"
+    return ClockSampler(where, library=library), ""
+
+
+def clocked(sampler, measure):
+    """measure() with `sampler` (a ClockSampler of device_sampler, or None) reading the clock
+    meanwhile: its value and the record, None where none was read. One sampler serves any number
+    of measures (NVML is loaded once); close it after the last."""
+    if sampler is None:
+        return measure(), None
+    sampler.start()
+    try:
         value = measure()
-    return value, c.record, c.note
+    finally:
+        record = sampler.stop()
+    return value, record
 
 
 def slowest_rank(records):

@@ -113,23 +113,33 @@ class SamplerTest(unittest.TestCase):
         self.assertEqual((c.record, c.note), (None, ""))
 
 
-    def test_a_measure_gets_its_value_and_clock(self):
-        self.fake.fake_nvml_set(1755, 0, 0x4, -1)
+    def test_one_sampler_reads_the_clock_of_each_measure(self):
         cuda = types.SimpleNamespace(type="cuda", index=0)
 
         def measure():
             time.sleep(0.03)
             return 0.0042
 
-        value, record, note = clocks.clocked(FakeTorch(bus=0), cuda, measure, library=FAKE)
+        sampler, note = clocks.device_sampler(FakeTorch(bus=0), cuda, library=FAKE)
+        self.assertEqual(note, "")
+        self.fake.fake_nvml_set(1755, 0, 0x4, -1)
+        value, record = clocks.clocked(sampler, measure)
         self.assertEqual(value, 0.0042)
         self.assertEqual(record["sm_mhz_median"], 1755.0)
         self.assertEqual(record["reasons"], ["sw_power_cap"])
-        self.assertEqual(note, "")
-        value, record, note = clocks.clocked(FakeTorch(bus=0x3b), cuda, measure, library=FAKE)
+        self.fake.fake_nvml_set(1980, 0, 0, -1)  # the same sampler, the next measure
+        self.assertEqual(clocks.clocked(sampler, measure)[1]["sm_mhz_median"], 1980.0)
+        sampler.close()
+        # No such device: the value still, no record, and the sampler says why.
+        sampler, note = clocks.device_sampler(FakeTorch(bus=0x3b), cuda, library=FAKE)
+        value, record = clocks.clocked(sampler, measure)
         self.assertEqual(value, 0.0042)
         self.assertIsNone(record)
-        self.assertTrue(note.startswith("clocks not read: no NVML device"), note)
+        self.assertTrue(sampler.reason.startswith("no NVML device"), sampler.reason)
+        # The CPU: no sampler, nothing to say.
+        self.assertEqual(clocks.device_sampler(FakeTorch(bus=0), types.SimpleNamespace(type="cpu"),
+                                               library=FAKE), (None, ""))
+        self.assertEqual(clocks.clocked(None, measure), (0.0042, None))
 
 
 class FakeTorch:
