@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 namespace hetplan {
+
 std::vector<GemmPoint> gemm_fold_points(const std::vector<GemmPoint>& points, int fold, bool in) {
   std::vector<GemmPoint> out;
   for (const GemmPoint& p : points)
