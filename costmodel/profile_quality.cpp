@@ -96,13 +96,11 @@ void score_held_out(GemmHoldout& out, const GemmModel& model, const std::vector<
   for (int l = 0; l < 4; ++l) out.corrected_by_layout[l] = summarize_errors(by_layout[l]);
 }
 
-// The whole table's in-sample score and glitches into `out`.
-void score_whole_table(GemmHoldout& out, const std::vector<GemmPoint>& points, bool any_held,
-                       const GemmEfficiency& prior, double peak_flops, double memory_GBps,
+// The whole table's in-sample score and glitches into `out`, under `all`: the coefficients fitted
+// on every shape.
+void score_whole_table(GemmHoldout& out, const std::vector<GemmPoint>& points,
+                       const GemmEfficiency& all, double peak_flops, double memory_GBps,
                        int64_t sm_count, int bytes_per_element) {
-  const GemmEfficiency all = !any_held ? out.fitted
-                                       : fit_gemm_efficiency(points, prior, peak_flops, memory_GBps,
-                                                             sm_count, bytes_per_element);
   GemmModel whole(all, peak_flops, memory_GBps, sm_count, bytes_per_element);
   std::vector<double> in_sample;
   for (const auto& p : points)
@@ -127,12 +125,16 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
   GemmModel model(out.fitted, peak_flops, memory_GBps, sm_count, bytes_per_element);
   model.set_measurements(fit_set);
   score_held_out(out, model, held);
-  score_whole_table(out, points, !held.empty(), prior, peak_flops, memory_GBps, sm_count,
-                    bytes_per_element);
+  const GemmEfficiency all = held.empty()
+                                 ? out.fitted
+                                 : fit_gemm_efficiency(points, prior, peak_flops, memory_GBps,
+                                                       sm_count, bytes_per_element);
+  score_whole_table(out, points, all, peak_flops, memory_GBps, sm_count, bytes_per_element);
   return out;
 }
 
 std::vector<GemmHoldout> gemm_holdouts(const std::map<Dtype, std::vector<GemmPoint>>& points,
+                                       const std::map<Dtype, GemmEfficiency>& fitted_on_all,
                                        const GpuSpec& gpu, double memory_GBps, int every) {
   // Every dtype's fit set and coefficients first: a companion is chosen, and joins, from its
   // table less every held-out shape (those of a dtype too small to hold any out too), so a shape
@@ -168,8 +170,15 @@ std::vector<GemmHoldout> gemm_holdouts(const std::map<Dtype, std::vector<GemmPoi
       model.set_companion(gemm_model_for(c, tables[c], gpu, memory_GBps));
     }
     score_held_out(h, model, held[dtype]);
-    score_whole_table(h, points.at(dtype), !held[dtype].empty(), GemmEfficiency{},
-                      gpu.peak_flops(dtype), memory_GBps, gpu.sm_count, dtype_bytes(dtype));
+    const double peak = gpu.peak_flops(dtype);
+    const int bytes = dtype_bytes(dtype);
+    const auto given = fitted_on_all.find(dtype);
+    const GemmEfficiency all = given != fitted_on_all.end() ? given->second
+                               : held[dtype].empty()
+                                   ? h.fitted
+                                   : fit_gemm_efficiency(points.at(dtype), GemmEfficiency{}, peak,
+                                                         memory_GBps, gpu.sm_count, bytes);
+    score_whole_table(h, points.at(dtype), all, peak, memory_GBps, gpu.sm_count, bytes);
     scored.push_back(std::move(h));
   }
   return scored;
@@ -231,7 +240,7 @@ FitReport assess_profile(Profile& profile, const std::vector<CalibrationFile>& f
       GemmClockCheck check = check_gemm_clocks(dtype, tables, companion, spec, bandwidth);
       if (check.points > 0) q.gemm_clocks[dtype] = std::move(check);
     }
-    for (GemmHoldout& h : gemm_holdouts(usable, spec, bandwidth, every)) {
+    for (GemmHoldout& h : gemm_holdouts(usable, fit.gemm, spec, bandwidth, every)) {
       const Dtype dtype = h.dtype;
       h.warnings = gemm_warnings(h, every, fit);
       if (!h.scored()) {

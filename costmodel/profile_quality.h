@@ -43,7 +43,7 @@ struct GemmHoldout {
   // `corrected` split by the held-out shape's operand layout (kGemmLayouts): the profiler's grid
   // is TN, so the other layouts' shapes have TN shapes as their nearest neighbours.
   FitQuality corrected_by_layout[4];
-  FitQuality in_sample;  // every shape, analytical model fitted on every shape
+  FitQuality in_sample;  // every shape, analytical model fitted on every shape (the profile's)
   // Measured shapes the profile's model (fitted on every shape) leaves out of other shapes'
   // corrections as glitches, with their measured times (GemmModel::glitch_shapes).
   std::vector<GemmPoint> glitches;
@@ -75,8 +75,11 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
                          int bytes_per_element, int every = kDefaultHoldoutEvery);
 // The same for every dtype of one GPU type (each held out 1 in `every` where it has
 // kMinHoldoutShapes), with each dtype's companion chosen and joined from the fit sets only: the
-// score of the model the profile predicts with. In dtype order.
+// score of the model the profile predicts with. The in-sample score and the glitches are those of
+// `fitted_on_all` (the profile's coefficients, fitted on every shape) where it has the dtype, else
+// of a fit on every shape. In dtype order.
 std::vector<GemmHoldout> gemm_holdouts(const std::map<Dtype, std::vector<GemmPoint>>& points,
+                                       const std::map<Dtype, GemmEfficiency>& fitted_on_all,
                                        const GpuSpec& gpu, double memory_GBps,
                                        int every = kDefaultHoldoutEvery);
 

@@ -80,7 +80,7 @@ TEST(GemmCompanion, TheDenseTableOfTheSameKernelsIsChosenAndLowersTheHeldOutErro
   // The held-out score of `hetplan fit`: the companion chosen on the fit sets, and better than
   // fp16's own table alone (gemm_holdout, no companion), on the same held-out shapes.
   const std::vector<GemmHoldout> scored =
-      gemm_holdouts({{Dtype::kFp16, t.fp16}, {Dtype::kBf16, t.bf16}}, t.gpu, t.gpu.memory_GBps);
+      gemm_holdouts({{Dtype::kFp16, t.fp16}, {Dtype::kBf16, t.bf16}}, {}, t.gpu, t.gpu.memory_GBps);
   ASSERT_EQ(scored.size(), 2u);
   const GemmHoldout& fp16 = scored[0].dtype == Dtype::kFp16 ? scored[0] : scored[1];
   ASSERT_TRUE(fp16.companion.companion.has_value());
@@ -191,6 +191,41 @@ TEST(GemmCompanion, TheProfileNamesItAndRefusesAnotherGpusOrAMissingDtype) {
       EXPECT_NE(what.find(bad), std::string::npos) << what;
     }
   }
+}
+
+// `hetplan fit` scores the profile's own coefficients in-sample (and takes their glitches): the
+// ones given for a dtype, not a refit; a dtype without given ones is fitted on every shape.
+TEST(GemmHoldouts, InSampleScoreIsThatOfTheGivenWholeTableCoefficients) {
+  const TwoTables t;
+  const GemmTable fp16_all = fitted_table(t.fp16, t.gpu, Dtype::kFp16);
+  GemmEfficiency slower = fp16_all.efficiency;
+  slower.peak_fraction /= 2;
+  const std::map<Dtype, std::vector<GemmPoint>> points = {{Dtype::kFp16, t.fp16},
+                                                          {Dtype::kBf16, t.bf16}};
+  auto in_sample = [&](const GemmEfficiency& e) {
+    const GemmModel m(e, t.gpu.peak_flops(Dtype::kFp16), t.gpu.memory_GBps, t.gpu.sm_count, 2);
+    std::vector<double> errors;
+    for (const GemmPoint& p : t.fp16)
+      errors.push_back(std::abs(m.analytical_s(p.shape) / p.time_s - 1));
+    return summarize_errors(errors);
+  };
+  auto by_dtype = [](const std::vector<GemmHoldout>& scored, Dtype d) {
+    return scored[0].dtype == d ? scored[0] : scored[1];
+  };
+  const std::vector<GemmHoldout> refit = gemm_holdouts(points, {}, t.gpu, t.gpu.memory_GBps);
+  const std::vector<GemmHoldout> given =
+      gemm_holdouts(points, {{Dtype::kFp16, slower}}, t.gpu, t.gpu.memory_GBps);
+  const GemmHoldout& fp16_refit = by_dtype(refit, Dtype::kFp16);
+  const GemmHoldout& fp16_given = by_dtype(given, Dtype::kFp16);
+  EXPECT_DOUBLE_EQ(fp16_refit.in_sample.median_rel_error,
+                   in_sample(fp16_all.efficiency).median_rel_error);
+  EXPECT_DOUBLE_EQ(fp16_given.in_sample.median_rel_error, in_sample(slower).median_rel_error);
+  EXPECT_DOUBLE_EQ(fp16_given.in_sample.p95_rel_error, in_sample(slower).p95_rel_error);
+  EXPECT_GT(fp16_given.in_sample.median_rel_error, 3 * fp16_refit.in_sample.median_rel_error);
+  // The held-out score fits on the fit set whatever is given; the other dtype refits.
+  EXPECT_DOUBLE_EQ(fp16_given.corrected.p95_rel_error, fp16_refit.corrected.p95_rel_error);
+  EXPECT_DOUBLE_EQ(by_dtype(given, Dtype::kBf16).in_sample.median_rel_error,
+                   by_dtype(refit, Dtype::kBf16).in_sample.median_rel_error);
 }
 
 }  // namespace
