@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/profile.h"
+#include "costmodel/stats.h"
 
 namespace hetplan {
 namespace {
@@ -98,20 +99,11 @@ GemmClockCheck check_gemm_clocks(Dtype dtype, const std::map<Dtype, GemmTable>& 
 
   check.compute_bound = static_cast<int64_t>(xy.size());
   if (xy.size() >= kMinClockShapes) {
-    double mx = 0, my = 0;
-    for (const auto& [x, y] : xy) mx += x, my += y;
-    mx /= double(xy.size());
-    my /= double(xy.size());
-    double sxx = 0, sxy = 0, syy = 0;
-    for (const auto& [x, y] : xy) {
-      sxx += (x - mx) * (x - mx);
-      sxy += (x - mx) * (y - my);
-      syy += (y - my) * (y - my);
-    }
+    const LineFit line = fit_line(xy);
     // Clocks that differ by less than about 0.01% (0.2 MHz at 2 GHz) carry no slope.
-    if (sxx > double(xy.size()) * 1e-8) {
-      check.slope = sxy / sxx;
-      check.r2 = syy > 0 ? sxy * sxy / (sxx * syy) : 0;
+    if (line.sxx > double(xy.size()) * 1e-8) {
+      check.slope = line.slope;
+      check.r2 = line.r2();
     }
   }
   return check;

@@ -306,19 +306,12 @@ std::optional<FixedRate> fit_fixed_rate(const std::vector<std::pair<double, doub
     return std::nullopt;
   }
   // Weighted by 1 / y^2: every point's relative residual counts alike, small or large.
-  double S = 0, Sx = 0, Sxx = 0, Sy = 0, Sxy = 0, ymax = 0;
-  for (const auto& [x, y] : points) {
-    const double w = 1 / (y * y);
-    S += w;
-    Sx += w * x;
-    Sxx += w * x * x;
-    Sy += w * y;
-    Sxy += w * x * y;
-    ymax = std::max(ymax, y);
-  }
+  const LineFit line = fit_line(points, LineWeights::kRelative);
+  double ymax = 0;
+  for (const auto& [x, y] : points) ymax = std::max(ymax, y);
   FixedRate f;
-  f.rate = (S * Sxy - Sx * Sy) / (S * Sxx - Sx * Sx);
-  f.fixed_s = (Sy - f.rate * Sx) / S;
+  f.rate = line.slope;
+  f.fixed_s = line.intercept;
   if (std::abs(f.fixed_s) < 1e-9 * ymax) f.fixed_s = 0;  // rounding of an exact proportion
   if (!(f.rate > 0)) {
     why = fmt::format("the fit's rate is {:.3f}: the timings do not grow with the op time", f.rate);

@@ -15,6 +15,7 @@
 #include "costmodel/hardware.h"
 #include "costmodel/input_files.h"
 #include "costmodel/layer_correction.h"
+#include "costmodel/stats.h"
 
 namespace hetplan {
 namespace {
@@ -33,16 +34,6 @@ int source_rank(const std::string& source) {
 KernelFit fit_kernel(const std::vector<std::pair<double, double>>& bytes_time) {
   KernelFit f;
   f.points = static_cast<int64_t>(bytes_time.size());
-  double s_w = 0, s_x = 0, s_y = 0, s_xx = 0, s_xy = 0;
-  for (auto [x, y] : bytes_time) {
-    const double w = 1 / (y * y);
-    s_w += w;
-    s_x += w * x;
-    s_y += w * y;
-    s_xx += w * x * x;
-    s_xy += w * x * y;
-  }
-  const double det = s_w * s_xx - s_x * s_x;
   double slope = 0, intercept = 0;
   double lo = bytes_time.front().first, hi = lo;
   for (auto [x, y] : bytes_time) lo = std::min(lo, x), hi = std::max(hi, x);
@@ -52,9 +43,9 @@ KernelFit fit_kernel(const std::vector<std::pair<double, double>>& bytes_time) {
     double sx = 0, sy = 0;
     for (auto [x, y] : bytes_time) sx += x, sy += y;
     slope = sy / sx;
-  } else if (det > 0) {
-    slope = (s_w * s_xy - s_x * s_y) / det;
-    intercept = (s_y - slope * s_x) / s_w;
+  } else if (const LineFit line = fit_line(bytes_time, LineWeights::kRelative); line.sxx > 0) {
+    slope = line.slope;
+    intercept = line.intercept;
   }
   if (slope <= 0) {  // one point, or noise: bandwidth from the largest point alone
     auto largest = *std::max_element(bytes_time.begin(), bytes_time.end());

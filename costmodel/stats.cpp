@@ -43,6 +43,40 @@ FitQuality summarize_errors(std::vector<double> errors) {
   return q;
 }
 
+std::optional<double> LineFit::correlation() const {
+  if (!(sxx > 0) || !(syy > 0)) return std::nullopt;
+  return sxy / std::sqrt(sxx * syy);
+}
+
+double LineFit::r2() const {
+  const std::optional<double> r = correlation();
+  return r ? *r * *r : 0;
+}
+
+LineFit fit_line(const std::vector<std::pair<double, double>>& points, LineWeights weights) {
+  auto weight = [&](double y) { return weights == LineWeights::kRelative ? 1 / (y * y) : 1.0; };
+  double w_sum = 0, mx = 0, my = 0;
+  for (const auto& [x, y] : points) {
+    const double w = weight(y);
+    w_sum += w;
+    mx += w * x;
+    my += w * y;
+  }
+  LineFit line;
+  if (!(w_sum > 0)) return line;
+  mx /= w_sum;
+  my /= w_sum;
+  for (const auto& [x, y] : points) {
+    const double w = weight(y);
+    line.sxx += w * (x - mx) * (x - mx);
+    line.syy += w * (y - my) * (y - my);
+    line.sxy += w * (x - mx) * (y - my);
+  }
+  line.slope = line.sxx > 0 ? line.sxy / line.sxx : 0;
+  line.intercept = my - line.slope * mx;
+  return line;
+}
+
 Json to_json(const Distribution& d, const char* unit_suffix) {
   auto key = [&](const char* name) { return fmt::format("{}_{}", name, unit_suffix); };
   Json j;

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/document.h"
@@ -36,6 +38,28 @@ struct FitQuality {
   std::string method;  // how it was scored, e.g. "held-out 1 in 5, with measured-table correction"
 };
 FitQuality summarize_errors(std::vector<double> errors);
+
+// A least-squares line y = intercept + slope x, with the weighted sums of squared and crossed
+// deviations from the weighted means it was found from.
+struct LineFit {
+  double slope = 0;
+  double intercept = 0;
+  double sxx = 0, syy = 0, sxy = 0;
+
+  // Pearson's correlation of x and y; none where either does not vary.
+  std::optional<double> correlation() const;
+  // The share of y's variance the line explains, correlation squared; 0 where either is constant.
+  double r2() const;
+};
+
+// How the points of fit_line count: alike, or by 1 / y^2, so that each point's relative residual
+// (line - y) / y counts alike, a small time's as much as a large one's.
+enum class LineWeights { kEqual, kRelative };
+
+// The weighted least-squares line through `points` (x, y). Where every x is the same (or there
+// are no points) the slope is 0 and the intercept is y's weighted mean; kRelative needs y != 0.
+LineFit fit_line(const std::vector<std::pair<double, double>>& points,
+                 LineWeights weights = LineWeights::kEqual);
 
 // JSON form with a unit suffix on every field: {"count", "median_s", "min_s", ...} for unit "s".
 Json to_json(const Distribution& d, const char* unit_suffix = "s");

@@ -48,16 +48,9 @@ std::optional<double> spearman(const std::vector<double>& x, const std::vector<d
   if (n < 2) return std::nullopt;
   const std::vector<double> rx = average_ranks({x.begin(), x.begin() + n});
   const std::vector<double> ry = average_ranks({y.begin(), y.begin() + n});
-  const double mx = std::accumulate(rx.begin(), rx.end(), 0.0) / n;
-  const double my = std::accumulate(ry.begin(), ry.end(), 0.0) / n;
-  double sxy = 0, sxx = 0, syy = 0;
-  for (size_t i = 0; i < n; ++i) {
-    sxy += (rx[i] - mx) * (ry[i] - my);
-    sxx += (rx[i] - mx) * (rx[i] - mx);
-    syy += (ry[i] - my) * (ry[i] - my);
-  }
-  if (sxx == 0 || syy == 0) return std::nullopt;
-  return sxy / std::sqrt(sxx * syy);
+  std::vector<std::pair<double, double>> ranks;
+  for (size_t i = 0; i < n; ++i) ranks.emplace_back(rx[i], ry[i]);
+  return fit_line(ranks).correlation();
 }
 
 }  // namespace hetplan

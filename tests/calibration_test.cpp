@@ -1,5 +1,6 @@
 #include "costmodel/calibration.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -26,6 +27,38 @@ TEST(Stats, MedianAndPercentilesInterpolate) {
   EXPECT_DOUBLE_EQ(d.p90, 4.6);
   EXPECT_DOUBLE_EQ(d.mean, 3);
   EXPECT_NEAR(d.stddev, 1.5811388300841898, 1e-12);  // sqrt(10/4)
+}
+
+TEST(Stats, LineFitByEqualAndRelativeWeights) {
+  // y = 1 + 2x exactly: either weighting finds it, and it explains all of y's variance.
+  const std::vector<std::pair<double, double>> exact = {{1, 3}, {2, 5}, {4, 9}};
+  for (LineWeights w : {LineWeights::kEqual, LineWeights::kRelative}) {
+    const LineFit line = fit_line(exact, w);
+    EXPECT_NEAR(line.slope, 2, 1e-12);
+    EXPECT_NEAR(line.intercept, 1, 1e-12);
+    EXPECT_NEAR(line.r2(), 1, 1e-12);
+  }
+  // (0, 0), (1, 1), (2, 1), (3, 3): by hand, x mean 1.5, y mean 1.25, sxx 5, sxy 4.5, syy 4.75.
+  const LineFit equal = fit_line({{0, 0}, {1, 1}, {2, 1}, {3, 3}});
+  EXPECT_DOUBLE_EQ(equal.sxx, 5);
+  EXPECT_DOUBLE_EQ(equal.sxy, 4.5);
+  EXPECT_DOUBLE_EQ(equal.syy, 4.75);
+  EXPECT_DOUBLE_EQ(equal.slope, 0.9);
+  EXPECT_DOUBLE_EQ(equal.intercept, 1.25 - 0.9 * 1.5);
+  EXPECT_NEAR(*equal.correlation(), 4.5 / std::sqrt(5 * 4.75), 1e-15);
+  // Relative weights (1/y^2: 1, 1/16, 1/100) pull the line towards the small y's: it passes
+  // nearer (1, 1) than the line of equal weights.
+  const std::vector<std::pair<double, double>> skewed = {{1, 1}, {2, 4}, {10, 10}};
+  const LineFit rel = fit_line(skewed, LineWeights::kRelative);
+  const LineFit eq = fit_line(skewed);
+  EXPECT_LT(std::abs(rel.intercept + rel.slope - 1), std::abs(eq.intercept + eq.slope - 1));
+  // x constant: no slope, the mean of y; no correlation.
+  const LineFit flat = fit_line({{2, 1}, {2, 3}});
+  EXPECT_EQ(flat.slope, 0);
+  EXPECT_DOUBLE_EQ(flat.intercept, 2);
+  EXPECT_FALSE(flat.correlation().has_value());
+  EXPECT_EQ(flat.r2(), 0);
+  EXPECT_FALSE(fit_line({}).correlation().has_value());
 }
 
 TEST(Collectives, BusBandwidthFactorsFollowNcclTests) {
