@@ -127,10 +127,13 @@ inline double synthetic_gemm_s(const SyntheticGpu& g, const GemmShape& s) {
   return t * std::exp(g.noise_sigma * normal(s, g.seed, 11));
 }
 
-// The shapes the profiler measures (profiler/common/gemm_plan.cpp, layer_plan.cpp): for bf16 the TN
-// grid (M in 16..16384 in 1.5x steps, N and K powers of two), NN and NT power-of-four cubes
-// 256..16384, and the layer GEMMs of gpt2-medium and llama2-7b at micro-batches 1, 2, 4, 8 and
-// tensor widths 1, 2, 4, 8; for other dtypes M powers of two and N, K powers of four.
+// The shapes the profiler measured on the H100 in the calibration of 2026-11-23 (the synthetic
+// scores in docs/benchmarks.md are on these): for bf16 the TN grid (M in 16..16384 in 1.5x steps,
+// N and K powers of two), NN and NT power-of-four cubes 256..16384, and the layer GEMMs of
+// gpt2-medium and llama2-7b at micro-batches 1, 2, 4, 8 and tensor widths 1, 2, 4, 8; for other
+// dtypes M powers of two and N, K powers of four. The profiler's grid has since grown denser
+// (profiler/common/gemm_plan.cpp: N in doubling steps for the other dtypes, NN and NT cubes in
+// doubling steps), so these are the sparser case.
 inline std::vector<GemmShape> profiler_like_shapes(bool bf16_grid, bool layers) {
   std::vector<GemmShape> out;
   std::set<uint64_t> seen;

@@ -1,6 +1,8 @@
 // Sweep planning of `hetplan calibrate`: grid sizes, counts, keys, deduplication, estimates.
 #include "profiler/common/gemm_plan.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "costmodel/errors.h"
@@ -39,8 +41,16 @@ TEST(GemmPlan, QuickGridCounts) {
 
 TEST(GemmPlan, FullGridCounts) {
   const auto grid = gemm_grid(/*quick=*/false, kAll);
-  // bf16 TN: 21 x 11 x 11 = 2541, plus NN and NT on {256, 1024, 4096, 16384}^3: 64 each.
-  EXPECT_EQ(count_dtype(grid, Dtype::kBf16), 2541u + 128u);
+  // bf16 TN: 21 x 11 x 11 = 2541, plus NN and NT on {256, 512, ..., 16384}^3: 343 each.
+  EXPECT_EQ(count_dtype(grid, Dtype::kBf16), 2541u + 2 * 343u);
+  size_t nn = 0, nt = 0;
+  for (const auto& c : grid)
+    if (c.dtype == Dtype::kBf16 && !c.shape.trans_a) {
+      (c.shape.trans_b ? nt : nn) += 1;
+      EXPECT_GE(std::min({c.shape.m, c.shape.n, c.shape.k}), 256);
+    }
+  EXPECT_EQ(nn, 343u);
+  EXPECT_EQ(nt, 343u);
   // fp16 and fp8: M and N 11 x 11, K 6, all under the FLOP cap (2 * 16384^3 = 8.8e12 < 1.5e13,
   // 2.5e13).
   EXPECT_EQ(count_dtype(grid, Dtype::kFp16), 726u);
@@ -59,7 +69,7 @@ TEST(GemmPlan, FullGridFitsItsTimeBudget) {
   for (const auto& item : gemm_items(gemm_grid(false, kAll), "gemm", false))
     total_s += item.estimate_s;
   EXPECT_LT(total_s, 360.0);
-  EXPECT_GT(total_s, 60.0);  // 5565 shapes at >= 24 ms each is at least 133 s
+  EXPECT_GT(total_s, 60.0);  // 6123 shapes at >= 24 ms each is at least 147 s
   double quick_s = 0;
   for (const auto& item : gemm_items(gemm_grid(true, kAll), "gemm", true))
     quick_s += item.estimate_s;
