@@ -193,7 +193,8 @@ TEST(GemmClock, TheFitReadsEachGemmsClockAndNamesAMalformedRecord) {
   points.resize(3);
   points[1].sm_mhz = 0;  // not recorded
   const Profile p = fit_profile({gemm_file(points)});
-  const std::vector<GemmPoint>& read = p.gpu("h100-sxm").gemm_points.at(Dtype::kBf16);
+  const GpuFit fit = p.gpu("h100-sxm");  // by value: a reference into it must not outlive it
+  const std::vector<GemmPoint>& read = fit.gemm_points.at(Dtype::kBf16);
   ASSERT_EQ(read.size(), 3u);
   EXPECT_DOUBLE_EQ(read[0].sm_mhz, points[0].sm_mhz);
   EXPECT_EQ(read[1].sm_mhz, 0);
