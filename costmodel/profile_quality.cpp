@@ -96,11 +96,18 @@ void score_held_out(GemmHoldout& out, const GemmModel& model, const std::vector<
   for (int l = 0; l < 4; ++l) out.corrected_by_layout[l] = summarize_errors(by_layout[l]);
 }
 
-// The whole table's in-sample score and glitches into `out`, under `all`: the coefficients fitted
-// on every shape.
-void score_whole_table(GemmHoldout& out, const std::vector<GemmPoint>& points,
-                       const GemmEfficiency& all, double peak_flops, double memory_GBps,
-                       int64_t sm_count, int bytes_per_element) {
+// The whole table's in-sample score and glitches into `out`, under the coefficients fitted on
+// every shape: `fitted_on_all` where given (the profile's), else the fit set's where nothing was
+// held out, else a fit from `prior`.
+void score_whole_table(GemmHoldout& out, const std::vector<GemmPoint>& points, bool any_held,
+                       const GemmEfficiency* fitted_on_all, const GemmEfficiency& prior,
+                       double peak_flops, double memory_GBps, int64_t sm_count,
+                       int bytes_per_element) {
+  GemmEfficiency all = out.fitted;
+  if (fitted_on_all)
+    all = *fitted_on_all;
+  else if (any_held)
+    all = fit_gemm_efficiency(points, prior, peak_flops, memory_GBps, sm_count, bytes_per_element);
   GemmModel whole(all, peak_flops, memory_GBps, sm_count, bytes_per_element);
   std::vector<double> in_sample;
   for (const auto& p : points)
@@ -125,11 +132,8 @@ GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficie
   GemmModel model(out.fitted, peak_flops, memory_GBps, sm_count, bytes_per_element);
   model.set_measurements(fit_set);
   score_held_out(out, model, held);
-  const GemmEfficiency all = held.empty()
-                                 ? out.fitted
-                                 : fit_gemm_efficiency(points, prior, peak_flops, memory_GBps,
-                                                       sm_count, bytes_per_element);
-  score_whole_table(out, points, all, peak_flops, memory_GBps, sm_count, bytes_per_element);
+  score_whole_table(out, points, !held.empty(), nullptr, prior, peak_flops, memory_GBps, sm_count,
+                    bytes_per_element);
   return out;
 }
 
@@ -170,15 +174,10 @@ std::vector<GemmHoldout> gemm_holdouts(const std::map<Dtype, std::vector<GemmPoi
       model.set_companion(gemm_model_for(c, tables[c], gpu, memory_GBps));
     }
     score_held_out(h, model, held[dtype]);
-    const double peak = gpu.peak_flops(dtype);
-    const int bytes = dtype_bytes(dtype);
     const auto given = fitted_on_all.find(dtype);
-    const GemmEfficiency all = given != fitted_on_all.end() ? given->second
-                               : held[dtype].empty()
-                                   ? h.fitted
-                                   : fit_gemm_efficiency(points.at(dtype), GemmEfficiency{}, peak,
-                                                         memory_GBps, gpu.sm_count, bytes);
-    score_whole_table(h, points.at(dtype), all, peak, memory_GBps, gpu.sm_count, bytes);
+    score_whole_table(h, points.at(dtype), !held[dtype].empty(),
+                      given != fitted_on_all.end() ? &given->second : nullptr, GemmEfficiency{},
+                      gpu.peak_flops(dtype), memory_GBps, gpu.sm_count, dtype_bytes(dtype));
     scored.push_back(std::move(h));
   }
   return scored;
