@@ -144,13 +144,22 @@ Document parse_document(std::string_view text, std::string origin, DocumentForma
   try {
     doc.root = Json::parse(text, track);
   } catch (const Json::parse_error& e) {
-    throw InputError(doc.origin, "", fmt::format("malformed JSON: {}", e.what()));
+    throw InputError(doc.origin, "", "malformed JSON: " + json_error_text(e));
   } catch (const Json::out_of_range& e) {
     // A number past the range of a double (1e400): the path open when the parser stopped names it.
     throw InputError(doc.origin, path(),
-                     fmt::format("expected a number within +-1.8e308 ({})", e.what()));
+                     fmt::format("expected a number within +-1.8e308 ({})", json_error_text(e)));
   }
   return doc;
+}
+
+std::string json_error_text(const std::exception& e) {
+  std::string_view text = e.what();
+  if (text.starts_with("[json.exception.")) {
+    const size_t end = text.find("] ");
+    if (end != std::string_view::npos) text.remove_prefix(end + 2);
+  }
+  return std::string(text);
 }
 
 Document load_document(const std::filesystem::path& path) {
@@ -369,6 +378,18 @@ double ObjectReader::non_negative_or(std::string_view key, double fallback) {
   const double v = number(key);
   if (!(v >= 0)) fail(key, fmt::format("expected a number >= 0, found {}", v));
   return v;
+}
+
+double ObjectReader::number_in(std::string_view key, double lo, double hi) {
+  const double v = number(key);
+  if (!(v >= lo && v <= hi))
+    fail(key, fmt::format("expected a number from {} to {}, found {}", lo, hi, v));
+  return v;
+}
+
+double ObjectReader::number_in_or(std::string_view key, double lo, double hi, double fallback) {
+  if (!has(key)) return find(key), fallback;
+  return number_in(key, lo, hi);
 }
 
 std::string ObjectReader::choice(std::string_view key,

@@ -37,6 +37,9 @@ Document parse_document(std::string_view text, std::string origin, DocumentForma
 // Converts YAML text to JSON values: plain scalars become numbers, booleans or null where they
 // read as such; quoted scalars stay strings.
 Json yaml_to_json(std::string_view text, const std::string& origin);
+// A JSON library exception's message without its "[json.exception.parse_error.101] " prefix (an
+// identifier for the library's maintainers, not for the person fixing the file).
+std::string json_error_text(const std::exception& e);
 
 // Strict, typed view of one JSON object. Keys read through it are remembered; finish() rejects any
 // key that was never read, so typos do not become silent defaults.
@@ -64,12 +67,14 @@ class ObjectReader {
   std::optional<int64_t> optional_integer(std::string_view key);
   std::optional<std::string> optional_string(std::string_view key);
 
-  // Range-checked numbers: > 0, >= 0.
+  // Range-checked numbers: > 0, >= 0, in [lo, hi].
   double positive(std::string_view key);
   int64_t positive_integer(std::string_view key);
   double positive_or(std::string_view key, double fallback);
   int64_t positive_integer_or(std::string_view key, int64_t fallback);
   double non_negative_or(std::string_view key, double fallback);
+  double number_in(std::string_view key, double lo, double hi);
+  double number_in_or(std::string_view key, double lo, double hi, double fallback);
   // One of a fixed set of strings.
   std::string choice(std::string_view key, std::initializer_list<std::string_view> allowed);
   std::string choice_or(std::string_view key, std::initializer_list<std::string_view> allowed,

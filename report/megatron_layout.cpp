@@ -5,6 +5,11 @@
 #include <fmt/format.h>
 
 namespace hetplan {
+namespace {
+
+constexpr size_t kMaxLayoutChars = 100000;
+
+}  // namespace
 
 std::vector<StageBlocks> megatron_stage_split(int64_t blocks, int64_t pp, int64_t first,
                                               int64_t last, const LayoutFail& fail) {
@@ -30,7 +35,13 @@ std::vector<StageBlocks> parse_megatron_layout(const std::string& layout, int64_
     std::smatch m;
     while (std::regex_search(s, m, re)) {
       std::string unrolled;
-      for (int i = 0, n = std::stoi(m[2].str()); i < n; ++i) unrolled += m[1].str();
+      // A real layout names each of at most a few thousand layers once.
+      const std::string count = m[2].str();
+      const size_t n = count.size() > 6 ? kMaxLayoutChars : std::stoul(count);
+      if (n * m[1].length() + s.size() > kMaxLayoutChars)
+        fail(fmt::format("{}*{} unrolls to over {} stage letters", m[1].str(), count,
+                         kMaxLayoutChars));
+      for (size_t i = 0; i < n; ++i) unrolled += m[1].str();
       s = m.prefix().str() + unrolled + m.suffix().str();
     }
   }

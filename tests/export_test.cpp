@@ -708,6 +708,14 @@ TEST(MegatronLayout, ParsesFormatsAndFindsFirstLast) {
   EXPECT_EQ(format_megatron_layout(stages), "E|tt|tt|tL");
   EXPECT_THROW(parse_megatron_layout("E|ttm|L", 3, fail), std::runtime_error);
   EXPECT_THROW(parse_megatron_layout("E||ttL", 3, fail), std::runtime_error);
+  // A repeat count past any model: an error, not gigabytes of stage letters.
+  try {
+    parse_megatron_layout("E|t*99999999999|L", 3, fail);
+    ADD_FAILURE() << "a count of 10^11 was unrolled";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "t*99999999999 unrolls to over 100000 stage letters");
+  }
+  EXPECT_THROW(parse_megatron_layout("E|(t*1000|)*1000|L", 3, fail), std::runtime_error);
   EXPECT_EQ(megatron_first_last(split_by_counts({5, 7, 7, 5})),
             std::make_optional(std::make_pair(int64_t{5}, int64_t{5})));
   EXPECT_EQ(megatron_first_last(split_by_counts({6, 6, 6, 6})),

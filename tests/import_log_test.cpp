@@ -199,6 +199,11 @@ TEST(MegatronLog, MalformedLinesNameFileAndLine) {
                         " iteration        2/      10 | elapsed time per iteration (ms): 5.0 |\n"),
             "x.log:13: iteration 2 follows iteration 3: give one run per log (a restarted run "
             "goes in its own file)");
+  // 22 digits: past int64_t, which std::stoll reported as "stoll" (scripts/fuzz_inputs.py).
+  EXPECT_EQ(parse_error(args + " iteration 9999999999999999999999/      10 | "
+                               "elapsed time per iteration (ms): 5.0 |\n"),
+            "x.log:12: iteration: expected a whole number within +-9.2e18, found "
+            "\"9999999999999999999999\"");
   const std::string args_start = args.substr(0, args.find("num_attention_heads"));
   EXPECT_EQ(parse_error(args_start),
             "x.log:1: the arguments block has no \"end of arguments\" line");
@@ -415,6 +420,11 @@ TEST(DeepSpeedLog, MalformedLinesAndMissingModel) {
                   "gpt2-medium")
                 .find("d.log:1: malformed config JSON: "),
             0u);
+  EXPECT_EQ(error(config + "[x] steps: 99999999999999999999 loss: 1.0 iter time (s): 1.0 "
+                           "samples/sec: 3\n",
+                  "gpt2-medium"),
+            "d.log:5: steps: expected a whole number within +-9.2e18, found "
+            "\"99999999999999999999\"");
   EXPECT_EQ(error(config + "[x] MA 1.0 GB Max_MA lots GB\n", "gpt2-medium"),
             "d.log:5: expected \"MA x GB Max_MA y GB CA z GB Max_CA w GB\"");
   EXPECT_EQ(error(config, ""), "d.log: the log does not describe the model: give --model");

@@ -226,6 +226,13 @@ TEST(HelixImport, MalformedRowsAndMixedGpus) {
                                     {});
             }).find("GPU type v100 differs from a100-40gb"),
             std::string::npos);
+  // The GPU count in the folder's name: 22 digits overflowed std::stoll ("internal error").
+  const auto many = dir.parent_path() / "t4x9999999999999999999999";
+  std::filesystem::create_directories(many);
+  { std::ofstream(many / "prompt_bs2time.csv") << "0,0\n250,7\n"; }
+  EXPECT_EQ(error_of([&] { import_helix_profiles({many}, {}); }),
+            (many / "prompt_bs2time.csv").string() +
+                ": folder \"t4x9999999999999999999999\": expected 1 to 1024 GPUs after x");
   std::filesystem::remove_all(dir.parent_path().parent_path());
 }
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/document.h"
 #include "costmodel/errors.h"
 #include "report/import/log_measurement.h"
 #include "report/import/log_strategy.h"
@@ -80,7 +81,7 @@ Json read_config_json(const std::vector<logs::Line>& lines, size_t& i, size_t br
     i = j;
     return config;
   } catch (const Json::parse_error& e) {
-    fail_at(origin, lines[i].number, fmt::format("malformed config JSON: {}", e.what()));
+    fail_at(origin, lines[i].number, "malformed config JSON: " + json_error_text(e));
   }
 }
 
@@ -97,7 +98,7 @@ DeepSpeedLog parse_deepspeed_log(std::string_view text, const std::string& origi
       if (!search(s, m, kStepRe))
         fail_at(origin, n, "expected \"steps: N loss: L iter time (s): T samples/sec: S\"");
       DeepSpeedLog::Step st;
-      st.step = std::stoll(m[1].str());
+      st.step = logs::integer_at(m[1].str(), "steps", origin, n);
       st.iter_s = number_at(m, 2, "iter time (s)", origin, n);
       st.line = n;
       if (!(st.iter_s > 0))
@@ -120,7 +121,7 @@ DeepSpeedLog parse_deepspeed_log(std::string_view text, const std::string& origi
           fail_at(origin, n,
                   "expected \"global_step=N, RunningAvgSamplesPerSec=x, "
                   "CurrSamplesPerSec=y\"");
-        DeepSpeedLog::Throughput t{std::stoll(m[1].str()),
+        DeepSpeedLog::Throughput t{logs::integer_at(m[1].str(), "global_step", origin, n),
                                    number_at(m, 2, "CurrSamplesPerSec", origin, n), n};
         if (!(t.samples_per_s > 0))
           fail_at(origin, n,
@@ -145,7 +146,8 @@ DeepSpeedLog parse_deepspeed_log(std::string_view text, const std::string& origi
       log.config_line = n;
       log.config = read_config_json(lines, i, pos + 7, origin);
     } else if (search(s, m, kStageRe)) {
-      const int64_t rank = std::stoll(m[1].str()), stage = std::stoll(m[2].str());
+      const int64_t rank = logs::integer_at(m[1].str(), "rank", origin, n);
+      const int64_t stage = logs::integer_at(m[2].str(), "stage", origin, n);
       log.pipeline_stages = std::max<int64_t>(log.pipeline_stages, stage + 1);
       auto [it, fresh] = log.stage_first_rank.emplace(stage, std::make_pair(rank, n));
       if (!fresh && rank < it->second.first) it->second = {rank, n};

@@ -72,7 +72,13 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
     int64_t gpus = 1;
     if (std::regex_match(machine, m, kMachine)) {
       if (type.empty() && kHelixGpus.count(m[1].str())) type = kHelixGpus.at(m[1].str());
-      if (m[2].matched) gpus = std::stoll(m[2].str());
+      if (m[2].matched) {
+        const auto n = logs::parse_integer(m[2].str());
+        if (!n || *n < 1 || *n > 1024)
+          throw InputError(origin, "",
+                           fmt::format("folder \"{}\": expected 1 to 1024 GPUs after x", machine));
+        gpus = *n;
+      }
     }
     if (type.empty())
       throw InputError(origin, "",

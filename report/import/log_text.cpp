@@ -92,6 +92,15 @@ std::optional<int64_t> parse_integer(std::string_view text) {
   return v;
 }
 
+int64_t integer_at(std::string_view text, std::string_view what, const std::string& origin,
+                   int64_t line) {
+  const auto v = parse_integer(text);
+  if (!v)
+    fail_at(origin, line,
+            fmt::format("{}: expected a whole number within +-9.2e18, found \"{}\"", what, text));
+  return *v;
+}
+
 std::vector<std::pair<std::string, std::string>> pipe_fields(std::string_view line) {
   std::vector<std::pair<std::string, std::string>> out;
   size_t start = 0;

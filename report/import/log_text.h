@@ -31,6 +31,10 @@ bool contains(std::string_view s, std::string_view part);
 // The whole (trimmed) text as a finite number; nullopt when it is not one (nan and inf too).
 std::optional<double> parse_number(std::string_view text);
 std::optional<int64_t> parse_integer(std::string_view text);
+// parse_integer of a number a log line holds (the digits a pattern matched, which may overflow),
+// else fail_at "<what>: expected a whole number within +-9.2e18, found <text>".
+int64_t integer_at(std::string_view text, std::string_view what, const std::string& origin,
+                   int64_t line);
 
 // "a: 1 | b c: 2 |" -> {{"a", "1"}, {"b c", "2"}}; pieces without ':' are skipped.
 std::vector<std::pair<std::string, std::string>> pipe_fields(std::string_view line);

@@ -84,8 +84,8 @@ MegatronLog parse_megatron_log(std::string_view text, const std::string& origin)
     if (contains(s, "iteration") && contains(s, "|") &&
         std::regex_search(s.begin(), s.end(), m, kIterationRe)) {
       MegatronLog::Iteration it;
-      it.iteration = std::stoll(m[1].str());
-      it.train_iters = std::stoll(m[2].str());
+      it.iteration = logs::integer_at(m[1].str(), "iteration", origin, n);
+      it.train_iters = logs::integer_at(m[2].str(), "iterations", origin, n);
       it.line = n;
       const auto fields = logs::pipe_fields(s);
       it.elapsed_ms = field_number(fields, "elapsed time per iteration (ms)", origin, n, true);
@@ -105,8 +105,8 @@ MegatronLog parse_megatron_log(std::string_view text, const std::string& origin)
     }
     if (contains(s, "memory (MB)") && std::regex_search(s.begin(), s.end(), m, kMemoryRe)) {
       MegatronLog::Memory mem;
-      mem.rank = std::stoll(m[1].str());
-      mem.after = std::stoll(m[2].str());
+      mem.rank = logs::integer_at(m[1].str(), "rank", origin, n);
+      mem.after = logs::integer_at(m[2].str(), "iteration", origin, n);
       mem.line = n;
       const auto fields = logs::pipe_fields(s);
       mem.allocated_mb = field_number(fields, "allocated", origin, n, true);
