@@ -113,6 +113,13 @@ class ObjectReader {
 // Formats a JSON value briefly for an error message ("a string \"abc\"", "the number -3").
 std::string describe_json(const Json& value);
 
+// `value`'s string at `key`, else `otherwise` (not an object, the key missing or not a string):
+// for free-form records read for a message, where Json::value would throw on another type.
+std::string string_or(const Json& value, const char* key, std::string otherwise);
+// A document's "format" string, to tell its kind before reading it; "" when the root is not an
+// object or its "format" is missing or not a string (the reader of the kind then says which).
+std::string document_format(const Document& doc);
+
 // Reads a file's "format" and "schema_version" keys; fails naming the key unless they are `format`
 // and `schema_version` (the one version this hetplan reads).
 void require_format(ObjectReader& r, std::string_view format, int64_t schema_version);

@@ -96,11 +96,16 @@ void add_layer_attention(const LayerMeasurement& m, std::vector<AttentionSample>
     if (!m.trace.contains(key) || !m.trace[key].is_object()) continue;
     const Json& kernels = m.trace[key].value("kernels", Json::array());
     if (!kernels.is_array()) continue;
+    // A free-form diagnostic: what is not as the profiler writes it is passed over.
+    const auto number_or = [](const Json& k, const char* name, double otherwise) {
+      const auto it = k.find(name);
+      return it != k.end() && it->is_number() ? it->get<double>() : otherwise;
+    };
     double seconds = 0;
     for (const Json& k : kernels) {
       if (!k.is_object() || !k.value("name", Json()).is_string()) continue;
       if (k["name"].get<std::string>().find("attention_") == std::string::npos) continue;
-      seconds += k.value("count", 1.0) * k.value("mean_s", 0.0);
+      seconds += number_or(k, "count", 1.0) * number_or(k, "mean_s", 0.0);
     }
     const AttentionOp* op = nullptr;
     int ops = 0;
@@ -504,7 +509,7 @@ ProfileInputs read_profile_inputs(const std::vector<std::string>& paths) {
     if (skip[i]) continue;
     const std::filesystem::path& f = files[i];
     Document doc = load_document(f);
-    const std::string format = doc.root.is_object() ? doc.root.value("format", "") : "";
+    const std::string format = document_format(doc);
     if (format == kProfileFormat) {
       in.profiles.push_back(profile_from_document(doc));
     } else if (format == kCalibrationFormat) {
@@ -526,7 +531,7 @@ std::vector<CalibrationFile> read_calibration_inputs(const std::vector<std::stri
   std::vector<CalibrationFile> out;
   for (const auto& f : files) {
     const Document doc = load_document(f);
-    if (doc.root.is_object() && doc.root.value("format", "") == kProfileFormat)
+    if (document_format(doc) == kProfileFormat)
       throw InputError(f.string(), "format",
                        fmt::format("expected \"{}\": this is a profile, which {} does not read "
                                    "(it takes the calibration files the profile was fitted from)",

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/document.h"
 #include "costmodel/errors.h"
 #include "costmodel/journal.h"
 #include "costmodel/model.h"
@@ -59,8 +60,8 @@ void check_same_gpu(const Journal& journal, const Provenance& now) {
   std::string last_gpu, last_date;
   for (const auto& [key, record] : journal.entries()) {
     if (key.rfind("context/", 0) != 0) continue;
-    last_gpu = record.value("gpu_name", "");
-    last_date = record.value("date", "");
+    last_gpu = string_or(record, "gpu_name", "");
+    last_date = string_or(record, "date", "");
   }
   if (!last_gpu.empty() && last_gpu != now.gpu_name)
     throw InputError(fmt::format(

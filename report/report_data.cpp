@@ -196,8 +196,7 @@ Json calibration_curves(const std::vector<std::string>& inputs, Json& files) {
   for (const auto& [path, found] : calibration_paths(inputs)) {
     const Document doc = load_document(path);
     // Folders may also hold profiles; only calibration files have curves.
-    if (found && doc.root.is_object() && doc.root.value("format", "") != kCalibrationFormat)
-      continue;
+    if (found && document_format(doc) != kCalibrationFormat) continue;
     const CalibrationFile cal = calibration_from_document(doc);
     files.push_back(path.string());
     const std::string gpu = cal.context.gpu_type.empty() ? "?" : cal.context.gpu_type;

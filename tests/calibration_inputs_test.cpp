@@ -64,6 +64,24 @@ TEST(CalibrationGpuType, MissingOrMiscasedIsBadInputForEveryReader) {
   fs::remove_all(dir);
 }
 
+// Readers that tell a calibration file from a profile by its "format" read a format that is no
+// string as no format: bad input naming the key, not Json::value's type_error ("internal error").
+TEST(CalibrationFormat, AFormatThatIsNoStringIsBadInput) {
+  const auto dir = temp_dir("cal_format");
+  Json j = Json::parse(std::ifstream(kSample));
+  j["format"] = 1e308;
+  const std::string path = (dir / "number.json").string();
+  std::ofstream(path) << j.dump(1);
+  EXPECT_EQ(error_of([&] { load_profile_inputs({path}); }),
+            path + ": format: expected \"hetplan-calibration\" or \"hetplan-profile\"");
+  EXPECT_EQ(error_of([&] { read_calibration_inputs({path}, "merge"); }),
+            path + ": format: expected a string, found the number 1e+308");
+  const auto r = run_hetplan("fit " + path + " --out " + (dir / "p.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_FALSE(contains(r.output, "internal error")) << r.output;
+  fs::remove_all(dir);
+}
+
 // A GPU type no preset has may be one a cluster file defines: fit fits it with the cluster given as
 // --cluster (its datasheet from gpu_types) and refuses it without; predict with that cluster takes
 // it, predict with another cluster warns that it is not used.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/document.h"
 #include "costmodel/errors.h"
 #include "costmodel/journal.h"
 
@@ -67,14 +68,15 @@ Assembly assemble(const Journal& journal, Provenance context, int64_t run) {
     const std::string origin = fmt::format("{} (key {})", journal.path().string(), key);
     if (prefix == "context") {
       if (key != own_key) {
-        earlier_runs.push_back(
-            fmt::format("{} on {}", record.value("date", "?"), record.value("host", "?")));
+        earlier_runs.push_back(fmt::format("{} on {}", string_or(record, "date", "?"),
+                                           string_or(record, "host", "?")));
       }
       continue;
     }
     if (is_failure_record(record)) {
       const Json& f = record["failed"];
-      a.file.failures.push_back({f.value("what", key), f.value("error", "unknown error")});
+      a.file.failures.push_back(
+          {string_or(f, "what", key), string_or(f, "error", "unknown error")});
       continue;
     }
     try {
