@@ -126,7 +126,15 @@ CommandRunner declare_export(CLI::App& app) {
     ExportOptions options;
     options.torchtitan_split_points = o->split_points;
     options.cluster = cluster ? &*cluster : nullptr;
-    const ExportResult r = exporter.run(model, chosen.strategy, options);
+    // The stages' layer ranges are checked against the model as they are exported: name the file.
+    const ExportResult r = [&] {
+      try {
+        return exporter.run(model, chosen.strategy, options);
+      } catch (const InputError& e) {
+        if (!e.origin().empty()) throw;
+        throw InputError(chosen.origin, "stages", e.what());
+      }
+    }();
     if (!r.unsupported.empty() && !o->allow_approximate) {
       std::string list_text;
       for (const auto& u : r.unsupported) list_text += "\n  - " + u;

@@ -69,6 +69,10 @@ PredictedStrategy read_one(ObjectReader strategy, std::optional<ObjectReader> pr
         if (s.stages[i].gpu_type.empty()) s.stages[i].gpu_type = predicted_stages[i].stage.gpu_type;
       }
     }
+    // The strategy's own devices were checked as it was read; these are the prediction's.
+    size_t stage = 0;
+    if (std::string problem = stage_devices_problem(s, stage); !problem.empty())
+      throw InputError(origin, fmt::format("predicted.stages[{}].devices", stage), problem);
   }
   return p;
 }

@@ -210,18 +210,10 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
   return *it->second;
 }
 
-int64_t Evaluator::chunks_of(const Strategy& s) {
-  const pipeline::ScheduleInfo& info = pipeline::schedule_info(s.schedule);
-  if (info.default_chunks <= 1) return 1;
-  return s.chunks > 1 ? s.chunks : info.default_chunks;
-}
+int64_t Evaluator::chunks_of(const Strategy& s) { return s.chunks_per_device(); }
 
 int64_t Evaluator::device_of_virtual_stage(const Strategy& s, int64_t j) {
-  const int64_t P = s.pp, v = chunks_of(s);
-  if (v == 1) return j;
-  // The V turns back at the last rank; interleaved goes round robin.
-  if (s.schedule.rfind("v-", 0) == 0) return j < P ? j : 2 * P - 1 - j;
-  return j % P;
+  return s.rank_of_virtual_stage(j);
 }
 
 std::string strategy_model_problem(const ModelSpec& model, const Strategy& s, std::string& code) {

@@ -1,6 +1,9 @@
 #include "search/strategy.h"
 
+#include <map>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "costmodel/errors.h"
 #include "costmodel/whole_number.h"
@@ -12,6 +15,57 @@ int64_t Strategy::microbatches() const {
   const int64_t per_pipeline = dp * micro_batch;
   if (per_pipeline <= 0 || global_batch % per_pipeline != 0) return 0;
   return global_batch / per_pipeline;
+}
+
+int64_t Strategy::chunks_per_device() const {
+  const pipeline::ScheduleInfo& info = pipeline::schedule_info(schedule);
+  if (info.default_chunks <= 1) return 1;
+  return chunks > 1 ? chunks : info.default_chunks;
+}
+
+int64_t Strategy::rank_of_virtual_stage(int64_t j) const {
+  if (chunks_per_device() == 1) return j;
+  // The V turns back at the last rank; interleaved goes round robin.
+  if (schedule.rfind("v-", 0) == 0) return j < pp ? j : 2 * pp - 1 - j;
+  return j % pp;
+}
+
+int64_t Strategy::rank_of_stage(size_t i) const {
+  const auto j = static_cast<int64_t>(i);
+  return static_cast<int64_t>(stages.size()) == pp ? j : rank_of_virtual_stage(j);
+}
+
+std::string stage_devices_problem(const Strategy& s, size_t& stage) {
+  const int64_t per_rank = s.dp * s.tp;
+  const auto n = static_cast<int64_t>(s.stages.size());
+  if (n != s.pp && n != s.pp * s.chunks_per_device()) return "";  // the count's own error
+  std::vector<int64_t> first_stage(s.pp, -1);  // of each rank that lists its devices
+  std::map<int64_t, int64_t> rank_of_device;
+  for (size_t i = 0; i < s.stages.size(); ++i) {
+    stage = i;
+    const std::vector<int64_t>& devices = s.stages[i].devices;
+    if (devices.empty()) continue;
+    const int64_t rank = s.rank_of_stage(i);
+    if (static_cast<int64_t>(devices.size()) != per_rank)
+      return fmt::format("expected dp x tp = {} x {} = {} device indices, found {}", s.dp, s.tp,
+                         per_rank, devices.size());
+    if (const int64_t other = first_stage[rank]; other >= 0) {
+      if (devices != s.stages[other].devices)
+        return fmt::format(
+            "expected the devices of stage {}, the other chunk of pipeline rank {}: [{}]", other,
+            rank, fmt::join(s.stages[other].devices, ", "));
+      continue;
+    }
+    first_stage[rank] = static_cast<int64_t>(i);
+    for (int64_t device : devices) {
+      const auto [it, fresh] = rank_of_device.emplace(device, rank);
+      if (fresh) continue;
+      if (it->second == rank) return fmt::format("device {} is listed twice", device);
+      return fmt::format("device {} is pipeline rank {}'s too (stage {})", device, it->second,
+                         first_stage[it->second]);
+    }
+  }
+  return "";
 }
 
 Json to_json(const Strategy& s) {
@@ -76,7 +130,8 @@ Strategy strategy_from_json(ObjectReader r) {
                                  s.schedule, s.chunks));
   s.flash_attention = r.boolean_or("flash_attention", true);
   s.grad_accumulation_fusion = r.boolean_or("grad_accumulation_fusion", true);
-  for (auto& st : r.objects_or_empty("stages")) {
+  std::vector<ObjectReader> stage_readers = r.objects_or_empty("stages");
+  for (auto& st : stage_readers) {
     StageSpec spec;
     if (st.has("layers")) {
       auto layers = st.integers("layers");
@@ -103,6 +158,9 @@ Strategy strategy_from_json(ObjectReader r) {
                                  s.chunks > 1 ? fmt::format(" or pp x chunks = {}", s.pp * s.chunks)
                                               : std::string(),
                                  n));
+  size_t stage = 0;
+  if (std::string problem = stage_devices_problem(s, stage); !problem.empty())
+    stage_readers[stage].fail("devices", problem);
   return s;
 }
 

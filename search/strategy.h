@@ -37,7 +37,21 @@ struct Strategy {
   int64_t devices() const { return dp * tp * pp; }
   // Micro-batches per iteration on each pipeline (0 when the global batch does not divide).
   int64_t microbatches() const;
+  // Model chunks per device the schedule runs: 1 for one-chunk schedules, else `chunks`, or the
+  // schedule's default where `chunks` is 1.
+  int64_t chunks_per_device() const;
+  // The pipeline rank (device group) of virtual stage j: j for one chunk, j mod pp for
+  // interleaved, the V's turn (j < pp ? j : 2pp - 1 - j) for the V schedules.
+  int64_t rank_of_virtual_stage(int64_t j) const;
+  // The pipeline rank of listed stage i: `stages` holds one per rank or one per virtual stage.
+  int64_t rank_of_stage(size_t i) const;
 };
+
+// What is wrong with the stages' devices as far as the strategy alone can tell (the cluster's size
+// and GPU types are checked where the cluster is known): a stage that lists devices lists dp x tp
+// of them, the chunks of one pipeline rank list the same ones, and no device serves two ranks or
+// appears twice in one. "" when nothing is, else the problem, with the stage's index in `stage`.
+std::string stage_devices_problem(const Strategy& s, size_t& stage);
 
 Json to_json(const Strategy& s);
 // Reads a strategy object (the whole file, or an element of "strategies").

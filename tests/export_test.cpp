@@ -450,6 +450,45 @@ TEST(StrategyChunks, DefaultIsTheSchedulesAndInterleavedNeedsTwo) {
   }
 }
 
+// search/strategy.cpp: the devices a strategy file gives its stages are checked as it is read,
+// before any cluster is known: dp x tp per stage, one list per pipeline rank, no device twice.
+TEST(StrategyDevices, EachRankListsItsOwnDpTimesTpDevices) {
+  const std::string base = R"("dp": 2, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8)";
+  const auto problem = [&](const std::string& rest) {
+    try {
+      strategy("{" + base + rest + "}");
+      return std::string("accepted");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(strategy("{" + base + R"(, "stages": [{"devices": [2, 3]}, {"devices": [0, 1]}]})")
+                .stages[1]
+                .devices,
+            (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(problem(R"(, "stages": [{"devices": [0, 1]}, {}])"), "accepted");  // one left open
+  EXPECT_EQ(problem(R"(, "stages": [{"devices": [0, 1]}, {"devices": [2]}])"),
+            "s.json: stages[1].devices: expected dp x tp = 2 x 1 = 2 device indices, found 1");
+  EXPECT_EQ(problem(R"(, "stages": [{"devices": [0, 1]}, {"devices": [1, 2]}])"),
+            "s.json: stages[1].devices: device 1 is pipeline rank 0's too (stage 0)");
+  EXPECT_EQ(problem(R"(, "stages": [{"devices": [0, 0]}, {"devices": [1, 2]}])"),
+            "s.json: stages[0].devices: device 0 is listed twice");
+  // Per virtual stage: interleaved's stage 2 is rank 0's second chunk, the V's stage 2 rank 1's.
+  const std::string four = R"(, "stages": [{"devices": [0, 1]}, {"devices": [2, 3]},
+      {"devices": [%s]}, {"devices": [%s]}])";
+  const auto chunks = [&](const std::string& schedule, const std::string& a, const std::string& b) {
+    std::string text = four;
+    text.replace(text.find("%s"), 2, a);
+    text.replace(text.find("%s"), 2, b);
+    return problem(R"(, "schedule": ")" + schedule + '"' + text);
+  };
+  EXPECT_EQ(chunks("interleaved", "0, 1", "2, 3"), "accepted");
+  EXPECT_EQ(chunks("v-min", "2, 3", "0, 1"), "accepted");
+  EXPECT_EQ(chunks("v-min", "0, 1", "2, 3"),
+            "s.json: stages[2].devices: expected the devices of stage 1, the other chunk of "
+            "pipeline rank 1: [2, 3]");
+}
+
 // amp-hetero: 3 p3.8xlarge (4 x V100, devices 0-11) then 1 g4dn.12xlarge (4 x T4, devices 12-15).
 // hetplan's plan puts pipeline rank 0 on the T4 node.
 const char* kT4First = R"({"dp": 2, "tp": 2, "pp": 4, "micro_batch": 1, "global_batch": 32,
@@ -692,6 +731,38 @@ TEST(ExportCli, SaysWhichNodeRunsWhichRanks) {
         << format << "\n"
         << r.output;
   }
+  std::filesystem::remove_all(dir);
+}
+
+// A predictions file whose stages were edited by hand: the export names the file and the key.
+TEST(ExportCli, NamesTheFileOfStagesThatDoNotFit) {
+  const auto dir = testing::temp_dir("export_bad_stages");
+  const auto s = dir / "p.json";
+  Json doc = {
+      {"model", "gpt2-medium"}, {"cluster", "amp-hetero"}, {"strategy", Json::parse(kT4First)}};
+  doc["strategy"]["stages"][1]["layers"] = {4, 10};
+  std::ofstream(s) << doc.dump();
+  auto r = run_hetplan("export --strategy " + s.string() + " --format megatron");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("p.json: stages: stage 1 holds layers 4-10; expected it to start at "
+                          "layer 3 (stages hold contiguous layers in order)"),
+            std::string::npos)
+      << r.output;
+  // Devices the prediction filled in are checked as the strategy's own are.
+  doc["strategy"]["stages"][1]["layers"] = {3, 10};
+  for (auto& stage : doc["strategy"]["stages"]) stage.erase("devices");
+  Json predicted = {{"feasible", true}, {"stages", Json::array()}};
+  for (const std::vector<int64_t>& devices :
+       {std::vector<int64_t>{12, 13, 14, 15}, {0, 1, 2, 3}, {4, 5, 6, 7}, {4, 5, 6, 7}})
+    predicted["stages"].push_back({{"layers", {0, 0}}, {"gpu_type", ""}, {"devices", devices}});
+  doc["predicted"] = predicted;
+  std::ofstream(s) << doc.dump();
+  r = run_hetplan("export --strategy " + s.string() + " --format megatron");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("p.json: predicted.stages[3].devices: device 4 is pipeline rank 2's too "
+                          "(stage 2)"),
+            std::string::npos)
+      << r.output;
   std::filesystem::remove_all(dir);
 }
 
