@@ -89,6 +89,9 @@ NodeSpec parse_node(ObjectReader r, const std::string& name,
                        extra_gpus.empty() ? "" : ", or one of the file's gpu_types", gpu));
   }
   n.gpus = r.positive_integer("gpus");
+  if (n.gpus > kMaxGpusPerNode)
+    r.fail("gpus",
+           fmt::format("expected at most {} GPUs in one node, found {}", kMaxGpusPerNode, n.gpus));
   const std::string fabric = r.choice("fabric", {"pcie", "nvlink", "nvswitch"});
   n.fabric = fabric == "pcie"     ? Fabric::kPcie
              : fabric == "nvlink" ? Fabric::kNvlink
@@ -156,6 +159,18 @@ double ClusterSpec::network_latency_s(const std::string& a, const std::string& b
 }
 
 void validate_cluster(const ClusterSpec& c) {
+  // Bounded before num_gpus() multiplies them (2^20 x 1024 GPUs fit an int64_t).
+  int64_t gpus = 0;
+  for (size_t i = 0; i < c.groups.size(); ++i) {
+    const NodeGroup& g = c.groups[i];
+    if (g.count > kMaxClusterGpus || (gpus += g.count * g.node.gpus) > kMaxClusterGpus)
+      throw InputError(
+          c.origin, fmt::format("nodes[{}].count", i),
+          fmt::format("expected at most {} GPUs in the cluster; {} nodes of {} "
+                      "GPUs bring it to {}",
+                      kMaxClusterGpus, g.count, g.node.gpus,
+                      g.count > kMaxClusterGpus ? std::string("more") : std::to_string(gpus)));
+  }
   if (c.groups.empty() || c.num_gpus() <= 0)
     throw InputError(c.origin, "nodes",
                      "expected at least one node with GPUs (a cluster with no "

@@ -78,6 +78,11 @@ struct ClusterSpec {
   bool is_homogeneous() const { return groups.size() == 1; }
 };
 
+// Bounds past any machine built, so that a typo (a count of 2^31) is an error, not hours of work:
+// a node (a GB200 NVL72 rack is 72) and a whole cluster (about a million GPUs).
+inline constexpr int64_t kMaxGpusPerNode = 1024;
+inline constexpr int64_t kMaxClusterGpus = int64_t{1} << 20;
+
 // Loaders. Names are presets; paths are files; "a:n,b:m" lists node presets with counts.
 GpuSpec load_gpu(const std::string& name_or_path);
 NodeSpec load_node(const std::string& name_or_path);

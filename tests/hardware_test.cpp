@@ -123,6 +123,26 @@ TEST(Hardware, BadClustersNameTheKey) {
       "gpu_types: {t4: {peak_tflops: {bf16: 1000}, memory_gib: 16, memory_GBps: "
       "320, sm_count: 40, l2_mib: 4}}\nnodes: [{type: g4dn.12xlarge, count: 1}]\n",
       "gpu_types.t4");
+  // Past any machine built: an error, not hours building 2^31 devices (scripts/fuzz_inputs.py).
+  expect_input_error(
+      "node_types: {b: {gpu: t4, gpus: 2147483648, fabric: pcie, intra_GBps: 1, "
+      "intra_latency_us: 1, network_gbit: 1, network_latency_us: 1}}\nnodes: "
+      "[{type: b, count: 1}]\n",
+      "node_types.b.gpus");
+  expect_input_error(
+      "nodes: [{type: p4d.24xlarge, count: 131072}, {type: g4dn.12xlarge, "
+      "count: 4}]\n",
+      "nodes[1].count");
+  try {
+    load_cluster("p4d.24xlarge:9223372036854775807");
+    ADD_FAILURE() << "a count of 2^63 - 1 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--cluster p4d.24xlarge:9223372036854775807: nodes[0].count: expected at most "
+                 "1048576 GPUs in the cluster; 9223372036854775807 nodes of 8 GPUs bring it to "
+                 "more");
+  }
+  EXPECT_EQ(load_cluster("p4d.24xlarge:131072").num_gpus(), int64_t{1} << 20);
   EXPECT_THROW(load_cluster("p4d.24xlarge:0"), InputError);
   EXPECT_THROW(load_cluster("p4d.24xlarge:x"), InputError);
   EXPECT_THROW(load_cluster("dgx-z:2"), InputError);
