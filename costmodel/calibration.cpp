@@ -506,6 +506,9 @@ DatasheetPriors priors_from_json(ObjectReader r) {
   }
   p.memory_efficiency = fraction(r, "memory_efficiency");
   p.kernel_launch_s = r.positive("kernel_launch_s");
+  if (p.kernel_launch_s > kMaxLaunchS)
+    r.fail("kernel_launch_s", fmt::format("expected a launch cost of at most {} s, found {}",
+                                          kMaxLaunchS, p.kernel_launch_s));
   p.attention_efficiency = fraction(r, "attention_efficiency");
   r.finish();
   return p;

@@ -175,6 +175,10 @@ struct FailedMeasurement {
   std::string error;
 };
 
+// The most a fixed cost per kernel (launch and epilogue) is read as, in seconds: microseconds
+// on any GPU, so a larger one is a unit slip that would make every time absurd.
+inline constexpr double kMaxLaunchS = 1e-3;
+
 // Datasheet priors for a GPU type: what the cost model assumes before anything is measured.
 struct DatasheetPriors {
   std::map<std::string, double> gemm_efficiency;  // dtype -> fraction of peak on large GEMMs

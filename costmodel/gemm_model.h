@@ -32,6 +32,20 @@ struct GemmEfficiency {
   double wave_smoothing = 0;     // 0: whole waves over the SMs; 1: work spread evenly (stream-K)
 };
 
+// The range the fit keeps each coefficient in (costmodel/gemm_model_fit.cpp), and that a
+// profile's coefficients are read in: outside it a term loses its meaning (a wave smoothing above
+// 1 gives a partial wave a negative time). k_half and the overhead may be 0 (older profiles).
+struct CoefficientRange {
+  double lo, hi;
+};
+inline constexpr CoefficientRange kPeakFractionRange{0.02, 1.0};
+inline constexpr CoefficientRange kOverheadRange{1e-7, 1e-3};  // seconds
+inline constexpr CoefficientRange kKHalfRange{1.0, 4096.0};    // K steps
+inline constexpr CoefficientRange kTileExponentRange{0.0, 3.0};
+inline constexpr CoefficientRange kMemoryFractionRange{0.05, 1.5};
+inline constexpr CoefficientRange kBlendRange{1.0, 32.0};
+inline constexpr CoefficientRange kWaveSmoothingRange{0.0, 1.0};
+
 struct GemmPoint {
   GemmShape shape;
   double time_s = 0;

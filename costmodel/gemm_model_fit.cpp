@@ -25,25 +25,27 @@ constexpr size_t kParams = 7;
 using Params = std::array<double, kParams>;
 
 // Coefficients from the optimiser's unconstrained parameters, clamped to plausible ranges.
+double clamp(double x, CoefficientRange r) { return std::clamp(x, r.lo, r.hi); }
+
 GemmEfficiency decode(const Params& x, GemmEfficiency e) {
-  e.peak_fraction = std::clamp(std::exp(x[0]), 0.02, 1.0);
-  e.overhead_s = std::clamp(std::exp(x[1]), 1e-7, 1e-3);
-  e.k_half = std::clamp(std::exp(x[2]), 1.0, 4096.0);
-  e.tile_exponent = std::clamp(x[3], 0.0, 3.0);
-  e.memory_fraction = std::clamp(std::exp(x[4]), 0.05, 1.5);
-  e.blend = std::clamp(std::exp(x[5]), 1.0, 32.0);
-  e.wave_smoothing = std::clamp(x[6], 0.0, 1.0);
+  e.peak_fraction = clamp(std::exp(x[0]), kPeakFractionRange);
+  e.overhead_s = clamp(std::exp(x[1]), kOverheadRange);
+  e.k_half = clamp(std::exp(x[2]), kKHalfRange);
+  e.tile_exponent = clamp(x[3], kTileExponentRange);
+  e.memory_fraction = clamp(std::exp(x[4]), kMemoryFractionRange);
+  e.blend = clamp(std::exp(x[5]), kBlendRange);
+  e.wave_smoothing = clamp(x[6], kWaveSmoothingRange);
   return e;
 }
 
 Params encode(const GemmEfficiency& e) {
-  return {std::log(std::clamp(e.peak_fraction, 0.02, 1.0)),
-          std::log(std::clamp(e.overhead_s, 1e-7, 1e-3)),
-          std::log(std::clamp(e.k_half, 1.0, 4096.0)),
-          std::clamp(e.tile_exponent, 0.0, 3.0),
-          std::log(std::clamp(e.memory_fraction, 0.05, 1.5)),
-          std::log(std::clamp(e.blend, 1.0, 32.0)),
-          std::clamp(e.wave_smoothing, 0.0, 1.0)};
+  return {std::log(clamp(e.peak_fraction, kPeakFractionRange)),
+          std::log(clamp(e.overhead_s, kOverheadRange)),
+          std::log(clamp(e.k_half, kKHalfRange)),
+          clamp(e.tile_exponent, kTileExponentRange),
+          std::log(clamp(e.memory_fraction, kMemoryFractionRange)),
+          std::log(clamp(e.blend, kBlendRange)),
+          clamp(e.wave_smoothing, kWaveSmoothingRange)};
 }
 
 double huber(double r) {

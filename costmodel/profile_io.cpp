@@ -87,16 +87,23 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
     const Dtype dtype = dtype_key(gemm, key);
     auto d = gemm.object(key);
     GemmEfficiency e;
-    e.peak_fraction = d.positive("peak_fraction");
-    e.tile_m = d.positive_integer("tile_m");
-    e.tile_n = d.positive_integer("tile_n");
-    e.k_half = d.non_negative_or("k_half", 0);
-    e.overhead_s = d.non_negative_or("overhead_s", 0);
+    // The ranges the fit keeps them in (k_half and the overhead may be 0).
+    const auto in = [&](const char* key, CoefficientRange r, double fallback) {
+      return d.number_in_or(key, r.lo, r.hi, fallback);
+    };
+    e.peak_fraction = d.number_in("peak_fraction", kPeakFractionRange.lo, kPeakFractionRange.hi);
+    for (auto [key, side] : {std::pair{"tile_m", &e.tile_m}, std::pair{"tile_n", &e.tile_n}}) {
+      *side = d.positive_integer(key);
+      if (*side > 1024)
+        d.fail(key, fmt::format("expected a tile side of at most 1024, found {}", *side));
+    }
+    e.k_half = in("k_half", {0, kKHalfRange.hi}, 0);
+    e.overhead_s = in("overhead_s", {0, kOverheadRange.hi}, 0);
     // Added after schema 1 was first written; older profiles take the defaults.
-    e.tile_exponent = d.non_negative_or("tile_exponent", e.tile_exponent);
-    e.memory_fraction = d.positive_or("memory_fraction", e.memory_fraction);
-    e.blend = d.positive_or("blend", e.blend);
-    e.wave_smoothing = d.non_negative_or("wave_smoothing", e.wave_smoothing);
+    e.tile_exponent = in("tile_exponent", kTileExponentRange, e.tile_exponent);
+    e.memory_fraction = in("memory_fraction", kMemoryFractionRange, e.memory_fraction);
+    e.blend = in("blend", kBlendRange, e.blend);
+    e.wave_smoothing = in("wave_smoothing", kWaveSmoothingRange, e.wave_smoothing);
     g.gemm[dtype] = e;
     if (auto q = d.optional_object("quality")) {
       g.gemm_quality[dtype] = quality_from(*q);
@@ -126,7 +133,7 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
     g.gemm_companion[dtype] = c;
   }
   g.memory_efficiency = r.positive("memory_efficiency");
-  g.launch_s = r.non_negative_or("launch_s", 5e-6);
+  g.launch_s = r.number_in_or("launch_s", 0, kMaxLaunchS, 5e-6);
   if (auto k = r.optional_object("kernels")) {
     for (const auto& name : k->keys()) {
       auto kr = k->object(name);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "costmodel/errors.h"
 #include "search/partition.h"
@@ -204,6 +205,18 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
   for (size_t i = 0; i < model_.layers.size(); ++i) {
     const size_t c = static_cast<size_t>(canonical_layer_[i]);
     (*costs)[i] = c < i ? (*costs)[c] : cost_layer(model_.layers[i], s, gpu, tp, cost_, dtype);
+    // Coefficients read in range give finite times; this names the files if some did not.
+    for (int p = 0; p < kNumPasses; ++p)
+      if (const double t = (*costs)[i].times.pass_s[p]; !(std::isfinite(t) && t >= 0)) {
+        const GpuFit& fit = cost_.fit(gpu);
+        throw InputError(
+            fit.origins.empty() ? std::string("the calibration")
+                                : fmt::format("{}", fmt::join(fit.origins, ", ")),
+            "",
+            fmt::format("layer {} ({}) takes {} s in its {} pass on {} by these coefficients: "
+                        "expected a finite time >= 0 (a coefficient out of range?)",
+                        i, model_.layers[i].name, t, to_string(static_cast<Pass>(p)), gpu.name));
+      }
   }
   std::lock_guard<std::mutex> lock(cache_mutex_);
   auto [it, inserted] = cache_.emplace(key, std::move(costs));

@@ -13,10 +13,12 @@
 #include "costmodel/profile.h"
 #include "costmodel/profile_quality.h"
 #include "synthetic_gemm.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
 
+using testing::error_of;
 using testing::run_hetplan;
 using testing::temp_dir;
 
@@ -189,6 +191,43 @@ TEST(ProfileFormat, ReadsProfilesWithoutTheNewerGemmKeys) {
   EXPECT_DOUBLE_EQ(e.memory_fraction, 1.0);
   EXPECT_DOUBLE_EQ(e.wave_smoothing, 0.0);
   EXPECT_DOUBLE_EQ(p.gpu("h100-sxm").gemm_quality.at(Dtype::kBf16).p95_rel_error, 0.07);
+}
+
+// A profile's GEMM coefficients are read in the ranges the fit keeps them in. A wave smoothing of
+// 816 (scripts/fuzz_inputs.py) gave partial waves negative times, and predict a segmentation fault.
+TEST(ProfileFormat, GemmCoefficientsOutsideTheFitsRangesAreBadInput) {
+  const auto text = [](const std::string& key, const std::string& value) {
+    return R"({"format": "hetplan-profile", "schema_version": 1, "gpus": {"h100-sxm": {
+      "source": "measured", "gemm": {"bf16": {"peak_fraction": 0.8, "tile_m": 128,
+      "tile_n": 256, ")" +
+           key + "\": " + value +
+           R"(}}, "memory_efficiency": 0.9, "attention_efficiency": 0.45}}})";
+  };
+  const auto error = [&](const std::string& key, const std::string& value) {
+    return error_of([&] {
+      profile_from_document(parse_document(text(key, value), "p.json", DocumentFormat::kJson));
+    });
+  };
+  EXPECT_EQ(error("wave_smoothing", "1"), "");
+  EXPECT_EQ(error("wave_smoothing", "816.85"),
+            "p.json: gpus.h100-sxm.gemm.bf16.wave_smoothing: expected a number from 0 to 1, "
+            "found 816.85");
+  EXPECT_EQ(error("blend", "0.5"),
+            "p.json: gpus.h100-sxm.gemm.bf16.blend: expected a number from 1 to 32, found 0.5");
+  EXPECT_EQ(error("k_half", "0"), "");  // older profiles
+  EXPECT_EQ(error("memory_fraction", "2"),
+            "p.json: gpus.h100-sxm.gemm.bf16.memory_fraction: expected a number from 0.05 to "
+            "1.5, found 2");
+  EXPECT_EQ(error("tile_exponent", "-1"),
+            "p.json: gpus.h100-sxm.gemm.bf16.tile_exponent: expected a number from 0 to 3, "
+            "found -1");
+  std::string peak = text("k_half", "64");
+  peak.replace(peak.find("0.8"), 3, "2");
+  EXPECT_EQ(error_of([&] {
+              profile_from_document(parse_document(peak, "p.json", DocumentFormat::kJson));
+            }),
+            "p.json: gpus.h100-sxm.gemm.bf16.peak_fraction: expected a number from 0.02 to 1, "
+            "found 2");
 }
 
 TEST(ProfileFit, RegistryKernelNamesReachTheCostModelsOps) {
