@@ -215,6 +215,10 @@ TEST(ProfileFormat, GemmCoefficientsOutsideTheFitsRangesAreBadInput) {
   EXPECT_EQ(error("blend", "0.5"),
             "p.json: gpus.h100-sxm.gemm.bf16.blend: expected a number from 1 to 32, found 0.5");
   EXPECT_EQ(error("k_half", "0"), "");  // older profiles
+  EXPECT_EQ(error("measured", R"([{"m": 64, "n": 64, "k": 64, "batch": 1, "trans_a": true,
+                                   "trans_b": false, "time_s": 1e308}])"),
+            "p.json: gpus.h100-sxm.gemm.bf16.measured[0].time_s: expected seconds, at most a day, "
+            "found 1e+308");
   EXPECT_EQ(error("memory_fraction", "2"),
             "p.json: gpus.h100-sxm.gemm.bf16.memory_fraction: expected a number from 0.05 to "
             "1.5, found 2");

@@ -420,6 +420,10 @@ TEST(DeepSpeedLog, MalformedLinesAndMissingModel) {
                   "gpt2-medium")
                 .find("d.log:1: malformed config JSON: "),
             0u);
+  // A number past a double is nlohmann's out_of_range, which escaped as "internal error".
+  EXPECT_EQ(error("[x] [INFO] [config.py:991:print_user_config]   json = {\n  \"a\": 1e400\n}\n",
+                  "gpt2-medium"),
+            "d.log:1: malformed config JSON: number overflow parsing '1e400'");
   EXPECT_EQ(error(config + "[x] steps: 99999999999999999999 loss: 1.0 iter time (s): 1.0 "
                            "samples/sec: 3\n",
                   "gpt2-medium"),

@@ -80,7 +80,7 @@ Json read_config_json(const std::vector<logs::Line>& lines, size_t& i, size_t br
     Json config = Json::parse(text);
     i = j;
     return config;
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // syntax, or a number past a double (1e400)
     fail_at(origin, lines[i].number, "malformed config JSON: " + json_error_text(e));
   }
 }
