@@ -9,7 +9,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libgtest-dev libgmock-dev
   libboost-graph-dev coinor-libcbc-dev coinor-libclp-dev
   libopenmpi-dev openmpi-bin
-  python3  # tests/python (registered with ctest)
+  python3 python3-yaml  # tests/python (registered with ctest); YAML: scripts/fuzz_inputs.py
   chromium chromium-driver  # the report's browser test (tests/report_browser_test.cpp)
 )
 # The reference harness's CPU tests (tests/python, ReferenceHarness.*) train with torch, which

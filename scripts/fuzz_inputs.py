@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+"""Mutates hetplan's input files and checks that every command meets its error contract.
+
+docs/cli.md: bad input is exit status 2 with a message that names the file, the key and what was
+expected; never a crash, a stack trace or an internal message. This script takes real input files
+(examples/, tests/data/, calibration_data/), changes one thing in each copy (a key deleted, a
+value of the wrong type or out of range, a list emptied, the text cut short, bytes flipped) and
+runs the command that reads it. Each run is classed:
+
+  ok        exit 0 (the mutation was harmless or a value still in range)
+  refused   exit 1 or 2 with a message that names the input file
+  unnamed   exit 1 or 2, but the message does not name the input file
+  internal  the message leaks an internal error (a C++ library exception's text, json.exception,
+            std::..., "terminate called", a sanitizer report)
+  crash     killed by a signal, or an exit status other than 0, 1, 2
+  hang      over the time limit
+
+Everything but ok and refused is a finding; the script prints each (the mutation, the command,
+the message) and exits 1 when there is one. Deterministic for a given --seed.
+
+  python3 scripts/fuzz_inputs.py --hetplan build/cli/hetplan [--runs 400] [--seed 1]
+      [--targets strategy,model,...] [--timeout 20] [--keep DIR] [--show-accepted] [--list]
+
+Tested by tests/python/test_fuzz_inputs.py (12 mutations per input, fixed seed); results in
+docs/benchmarks.md ("Input fuzzing").
+"""
+
+import argparse
+import copy
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Texts that mean an error escaped without being turned into hetplan's own message.
+INTERNAL = [
+    re.compile(p)
+    for p in (
+        r"terminate called",
+        r"internal error",
+        r"\[json\.exception",
+        r"\bstd::",
+        r"basic_string",
+        r"vector::_M",
+        r"\bstoi\b|\bstod\b|\bstol\b",
+        r"yaml-cpp:",
+        r"bad_alloc|bad_optional|bad_variant|bad_any_cast",
+        r"AddressSanitizer|LeakSanitizer|runtime error:",
+        r"Segmentation fault|Aborted|core dumped",
+        r"Assertion .* failed",
+    )
+]
+
+
+class Target:
+    """One input file and the command that reads it; `{input}` and `{tmp}` are filled in."""
+
+    def __init__(self, name, seed, args):
+        self.name = name
+        self.seed = ROOT / seed
+        self.args = args
+        self.kind = ("yaml" if self.seed.suffix in (".yaml", ".yml") else
+                     "json" if self.seed.suffix == ".json" else "text")  # .ini, .log: bytes
+
+
+STRATEGY = "examples/strategies/gpt2-medium-g4dn.json"
+TARGETS = [
+    Target("strategy", STRATEGY,
+           ["predict", "--model", "gpt2-medium", "--cluster", "g4dn.12xlarge:4", "--strategy",
+            "{input}", "--json", "{tmp}/out.json"]),
+    Target("model", "examples/models/tiny-gpt.yaml",
+           ["model-info", "--model", "{input}", "--work", "--micro-batch", "2", "--tp", "2",
+            "--json", "{tmp}/out.json"]),
+    Target("model-llama", "examples/models/tiny-llama.yaml",
+           ["predict", "--model", "{input}", "--cluster", "g4dn.12xlarge:1", "--strategy",
+            "{tmp}/s.json", "--no-default-calibration"]),
+    Target("cluster", "examples/clusters/two-sites.yaml",
+           ["search", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "{input}",
+            "--global-batch", "16", "--top", "1", "--quiet", "--threads", "1",
+            "--no-default-calibration", "--json", "{tmp}/out.json"]),
+    Target("cluster-h200", "examples/clusters/h200-node.yaml",
+           ["predict", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "{input}",
+            "--strategy", "{tmp}/s8.json", "--no-default-calibration"]),
+    Target("calibration", "tests/data/calibration/a100-sample.json",
+           ["fit", "{input}", "--out", "{tmp}/profile.json", "--json", "{tmp}/q.json"]),
+    Target("calibration-sdpa", "tests/data/torch_sdpa/h100_one_shape.json",
+           ["import", "--format", "torch-sdpa", "{input}", "--out", "{tmp}/c.json"]),
+    Target("kernel-bench", "tests/data/kernel_bench/h100_subset.json",
+           ["import", "--format", "kernel-bench", "{input}", "--out", "{tmp}/c.json"]),
+    Target("datasheet", "calibration_data/datasheet/t4.json",
+           ["predict", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "g4dn.12xlarge:1",
+            "--strategy", "{tmp}/s.json", "--no-default-calibration", "--calibration",
+            "{input}"]),
+    Target("serve-cluster", "tests/data/serve_cluster.yaml",
+           ["serve", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "{input}",
+            "--prompt-tokens", "16", "--output-tokens", "8", "--time-limit", "2", "--threads",
+            "1", "--quiet", "--no-default-calibration",
+            "--json", "{tmp}/out.json"]),
+    Target("helix-ini", "examples/external/helix/clusters/single24.ini",
+           ["serve", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "{input}",
+            "--prompt-tokens", "16", "--output-tokens", "8", "--time-limit", "0.5", "--evaluations",
+            "200", "--no-milp", "--threads", "1", "--quiet", "--no-default-calibration"]),
+    Target("profile", "{tmp}/profile.json",
+           ["predict", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "p4d.24xlarge:1",
+            "--strategy", "{tmp}/s.json", "--no-default-calibration", "--calibration",
+            "{input}"]),
+    Target("calibration-measured", "calibration_data/measured/h100-sxm/"
+           "attention-torch-sdpa-2026-11-22.json",
+           ["fit", "{input}", "--out", "{tmp}/profile-out.json"]),
+    Target("megatron-log", "tests/data/megatron/gpt2-medium_tp2_pp2_dp2.log",
+           ["import", "--format", "megatron", "{input}", "--out", "{tmp}/m.json", "--model",
+            "gpt2-medium", "--cluster", "p4d.24xlarge:1"]),
+    Target("deepspeed-log", "tests/data/deepspeed/gpt2-medium_dp8_zero2.log",
+           ["import", "--format", "deepspeed", "{input}", "--out", "{tmp}/m.json", "--model",
+            "gpt2-medium", "--cluster", "p4d.24xlarge:1"]),
+    Target("measurements", "examples/measured/h100-2026-11-23/sweep-0245Z.json",
+           ["report", "--predictions", "{tmp}/predictions.json", "--measurements", "{input}",
+            "--out", "{tmp}/r.html"]),
+    Target("strategy-stages", "{tmp}/staged.json",
+           ["predict", "--model", "gpt2-medium", "--cluster", "amp-hetero", "--strategy",
+            "{input}", "--json", "{tmp}/out.json"]),
+    Target("export", "{tmp}/predicted.json",
+           ["export", "--strategy", "{input}", "--format", "megatron", "--out", "{tmp}/e.txt"]),
+    Target("export-search", "{tmp}/search.json",
+           ["export", "--strategy", "{input}", "--index", "1", "--format", "torchtitan",
+            "--allow-approximate", "--out", "{tmp}/e.toml"]),
+]
+
+# Strategies the targets above need beside their input (one GPU; eight GPUs), and one with its
+# stages given: GPT-2 medium on AMP's cluster (3 x 4 V100, then 4 T4), pipeline rank 0 on the T4s.
+ONE_GPU = {"dp": 1, "tp": 1, "pp": 1, "micro_batch": 2, "global_batch": 8}
+EIGHT_GPUS = {"dp": 2, "tp": 2, "pp": 2, "micro_batch": 2, "global_batch": 16}
+STAGED = {"dp": 2, "tp": 2, "pp": 4, "micro_batch": 1, "global_batch": 32, "zero": 1, "stages": [
+    {"layers": [0, 2], "gpu_type": "t4", "devices": [12, 13, 14, 15]},
+    {"layers": [3, 10], "gpu_type": "v100", "devices": [0, 1, 2, 3]},
+    {"layers": [11, 18], "gpu_type": "v100", "devices": [4, 5, 6, 7]},
+    {"layers": [19, 25], "gpu_type": "v100", "devices": [8, 9, 10, 11]}]}
+
+
+def paths(doc, prefix=()):
+    """Every key path of a parsed document (dict keys and list indices), the root included."""
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:8]):  # long tables: the first rows are enough
+            out += paths(v, prefix + (i,))
+    return out
+
+
+def get(doc, path):
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+def replacement(rng, old):
+    """A value of another type, or the same type out of range."""
+    choices = [None, "", "x", -1, 0, 1e308, -1e308, 2**63, 2**31, 0.5, True, [], {}, [old],
+               {"k": old}]
+    if isinstance(old, bool):
+        choices += ["yes", 2]
+    elif isinstance(old, (int, float)):
+        choices += [-old, old * 1000 + 1, old + 0.5, str(old), float("nan"), float("inf")]
+    elif isinstance(old, str):
+        choices += [old + "x", old.upper(), old * 40, 7, "../" + old]
+    elif isinstance(old, list) and old:
+        choices += [old[:1], old + old[-1:], list(reversed(old)), old[1:]]
+    return rng.choice(choices)
+
+
+def mutate_doc(rng, doc):
+    """One change to a parsed document; returns (document, description)."""
+    doc = copy.deepcopy(doc)
+    candidates = [p for p in paths(doc) if p]
+    if not candidates:
+        return None, "nothing to mutate"
+    path = rng.choice(candidates)
+    parent = get(doc, path[:-1])
+    key = path[-1]
+    where = "/".join(str(p) for p in path)
+    if rng.random() < 0.25:
+        if isinstance(parent, dict):
+            del parent[key]
+        else:
+            parent.pop(key)
+        return doc, f"delete {where}"
+    if isinstance(parent, dict) and rng.random() < 0.1:
+        parent[str(key) + "_typo"] = parent.pop(key)
+        return doc, f"rename {where} -> {key}_typo"
+    new = replacement(rng, parent[key])
+    parent[key] = new
+    shown = json.dumps(new, allow_nan=True)
+    return doc, f"set {where} = {shown[:60]}"
+
+
+def mutate_text(rng, text):
+    """A byte-level change: cut short, a line dropped or repeated, digits changed, bytes flipped."""
+    lines = text.splitlines(keepends=True)
+    op = rng.randrange(6)
+    if op == 0:
+        cut = rng.randrange(len(text)) if text else 0
+        return text[:cut], f"cut at byte {cut}"
+    if op == 1 and lines:
+        i = rng.randrange(len(lines))
+        return "".join(lines[:i] + lines[i + 1:]), f"drop line {i + 1}"
+    if op == 2 and lines:
+        i = rng.randrange(len(lines))
+        return "".join(lines[:i + 1] + lines[i:]), f"repeat line {i + 1}"
+    if op == 3:
+        digits = [m.start() for m in re.finditer(r"\d", text)]
+        if digits:
+            i = rng.choice(digits)
+            new = rng.choice(["-", "9999999999999999999999", "0", "nan", "1e400", "x"])
+            return text[:i] + new + text[i + 1:], f"digit at byte {i} -> {new}"
+    if op == 4 and text:
+        i = rng.randrange(len(text))
+        return text[:i] + "\x00\xff" + text[i:], f"binary bytes at byte {i}"
+    return "", "empty file"
+
+
+def dump(doc, kind):
+    if kind == "yaml":
+        return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    return json.dumps(doc, indent=1, allow_nan=True)
+
+
+def classify(proc, input_name, timed_out):
+    err = (proc.stderr if proc else "") or ""
+    if timed_out:
+        return "hang", err
+    if any(p.search(err) for p in INTERNAL):
+        return "internal", err
+    if proc.returncode == 0:
+        return "ok", err
+    if proc.returncode not in (1, 2):
+        return "crash", err
+    if input_name not in err:
+        return "unnamed", err
+    return "refused", err
+
+
+def prepare(tmp, hetplan):
+    """The files the targets need beside their input: strategies, predictions, a search."""
+    (tmp / "s.json").write_text(json.dumps(ONE_GPU))
+    (tmp / "s8.json").write_text(json.dumps(EIGHT_GPUS))
+    (tmp / "staged.json").write_text(json.dumps(STAGED, indent=1))
+    run = lambda args: subprocess.run([hetplan] + args, cwd=ROOT, capture_output=True,
+                                      text=True, timeout=120, check=True)
+    run(["predict", "--model", "gpt2-medium", "--cluster", "amp-hetero", "--strategy",
+         str(tmp / "staged.json"), "--json", str(tmp / "predicted.json")])
+    # Pipelines with two chunks per rank among the plans (interleaved and the V schedules).
+    run(["search", "--model", "gpt2-medium", "--cluster", "p4d.24xlarge:2", "--global-batch",
+         "64", "--top", "3", "--quiet", "--threads", "1", "--schedules", "interleaved", "v-min",
+         "--json", str(tmp / "search.json")])
+    shutil.copy(tmp / "search.json", tmp / "predictions.json")
+    run(["fit", str(ROOT / "tests/data/calibration/a100-sample.json"), "--out",
+         str(tmp / "profile.json")])
+    # Helix's topologies read the machine types beside them.
+    shutil.copy(ROOT / "examples/external/helix/clusters/machine_profiles.ini", tmp)
+
+
+def fuzz(hetplan, runs, seed, targets=None, timeout=20.0, keep=None, show_accepted=False):
+    """Runs `runs` mutated inputs over `targets` (all when None) in turn. Returns the counts by
+    (target name, verdict) and the findings: (target, verdict, mutation, exit status, message,
+    file name)."""
+    chosen = [t for t in TARGETS if not targets or t.name in targets]
+    rng = random.Random(seed)
+    counts, findings = {}, []
+    with tempfile.TemporaryDirectory(prefix="hetplan-fuzz-") as tmpdir:
+        tmp = Path(tmpdir)
+        prepare(tmp, hetplan)
+        for i in range(runs):
+            t = chosen[i % len(chosen)]
+            source = Path(str(t.seed).replace(str(ROOT / "{tmp}"), str(tmp)))
+            text = source.read_text(errors="surrogateescape")
+            if t.kind != "text" and rng.random() < 0.85:
+                doc = yaml.safe_load(text) if t.kind == "yaml" else json.loads(text)
+                doc, what = mutate_doc(rng, doc)
+                if doc is None:
+                    continue
+                body = dump(doc, t.kind)
+            else:
+                body, what = mutate_text(rng, text)
+            name = f"fuzz{i:05d}-{t.name}{source.suffix}"
+            path = tmp / name
+            path.write_text(body, errors="surrogateescape")
+            args = [hetplan] + [s.replace("{input}", str(path)).replace("{tmp}", str(tmp))
+                                for s in t.args]
+            proc, timed_out = None, False
+            try:
+                proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True,
+                                      errors="replace", timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            verdict, err = classify(proc, name, timed_out)
+            counts[(t.name, verdict)] = counts.get((t.name, verdict), 0) + 1
+            if verdict == "ok" and show_accepted:
+                print(f"[accepted] {t.name}: {what}")
+            if verdict not in ("ok", "refused"):
+                status = "timeout" if timed_out else proc.returncode
+                findings.append((t.name, verdict, what, status, err.strip()[-600:], name))
+                if keep:
+                    shutil.copy(path, Path(keep) / name)
+            path.unlink()
+    return counts, findings
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hetplan", default=str(ROOT / "build/cli/hetplan"))
+    ap.add_argument("--runs", type=int, default=400, help="mutated inputs in all")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=20, help="seconds per run")
+    ap.add_argument("--targets", default="", help="comma-separated target names (default all)")
+    ap.add_argument("--keep", default="", help="copy each finding's input into this folder")
+    ap.add_argument("--list", action="store_true", help="list the targets and exit")
+    ap.add_argument("--show-accepted", action="store_true",
+                    help="also print each mutation that a command accepted (exit 0)")
+    a = ap.parse_args()
+    if a.list:
+        for t in TARGETS:
+            print(f"{t.name:18} {str(t.seed).replace(str(ROOT) + '/', '')}")
+        return 0
+    names = [n for n in a.targets.split(",") if n]
+    unknown = [n for n in names if n not in [t.name for t in TARGETS]]
+    if unknown:
+        sys.exit(f"fuzz_inputs: --targets: no target named {', '.join(unknown)} "
+                 "(--list lists them)")
+    if a.keep:
+        Path(a.keep).mkdir(parents=True, exist_ok=True)
+    counts, findings = fuzz(str(Path(a.hetplan).resolve()), a.runs, a.seed, names, a.timeout,
+                            a.keep or None, a.show_accepted)
+    print(f"{'target':18} {'ok':>5} {'refused':>8} {'findings':>9}")
+    for t in TARGETS:
+        if names and t.name not in names:
+            continue
+        ok = counts.get((t.name, "ok"), 0)
+        refused = counts.get((t.name, "refused"), 0)
+        bad = sum(v for (n, verdict), v in counts.items()
+                  if n == t.name and verdict not in ("ok", "refused"))
+        print(f"{t.name:18} {ok:5} {refused:8} {bad:9}")
+    for name, verdict, what, status, err, file in findings:
+        print(f"\n[{verdict}] {name}: {what} (exit {status}; {file})\n  {err}")
+    print(f"\n{a.runs} runs, seed {a.seed}: {len(findings)} finding(s)")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
