@@ -61,12 +61,16 @@ INTERNAL = [
 
 
 class Target:
-    """One input file and the command that reads it; `{input}` and `{tmp}` are filled in."""
+    """One input file and the command that reads it; `{input}`, `{dir}` (the input's folder) and
+    `{tmp}` are filled in. An input read under a fixed name (`as_name`) is written as that name in
+    a folder of its own, with the `beside` files copied next to it."""
 
-    def __init__(self, name, seed, args):
+    def __init__(self, name, seed, args, as_name=None, beside=()):
         self.name = name
         self.seed = ROOT / seed
         self.args = args
+        self.as_name = as_name
+        self.beside = [ROOT / b for b in beside]
         self.kind = ("yaml" if self.seed.suffix in (".yaml", ".yml") else
                      "json" if self.seed.suffix == ".json" else "text")  # .ini, .log: bytes
 
@@ -108,6 +112,12 @@ TARGETS = [
            ["serve", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "{input}",
             "--prompt-tokens", "16", "--output-tokens", "8", "--time-limit", "0.5", "--evaluations",
             "200", "--no-milp", "--threads", "1", "--quiet", "--no-default-calibration"]),
+    Target("helix-machines", "examples/external/helix/clusters/machine_profiles.ini",
+           ["serve", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "{dir}/single24.ini",
+            "--prompt-tokens", "16", "--output-tokens", "8", "--time-limit", "0.5", "--evaluations",
+            "200", "--no-milp", "--threads", "1", "--quiet", "--no-default-calibration"],
+           as_name="machine_profiles.ini",
+           beside=["examples/external/helix/clusters/single24.ini"]),
     Target("profile", "{tmp}/profile.json",
            ["predict", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "p4d.24xlarge:1",
             "--strategy", "{tmp}/s.json", "--no-default-calibration", "--calibration",
@@ -292,10 +302,17 @@ def fuzz(hetplan, runs, seed, targets=None, timeout=20.0, keep=None, show_accept
             else:
                 body, what = mutate_text(rng, text)
             name = f"fuzz{i:05d}-{t.name}{source.suffix}"
+            folder = tmp
+            if t.as_name:
+                folder = tmp / f"fuzz{i:05d}"
+                folder.mkdir()
+                for b in t.beside:
+                    shutil.copy(b, folder)
+                name = f"{folder.name}/{t.as_name}"
             path = tmp / name
             path.write_text(body, errors="surrogateescape")
-            args = [hetplan] + [s.replace("{input}", str(path)).replace("{tmp}", str(tmp))
-                                for s in t.args]
+            args = [hetplan] + [s.replace("{input}", str(path)).replace("{dir}", str(folder))
+                                .replace("{tmp}", str(tmp)) for s in t.args]
             proc, timed_out = None, False
             try:
                 proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True,
@@ -310,8 +327,11 @@ def fuzz(hetplan, runs, seed, targets=None, timeout=20.0, keep=None, show_accept
                 status = "timeout" if timed_out else proc.returncode
                 findings.append((t.name, verdict, what, status, err.strip()[-600:], name))
                 if keep:
-                    shutil.copy(path, Path(keep) / name)
-            path.unlink()
+                    shutil.copy(path, Path(keep) / name.replace("/", "-"))
+            if t.as_name:
+                shutil.rmtree(folder)
+            else:
+                path.unlink()
     return counts, findings
 
 
