@@ -127,14 +127,8 @@ CommandRunner declare_export(CLI::App& app) {
     options.torchtitan_split_points = o->split_points;
     options.cluster = cluster ? &*cluster : nullptr;
     // The stages' layer ranges are checked against the model as they are exported: name the file.
-    const ExportResult r = [&] {
-      try {
-        return exporter.run(model, chosen.strategy, options);
-      } catch (const InputError& e) {
-        if (!e.origin().empty()) throw;
-        throw InputError(chosen.origin, "stages", e.what());
-      }
-    }();
+    const ExportResult r = naming_input(
+        chosen.origin, "stages", [&] { return exporter.run(model, chosen.strategy, options); });
     if (!r.unsupported.empty() && !o->allow_approximate) {
       std::string list_text;
       for (const auto& u : r.unsupported) list_text += "\n  - " + u;

@@ -100,14 +100,8 @@ CommandRunner declare_predict(CLI::App& app) {
                                        fmt::join(types, ", "), t));
     }
     // The stages' devices and layers are checked as the strategy is placed: name the file.
-    const Prediction p = [&] {
-      try {
-        return evaluator.predict(strategy);
-      } catch (const InputError& e) {
-        if (!e.origin().empty()) throw;
-        throw InputError(o->strategy, "stages", e.what());
-      }
-    }();
+    const Prediction p =
+        naming_input(o->strategy, "stages", [&] { return evaluator.predict(strategy); });
     if (o->json != "-") {
       fmt::print("model {} ({:.2f}B parameters, sequence {}) on {} ({} GPUs)\n", model.name,
                  model.parameters() / 1e9, model.seq_len, cluster.name, cluster.num_gpus());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "costmodel/document.h"
+#include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/profile.h"
 #include "search/strategy.h"
@@ -44,5 +45,18 @@ void write_json_output(const Json& j, const std::string& path);
 // "p.json"); empty values and "-" (stdout) are skipped. Throws InputError.
 void check_outputs(const std::vector<std::string>& inputs,
                    const std::vector<std::pair<std::string, std::string>>& outputs);
+
+// f(), with an InputError it throws that names no file (a check deep in the placement or an
+// exporter, which sees the strategy but not where it was read from) rethrown naming `origin` and
+// `key`; one that names its file is rethrown as it is.
+template <class F>
+auto naming_input(const std::string& origin, const std::string& key, F&& f) {
+  try {
+    return f();
+  } catch (const InputError& e) {
+    if (!e.origin().empty()) throw;
+    throw InputError(origin, key, e.what());
+  }
+}
 
 }  // namespace hetplan::cli

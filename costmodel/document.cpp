@@ -488,6 +488,12 @@ std::string string_or(const Json& value, const char* key, std::string otherwise)
   return it != value.end() && it->is_string() ? it->get<std::string>() : otherwise;
 }
 
+double number_or(const Json& value, const char* key, double otherwise) {
+  if (!value.is_object()) return otherwise;
+  const auto it = value.find(key);
+  return it != value.end() && it->is_number() ? it->get<double>() : otherwise;
+}
+
 std::string document_format(const Document& doc) { return string_or(doc.root, "format", ""); }
 
 void require_format(ObjectReader& r, std::string_view format, int64_t schema_version) {

@@ -116,6 +116,8 @@ std::string describe_json(const Json& value);
 // `value`'s string at `key`, else `otherwise` (not an object, the key missing or not a string):
 // for free-form records read for a message, where Json::value would throw on another type.
 std::string string_or(const Json& value, const char* key, std::string otherwise);
+// The same for a number.
+double number_or(const Json& value, const char* key, double otherwise);
 // A document's "format" string, to tell its kind before reading it; "" when the root is not an
 // object or its "format" is missing or not a string (the reader of the kind then says which).
 std::string document_format(const Document& doc);

@@ -97,10 +97,6 @@ void add_layer_attention(const LayerMeasurement& m, std::vector<AttentionSample>
     const Json& kernels = m.trace[key].value("kernels", Json::array());
     if (!kernels.is_array()) continue;
     // A free-form diagnostic: what is not as the profiler writes it is passed over.
-    const auto number_or = [](const Json& k, const char* name, double otherwise) {
-      const auto it = k.find(name);
-      return it != k.end() && it->is_number() ? it->get<double>() : otherwise;
-    };
     double seconds = 0;
     for (const Json& k : kernels) {
       if (!k.is_object() || !k.value("name", Json()).is_string()) continue;

@@ -223,19 +223,13 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
   return *it->second;
 }
 
-int64_t Evaluator::chunks_of(const Strategy& s) { return s.chunks_per_device(); }
-
-int64_t Evaluator::device_of_virtual_stage(const Strategy& s, int64_t j) {
-  return s.rank_of_virtual_stage(j);
-}
-
 std::string strategy_model_problem(const ModelSpec& model, const Strategy& s, std::string& code) {
   const int64_t layers = static_cast<int64_t>(model.layers.size());
   if (std::string p = tensor_parallel_problem(model, s.tp); !p.empty()) {
     code = "tp";
     return p;
   }
-  const int64_t v = Evaluator::chunks_of(s);
+  const int64_t v = s.chunks_per_device();
   if (s.schedule.rfind("v-", 0) == 0 && v != 2) {
     code = "chunks";
     return fmt::format("the V schedules place exactly 2 chunks per device, not {}", v);
@@ -270,7 +264,7 @@ std::string Evaluator::structural_problem(const Strategy& s, std::string& code) 
 
 std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>>& groups,
                              std::vector<std::pair<int64_t, int64_t>>& ranges) const {
-  const int64_t P = s.pp, v = chunks_of(s), S = P * v;
+  const int64_t P = s.pp, v = s.chunks_per_device(), S = P * v;
   const int64_t per_stage = s.dp * s.tp;
   const int64_t L = static_cast<int64_t>(model_.layers.size());
   groups.assign(P, {});
@@ -280,19 +274,18 @@ std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>
     throw InputError(fmt::format("expected {} stages (one per pipeline rank){}, found {}", P,
                                  v > 1 ? fmt::format(" or {} (one per virtual stage)", S) : "",
                                  given));
-  // Device groups: given per pipeline rank, or per virtual stage (then consistent per device).
+  // Device groups: given per pipeline rank, or per virtual stage (then the same for the chunks of
+  // one rank), dp x tp each, no device in two: what the strategy alone says is checked as a
+  // strategy file is read, and again here for strategies built in code.
+  size_t stage = 0;
+  if (std::string problem = stage_devices_problem(s, stage); !problem.empty())
+    throw InputError(fmt::format("stage {}: {}", stage, problem));
   std::vector<std::string> want_type(P);
   for (size_t i = 0; i < given; ++i) {
-    const int64_t d = given == static_cast<size_t>(S) ? device_of_virtual_stage(s, i) : int64_t(i);
+    const int64_t d = s.rank_of_stage(i);
     const StageSpec& st = s.stages[i];
     if (!st.gpu_type.empty()) want_type[d] = st.gpu_type;
-    if (st.devices.empty()) continue;
-    if (!groups[d].empty() && groups[d] != st.devices)
-      throw InputError(
-          fmt::format("stage {} lists other devices than the other chunks of "
-                      "pipeline rank {}",
-                      i, d));
-    groups[d] = st.devices;
+    if (!st.devices.empty()) groups[d] = st.devices;
   }
   if (given == 0)
     for (int64_t d = 0; d < P; ++d)
@@ -315,12 +308,10 @@ std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>
                            per_stage, want_type[d].empty() ? "" : want_type[d] + " ");
     }
   }
-  std::set<int64_t> seen;
+  // Every group now holds dp x tp devices and none is in two (the given ones were checked above;
+  // the others took free devices): what is left to check needs the cluster.
   for (int64_t d = 0; d < P; ++d) {
     const auto& g = groups[d];
-    if (static_cast<int64_t>(g.size()) != per_stage)
-      throw InputError(
-          fmt::format("pipeline rank {} lists {} devices; dp x tp = {}", d, g.size(), per_stage));
     std::set<std::string> types;
     for (int64_t dev : g) {
       if (dev < 0 || dev >= static_cast<int64_t>(devices_.size()))
@@ -328,9 +319,6 @@ std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>
             fmt::format("pipeline rank {} uses device {}; the cluster has {} devices "
                         "(0-{})",
                         d, dev, devices_.size(), devices_.size() - 1));
-      if (!seen.insert(dev).second)
-        throw InputError(
-            fmt::format("device {} is used by two pipeline ranks or twice in one", dev));
       types.insert(cluster_.groups[devices_[dev].group].node.gpu.name);
     }
     // A rank may span GPU types (data-parallel replicas on different GPUs): its gpu_type names
@@ -369,7 +357,7 @@ std::string Evaluator::place(const Strategy& s, std::vector<std::vector<int64_t>
 }
 
 std::vector<double> Evaluator::stage_peaks(const Strategy& s) const {
-  const int64_t P = s.pp, v = chunks_of(s), S = P * v, m = s.microbatches();
+  const int64_t P = s.pp, v = s.chunks_per_device(), S = P * v, m = s.microbatches();
   const auto key = std::make_tuple(s.schedule, P, m, v);
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
@@ -391,7 +379,7 @@ std::vector<double> Evaluator::stage_peaks(const Strategy& s) const {
     for (int64_t j = chunk * P; j < (chunk + 1) * P; ++j) probe.activation_bytes[j] = 1;
     const pipeline::PipelineResult r = pipeline::estimate(s.schedule, probe);
     for (int64_t j = chunk * P; j < (chunk + 1) * P; ++j)
-      peaks[j] = r.peak_activation_bytes[device_of_virtual_stage(s, j)];
+      peaks[j] = r.peak_activation_bytes[s.rank_of_virtual_stage(j)];
   }
   std::lock_guard<std::mutex> lock(cache_mutex_);
   return peaks_.emplace(key, std::move(peaks)).first->second;
@@ -406,7 +394,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
   std::vector<std::pair<int64_t, int64_t>> ranges;
   if (std::string problem = place(s, groups, ranges); !problem.empty())
     return infeasible("placement", problem);
-  const int64_t P = s.pp, v = chunks_of(s), S = P * v, m = s.microbatches();
+  const int64_t P = s.pp, v = s.chunks_per_device(), S = P * v, m = s.microbatches();
   const int64_t L = static_cast<int64_t>(model_.layers.size());
   Prediction out;
 
@@ -501,7 +489,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
     limit[d] = usable_bytes(*mem_gpu[d]);
   }
   std::vector<int64_t> dev(S);
-  for (int64_t j = 0; j < S; ++j) dev[j] = device_of_virtual_stage(s, j);
+  for (int64_t j = 0; j < S; ++j) dev[j] = s.rank_of_virtual_stage(j);
 
   pipeline::PipelineProblem problem;
   problem.devices = static_cast<int>(P);

@@ -46,12 +46,6 @@ class Evaluator {
   // Throws InputError for a strategy that is malformed (unknown schedule, devices out of range).
   Prediction predict(const Strategy& strategy, const PredictOptions& options = {}) const;
 
-  // Model chunks per device the strategy's schedule runs (1 for one-chunk schedules).
-  static int64_t chunks_of(const Strategy& s);
-  // The pipeline rank (device group) of virtual stage j: j for one chunk, j mod pp for
-  // interleaved, the V turn (j < pp ? j : 2pp - 1 - j) for the V schedules.
-  static int64_t device_of_virtual_stage(const Strategy& s, int64_t j);
-
   // Checks a strategy's fields against the model and cluster; "" when fine, else the reason.
   // Sets `code` to a short key ("batch", "devices", "tp", "pp", "zero", "placement").
   std::string structural_problem(const Strategy& s, std::string& code) const;

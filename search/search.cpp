@@ -215,7 +215,7 @@ class TrainingSearch {
                     s.zero = zero;
                     s.sequence_parallel = sp;
                     s.schedule = sched;
-                    s.chunks = Evaluator::chunks_of(s);
+                    s.chunks = s.chunks_per_device();
                     s.flash_attention = o_.flash_attention;
                     s.grad_accumulation_fusion = o_.grad_accumulation_fusion;
                     if (B % (dp * mb)) {

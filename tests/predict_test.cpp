@@ -187,6 +187,14 @@ TEST(Evaluate, ARankOnTwoGpuKindsTakesTheSlowerPerLayer) {
   }
   s.stages[1].gpu_type = "t4+v100";
   EXPECT_TRUE(ev.predict(s).feasible);
+  // A strategy built in code gets the checks a strategy file gets as it is read.
+  s.stages[1].devices[0] = 7;
+  try {
+    ev.predict(s);
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "stage 1: device 7 is pipeline rank 0's too (stage 0)");
+  }
 }
 
 // A tiny GPT with its LM head tied to the embedding, and the same model with a table of its own.

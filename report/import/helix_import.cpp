@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "costmodel/hardware.h"
 #include "costmodel/input_files.h"
 #include "report/import/log_text.h"
 #include "report/import/profile_import.h"
@@ -74,9 +75,10 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
       if (type.empty() && kHelixGpus.count(m[1].str())) type = kHelixGpus.at(m[1].str());
       if (m[2].matched) {
         const auto n = logs::parse_integer(m[2].str());
-        if (!n || *n < 1 || *n > 1024)
+        if (!n || *n < 1 || *n > kMaxGpusPerNode)
           throw InputError(origin, "",
-                           fmt::format("folder \"{}\": expected 1 to 1024 GPUs after x", machine));
+                           fmt::format("folder \"{}\": expected 1 to {} GPUs after x", machine,
+                                       kMaxGpusPerNode));
         gpus = *n;
       }
     }
