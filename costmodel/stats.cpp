@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -105,6 +106,23 @@ Distribution distribution_from_json(ObjectReader r, const char* unit_suffix) {
   if (!(d.median > 0))
     r.fail(key("median"), fmt::format("expected a time > 0, found {}", d.median));
   if (d.min > d.median || d.median > d.max) r.fail(key("median"), "expected min <= median <= max");
+  if (d.min < 0) r.fail(key("min"), fmt::format("expected a value >= 0, found {}", d.min));
+  if (std::string_view(unit_suffix) == "s" && d.max > kMaxMeasuredSeconds)
+    r.fail(key(d.median > kMaxMeasuredSeconds ? "median" : "max"),
+           fmt::format("expected seconds, at most a day, found {}",
+                       d.median > kMaxMeasuredSeconds ? d.median : d.max));
+  // The quantiles and the mean lie between the extremes, in order (a relative 1e-9 of slack for
+  // the rounding of interpolated quantiles and of a sum).
+  const auto between = [&](const char* name, double x, double lo, double hi, const char* lo_name,
+                           const char* hi_name) {
+    const double slack = 1e-9 * d.max;
+    if (!(x >= lo - slack && x <= hi + slack))
+      r.fail(key(name), fmt::format("expected {} <= {} <= {}, found {} ({} {}, {} {})", lo_name,
+                                    name, hi_name, x, lo_name, lo, hi_name, hi));
+  };
+  between("p10", d.p10, d.min, d.median, "min", "median");
+  between("p90", d.p90, d.median, d.max, "median", "max");
+  between("mean", d.mean, d.min, d.max, "min", "max");
   r.finish();
   return d;
 }

@@ -20,9 +20,6 @@ struct Distribution {
   double p90 = 0;
   double mean = 0;
   double stddev = 0;
-
-  // Relative spread (p90 - p10) / median; 0 for an empty or zero distribution.
-  double relative_spread() const { return median > 0 ? (p90 - p10) / median : 0; }
 };
 
 // Summarises samples (any unit); percentiles by linear interpolation between order statistics.
@@ -61,8 +58,15 @@ enum class LineWeights { kEqual, kRelative };
 LineFit fit_line(const std::vector<std::pair<double, double>>& points,
                  LineWeights weights = LineWeights::kEqual);
 
+// The longest a measured time is read as, in seconds: a day. Every time hetplan measures or
+// imports (a kernel, a layer, a training step) is far shorter; a longer one is a unit slip or a
+// corrupt file, and would make the fits' ratios and the predictions absurd.
+inline constexpr double kMaxMeasuredSeconds = 86400;
+
 // JSON form with a unit suffix on every field: {"count", "median_s", "min_s", ...} for unit "s".
 Json to_json(const Distribution& d, const char* unit_suffix = "s");
+// Reads it back, refusing what summarize() cannot give (min <= p10 <= median <= p90 <= max, the
+// mean between the extremes, min >= 0, median > 0) and, in seconds, times over a day.
 Distribution distribution_from_json(ObjectReader reader, const char* unit_suffix = "s");
 
 }  // namespace hetplan

@@ -29,6 +29,38 @@ TEST(Stats, MedianAndPercentilesInterpolate) {
   EXPECT_NEAR(d.stddev, 1.5811388300841898, 1e-12);  // sqrt(10/4)
 }
 
+// A distribution read back is what summarize() writes, or refused naming the key: the quantiles
+// and the mean between the extremes and in order, no time below 0.
+TEST(Stats, DistributionsAreReadInOrder) {
+  const Json good = to_json(summarize({5, 1, 3, 2, 4}));
+  const Distribution d = distribution_from_json(ObjectReader(good, "c.json", "time"));
+  EXPECT_DOUBLE_EQ(d.p10, 1.4);
+  EXPECT_DOUBLE_EQ(d.mean, 3);
+  const auto error = [&](const char* key, double value) {
+    Json j = good;
+    j[key] = value;
+    try {
+      distribution_from_json(ObjectReader(j, "c.json", "time"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error("p90_s", -1),
+            "c.json: time.p90_s: expected median <= p90 <= max, found -1 (median 3, max 5)");
+  EXPECT_EQ(error("p10_s", 3.5),
+            "c.json: time.p10_s: expected min <= p10 <= median, found 3.5 (min 1, median 3)");
+  EXPECT_EQ(error("mean_s", 1e308),
+            "c.json: time.mean_s: expected min <= mean <= max, found 1e+308 (min 1, max 5)");
+  EXPECT_EQ(error("min_s", -1), "c.json: time.min_s: expected a value >= 0, found -1");
+  EXPECT_EQ(error("max_s", 1e6),
+            "c.json: time.max_s: expected seconds, at most a day, found 1000000");
+  EXPECT_EQ(error("p90_s", 5), "accepted");  // at the extreme
+  // Equal samples: the interpolated quantiles and the mean equal the extremes.
+  const Json flat = to_json(summarize(std::vector<double>(7, 0.1)));
+  EXPECT_DOUBLE_EQ(distribution_from_json(ObjectReader(flat, "c.json")).p90, 0.1);
+}
+
 TEST(Stats, LineFitByEqualAndRelativeWeights) {
   // y = 1 + 2x exactly: either weighting finds it, and it explains all of y's variance.
   const std::vector<std::pair<double, double>> exact = {{1, 3}, {2, 5}, {4, 9}};

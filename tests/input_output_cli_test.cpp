@@ -1,7 +1,9 @@
 // Inputs given twice and outputs that would replace inputs, across the commands that read
 // calibration, measurements and logs (docs/cli.md "Inputs and outputs").
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -337,7 +339,8 @@ TEST(BadInput, HelixTablesRefuseNonFiniteTimesAndRepeatedBatches) {
   for (const auto& [row, message] : std::vector<std::pair<std::string, std::string>>{
            {"4,nan", ":3: expected \"tokens,milliseconds\" (two numbers >= 0), found \"4,nan\""},
            {"4,inf", ":3: expected \"tokens,milliseconds\" (two numbers >= 0), found \"4,inf\""},
-           {"2,4.9", ":3: 2 tokens again (also line 2): one row per batch"}}) {
+           {"2,4.9", ":3: 2 tokens again (also line 2): one row per batch"},
+           {"4,1e12", ":3: 1000000000000 ms for 4 tokens: expected at most a day"}}) {
     write_text(t4 / "decode_bs2time.csv", "0,0\n2,4.7\n" + row + "\n8,5.3\n");
     const auto r = run_hetplan("import --format helix " + t4.string() + " --out " + out);
     EXPECT_EQ(r.exit_code, 2) << row << "\n" << r.output;
@@ -374,6 +377,23 @@ TEST(BadInput, AmpDegreeInTheNameIsAWholeNumberOfAtLeastOne) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "expected 240 bytes of data for shape (30,) ('<f8'), found 200"))
       << r.output;
+  // A time that is not finite or over a day: the calibration file could not hold the one (JSON
+  // has no infinity; it was written as null) and the fit would be absurd with the other.
+  for (const auto& [value, shown] : std::vector<std::pair<double, std::string>>{
+           {std::numeric_limits<double>::infinity(), "inf"}, {1e300, "1e+300"}}) {
+    bytes = read_text(array);
+    std::memcpy(&bytes[bytes.size() - 240 + 3 * sizeof(double)], &value, sizeof(double));
+    write_text(dir / "gpt2_G4_1.npy", bytes);
+    const auto bad = run_hetplan("import --format amp " + (dir / "gpt2_G4_1.npy").string() +
+                                 " --out " + (dir / "a.json").string());
+    EXPECT_EQ(bad.exit_code, 2) << bad.output;
+    EXPECT_TRUE(contains(bad.output,
+                         "gpt2_G4_1.npy: [3]: expected a forward time > 0 s, at most a "
+                         "day, found " +
+                             shown))
+        << bad.output;
+    EXPECT_FALSE(fs::exists(dir / "a.json"));
+  }
   fs::remove_all(dir);
 }
 

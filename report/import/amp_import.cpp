@@ -173,9 +173,10 @@ CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& 
           "gpt2 only); ",
           name, a.values.size());
     for (size_t i = 0; i < a.values.size(); ++i) {
-      if (!(a.values[i] > 0))
-        throw InputError(origin, fmt::format("[{}]", i),
-                         fmt::format("expected a forward time > 0, found {}", a.values[i]));
+      if (!(a.values[i] > 0 && a.values[i] <= kMaxMeasuredSeconds))
+        throw InputError(
+            origin, fmt::format("[{}]", i),
+            fmt::format("expected a forward time > 0 s, at most a day, found {}", a.values[i]));
       LayerForwardMeasurement lf;
       lf.model = model.name;
       lf.entry = static_cast<int64_t>(i);

@@ -120,6 +120,9 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
                                   row));
       if (*tokens == 0) continue;  // Helix's "0,0" anchor row: no work, nothing measured
       if (*ms == 0) logs::fail_at(origin, line.number, fmt::format("{} tokens in 0 ms", *tokens));
+      if (*ms / 1e3 > kMaxMeasuredSeconds)
+        logs::fail_at(origin, line.number,
+                      fmt::format("{} ms for {} tokens: expected at most a day", *ms, *tokens));
       // Two times for one batch would both be kept as measurements (serve refuses such a table).
       if (auto [it, fresh] = row_of_tokens.emplace(*tokens, line.number); !fresh)
         logs::fail_at(
