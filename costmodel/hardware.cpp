@@ -166,10 +166,12 @@ void validate_cluster(const ClusterSpec& c) {
     if (g.count > kMaxClusterGpus || (gpus += g.count * g.node.gpus) > kMaxClusterGpus)
       throw InputError(
           c.origin, fmt::format("nodes[{}].count", i),
-          fmt::format("expected at most {} GPUs in the cluster; {} nodes of {} "
-                      "GPUs bring it to {}",
-                      kMaxClusterGpus, g.count, g.node.gpus,
-                      g.count > kMaxClusterGpus ? std::string("more") : std::to_string(gpus)));
+          g.count > kMaxClusterGpus
+              ? fmt::format("expected at most {} GPUs in the cluster; {} nodes alone exceed that",
+                            kMaxClusterGpus, g.count)
+              : fmt::format("expected at most {} GPUs in the cluster; {} nodes of {} GPUs bring "
+                            "it to {}",
+                            kMaxClusterGpus, g.count, g.node.gpus, gpus));
   }
   if (c.groups.empty() || c.num_gpus() <= 0)
     throw InputError(c.origin, "nodes",

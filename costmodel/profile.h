@@ -34,6 +34,9 @@ struct GpuFit {
   std::string gpu_type;
   std::string source;  // best source that contributed: measured > imported:* > datasheet > default
   std::vector<std::string> origins;  // files that contributed
+  // The profile file these coefficients were read from, and its key ("gpus.H100"); empty when
+  // they were fitted in this run. Not written: a profile names its sources in `origins`.
+  std::string read_from, read_key;
   std::map<Dtype, GemmEfficiency> gemm;
   std::map<Dtype, std::vector<GemmPoint>> gemm_points;  // measured shapes
   std::map<Dtype, FitQuality> gemm_quality;  // held-out after `hetplan fit`, else in-sample

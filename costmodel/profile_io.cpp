@@ -79,6 +79,8 @@ Json gpu_json(const GpuFit& g) {
 GpuFit gpu_from(ObjectReader r, const std::string& type) {
   GpuFit g;
   g.gpu_type = type;
+  g.read_from = r.origin();
+  g.read_key = r.path();
   g.source = r.string("source");
   if (r.has("origins")) g.origins = r.strings("origins");
   auto gemm = r.object("gemm");

@@ -208,11 +208,15 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
     // Coefficients read in range give finite times; this names the files if some did not.
     for (int p = 0; p < kNumPasses; ++p)
       if (const double t = (*costs)[i].times.pass_s[p]; !(std::isfinite(t) && t >= 0)) {
+        // A profile read from a file is named with its key; a fit made in this run, by the
+        // calibration files it was made from.
         const GpuFit& fit = cost_.fit(gpu);
+        const std::string origin = !fit.read_from.empty() ? fit.read_from
+                                   : fit.origins.empty()
+                                       ? std::string("the calibration")
+                                       : fmt::format("{}", fmt::join(fit.origins, ", "));
         throw InputError(
-            fit.origins.empty() ? std::string("the calibration")
-                                : fmt::format("{}", fmt::join(fit.origins, ", ")),
-            "",
+            origin, fit.read_from.empty() ? "" : fit.read_key,
             fmt::format("layer {} ({}) takes {} s in its {} pass on {} by these coefficients: "
                         "expected a finite time >= 0 (a coefficient out of range?)",
                         i, model_.layers[i].name, t, to_string(static_cast<Pass>(p)), gpu.name));

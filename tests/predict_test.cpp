@@ -130,6 +130,39 @@ TEST(Evaluate, MemoryRuleAndHeterogeneousPartition) {
   EXPECT_EQ(p.notes.size(), 2u);    // bf16 runs as fp16 on v100 and on t4
 }
 
+// Coefficients that give a layer a time that is not finite: the error names the profile file and
+// key they were read from, or the calibration files of a fit made in this run.
+TEST(Evaluate, ALayerTimeThatIsNotFiniteNamesWhereTheCoefficientsCameFrom) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("p4d.24xlarge:1");
+  const std::string type = cluster.groups[0].node.gpu.name;
+  GpuFit fit = Profile{}.gpu(type);
+  fit.memory_efficiency = 0;  // out of the range a profile is read in
+  fit.origins = {"a100.calib.json"};
+  const auto message = [&](const GpuFit& f) {
+    Profile p;
+    p.gpus[type] = f;
+    const CostModel cost(p, cluster);
+    try {
+      Evaluator(model, cluster, cost).predict(Strategy{});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string tail = " s in its forward pass on " + type +
+                           " by these coefficients: expected a finite time >= 0 (a coefficient "
+                           "out of range?)";
+  std::string m = message(fit);
+  EXPECT_EQ(m.rfind("a100.calib.json: layer 0 (", 0), 0u) << m;
+  EXPECT_NE(m.find(tail), std::string::npos) << m;
+  fit.read_from = "a100.profile.json";
+  fit.read_key = "gpus." + type;
+  m = message(fit);
+  EXPECT_EQ(m.rfind("a100.profile.json: gpus." + type + ": layer 0 (", 0), 0u) << m;
+  EXPECT_NE(m.find(tail), std::string::npos) << m;
+}
+
 // Data-parallel replicas of one pipeline rank on two GPU kinds (AMP's heterogeneous cluster in
 // cluster order: pp 2 puts devices 8-15, four V100s and four T4s, on rank 1): each layer takes the
 // slower kind's time per pass, and the rank names both kinds.
