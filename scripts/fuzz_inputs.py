@@ -28,6 +28,7 @@ docs/benchmarks.md ("Input fuzzing").
 import argparse
 import copy
 import json
+import lzma
 import random
 import re
 import shutil
@@ -72,7 +73,7 @@ class Target:
         self.as_name = as_name
         self.beside = [ROOT / b for b in beside]
         self.kind = ("yaml" if self.seed.suffix in (".yaml", ".yml") else
-                     "json" if self.seed.suffix == ".json" else "text")  # .ini, .log: bytes
+                     "json" if self.seed.suffix == ".json" else "text")  # .ini, .log, .npy: bytes
 
 
 STRATEGY = "examples/strategies/gpt2-medium-g4dn.json"
@@ -125,6 +126,15 @@ TARGETS = [
     Target("calibration-measured", "calibration_data/measured/h100-sxm/"
            "attention-torch-sdpa-2026-11-22.json",
            ["fit", "{input}", "--out", "{tmp}/profile-out.json"]),
+    # The shipped H100 sources, kept xz-compressed: decompressed by prepare().
+    Target("collectives", "{tmp}/collectives.json",
+           ["fit-collectives", "{input}", "--out", "{tmp}/coll-out.json"]),
+    Target("calibration-kernels", "{tmp}/kernels.json",
+           ["fit", "{input}", "--out", "{tmp}/profile-out.json"]),
+    # AMP's per-layer costs: a numpy array whose name says the model, the GPU and the tp width.
+    Target("amp-npy", "examples/external/amp/known_cost/gpt2_G4_2.npy",
+           ["import", "--format", "amp", "{input}", "--out", "{tmp}/c.json"],
+           as_name="gpt2_G4_2.npy"),
     Target("megatron-log", "tests/data/megatron/gpt2-medium_tp2_pp2_dp2.log",
            ["import", "--format", "megatron", "{input}", "--out", "{tmp}/m.json", "--model",
             "gpt2-medium", "--cluster", "p4d.24xlarge:1"]),
@@ -275,6 +285,10 @@ def prepare(tmp, hetplan):
     shutil.copy(tmp / "search.json", tmp / "predictions.json")
     run(["fit", str(ROOT / "tests/data/calibration/a100-sample.json"), "--out",
          str(tmp / "profile.json")])
+    for name in ("collectives-single-gpu-2026-11-22", "kernels-2026-11-22"):
+        text = lzma.decompress((ROOT / "calibration_data/sources/h100-sxm" /
+                                f"{name}.json.xz").read_bytes())
+        (tmp / (name.split("-")[0] + ".json")).write_bytes(text)
     # Helix's topologies read the machine types beside them.
     shutil.copy(ROOT / "examples/external/helix/clusters/machine_profiles.ini", tmp)
 
