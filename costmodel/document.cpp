@@ -238,6 +238,10 @@ const Json* ObjectReader::find(std::string_view key) {
 
 const Json& ObjectReader::require(std::string_view key, const char* what) {
   const Json* v = find(key);
+  // null reads as absent (an optional key may be written so), but a required key's null is a
+  // value to name, not a key missing whose near-spelt neighbour would be guessed at.
+  if (!v && object_.contains(std::string(key)))
+    fail(key, fmt::format("expected {}, found null", what));
   if (!v) fail(key, fmt::format("missing: expected {}{}", what, misspelling_hint(key)));
   return *v;
 }

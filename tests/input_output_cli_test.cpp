@@ -287,6 +287,9 @@ TEST(BadInput, StrategyDocumentsNameTheFileKeyAndExpectation) {
       {"typo.json", R"({"tp": 2, "micro_batch_sise": 2, )" + fields + "}",
        "typo.json: micro_batch: missing: expected a whole number (the file has "
        "\"micro_batch_sise\": a misspelling of micro_batch?)"},
+      // A required key's null read as missing, and the neighbour guessed at as its misspelling.
+      {"null.json", R"({"tp": 2, "micro_batch": null, "micro_batches": 4, )" + fields + "}",
+       "null.json: micro_batch: expected a whole number, found null"},
   };
   for (const auto& c : cases) {
     write_text(dir / c.name, c.text);
