@@ -118,8 +118,7 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
     for (auto& p : d.objects_or_empty("measured")) {
       // A GEMM of a day would be a unit slip (1e308 made the correction's ratios NaN).
       GemmPoint pt{gemm_shape_from_json(p), p.positive("time_s")};
-      if (pt.time_s > kMaxMeasuredSeconds)
-        p.fail("time_s", fmt::format("expected seconds, at most a day, found {}", pt.time_s));
+      check_measured_seconds(p, "time_s", pt.time_s);
       p.finish();
       g.gemm_points[dtype].push_back(pt);
     }

@@ -92,6 +92,11 @@ Json to_json(const Distribution& d, const char* unit_suffix) {
   return j;
 }
 
+void check_measured_seconds(const ObjectReader& reader, std::string_view key, double seconds) {
+  if (seconds > kMaxMeasuredSeconds)
+    reader.fail(key, fmt::format("expected seconds, at most a day, found {}", seconds));
+}
+
 Distribution distribution_from_json(ObjectReader r, const char* unit_suffix) {
   auto key = [&](const char* name) { return fmt::format("{}_{}", name, unit_suffix); };
   Distribution d;
@@ -107,10 +112,10 @@ Distribution distribution_from_json(ObjectReader r, const char* unit_suffix) {
     r.fail(key("median"), fmt::format("expected a time > 0, found {}", d.median));
   if (d.min > d.median || d.median > d.max) r.fail(key("median"), "expected min <= median <= max");
   if (d.min < 0) r.fail(key("min"), fmt::format("expected a value >= 0, found {}", d.min));
-  if (std::string_view(unit_suffix) == "s" && d.max > kMaxMeasuredSeconds)
-    r.fail(key(d.median > kMaxMeasuredSeconds ? "median" : "max"),
-           fmt::format("expected seconds, at most a day, found {}",
-                       d.median > kMaxMeasuredSeconds ? d.median : d.max));
+  if (std::string_view(unit_suffix) == "s") {
+    check_measured_seconds(r, key("median"), d.median);
+    check_measured_seconds(r, key("max"), d.max);
+  }
   // The quantiles and the mean lie between the extremes, in order (a relative 1e-9 of slack for
   // the rounding of interpolated quantiles and of a sum).
   const auto between = [&](const char* name, double x, double lo, double hi, const char* lo_name,

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -62,6 +63,9 @@ LineFit fit_line(const std::vector<std::pair<double, double>>& points,
 // imports (a kernel, a layer, a training step) is far shorter; a longer one is a unit slip or a
 // corrupt file, and would make the fits' ratios and the predictions absurd.
 inline constexpr double kMaxMeasuredSeconds = 86400;
+// Fails `reader` at `key` ("expected seconds, at most a day, found ...") when `seconds` is over
+// kMaxMeasuredSeconds: one check and one message for every reader of measured times.
+void check_measured_seconds(const ObjectReader& reader, std::string_view key, double seconds);
 
 // JSON form with a unit suffix on every field: {"count", "median_s", "min_s", ...} for unit "s".
 Json to_json(const Distribution& d, const char* unit_suffix = "s");

@@ -128,6 +128,16 @@ TEST(ImportCli, KernelBenchJsonBecomesAMeasuredCalibration) {
                           "time_max_s, found 4.7944e-05 <= 4.8468e-08 <= 4.896e-05"),
             std::string::npos)
       << r.output;
+  bench["results"][0]["time_s"] = 4.85e-05;
+  bench["results"][0]["time_max_s"] = 1e6;  // a unit slip
+  std::ofstream(dir / "slow.json") << bench.dump();
+  r = run_hetplan("import --format kernel-bench " + (dir / "slow.json").string() + " --out " +
+                  (dir / "x.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("slow.json: results[0].time_max_s: expected seconds, at most a day, "
+                          "found 1000000"),
+            std::string::npos)
+      << r.output;
   r = run_hetplan("import --format kernel-bench " + kData + "/kernel_bench/h100_subset.json" +
                   " --gpu-type a100-40gb --out " + (dir / "x.json").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -313,6 +323,16 @@ TEST(ImportCli, TorchSdpaClocksAreKeptAloneAndAfterGemms) {
   r = run_hetplan("import --format torch-sdpa " + in.string() + " --out " + sdpa);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("clocks.json: rows[0].torch[1].clocks_fwd_s_after_gemm.sm_mhz_median"),
+            std::string::npos)
+      << r.output;
+  // So is a time over a day (a unit slip).
+  flash["clocks_fwd_s_after_gemm"] = clock(1755, 10);
+  flash["fwd_bwd_s_after_gemm"] = 1e6;
+  std::ofstream(in) << bench.dump(1);
+  r = run_hetplan("import --format torch-sdpa " + in.string() + " --out " + sdpa);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("clocks.json: rows[0].torch[1].fwd_bwd_s_after_gemm: expected seconds, "
+                          "at most a day, found 1000000"),
             std::string::npos)
       << r.output;
   std::filesystem::remove_all(dir);
