@@ -7,9 +7,11 @@
 #include "cli/common.h"
 #include "cli/validators.h"
 #include "costmodel/errors.h"
+#include "costmodel/journal.h"
 #include "profiler/common/dtypes.h"
 #include "profiler/common/gpu_module.h"
 #include "profiler/common/options.h"
+#include "profiler/common/records.h"
 
 namespace hetplan::cli {
 namespace {
@@ -42,11 +44,33 @@ int run(const profiler::CalibrateOptions& o) {
 #endif
 }
 
+// --from-journal: the file of what FILE.journal holds, on any machine, measuring nothing.
+int write_from_journal(const profiler::CalibrateOptions& o) {
+  const auto path = o.journal_path();
+  if (!std::filesystem::is_regular_file(path))
+    throw InputError(fmt::format(
+        "--from-journal: {} does not exist (a calibration with --out {} journals to it)",
+        path.string(), o.out.string()));
+  const auto journal = Journal::read_only(path);
+  if (journal->dropped_lines() > 0)
+    fmt::print(stderr, "calibrate: {} torn or malformed journal line(s) ignored\n",
+               journal->dropped_lines());
+  const profiler::Assembly a = profiler::assemble_from_journal(*journal, o.command_line);
+  save_calibration(a.file, o.out);
+  fmt::print("wrote {}\n", profiler::file_summary(a.file, o.out));
+  fmt::print("{} measurements from the journal{}\n", a.measurements,
+             a.unreadable
+                 ? fmt::format(", {} unreadable record(s) (listed in failures)", a.unreadable)
+                 : "");
+  return 0;
+}
+
 }  // namespace
 
 CommandRunner declare_calibrate(CLI::App& app) {
   auto o = std::make_shared<profiler::CalibrateOptions>();
   auto dtypes = std::make_shared<std::string>();
+  auto from_journal = std::make_shared<bool>(false);
   app.add_option("--out", o->out, "Calibration file to write (its journal is FILE.journal)")
       ->required();
   app.add_flag("--quick", o->quick, "Coarse sweeps: under 2 minutes on an H100");
@@ -81,13 +105,22 @@ CommandRunner declare_calibrate(CLI::App& app) {
   app.add_option("--stop-after", o->stop_after,
                  "Stop after N new measurements as if interrupted (for testing --resume)")
       ->check(kPositive);
+  auto* from_journal_flag =
+      app.add_flag("--from-journal", *from_journal,
+                   "Write FILE from FILE.journal alone, measuring nothing and needing no GPU "
+                   "(a run killed before it wrote FILE, or whose machine is gone)");
+  for (const char* measuring :
+       {"--quick", "--resume", "--retry-failed", "--gemm", "--kernels", "--layers", "--collectives",
+        "--device", "--dtypes", "--micro-batches", "--tp", "--seq-len", "--no-cupti", "--no-clocks",
+        "--stop-after"})
+    from_journal_flag->excludes(app.get_option(measuring));
   app.footer("With no section flag, every section runs (--layers with gpt2-medium and llama2-7b).");
-  return [o, dtypes] {
+  return [o, dtypes, from_journal] {
     // Before minutes of measuring: the file and its journal need a writable folder.
     check_outputs({}, {{"--out", o->out.string()}});
     if (!dtypes->empty()) o->dtypes = profiler::parse_dtype_list(*dtypes);
     o->command_line = own_command_line();
-    return run(*o);
+    return *from_journal ? write_from_journal(*o) : run(*o);
   };
 }
 

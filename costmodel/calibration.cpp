@@ -37,6 +37,15 @@ void read_optional(ObjectReader& r, std::string_view key, Json& out) {
 
 }  // namespace
 
+int64_t global_rank(ObjectReader& r, std::string_view key) {
+  const int64_t rank = r.integer(key);
+  if (rank < 0 || rank >= kMaxClusterGpus)
+    r.fail(key, fmt::format("expected a global rank in [0, {}), found {}", kMaxClusterGpus, rank));
+  return rank;
+}
+
+double message_bytes(ObjectReader& r) { return static_cast<double>(r.positive_integer("bytes")); }
+
 bool GemmShape::operator<(const GemmShape& o) const {
   return std::tie(m, n, k, batch, trans_a, trans_b) <
          std::tie(o.m, o.n, o.k, o.batch, o.trans_a, o.trans_b);
@@ -313,7 +322,7 @@ CollectiveMeasurement collective_from_json(ObjectReader r) {
                              "broadcast or send_recv; found \"{}\"",
                              op));
   m.dtype = read_dtype(r, "dtype");
-  m.bytes = r.positive("bytes");
+  m.bytes = message_bytes(r);
   m.group_size = r.positive_integer("group_size");
   m.nodes = r.positive_integer_or("nodes", 1);
   m.gpus_per_node = r.positive_integer_or("gpus_per_node", m.group_size / m.nodes);
@@ -346,9 +355,9 @@ Json to_json(const P2pMeasurement& m) {
 
 P2pMeasurement p2p_from_json(ObjectReader r) {
   P2pMeasurement m;
-  m.src = r.integer("src");
-  m.dst = r.integer("dst");
-  m.bytes = r.positive("bytes");
+  m.src = global_rank(r, "src");
+  m.dst = global_rank(r, "dst");
+  m.bytes = message_bytes(r);
   m.time_s = distribution_from_json(r.object("time"));
   m.GBps = m.bytes / m.time_s.median / 1e9;
   r.optional_number("GBps");
@@ -372,7 +381,7 @@ HostDeviceMeasurement host_device_from_json(ObjectReader r) {
   HostDeviceMeasurement m;
   m.direction = r.choice("direction", {"h2d", "d2h"});
   m.pinned = r.boolean_or("pinned", true);
-  m.bytes = r.positive("bytes");
+  m.bytes = message_bytes(r);
   m.time_s = distribution_from_json(r.object("time"));
   m.GBps = m.bytes / m.time_s.median / 1e9;
   r.optional_number("GBps");

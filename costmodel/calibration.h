@@ -212,6 +212,10 @@ Json to_json(const Provenance& p);
 // m, n, k, batch, trans_a, trans_b: the keys every file with a GEMM shape uses.
 Json to_json(const GemmShape& s);
 GemmShape gemm_shape_from_json(ObjectReader& r);
+// A p2p record's `key` ("src" or "dst"): a GPU's global rank, in [0, kMaxClusterGpus).
+int64_t global_rank(ObjectReader& r, std::string_view key);
+// A collective, p2p or host-device record's "bytes": the message size, a whole number > 0.
+double message_bytes(ObjectReader& r);
 Json to_json(const GemmMeasurement& m);
 Json to_json(const KernelMeasurement& m);
 Json to_json(const LayerMeasurement& m);

@@ -413,8 +413,8 @@ Json to_json(const P2pFit& f) {
 
 P2pFit p2p_fit_from_json(ObjectReader r) {
   P2pFit f;
-  f.src = r.integer("src");
-  f.dst = r.integer("dst");
+  f.src = global_rank(r, "src");
+  f.dst = global_rank(r, "dst");
   f.link = r.string_or("link", "");
   f.gpus = gpus_or_empty(r);
   read_curve(r, f);

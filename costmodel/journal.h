@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,6 +19,10 @@ class Journal {
  public:
   // Opens `path`. With `resume`, existing entries are loaded; without, the file is started afresh.
   Journal(std::filesystem::path path, bool resume);
+  // Loads the entries of an existing journal to read them alone (`calibrate --from-journal`):
+  // nothing is appended, and the file is not opened for writing. Throws InputError if it does
+  // not exist, RuntimeFailure if it cannot be read.
+  static std::unique_ptr<Journal> read_only(const std::filesystem::path& path);
   ~Journal();
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
@@ -25,7 +30,8 @@ class Journal {
   bool contains(const std::string& key) const { return index_.count(key) != 0; }
   // The record stored under `key`, or nullptr.
   const Json* find(const std::string& key) const;
-  // Appends one record and flushes it to disk (fsync) before returning.
+  // Appends one record and flushes it to disk (fsync) before returning (RuntimeFailure on a
+  // journal opened read_only).
   void append(const std::string& key, const Json& record);
   // Records in the order they were written (a key written twice keeps its last record).
   std::vector<std::pair<std::string, Json>> entries() const;
@@ -35,6 +41,9 @@ class Journal {
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  Journal() = default;
+  void load();
+
   std::filesystem::path path_;
   std::FILE* file_ = nullptr;
   std::vector<std::pair<std::string, Json>> records_;

@@ -96,14 +96,6 @@ std::vector<SectionPlan> plan_sections(std::vector<std::unique_ptr<Section>>& se
   return out;
 }
 
-std::string file_summary(const CalibrationFile& f, const std::filesystem::path& path) {
-  return fmt::format(
-      "{}: {} GEMMs, {} kernel measurements, {} layers, {} collectives, {} p2p, "
-      "{} host-device, {} failures",
-      path.string(), f.gemm.size(), f.kernels.size(), f.layers.size(), f.collectives.size(),
-      f.p2p.size(), f.host_device.size(), f.failures.size());
-}
-
 // One run's shared state, for the section loops below.
 struct RunState {
   const CalibrateOptions& o;

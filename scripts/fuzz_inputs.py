@@ -73,7 +73,9 @@ class Target:
         self.as_name = as_name
         self.beside = [ROOT / b for b in beside]
         self.kind = ("yaml" if self.seed.suffix in (".yaml", ".yml") else
-                     "json" if self.seed.suffix == ".json" else "text")  # .ini, .log, .npy: bytes
+                     "json" if self.seed.suffix == ".json" else
+                     "jsonl" if self.seed.suffix == ".journal" else
+                     "text")  # .ini, .log, .npy: bytes
 
 
 STRATEGY = "examples/strategies/gpt2-medium-g4dn.json"
@@ -135,6 +137,10 @@ TARGETS = [
     Target("amp-npy", "examples/external/amp/known_cost/gpt2_G4_2.npy",
            ["import", "--format", "amp", "{input}", "--out", "{tmp}/c.json"],
            as_name="gpt2_G4_2.npy"),
+    # A calibration's journal (JSON lines), as `calibrate --from-journal` reads it without a GPU;
+    # written by prepare() from the shipped H100 kernels and the A100 sample's GEMMs and collectives.
+    Target("journal", "{tmp}/run.journal",
+           ["calibrate", "--out", "{dir}/c.json", "--from-journal"], as_name="c.json.journal"),
     Target("megatron-log", "tests/data/megatron/gpt2-medium_tp2_pp2_dp2.log",
            ["import", "--format", "megatron", "{input}", "--out", "{tmp}/m.json", "--model",
             "gpt2-medium", "--cluster", "p4d.24xlarge:1"]),
@@ -248,6 +254,17 @@ def mutate_text(rng, text):
     return "", "empty file"
 
 
+def mutate_line(rng, text):
+    """One change to one record of a JSON-lines file (mutate_doc on that line alone)."""
+    lines = text.splitlines(keepends=True)
+    i = rng.randrange(len(lines))
+    doc, what = mutate_doc(rng, json.loads(lines[i]))
+    if doc is None:
+        return text, what
+    lines[i] = json.dumps(doc, allow_nan=True) + "\n"
+    return "".join(lines), f"line {i + 1}: {what}"
+
+
 def dump(doc, kind):
     if kind == "yaml":
         return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
@@ -291,6 +308,15 @@ def prepare(tmp, hetplan):
         (tmp / (name.split("-")[0] + ".json")).write_bytes(text)
     # Helix's topologies read the machine types beside them.
     shutil.copy(ROOT / "examples/external/helix/clusters/machine_profiles.ini", tmp)
+    kernels = json.loads((tmp / "kernels.json").read_text())
+    sample = json.loads((ROOT / "tests/data/calibration/a100-sample.json").read_text())
+    lines = [("context/" + kernels["context"].get("date", "?") + "/1", kernels["context"])]
+    lines += [(f"kernel/{k['kernel']}/{i}", k) for i, k in enumerate(kernels["kernels"][:4])]
+    lines += [(f"gemm/{i}", g) for i, g in enumerate(sample["gemm"][:4])]
+    lines += [(f"collective/{i}", c) for i, c in enumerate(sample["collectives"][:3])]
+    lines.append(("gemm/fp8/1", {"failed": {"what": "fp8 1x1x1", "error": "not supported"}}))
+    (tmp / "run.journal").write_text(
+        "".join(json.dumps({"key": k, "record": r}) + "\n" for k, r in lines))
 
 
 def fuzz(hetplan, runs, seed, targets=None, timeout=20.0, keep=None, show_accepted=False):
@@ -307,7 +333,9 @@ def fuzz(hetplan, runs, seed, targets=None, timeout=20.0, keep=None, show_accept
             t = chosen[i % len(chosen)]
             source = Path(str(t.seed).replace(str(ROOT / "{tmp}"), str(tmp)))
             text = source.read_text(errors="surrogateescape")
-            if t.kind != "text" and rng.random() < 0.85:
+            if t.kind == "jsonl" and rng.random() < 0.85:
+                body, what = mutate_line(rng, text)
+            elif t.kind not in ("text", "jsonl") and rng.random() < 0.85:
                 doc = yaml.safe_load(text) if t.kind == "yaml" else json.loads(text)
                 doc, what = mutate_doc(rng, doc)
                 if doc is None:

@@ -164,6 +164,46 @@ TEST(CalibrationFile, RejectsWrongVersionAndBadSource) {
   }
 }
 
+// A message size is a whole number of bytes and a p2p end a global rank: the fuzzer had
+// 131072.5 bytes and a src of 2^31 accepted (records the fits read, then ignored the field of).
+TEST(CalibrationFile, MessageBytesAreWholeAndP2pEndsAreRanks) {
+  CalibrationFile f = sample_file();
+  P2pMeasurement p;
+  p.src = 0;
+  p.dst = 7;
+  p.bytes = 1 << 20;
+  p.time_s = summarize({2e-5});
+  f.p2p.push_back(p);
+  const Json good = to_json(f);
+  ASSERT_EQ(calibration_from_document({"x.json", good}).p2p.at(0).dst, 7);
+
+  const auto message = [](const Json& j) {
+    try {
+      calibration_from_document({"x.json", j});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  Json j = good;
+  j["collectives"][0]["bytes"] = 131072.5;
+  EXPECT_EQ(message(j), "x.json: collectives[0].bytes: expected a whole number, found 131072.5");
+  j = good;
+  j["p2p"][0]["bytes"] = 0;
+  EXPECT_EQ(message(j), "x.json: p2p[0].bytes: expected a whole number > 0, found 0");
+  j = good;
+  j["p2p"][0]["src"] = int64_t{1} << 31;
+  EXPECT_EQ(message(j),
+            "x.json: p2p[0].src: expected a global rank in [0, 1048576), found 2147483648");
+  j = good;
+  j["p2p"][0]["dst"] = -1;
+  EXPECT_EQ(message(j), "x.json: p2p[0].dst: expected a global rank in [0, 1048576), found -1");
+  // Whole sizes written as floats (1e6) still read, as every whole number does.
+  j = good;
+  j["collectives"][0]["bytes"] = 1e6;
+  EXPECT_DOUBLE_EQ(calibration_from_document({"x.json", j}).collectives.at(0).bytes, 1e6);
+}
+
 TEST(Journal, ResumeSkipsFinishedAndDropsTornLine) {
   const auto path = temp_path("journal.jsonl");
   {

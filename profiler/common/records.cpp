@@ -1,5 +1,7 @@
 #include "profiler/common/records.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 #include "costmodel/document.h"
@@ -101,6 +103,62 @@ Assembly assemble(const Journal& journal, Provenance context, int64_t run) {
   }
   a.file.context = std::move(context);
   return a;
+}
+
+Assembly assemble_from_journal(const Journal& journal, const std::string& command_line) {
+  const std::string path = journal.path().string();
+  const std::string* last_key = nullptr;
+  const Json* last_record = nullptr;
+  std::string first_gpu, first_date;
+  int runs = 0;
+  const auto entries = journal.entries();  // a copy: the pointers below point into it
+  for (const auto& [key, record] : entries) {
+    if (prefix_of(key) != "context") continue;
+    ++runs;
+    const std::string gpu = string_or(record, "gpu_name", "");
+    const std::string date = string_or(record, "date", "?");
+    if (first_gpu.empty()) {
+      first_gpu = gpu;
+      first_date = date;
+    } else if (!gpu.empty() && gpu != first_gpu) {
+      throw InputError(fmt::format(
+          "{}: its runs measured different GPUs ({} on {}, {} on {}); a calibration file is of "
+          "one GPU",
+          path, first_gpu, first_date, gpu, date));
+    }
+    last_key = &key;
+    last_record = &record;
+  }
+  if (!last_key)
+    throw InputError(fmt::format(
+        "{}: no run's provenance (a context/... record) in it: not a calibration journal, or cut "
+        "before its first measurement",
+        path));
+
+  Provenance context =
+      provenance_from_json(ObjectReader(*last_record, fmt::format("{} (key {})", path, *last_key)));
+  // context/<date>/<run>: the run's process id, so that assemble() tells it from earlier runs.
+  int64_t run = -1;
+  const std::string_view run_text = std::string_view(*last_key).substr(last_key->rfind('/') + 1);
+  std::from_chars(run_text.data(), run_text.data() + run_text.size(), run);
+  context.notes += fmt::format(
+      "{}assembled from the journal {} alone, without measuring (`{}`); the run may not have "
+      "finished",
+      context.notes.empty() ? "" : "; ", path, command_line);
+
+  Assembly a = assemble(journal, std::move(context), run);
+  if (a.measurements == 0 && a.file.failures.empty())
+    throw InputError(
+        fmt::format("{}: no measurement in it, only the provenance of {} run(s)", path, runs));
+  return a;
+}
+
+std::string file_summary(const CalibrationFile& f, const std::filesystem::path& path) {
+  return fmt::format(
+      "{}: {} GEMMs, {} kernel measurements, {} layers, {} collectives, {} p2p, "
+      "{} host-device, {} failures",
+      path.string(), f.gemm.size(), f.kernels.size(), f.layers.size(), f.collectives.size(),
+      f.p2p.size(), f.host_device.size(), f.failures.size());
 }
 
 }  // namespace hetplan::profiler

@@ -10,6 +10,7 @@
 // A measurement that failed is journalled under its own key as {"failed": {"what", "error"}}.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -45,5 +46,16 @@ struct Assembly {
 // runs' provenance records (every context key but this run's, context_key(context, run)) are
 // summarised in context.notes.
 Assembly assemble(const Journal& journal, Provenance context, int64_t run);
+
+// The calibration file of a journal alone, on any machine (`calibrate --from-journal`: the run was
+// killed before it wrote its file, or the GPU machine is gone). Its provenance is the journal's
+// last run's, with a note that says so and that the run may not have finished; `command_line`
+// (the --from-journal command) goes in that note. Throws InputError naming the journal when it
+// holds no run's provenance, when its runs measured different GPUs, when the last provenance does
+// not read, or when it holds neither a measurement nor a failure.
+Assembly assemble_from_journal(const Journal& journal, const std::string& command_line);
+
+// One line: what the calibration file `f`, written to `path`, holds.
+std::string file_summary(const CalibrationFile& f, const std::filesystem::path& path);
 
 }  // namespace hetplan::profiler

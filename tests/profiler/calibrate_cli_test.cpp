@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
+
+#include "costmodel/calibration.h"
 
 namespace hetplan {
 namespace {
@@ -47,6 +51,49 @@ TEST(CalibrateCli, BadOptionsAreInputErrors) {
   EXPECT_NE(r.output.find("no-such-model"), std::string::npos) << r.output;
   EXPECT_EQ(run("--out /no/such/folder/x.json").status, 2);
 #endif
+}
+
+// --from-journal writes the file of a journal alone, with no GPU (CUDA_VISIBLE_DEVICES is empty):
+// the run was killed before it wrote its file, or its machine is gone.
+TEST(CalibrateCli, AJournalAloneBecomesTheFileWithoutAGpu) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("hetplan_from_journal_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / "h100.json").string();
+  {
+    std::ofstream j(out + ".journal");
+    j << R"({"key":"context/2026-11-24T10:00:00Z/77","record":{"source":"measured",)"
+         R"("gpu_name":"NVIDIA H100 80GB HBM3","gpu_type":"h100-sxm","host":"gpu1",)"
+         R"("date":"2026-11-24T10:00:00Z"}})"
+      << "\n"
+      << R"({"key":"kernel/d2d_copy/1000000000","record":{"kernel":"d2d_copy","dtype":"fp32",)"
+         R"("bytes":2000000000,"time":{"count":1,"median_s":0.001,"p10_s":0.001,"p90_s":0.001,)"
+         R"("min_s":0.001,"max_s":0.001,"mean_s":0.001,"stddev_s":0}}})"
+      << "\n"
+      << R"({"key":"gemm/bf16/1x2x3)";  // torn: the run was killed mid-write
+  }
+  CliRun r = run("--out " + out + " --from-journal");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("1 torn or malformed journal line(s) ignored"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("1 measurements from the journal"), std::string::npos) << r.output;
+  const CalibrationFile f = load_calibration(out);
+  ASSERT_EQ(f.kernels.size(), 1u);
+  EXPECT_DOUBLE_EQ(f.kernels[0].time_s.median, 1e-3);
+  EXPECT_EQ(f.context.gpu_type, "h100-sxm");
+  EXPECT_NE(f.context.notes.find("assembled from the journal"), std::string::npos)
+      << f.context.notes;
+
+  // Measuring options make no sense without measuring; a missing journal is named.
+  r = run("--out " + out + " --from-journal --gemm");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--from-journal excludes --gemm"), std::string::npos) << r.output;
+  const std::string none = (dir / "none.json").string();
+  r = run("--out " + none + " --from-journal");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--from-journal: " + none + ".journal does not exist"), std::string::npos)
+      << r.output;
+  std::filesystem::remove_all(dir);
 }
 
 #ifdef HETPLAN_HAVE_CUDA

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "costmodel/errors.h"
 #include "costmodel/journal.h"
 #include "profiler/common/gemm_plan.h"
 #include "profiler/common/plan.h"
@@ -113,6 +114,73 @@ TEST(Records, AssembleBuildsTheFileFromEveryRecord) {
   EXPECT_EQ(back.context.gpu_type, "h100-sxm");
   std::filesystem::remove(out);
   std::filesystem::remove(path);
+}
+
+// `calibrate --from-journal`: the journal alone, under its last run's provenance.
+TEST(Records, AJournalAloneIsAssembledUnderItsLastRun) {
+  const auto path = temp_path("alone.journal");
+  {
+    Journal j(path, false);
+    j.append(context_key(context_of("2026-11-20T10:00:00Z"), 7),
+             to_json(context_of("2026-11-20T10:00:00Z")));
+    j.append("gemm/bf16/128x64x64x1/TN", to_json(sample_gemm(128)));
+    j.append(context_key(context_of("2026-11-21T09:00:00Z"), 42),
+             to_json(context_of("2026-11-21T09:00:00Z")));
+    j.append("gemm/bf16/256x64x64x1/TN", to_json(sample_gemm(256)));
+  }
+  const auto journal = Journal::read_only(path);
+  const Assembly a = assemble_from_journal(*journal, "hetplan calibrate --from-journal");
+  EXPECT_EQ(a.measurements, 2);
+  EXPECT_EQ(a.file.gemm.size(), 2u);
+  EXPECT_EQ(a.file.context.date, "2026-11-21T09:00:00Z");
+  const std::string& notes = a.file.context.notes;
+  EXPECT_NE(notes.find("1 earlier run(s): 2026-11-20T10:00:00Z on gpu1"), std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("assembled from the journal " + path.string() +
+                       " alone, without measuring (`hetplan calibrate --from-journal`)"),
+            std::string::npos)
+      << notes;
+  // Read only: nothing can be appended.
+  EXPECT_THROW(journal->append("gemm/x", Json::object()), RuntimeFailure);
+  std::filesystem::remove(path);
+}
+
+TEST(Records, AJournalAloneThatCannotMakeAFileIsNamed) {
+  const auto path = temp_path("bad.journal");
+  const auto message = [&](const std::vector<std::pair<std::string, Json>>& records) {
+    {
+      Journal j(path, false);
+      for (const auto& [key, record] : records) j.append(key, record);
+    }
+    try {
+      assemble_from_journal(*Journal::read_only(path), "cmd");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string p = path.string();
+  EXPECT_EQ(message({{"gemm/bf16/128x64x64x1/TN", to_json(sample_gemm(128))}}),
+            p + ": no run's provenance (a context/... record) in it: not a calibration journal, "
+                "or cut before its first measurement");
+  Provenance a100 = context_of("2026-11-22T08:00:00Z");
+  a100.gpu_name = "NVIDIA A100-SXM4-80GB";
+  EXPECT_EQ(
+      message({{"context/2026-11-21T09:00:00Z/1", to_json(context_of("2026-11-21T09:00:00Z"))},
+               {"context/2026-11-22T08:00:00Z/2", to_json(a100)}}),
+      p + ": its runs measured different GPUs (NVIDIA H100 80GB HBM3 on "
+          "2026-11-21T09:00:00Z, NVIDIA A100-SXM4-80GB on 2026-11-22T08:00:00Z); a "
+          "calibration file is of one GPU");
+  EXPECT_EQ(
+      message({{"context/2026-11-21T09:00:00Z/1", to_json(context_of("2026-11-21T09:00:00Z"))}}),
+      p + ": no measurement in it, only the provenance of 1 run(s)");
+  Json guessed = to_json(context_of("2026-11-21T09:00:00Z"));
+  guessed["source"] = "guessed";
+  EXPECT_EQ(message({{"context/2026-11-21T09:00:00Z/1", guessed}}),
+            p + " (key context/2026-11-21T09:00:00Z/1): source: expected \"measured\", "
+                "\"datasheet\" or \"imported:<tool>\", found \"guessed\"");
+  std::filesystem::remove(path);
+  EXPECT_THROW(Journal::read_only(path), InputError);
 }
 
 // An interrupted run resumed within the same second (the GPU test does this) has the same date:
