@@ -187,7 +187,8 @@ TEST(CalibrationFile, MessageBytesAreWholeAndP2pEndsAreRanks) {
   };
   Json j = good;
   j["collectives"][0]["bytes"] = 131072.5;
-  EXPECT_EQ(message(j), "x.json: collectives[0].bytes: expected a whole number, found 131072.5");
+  EXPECT_EQ(message(j),
+            "x.json: collectives[0].bytes: expected a whole number, found the number 131072.5");
   j = good;
   j["p2p"][0]["bytes"] = 0;
   EXPECT_EQ(message(j), "x.json: p2p[0].bytes: expected a whole number > 0, found 0");
