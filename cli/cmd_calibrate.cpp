@@ -1,5 +1,6 @@
 // hetplan calibrate: measures the GPU it runs on into a calibration file (see docs/calibrate.md).
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -105,17 +106,22 @@ CommandRunner declare_calibrate(CLI::App& app) {
   app.add_option("--stop-after", o->stop_after,
                  "Stop after N new measurements as if interrupted (for testing --resume)")
       ->check(kPositive);
-  auto* from_journal_flag =
-      app.add_flag("--from-journal", *from_journal,
-                   "Write FILE from FILE.journal alone, measuring nothing and needing no GPU "
-                   "(a run killed before it wrote FILE, or whose machine is gone)");
-  for (const char* measuring :
-       {"--quick", "--resume", "--retry-failed", "--gemm", "--kernels", "--layers", "--collectives",
-        "--device", "--dtypes", "--micro-batches", "--tp", "--seq-len", "--no-cupti", "--no-clocks",
-        "--stop-after"})
-    from_journal_flag->excludes(app.get_option(measuring));
+  app.add_flag("--from-journal", *from_journal,
+               "Write FILE from FILE.journal alone, measuring nothing and needing no GPU (a run "
+               "killed before it wrote FILE, or whose machine is gone)");
+  std::vector<const CLI::Option*> measuring;
+  for (const char* name : {"--quick", "--resume", "--retry-failed", "--gemm", "--kernels",
+                           "--layers", "--collectives", "--device", "--dtypes", "--micro-batches",
+                           "--tp", "--seq-len", "--no-cupti", "--no-clocks", "--stop-after"})
+    measuring.push_back(app.get_option(name));
   app.footer("With no section flag, every section runs (--layers with gpt2-medium and llama2-7b).");
-  return [o, dtypes, from_journal] {
+  return [o, dtypes, from_journal, measuring] {
+    if (*from_journal)
+      for (const CLI::Option* option : measuring)
+        if (option->count() > 0)
+          throw InputError(fmt::format(
+              "--from-journal writes the file from its journal alone; {} is for measuring",
+              option->get_name()));
     // Before minutes of measuring: the file and its journal need a writable folder.
     check_outputs({}, {{"--out", o->out.string()}});
     if (!dtypes->empty()) o->dtypes = profiler::parse_dtype_list(*dtypes);

@@ -62,9 +62,13 @@ class ContractTest(unittest.TestCase):
         shown = "\n".join(f"[{v}] {t}: {what} (exit {code})\n  {err}"
                           for t, v, what, code, err, _ in findings)
         self.assertEqual(findings, [], shown)
-        # Each target's mutations reached its reader's errors, not only harmless changes.
+        # Each target's mutations reached its reader's errors, not only harmless changes (a
+        # lenient reader keeps what it can, so its few refusals may not come up in 12 runs).
         for t in fuzz_inputs.TARGETS:
-            self.assertGreater(counts.get((t.name, "refused"), 0), 0, t.name)
+            if not t.lenient:
+                self.assertGreater(counts.get((t.name, "refused"), 0), 0, t.name)
+            self.assertGreater(sum(counts.get((t.name, v), 0) for v in ("ok", "refused")), 0,
+                               t.name)
 
 
 if __name__ == "__main__":
