@@ -92,6 +92,9 @@ TARGETS = [
     Target("model-llama", "examples/models/tiny-llama.yaml",
            ["predict", "--model", "{input}", "--cluster", "g4dn.12xlarge:1", "--strategy",
             "{tmp}/s.json", "--no-default-calibration"]),
+    Target("hf-config", "tests/data/hf/tinyllama-1.1b/config.json",
+           ["model-info", "--model", "{input}", "--work", "--micro-batch", "2", "--tp", "2",
+            "--json", "{tmp}/out.json"]),
     Target("cluster", "examples/clusters/two-sites.yaml",
            ["search", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "{input}",
             "--global-batch", "16", "--top", "1", "--quiet", "--threads", "1",
@@ -124,6 +127,19 @@ TARGETS = [
             "200", "--no-milp", "--threads", "1", "--quiet", "--no-default-calibration"],
            as_name="machine_profiles.ini",
            beside=["examples/external/helix/clusters/single24.ini"]),
+    # A placement (Helix's ILP solution) evaluated on Helix's 24-machine cluster and profiles.
+    Target("helix-placement",
+           "examples/external/helix/layouts/single_cluster-llama70b/ilp/ilp_sol.ini",
+           ["serve", "--model", "llama2-70b", "--cluster",
+            "examples/external/helix/clusters/cluster24.ini", "--profiles",
+            "examples/external/helix/profiles/llama2_70b", "--placement", "{input}",
+            "--no-simulation", "--quiet", "--no-default-calibration"]),
+    # Helix's per-GPU tables: the folder's name is the GPU type, the decode table beside.
+    Target("helix-profile", "examples/external/helix/profiles/llama2_70b/a100/prompt_bs2time.csv",
+           ["import", "--format", "helix", "{dir}/a100", "--model", "llama2-70b", "--out",
+            "{tmp}/c.json"],
+           as_name="a100/prompt_bs2time.csv",
+           beside=["examples/external/helix/profiles/llama2_70b/a100/decode_bs2time.csv"]),
     Target("profile", "{tmp}/profile.json",
            ["predict", "--model", "examples/models/tiny-gpt.yaml", "--cluster", "p4d.24xlarge:1",
             "--strategy", "{tmp}/s.json", "--no-default-calibration", "--calibration",
@@ -349,12 +365,12 @@ def fuzz(hetplan, runs, seed, targets=None, timeout=20.0, keep=None, show_accept
                 body, what = mutate_text(rng, text)
             name = f"fuzz{i:05d}-{t.name}{source.suffix}"
             folder = tmp
-            if t.as_name:
+            if t.as_name:  # may hold a subfolder ("a100/prompt_bs2time.csv")
                 folder = tmp / f"fuzz{i:05d}"
-                folder.mkdir()
-                for b in t.beside:
-                    shutil.copy(b, folder)
                 name = f"{folder.name}/{t.as_name}"
+                (tmp / name).parent.mkdir(parents=True)
+                for b in t.beside:
+                    shutil.copy(b, (tmp / name).parent)
             path = tmp / name
             path.write_text(body, errors="surrogateescape")
             args = [hetplan] + [s.replace("{input}", str(path)).replace("{dir}", str(folder))

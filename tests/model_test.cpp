@@ -356,6 +356,21 @@ TEST(HfConfig, LlamaAndGpt2ConfigsMatchThePresets) {
   EXPECT_EQ(m.seq_len, 4096);  // long contexts default to 4096 tokens
 }
 
+// A config.json file (tests/data/hf, TinyLlama's sizes): named after its folder, and the model of
+// the hand-written model file with the same sizes.
+TEST(HfConfig, AConfigFileLoadsAsTheModelFileOfItsSizes) {
+  const ModelSpec hf =
+      load_model(std::string(HETPLAN_TEST_DATA) + "/hf/tinyllama-1.1b/config.json");
+  const ModelSpec yaml =
+      load_model(std::string(HETPLAN_EXTERNAL_DATA) + "/../models/tinyllama-1.1b.yaml");
+  EXPECT_EQ(hf.name, "tinyllama-1.1b");
+  EXPECT_EQ(hf.parameters(), yaml.parameters());
+  EXPECT_EQ(hf.seq_len, 2048);
+  ASSERT_EQ(hf.layers.size(), 24u);  // embedding, 22 blocks, LM head
+  EXPECT_EQ(hf.layers[1].block()->kv_heads, 4);
+  EXPECT_EQ(hf.layers[1].block()->ffn_hidden, 5632);
+}
+
 TEST(HfConfig, LlamaAttentionAndMlpBiasesAreSeparate) {
   // Llama 3.2 1B (hidden 2048, 16 layers, 32 heads, 8 KV heads, ffn 8192, tied 128256 vocab):
   // 1,235,814,400 parameters without biases. attention_bias adds q, k, v and o biases (2048 +
