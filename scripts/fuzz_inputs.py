@@ -134,6 +134,12 @@ TARGETS = [
             "examples/external/helix/clusters/cluster24.ini", "--profiles",
             "examples/external/helix/profiles/llama2_70b", "--placement", "{input}",
             "--no-simulation", "--quiet", "--no-default-calibration"]),
+    # hetplan's own placement: what `serve --json` wrote (prepare()), given back to serve.
+    Target("serve-placement", "{tmp}/placement.json",
+           ["serve", "--model", "examples/models/tiny-gpt.yaml", "--cluster",
+            "examples/external/helix/clusters/single24.ini", "--placement", "{input}",
+            "--prompt-tokens", "16", "--output-tokens", "8", "--no-simulation", "--quiet",
+            "--no-default-calibration"]),
     # Helix's per-GPU tables: the folder's name is the GPU type, the decode table beside.
     Target("helix-profile", "examples/external/helix/profiles/llama2_70b/a100/prompt_bs2time.csv",
            ["import", "--format", "helix", "{dir}/a100", "--model", "llama2-70b", "--out",
@@ -320,6 +326,16 @@ def prepare(tmp, hetplan):
          "64", "--top", "3", "--quiet", "--threads", "1", "--schedules", "interleaved", "v-min",
          "--json", str(tmp / "search.json")])
     shutil.copy(tmp / "search.json", tmp / "predictions.json")
+    run(["serve", "--model", "examples/models/tiny-gpt.yaml", "--cluster",
+         "examples/external/helix/clusters/single24.ini", "--prompt-tokens", "16",
+         "--output-tokens", "8", "--time-limit", "0.5", "--evaluations", "200", "--no-milp",
+         "--threads", "1", "--quiet", "--no-default-calibration", "--no-simulation", "--json",
+         str(tmp / "serve.json")])
+    # What the placement reader reads of it (the rest is derived or about the search), so that
+    # the mutations land there.
+    placement = json.loads((tmp / "serve.json").read_text())["placement"]
+    (tmp / "placement.json").write_text(json.dumps({"placement": [
+        {k: m[k] for k in ("machine", "machine_type", "layers")} for m in placement]}, indent=1))
     run(["fit", str(ROOT / "tests/data/calibration/a100-sample.json"), "--out",
          str(tmp / "profile.json")])
     for name in ("collectives-single-gpu-2026-11-22", "kernels-2026-11-22"):
