@@ -247,6 +247,9 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   }
   out.stopped = StopSignalGuard::requested() &&
                 (jp == nullptr || !remaining(all, *jp, o.retry_failed).empty());
+  // What `--from-journal` reads to say that this run finished.
+  if (jp && !out.stopped && !out.gpu_lost)
+    jp->append(finished_key(prov, run), Json{{"measured", out.measured}, {"failed", out.failed}});
   progress.finish();
   if (!writer) {
     out.summary = fmt::format("rank {} of {}: its measurements went to rank 0, which writes {}",

@@ -31,6 +31,10 @@ std::string context_key(const Provenance& p, int64_t run) {
   return fmt::format("context/{}/{}", p.date, run);
 }
 
+std::string finished_key(const Provenance& p, int64_t run) {
+  return fmt::format("finished/{}/{}", p.date, run);
+}
+
 namespace {
 
 std::string_view prefix_of(const std::string& key) {
@@ -68,6 +72,7 @@ Assembly assemble(const Journal& journal, Provenance context, int64_t run) {
   for (const auto& [key, record] : journal.entries()) {
     const std::string_view prefix = prefix_of(key);
     const std::string origin = fmt::format("{} (key {})", journal.path().string(), key);
+    if (prefix == "finished") continue;  // a run's end, not a measurement
     if (prefix == "context") {
       if (key != own_key) {
         earlier_runs.push_back(fmt::format("{} on {}", string_or(record, "date", "?"),
@@ -141,10 +146,13 @@ Assembly assemble_from_journal(const Journal& journal, const std::string& comman
   int64_t run = -1;
   const std::string_view run_text = std::string_view(*last_key).substr(last_key->rfind('/') + 1);
   std::from_chars(run_text.data(), run_text.data() + run_text.size(), run);
+  const bool finished = journal.contains(finished_key(context, run));
   context.notes += fmt::format(
-      "{}assembled from the journal {} alone, without measuring (`{}`); the run may not have "
-      "finished",
-      context.notes.empty() ? "" : "; ", path, command_line);
+      "{}assembled from the journal {} alone, without measuring (`{}`); {}",
+      context.notes.empty() ? "" : "; ", path, command_line,
+      finished ? "its last run finished"
+               : "its last run may not have finished (interrupted, killed, or journalled before "
+                 "runs recorded their end); `calibrate --resume` on the GPU completes it");
 
   Assembly a = assemble(journal, std::move(context), run);
   if (a.measurements == 0 && a.file.failures.empty())

@@ -7,6 +7,8 @@
 //   p2p/...         P2pMeasurement
 //   host_device/... HostDeviceMeasurement
 //   context/...     the provenance of each run that wrote to the journal (not a measurement)
+//   finished/...    a run that measured (or failed) all it planned, under its context key's
+//                   date and run (not a measurement; journals before 2026-11-24 have none)
 // A measurement that failed is journalled under its own key as {"failed": {"what", "error"}}.
 #pragma once
 
@@ -33,6 +35,9 @@ bool finished(const Journal& journal, const std::string& key, bool retry_failed)
 // whole seconds, so `run` (the process id) tells apart two runs started in the same second (an
 // interrupted run resumed at once) and the second one still finds the first.
 std::string context_key(const Provenance& p, int64_t run);
+// Journal key of the record a run appends once it has measured all it planned
+// ("finished/<date>/<run>"): what tells `--from-journal` that the journal's last run finished.
+std::string finished_key(const Provenance& p, int64_t run);
 
 // Result of assembling a journal: the file, and records it could not read (with why).
 struct Assembly {
@@ -49,7 +54,7 @@ Assembly assemble(const Journal& journal, Provenance context, int64_t run);
 
 // The calibration file of a journal alone, on any machine (`calibrate --from-journal`: the run was
 // killed before it wrote its file, or the GPU machine is gone). Its provenance is the journal's
-// last run's, with a note that says so and that the run may not have finished; `command_line`
+// last run's, with a note that says so and whether that run finished; `command_line`
 // (the --from-journal command) goes in that note. Throws InputError naming the journal when it
 // holds no run's provenance, when its runs measured different GPUs, when the last provenance does
 // not read, or when it holds neither a measurement nor a failure.

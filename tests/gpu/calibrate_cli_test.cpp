@@ -23,7 +23,7 @@ std::vector<std::string> journal_keys(const std::filesystem::path& journal) {
     if (line.empty()) continue;
     const Json j = Json::parse(line);
     const std::string key = j["key"].get<std::string>();
-    if (key.rfind("context/", 0) != 0) keys.push_back(key);
+    if (key.rfind("context/", 0) != 0 && key.rfind("finished/", 0) != 0) keys.push_back(key);
   }
   return keys;
 }
@@ -116,6 +116,12 @@ TEST(CalibrateOnGpu, InterruptedRunResumesWithoutRepeats) {
   const CalibrationFile full = load_calibration(out);
   EXPECT_EQ(full.gemm.size() + full.failures.size(), 27u);
   EXPECT_NE(full.context.notes.find("earlier run"), std::string::npos) << full.context.notes;
+  // Only the resumed run finished, and its end is journalled for --from-journal.
+  std::ifstream in(journal);
+  int finished = 0;
+  for (std::string line; std::getline(in, line);)
+    finished += line.find("\"key\":\"finished/") != std::string::npos;
+  EXPECT_EQ(finished, 1);
 }
 
 TEST(CalibrateOnGpu, ResumeRefusesAnotherGpusJournal) {

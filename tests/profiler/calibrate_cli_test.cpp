@@ -83,6 +83,9 @@ TEST(CalibrateCli, AJournalAloneBecomesTheFileWithoutAGpu) {
   EXPECT_EQ(f.context.gpu_type, "h100-sxm");
   EXPECT_NE(f.context.notes.find("assembled from the journal"), std::string::npos)
       << f.context.notes;
+  // No finished/ record: the run was killed.
+  EXPECT_NE(f.context.notes.find("its last run may not have finished"), std::string::npos)
+      << f.context.notes;
 
   // Measuring options make no sense without measuring; a missing journal is named.
   r = run("--out " + out + " --from-journal --gemm");

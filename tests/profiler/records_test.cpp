@@ -127,6 +127,8 @@ TEST(Records, AJournalAloneIsAssembledUnderItsLastRun) {
     j.append(context_key(context_of("2026-11-21T09:00:00Z"), 42),
              to_json(context_of("2026-11-21T09:00:00Z")));
     j.append("gemm/bf16/256x64x64x1/TN", to_json(sample_gemm(256)));
+    // The first run never finished; the second did.
+    j.append(finished_key(context_of("2026-11-21T09:00:00Z"), 42), Json{{"measured", 1}});
   }
   const auto journal = Journal::read_only(path);
   const Assembly a = assemble_from_journal(*journal, "hetplan calibrate --from-journal");
@@ -137,7 +139,8 @@ TEST(Records, AJournalAloneIsAssembledUnderItsLastRun) {
   EXPECT_NE(notes.find("1 earlier run(s): 2026-11-20T10:00:00Z on gpu1"), std::string::npos)
       << notes;
   EXPECT_NE(notes.find("assembled from the journal " + path.string() +
-                       " alone, without measuring (`hetplan calibrate --from-journal`)"),
+                       " alone, without measuring (`hetplan calibrate --from-journal`); its "
+                       "last run finished"),
             std::string::npos)
       << notes;
   // Read only: nothing can be appended.
