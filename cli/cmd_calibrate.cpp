@@ -48,10 +48,18 @@ int run(const profiler::CalibrateOptions& o) {
 // --from-journal: the file of what FILE.journal holds, on any machine, measuring nothing.
 int write_from_journal(const profiler::CalibrateOptions& o) {
   const auto path = o.journal_path();
-  if (!std::filesystem::is_regular_file(path))
+  if (!std::filesystem::is_regular_file(path)) {
+    // calibrate-collectives keeps one journal per rank, whose samples only its --resume combines.
+    const std::filesystem::path rank0 = o.out.string() + ".collectives.rank0.jsonl";
     throw InputError(fmt::format(
-        "--from-journal: {} does not exist (a calibration with --out {} journals to it)",
-        path.string(), o.out.string()));
+        "--from-journal: {} does not exist (a calibration with --out {} journals to it){}",
+        path.string(), o.out.string(),
+        std::filesystem::exists(rank0)
+            ? fmt::format("; {} is calibrate-collectives' journal of rank 0: `hetplan "
+                          "calibrate-collectives --out {} --resume` on the GPUs completes it",
+                          rank0.string(), o.out.string())
+            : ""));
+  }
   const auto journal = Journal::read_only(path);
   if (journal->dropped_lines() > 0)
     fmt::print(stderr, "calibrate: {} torn or malformed journal line(s) ignored\n",

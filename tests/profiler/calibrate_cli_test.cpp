@@ -99,6 +99,15 @@ TEST(CalibrateCli, AJournalAloneBecomesTheFileWithoutAGpu) {
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("--from-journal: " + none + ".journal does not exist"), std::string::npos)
       << r.output;
+  // calibrate-collectives' journals are per rank: the message says which command resumes them.
+  std::ofstream(none + ".collectives.rank0.jsonl") << "\n";
+  r = run("--out " + none + " --from-journal");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("is calibrate-collectives' journal of rank 0: `hetplan "
+                          "calibrate-collectives --out " +
+                          none + " --resume` on the GPUs completes it"),
+            std::string::npos)
+      << r.output;
   std::filesystem::remove_all(dir);
 }
 
