@@ -71,6 +71,14 @@ int write_from_journal(const profiler::CalibrateOptions& o) {
              a.unreadable
                  ? fmt::format(", {} unreadable record(s) (listed in failures)", a.unreadable)
                  : "");
+  const Provenance& run = a.file.context;
+  if (!a.last_run_finished)
+    fmt::print(stderr,
+               "calibrate: the journal's last run ({} on {}) may not have finished: the file may "
+               "be partial; `hetplan calibrate --out {} --resume` with its options, on that GPU, "
+               "completes it\n",
+               run.date.empty() ? "?" : run.date, run.host.empty() ? "?" : run.host,
+               o.out.string());
   return 0;
 }
 

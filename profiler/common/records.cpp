@@ -155,6 +155,7 @@ Assembly assemble_from_journal(const Journal& journal, const std::string& comman
                  "runs recorded their end); `calibrate --resume` on the GPU completes it");
 
   Assembly a = assemble(journal, std::move(context), run);
+  a.last_run_finished = finished;
   if (a.measurements == 0 && a.file.failures.empty())
     throw InputError(
         fmt::format("{}: no measurement in it, only the provenance of {} run(s)", path, runs));

@@ -44,6 +44,7 @@ struct Assembly {
   CalibrationFile file;
   int64_t measurements = 0;
   int64_t unreadable = 0;
+  bool last_run_finished = false;  // assemble_from_journal: the journal's last run finished
 };
 
 // Builds the calibration file from every record in the journal, under `context`. Records that do

@@ -133,6 +133,7 @@ TEST(Records, AJournalAloneIsAssembledUnderItsLastRun) {
   const auto journal = Journal::read_only(path);
   const Assembly a = assemble_from_journal(*journal, "hetplan calibrate --from-journal");
   EXPECT_EQ(a.measurements, 2);
+  EXPECT_TRUE(a.last_run_finished);
   EXPECT_EQ(a.file.gemm.size(), 2u);
   EXPECT_EQ(a.file.context.date, "2026-11-21T09:00:00Z");
   const std::string& notes = a.file.context.notes;
