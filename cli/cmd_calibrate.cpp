@@ -1,6 +1,6 @@
 // hetplan calibrate: measures the GPU it runs on into a calibration file (see docs/calibrate.md).
 #include <memory>
-#include <vector>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -88,8 +88,9 @@ CommandRunner declare_calibrate(CLI::App& app) {
   auto o = std::make_shared<profiler::CalibrateOptions>();
   auto dtypes = std::make_shared<std::string>();
   auto from_journal = std::make_shared<bool>(false);
-  app.add_option("--out", o->out, "Calibration file to write (its journal is FILE.journal)")
-      ->required();
+  const CLI::Option* out =
+      app.add_option("--out", o->out, "Calibration file to write (its journal is FILE.journal)")
+          ->required();
   app.add_flag("--quick", o->quick, "Coarse sweeps: under 2 minutes on an H100");
   app.add_flag("--resume", o->resume,
                "Continue FILE.journal: measure only what it does not hold yet");
@@ -122,19 +123,16 @@ CommandRunner declare_calibrate(CLI::App& app) {
   app.add_option("--stop-after", o->stop_after,
                  "Stop after N new measurements as if interrupted (for testing --resume)")
       ->check(kPositive);
-  app.add_flag("--from-journal", *from_journal,
-               "Write FILE from FILE.journal alone, measuring nothing and needing no GPU (a run "
-               "killed before it wrote FILE, or whose machine is gone)");
-  std::vector<const CLI::Option*> measuring;
-  for (const char* name : {"--quick", "--resume", "--retry-failed", "--gemm", "--kernels",
-                           "--layers", "--collectives", "--device", "--dtypes", "--micro-batches",
-                           "--tp", "--seq-len", "--no-cupti", "--no-clocks", "--stop-after"})
-    measuring.push_back(app.get_option(name));
+  const CLI::Option* from_journal_flag =
+      app.add_flag("--from-journal", *from_journal,
+                   "Write FILE from FILE.journal alone, measuring nothing and needing no GPU (a "
+                   "run killed before it wrote FILE, or whose machine is gone)");
   app.footer("With no section flag, every section runs (--layers with gpt2-medium and llama2-7b).");
-  return [o, dtypes, from_journal, measuring] {
+  return [o, dtypes, from_journal, &app, out, from_journal_flag] {
+    // Every other option is about measuring.
     if (*from_journal)
-      for (const CLI::Option* option : measuring)
-        if (option->count() > 0)
+      for (const CLI::Option* option : std::as_const(app).get_options())
+        if (option != out && option != from_journal_flag && option->count() > 0)
           throw InputError(fmt::format(
               "--from-journal writes the file from its journal alone; {} is for measuring",
               option->get_name()));

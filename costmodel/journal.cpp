@@ -76,6 +76,4 @@ void Journal::append(const std::string& key, const Json& record) {
   }
 }
 
-std::vector<std::pair<std::string, Json>> Journal::entries() const { return records_; }
-
 }  // namespace hetplan

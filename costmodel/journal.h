@@ -34,7 +34,7 @@ class Journal {
   // journal opened read_only).
   void append(const std::string& key, const Json& record);
   // Records in the order they were written (a key written twice keeps its last record).
-  std::vector<std::pair<std::string, Json>> entries() const;
+  const std::vector<std::pair<std::string, Json>>& entries() const { return records_; }
   size_t size() const { return index_.size(); }
   // Lines dropped while loading (torn or malformed), reported to the user by the caller.
   int dropped_lines() const { return dropped_lines_; }

@@ -71,8 +71,8 @@ Assembly assemble(const Journal& journal, Provenance context, int64_t run) {
   std::vector<std::string> earlier_runs;
   for (const auto& [key, record] : journal.entries()) {
     const std::string_view prefix = prefix_of(key);
-    const std::string origin = fmt::format("{} (key {})", journal.path().string(), key);
     if (prefix == "finished") continue;  // a run's end, not a measurement
+    const std::string origin = fmt::format("{} (key {})", journal.path().string(), key);
     if (prefix == "context") {
       if (key != own_key) {
         earlier_runs.push_back(fmt::format("{} on {}", string_or(record, "date", "?"),
@@ -116,8 +116,7 @@ Assembly assemble_from_journal(const Journal& journal, const std::string& comman
   const Json* last_record = nullptr;
   std::string first_gpu, first_date;
   int runs = 0;
-  const auto entries = journal.entries();  // a copy: the pointers below point into it
-  for (const auto& [key, record] : entries) {
+  for (const auto& [key, record] : journal.entries()) {
     if (prefix_of(key) != "context") continue;
     ++runs;
     const std::string gpu = string_or(record, "gpu_name", "");
