@@ -19,6 +19,13 @@ using testing::run_hetplan;
 const std::string kData = HETPLAN_TEST_DATA;
 const std::string kExternal = HETPLAN_EXTERNAL_DATA;
 
+// `hetplan ARGS` is refused as bad input (exit 2) with `message` in its output.
+void expect_refused(const std::string& args, const std::string& message) {
+  const auto r = run_hetplan(args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+}
+
 TEST(ImportCli, WritesMeasurementsAndCalibrationFiles) {
   const auto dir = testing::temp_dir("import_cli");
   const auto meas = (dir / "ds.json").string();
@@ -118,26 +125,22 @@ TEST(ImportCli, KernelBenchJsonBecomesAMeasuredCalibration) {
 
   // QA: a median below the minimum passed the import and failed only in fit; --gpu-type
   // a100-40gb relabelled an H100's bench.
+  // `bench` written as `name` and imported: refused with `message`.
+  const auto refused = [&](const std::string& name, const Json& bench, const std::string& message) {
+    std::ofstream(dir / name) << bench.dump();
+    expect_refused("import --format kernel-bench " + (dir / name).string() + " --out " +
+                       (dir / "x.json").string(),
+                   message);
+  };
   Json bench = Json::parse(std::ifstream(kData + "/kernel_bench/h100_subset.json"));
   bench["results"][0]["time_s"] = 4.8468e-08;  // min 4.794e-05
-  std::ofstream(dir / "fast.json") << bench.dump();
-  r = run_hetplan("import --format kernel-bench " + (dir / "fast.json").string() + " --out " +
-                  (dir / "x.json").string());
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("fast.json: results[0].time_s: expected time_min_s <= time_s <= "
-                          "time_max_s, found 4.7944e-05 <= 4.8468e-08 <= 4.896e-05"),
-            std::string::npos)
-      << r.output;
+  refused("fast.json", bench,
+          "fast.json: results[0].time_s: expected time_min_s <= time_s <= time_max_s, found "
+          "4.7944e-05 <= 4.8468e-08 <= 4.896e-05");
   bench["results"][0]["time_s"] = 4.85e-05;
   bench["results"][0]["time_max_s"] = 1e6;  // a unit slip
-  std::ofstream(dir / "slow.json") << bench.dump();
-  r = run_hetplan("import --format kernel-bench " + (dir / "slow.json").string() + " --out " +
-                  (dir / "x.json").string());
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("slow.json: results[0].time_max_s: expected seconds, at most a day, "
-                          "found 1000000"),
-            std::string::npos)
-      << r.output;
+  refused("slow.json", bench,
+          "slow.json: results[0].time_max_s: expected seconds, at most a day, found 1000000");
   r = run_hetplan("import --format kernel-bench " + kData + "/kernel_bench/h100_subset.json" +
                   " --gpu-type a100-40gb --out " + (dir / "x.json").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -250,12 +253,8 @@ TEST(ImportCli, TorchSdpaAfterGemmTimingsGiveSdpaItsOwnInLayerFactor) {
   // One of the pair missing is refused by name.
   bench["rows"][0]["torch"][0].erase("fwd_bwd_s_after_gemm");
   std::ofstream(in) << bench.dump(1);
-  r = run_hetplan("import --format torch-sdpa " + in.string() + " --out " + sdpa);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("rows[0].torch[0].fwd_bwd_s_after_gemm: both timings after GEMMs or "
-                          "neither"),
-            std::string::npos)
-      << r.output;
+  expect_refused("import --format torch-sdpa " + in.string() + " --out " + sdpa,
+                 "rows[0].torch[0].fwd_bwd_s_after_gemm: both timings after GEMMs or neither");
   std::filesystem::remove_all(dir);
 }
 
@@ -320,21 +319,15 @@ TEST(ImportCli, TorchSdpaClocksAreKeptAloneAndAfterGemms) {
   // A malformed record is refused by file and key.
   flash["clocks_fwd_s_after_gemm"]["sm_mhz_median"] = "fast";
   std::ofstream(in) << bench.dump(1);
-  r = run_hetplan("import --format torch-sdpa " + in.string() + " --out " + sdpa);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("clocks.json: rows[0].torch[1].clocks_fwd_s_after_gemm.sm_mhz_median"),
-            std::string::npos)
-      << r.output;
+  expect_refused("import --format torch-sdpa " + in.string() + " --out " + sdpa,
+                 "clocks.json: rows[0].torch[1].clocks_fwd_s_after_gemm.sm_mhz_median");
   // So is a time over a day (a unit slip).
   flash["clocks_fwd_s_after_gemm"] = clock(1755, 10);
   flash["fwd_bwd_s_after_gemm"] = 1e6;
   std::ofstream(in) << bench.dump(1);
-  r = run_hetplan("import --format torch-sdpa " + in.string() + " --out " + sdpa);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("clocks.json: rows[0].torch[1].fwd_bwd_s_after_gemm: expected seconds, "
-                          "at most a day, found 1000000"),
-            std::string::npos)
-      << r.output;
+  expect_refused("import --format torch-sdpa " + in.string() + " --out " + sdpa,
+                 "clocks.json: rows[0].torch[1].fwd_bwd_s_after_gemm: expected seconds, at most "
+                 "a day, found 1000000");
   std::filesystem::remove_all(dir);
 }
 
