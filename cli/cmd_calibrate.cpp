@@ -49,7 +49,8 @@ int run(const profiler::CalibrateOptions& o) {
 int write_from_journal(const profiler::CalibrateOptions& o) {
   const auto path = o.journal_path();
   if (!std::filesystem::is_regular_file(path)) {
-    // calibrate-collectives keeps one journal per rank, whose samples only its --resume combines.
+    // calibrate-collectives of an older hetplan kept only one journal per rank, whose samples
+    // only its --resume combines.
     const std::filesystem::path rank0 = o.out.string() + ".collectives.rank0.jsonl";
     throw InputError(fmt::format(
         "--from-journal: {} does not exist (a calibration with --out {} journals to it){}",
@@ -75,10 +76,9 @@ int write_from_journal(const profiler::CalibrateOptions& o) {
   if (!a.last_run_finished)
     fmt::print(stderr,
                "calibrate: the journal's last run ({} on {}) may not have finished: the file may "
-               "be partial; `hetplan calibrate --out {} --resume` with its options, on that GPU, "
-               "completes it\n",
+               "be partial; {}, completes it\n",
                run.date.empty() ? "?" : run.date, run.host.empty() ? "?" : run.host,
-               o.out.string());
+               profiler::resume_command(run, o.out));
   return 0;
 }
 

@@ -1,7 +1,8 @@
 // `hetplan calibrate-collectives`: the collective sweep on its own (NCCL collectives, p2p matrix,
-// host-device copies), for one process or several under mpirun / srun. Stand-in until `hetplan
-// calibrate --collectives` (cli/cmd_calibrate.cpp) calls run_collective_calibration with the same
-// options; see docs/collectives.md.
+// host-device copies), for one process or several under mpirun / srun, with the options that
+// `hetplan calibrate --collectives` (which runs the same sweep as a section of a calibration) does
+// not offer; see docs/collectives.md. Rank 0 journals to `<out>.journal` as `calibrate` does, so
+// that `hetplan calibrate --out FILE --from-journal` writes the file of a killed run anywhere.
 #include <cmath>
 #include <cstdio>
 
@@ -39,6 +40,7 @@ profiler::CollectiveOptions to_options(const CollectiveArgs& a) {
   o.timeout_s = a.timeout_s;
   o.intra_link = a.intra_link;
   o.max_gpus = a.max_gpus;
+  o.keep_journal = true;
   for (const auto& s : a.ops) {
     CollectiveKind k;
     if (!parse_collective(s, k))

@@ -79,6 +79,33 @@ TEST(CollectivePlan, TwoNodesOfDifferentKinds) {
   EXPECT_EQ(plan_p2p_pairs(layout), (std::vector<std::pair<int, int>>{{0, 4}, {4, 0}}));
 }
 
+// Rank 0 knows the file's provenance before it measures (what its journal's context record holds).
+TEST(CollectivePlan, TheRunIsDescribedByItsFirstGpuAndItsNodes) {
+  const Layout layout = make_layout(
+      {process(0, "a", 1, "NVIDIA H100 80GB HBM3"), process(1, "b", 1, "NVIDIA A100-SXM4-80GB")});
+  Provenance p;
+  p.command = "hetplan calibrate-collectives --out net.json";
+  describe_collective_run(layout, "unknown", p);
+  EXPECT_EQ(p.source, "measured");
+  EXPECT_EQ(p.gpu_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(p.gpu_type, "h100-sxm");
+  EXPECT_EQ(p.memory_bytes, int64_t{80} << 30);
+  EXPECT_EQ(p.gpu_count, 2);
+  EXPECT_EQ(p.host, "a");
+  EXPECT_EQ(p.date.size(), 20u) << p.date;  // 2026-11-24T10:00:00Z
+  EXPECT_FALSE(p.hetplan_version.empty());
+  EXPECT_EQ(p.notes, "collectives: 2 processes, 2 GPUs on 2 nodes (a, b); intra-node link unknown");
+  // What was set already stays (calibrate --collectives fills its own), and notes add up.
+  Provenance set;
+  set.date = "2026-11-24T10:00:00Z";
+  set.host = "login";
+  set.notes = "first";
+  describe_collective_run(layout, "nvswitch", set);
+  EXPECT_EQ(set.date, "2026-11-24T10:00:00Z");
+  EXPECT_EQ(set.host, "login");
+  EXPECT_EQ(set.notes.rfind("first; collectives: 2 processes", 0), 0u) << set.notes;
+}
+
 TEST(CollectivePlan, NoGpuAndSharedGpuAreClearFailures) {
   ProcessInfo empty = process(1, "b", 0, "");
   empty.error = "cudaGetDeviceCount: no CUDA-capable device is detected";

@@ -1,5 +1,7 @@
 #include "profiler/collectives/calibrate_collectives.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -11,8 +13,8 @@
 #include "profiler/collectives/harness.h"
 #include "profiler/collectives/host_device.h"
 #include "profiler/collectives/topology.h"
-#include "profiler/common/gpu_type.h"
 #include "profiler/common/launcher.h"
+#include "profiler/common/records.h"
 #include "profiler/common/rendezvous.h"
 #include "profiler/common/run_info.h"
 
@@ -59,12 +61,15 @@ std::string nccl_version_text() {
 // Everything one run needs, so that the steps below stay small.
 class Sweep {
  public:
-  Sweep(const CollectiveOptions& o, CalibrationFile& out, Journal* main_journal,
+  // `own_run`: `main_journal` is this sweep's alone (calibrate-collectives' `<out>.journal`), so
+  // the sweep journals its run's provenance and end there too.
+  Sweep(const CollectiveOptions& o, CalibrationFile& out, Journal* main_journal, bool own_run,
         const CollectiveProgressFn& progress, const LaunchInfo& launch, Rendezvous& rdv,
         Layout layout, std::vector<int> devices)
       : o_(o),
         out_(out),
         main_(main_journal),
+        own_run_(own_run && main_journal != nullptr),
         progress_(progress),
         rdv_(rdv),
         layout_(std::move(layout)),
@@ -98,6 +103,7 @@ class Sweep {
   const CollectiveOptions& o_;
   CalibrationFile& out_;
   Journal* main_;
+  bool own_run_;
   const CollectiveProgressFn& progress_;
   Rendezvous& rdv_;
   Layout layout_;
@@ -325,6 +331,14 @@ void Sweep::group(const GroupSpec& g, bool with_p2p) {
 CollectiveRunSummary Sweep::run() {
   const std::string link = intra_link();
   const auto groups = plan_groups(layout_, o_, link);
+  // The provenance is known before the first measurement: a journal that holds it becomes the
+  // file even if the run is killed (`calibrate --from-journal`).
+  const int64_t run_id = getpid();
+  if (root()) {
+    describe_collective_run(layout_, link, out_.context);
+    if (out_.context.nccl.empty()) out_.context.nccl = nccl_version_text();
+    if (own_run_) main_->append(context_key(out_.context, run_id), to_json(out_.context));
+  }
   // The p2p matrix runs on the group that holds every endpoint: the widest one.
   size_t p2p_group = 0;
   for (size_t i = 0; i < groups.size(); ++i)
@@ -338,33 +352,9 @@ CollectiveRunSummary Sweep::run() {
            (o_.host_device ? 4 * p2p_sizes(o_).size() : 0);
   host_device();
   for (size_t i = 0; i < groups.size(); ++i) group(groups[i], o_.p2p && i == p2p_group);
-  if (root()) {
-    Provenance& c = out_.context;
-    if (c.source.empty()) c.source = "measured";
-    if (c.nccl.empty()) c.nccl = nccl_version_text();
-    if (c.gpu_count == 0) c.gpu_count = static_cast<int64_t>(layout_.gpus.size());
-    if (c.gpu_name.empty()) c.gpu_name = layout_.gpus[0].name;
-    if (c.gpu_type.empty()) {
-      // The GPU kind of the file: the first GPU's, with its memory from its process's report.
-      const Layout::Gpu& g0 = layout_.gpus[0];
-      const auto& reported = layout_.processes[static_cast<size_t>(g0.process)].gpus;
-      const int64_t memory = static_cast<size_t>(g0.local) < reported.size()
-                                 ? reported[static_cast<size_t>(g0.local)].memory_bytes
-                                 : 0;
-      c.gpu_type = gpu_type_key(g0.name, memory).key;
-      c.memory_bytes = memory;
-    }
-    if (c.date.empty()) c.date = utc_now_iso();
-    if (c.host.empty()) c.host = layout_.hosts.empty() ? "" : layout_.hosts[0];
-    if (c.hetplan_version.empty()) c.hetplan_version = hetplan_version();
-    std::string hosts;
-    for (const auto& h : layout_.hosts) hosts += (hosts.empty() ? "" : ", ") + h;
-    const std::string note = fmt::format(
-        "collectives: {} processes, {} GPUs on {} nodes ({}); "
-        "intra-node link {}",
-        layout_.processes.size(), layout_.gpus.size(), layout_.hosts.size(), hosts, link);
-    c.notes += (c.notes.empty() ? "" : "; ") + note;
-  }
+  if (root() && own_run_)
+    main_->append(finished_key(out_.context, run_id),
+                  Json{{"measured", summary_.measured}, {"failed", summary_.failed}});
   return summary_;
 }
 
@@ -383,8 +373,12 @@ CollectiveRunSummary run_collective_calibration(const CollectiveOptions& options
   for (const auto& s : rdv.all_gather(to_json(me).dump()))
     all.push_back(process_info_from_json(Json::parse(s)));
   Layout layout = make_layout(all);  // every rank throws the same "no GPU" message
-  Sweep sweep(options, out, main_journal, progress, launch, rdv, std::move(layout),
-              std::move(devices));
+  // Opened once every process has a GPU: a run that cannot start leaves no journal behind.
+  std::unique_ptr<Journal> own;
+  if (!main_journal && options.keep_journal && launch.rank == 0)
+    own = std::make_unique<Journal>(options.out_path.string() + ".journal", options.resume);
+  Sweep sweep(options, out, own ? own.get() : main_journal, own != nullptr, progress, launch, rdv,
+              std::move(layout), std::move(devices));
   return sweep.run();
 }
 

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "profiler/common/gpu_type.h"
+#include "profiler/common/run_info.h"
 
 namespace hetplan::profiler {
 
@@ -66,6 +68,31 @@ Layout make_layout(const std::vector<ProcessInfo>& processes) {
     }
   }
   return layout;
+}
+
+void describe_collective_run(const Layout& layout, const std::string& intra_link, Provenance& p) {
+  if (p.source.empty()) p.source = "measured";
+  if (p.gpu_count == 0) p.gpu_count = static_cast<int64_t>(layout.gpus.size());
+  if (!layout.gpus.empty() && p.gpu_name.empty()) p.gpu_name = layout.gpus[0].name;
+  if (!layout.gpus.empty() && p.gpu_type.empty()) {
+    // The GPU kind of the file: the first GPU's, with its memory from its process's report.
+    const Layout::Gpu& g0 = layout.gpus[0];
+    const auto& reported = layout.processes[static_cast<size_t>(g0.process)].gpus;
+    const int64_t memory = static_cast<size_t>(g0.local) < reported.size()
+                               ? reported[static_cast<size_t>(g0.local)].memory_bytes
+                               : 0;
+    p.gpu_type = gpu_type_key(g0.name, memory).key;
+    p.memory_bytes = memory;
+  }
+  if (p.date.empty()) p.date = utc_now_iso();
+  if (p.host.empty() && !layout.hosts.empty()) p.host = layout.hosts[0];
+  if (p.hetplan_version.empty()) p.hetplan_version = hetplan_version();
+  std::string hosts;
+  for (const auto& h : layout.hosts) hosts += (hosts.empty() ? "" : ", ") + h;
+  const std::string note = fmt::format(
+      "collectives: {} processes, {} GPUs on {} nodes ({}); intra-node link {}",
+      layout.processes.size(), layout.gpus.size(), layout.hosts.size(), hosts, intra_link);
+  p.notes += (p.notes.empty() ? "" : "; ") + note;
 }
 
 std::string GroupSpec::label() const {

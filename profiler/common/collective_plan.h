@@ -28,6 +28,11 @@ struct CollectiveOptions {
   bool host_device = true;  // host-device copies (process 0, GPU 0)
   double timeout_s = 120;   // a communicator init or one measurement longer than this is a hang
   int max_gpus = 0;         // use at most this many GPUs per process; 0: all visible
+  // Rank 0 also journals the combined measurements to `<out_path>.journal`, with the run's
+  // provenance and, once it has measured all it planned, its end: the journal `calibrate
+  // --from-journal` turns into the file on any machine (calibrate-collectives). `calibrate
+  // --collectives` passes its own run's journal instead.
+  bool keep_journal = false;
 };
 
 // One GPU as its process sees it.
@@ -63,6 +68,12 @@ struct Layout {
 // Builds the layout. Throws RuntimeFailure when a process has no GPU (naming every such process
 // and why) or two processes on one host claim the same GPU.
 Layout make_layout(const std::vector<ProcessInfo>& processes);
+
+// Completes the provenance of a sweep over `layout`, as rank 0 knows it before it measures: the
+// GPU kind, name and memory of the first GPU (the file's kind), the GPU count, the first host,
+// the date and hetplan's version where they are not set yet, and a note naming the processes,
+// nodes and the intra-node link. NCCL's version is the caller's (this half has no NCCL).
+void describe_collective_run(const Layout& layout, const std::string& intra_link, Provenance& p);
 
 // A group of GPUs measured together.
 struct GroupSpec {

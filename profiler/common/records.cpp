@@ -146,12 +146,16 @@ Assembly assemble_from_journal(const Journal& journal, const std::string& comman
   const std::string_view run_text = std::string_view(*last_key).substr(last_key->rfind('/') + 1);
   std::from_chars(run_text.data(), run_text.data() + run_text.size(), run);
   const bool finished = journal.contains(finished_key(context, run));
+  // The journal of OUT is OUT.journal.
+  std::filesystem::path out = journal.path();
+  out.replace_extension();
   context.notes += fmt::format(
       "{}assembled from the journal {} alone, without measuring (`{}`); {}",
       context.notes.empty() ? "" : "; ", path, command_line,
       finished ? "its last run finished"
-               : "its last run may not have finished (interrupted, killed, or journalled before "
-                 "runs recorded their end); `calibrate --resume` on the GPU completes it");
+               : fmt::format("its last run may not have finished (interrupted, killed, or "
+                             "journalled before runs recorded their end); {}, completes it",
+                             resume_command(context, out)));
 
   Assembly a = assemble(journal, std::move(context), run);
   a.last_run_finished = finished;
@@ -159,6 +163,13 @@ Assembly assemble_from_journal(const Journal& journal, const std::string& comman
     throw InputError(
         fmt::format("{}: no measurement in it, only the provenance of {} run(s)", path, runs));
   return a;
+}
+
+std::string resume_command(const Provenance& run, const std::filesystem::path& out) {
+  const bool collectives = run.command.find("calibrate-collectives") != std::string::npos;
+  return fmt::format("`hetplan {} --out {} --resume` with its options, on {}",
+                     collectives ? "calibrate-collectives" : "calibrate", out.string(),
+                     collectives ? "the same GPUs and processes" : "that GPU");
 }
 
 std::string file_summary(const CalibrationFile& f, const std::filesystem::path& path) {

@@ -61,6 +61,11 @@ Assembly assemble(const Journal& journal, Provenance context, int64_t run);
 // not read, or when it holds neither a measurement nor a failure.
 Assembly assemble_from_journal(const Journal& journal, const std::string& command_line);
 
+// How to complete the run of `run` (a journal's last provenance) where it ran, as a command:
+// `hetplan calibrate-collectives --out OUT --resume` for a run of that command (its command line
+// says so), `hetplan calibrate --out OUT --resume` otherwise.
+std::string resume_command(const Provenance& run, const std::filesystem::path& out);
+
 // One line: what the calibration file `f`, written to `path`, holds.
 std::string file_summary(const CalibrationFile& f, const std::filesystem::path& path);
 

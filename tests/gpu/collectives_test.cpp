@@ -11,8 +11,10 @@
 
 #include "costmodel/calibration.h"
 #include "costmodel/fit_collectives.h"
+#include "costmodel/journal.h"
 #include "profiler/collectives/calibrate_collectives.h"
 #include "profiler/collectives/host_device.h"
+#include "profiler/common/records.h"
 
 namespace hetplan::profiler {
 namespace {
@@ -57,6 +59,7 @@ TEST(GpuCollectives, SingleGpuSweepMeasuresEveryCollective) {
   if (gpu_count() < 1) GTEST_SKIP() << "no GPU";
   CollectiveOptions o = small_options("single.json");
   o.max_gpus = 1;
+  o.keep_journal = true;
   CalibrationFile out;
   out.context.source = "measured";
   const CollectiveRunSummary s = run_collective_calibration(o, out, nullptr, {});
@@ -79,6 +82,15 @@ TEST(GpuCollectives, SingleGpuSweepMeasuresEveryCollective) {
   const CollectiveRunSummary r = run_collective_calibration(o, again, nullptr, {});
   EXPECT_EQ(r.measured, 0);
   EXPECT_EQ(again.collectives.size(), out.collectives.size());
+  // Rank 0's own journal (calibrate-collectives keeps it) is the file on any machine.
+  const auto journal = Journal::read_only(o.out_path.string() + ".journal");
+  const Assembly a = assemble_from_journal(*journal, "hetplan calibrate --from-journal");
+  EXPECT_TRUE(a.last_run_finished);
+  EXPECT_EQ(a.file.collectives.size(), out.collectives.size());
+  EXPECT_EQ(a.file.p2p.size(), out.p2p.size());
+  EXPECT_EQ(a.file.host_device.size(), out.host_device.size());
+  EXPECT_EQ(a.file.context.gpu_type, out.context.gpu_type);
+  EXPECT_FALSE(a.file.context.nccl.empty());
   const CommunicationFit fit = fit_communication(out);
   EXPECT_FALSE(fit.collectives.empty());
 }

@@ -78,7 +78,8 @@ TEST(CalibrateCli, AJournalAloneBecomesTheFileWithoutAGpu) {
       << r.output;
   EXPECT_NE(r.output.find("1 measurements from the journal"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("the journal's last run (2026-11-24T10:00:00Z on gpu1) may not have "
-                          "finished: the file may be partial"),
+                          "finished: the file may be partial; `hetplan calibrate --out " +
+                          out + " --resume` with its options, on that GPU, completes it"),
             std::string::npos)
       << r.output;
   const CalibrationFile f = load_calibration(out);

@@ -9,6 +9,7 @@
 
 #include "costmodel/errors.h"
 #include "costmodel/journal.h"
+#include "profiler/common/collective_plan.h"
 #include "profiler/common/gemm_plan.h"
 #include "profiler/common/plan.h"
 
@@ -146,6 +147,47 @@ TEST(Records, AJournalAloneIsAssembledUnderItsLastRun) {
       << notes;
   // Read only: nothing can be appended.
   EXPECT_THROW(journal->append("gemm/x", Json::object()), RuntimeFailure);
+  std::filesystem::remove(path);
+}
+
+// calibrate-collectives' rank 0 journals its combined measurements as calibrate does: a run killed
+// before it wrote its file becomes the file, and the note says which command completes it.
+TEST(Records, ACollectiveRunsJournalIsAssembledWithItsOwnResumeCommand) {
+  const auto path = temp_path("net.json.journal");
+  Provenance run = context_of("2026-11-24T11:00:00Z");
+  run.command = "hetplan calibrate-collectives --out net.json";
+  GroupSpec group;
+  group.shape = "one_per_node";
+  group.members = {0, 1};
+  group.nodes = 2;
+  group.link = "net";
+  group.gpus = {run.gpu_name};
+  RankRecord rank;
+  rank.bytes = 1 << 20;
+  rank.samples_s = {1e-3, 1.1e-3};
+  const CollectiveMeasurement m =
+      combine_collective(CollectiveKind::kAllReduce, Dtype::kBf16, group, {rank, rank}, {});
+  const std::string p2p = p2p_key(0, 1, 4096);
+  {
+    Journal j(path, false);
+    j.append(context_key(run, 9), to_json(run));
+    j.append(collective_key(m.op, m.dtype, group, 1 << 20), to_json(m));
+    j.append(p2p, failure_record(p2p, "rank 1: NCCL timeout"));  // killed after this
+  }
+  const Assembly a = assemble_from_journal(*Journal::read_only(path), "cmd");
+  EXPECT_FALSE(a.last_run_finished);
+  ASSERT_EQ(a.file.collectives.size(), 1u);
+  EXPECT_EQ(a.file.collectives[0].group_size, 2);
+  EXPECT_DOUBLE_EQ(a.file.collectives[0].time_s.median, m.time_s.median);
+  ASSERT_EQ(a.file.failures.size(), 1u);
+  EXPECT_EQ(a.file.failures[0].error, "rank 1: NCCL timeout");
+  std::filesystem::path out = path;
+  out.replace_extension();
+  EXPECT_NE(a.file.context.notes.find("`hetplan calibrate-collectives --out " + out.string() +
+                                      " --resume` with its options, on the same GPUs and "
+                                      "processes, completes it"),
+            std::string::npos)
+      << a.file.context.notes;
   std::filesystem::remove(path);
 }
 
