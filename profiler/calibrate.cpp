@@ -231,7 +231,8 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   out.planned = summary.items();
   out.resumed = summary.done();
   const int64_t run = getpid();
-  if (jp) jp->append(context_key(prov, run), to_json(prov));
+  const Json journalled_context = to_json(prov);
+  if (jp) jp->append(context_key(prov, run), journalled_context);
   progress.add_planned(summary.items() - summary.done(), summary.estimate_s());
 
   StopSignalGuard stop_guard;
@@ -247,6 +248,9 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   }
   out.stopped = StopSignalGuard::requested() &&
                 (jp == nullptr || !remaining(all, *jp, o.retry_failed).empty());
+  // A section that drives itself adds to the provenance as it runs (the collectives' processes,
+  // nodes and link): the journal's context says what the file will, for `--from-journal`.
+  if (jp && to_json(prov) != journalled_context) jp->append(context_key(prov, run), to_json(prov));
   // What `--from-journal` reads to say that this run finished.
   if (jp && !out.stopped && !out.gpu_lost)
     jp->append(finished_key(prov, run), Json{{"measured", out.measured}, {"failed", out.failed}});
