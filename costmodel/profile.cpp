@@ -484,8 +484,13 @@ void collect_json_files(const std::filesystem::path& p, std::vector<std::filesys
 }
 
 void merge_profile(Profile& into, const Profile& other) {
-  for (const auto& [type, fit] : other.gpus)
-    if (source_rank(fit.source) >= source_rank(into.gpu(type).source)) into.gpus[type] = fit;
+  for (const auto& [type, fit] : other.gpus) {
+    // A type `into` lacks counts as "default" (Profile::gpu), without copying a fit to say so.
+    const auto have = into.gpus.find(type);
+    if (source_rank(fit.source) >=
+        source_rank(have == into.gpus.end() ? "default" : have->second.source))
+      into.gpus[type] = fit;
+  }
   into.collectives.insert(into.collectives.end(), other.collectives.begin(),
                           other.collectives.end());
   into.origins.insert(into.origins.end(), other.origins.begin(), other.origins.end());
