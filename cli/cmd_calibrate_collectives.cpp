@@ -70,7 +70,7 @@ profiler::CollectiveOptions to_options(const CollectiveArgs& a) {
 
 }  // namespace
 
-// Declares the collective options on `app` (shared with `calibrate --collectives` once merged).
+// Declares the sweep's own options on `app` (`calibrate --collectives` runs it with the defaults).
 std::shared_ptr<CollectiveArgs> add_collective_options(CLI::App& app) {
   auto a = std::make_shared<CollectiveArgs>();
   app.add_option("--ops", a->ops, "collectives to measure (default: all six)")->delimiter(',');

@@ -32,7 +32,8 @@ std::string format_seconds(double s);
 // "12.3 GiB".
 std::string format_gib(double bytes);
 // A prediction's breakdown as "  compute 12.09 s  tp_comm 783.77 ms ...". host_wait is left out
-// while it is 0 (no profile models the host yet); --json keeps every key.
+// while it is 0 (no shipped profile has a `host` record, and without one there is no host
+// floor); --json keeps every key.
 std::string breakdown_text(const Prediction& p);
 
 // Writes JSON to a file (atomically) or, for "-", to stdout.

@@ -1,4 +1,4 @@
-// hetplan's own model format (YAML or JSON); see docs/models.md.
+// hetplan's own model format (YAML or JSON); see docs/formats.md, "Model files".
 #include <optional>
 
 #include <fmt/format.h>

@@ -21,7 +21,8 @@ struct SearchOptions {
   std::vector<std::string> schedules;  // empty: every schedule the pipeline model knows
   std::vector<Recompute> recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   int max_zero = 3;
-  std::vector<int64_t> micro_batches;  // empty: every divisor of the per-replica batch
+  std::vector<int64_t> micro_batches;  // empty: the global batch's divisors up to 64 (each
+                                       // candidate keeps those dividing its per-replica batch)
   std::vector<int64_t> tensor_widths;  // empty: powers of two up to twice a node's GPUs
   bool flash_attention = true;
   bool grad_accumulation_fusion = true;  // as Strategy::grad_accumulation_fusion

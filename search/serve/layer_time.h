@@ -1,7 +1,8 @@
 // Time to run one transformer layer of the served model on one machine type: a prompt (prefill)
 // pass over a batch of tokens, and one decode step for a batch of requests. Two sources: Helix's
-// measured bs2time tables (here), and, once the cost model lands, times derived from hetplan's
-// calibrated op costs (a second LayerTimeSource; the planner only sees the interfaces below).
+// measured bs2time tables (here), and times derived from hetplan's calibrated op costs
+// (CostModelLayerTimes, search/serve/cost_layer_time.h); the planner only sees the interfaces
+// below.
 #pragma once
 
 #include <cstdint>
