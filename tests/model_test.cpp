@@ -430,6 +430,38 @@ TEST(ModelFile, SizesBeyondHetplansLimitsAreInputErrors) {
   EXPECT_THROW(with_seq_len(load_model("gpt2-medium"), int64_t{1} << 40), InputError);
 }
 
+// OPT and BERT against the parameter counts their checkpoints have (Hugging Face's
+// `num_parameters()` of facebook/opt-125m, 125,239,296, and of bert-base-uncased as
+// BertForMaskedLM, 109,514,298: the encoder without the pooler, with the MLM head's transform and
+// output bias, the decoder tied), from their config.json fields.
+TEST(HfConfig, OptAndBertConfigsHaveTheirCheckpointsParameterCounts) {
+  const auto load = [](const std::string& json) {
+    return model_from_hf_config(parse_document(json, "config.json", DocumentFormat::kJson));
+  };
+  const std::string opt_sizes = R"("hidden_size": 768, "num_hidden_layers": 12,
+    "num_attention_heads": 12, "ffn_dim": 3072, "vocab_size": 50272,
+    "max_position_embeddings": 2048, "word_embed_proj_dim": 768, "enable_bias": true,
+    "do_layer_norm_before": true, "dropout": 0.1)";
+  ModelSpec opt = load(R"({"model_type": "opt", )" + opt_sizes + "}");
+  EXPECT_EQ(opt.parameters(), 125'239'296);
+  EXPECT_EQ(opt.seq_len, 2048);
+  EXPECT_EQ(opt.layers[0].embedding()->max_positions, 2050);  // OPT's positions start at 2
+  EXPECT_EQ(opt.layers[1].block()->activation, MlpActivation::kRelu);
+  EXPECT_TRUE(opt.layers[1].block()->causal);
+  // Without model_type the architecture names it.
+  EXPECT_EQ(load(R"({"architectures": ["OPTForCausalLM"], )" + opt_sizes + "}").parameters(),
+            125'239'296);
+
+  ModelSpec bert = load(R"({"architectures": ["BertForMaskedLM"], "model_type": "bert",
+    "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+    "intermediate_size": 3072, "vocab_size": 30522, "max_position_embeddings": 512,
+    "type_vocab_size": 2, "hidden_dropout_prob": 0.1})");
+  EXPECT_EQ(bert.parameters(), 109'514'298);
+  EXPECT_EQ(bert.seq_len, 512);
+  EXPECT_FALSE(bert.layers[1].block()->causal);
+  EXPECT_EQ(bert.layers[0].embedding()->token_types, 2);
+}
+
 TEST(HfConfig, UnsupportedOrIncompleteConfigsAreErrors) {
   try {
     model_from_hf_config(
@@ -445,6 +477,26 @@ TEST(HfConfig, UnsupportedOrIncompleteConfigsAreErrors) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.key_path(), "num_hidden_layers");
   }
+  // What hetplan does not model, and sizes that do not make a model, name their key.
+  const auto key_of = [](const std::string& json) {
+    try {
+      model_from_hf_config(parse_document(json, "c.json", DocumentFormat::kJson));
+    } catch (const InputError& e) {
+      return e.key_path();
+    }
+    return std::string("accepted");
+  };
+  // OPT-350m projects its 512-wide embeddings to the 1024-wide blocks.
+  EXPECT_EQ(key_of(R"({"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24,
+    "num_attention_heads": 16, "ffn_dim": 4096, "vocab_size": 50272,
+    "word_embed_proj_dim": 512})"),
+            "word_embed_proj_dim");
+  EXPECT_EQ(key_of(R"({"model_type": "bert", "hidden_size": 770, "num_hidden_layers": 2,
+    "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 100})"),
+            "num_attention_heads");
+  EXPECT_EQ(key_of(R"({"n_embd": 64, "n_layer": 100001, "n_head": 4, "vocab_size": 100,
+    "architectures": ["GPT2LMHeadModel"]})"),
+            "n_layer");
 }
 
 }  // namespace
