@@ -16,6 +16,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/measurements.h"
 #include "costmodel/model.h"
+#include "costmodel/version.h"
 #include "search/evaluate.h"
 #include "search/strategy.h"
 
@@ -155,7 +156,7 @@ CommandRunner declare_measure(CLI::App& app) {
              fmt::format(" --warmup {} --iters {} --budget-s {}", o->warmup, o->iters, o->budget_s);
       if (!o->cluster.empty()) cmd += " --cluster " + quote(o->cluster);
       if (!o->gpu_type.empty()) cmd += " --gpu-type " + quote(o->gpu_type);
-      cmd += " --hetplan-version 0.1.0 --command " +
+      cmd += fmt::format(" --hetplan-version {} --command ", version()) +
              quote(fmt::format("hetplan measure --model {} --strategy {} --out {}", o->model,
                                o->strategy, o->out));
     }

@@ -15,6 +15,7 @@
 #include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
+#include "costmodel/version.h"
 #include "search/serve/cost_layer_time.h"
 #include "search/serve/helix_import.h"
 #include "search/serve/planner.h"
@@ -254,8 +255,8 @@ CommandRunner declare_serve(CLI::App& app) {
 
     ServeReport report;
     report.problem = &problem;
-    report.context = {{"hetplan_version", "0.1.0"},
-                      {"command", "serve"},
+    report.context = {{"hetplan_version", version()},
+                      {"command", own_command_line()},
                       {"date", now_utc()},
                       {"model", o->model},
                       {"cluster", o->cluster},

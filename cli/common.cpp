@@ -12,6 +12,7 @@
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "costmodel/topology.h"
+#include "costmodel/version.h"
 
 namespace hetplan::cli {
 
@@ -52,7 +53,7 @@ Json run_context(const std::string& command, const Profile& profile) {
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   Json sources = Json::object();
   for (const auto& [type, fit] : profile.gpus) sources[type] = fit.source;
-  return {{"hetplan_version", "0.1.0"},
+  return {{"hetplan_version", version()},
           {"command", command},
           {"date", date},
           {"calibration", profile.origins},

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "costmodel/errors.h"
+#include "costmodel/version.h"
 
 int main(int argc, char** argv) {
   using hetplan::cli::CommandRunner;
@@ -16,7 +17,7 @@ int main(int argc, char** argv) {
       "hetplan: calibrate a GPU cluster, fit a cost model, and search training and "
       "serving strategies"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "hetplan 0.1.0");
+  app.set_version_flag("--version", std::string("hetplan ") + hetplan::version());
   std::vector<std::pair<CLI::App*, CommandRunner>> commands;
   for (const auto& spec : hetplan::cli::all_commands()) {
     CLI::App* sub = app.add_subcommand(spec.name, spec.help);

@@ -17,6 +17,7 @@
 #include "costmodel/layer_correction.h"
 #include "costmodel/measurements.h"
 #include "costmodel/profile.h"
+#include "costmodel/version.h"
 #include "costmodel/whole_number.h"
 #include "report/matching.h"
 #include "report/metrics.h"
@@ -328,7 +329,7 @@ Json build_report_data(const ReportInputs& in) {
   data["schema_version"] = kReportSchemaVersion;
   data["title"] = in.title;
   data["generated"] = now_utc();
-  data["hetplan_version"] = "0.1.0";
+  data["hetplan_version"] = version();
   data["command"] = in.command;
   // A file given twice would count its pairs (or its calibration points) twice.
   require_distinct_inputs({in.predictions.begin(), in.predictions.end()});

@@ -451,7 +451,7 @@ print(f"{len(llama['configs'])} LLaMA-style configurations")
 PY
   HETPLAN_KERNELS_LIB=off python3 scripts/reference_train.py --plan "$sweep/plan-llama.json" \
     --out "$sweep/measurements-eager.json" --cluster "$HETPLAN_SESSION_CLUSTER" --warmup 2 --iters 8 \
-    --budget-s 3 --hetplan-version 0.1.0
+    --budget-s 3 --hetplan-version "$("$bin/hetplan" --version | awk '{print $NF}')"
   local rc=$?
   python3 - "$sweep" <<'PY' || return
 import json, os, sys

@@ -81,6 +81,11 @@ def hetplan_json(hetplan, args):
     return json.loads(run([hetplan] + args, capture_output=True).stdout)
 
 
+def hetplan_version(hetplan):
+    """The version `hetplan --version` prints ("hetplan 0.1.0" -> "0.1.0")."""
+    return run([hetplan, "--version"], capture_output=True).stdout.split()[-1]
+
+
 def prepare(a, configs):
     """Model infos, strategies and predictions; returns the plan entries."""
     for sub in ("models", "strategies", "predictions", "predictions-datasheet"):
@@ -308,7 +313,7 @@ def main(argv):
                              "--plan", os.path.join(a.out, "plan.json"), "--out",
                              os.path.join(a.out, "measurements.json"), "--cluster", a.cluster,
                              "--warmup", str(a.warmup), "--iters", str(a.iters), "--budget-s",
-                             str(a.budget_s), "--hetplan-version", "0.1.0"]).returncode
+                             str(a.budget_s), "--hetplan-version", hetplan_version(a.hetplan)]).returncode
         if rc not in (0, 1):
             print(f"the harness exited {rc}", file=sys.stderr)
             return 1

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <regex>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include "costmodel/calibration.h"
 #include "costmodel/document.h"
 #include "costmodel/input_files.h"
+#include "costmodel/version.h"
 #include "test_util.h"
 
 namespace hetplan {
@@ -268,6 +270,28 @@ std::string read_text(const fs::path& p) {
 
 // A QA pass over bad input, as a user who makes mistakes: each case below crashed, exited 0 or 1,
 // or named neither the file nor the key.
+// One version, CMake's project version, in `--version` and in what the planning commands write.
+TEST(Version, OutputsCarryTheProjectVersion) {
+  std::ifstream cmake(std::string(HETPLAN_SOURCE_DIR) + "/CMakeLists.txt");
+  std::stringstream text;
+  text << cmake.rdbuf();
+  std::smatch m;
+  const std::string lists = text.str();
+  ASSERT_TRUE(std::regex_search(lists, m, std::regex(R"(project\(hetplan VERSION ([0-9.]+))")));
+  const std::string project = m[1];
+  EXPECT_EQ(std::string(version()), project);
+  EXPECT_EQ(run_hetplan("--version").output, "hetplan " + project + "\n");
+  const auto dir = temp_dir("version");
+  const auto out = dir / "p.json";
+  const auto r = run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
+                             std::string(HETPLAN_SOURCE_DIR) +
+                             "/examples/strategies/gpt2-medium-g4dn.json --json " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(out);
+  EXPECT_EQ(nlohmann::json::parse(in)["context"]["hetplan_version"], project);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(BadInput, StrategyDocumentsNameTheFileKeyAndExpectation) {
   const auto dir = temp_dir("bad_documents");
   const std::string predict = "predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy ";

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "costmodel/version.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {
@@ -71,6 +72,9 @@ TEST(ServeCli, EvaluatesHelixPlacementWithJsonContract) {
   EXPECT_EQ(j["simulation"]["completed"], 40);
   EXPECT_GT(j["simulation"]["prompt_latency_s"]["mean"].get<double>(), 0);
   EXPECT_FALSE(j.contains("search"));
+  EXPECT_EQ(j["context"]["hetplan_version"], version());
+  EXPECT_THAT(j["context"]["command"].get<std::string>(),
+              HasSubstr("serve --model llama2-70b --cluster"));  // the command as it was given
   // Llama-2-70B's sizes in whole bytes (fp16): a block's weights, K and V of one token in one
   // block (8 KV heads x 128 x 2 x 2 B), one token's hidden state (8192 x 2 B).
   for (const char* key :

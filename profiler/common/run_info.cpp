@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/version.h"
+
 namespace hetplan::profiler {
 
 std::string utc_now_iso() {
@@ -15,13 +17,7 @@ std::string utc_now_iso() {
   return buf;
 }
 
-std::string hetplan_version() {
-#ifdef HETPLAN_VERSION
-  return HETPLAN_VERSION;
-#else
-  return "unknown";
-#endif
-}
+std::string hetplan_version() { return version(); }
 
 Provenance base_provenance(const CalibrateOptions& options, const std::string& host) {
   Provenance p;
