@@ -91,6 +91,41 @@ TEST(LayerPlan, TimingCasesPerStyle) {
   EXPECT_TRUE(layer_timing_cases(load_model("mixtral-8x7b"), {1}, {1}, Dtype::kBf16).empty());
 }
 
+// What `calibrate --layers` plans: one item per distinct case, keyed so that a resumed run finds
+// it, with a spec the GPU side rebuilds the case from (every field, not only those in the key).
+TEST(LayerPlan, TimingItemsAreDistinctAndTheirSpecsRebuildTheCase) {
+  auto cases = layer_timing_cases(load_model("bert-large"), {1, 2}, {1}, Dtype::kBf16);
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_FALSE(cases[0].causal);
+  EXPECT_EQ(layer_key(cases[0]), "layer/gpt/bf16/b1/s512/h1024/a16/g16/d64/f4096/tp1/full/p0.1");
+  cases.push_back(cases[0]);  // the same block planned twice (two models) is measured once
+  const std::vector<PlanItem> items = layer_timing_items(cases, false);
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].key, layer_key(cases[0]));
+  EXPECT_EQ(items[1].label, "bert-large gpt b2 s512 tp1");
+  // A larger micro-batch takes longer; the quick plan repeats the passes fewer times.
+  EXPECT_GT(items[1].estimate_s, items[0].estimate_s);
+  EXPECT_LT(layer_timing_items(cases, true)[0].estimate_s, items[0].estimate_s);
+  EXPECT_GT(items[0].estimate_s, 0.05);  // set-up alone
+
+  LayerTimingCase c = layer_timing_cases(load_model("llama2-70b"), {4}, {8}, Dtype::kFp16)[0];
+  c.dropout = 0.25;
+  const LayerTimingCase back = layer_case_from_spec(to_spec(c));
+  EXPECT_EQ(back.model, "llama2-70b");
+  EXPECT_EQ(back.style, "llama");
+  EXPECT_EQ(back.dtype, Dtype::kFp16);
+  EXPECT_EQ(back.micro_batch, 4);
+  EXPECT_EQ(back.tp, 8);
+  EXPECT_EQ(back.kv_heads, 8);
+  EXPECT_EQ(back.head_dim, 128);
+  EXPECT_EQ(back.ffn_hidden, 28672);
+  EXPECT_TRUE(back.rotary);
+  EXPECT_FALSE(back.bias);
+  EXPECT_TRUE(back.causal);
+  EXPECT_DOUBLE_EQ(back.dropout, 0.25);
+  EXPECT_EQ(layer_key(back), layer_key(c));
+}
+
 TEST(LayerPlan, ExpectedActivationMatchesLayerWork) {
   const ModelSpec m = load_model("llama2-7b");
   const auto cases = layer_timing_cases(m, {1}, {1}, Dtype::kBf16);
