@@ -1,8 +1,17 @@
+#include <cerrno>
+#include <cstring>
 #include <future>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "costmodel/errors.h"
 #include "profiler/common/launcher.h"
@@ -93,10 +102,23 @@ TEST(Launcher, RendezvousAddressDefaultsAndOverrides) {
   EXPECT_EQ(b.port, 4000);
 }
 
-int test_port() { return 31000 + static_cast<int>(::getpid() % 2000); }
+// A port the kernel just gave out and took back: free, and unlike a port derived from the process
+// id, not the one a test running beside this one (ctest -j) derives from its neighbouring pid.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof at;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &size) != 0)
+    throw std::runtime_error(std::string("free_port: ") + std::strerror(errno));
+  ::close(fd);
+  return ntohs(at.sin_port);
+}
 
 TEST(Rendezvous, ThreeRanksGatherAndBroadcast) {
-  const RendezvousAddress addr{"127.0.0.1", test_port()};
+  const RendezvousAddress addr{"127.0.0.1", free_port()};
   auto run = [&](int rank) {
     LaunchInfo l;
     l.rank = rank;
@@ -120,7 +142,7 @@ TEST(Rendezvous, ThreeRanksGatherAndBroadcast) {
 }
 
 TEST(Rendezvous, MissingRankTimesOutWithItsName) {
-  const RendezvousAddress addr{"127.0.0.1", test_port() + 1};
+  const RendezvousAddress addr{"127.0.0.1", free_port()};
   LaunchInfo l;
   l.rank = 0;
   l.size = 2;
@@ -133,7 +155,7 @@ TEST(Rendezvous, MissingRankTimesOutWithItsName) {
 }
 
 TEST(Rendezvous, DeadPeerIsReportedNotWaitedFor) {
-  const RendezvousAddress addr{"127.0.0.1", test_port() + 2};
+  const RendezvousAddress addr{"127.0.0.1", free_port()};
   auto peer = std::async(std::launch::async, [&] {
     LaunchInfo l;
     l.rank = 1;
@@ -155,6 +177,126 @@ TEST(Rendezvous, DeadPeerIsReportedNotWaitedFor) {
     EXPECT_NE(std::string(e.what()).find("rank 1 closed the connection"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(Rendezvous, TimeoutsFromTheEnvironmentAreSecondsAboveZero) {
+  const RendezvousTimeouts defaults = rendezvous_timeouts({});
+  EXPECT_DOUBLE_EQ(defaults.connect_s, 60);
+  EXPECT_DOUBLE_EQ(defaults.operation_s, 900);
+  const RendezvousTimeouts set = rendezvous_timeouts(
+      {{"HETPLAN_RENDEZVOUS_CONNECT_S", "2.5"}, {"HETPLAN_RENDEZVOUS_TIMEOUT_S", "30"}});
+  EXPECT_DOUBLE_EQ(set.connect_s, 2.5);
+  EXPECT_DOUBLE_EQ(set.operation_s, 30);
+  EXPECT_DOUBLE_EQ(rendezvous_timeouts({{"HETPLAN_RENDEZVOUS_CONNECT_S", ""}}).connect_s, 60);
+  for (const char* bad : {"0", "-1", "5s", "abc", "nan"}) {
+    try {
+      rendezvous_timeouts({{"HETPLAN_RENDEZVOUS_TIMEOUT_S", bad}});
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("environment variable HETPLAN_RENDEZVOUS_TIMEOUT_S: expected seconds "
+                            "> 0, found \"") +
+                    bad + "\"");
+    }
+  }
+}
+
+// A socket on the rendezvous port that is not a rank (a port scanner, a health check) is closed
+// and ignored; the ranks still meet.
+TEST(Rendezvous, AStrayConnectionIsIgnored) {
+  const RendezvousAddress addr{"127.0.0.1", free_port()};
+  auto stray_then_rank = std::async(std::launch::async, [&] {
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(addr.port));
+    ::inet_pton(AF_INET, addr.host.c_str(), &to.sin_addr);
+    for (int tries = 0; tries < 100; ++tries) {  // until rank 0 listens
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0) {
+        const char junk[16] = "GET / HTTP/1.0";
+        (void)!::write(fd, junk, sizeof junk);
+        ::close(fd);
+        break;
+      }
+      ::close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    LaunchInfo l;
+    l.rank = 1;
+    l.size = 2;
+    Rendezvous r(l, addr, {10, 10});
+    return r.all_gather("one")[0];
+  });
+  LaunchInfo l;
+  l.rank = 0;
+  l.size = 2;
+  Rendezvous r(l, addr, {10, 10});
+  EXPECT_EQ(r.all_gather("zero"), (std::vector<std::string>{"zero", "one"}));
+  EXPECT_EQ(stray_then_rank.get(), "zero");
+}
+
+// A rank of another job on the same port says how many ranks it has: rank 0 names the clash.
+TEST(Rendezvous, ARankOfAnotherJobSizeIsNamed) {
+  const RendezvousAddress addr{"127.0.0.1", free_port()};
+  auto other = std::async(std::launch::async, [&] {
+    LaunchInfo l;
+    l.rank = 1;
+    l.size = 3;
+    try {
+      Rendezvous r(l, addr, {5, 1});
+      r.barrier();  // rank 0 has closed the connection
+    } catch (const RuntimeFailure&) {
+    }
+  });
+  LaunchInfo l;
+  l.rank = 0;
+  l.size = 2;
+  try {
+    Rendezvous r(l, addr, {5, 5});
+    ADD_FAILURE() << "accepted a rank of a 3-rank job";
+  } catch (const RuntimeFailure& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "rendezvous: a rank announced itself as 1 of 3, but this job has 2 ranks (two jobs "
+              "on one port?)");
+  }
+  other.get();
+}
+
+TEST(Rendezvous, APortInUseAndAnAbsentRankZeroAreNamed) {
+  const RendezvousAddress addr{"127.0.0.1", free_port()};
+  // Rank 1 alone: nobody listens.
+  LaunchInfo l;
+  l.rank = 1;
+  l.size = 2;
+  try {
+    Rendezvous r(l, addr, {1, 1});
+    ADD_FAILURE() << "reached a rank 0 that does not exist";
+  } catch (const RuntimeFailure& e) {
+    EXPECT_NE(
+        std::string(e.what()).find(fmt::format(
+            "rendezvous: rank 1 could not reach rank 0 at 127.0.0.1:{} within 1 s (", addr.port)),
+        std::string::npos)
+        << e.what();
+  }
+  // The port taken by another program.
+  const int taken = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(static_cast<uint16_t>(addr.port));
+  at.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(::bind(taken, reinterpret_cast<sockaddr*>(&at), sizeof at), 0) << std::strerror(errno);
+  ASSERT_EQ(::listen(taken, 1), 0);
+  l.rank = 0;
+  try {
+    Rendezvous r(l, addr, {1, 1});
+    ADD_FAILURE() << "listened on a port in use";
+  } catch (const RuntimeFailure& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("rendezvous: rank 0 cannot listen on port {} (Address already in use); "
+                          "set HETPLAN_MASTER_PORT to a free port",
+                          addr.port));
+  }
+  ::close(taken);
 }
 
 }  // namespace
