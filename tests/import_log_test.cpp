@@ -437,5 +437,79 @@ TEST(DeepSpeedLog, MalformedLinesAndMissingModel) {
             "\"json = {...}\"): the batch sizes are unknown");
 }
 
+// The refusals and records coverage found untried: every one names the log (and line) and what
+// it expected, and a run that ran out of memory is recorded as such.
+TEST(DeepSpeedLog, InconsistentLogsAndOptionsAreRefusedAndOutOfMemoryIsRecorded) {
+  const std::string config =
+      "[x] [INFO] [config.py:991:print_user_config]   json = {\n"
+      "    \"train_batch_size\": 16,\n"
+      "    \"train_micro_batch_size_per_gpu\": 2\n}\n";  // lines 1-4
+  const std::string step10 = "[x] steps: 10 loss: 1.0 iter time (s): 0.5 samples/sec: 32\n";
+  const std::string timer =
+      "[x] [INFO] [timer.py:264:stop] epoch=0/micro_step=5/global_step=5, "
+      "RunningAvgSamplesPerSec=30, CurrSamplesPerSec={}, MemAllocated=2GB, "
+      "MaxMemAllocated=3GB\n";
+  const auto error = [](const std::string& text, LogImportOptions o = {}) {
+    if (o.model.empty()) o.model = "gpt2-medium";
+    return error_of([&] { deepspeed_measurement(parse_deepspeed_log(text, "d.log"), "d.log", o); });
+  };
+  EXPECT_EQ(error(config + "[x] steps: 10 loss: 1.0 iter time (s): 0 samples/sec: 3\n"),
+            "d.log:5: iter time: expected a time > 0, found 0");
+  EXPECT_EQ(error(config + step10 + step10),
+            "d.log:6: step 10 follows step 10: give one run per log");
+  EXPECT_EQ(error(config + fmt::format(fmt::runtime(timer), "0")),
+            "d.log:5: CurrSamplesPerSec: expected > 0, found 0");
+  EXPECT_EQ(
+      error(config + fmt::format(fmt::runtime(timer), 30) + fmt::format(fmt::runtime(timer), 31)),
+      "d.log:6: step 5 follows step 5: give one run per log");
+  EXPECT_EQ(error(config + "[x] CurrSamplesPerSec=30\n"),
+            "d.log:5: expected \"global_step=N, RunningAvgSamplesPerSec=x, CurrSamplesPerSec=y\"");
+  EXPECT_EQ(error(config + config),
+            "d.log:5: a second config block (the first is at line 1): give "
+            "one run per log");
+  // "auto" leaves a value to DeepSpeed at run time, which the log's config print then lacks.
+  EXPECT_EQ(error("[x] [INFO] [config.py:991:print_user_config]   json = {\n"
+                  "  \"train_batch_size\": 16, \"train_micro_batch_size_per_gpu\": \"auto\"\n}\n" +
+                  step10),
+            "d.log: the config gives no train_micro_batch_size_per_gpu and train_batch_size");
+  EXPECT_EQ(
+      error("[x] [INFO] [config.py:991:print_user_config]   json = {\n"
+            "  \"train_batch_size\": 16, \"train_micro_batch_size_per_gpu\": 2.5\n}\n" +
+            step10),
+      "d.log:1: train_micro_batch_size_per_gpu: expected a whole number, found the number 2.5");
+  LogImportOptions tp4;
+  tp4.tp = 4;
+  EXPECT_EQ(error("[x] [INFO] [config.py:991:print_user_config]   json = {\n"
+                  "  \"train_batch_size\": 16, \"train_micro_batch_size_per_gpu\": 2,\n"
+                  "  \"tensor_parallel\": {\"autotp_size\": 2}\n}\n" +
+                      step10,
+                  tp4),
+            "d.log: tensor_parallel.autotp_size: the log says 2, --tp says 4");
+  LogImportOptions bad_recompute;
+  bad_recompute.recompute = "some";
+  EXPECT_EQ(error(config + step10, bad_recompute),
+            "--recompute: expected none, selective or full, found \"some\"");
+
+  // Out of memory after the config: the measurement says so, at its line.
+  LogImportOptions o;
+  o.model = "gpt2-medium";
+  const std::string oom =
+      config + "[x] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
+  const Measurement m = deepspeed_measurement(parse_deepspeed_log(oom, "d.log"), "d.log", o);
+  EXPECT_TRUE(m.oom);
+  EXPECT_FALSE(m.iteration_s.has_value());
+  // An activation_checkpointing section that does not say which layers: noted, recorded as none.
+  const std::string checkpointing =
+      "[x] [INFO] [config.py:991:print_user_config]   json = {\n"
+      "  \"train_batch_size\": 16, \"train_micro_batch_size_per_gpu\": 2,\n"
+      "  \"activation_checkpointing\": {\"partition_activations\": true}\n}\n" +
+      step10 + "[x] steps: 20 loss: 1.0 iter time (s): 0.5 samples/sec: 32\n";
+  const Measurement c =
+      deepspeed_measurement(parse_deepspeed_log(checkpointing, "d.log"), "d.log", o);
+  EXPECT_EQ(strategy_of(c).recompute, Recompute::kNone);
+  EXPECT_NE(c.notes.find("the config has an activation_checkpointing section"), std::string::npos)
+      << c.notes;
+}
+
 }  // namespace
 }  // namespace hetplan
