@@ -1,6 +1,7 @@
 // Log importers on the sample logs of tests/data/megatron and tests/data/deepspeed (hand-written in
 // the frameworks' formats, values invented; see tests/data/README.md). Expected values are read
 // off those files by hand.
+#include <algorithm>
 #include <functional>
 
 #include <fmt/format.h>
@@ -267,6 +268,53 @@ TEST(MegatronLog, UnprintedArgumentsAreRecordedAsAssumed) {
   const Measurement read = megatron_measurement(parse_megatron_log(text, "a.log"), "a.log", {});
   EXPECT_TRUE(read.assumed.empty()) << fmt::format("{}", fmt::join(read.assumed, ", "));
   EXPECT_EQ(strategy_of(read).global_batch, 8);
+}
+
+// The arguments coverage found untried: the interleaved schedule from the virtual stage size,
+// refusals of what hetplan does not model, and the lines of another global batch size (a ramp-up)
+// left out with a note.
+TEST(MegatronLog, InterleavedSchedulesAndUnmodelledArguments) {
+  const std::string text = logs::read_text_file(kData + "/megatron/gpt2-medium_tp2_pp2_dp2.log");
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? t : t.replace(at, from.size(), to);
+  };
+  const auto import = [](const std::string& t) {
+    LogImportOptions o;
+    o.model = "gpt2-medium";
+    return megatron_measurement(parse_megatron_log(t, "m.log"), "m.log", o);
+  };
+  // 6 blocks per virtual stage, 24 blocks on 2 pipeline ranks: 2 virtual stages on each.
+  const std::string virtual_stage = "num_layers_per_virtual_pipeline_stage ........... ";
+  const Measurement m = import(with(virtual_stage + "None", virtual_stage + "6"));
+  const Strategy s = strategy_of(m);
+  EXPECT_EQ(s.schedule, "interleaved");
+  EXPECT_EQ(s.chunks, 2);
+  EXPECT_TRUE(s.stages.empty());  // Megatron-LM's interleaved split is its own
+  EXPECT_EQ(std::count(m.assumed.begin(), m.assumed.end(), "strategy.chunks"), 0);
+
+  EXPECT_EQ(error_of([&] {
+              import(with("context_parallel_size ........................... 1",
+                          "context_parallel_size ........................... 2"));
+            }),
+            "m.log:2: arguments.context_parallel_size: context parallelism is not modelled by "
+            "hetplan");
+  EXPECT_EQ(error_of([&] {
+              import(with("recompute_granularity ........................... selective",
+                          "recompute_granularity ........................... partial"));
+            }),
+            "m.log:2: arguments.recompute_granularity: expected None, selective or full, found "
+            "\"partial\"");
+  // A ramp-up: an iteration after the warm-up ran at another global batch size.
+  const Measurement ramp = import(with("global batch size:    64 | lm loss: 1.075000E+01",
+                                       "global batch size:    32 | lm loss: 1.075000E+01"));
+  EXPECT_NE(
+      ramp.notes.find("1 iteration line(s) of another global batch size (a ramp-up) left out"),
+      std::string::npos)
+      << ramp.notes;
+  EXPECT_EQ(ramp.iteration_s->count, import(text).iteration_s->count - 1);
 }
 
 TEST(MegatronLog, StripsLauncherPrefixes) {

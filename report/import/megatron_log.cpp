@@ -321,7 +321,8 @@ Measurement megatron_measurement(const MegatronLog& log, const std::string& orig
     notes += fmt::format("each sample is Megatron-LM's mean over a log interval of {} iterations; ",
                          interval);
   if (dropped_batch > 0)
-    notes += fmt::format("{} lines of another global batch size dropped; ", dropped_batch);
+    notes += fmt::format("{} iteration line(s) of another global batch size (a ramp-up) left out; ",
+                         dropped_batch);
 
   // Peak memory per pipeline stage: ranks are ordered tensor rank fastest, then data-parallel
   // rank, then pipeline rank (Megatron-LM's default order "tp-cp-ep-dp-pp"; with
