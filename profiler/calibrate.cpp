@@ -250,7 +250,9 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
                 (jp == nullptr || !remaining(all, *jp, o.retry_failed).empty());
   // A section that drives itself adds to the provenance as it runs (the collectives' processes,
   // nodes and link): the journal's context says what the file will, for `--from-journal`.
-  if (jp && to_json(prov) != journalled_context) jp->append(context_key(prov, run), to_json(prov));
+  if (jp)
+    if (Json context = to_json(prov); context != journalled_context)
+      jp->append(context_key(prov, run), context);
   // What `--from-journal` reads to say that this run finished.
   if (jp && !out.stopped && !out.gpu_lost)
     jp->append(finished_key(prov, run), Json{{"measured", out.measured}, {"failed", out.failed}});

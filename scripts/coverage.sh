@@ -46,8 +46,8 @@ mkdir -p "$report"
 # Our sources only: not the tests themselves, not third-party headers, not generated files.
 filters=(--filter "$root/(cli|costmodel|search|report|profiler|kernels)/")
 gcovr -r "$root" "$build_dir" "${filters[@]}" --exclude-unreachable-branches \
-  --exclude-throw-branches --gcov-ignore-parse-errors -j"${HETPLAN_JOBS:-$(nproc)}" --json "$report/coverage.json" --html-details "$report/index.html" \
-  --print-summary > "$report/total.txt"
+  --exclude-throw-branches -j"${HETPLAN_JOBS:-$(nproc)}" --json "$report/coverage.json" \
+  --html-details "$report/index.html" --print-summary > "$report/total.txt"
 python3 scripts/coverage_summary.py "$report/coverage.json" --total "$report/total.txt" \
   | tee "$report/summary.txt"
 echo "coverage: $report/summary.txt, $report/index.html (tests exit status $status)"

@@ -102,13 +102,28 @@ TEST(Launcher, RendezvousAddressDefaultsAndOverrides) {
   EXPECT_EQ(b.port, 4000);
 }
 
+// An IPv4 socket address: `host` as INADDR_LOOPBACK or INADDR_ANY, and `port` (0: any free one).
+sockaddr_in ipv4(uint32_t host, int port) {
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(static_cast<uint16_t>(port));
+  at.sin_addr.s_addr = htonl(host);
+  return at;
+}
+
+// Rank `rank` of a launch of `size` processes.
+LaunchInfo rank_of(int rank, int size) {
+  LaunchInfo l;
+  l.rank = rank;
+  l.size = size;
+  return l;
+}
+
 // A port the kernel just gave out and took back: free, and unlike a port derived from the process
 // id, not the one a test running beside this one (ctest -j) derives from its neighbouring pid.
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in at = ipv4(INADDR_LOOPBACK, 0);
   socklen_t size = sizeof at;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &size) != 0)
@@ -120,9 +135,7 @@ int free_port() {
 TEST(Rendezvous, ThreeRanksGatherAndBroadcast) {
   const RendezvousAddress addr{"127.0.0.1", free_port()};
   auto run = [&](int rank) {
-    LaunchInfo l;
-    l.rank = rank;
-    l.size = 3;
+    const LaunchInfo l = rank_of(rank, 3);
     Rendezvous r(l, addr, {10, 10});
     auto all = r.all_gather("from " + std::to_string(rank));
     std::string id(128, '\0');  // binary payload, as an ncclUniqueId
@@ -143,9 +156,7 @@ TEST(Rendezvous, ThreeRanksGatherAndBroadcast) {
 
 TEST(Rendezvous, MissingRankTimesOutWithItsName) {
   const RendezvousAddress addr{"127.0.0.1", free_port()};
-  LaunchInfo l;
-  l.rank = 0;
-  l.size = 2;
+  const LaunchInfo l = rank_of(0, 2);
   try {
     Rendezvous r(l, addr, {0.3, 0.3});
     FAIL();
@@ -157,16 +168,12 @@ TEST(Rendezvous, MissingRankTimesOutWithItsName) {
 TEST(Rendezvous, DeadPeerIsReportedNotWaitedFor) {
   const RendezvousAddress addr{"127.0.0.1", free_port()};
   auto peer = std::async(std::launch::async, [&] {
-    LaunchInfo l;
-    l.rank = 1;
-    l.size = 2;
+    const LaunchInfo l = rank_of(1, 2);
     Rendezvous r(l, addr, {10, 10});
     r.all_gather("x");
     // Leaves without taking part in the second exchange: its socket closes.
   });
-  LaunchInfo l;
-  l.rank = 0;
-  l.size = 2;
+  const LaunchInfo l = rank_of(0, 2);
   Rendezvous r(l, addr, {10, 10});
   r.all_gather("y");
   peer.get();
@@ -206,13 +213,10 @@ TEST(Rendezvous, TimeoutsFromTheEnvironmentAreSecondsAboveZero) {
 TEST(Rendezvous, AStrayConnectionIsIgnored) {
   const RendezvousAddress addr{"127.0.0.1", free_port()};
   auto stray_then_rank = std::async(std::launch::async, [&] {
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(static_cast<uint16_t>(addr.port));
-    ::inet_pton(AF_INET, addr.host.c_str(), &to.sin_addr);
-    for (int tries = 0; tries < 100; ++tries) {  // until rank 0 listens
+    const sockaddr_in to = ipv4(INADDR_LOOPBACK, addr.port);  // addr.host
+    for (int tries = 0; tries < 100; ++tries) {               // until rank 0 listens
       const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0) {
+      if (::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0) {
         const char junk[16] = "GET / HTTP/1.0";
         (void)!::write(fd, junk, sizeof junk);
         ::close(fd);
@@ -221,15 +225,11 @@ TEST(Rendezvous, AStrayConnectionIsIgnored) {
       ::close(fd);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    LaunchInfo l;
-    l.rank = 1;
-    l.size = 2;
+    const LaunchInfo l = rank_of(1, 2);
     Rendezvous r(l, addr, {10, 10});
     return r.all_gather("one")[0];
   });
-  LaunchInfo l;
-  l.rank = 0;
-  l.size = 2;
+  const LaunchInfo l = rank_of(0, 2);
   Rendezvous r(l, addr, {10, 10});
   EXPECT_EQ(r.all_gather("zero"), (std::vector<std::string>{"zero", "one"}));
   EXPECT_EQ(stray_then_rank.get(), "zero");
@@ -239,18 +239,14 @@ TEST(Rendezvous, AStrayConnectionIsIgnored) {
 TEST(Rendezvous, ARankOfAnotherJobSizeIsNamed) {
   const RendezvousAddress addr{"127.0.0.1", free_port()};
   auto other = std::async(std::launch::async, [&] {
-    LaunchInfo l;
-    l.rank = 1;
-    l.size = 3;
+    const LaunchInfo l = rank_of(1, 3);
     try {
       Rendezvous r(l, addr, {5, 1});
       r.barrier();  // rank 0 has closed the connection
     } catch (const RuntimeFailure&) {
     }
   });
-  LaunchInfo l;
-  l.rank = 0;
-  l.size = 2;
+  const LaunchInfo l = rank_of(0, 2);
   try {
     Rendezvous r(l, addr, {5, 5});
     ADD_FAILURE() << "accepted a rank of a 3-rank job";
@@ -265,11 +261,8 @@ TEST(Rendezvous, ARankOfAnotherJobSizeIsNamed) {
 TEST(Rendezvous, APortInUseAndAnAbsentRankZeroAreNamed) {
   const RendezvousAddress addr{"127.0.0.1", free_port()};
   // Rank 1 alone: nobody listens.
-  LaunchInfo l;
-  l.rank = 1;
-  l.size = 2;
   try {
-    Rendezvous r(l, addr, {1, 1});
+    Rendezvous r(rank_of(1, 2), addr, {1, 1});
     ADD_FAILURE() << "reached a rank 0 that does not exist";
   } catch (const RuntimeFailure& e) {
     EXPECT_NE(
@@ -280,15 +273,12 @@ TEST(Rendezvous, APortInUseAndAnAbsentRankZeroAreNamed) {
   }
   // The port taken by another program.
   const int taken = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_port = htons(static_cast<uint16_t>(addr.port));
-  at.sin_addr.s_addr = htonl(INADDR_ANY);
-  ASSERT_EQ(::bind(taken, reinterpret_cast<sockaddr*>(&at), sizeof at), 0) << std::strerror(errno);
+  const sockaddr_in at = ipv4(INADDR_ANY, addr.port);
+  ASSERT_EQ(::bind(taken, reinterpret_cast<const sockaddr*>(&at), sizeof at), 0)
+      << std::strerror(errno);
   ASSERT_EQ(::listen(taken, 1), 0);
-  l.rank = 0;
   try {
-    Rendezvous r(l, addr, {1, 1});
+    Rendezvous r(rank_of(0, 2), addr, {1, 1});
     ADD_FAILURE() << "listened on a port in use";
   } catch (const RuntimeFailure& e) {
     EXPECT_EQ(std::string(e.what()),

@@ -6,8 +6,10 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "costmodel/errors.h"
+#include "costmodel/version.h"
 #include "profiler/common/gpu_type.h"
 #include "profiler/common/run_info.h"
 
@@ -86,12 +88,11 @@ void describe_collective_run(const Layout& layout, const std::string& intra_link
   }
   if (p.date.empty()) p.date = utc_now_iso();
   if (p.host.empty() && !layout.hosts.empty()) p.host = layout.hosts[0];
-  if (p.hetplan_version.empty()) p.hetplan_version = hetplan_version();
-  std::string hosts;
-  for (const auto& h : layout.hosts) hosts += (hosts.empty() ? "" : ", ") + h;
-  const std::string note = fmt::format(
-      "collectives: {} processes, {} GPUs on {} nodes ({}); intra-node link {}",
-      layout.processes.size(), layout.gpus.size(), layout.hosts.size(), hosts, intra_link);
+  if (p.hetplan_version.empty()) p.hetplan_version = version();
+  const std::string note =
+      fmt::format("collectives: {} processes, {} GPUs on {} nodes ({}); intra-node link {}",
+                  layout.processes.size(), layout.gpus.size(), layout.hosts.size(),
+                  fmt::join(layout.hosts, ", "), intra_link);
   p.notes += (p.notes.empty() ? "" : "; ") + note;
 }
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
-#include "profiler/common/run_info.h"
+#include "costmodel/version.h"
 
 namespace hetplan::profiler {
 namespace {
@@ -71,10 +71,9 @@ GpuModule load() {
 }  // namespace
 
 std::string gpu_module_signature() {
-  return fmt::format("hetplan {}, sizes {} {} {} {} {}", hetplan_version(),
-                     sizeof(CalibrateOptions), sizeof(CalibrationOutcome),
-                     sizeof(CollectiveOptions), sizeof(CollectiveRunSummary),
-                     sizeof(CalibrationFile));
+  return fmt::format("hetplan {}, sizes {} {} {} {} {}", version(), sizeof(CalibrateOptions),
+                     sizeof(CalibrationOutcome), sizeof(CollectiveOptions),
+                     sizeof(CollectiveRunSummary), sizeof(CalibrationFile));
 }
 
 const GpuModule& gpu_module() {

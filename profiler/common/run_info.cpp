@@ -17,15 +17,13 @@ std::string utc_now_iso() {
   return buf;
 }
 
-std::string hetplan_version() { return version(); }
-
 Provenance base_provenance(const CalibrateOptions& options, const std::string& host) {
   Provenance p;
   p.source = "measured";
   p.host = host;
   p.date = utc_now_iso();
   p.command = options.command_line;
-  p.hetplan_version = hetplan_version();
+  p.hetplan_version = version();
   return p;
 }
 

@@ -10,8 +10,6 @@ namespace hetplan::profiler {
 
 // Current UTC time as ISO 8601: "2026-11-22T10:15:03Z".
 std::string utc_now_iso();
-// hetplan's version (the CMake project version).
-std::string hetplan_version();
 // Provenance fields known without a GPU: source "measured", host, date, command, version.
 Provenance base_provenance(const CalibrateOptions& options, const std::string& host);
 

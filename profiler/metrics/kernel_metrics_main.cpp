@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "costmodel/errors.h"
+#include "costmodel/version.h"
 #include "kernels/bandwidth.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
@@ -131,7 +132,7 @@ Provenance provenance(const DeviceInfo& d, const std::string& command) {
   p.command = command;
   p.date_utc = utc_now_iso();
   p.host = host_name();
-  p.tool_version = hetplan_version();
+  p.tool_version = version();
   return p;
 }
 
