@@ -100,8 +100,8 @@ CommandRunner declare_import(CLI::App& app) {
         f.context.command = command_line(*o);
       } else {
         // Our own measurement (kernel bench): its date and command stay; the import is a note.
-        f.context.notes +=
-            "; converted by `" + command_line(*o) + "` on " + context["date"].get<std::string>();
+        f.context.add_note(fmt::format("converted by `{}` on {}", command_line(*o),
+                                       context["date"].get<std::string>()));
       }
       save_calibration(f, o->out);
       std::string counts;

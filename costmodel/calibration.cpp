@@ -693,7 +693,7 @@ void merge_calibration(CalibrationFile& into, const CalibrationFile& other_in) {
   const std::string note = fmt::format(
       "merged {} (source {}, host {}, date {})", other.origin.empty() ? "a file" : other.origin,
       other.context.source, other.context.host, other.context.date);
-  into.context.notes += (into.context.notes.empty() ? "" : "; ") + note;
+  into.context.add_note(note);
 }
 
 }  // namespace hetplan

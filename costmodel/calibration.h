@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "costmodel/document.h"
@@ -33,9 +34,15 @@ struct Provenance {
   int64_t l2_bytes = 0;
   std::string driver, cuda_runtime, cublas, nccl, cupti;
   std::string host, date, command, hetplan_version;
-  std::string notes;
+  std::string notes;  // "; "-separated
   // Free-form citations for datasheet and imported figures: figure name -> source.
   std::map<std::string, std::string> citations;
+
+  void add_note(std::string_view note) {
+    if (note.empty()) return;
+    if (!notes.empty()) notes += "; ";
+    notes += note;
+  }
 };
 
 // One GEMM shape: C[m x n] = op(A)[m x k] * op(B)[k x n], `batch` independent products.

@@ -25,10 +25,6 @@
 namespace hetplan::profiler {
 namespace {
 
-void add_note(Provenance& p, const std::string& note) {
-  p.notes += (p.notes.empty() ? "" : "; ") + note;
-}
-
 // After a failed measurement: true when the CUDA context still works. Errors such as a failed
 // allocation clear with cudaGetLastError; an illegal address or a launch failure stays (sticky)
 // and every later call would fail too.
@@ -201,6 +197,12 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   const std::unique_ptr<ClockMonitor> clocks =
       ClockMonitor::open_nvml(device.info().pci_bus_id, o.clocks);
   progress.message("calibrate: " + clocks->describe());
+  // What traces and clocks the run is known before it measures: the journal's context says it,
+  // for `--from-journal`. Tracing or clock reading that stops during the run is added at its end.
+  const bool traced_at_start = tracer.available();
+  const std::string clocks_at_start = clocks->describe();
+  if (!traced_at_start) prov.add_note(tracer.unavailable_reason());
+  prov.add_note(clocks_at_start);
   progress.message(fmt::format(
       "calibrate: {} ({}), {} SMs, {} of memory, {} L2; driver {}, "
       "CUDA {}, cuBLAS {}, NCCL {}",
@@ -248,8 +250,10 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   }
   out.stopped = StopSignalGuard::requested() &&
                 (jp == nullptr || !remaining(all, *jp, o.retry_failed).empty());
+  if (traced_at_start && !tracer.available()) prov.add_note(tracer.unavailable_reason());
+  if (clocks->describe() != clocks_at_start) prov.add_note(clocks->describe());
   // A section that drives itself adds to the provenance as it runs (the collectives' processes,
-  // nodes and link): the journal's context says what the file will, for `--from-journal`.
+  // nodes and link), and so may the lines above: the journal's context says what the file will.
   if (jp)
     if (Json context = to_json(prov); context != journalled_context)
       jp->append(context_key(prov, run), context);
@@ -263,9 +267,7 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
     return out;
   }
 
-  if (!tracer.available()) add_note(prov, tracer.unavailable_reason());
-  add_note(prov, clocks->describe());
-  if (out.stopped) add_note(prov, "partial: the run was interrupted; --resume completes it");
+  if (out.stopped) prov.add_note("partial: the run was interrupted; --resume completes it");
   const Assembly assembly = assemble(*journal, prov, run);
   save_calibration(assembly.file, o.out);
   out.summary = file_summary(assembly.file, o.out);

@@ -41,8 +41,7 @@ class CollectivesSection : public Section {
     };
     const CollectiveRunSummary s = run_collective_calibration(o, scratch, ctx.journal, report);
     Provenance& p = ctx.provenance;
-    if (!scratch.context.notes.empty())
-      p.notes += (p.notes.empty() ? "" : "; ") + scratch.context.notes;
+    p.add_note(scratch.context.notes);
     p.gpu_count = std::max(p.gpu_count, scratch.context.gpu_count);
     return {s.measured, s.failed, s.reused};
   }

@@ -11,13 +11,6 @@
 #include "profiler/gemm/lt_gemm.h"
 
 namespace hetplan::profiler {
-namespace {
-
-void add_note(Provenance& p, const std::string& note) {
-  p.notes += (p.notes.empty() ? "" : "; ") + note;
-}
-
-}  // namespace
 
 std::string nvml_driver_version() { return Nvml().driver_version(); }
 
@@ -40,9 +33,9 @@ Provenance measure_provenance(const CalibrateOptions& options, const DeviceInfo&
         "the name in profiler/common/gpu_type.cpp)",
         d.name, type.key);
     if (warnings) warnings->push_back(w);
-    add_note(p, w);
+    p.add_note(w);
   } else if (!is_gpu_preset(type.key)) {
-    add_note(p, fmt::format("no preset presets/gpus/{}.yaml yet", type.key));
+    p.add_note(fmt::format("no preset presets/gpus/{}.yaml yet", type.key));
   }
   p.gpu_count = visible_device_count();
   p.sm_count = d.sm_count;
@@ -56,8 +49,8 @@ Provenance measure_provenance(const CalibrateOptions& options, const DeviceInfo&
   p.cuda_runtime = cuda_version_text(d.runtime_version);
   p.cublas = LtHandle::version();
   p.nccl = nccl_version();
-  add_note(p, fmt::format("device {} (PCI {}), compute capability {}.{}, memory bus {} bits",
-                          d.index, d.pci_bus_id, d.cc_major, d.cc_minor, d.memory_bus_bits));
+  p.add_note(fmt::format("device {} (PCI {}), compute capability {}.{}, memory bus {} bits",
+                         d.index, d.pci_bus_id, d.cc_major, d.cc_minor, d.memory_bus_bits));
   return p;
 }
 

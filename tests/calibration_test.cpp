@@ -126,6 +126,16 @@ CalibrationFile sample_file() {
   return f;
 }
 
+TEST(Provenance, NotesAreJoinedBySemicolonsAndEmptyOnesLeftOut) {
+  Provenance p;
+  p.add_note("");
+  EXPECT_EQ(p.notes, "");
+  p.add_note("clocks read through NVML every 1 ms during each timed region");
+  p.add_note("");
+  p.add_note("partial");
+  EXPECT_EQ(p.notes, "clocks read through NVML every 1 ms during each timed region; partial");
+}
+
 TEST(CalibrationFile, RoundTripsThroughJson) {
   const auto path = temp_path("cal.json");
   save_calibration(sample_file(), path);

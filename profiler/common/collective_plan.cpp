@@ -93,7 +93,7 @@ void describe_collective_run(const Layout& layout, const std::string& intra_link
       fmt::format("collectives: {} processes, {} GPUs on {} nodes ({}); intra-node link {}",
                   layout.processes.size(), layout.gpus.size(), layout.hosts.size(),
                   fmt::join(layout.hosts, ", "), intra_link);
-  p.notes += (p.notes.empty() ? "" : "; ") + note;
+  p.add_note(note);
 }
 
 std::string GroupSpec::label() const {

@@ -104,7 +104,7 @@ Assembly assemble(const Journal& journal, Provenance context, int64_t run) {
         "run(s): ",
         earlier_runs.size());
     for (size_t i = 0; i < earlier_runs.size(); ++i) note += (i ? ", " : "") + earlier_runs[i];
-    context.notes += (context.notes.empty() ? "" : "; ") + note;
+    context.add_note(note);
   }
   a.file.context = std::move(context);
   return a;
@@ -149,13 +149,12 @@ Assembly assemble_from_journal(const Journal& journal, const std::string& comman
   // The journal of OUT is OUT.journal.
   std::filesystem::path out = journal.path();
   out.replace_extension();
-  context.notes += fmt::format(
-      "{}assembled from the journal {} alone, without measuring (`{}`); {}",
-      context.notes.empty() ? "" : "; ", path, command_line,
+  context.add_note(fmt::format(
+      "assembled from the journal {} alone, without measuring (`{}`); {}", path, command_line,
       finished ? "its last run finished"
                : fmt::format("its last run may not have finished (interrupted, killed, or "
                              "journalled before runs recorded their end); {}, completes it",
-                             resume_command(context, out)));
+                             resume_command(context, out))));
 
   Assembly a = assemble(journal, std::move(context), run);
   a.last_run_finished = finished;

@@ -85,9 +85,8 @@ void read_kernel_bench_context(ObjectReader r, Provenance& p) {
   p.date = r.string_or("date", "");
   p.command = r.string_or("command", "");
   const std::string cc = r.string_or("compute_capability", "");
-  if (!cc.empty()) p.notes += (p.notes.empty() ? "" : "; ") + ("compute capability " + cc);
-  const std::string clocks = r.string_or("clocks", "");
-  if (!clocks.empty()) p.notes += (p.notes.empty() ? "" : "; ") + clocks;
+  if (!cc.empty()) p.add_note("compute capability " + cc);
+  p.add_note(r.string_or("clocks", ""));
   const std::string source = r.string_or("source", "measured");
   if (source != "measured")
     r.fail("source", "\"measured\" (a kernel bench run on a GPU), not \"" + source + "\"");
@@ -119,10 +118,9 @@ CalibrationFile import_kernel_bench(const std::vector<std::filesystem::path>& fi
       KernelMeasurement k = read_result(r);
       cal.kernels.push_back(std::move(k));
     }
-    cal.context.notes +=
-        fmt::format("{}imported from {} ({} results", cal.context.notes.empty() ? "" : "; ",
-                    path.filename().string(), cal.kernels.size());
-    cal.context.notes += skipped ? fmt::format(", {} not ok and left out)", skipped) : ")";
+    cal.context.add_note(
+        fmt::format("imported from {} ({} results{})", path.filename().string(), cal.kernels.size(),
+                    skipped ? fmt::format(", {} not ok and left out", skipped) : ""));
   }
   if (cal.kernels.empty())
     throw InputError(files.empty() ? "" : files.front().string(), "results",

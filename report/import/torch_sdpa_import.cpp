@@ -82,10 +82,9 @@ CalibrationFile import_torch_sdpa(const std::vector<std::filesystem::path>& file
     if (cal.context.gpu_name != gpu)
       root.fail("gpu", fmt::format("the GPU of ours_context (\"{}\")", cal.context.gpu_name));
     cal.context.command = "scripts/bench_attention_torch.py (run by scripts/kernel_gpu_run.sh)";
-    cal.context.notes += fmt::format(
-        "{}torch {} (cuDNN {}) scaled_dot_product_attention, bf16, "
-        "per backend, from {}",
-        cal.context.notes.empty() ? "" : "; ", torch, cudnn, path.filename().string());
+    cal.context.add_note(
+        fmt::format("torch {} (cuDNN {}) scaled_dot_product_attention, bf16, per backend, from {}",
+                    torch, cudnn, path.filename().string()));
     for (ObjectReader row : root.objects("rows")) {
       ObjectReader shape = row.object("shape");
       const int64_t b = shape.positive_integer("batch"), h = shape.positive_integer("heads");
@@ -112,7 +111,7 @@ CalibrationFile import_torch_sdpa(const std::vector<std::filesystem::path>& file
         const Json clocks_fwd_bwd_after = clock_record(t, "fwd_bwd_s_after_gemm");
         if (const auto note = t.optional_string("clocks_note");
             note && cal.context.notes.find(*note) == std::string::npos)
-          cal.context.notes += "; " + *note;
+          cal.context.add_note(*note);
         if (!fwd || !fwd_bwd) continue;  // the backend refused the shape
         if (!(*fwd > 0) || !(*fwd_bwd > *fwd))
           t.fail("fwd_bwd_s", "a forward + backward time above the forward time");

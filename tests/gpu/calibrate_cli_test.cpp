@@ -2,6 +2,7 @@
 // interrupted run resumed without measuring anything twice.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -26,6 +27,17 @@ std::vector<std::string> journal_keys(const std::filesystem::path& journal) {
     if (key.rfind("context/", 0) != 0 && key.rfind("finished/", 0) != 0) keys.push_back(key);
   }
   return keys;
+}
+
+// A provenance's notes, one by one.
+std::vector<std::string> notes_of(const Provenance& p) {
+  std::vector<std::string> notes;
+  for (size_t from = 0; from < p.notes.size();) {
+    const size_t end = std::min(p.notes.find("; ", from), p.notes.size());
+    notes.push_back(p.notes.substr(from, end - from));
+    from = end + 2;
+  }
+  return notes;
 }
 
 TEST(CalibrateOnGpu, QuickGemmCalibrationWritesAFullFile) {
@@ -122,6 +134,19 @@ TEST(CalibrateOnGpu, InterruptedRunResumesWithoutRepeats) {
   for (std::string line; std::getline(in, line);)
     finished += line.find("\"key\":\"finished/") != std::string::npos;
   EXPECT_EQ(finished, 1);
+
+  // The journal alone gives the same file, notes included (the tracer's and the clocks').
+  const auto rebuilt = dir / "rebuilt.json";
+  std::filesystem::copy_file(journal, rebuilt.string() + ".journal");
+  const auto assembled = run_hetplan("calibrate --from-journal --out " + rebuilt.string(), dir);
+  ASSERT_EQ(assembled.status, 0) << assembled.output;
+  const CalibrationFile again = load_calibration(rebuilt);
+  EXPECT_EQ(again.gemm.size(), full.gemm.size());
+  EXPECT_EQ(again.failures.size(), full.failures.size());
+  EXPECT_NE(again.context.notes.find("its last run finished"), std::string::npos);
+  for (const std::string& note : notes_of(full.context))
+    EXPECT_NE(again.context.notes.find(note), std::string::npos)
+        << "the file's note \"" << note << "\" is not in the journal's: " << again.context.notes;
 }
 
 TEST(CalibrateOnGpu, ResumeRefusesAnotherGpusJournal) {
