@@ -74,6 +74,20 @@ void check_python(const std::string& python) {
                     python));
 }
 
+// A folder removed with everything in it when the command ends, however it ends.
+struct ScratchDir {
+  std::filesystem::path path;
+  explicit ScratchDir(std::filesystem::path p) : path(std::move(p)) {
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
+
 }  // namespace
 
 CommandRunner declare_measure(CLI::App& app) {
@@ -132,11 +146,13 @@ CommandRunner declare_measure(CLI::App& app) {
     if (!o->dry_run) check_python(python);
 
     // The harness builds the model from hetplan's own layer list, and runs hetplan's strategy.
-    const auto tmp =
-        std::filesystem::temp_directory_path() / fmt::format("hetplan_measure_{}", ::getpid());
-    std::filesystem::create_directories(tmp);
-    const auto info_path = tmp / "model.json";
-    const auto strategy_path = tmp / "strategy.json";
+    // It writes into a scratch folder: --out is replaced only by a file this run wrote and the
+    // strict reader accepts, never left holding an earlier run's numbers as if they were new.
+    const ScratchDir tmp(std::filesystem::temp_directory_path() /
+                         fmt::format("hetplan_measure_{}", ::getpid()));
+    const auto info_path = tmp.path / "model.json";
+    const auto strategy_path = tmp.path / "strategy.json";
+    const auto written = tmp.path / "measurements.json";
     write_json_atomically(model_info_json(model), info_path);
     write_json_atomically(to_json(strategy), strategy_path);
 
@@ -152,25 +168,39 @@ CommandRunner declare_measure(CLI::App& app) {
     if (o->dry_run) {
       cmd += " --dry-run";
     } else {
-      cmd += " --out " + quote(o->out) +
+      cmd += " --out " + quote(written.string()) +
              fmt::format(" --warmup {} --iters {} --budget-s {}", o->warmup, o->iters, o->budget_s);
       if (!o->cluster.empty()) cmd += " --cluster " + quote(o->cluster);
       if (!o->gpu_type.empty()) cmd += " --gpu-type " + quote(o->gpu_type);
-      cmd += fmt::format(" --hetplan-version {} --command ", version()) +
-             quote(fmt::format("hetplan measure --model {} --strategy {} --out {}", o->model,
-                               o->strategy, o->out));
+      cmd += fmt::format(" --hetplan-version {} --command ", version()) + quote(own_command_line());
     }
     const int rc = run_shell(cmd);
-    std::filesystem::remove_all(tmp);
     if (rc == 2) throw InputError("the reference harness rejected its input (see above)");
     if (o->dry_run) {
       if (rc != 0) throw RuntimeFailure(fmt::format("the reference harness failed (exit {})", rc));
       return 0;
     }
-    if (!std::filesystem::exists(o->out))
-      throw RuntimeFailure(fmt::format("the reference harness wrote no {} (exit {})", o->out, rc));
-    // Read back with the strict reader: what was written is a valid measurements file.
-    const MeasurementsFile file = load_measurements(o->out);
+    if (!std::filesystem::exists(written))
+      throw RuntimeFailure(
+          fmt::format("the reference harness failed (exit {}) before it measured "
+                      "anything; {} was not written",
+                      rc, o->out));
+    // Read back with the strict reader: what --out gets is a valid measurements file.
+    MeasurementsFile file;
+    try {
+      file = load_measurements(written);
+    } catch (const InputError& e) {
+      const std::string kept = o->out + ".rejected";
+      std::filesystem::copy_file(written, kept, std::filesystem::copy_options::overwrite_existing);
+      throw RuntimeFailure(fmt::format(
+          "the reference harness (exit {}) wrote a measurements file hetplan cannot read, kept "
+          "as {}: {}",
+          rc, kept, e.what()));
+    }
+    {
+      std::ifstream in(written, std::ios::binary);
+      write_text_atomically(std::string(std::istreambuf_iterator<char>(in), {}), o->out);
+    }
     for (const auto& m : file.measurements) {
       if (m.oom) {
         fmt::print("{}: out of memory\n", m.model);
@@ -178,13 +208,13 @@ CommandRunner declare_measure(CLI::App& app) {
         fmt::print("{}: iteration {} (median of {}), peak allocated {}\n", m.model,
                    format_seconds(m.iteration_s->median), m.iteration_s->count,
                    format_gib(max_peak_memory(m)));
+      } else if (!m.error.empty()) {
+        fmt::print("{}: failed: {}\n", m.model, m.error);
       }
     }
     if (rc != 0)
-      throw RuntimeFailure(
-          fmt::format("the reference harness failed (exit {}); {} keeps what it "
-                      "measured",
-                      rc, o->out));
+      throw RuntimeFailure(fmt::format(
+          "the reference harness failed (exit {}); {} keeps what it measured", rc, o->out));
     return 0;
   };
 }
