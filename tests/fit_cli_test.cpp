@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
@@ -165,6 +166,47 @@ TEST(FitCli, CalibrationWithFloatBytesReadsAndIsWrittenWhole) {
   const Json merged = load_document(dir / "m.json").root;
   EXPECT_EQ(testing::fractional_bytes(merged), std::vector<std::string>{});
   EXPECT_EQ(testing::byte_values(merged), 13u);
+  std::filesystem::remove_all(dir);
+}
+
+// What fit says of the correction's inputs: fp16 on its sparse grid takes bf16's dense table of
+// the same kernels (a companion), and a bf16 shape measured 5x slow is named as a glitch.
+TEST(FitCli, SaysWhichDtypeJoinsAnothersCorrectionAndNamesTheGlitches) {
+  const auto dir = temp_dir("fit_companion");
+  CalibrationFile f = synthetic_calibration(true);  // bf16 on the dense grid
+  const size_t glitch = f.gemm.size() / 2;
+  const GemmShape slow = f.gemm[glitch].shape;
+  f.gemm[glitch].time_s = summarize({5 * f.gemm[glitch].time_s.median});
+  testing::SyntheticGpu g;
+  for (const auto& p : testing::synthetic_table(g, testing::profiler_like_shapes(false, false))) {
+    GemmMeasurement m;
+    m.dtype = Dtype::kFp16;
+    m.shape = p.shape;
+    m.origin = "grid";
+    m.time_s = summarize({p.time_s});
+    f.gemm.push_back(m);
+  }
+  const auto calib = (dir / "h100.json").string();
+  save_calibration(f, calib);
+  const auto profile_path = (dir / "profile.json").string();
+  const auto r = run_hetplan("fit " + calib + " --out " + profile_path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fp16   corrected with bf16's measurements (same kernels; 5-fold "
+                          "cross-validation of the fit set: median "),
+            std::string::npos)
+      << r.output;
+  const std::string label = fmt::format("{}x{}x{} {}{}", slow.m, slow.n, slow.k,
+                                        slow.trans_a ? 'T' : 'N', slow.trans_b ? 'T' : 'N');
+  EXPECT_NE(r.output.find(fmt::format(
+                "bf16   1 measured shape left out of other shapes' corrections as glitches (each "
+                "over 1.8x its 8 nearest neighbours' median in measured / analytical): {} {:.1f} "
+                "us",
+                label, f.gemm[glitch].time_s.median * 1e6)),
+            std::string::npos)
+      << label << "\n"
+      << r.output;
+  const Profile p = profile_from_document(load_document(profile_path));
+  EXPECT_EQ(p.gpu("h100-sxm").gemm_companion.at(Dtype::kFp16), Dtype::kBf16);
   std::filesystem::remove_all(dir);
 }
 
