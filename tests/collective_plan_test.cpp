@@ -1,10 +1,12 @@
 #include "profiler/common/collective_plan.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
 
 #include "costmodel/errors.h"
+#include "test_util.h"
 
 namespace hetplan::profiler {
 namespace {
@@ -146,6 +148,64 @@ TEST(CollectivePlan, RanksCombineSlowestPerBatch) {
   const RankRecord back = rank_record_from_json(to_json(r1));
   EXPECT_EQ(back.samples_s, r1.samples_s);
   EXPECT_TRUE(back.ok);
+}
+
+TEST(CollectivePlan, PairsCombineSlowestPerBatchAndAFailedRankIsNamed) {
+  RankRecord sender{true, "", 1 << 26, {2e-3, 1e-3, 1e-3}};
+  RankRecord receiver{true, "", 1 << 26, {1e-3, 1.5e-3, 1e-3}};
+  const P2pMeasurement m = combine_p2p(0, 9, "net", {"H100"}, {sender, receiver});
+  EXPECT_EQ(m.src, 0);
+  EXPECT_EQ(m.dst, 9);
+  EXPECT_EQ(m.link, "net");
+  EXPECT_EQ(m.time_s.count, 3);
+  EXPECT_DOUBLE_EQ(m.time_s.median, 1.5e-3);  // batches: max(2, 1), max(1, 1.5), max(1, 1) ms
+  EXPECT_DOUBLE_EQ(m.GBps, 67108864 / 1.5e-3 / 1e9);
+  // A process with no GPU in the pair times nothing and does not count.
+  EXPECT_DOUBLE_EQ(combine_p2p(0, 9, "net", {"H100"}, {sender, RankRecord{}, receiver}).GBps,
+                   m.GBps);
+  const RankRecord lost{false, "NCCL error: unhandled system error", 1 << 26, {}};
+  const RankRecord short_run{true, "", 1 << 26, {1e-3}};
+  const std::string failed = testing::error_of<RuntimeFailure>([&] {
+    combine_p2p(0, 9, "net", {"H100"}, {sender, lost, short_run});
+  });
+  EXPECT_EQ(failed,
+            "p2p 0 -> 9: rank 1: NCCL error: unhandled system error; rank 2 timed 1 batches, "
+            "others 3");
+  EXPECT_EQ(testing::error_of<RuntimeFailure>(
+                [&] { combine_p2p(1, 1, "self", {"H100"}, {RankRecord{}}); }),
+            "p2p 1 -> 1: no rank timed this measurement");
+}
+
+TEST(CollectivePlan, ProcessesDescribeThemselvesThroughTheRendezvousAsJson) {
+  ProcessInfo p = process(3, "node-b", 2, "NVIDIA H100 80GB HBM3");
+  ProcessInfo back = process_info_from_json(Json::parse(to_json(p).dump()));
+  EXPECT_EQ(back.rank, 3);
+  EXPECT_EQ(back.host, "node-b");
+  ASSERT_EQ(back.gpus.size(), 2u);
+  EXPECT_EQ(back.gpus[1].bus_id, "0000:1:00.0");
+  EXPECT_EQ(back.gpus[1].memory_bytes, int64_t{80} << 30);
+  EXPECT_EQ(back.error, "");
+  p = process(1, "node-c", 0, "");
+  p.error = "cudaGetDeviceCount: no CUDA-capable device is detected";
+  back = process_info_from_json(Json::parse(to_json(p).dump()));
+  EXPECT_TRUE(back.gpus.empty());
+  EXPECT_EQ(back.error, p.error);
+}
+
+TEST(CollectivePlan, GroupsAreLabelledByTheirShape) {
+  const Layout one = make_layout({process(0, "a", 8, "H100")});
+  CollectiveOptions quick;
+  quick.quick = true;
+  const auto inside = plan_groups(one, quick, "nvswitch");
+  EXPECT_EQ(inside[0].label(), "intra 2 GPUs");
+  EXPECT_EQ(plan_groups(make_layout({process(0, "a", 1, "H100")}), {}, "self")[0].label(),
+            "self 1 GPU");
+  const auto across = plan_groups(
+      make_layout({process(0, "a", 2, "H100"), process(1, "b", 2, "H100")}), quick, "nvlink");
+  std::vector<std::string> labels;
+  for (const auto& g : across) labels.push_back(g.label());
+  EXPECT_NE(std::find(labels.begin(), labels.end(), "2 nodes x 1 GPU"), labels.end());
+  EXPECT_NE(std::find(labels.begin(), labels.end(), "2 nodes x 2 GPUs"), labels.end());
 }
 
 TEST(CollectivePlan, KeysAreStableAcrossRanks) {

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 namespace hetplan {
 namespace {
 
@@ -216,6 +218,24 @@ TEST(FitCollectives, JsonRoundTrip) {
   CommunicationFit all;
   all.collectives.push_back(f);
   all.hierarchy_checks.push_back({CollectiveKind::kAllReduce, Dtype::kBf16, 2, 8, 0.05, 0.1, 21});
+  P2pFit p2p;
+  p2p.src = 0;
+  p2p.dst = 9;
+  p2p.link = "efa";
+  p2p.gpus = {"h100-sxm", "h100-sxm"};
+  p2p.small = {20e-6, 10};
+  p2p.large = {25e-6, 45};
+  p2p.breakpoint_bytes = 4e6;
+  p2p.points = 17;
+  all.p2p.push_back(p2p);
+  HostDeviceFit h2d;
+  h2d.direction = "h2d";
+  h2d.pinned = false;
+  h2d.small = {8e-6, 12};
+  h2d.large = {10e-6, 25};
+  h2d.breakpoint_bytes = 1e6;
+  h2d.points = 12;
+  all.host_device.push_back(h2d);
   const Json j = to_json(all);
   // busbw of the large regime: 350 GB/s x 7/8 (nccl-tests all-gather factor).
   EXPECT_DOUBLE_EQ(j["collectives"][0]["large_busbw_GBps"].get<double>(), 306.25);
@@ -227,6 +247,24 @@ TEST(FitCollectives, JsonRoundTrip) {
   EXPECT_NE(back.find(CollectiveKind::kAllGather, Dtype::kFp32, 8, 1, "nvswitch"), nullptr);
   EXPECT_EQ(back.find(CollectiveKind::kAllGather, Dtype::kFp32, 8, 1, "pcie"), nullptr);
   EXPECT_EQ(back.hierarchy_checks[0].gpus_per_node, 8);
+  ASSERT_EQ(back.p2p.size(), 1u);
+  EXPECT_EQ(back.p2p[0].dst, 9);
+  EXPECT_EQ(back.p2p[0].link, "efa");
+  EXPECT_EQ(back.p2p[0].gpus, p2p.gpus);
+  EXPECT_DOUBLE_EQ(back.p2p[0].time_s(1e8), 25e-6 + 1e8 / 45e9);
+  EXPECT_EQ(back.p2p[0].points, 17);
+  ASSERT_EQ(back.host_device.size(), 1u);
+  EXPECT_EQ(back.host_device[0].direction, "h2d");
+  EXPECT_FALSE(back.host_device[0].pinned);
+  EXPECT_TRUE(back.host_device[0].gpus.empty());
+  EXPECT_DOUBLE_EQ(back.host_device[0].time_s(1e3), 8e-6 + 1e3 / 12e9);
+  // A direction other than h2d and d2h is named.
+  Json bad = j;
+  bad["host_device"][0]["direction"] = "d2d";
+  const std::string what =
+      testing::error_of([&] { communication_fit_from_json(ObjectReader(bad, "fit.json")); });
+  EXPECT_NE(what.find("host_device[0].direction"), std::string::npos) << what;
+  EXPECT_NE(what.find("d2d"), std::string::npos) << what;
 }
 
 }  // namespace

@@ -12,11 +12,12 @@ inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// The message of the InputError `f` throws; empty when it throws none.
-inline std::string error_of(const std::function<void()>& f) {
+// The message of the `Error` (InputError unless said) `f` throws; empty when it throws none.
+template <class Error = InputError>
+std::string error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const InputError& e) {
+  } catch (const Error& e) {
     return e.what();
   }
   return "";
