@@ -179,6 +179,9 @@ CommandRunner declare_model_info(CLI::App& app) {
     const ModelSpec m = load_model(o->model, o->seq_len);
     if (o->work && o->json.empty())
       throw InputError("--work: the work is written as JSON only (give --json FILE or -)");
+    if (o->work)
+      if (const std::string why = tensor_parallel_problem(m, o->shape.tp); !why.empty())
+        throw InputError(fmt::format("{}: --{}", m.origin, why));  // "tp N does not divide ..."
     if (!o->json.empty()) {
       Json j = model_info_json(m);
       if (o->work) {

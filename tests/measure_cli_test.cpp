@@ -70,6 +70,13 @@ TEST(ModelInfoCli, ListsEveryLayerWithItsFields) {
   EXPECT_EQ(j["parameters"], load_model("llama2-7b").parameters());
   r = run_hetplan("model-info --model gpt2-medium");
   EXPECT_NE(r.output.find("1-24 block"), std::string::npos) << r.output;
+  // A --tp the model's widths do not divide names the model's file (the fuzzer's seed 33).
+  r = run_hetplan("model-info --model llama2-7b --work --tp 3 --json -");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("presets/models/llama2-7b.yaml: --tp 3 does not divide the 32 heads of "
+                          "block0"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(MeasureCli, ErrorsAndDryRun) {
