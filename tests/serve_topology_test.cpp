@@ -49,6 +49,34 @@ TEST(ServeTopology, ChainsAugmentThroughPlacedMachines) {
   EXPECT_DOUBLE_EQ(max_flow(p, chain), 20.0);
 }
 
+TEST(ServeTopology, ASparseClusterSkipsTheMilpAndStartsFromChains) {
+  // The MILP ignores links: on a cluster that does not link every pair it is skipped, saying why,
+  // and the chains along the links are a start of their own.
+  ServingProblem p = linked_only(testing::toy_problem(2, {30, 10, 10}, 2),
+                                 {{kSource, 0}, {0, 1}, {0, 2}, {1, kSink}, {2, kSink}});
+  p.capacity[1].max_layers = p.capacity[2].max_layers = 1;
+  PlannerOptions o;
+  o.local_search_evaluations = 200;
+  o.time_limit_s = 10;
+  std::vector<std::string> lines;
+  o.progress = [&](const std::string& line) { lines.push_back(line); };
+  const PlanResult r = plan_serving(p, o);
+  std::string all;
+  for (const auto& line : lines) all += line + "\n";
+  EXPECT_THAT(all, ::testing::HasSubstr("MILP skipped: it ignores links, and this cluster does "
+                                        "not link every pair of machines"));
+  EXPECT_THAT(all, ::testing::HasSubstr("link-aware upper bound 20.0 tokens/s"));
+  // Its LP bound is still a bound, in the time left.
+  ASSERT_TRUE(r.milp_upper_bound_tokens_per_s.has_value());
+  EXPECT_GE(*r.milp_upper_bound_tokens_per_s, 20.0 * (1 - 1e-9));
+  std::vector<std::string> phases;
+  for (const auto& phase : r.phases) phases.push_back(phase.name);
+  EXPECT_THAT(phases, ::testing::Contains("chains"));
+  EXPECT_THAT(phases, ::testing::Not(::testing::Contains(::testing::HasSubstr("milp"))));
+  EXPECT_TRUE(r.best.valid());
+  EXPECT_DOUBLE_EQ(r.best.flow.max_flow_tokens_per_s, 20.0);  // the bound: 0 feeds 1 and 2
+}
+
 TEST(ServeTopology, HelixSimulatorClusterIsSearchable) {
   // QA: every method found 0 tokens/s on Helix's simulator_cluster.ini for cluster24's ILP
   // placement, whose 31 links join 24 machines in one chain with parallel branches (clients ->
