@@ -307,6 +307,19 @@ TEST(MegatronLog, InterleavedSchedulesAndUnmodelledArguments) {
             }),
             "m.log:2: arguments.recompute_granularity: expected None, selective or full, found "
             "\"partial\"");
+  // Megatron-LM's FSDP: its sharding strategy is the ZeRO stage (optim_grads_params: 3).
+  const std::string cp = "context_parallel_size ........................... 1";
+  for (const auto& [sharding, zero] : std::vector<std::pair<std::string, int64_t>>{
+           {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}}) {
+    const Measurement fsdp =
+        import(with(cp, cp +
+                            "\n  use_megatron_fsdp ............................... True"
+                            "\n  data_parallel_sharding_strategy ................. " +
+                            sharding));
+    EXPECT_EQ(strategy_of(fsdp).zero, zero) << sharding;
+    // Stated by the FSDP arguments, not assumed from the distributed optimizer's default.
+    EXPECT_EQ(std::count(fsdp.assumed.begin(), fsdp.assumed.end(), "strategy.zero"), 0);
+  }
   // A ramp-up: an iteration after the warm-up ran at another global batch size.
   const Measurement ramp = import(with("global batch size:    64 | lm loss: 1.075000E+01",
                                        "global batch size:    32 | lm loss: 1.075000E+01"));
