@@ -233,6 +233,34 @@ TEST(HelixImport, MalformedRowsAndMixedGpus) {
   EXPECT_EQ(error_of([&] { import_helix_profiles({many}, {}); }),
             (many / "prompt_bs2time.csv").string() +
                 ": folder \"t4x9999999999999999999999\": expected 1 to 1024 GPUs after x");
+  // What the folders do not say, --gpu-type and --model do; a folder or file of no table is named.
+  const auto h100 = dir.parent_path() / "h100";
+  std::filesystem::create_directories(h100);
+  { std::ofstream(h100 / "decode_bs2time.csv") << "0,0\n16,9\n"; }
+  EXPECT_EQ(error_of([&] { import_helix_profiles({h100}, {}); }),
+            (h100 / "decode_bs2time.csv").string() +
+                ": cannot tell the GPU type from the folder \"h100\" (known: a100, v100, l4, t4, "
+                "with xN for N GPUs); give --gpu-type");
+  ProfileImportOptions typed;
+  typed.gpu_type = "h100-sxm";
+  EXPECT_EQ(import_helix_profiles({h100}, typed).context.gpu_type, "h100-sxm");
+  const auto unnamed = dir.parent_path().parent_path() / "mistral_7b" / "a100";
+  std::filesystem::create_directories(unnamed);
+  { std::ofstream(unnamed / "prompt_bs2time.csv") << "0,0\n250,7\n"; }
+  EXPECT_EQ(error_of([&] { import_helix_profiles({unnamed}, {}); }),
+            (unnamed / "prompt_bs2time.csv").string() +
+                ": cannot tell the model from the folder \"mistral_7b\" (known: llama2_70b, "
+                "llama1_30b); give --model");
+  ProfileImportOptions modelled;
+  modelled.model = "llama2-7b";
+  EXPECT_EQ(import_helix_profiles({unnamed}, modelled).serving_layer.front().model, "llama2-7b");
+  const auto empty = dir.parent_path() / "a100";
+  std::filesystem::create_directories(empty);
+  EXPECT_EQ(error_of([&] { import_helix_profiles({empty}, {}); }),
+            empty.string() + ": no prompt_bs2time.csv or decode_bs2time.csv here");
+  EXPECT_EQ(error_of([&] { import_helix_profiles({many / "prompt.csv"}, {}); }),
+            (many / "prompt.csv").string() +
+                ": expected prompt_bs2time.csv, decode_bs2time.csv or a folder holding them");
   std::filesystem::remove_all(dir.parent_path().parent_path());
 }
 
