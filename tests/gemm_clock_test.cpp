@@ -238,6 +238,28 @@ TEST(GemmClock, FitPrintsTheCheckAndWritesItToTheQualityJson) {
   EXPECT_LT(clock["cross_validated_clock_known"]["p95_rel_error"].get<double>(),
             clock["cross_validated_as_measured"]["p95_rel_error"].get<double>())
       << clock.dump();
+
+  // Too few clocks to check, and one clock for all: said, with no slope.
+  auto fit_says = [&](const std::vector<GemmPoint>& points) {
+    save_calibration(gemm_file(points), dir / "cal.json");
+    const auto out = testing::run_hetplan("fit " + (dir / "cal.json").string() + " --out " +
+                                          (dir / "p.json").string());
+    EXPECT_EQ(out.exit_code, 0) << out.output;
+    return out.output;
+  };
+  std::vector<GemmPoint> few = clocked_table(false, false);
+  for (size_t i = kMinClockShapes - 1; i < few.size(); ++i) few[i].sm_mhz = 0;
+  const std::string too_few = fit_says(few);
+  EXPECT_NE(too_few.find(fmt::format("bf16   SM clock recorded for {} GEMM(s): too few to check "
+                                     "(at least {})",
+                                     kMinClockShapes - 1, kMinClockShapes)),
+            std::string::npos)
+      << too_few;
+  std::vector<GemmPoint> one = clocked_table(false, false);
+  for (GemmPoint& p : one) p.sm_mhz = 1830;
+  const std::string one_clock = fit_says(one);
+  EXPECT_NE(one_clock.find("time against clock: no slope ("), std::string::npos) << one_clock;
+  EXPECT_NE(one_clock.find("compute-bound GEMMs, one clock)"), std::string::npos) << one_clock;
   std::filesystem::remove_all(dir);
 }
 
