@@ -4,7 +4,6 @@
 #include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,10 +12,12 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/validators.h"
+#include "costmodel/document.h"
 #include "costmodel/errors.h"
 #include "costmodel/measurements.h"
 #include "costmodel/model.h"
 #include "costmodel/version.h"
+#include "report/import/log_text.h"
 #include "search/evaluate.h"
 #include "search/strategy.h"
 
@@ -185,22 +186,21 @@ CommandRunner declare_measure(CLI::App& app) {
           fmt::format("the reference harness failed (exit {}) before it measured "
                       "anything; {} was not written",
                       rc, o->out));
-    // Read back with the strict reader: what --out gets is a valid measurements file.
+    // Read once, checked by the strict reader: what --out gets is a valid measurements file.
+    const std::string text = logs::read_text_file(written);
     MeasurementsFile file;
     try {
-      file = load_measurements(written);
+      file =
+          measurements_from_document(parse_document(text, written.string(), DocumentFormat::kJson));
     } catch (const InputError& e) {
       const std::string kept = o->out + ".rejected";
-      std::filesystem::copy_file(written, kept, std::filesystem::copy_options::overwrite_existing);
+      write_text_atomically(text, kept);
       throw RuntimeFailure(fmt::format(
           "the reference harness (exit {}) wrote a measurements file hetplan cannot read, kept "
           "as {}: {}",
           rc, kept, e.what()));
     }
-    {
-      std::ifstream in(written, std::ios::binary);
-      write_text_atomically(std::string(std::istreambuf_iterator<char>(in), {}), o->out);
-    }
+    write_text_atomically(text, o->out);
     for (const auto& m : file.measurements) {
       if (m.oom) {
         fmt::print("{}: out of memory\n", m.model);

@@ -251,7 +251,7 @@ CalibrationOutcome run_calibration(const CalibrateOptions& o) {
   out.stopped = StopSignalGuard::requested() &&
                 (jp == nullptr || !remaining(all, *jp, o.retry_failed).empty());
   if (traced_at_start && !tracer.available()) prov.add_note(tracer.unavailable_reason());
-  if (clocks->describe() != clocks_at_start) prov.add_note(clocks->describe());
+  if (const std::string now = clocks->describe(); now != clocks_at_start) prov.add_note(now);
   // A section that drives itself adds to the provenance as it runs (the collectives' processes,
   // nodes and link), and so may the lines above: the journal's context says what the file will.
   if (jp)

@@ -23,6 +23,18 @@ using testing::error_of;
 using testing::run_hetplan;
 using testing::temp_dir;
 
+// The synthetic ground truth's times of `shapes` as `dtype`'s measured GEMMs.
+void add_synthetic_gemms(CalibrationFile& f, Dtype dtype, const std::vector<GemmShape>& shapes) {
+  for (const auto& p : testing::synthetic_table(testing::SyntheticGpu{}, shapes)) {
+    GemmMeasurement m;
+    m.dtype = dtype;
+    m.shape = p.shape;
+    m.origin = "grid";
+    m.time_s = summarize({p.time_s});
+    f.gemm.push_back(m);
+  }
+}
+
 // A measured-looking H100 calibration: synthetic GEMMs on a grid, two streaming kernels, one
 // attention kernel.
 CalibrationFile synthetic_calibration(bool with_grid) {
@@ -30,16 +42,7 @@ CalibrationFile synthetic_calibration(bool with_grid) {
   f.context.source = "measured";
   f.context.gpu_type = "h100-sxm";
   f.context.notes = "synthetic (tests/synthetic_gemm.h)";
-  testing::SyntheticGpu g;
-  const auto shapes = testing::profiler_like_shapes(with_grid, !with_grid);
-  for (const auto& p : testing::synthetic_table(g, shapes)) {
-    GemmMeasurement m;
-    m.dtype = Dtype::kBf16;
-    m.shape = p.shape;
-    m.origin = "grid";
-    m.time_s = summarize({p.time_s});
-    f.gemm.push_back(m);
-  }
+  add_synthetic_gemms(f, Dtype::kBf16, testing::profiler_like_shapes(with_grid, !with_grid));
   // A copy kernel at 3.0 TB/s with 3 us overhead: memory efficiency 3000 / 3350.
   for (double bytes : {1e6, 1e7, 1e8, 1e9}) {
     KernelMeasurement k;
@@ -177,15 +180,7 @@ TEST(FitCli, SaysWhichDtypeJoinsAnothersCorrectionAndNamesTheGlitches) {
   const size_t glitch = f.gemm.size() / 2;
   const GemmShape slow = f.gemm[glitch].shape;
   f.gemm[glitch].time_s = summarize({5 * f.gemm[glitch].time_s.median});
-  testing::SyntheticGpu g;
-  for (const auto& p : testing::synthetic_table(g, testing::profiler_like_shapes(false, false))) {
-    GemmMeasurement m;
-    m.dtype = Dtype::kFp16;
-    m.shape = p.shape;
-    m.origin = "grid";
-    m.time_s = summarize({p.time_s});
-    f.gemm.push_back(m);
-  }
+  add_synthetic_gemms(f, Dtype::kFp16, testing::profiler_like_shapes(false, false));
   const auto calib = (dir / "h100.json").string();
   save_calibration(f, calib);
   const auto profile_path = (dir / "profile.json").string();
