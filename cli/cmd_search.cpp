@@ -31,6 +31,7 @@ struct SearchCliOptions {
   bool exhaustive = false, no_default_calibration = false, quiet = false;
   bool allow_idle_nodes = false;
   bool no_grad_accumulation_fusion = false;
+  bool no_overlap_grad_reduce = false;
   bool no_flash_attention = false;
 };
 
@@ -99,6 +100,10 @@ CommandRunner declare_search(CLI::App& app) {
       "--no-grad-accumulation-fusion", o->no_grad_accumulation_fusion,
       "Gradients added into the fp32 main gradients by a kernel per parameter and "
       "micro-batch (plain PyTorch), not by the weight-gradient GEMMs (Megatron-LM's default)");
+  app.add_flag("--no-overlap-grad-reduce", o->no_overlap_grad_reduce,
+               "Data-parallel gradients reduced after the backward has finished (Megatron-LM's "
+               "default without --overlap-grad-reduce, DeepSpeed at ZeRO 0), not in buckets "
+               "during it (PyTorch DDP and FSDP)");
   app.add_flag("--no-flash-attention", o->no_flash_attention,
                "Unfused attention (two batched GEMMs around a softmax, its s x s probabilities "
                "kept), as frameworks without a fused attention kernel run it");
@@ -120,6 +125,7 @@ CommandRunner declare_search(CLI::App& app) {
     opts.exhaustive = o->exhaustive;
     opts.allow_idle_nodes = o->allow_idle_nodes;
     opts.grad_accumulation_fusion = !o->no_grad_accumulation_fusion;
+    opts.overlap_grad_reduce = !o->no_overlap_grad_reduce;
     opts.flash_attention = !o->no_flash_attention;
     opts.schedules = o->schedules;
     opts.micro_batches = o->micro_batches;

@@ -701,11 +701,15 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
               cost_.collective_s(CollectiveKind::kAllGather, params[d] * dtype_bytes(dtype[d]), g);
       }
     }
-    if (d == dev.front() || d == dev.back()) reduce += tied_sync;
-    sync[d] = reduce + gather;
-    // Gradient buckets are reduced while the last micro-batch's backward still runs (Megatron-LM
-    // --overlap-grad-reduce, PyTorch DDP); the parameter gather after the step is not hidden.
-    exposed[d] = std::max(0.0, reduce - backward[d]) + gather;
+    // Gradient buckets are reduced while the last micro-batch's backward still runs (PyTorch DDP,
+    // Megatron-LM --overlap-grad-reduce), or after it (overlap_grad_reduce false). The tied
+    // embeddings' sum follows the data-parallel reduction in every framework (Megatron-LM's
+    // finalize_model_grads, DeepSpeed's tied-module reduction after the pipeline flush), and the
+    // parameter gather after the step is not hidden either.
+    const double tied = d == dev.front() || d == dev.back() ? tied_sync : 0.0;
+    sync[d] = reduce + tied + gather;
+    exposed[d] =
+        (s.overlap_grad_reduce ? std::max(0.0, reduce - backward[d]) : reduce) + tied + gather;
     optimizer[d] = cost_.optimizer_s(*gpu[d], params[d] / (s.zero >= 1 ? s.dp : 1));
     if (exposed[d] + optimizer[d] > tail) {
       tail = exposed[d] + optimizer[d];

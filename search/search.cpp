@@ -218,6 +218,7 @@ class TrainingSearch {
                     s.chunks = s.chunks_per_device();
                     s.flash_attention = o_.flash_attention;
                     s.grad_accumulation_fusion = o_.grad_accumulation_fusion;
+                    s.overlap_grad_reduce = o_.overlap_grad_reduce;
                     if (B % (dp * mb)) {
                       prune("batch");
                     } else if (pp * s.chunks > L) {

@@ -26,6 +26,7 @@ struct SearchOptions {
   std::vector<int64_t> tensor_widths;  // empty: powers of two up to twice a node's GPUs
   bool flash_attention = true;
   bool grad_accumulation_fusion = true;  // as Strategy::grad_accumulation_fusion
+  bool overlap_grad_reduce = true;       // as Strategy::overlap_grad_reduce
   // Also plans that leave whole node groups idle (every non-empty subset of the cluster's groups
   // is placed): a slow node kind may cost more in pipeline stages and links than it adds.
   bool allow_idle_nodes = false;

@@ -82,6 +82,7 @@ Json to_json(const Strategy& s) {
   j["chunks"] = s.chunks;
   j["flash_attention"] = s.flash_attention;
   j["grad_accumulation_fusion"] = s.grad_accumulation_fusion;
+  j["overlap_grad_reduce"] = s.overlap_grad_reduce;
   Json stages = Json::array();
   for (const auto& st : s.stages) {
     Json sj = {{"gpu_type", st.gpu_type}, {"devices", st.devices}};
@@ -130,6 +131,7 @@ Strategy strategy_from_json(ObjectReader r) {
                                  s.schedule, s.chunks));
   s.flash_attention = r.boolean_or("flash_attention", true);
   s.grad_accumulation_fusion = r.boolean_or("grad_accumulation_fusion", true);
+  s.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
   std::vector<ObjectReader> stage_readers = r.objects_or_empty("stages");
   for (auto& st : stage_readers) {
     StageSpec spec;

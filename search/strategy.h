@@ -32,6 +32,10 @@ struct Strategy {
   // Transformer Engine or APEX); false: an add kernel per parameter and micro-batch (plain
   // PyTorch).
   bool grad_accumulation_fusion = true;
+  // Data-parallel gradients are reduced in buckets while the last micro-batch's backward still
+  // runs (PyTorch DDP and FSDP, DeepSpeed ZeRO's overlap_comm, Megatron-LM --overlap-grad-reduce);
+  // false: after the backward has finished (Megatron-LM's default, DeepSpeed at ZeRO 0).
+  bool overlap_grad_reduce = true;
   std::vector<StageSpec> stages;  // empty: the default placement and a balanced partition
 
   int64_t devices() const { return dp * tp * pp; }

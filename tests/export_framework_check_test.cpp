@@ -192,6 +192,7 @@ std::vector<Case> matrix(const std::vector<ModelSpec>& models) {
                 s.sequence_parallel = tp > 1 && i % 2 == 0;
                 s.flash_attention = i % 5 != 0;
                 s.grad_accumulation_fusion = i % 7 != 0;
+                s.overlap_grad_reduce = i % 11 != 0;
                 if (part != Partition::kNone)
                   s.stages = stage_ranges(block_counts(m.num_blocks(), pp, chunks, part));
                 cases.push_back({fmt::format("{} {} #{}", m.name, to_json(s).dump(), i), &m, s,
@@ -311,6 +312,7 @@ TEST(ExportFrameworkCheck, EveryFlagAndKeyOfABroadMatrixIsOneTheFrameworkAccepts
                                "--data-parallel-sharding-strategy optim_grads_params",
                                "--ckpt-format fsdp_dtensor",
                                "--no-gradient-accumulation-fusion",
+                               "--overlap-grad-reduce",
                                "--use-flash-attn",
                                "--attention-backend unfused"})
     EXPECT_TRUE(megatron_seen.count(expected)) << expected;

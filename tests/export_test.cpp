@@ -61,6 +61,7 @@ TEST(MegatronExport, UnevenFirstLastStages) {
             "  --decoder-last-pipeline-num-layers 5\n"
             "  --micro-batch-size 2\n"
             "  --global-batch-size 64\n"
+            "  --overlap-grad-reduce\n"  // hetplan's default; Megatron-LM's is off
             "  --use-flash-attn\n"
             ")\n");
 }
@@ -70,6 +71,7 @@ TEST(MegatronExport, ParallelismRecomputeAndOptimizerFlags) {
       gpt2(), strategy(R"({"dp": 2, "tp": 2, "pp": 2, "micro_batch": 4, "global_batch": 64,
                           "recompute": "full", "zero": 1, "sequence_parallel": true,
                           "flash_attention": false, "grad_accumulation_fusion": false,
+                          "overlap_grad_reduce": false,
                           "stages": [{"layers": [0, 12]}, {"layers": [13, 25]}]})"),
       {});
   const std::string tail = r.text.substr(r.text.find("  --tensor-model-parallel-size"));
@@ -173,6 +175,11 @@ TEST(DeepSpeedExport, UniformPartsZeroAndCheckpointing) {
       "synchronize_checkpoint_boundary": false, "profile": false},
     "pipeline": {"stages": 2, "activation_checkpoint_interval": 1, "parts": [0, 13, 26],
                  "partition": "uniform"}})"));
+  // The pipeline engine reduces the gradients after the flush: overlap_comm cannot say otherwise.
+  ASSERT_EQ(r.approximations.size(), 3u);
+  EXPECT_NE(r.approximations[0].find("DeepSpeed with a pipeline reduces the gradients after the "
+                                     "backward"),
+            std::string::npos);
   const ExportResult z3 = export_deepspeed(
       gpt2(), strategy(R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 2, "global_batch": 64,
                           "zero": 3})"),
@@ -247,6 +254,52 @@ TEST(TorchtitanExport, DataParallelSchedulesAndRecompute) {
       {});
   ASSERT_EQ(vmin.unsupported.size(), 1u);
   EXPECT_NE(vmin.unsupported[0].find("schedule v-min with 2 chunks"), std::string::npos);
+}
+
+// Gradient reduction during the backward (overlap_grad_reduce, hetplan's default) or after it: each
+// framework says it its own way, or the export says where it cannot.
+TEST(Export, GradientReductionOverlapInEachFramework) {
+  const auto dp = [](int zero, bool overlap) {
+    return strategy(fmt::format(R"({{"dp": 4, "tp": 1, "pp": 1, "micro_batch": 2,
+        "global_batch": 64, "zero": {}, "overlap_grad_reduce": {},
+        "grad_accumulation_fusion": false}})",
+                                zero, overlap));
+  };
+  const auto has = [](const ExportResult& r, const std::string& text) {
+    return r.text.find(text) != std::string::npos;
+  };
+  // Megatron-LM: --overlap-grad-reduce (off by default), with and without the distributed
+  // optimizer; nothing to say on one replica.
+  EXPECT_TRUE(has(export_megatron(gpt2(), dp(0, true), {}), "  --overlap-grad-reduce\n"));
+  EXPECT_TRUE(has(export_megatron(gpt2(), dp(1, true), {}), "  --overlap-grad-reduce\n"));
+  EXPECT_FALSE(has(export_megatron(gpt2(), dp(0, false), {}), "--overlap-grad-reduce"));
+  EXPECT_FALSE(has(export_megatron(gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1,
+                                                "global_batch": 8})"),
+                                   {}),
+                   "--overlap-grad-reduce"));
+  // DeepSpeed: ZeRO 1-3's overlap_comm either way; ZeRO-0 reduces after the backward, which a
+  // prediction of overlap is told.
+  for (bool overlap : {true, false}) {
+    const ExportResult z1 = export_deepspeed(gpt2(), dp(1, overlap), {});
+    EXPECT_EQ(Json::parse(z1.text)["zero_optimization"],
+              Json({{"stage", 1}, {"overlap_comm", overlap}}));
+    EXPECT_TRUE(z1.approximations.empty());
+  }
+  const ExportResult z0 = export_deepspeed(gpt2(), dp(0, true), {});
+  EXPECT_EQ(Json::parse(z0.text)["zero_optimization"], Json({{"stage", 0}}));
+  EXPECT_EQ(z0.approximations,
+            std::vector<std::string>{
+                "DeepSpeed at ZeRO-0 reduces the gradients after the backward; hetplan predicted "
+                "them reduced during it (predict with \"overlap_grad_reduce\": false for "
+                "DeepSpeed's time)"});
+  EXPECT_TRUE(export_deepspeed(gpt2(), dp(0, false), {}).approximations.empty());
+  // torchtitan (DDP, FSDP2) always overlaps.
+  EXPECT_TRUE(export_torchtitan(gpt2(), dp(0, true), {}).approximations.empty());
+  const ExportResult late = export_torchtitan(gpt2(), dp(0, false), {});
+  ASSERT_EQ(late.approximations.size(), 1u);
+  EXPECT_NE(late.approximations[0].find("torchtitan (FSDP2 or DDP) reduces gradients during the "
+                                        "backward"),
+            std::string::npos);
 }
 
 // pp 4 x 2 chunks of gpt2-medium as predict and search write them: one range per virtual stage,

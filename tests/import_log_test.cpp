@@ -145,6 +145,26 @@ TEST(MegatronLog, GradientAccumulationFusionAsTheArgumentsSay) {
             std::string::npos);
 }
 
+// --overlap-grad-reduce is off by default, and older versions do not have it: a log of dp > 1 that
+// does not print it reduced the gradients after the backward, which is recorded as assumed.
+TEST(MegatronLog, GradientReductionOverlapAsTheArgumentsSay) {
+  const std::string text = logs::read_text_file(kData + "/megatron/gpt2-medium_tp2_pp2_dp2.log");
+  auto with = [&](const std::string& line) {
+    std::string t = text;
+    const std::string arg = "  overlap_grad_reduce ............................. True\n";
+    t.replace(t.find(arg), arg.size(), line);
+    return megatron_measurement(parse_megatron_log(t, "g.log"), "g.log", {});
+  };
+  EXPECT_TRUE(strategy_of(megatron("gpt2-medium_tp2_pp2_dp2.log")).overlap_grad_reduce);
+  const Measurement off = with("  overlap_grad_reduce ............................. False\n");
+  EXPECT_FALSE(strategy_of(off).overlap_grad_reduce);
+  EXPECT_EQ(off.strategy["overlap_grad_reduce"], false);
+  EXPECT_TRUE(off.assumed.empty());
+  const Measurement unsaid = with("");
+  EXPECT_FALSE(strategy_of(unsaid).overlap_grad_reduce);
+  EXPECT_EQ(unsaid.assumed, std::vector<std::string>{"strategy.overlap_grad_reduce"});
+}
+
 TEST(MegatronLog, OutOfMemoryRun) {
   const Measurement m = megatron("gpt2-medium_dp8_mb32_oom.log");
   EXPECT_TRUE(m.oom);
@@ -385,6 +405,8 @@ TEST(DeepSpeedLog, PipelineEngineStepsConfigAndMemory) {
   // DeepSpeed adds gradients with kernels of its own (the report matches on this).
   EXPECT_FALSE(s.grad_accumulation_fusion);
   EXPECT_EQ(m.strategy["grad_accumulation_fusion"], false);
+  // The pipeline engine reduces the gradients after the flush, whatever overlap_comm says.
+  EXPECT_FALSE(s.overlap_grad_reduce);
   // tp and pp come from the RANK=r STAGE=s lines; the log says nothing of recomputation or
   // attention kernels.
   EXPECT_EQ(m.assumed,
@@ -435,6 +457,27 @@ TEST(DeepSpeedLog, ThroughputTimerLines) {
   o.recompute = "none";
   EXPECT_EQ(deepspeed("gpt2-medium_dp8_zero2.log", o).assumed,
             std::vector<std::string>{"strategy.flash_attention"});
+  // ZeRO-2 with "overlap_comm": true reduces during the backward; without the key, DeepSpeed's
+  // default below stage 3 is off (deepspeed/runtime/zero/config.py), and that is assumed.
+  EXPECT_TRUE(s.overlap_grad_reduce);
+  {
+    std::string text = logs::read_text_file(kData + "/deepspeed/gpt2-medium_dp8_zero2.log");
+    const std::string key = "\"overlap_comm\": true,";
+    text.replace(text.find(key), key.size(), "");
+    const Measurement unsaid =
+        deepspeed_measurement(parse_deepspeed_log(text, "z.log"), "z.log", o);
+    EXPECT_FALSE(strategy_of(unsaid).overlap_grad_reduce);
+    EXPECT_EQ(unsaid.assumed, (std::vector<std::string>{"strategy.overlap_grad_reduce",
+                                                        "strategy.flash_attention"}));
+    text.replace(text.find("\"stage\": 2"), 10, "\"stage\": 3");
+    EXPECT_TRUE(strategy_of(deepspeed_measurement(parse_deepspeed_log(text, "z.log"), "z.log", o))
+                    .overlap_grad_reduce);
+    text.replace(text.find("\"stage\": 3"), 10, "\"overlap_comm\": 1, \"stage\": 3");
+    EXPECT_EQ(
+        error_of([&] { deepspeed_measurement(parse_deepspeed_log(text, "z.log"), "z.log", o); }),
+        "z.log:17: zero_optimization.overlap_comm: expected true or false, found the number "
+        "1");
+  }
   // 10.91 GiB = 11714523299.84 bytes: written as the nearest whole byte.
   EXPECT_EQ(to_json(m)["peak_memory_bytes"], Json::parse("[11714523300]"));
 }
@@ -458,6 +501,7 @@ TEST(DeepSpeedLog, ConfigDefaultsAreRecordedAsAssumed) {
   const Strategy s = strategy_of(m);
   EXPECT_EQ(s.dp, 8);  // 16 / (2 x accumulation 1)
   EXPECT_EQ(s.zero, 0);
+  EXPECT_FALSE(s.overlap_grad_reduce);  // ZeRO-0 all-reduces after the backward
 }
 
 TEST(DeepSpeedLog, MalformedLinesAndMissingModel) {

@@ -278,6 +278,53 @@ head: {{final_norm: layernorm}}
   }
 }
 
+double breakdown_of(const Prediction& p, const std::string& key) {
+  for (const auto& [name, s] : p.breakdown)
+    if (name == key) return s;
+  ADD_FAILURE() << "no " << key << " in the breakdown";
+  return 0;
+}
+
+// Gradients reduced during the last micro-batch's backward (overlap_grad_reduce) hide up to that
+// backward's time; reduced after it, the whole reduction adds to the iteration. The tied
+// embeddings' sum between the first and last pipeline stage follows the backward either way.
+TEST(Evaluate, GradientReductionAfterTheBackwardIsExposedWhole) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("g4dn.12xlarge:2");  // dp across the 50 Gbit/s network
+  const CostModel cost(shipped_profile(), cluster);
+  const Evaluator ev(model, cluster, cost);
+  Strategy s;
+  s.dp = 8;
+  s.micro_batch = 2;
+  s.global_batch = 32;
+  s.overlap_grad_reduce = true;
+  const Prediction during = ev.predict(s);
+  s.overlap_grad_reduce = false;
+  const Prediction after = ev.predict(s);
+  ASSERT_TRUE(during.feasible && after.feasible);
+  const StagePrediction& st = after.stages[0];
+  const double reduce = st.dp_sync_s, backward = st.backward_input_s + st.backward_weight_s;
+  EXPECT_GT(reduce, 0);
+  EXPECT_EQ(during.stages[0].dp_sync_s, reduce);  // the same reduction, placed differently
+  EXPECT_DOUBLE_EQ(breakdown_of(after, "dp_sync"), reduce);
+  EXPECT_DOUBLE_EQ(breakdown_of(during, "dp_sync"), std::max(0.0, reduce - backward));
+  EXPECT_NEAR(after.iteration_s - during.iteration_s, std::min(reduce, backward), 1e-12);
+
+  // One replica over two stages of a tied model: only the embeddings' sum, never hidden.
+  Strategy p;
+  p.pp = 2;
+  p.micro_batch = 2;
+  p.global_batch = 8;
+  for (bool overlap : {true, false}) {
+    p.overlap_grad_reduce = overlap;
+    const Prediction r = ev.predict(p);
+    ASSERT_TRUE(r.feasible);
+    EXPECT_GT(r.stages[0].dp_sync_s, 0);
+    EXPECT_EQ(r.stages[1].dp_sync_s, r.stages[0].dp_sync_s);
+    EXPECT_DOUBLE_EQ(breakdown_of(r, "dp_sync"), r.stages[0].dp_sync_s);
+  }
+}
+
 TEST(PredictCli, PrintsTheContractFields) {
   const auto dir = temp_dir("predict");
   const std::string strategy = write(dir, "s.json", R"({"dp": 2, "tp": 2, "pp": 4,

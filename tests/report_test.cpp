@@ -68,6 +68,14 @@ TEST(ReportMatching, KeyNormalisesWhatHasNoEffect) {
   s.flash_attention = false;
   EXPECT_EQ(strategy_key(s),
             "dp2 tp2 pp2 mb2 gb8 interleavedx2 full zero1 sp unfused-attention unfused-grad-add");
+  // And gradients reduced after the backward, where there are replicas to reduce over.
+  s.overlap_grad_reduce = false;
+  EXPECT_EQ(strategy_key(s),
+            "dp2 tp2 pp2 mb2 gb8 interleavedx2 full zero1 sp unfused-attention "
+            "unfused-grad-add serial-grad-reduce");
+  s.dp = 1;
+  EXPECT_EQ(strategy_key(s),
+            "dp1 tp2 pp2 mb2 gb8 interleavedx2 full zero0 sp unfused-attention unfused-grad-add");
 }
 
 TEST(ReportTimeline, OneFOneBByHand) {

@@ -294,6 +294,32 @@ TEST(SearchCli, WritesTheContractJson) {
   std::filesystem::remove_all(dir);
 }
 
+// The framework switches reach every strategy searched (and so predict, export and the report's
+// matching); without them, hetplan's defaults.
+TEST(SearchCli, FrameworkSwitchesAreInEveryStrategy) {
+  const auto dir = testing::temp_dir("search_switches");
+  const auto out = (dir / "out.json").string();
+  const std::string common =
+      "search --model gpt2-medium --cluster g4dn.12xlarge:2 --global-batch 32 --top 3 --quiet "
+      "--schedules 1f1b --json " +
+      out;
+  for (const bool off : {false, true}) {
+    SCOPED_TRACE(off ? "switched off" : "defaults");
+    auto r = testing::run_hetplan(common + (off ? " --no-grad-accumulation-fusion "
+                                                  "--no-flash-attention --no-overlap-grad-reduce"
+                                                : ""));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const Json j = load_document(out).root;
+    ASSERT_EQ(j["strategies"].size(), 3u);
+    for (const auto& s : j["strategies"]) {
+      EXPECT_EQ(s["grad_accumulation_fusion"], !off);
+      EXPECT_EQ(s["flash_attention"], !off);
+      EXPECT_EQ(s["overlap_grad_reduce"], !off);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // AMP's GPT-2 problem: the best plan is V-shaped (two stages per T4). Balancing stages alone
 // gave layers per stage 5,5,5,5,3,1,1,1: device 0 ran the embedding, 4 blocks and the head
 // (44.2 ms a micro-batch against 27.3 on devices 1-2). The device-balanced split is faster.

@@ -65,6 +65,17 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
   if (model.dtype == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
   if (model.dtype == Dtype::kFp8) out.unsupported.push_back("training in fp8");
   j["zero_optimization"] = {{"stage", s.zero}};
+  // Gradients are reduced during the backward only by ZeRO 1-3's overlap_comm, outside a
+  // pipeline: ZeRO-0 all-reduces them after the backward, and the pipeline engine after the flush
+  // (_exec_reduce_grads).
+  if (s.dp > 1 && s.zero >= 1 && s.pp == 1) {
+    j["zero_optimization"]["overlap_comm"] = s.overlap_grad_reduce;
+  } else if (s.dp > 1 && s.overlap_grad_reduce) {
+    out.approximations.push_back(fmt::format(
+        "DeepSpeed {} reduces the gradients after the backward; hetplan predicted them reduced "
+        "during it (predict with \"overlap_grad_reduce\": false for DeepSpeed's time)",
+        s.pp > 1 ? "with a pipeline" : "at ZeRO-0"));
+  }
   if (s.zero >= 2 && s.pp > 1)
     out.unsupported.push_back(
         fmt::format("ZeRO-{} with pipeline parallelism (DeepSpeed's "

@@ -257,6 +257,8 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
     a.add("--ckpt-format", "fsdp_dtensor");
   }
   if (!s.grad_accumulation_fusion) a.add("--no-gradient-accumulation-fusion");
+  // Megatron-LM reduces gradients after the backward unless told to overlap (its default is off).
+  if (s.dp > 1 && s.overlap_grad_reduce) a.add("--overlap-grad-reduce");
   if (s.flash_attention)
     a.add("--use-flash-attn");
   else

@@ -162,6 +162,10 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
     out.approximations.push_back(
         "torchtitan's attention is fused (SDPA); hetplan modelled an "
         "unfused one");
+  if (s.dp > 1 && !s.overlap_grad_reduce)
+    out.approximations.push_back(
+        "torchtitan (FSDP2 or DDP) reduces gradients during the backward; hetplan predicted them "
+        "reduced after it (predict with \"overlap_grad_reduce\": true for torchtitan's time)");
   if (s.grad_accumulation_fusion)
     out.approximations.push_back(
         "torchtitan adds each micro-batch's gradients with kernels of their own; hetplan predicted "

@@ -194,6 +194,32 @@ std::optional<int64_t> config_integer(const DeepSpeedLog& log, const std::string
   return std::nullopt;
 }
 
+// A boolean of the config's JSON (the "json = {...}" print), else of the engine's printed config.
+std::optional<bool> config_boolean(const DeepSpeedLog& log, const std::string& origin,
+                                   std::initializer_list<const char*> json_path,
+                                   const char* engine_key) {
+  const Json* v = &log.config;
+  std::string path;
+  for (const char* key : json_path) {
+    path += path.empty() ? key : fmt::format(".{}", key);
+    if (!v->is_object() || !v->contains(key)) {
+      v = nullptr;
+      break;
+    }
+    v = &(*v)[key];
+  }
+  if (v && !v->is_null()) {
+    if (v->is_boolean()) return v->get<bool>();
+    throw InputError(fmt::format("{}:{}", origin, log.config_line), path,
+                     "expected true or false, found " + describe_json(*v));
+  }
+  if (auto it = log.engine_config.find(engine_key); it != log.engine_config.end()) {
+    if (it->second == "True") return true;
+    if (it->second == "False") return false;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& origin,
@@ -272,6 +298,13 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
     tp_given = true;
     break;
   }
+  // Gradient reduction during the backward: ZeRO 1-3 with overlap_comm (DeepSpeed's default:
+  // on at stage 3, off below, deepspeed/runtime/zero/config.py), outside a pipeline, whose engine
+  // reduces after the flush (_exec_reduce_grads). ZeRO-0 all-reduces after the backward.
+  const auto overlap = config_boolean(log, origin, {"zero_optimization", "overlap_comm"}, "");
+  s.overlap_grad_reduce = s.zero >= 1 && s.pp == 1 && overlap.value_or(s.zero == 3);
+  if (s.zero >= 1 && s.pp == 1 && !overlap && s.dp > 1)
+    m.assumed.push_back("strategy.overlap_grad_reduce");
   if (!tp_given) m.assumed.push_back("strategy.tp");
   if (log.pipeline_stages == 0 && !options.pp) m.assumed.push_back("strategy.pp");
   if (options.recompute) {

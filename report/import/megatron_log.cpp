@@ -219,6 +219,11 @@ Strategy strategy_from_args(const MegatronArgs& a, const ModelShape& shape, std:
         "the arguments block does not print gradient_accumulation_fusion: recorded as true, "
         "Megatron-LM's default (versions before 2022 had no such fusion: false); ";
   }
+  // --overlap-grad-reduce is store_true (off by default); versions before it (2023) reduced the
+  // gradients after the backward, as the option's absence says.
+  s.overlap_grad_reduce = a.flag("overlap_grad_reduce");
+  if (s.dp > 1 && !a.printed("overlap_grad_reduce"))
+    assumed.push_back("strategy.overlap_grad_reduce");
   const std::string backend = a.text("attention_backend");
   s.flash_attention =
       a.flag("use_flash_attn") || !(contains(backend, "unfused") || contains(backend, "local"));

@@ -362,8 +362,9 @@ def run_distributed(cfg, warmup, iters, budget_s, seed=0, device_kind="cuda"):
     rank, world, device = setup(device_kind)
     group = Group(device)
     dev = Device(device)
-    # Gradients are added into fp32 main gradients by kernels of their own (as on one GPU).
-    s = dict(cfg.strategy, grad_accumulation_fusion=False)
+    # Gradients are added into fp32 main gradients by kernels of their own (as on one GPU), and
+    # reduced over the data-parallel ranks after the last micro-batch's backward.
+    s = dict(cfg.strategy, grad_accumulation_fusion=False, overlap_grad_reduce=False)
     cfg.strategy = s
     notes = [f"{world} ranks over {'NCCL' if group.nccl else 'Gloo'}",
              "multi-GPU path of the reference harness (not yet run on several GPUs)"]

@@ -229,6 +229,7 @@ class HarnessUnderSeveralRanks(unittest.TestCase):
         self.assertEqual(m["iteration_s"]["count"], 3)
         self.assertGreater(m["iteration_s"]["median_s"], 0)
         self.assertFalse(m["strategy"]["grad_accumulation_fusion"])
+        self.assertFalse(m["strategy"]["overlap_grad_reduce"])  # reduced after the backward
         self.assertIn("2 ranks over Gloo", m["notes"])
         self.assertNotIn("peak_memory_bytes", m)  # the CPU has no allocator statistics
 
