@@ -39,6 +39,8 @@ class Strategies(unittest.TestCase):
         self.assertEqual(s["stages"][3]["devices"], [12, 13, 14, 15])  # the g4dn node's T4s
         self.assertFalse(s["flash_attention"])
         self.assertFalse(s["grad_accumulation_fusion"])
+        # Megatron-LM v1.1.5 and DeepSpeed's pipeline engine reduce after the backward.
+        self.assertFalse(s["overlap_grad_reduce"])
 
     def test_tensor_parallel_ranks_come_first_as_deepspeed_orders_them(self):
         s, _ = amp.strategy_of(trial(8))  # tp 2, dp 2, pp 4
