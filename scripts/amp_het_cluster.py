@@ -16,14 +16,14 @@ and prints hetplan's errors beside AMP's own on the same trials.
 Needs the hetplan binary (HETPLAN_BINARY, default build/cli/hetplan). Exit status 2 for bad input.
 """
 
-import argparse
 import csv
 import json
 import math
 import os
 import sys
 
-from compare_util import errors, ranks, run, spearman  # noqa: F401 (ranks: its tests)
+from compare_util import (arguments, errors, predict, ranks,  # noqa: F401 (ranks: its tests)
+                          spearman, write_report)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "examples", "external", "amp", "het_cluster")
@@ -86,20 +86,8 @@ def fastest(rows, key):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out-dir", required=True,
-                    help="strategies, predictions, measurements, report")
-    ap.add_argument("--trials", default=os.path.join(DATA, "trials.csv"))
-    ap.add_argument("--calibration", action="append", default=[],
-                    help="calibration files added to the shipped ones (repeatable)")
-    ap.add_argument("--json", help="write the comparison as JSON to FILE")
-    args = ap.parse_args()
-    binary = os.environ.get("HETPLAN_BINARY", os.path.join(ROOT, "build", "cli", "hetplan"))
-    try:
-        trials = read_trials(args.trials)
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    args, trials = arguments(__doc__, "strategies, predictions, measurements, report", "--trials",
+                             os.path.join(DATA, "trials.csv"), read_trials)
     os.makedirs(os.path.join(args.out_dir, "strategies"), exist_ok=True)
     os.makedirs(os.path.join(args.out_dir, "predictions"), exist_ok=True)
 
@@ -112,19 +100,11 @@ def main():
         name = f"trial{int(t['trial']):02d}"
         spath = os.path.join(args.out_dir, "strategies", name + ".json")
         ppath = os.path.join(args.out_dir, "predictions", name + ".json")
-        with open(spath, "w") as f:
-            json.dump(strategy, f, indent=1)
-        cmd = [binary, "predict", "--model", MODEL_FILE, "--cluster", CLUSTER, "--strategy", spath,
-               "--json", ppath]
-        for c in args.calibration:
-            cmd += ["--calibration", c]
-        run(cmd)
+        predicted = predict(MODEL_FILE, CLUSTER, strategy, spath, ppath, args.calibration)
         predictions.append(ppath)
-        with open(ppath) as f:
-            predicted = json.load(f)["predicted"]
         m = {"model": MODEL_NAME, "cluster": CLUSTER, "strategy": strategy,
              "source": "imported:amp",
-             "origin": f"{os.path.relpath(args.trials, ROOT)}:{t['line']}"}
+             "origin": f"{os.path.relpath(args.table, ROOT)}:{t['line']}"}
         if math.isfinite(t["measured"]):
             m["iteration_s"] = t["measured"]
         else:
@@ -136,23 +116,13 @@ def main():
                      "hetplan_feasible": predicted["feasible"],
                      "hetplan_reason": predicted.get("reason", "")})
 
-    mpath = os.path.join(args.out_dir, "measurements.json")
-    with open(mpath, "w") as f:
-        json.dump({"format": "hetplan-measurements", "schema_version": 1,
-                   "context": {"gpu_type": "v100+t4", "framework": "deepspeed",
-                               "inputs": [os.path.relpath(args.trials, ROOT)],
-                               "notes": "AMP's heterogeneous-cluster trials (NeurIPS 2022), "
-                                        "examples/external/amp/README.md"},
-                   "measurements": measurements}, f, indent=1)
-    report_cmd = [binary, "report", "--measurements", mpath, "--out",
-                  os.path.join(args.out_dir, "report.html"), "--json",
-                  os.path.join(args.out_dir, "report.json"),
-                  "--title", "hetplan against AMP's measured heterogeneous-cluster trials"]
-    for p in predictions:
-        report_cmd += ["--predictions", p]
-    for c in args.calibration:
-        report_cmd += ["--calibration", c]
-    run(report_cmd)
+    write_report(args.out_dir,
+                 {"gpu_type": "v100+t4", "framework": "deepspeed",
+                  "inputs": [os.path.relpath(args.table, ROOT)],
+                  "notes": "AMP's heterogeneous-cluster trials (NeurIPS 2022), "
+                           "examples/external/amp/README.md"},
+                 measurements, predictions, args.calibration,
+                 "hetplan against AMP's measured heterogeneous-cluster trials")
 
     timed = [r for r in rows if math.isfinite(r["measured_s"]) and r["hetplan_feasible"]]
     summary = {

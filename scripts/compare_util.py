@@ -1,7 +1,10 @@
 """Error statistics and a command runner shared by the scripts that set hetplan's predictions
 beside iteration times measured by others (amp_het_cluster.py, megatron_weak_scaling.py)."""
 
+import argparse
+import json
 import math
+import os
 import subprocess
 import sys
 
@@ -52,3 +55,58 @@ def run(cmd):
         sys.stderr.write(f"{' '.join(cmd)}\n{r.stdout}{r.stderr}")
         raise SystemExit(r.returncode)
     return r.stdout
+
+
+def binary():
+    """The hetplan binary: $HETPLAN_BINARY, else build/cli/hetplan of this checkout."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.environ.get("HETPLAN_BINARY", os.path.join(root, "build", "cli", "hetplan"))
+
+
+def predict(model, cluster, strategy, strategy_path, prediction_path, calibration):
+    """Writes `strategy` to strategy_path, runs `hetplan predict` into prediction_path and returns
+    its `predicted` object."""
+    with open(strategy_path, "w") as f:
+        json.dump(strategy, f, indent=1)
+    cmd = [binary(), "predict", "--model", model, "--cluster", cluster, "--strategy",
+           strategy_path, "--json", prediction_path]
+    for c in calibration:
+        cmd += ["--calibration", c]
+    run(cmd)
+    with open(prediction_path) as f:
+        return json.load(f)["predicted"]
+
+
+def write_report(out_dir, context, measurements, predictions, calibration, title):
+    """Writes out_dir/measurements.json (hetplan-measurements) and builds report.html and
+    report.json from it and the prediction files."""
+    path = os.path.join(out_dir, "measurements.json")
+    with open(path, "w") as f:
+        json.dump({"format": "hetplan-measurements", "schema_version": 1, "context": context,
+                   "measurements": measurements}, f, indent=1)
+    cmd = [binary(), "report", "--measurements", path, "--out",
+           os.path.join(out_dir, "report.html"), "--json", os.path.join(out_dir, "report.json"),
+           "--title", title]
+    for p in predictions:
+        cmd += ["--predictions", p]
+    for c in calibration:
+        cmd += ["--calibration", c]
+    run(cmd)
+
+
+def arguments(doc, outputs, input_flag, input_default, read):
+    """The command line the comparison scripts share (--out-dir, the input table, --calibration,
+    --json), and `read` applied to the input table; a table that cannot be read is exit status 2
+    with its error."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--out-dir", required=True, help=outputs)
+    ap.add_argument(input_flag, default=input_default, dest="table")
+    ap.add_argument("--calibration", action="append", default=[],
+                    help="calibration files added to the shipped ones (repeatable)")
+    ap.add_argument("--json", help="write the comparison as JSON to FILE")
+    args = ap.parse_args()
+    try:
+        return args, read(args.table)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2)

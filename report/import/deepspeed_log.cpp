@@ -167,25 +167,29 @@ namespace {
 
 // A config value from the JSON block, else from the "name ..... value" lines; none when neither
 // gives it or the JSON says "auto".
+// The value at `json_path` in the config's JSON, or nullptr where the path or a value is missing;
+// `dotted` receives the path as a key path for errors.
+const Json* config_value(const DeepSpeedLog& log, std::initializer_list<const char*> json_path,
+                         std::string& dotted) {
+  const Json* v = &log.config;
+  for (const char* key : json_path) {
+    dotted += dotted.empty() ? key : fmt::format(".{}", key);
+    if (v && v->is_object() && v->contains(key)) {
+      v = &(*v)[key];
+    } else {
+      v = nullptr;
+    }
+  }
+  return v && !v->is_null() ? v : nullptr;
+}
+
 std::optional<int64_t> config_integer(const DeepSpeedLog& log, const std::string& origin,
                                       std::initializer_list<const char*> json_path,
                                       const char* engine_key) {
-  const Json* v = &log.config;
-  for (const char* key : json_path) {
-    if (!v->is_object() || !v->contains(key)) {
-      v = nullptr;
-      break;
-    }
-    v = &(*v)[key];
-  }
-  if (v && !v->is_null()) {
+  std::string path;
+  if (const Json* v = config_value(log, json_path, path)) {
     if (v->is_number_integer()) return v->get<int64_t>();
     if (v->is_string() && *v == "auto") return std::nullopt;
-    std::string path;
-    for (const char* key : json_path) {
-      if (!path.empty()) path += '.';
-      path += key;
-    }
     throw InputError(fmt::format("{}:{}", origin, log.config_line), path,
                      "expected a whole number, found " + describe_json(*v));
   }
@@ -194,30 +198,17 @@ std::optional<int64_t> config_integer(const DeepSpeedLog& log, const std::string
   return std::nullopt;
 }
 
-// A boolean of the config's JSON (the "json = {...}" print), else of the engine's printed config.
+// A boolean of the config's JSON (the "json = {...}" print); the engine prints the ZeRO section
+// as one "zero_config" line, which is not read.
 std::optional<bool> config_boolean(const DeepSpeedLog& log, const std::string& origin,
-                                   std::initializer_list<const char*> json_path,
-                                   const char* engine_key) {
-  const Json* v = &log.config;
+                                   std::initializer_list<const char*> json_path) {
   std::string path;
-  for (const char* key : json_path) {
-    path += path.empty() ? key : fmt::format(".{}", key);
-    if (!v->is_object() || !v->contains(key)) {
-      v = nullptr;
-      break;
-    }
-    v = &(*v)[key];
-  }
-  if (v && !v->is_null()) {
-    if (v->is_boolean()) return v->get<bool>();
+  const Json* v = config_value(log, json_path, path);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean())
     throw InputError(fmt::format("{}:{}", origin, log.config_line), path,
                      "expected true or false, found " + describe_json(*v));
-  }
-  if (auto it = log.engine_config.find(engine_key); it != log.engine_config.end()) {
-    if (it->second == "True") return true;
-    if (it->second == "False") return false;
-  }
-  return std::nullopt;
+  return v->get<bool>();
 }
 
 }  // namespace
@@ -301,7 +292,7 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
   // Gradient reduction during the backward: ZeRO 1-3 with overlap_comm (DeepSpeed's default:
   // on at stage 3, off below, deepspeed/runtime/zero/config.py), outside a pipeline, whose engine
   // reduces after the flush (_exec_reduce_grads). ZeRO-0 all-reduces after the backward.
-  const auto overlap = config_boolean(log, origin, {"zero_optimization", "overlap_comm"}, "");
+  const auto overlap = config_boolean(log, origin, {"zero_optimization", "overlap_comm"});
   s.overlap_grad_reduce = s.zero >= 1 && s.pp == 1 && overlap.value_or(s.zero == 3);
   if (s.zero >= 1 && s.pp == 1 && !overlap && s.dp > 1)
     m.assumed.push_back("strategy.overlap_grad_reduce");
