@@ -26,11 +26,17 @@ struct PredictOptions {
 };
 
 void print_prediction(const Strategy& s, const Prediction& p) {
+  // The framework switches are named only where they differ from hetplan's defaults (the words of
+  // the report's matching key, docs/report.md).
   fmt::print(
-      "strategy: dp {} tp {} pp {} micro-batch {} global batch {} schedule {} recompute {} "
-      "zero {}{}\n",
-      s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule, to_string(s.recompute), s.zero,
-      s.sequence_parallel ? " sequence-parallel" : "");
+      "strategy: dp {} tp {} pp {} micro-batch {} global batch {} schedule {}{} recompute {} "
+      "zero {}{}{}{}{}\n",
+      s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule,
+      s.chunks > 1 ? fmt::format(" x{}", s.chunks) : "", to_string(s.recompute), s.zero,
+      s.sequence_parallel ? " sequence-parallel" : "",
+      s.flash_attention ? "" : " unfused-attention",
+      s.grad_accumulation_fusion ? "" : " unfused-grad-add",
+      s.overlap_grad_reduce ? "" : " serial-grad-reduce");
   if (!p.feasible) fmt::print("INFEASIBLE ({}): {}\n", p.reason_code, p.reason);
   if (p.iteration_s <= 0) return;
   fmt::print(

@@ -346,6 +346,20 @@ TEST(PredictCli, PrintsTheContractFields) {
   for (const char* key : {"compute", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer"})
     EXPECT_TRUE(p["breakdown"].contains(key)) << key;
   EXPECT_EQ(j["strategy"]["tp"], 2);
+  EXPECT_NE(r.output.find("strategy: dp 2 tp 2 pp 4 micro-batch 2 global batch 32 schedule 1f1b "
+                          "recompute none zero 0\n"),
+            std::string::npos)
+      << r.output;
+  // Chunks and the framework switches that differ from the defaults are named.
+  const std::string other = write(dir, "o.json", R"({"dp": 2, "tp": 2, "pp": 4,
+      "micro_batch": 2, "global_batch": 32, "schedule": "interleaved", "flash_attention": false,
+      "grad_accumulation_fusion": false, "overlap_grad_reduce": false})");
+  r = run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " + other);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("schedule interleaved x2 recompute none zero 0 unfused-attention "
+                          "unfused-grad-add serial-grad-reduce\n"),
+            std::string::npos)
+      << r.output;
   // Bytes are whole ("total_bytes": 3371199488, not 3371199488.0): 4 peaks, 7 parts of 4 stages.
   EXPECT_TRUE(p["peak_memory_bytes"][0].is_number_integer());
   EXPECT_TRUE(p["stages"][0]["memory"]["total_bytes"].is_number_integer());
