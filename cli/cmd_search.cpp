@@ -1,6 +1,7 @@
 // hetplan search: ranked training strategies for a model on a cluster.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <sstream>
@@ -23,7 +24,7 @@ namespace {
 
 struct SearchCliOptions {
   std::string model, cluster, json;
-  std::vector<std::string> calibration, schedules;
+  std::vector<std::string> calibration, schedules, recompute;
   std::vector<int64_t> micro_batches, tensor_widths;
   int64_t global_batch = 0, seq_len = 0, top = 10;
   int threads = 1;
@@ -32,6 +33,7 @@ struct SearchCliOptions {
   bool allow_idle_nodes = false;
   bool no_grad_accumulation_fusion = false;
   bool no_overlap_grad_reduce = false;
+  bool no_sequence_parallel = false;
   bool no_flash_attention = false;
 };
 
@@ -83,6 +85,12 @@ CommandRunner declare_search(CLI::App& app) {
       ->check(kThreadCount);
   app.add_option("--schedules", o->schedules, "Pipeline schedules to consider (default: all)")
       ->delimiter(',');
+  app.add_option("--recompute", o->recompute,
+                 "Recomputation modes to consider: none, selective, full (default: all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "selective", "full"}));
+  app.add_flag("--no-sequence-parallel", o->no_sequence_parallel,
+               "Tensor parallelism without sequence parallelism only (frameworks that lack it)");
   app.add_option("--micro-batches", o->micro_batches,
                  "Micro-batch sizes to consider (default: divisors of the batch up to 64)")
       ->delimiter(',')
@@ -126,6 +134,16 @@ CommandRunner declare_search(CLI::App& app) {
     opts.allow_idle_nodes = o->allow_idle_nodes;
     opts.grad_accumulation_fusion = !o->no_grad_accumulation_fusion;
     opts.overlap_grad_reduce = !o->no_overlap_grad_reduce;
+    opts.sequence_parallel = !o->no_sequence_parallel;
+    if (!o->recompute.empty()) {
+      opts.recompute.clear();
+      for (const auto& name : o->recompute) {
+        Recompute rc;
+        parse_recompute(name, rc);  // checked by the option's IsMember
+        if (std::find(opts.recompute.begin(), opts.recompute.end(), rc) == opts.recompute.end())
+          opts.recompute.push_back(rc);
+      }
+    }
     opts.flash_attention = !o->no_flash_attention;
     opts.schedules = o->schedules;
     opts.micro_batches = o->micro_batches;

@@ -20,6 +20,7 @@ struct SearchOptions {
   bool exhaustive = false;             // evaluate every valid candidate: no bound pruning
   std::vector<std::string> schedules;  // empty: every schedule the pipeline model knows
   std::vector<Recompute> recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  bool sequence_parallel = true;  // also sequence parallelism where tp > 1
   int max_zero = 3;
   std::vector<int64_t> micro_batches;  // empty: the global batch's divisors up to 64 (each
                                        // candidate keeps those dividing its per-replica batch)

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <random>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -317,6 +318,43 @@ TEST(SearchCli, FrameworkSwitchesAreInEveryStrategy) {
       EXPECT_EQ(s["overlap_grad_reduce"], !off);
     }
   }
+  std::filesystem::remove_all(dir);
+}
+
+// The space can be narrowed to what a framework runs: Megatron-LM of 2021 had full recomputation
+// and no sequence parallelism.
+TEST(SearchCli, RecomputeAndSequenceParallelNarrowTheSpace) {
+  const auto dir = testing::temp_dir("search_narrow");
+  const auto out = (dir / "out.json").string();
+  auto r = testing::run_hetplan(
+      "search --model gpt2-medium --cluster p4d.24xlarge:1 --global-batch 32 --top 20 --quiet "
+      "--schedules 1f1b --max-zero 0 --recompute full --no-sequence-parallel --json " +
+      out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json j = load_document(out).root;
+  ASSERT_EQ(j["strategies"].size(), 20u);
+  bool tensor_parallel = false;
+  for (const auto& s : j["strategies"]) {
+    EXPECT_EQ(s["recompute"], "full");
+    EXPECT_EQ(s["sequence_parallel"], false);
+    tensor_parallel |= s["tp"].get<int64_t>() > 1;
+  }
+  EXPECT_TRUE(tensor_parallel);  // sequence parallelism was left out, tensor parallelism not
+  // Candidates: no sp doubling and one recompute mode of three.
+  r = testing::run_hetplan(
+      "search --model gpt2-medium --cluster p4d.24xlarge:1 --global-batch 32 --quiet "
+      "--schedules 1f1b --max-zero 0 --recompute full,none --recompute full --json " +
+      out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::set<std::string> modes;
+  const Json both = load_document(out).root;
+  for (const auto& s : both["strategies"])
+    modes.insert(s["recompute"].get<std::string>());
+  EXPECT_EQ(modes, (std::set<std::string>{"full", "none"}));
+  r = testing::run_hetplan(
+      "search --model gpt2-medium --cluster p4d.24xlarge:1 --global-batch 32 --recompute some");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--recompute"), std::string::npos) << r.output;
   std::filesystem::remove_all(dir);
 }
 
