@@ -348,8 +348,7 @@ TEST(SearchCli, RecomputeAndSequenceParallelNarrowTheSpace) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::set<std::string> modes;
   const Json both = load_document(out).root;
-  for (const auto& s : both["strategies"])
-    modes.insert(s["recompute"].get<std::string>());
+  for (const auto& s : both["strategies"]) modes.insert(s["recompute"].get<std::string>());
   EXPECT_EQ(modes, (std::set<std::string>{"full", "none"}));
   r = testing::run_hetplan(
       "search --model gpt2-medium --cluster p4d.24xlarge:1 --global-batch 32 --recompute some");
