@@ -26,17 +26,12 @@ struct PredictOptions {
 };
 
 void print_prediction(const Strategy& s, const Prediction& p) {
-  // The framework switches are named only where they differ from hetplan's defaults (the words of
-  // the report's matching key, docs/report.md).
   fmt::print(
       "strategy: dp {} tp {} pp {} micro-batch {} global batch {} schedule {}{} recompute {} "
-      "zero {}{}{}{}{}\n",
+      "zero {}{}{}\n",
       s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule,
       s.chunks > 1 ? fmt::format(" x{}", s.chunks) : "", to_string(s.recompute), s.zero,
-      s.sequence_parallel ? " sequence-parallel" : "",
-      s.flash_attention ? "" : " unfused-attention",
-      s.grad_accumulation_fusion ? "" : " unfused-grad-add",
-      s.overlap_grad_reduce ? "" : " serial-grad-reduce");
+      s.sequence_parallel ? " sequence-parallel" : "", framework_switches(s));
   if (!p.feasible) fmt::print("INFEASIBLE ({}): {}\n", p.reason_code, p.reason);
   if (p.iteration_s <= 0) return;
   fmt::print(

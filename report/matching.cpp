@@ -15,12 +15,11 @@ std::string strategy_key(const Strategy& s) {
   // what it ran (it counts more gradient traffic); unfused attention keeps s^2 tensors and runs
   // the score GEMMs.
   // Gradients are reduced over data-parallel replicas only: with dp = 1 the overlap has no effect.
-  const bool serial_reduce = s.dp > 1 && !s.overlap_grad_reduce;
-  return fmt::format("dp{} tp{} pp{} mb{} gb{} {} {} zero{}{}{}{}{}", s.dp, s.tp, s.pp,
-                     s.micro_batch, s.global_batch, schedule, to_string(s.recompute), zero,
-                     sp ? " sp" : "", s.flash_attention ? "" : " unfused-attention",
-                     s.grad_accumulation_fusion ? "" : " unfused-grad-add",
-                     serial_reduce ? " serial-grad-reduce" : "");
+  Strategy switches = s;
+  if (s.dp == 1) switches.overlap_grad_reduce = true;
+  return fmt::format("dp{} tp{} pp{} mb{} gb{} {} {} zero{}{}{}", s.dp, s.tp, s.pp, s.micro_batch,
+                     s.global_batch, schedule, to_string(s.recompute), zero, sp ? " sp" : "",
+                     framework_switches(switches));
 }
 
 Matching match_measurements(const std::vector<PredictedStrategy>& predictions,

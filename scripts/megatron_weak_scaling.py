@@ -30,7 +30,7 @@ import json
 import os
 import sys
 
-from compare_util import arguments, errors, predict, write_report
+from compare_util import arguments, errors, percentile, predict, write_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "examples", "external", "megatron")
@@ -200,8 +200,8 @@ def main():
     summary = {"runs": len(runs), "compared": len(compared),
                "hetplan": errors([row["predicted_s"] for row in compared],
                                  [row["measured_s"] for row in compared]),
-               "median_signed_error": sorted(row["predicted_s"] / row["measured_s"] - 1
-                                             for row in compared)[len(compared) // 2]
+               "median_signed_error": percentile(sorted(row["predicted_s"] / row["measured_s"] - 1
+                                                        for row in compared), 0.5)
                if compared else None,
                "rows": rows}
     print(f"{'model':>20} {'GPUs':>5} {'tp':>3} {'pp':>3} {'dp':>3} {'batch':>5} "
@@ -209,13 +209,12 @@ def main():
           f"fastest of {{micro-batch, schedule}} (range)")
     for row in rows:
         feasible = [t["iteration_s"] for t in row["tried"] if t["feasible"]]
+        run_columns = (f"{row['model']:>20} {row['gpus']:>5} {row['tp']:>3} {row['pp']:>3} "
+                       f"{row['dp']:>3} {row['batch']:>5} {row['measured_s']:>9.2f}s")
         if row["predicted_s"] is None:
-            print(f"{row['model']:>20} {row['gpus']:>5} {row['tp']:>3} {row['pp']:>3} "
-                  f"{row['dp']:>3} {row['batch']:>5} {row['measured_s']:>9.2f}s  hetplan: "
-                  f"{row['tried'][0]['reason']}")
+            print(f"{run_columns}  hetplan: {row['tried'][0]['reason']}")
             continue
-        print(f"{row['model']:>20} {row['gpus']:>5} {row['tp']:>3} {row['pp']:>3} {row['dp']:>3} "
-              f"{row['batch']:>5} {row['measured_s']:>9.2f}s {row['published_tflops_per_gpu']:>6.0f} "
+        print(f"{run_columns} {row['published_tflops_per_gpu']:>6.0f} "
               f"{row['predicted_s']:>8.2f}s {row['predicted_tflops_per_gpu']:>6.0f} "
               f"{100 * (row['predicted_s'] / row['measured_s'] - 1):+6.1f}%  {row['best']} "
               f"({min(feasible):.2f}-{max(feasible):.2f} s over {len(feasible)})")

@@ -179,8 +179,11 @@ class TrainingSearch {
           if (duplicate) continue;
           shapes.push_back(add_placement(dp, tp, pp, std::move(*stages)));
         }
+        const std::vector<bool> sp_choices = tp > 1 && o_.sequence_parallel
+                                                 ? std::vector<bool>{false, true}
+                                                 : std::vector<bool>{false};
         const int64_t per_shape = static_cast<int64_t>(mbs.size() * o_.recompute.size()) *
-                                  (o_.max_zero + 1) * (tp > 1 && o_.sequence_parallel ? 2 : 1) *
+                                  (o_.max_zero + 1) * static_cast<int64_t>(sp_choices.size()) *
                                   static_cast<int64_t>(schedules_.size());
         result_.stats.candidates +=
             per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size()));
@@ -200,8 +203,7 @@ class TrainingSearch {
           for (int64_t mb : mbs)
             for (Recompute rc : o_.recompute)
               for (int zero = 0; zero <= o_.max_zero; ++zero)
-                for (bool sp : tp > 1 && o_.sequence_parallel ? std::vector<bool>{false, true}
-                                                              : std::vector<bool>{false})
+                for (bool sp : sp_choices)
                   for (const auto& sched : schedules_) {
                     Candidate c;
                     c.id = id++;

@@ -68,6 +68,14 @@ std::string stage_devices_problem(const Strategy& s, size_t& stage) {
   return "";
 }
 
+std::string framework_switches(const Strategy& s) {
+  std::string words;
+  if (!s.flash_attention) words += " unfused-attention";
+  if (!s.grad_accumulation_fusion) words += " unfused-grad-add";
+  if (!s.overlap_grad_reduce) words += " serial-grad-reduce";
+  return words;
+}
+
 Json to_json(const Strategy& s) {
   Json j;
   j["dp"] = s.dp;

@@ -57,6 +57,11 @@ struct Strategy {
 // appears twice in one. "" when nothing is, else the problem, with the stage's index in `stage`.
 std::string stage_devices_problem(const Strategy& s, size_t& stage);
 
+// The framework switches that differ from hetplan's defaults, each as a word after a space
+// (" unfused-attention", " unfused-grad-add", " serial-grad-reduce"), or "" when none does: what
+// predict prints and the report's matching key ends with.
+std::string framework_switches(const Strategy& s);
+
 Json to_json(const Strategy& s);
 // Reads a strategy object (the whole file, or an element of "strategies").
 Strategy strategy_from_json(ObjectReader r);

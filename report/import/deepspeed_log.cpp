@@ -165,8 +165,6 @@ DeepSpeedLog parse_deepspeed_log(std::string_view text, const std::string& origi
 
 namespace {
 
-// A config value from the JSON block, else from the "name ..... value" lines; none when neither
-// gives it or the JSON says "auto".
 // The value at `json_path` in the config's JSON, or nullptr where the path or a value is missing;
 // `dotted` receives the path as a key path for errors.
 const Json* config_value(const DeepSpeedLog& log, std::initializer_list<const char*> json_path,
@@ -183,6 +181,8 @@ const Json* config_value(const DeepSpeedLog& log, std::initializer_list<const ch
   return v && !v->is_null() ? v : nullptr;
 }
 
+// A config value from the JSON block, else from the "name ..... value" lines; none when neither
+// gives it or the JSON says "auto".
 std::optional<int64_t> config_integer(const DeepSpeedLog& log, const std::string& origin,
                                       std::initializer_list<const char*> json_path,
                                       const char* engine_key) {
@@ -293,9 +293,9 @@ Measurement deepspeed_measurement(const DeepSpeedLog& log, const std::string& or
   // on at stage 3, off below, deepspeed/runtime/zero/config.py), outside a pipeline, whose engine
   // reduces after the flush (_exec_reduce_grads). ZeRO-0 all-reduces after the backward.
   const auto overlap = config_boolean(log, origin, {"zero_optimization", "overlap_comm"});
-  s.overlap_grad_reduce = s.zero >= 1 && s.pp == 1 && overlap.value_or(s.zero == 3);
-  if (s.zero >= 1 && s.pp == 1 && !overlap && s.dp > 1)
-    m.assumed.push_back("strategy.overlap_grad_reduce");
+  const bool overlap_possible = s.zero >= 1 && s.pp == 1;
+  s.overlap_grad_reduce = overlap_possible && overlap.value_or(s.zero == 3);
+  if (overlap_possible && !overlap && s.dp > 1) m.assumed.push_back("strategy.overlap_grad_reduce");
   if (!tp_given) m.assumed.push_back("strategy.tp");
   if (log.pipeline_stages == 0 && !options.pp) m.assumed.push_back("strategy.pp");
   if (options.recompute) {
