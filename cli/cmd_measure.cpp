@@ -25,7 +25,7 @@ namespace hetplan::cli {
 namespace {
 
 struct MeasureOptions {
-  std::string model, strategy, out, cluster, python, gpu_type;
+  std::string model, strategy, out, cluster, python, gpu_type, framework;
   int64_t seq_len = 0;
   int warmup = 3, iters = 10;
   double budget_s = 15;
@@ -100,6 +100,8 @@ CommandRunner declare_measure(CLI::App& app) {
   app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)")
       ->check(kPositive);
   app.add_option("--cluster", o->cluster, "Cluster name to record with the measurement");
+  app.add_option("--framework", o->framework,
+                 "How the harness runs the strategy (default and only: reference)");
   app.add_option("--python", o->python,
                  "Python with PyTorch (default: $HETPLAN_PYTHON, else python3)");
   app.add_option("--gpu-type", o->gpu_type, "hetplan GPU type to record (default: from the name)");
@@ -115,13 +117,15 @@ CommandRunner declare_measure(CLI::App& app) {
   return [o]() {
     if (!o->dry_run) check_outputs({o->strategy, o->model}, {{"--out", o->out}});
     const ModelSpec model = load_model(o->model, o->seq_len);
-    const Strategy strategy = load_strategy(o->strategy);
-    if (strategy.microbatches() == 0)
-      throw InputError(o->strategy, "global_batch",
-                       fmt::format("{} is not a multiple of dp x micro_batch = {} x {}",
-                                   strategy.global_batch, strategy.dp, strategy.micro_batch));
-    if (std::string code, why = strategy_model_problem(model, strategy, code); !why.empty())
-      throw InputError(o->strategy, code, why);
+    const FrameworkSpec framework = load_run_framework(o->framework, "reference");
+    if (framework.name != "reference")
+      throw InputError("--framework", "",
+                       fmt::format("a framework the reference harness runs as (reference), found "
+                                   "\"{}\"",
+                                   o->framework));
+    const Strategy strategy = with_framework_defaults(load_strategy(o->strategy), framework);
+    if (const auto broken = first_broken_rule({model, framework}, strategy))
+      throw InputError(o->strategy, broken->key, broken->reason);
     // What the reference harness runs (docs/measure.md): one kind of parallelism at a time, and
     // ZeRO up to stage 2.
     std::vector<std::string> kinds;
@@ -134,9 +138,6 @@ CommandRunner declare_measure(CLI::App& app) {
                        fmt::format("the reference harness runs one kind of parallelism at a time; "
                                    "this strategy has {}",
                                    fmt::join(kinds, ", ")));
-    if (strategy.zero >= 3 && strategy.dp > 1)
-      throw InputError(o->strategy, "zero",
-                       "ZeRO-3 is not supported by the reference harness (stages 0-2 are)");
     const auto harness = harness_path();
     if (!std::filesystem::exists(harness))
       throw RuntimeFailure(

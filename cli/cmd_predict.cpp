@@ -19,7 +19,7 @@ namespace hetplan::cli {
 namespace {
 
 struct PredictOptions {
-  std::string model, cluster, strategy, json;
+  std::string model, cluster, strategy, json, framework;
   std::vector<std::string> calibration;
   int64_t seq_len = 0;
   bool no_default_calibration = false;
@@ -27,9 +27,9 @@ struct PredictOptions {
 
 void print_prediction(const Strategy& s, const Prediction& p) {
   fmt::print(
-      "strategy: dp {} tp {} pp {} micro-batch {} global batch {} schedule {}{} recompute {} "
+      "strategy ({}): dp {} tp {} pp {} micro-batch {} global batch {} schedule {}{} recompute {} "
       "zero {}{}{}\n",
-      s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule,
+      s.framework, s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule,
       s.chunks > 1 ? fmt::format(" x{}", s.chunks) : "", to_string(s.recompute), s.zero,
       s.sequence_parallel ? " sequence-parallel" : "", framework_switches(s));
   if (!p.feasible) fmt::print("INFEASIBLE ({}): {}\n", p.reason_code, p.reason);
@@ -62,6 +62,9 @@ CommandRunner declare_predict(CLI::App& app) {
   app.add_option("--cluster", o->cluster, "Cluster preset, cluster file, or NODE:COUNT,...")
       ->required();
   app.add_option("--strategy", o->strategy, "Strategy file (JSON or YAML)")->required();
+  app.add_option(
+      "--framework", o->framework,
+      std::string(kFrameworkHelp) + "; default: the strategy file's, else megatron-core");
   app.add_option("--calibration", o->calibration,
                  "Calibration files, profiles or directories (repeatable)");
   app.add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)")
@@ -75,21 +78,16 @@ CommandRunner declare_predict(CLI::App& app) {
     check_outputs(inputs, {{"--json", o->json}});
     const ModelSpec model = load_model(o->model, o->seq_len);
     const ClusterSpec cluster = load_cluster(o->cluster);
-    const Strategy strategy = load_strategy(o->strategy);
+    const Strategy loaded = load_strategy(o->strategy);
+    const FrameworkSpec framework = load_run_framework(o->framework, loaded.framework);
+    const Strategy strategy = with_framework_defaults(loaded, framework);
     const Profile profile = load_run_profile(o->calibration, cluster, o->no_default_calibration);
     const CostModel cost(profile, cluster);
-    const Evaluator evaluator(model, cluster, cost);
-    // A strategy that contradicts the model or cluster is bad input here (the search merely skips
-    // such candidates); one that does not fit in memory is a prediction: infeasible.
-    std::string code;
-    if (std::string problem = evaluator.structural_problem(strategy, code); !problem.empty()) {
-      const std::map<std::string, std::string> key = {{"batch", "global_batch"},
-                                                      {"devices", "dp"},
-                                                      {"tp", "tp"},
-                                                      {"pp", "pp"},
-                                                      {"zero", "zero"}};
-      throw InputError(o->strategy, key.count(code) ? key.at(code) : code, problem);
-    }
+    const Evaluator evaluator(model, cluster, cost, framework);
+    // A strategy that contradicts the model, cluster or framework is bad input here (the search
+    // merely skips such candidates); one that does not fit in memory is a prediction: infeasible.
+    if (const auto broken = evaluator.broken_rule(strategy))
+      throw InputError(o->strategy, broken->key, broken->reason);
     std::set<std::string> types;
     for (const auto& g : cluster.groups) types.insert(g.node.gpu.name);
     for (size_t i = 0; i < strategy.stages.size(); ++i) {
@@ -117,6 +115,7 @@ CommandRunner declare_predict(CLI::App& app) {
       add_input_sources(out["context"], o->model, o->cluster, model.seq_len);
       out["model"] = model.name;
       out["cluster"] = cluster.name;
+      out["framework"] = framework.name;
       out["strategy"] = to_json(strategy);
       out["predicted"] = to_json(p);
       write_json_output(out, o->json);

@@ -13,7 +13,7 @@ namespace hetplan::cli {
 
 CommandRunner declare_provision(CLI::App& app) {
   struct Options {
-    std::string model, json;
+    std::string model, json, framework;
     std::vector<std::string> nodes, calibration;
     int64_t global_batch = 0, seq_len = 0, max_nodes = 16, max_types = 2, top = 15;
     double budget = 0;
@@ -44,6 +44,7 @@ CommandRunner declare_provision(CLI::App& app) {
   app.add_flag("--no-default-calibration", o->no_default_calibration,
                "Do not load the shipped calibration_data/");
   app.add_option("--json", o->json, "Write every mix as JSON to FILE ('-' for stdout)");
+  app.add_option("--framework", o->framework, kFrameworkHelp);
   return [o]() {
     std::vector<std::string> inputs = {o->model};
     inputs.insert(inputs.end(), o->calibration.begin(), o->calibration.end());
@@ -56,6 +57,7 @@ CommandRunner declare_provision(CLI::App& app) {
     po.max_price_per_hour = o->budget;
     po.search.global_batch = o->global_batch;
     po.search.threads = o->threads;
+    po.framework = load_run_framework(o->framework);
     const bool tty = isatty(STDERR_FILENO);
     po.progress = [tty](size_t done, size_t total) {
       // One line per mix when stderr is a file (a "\r" line would run them together there).
@@ -95,6 +97,7 @@ CommandRunner declare_provision(CLI::App& app) {
       out["context"] = run_context("provision", profile);
       out["model"] = model.name;
       out["global_batch"] = o->global_batch;
+      out["framework"] = po.framework.name;
       Json list = Json::array();
       for (const auto& m : r.mixes) {
         Json j = {{"nodes", m.cluster.name},

@@ -23,7 +23,7 @@ namespace hetplan::cli {
 namespace {
 
 struct SearchCliOptions {
-  std::string model, cluster, json;
+  std::string model, cluster, json, framework, host_mode;
   std::vector<std::string> calibration, schedules, recompute;
   std::vector<int64_t> micro_batches, tensor_widths;
   int64_t global_batch = 0, seq_len = 0, top = 10;
@@ -35,6 +35,8 @@ struct SearchCliOptions {
   bool no_overlap_grad_reduce = false;
   bool no_sequence_parallel = false;
   bool no_flash_attention = false;
+  bool tp_comm_overlap = false;
+  bool half_grad_reduce = false;
 };
 
 void print_table(const std::vector<RankedStrategy>& rows) {
@@ -83,7 +85,9 @@ CommandRunner declare_search(CLI::App& app) {
   app.add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
   app.add_option("--threads", o->threads, "Worker threads (the result does not depend on it)")
       ->check(kThreadCount);
-  app.add_option("--schedules", o->schedules, "Pipeline schedules to consider (default: all)")
+  app.add_option("--framework", o->framework, kFrameworkHelp);
+  app.add_option("--schedules", o->schedules,
+                 "Pipeline schedules to consider (default: all the framework runs)")
       ->delimiter(',');
   app.add_option("--recompute", o->recompute,
                  "Recomputation modes to consider: none, selective, full (default: all)")
@@ -115,6 +119,15 @@ CommandRunner declare_search(CLI::App& app) {
   app.add_flag("--no-flash-attention", o->no_flash_attention,
                "Unfused attention (two batched GEMMs around a softmax, its s x s probabilities "
                "kept), as frameworks without a fused attention kernel run it");
+  app.add_flag("--tp-comm-overlap", o->tp_comm_overlap,
+               "Overlap tensor-parallel collectives with the GEMMs (Megatron-Core's "
+               "--tp-comm-overlap) wherever sequence parallelism runs");
+  app.add_flag("--half-grad-reduce", o->half_grad_reduce,
+               "Reduce data-parallel gradients in the training dtype, not fp32");
+  app.add_option("--host-mode", o->host_mode,
+                 "How the host issues kernels: eager, compiled or cuda-graphs (default: the "
+                 "framework's)")
+      ->check(CLI::IsMember({"eager", "compiled", "cuda-graphs"}));
   app.add_flag("--quiet", o->quiet, "No progress on stderr");
   return [o]() {
     std::vector<std::string> inputs = {o->model, o->cluster};
@@ -125,15 +138,25 @@ CommandRunner declare_search(CLI::App& app) {
     for (const auto& s : o->schedules) pipeline::schedule_info(s);  // InputError names the known
     const Profile profile = load_run_profile(o->calibration, cluster, o->no_default_calibration);
     const CostModel cost(profile, cluster);
-    const Evaluator evaluator(model, cluster, cost);
+    const FrameworkSpec framework = load_run_framework(o->framework);
+    const Evaluator evaluator(model, cluster, cost, framework);
     SearchOptions opts;
     opts.global_batch = o->global_batch;
     opts.threads = o->threads;
     opts.top_k = o->top;
     opts.exhaustive = o->exhaustive;
     opts.allow_idle_nodes = o->allow_idle_nodes;
-    opts.grad_accumulation_fusion = !o->no_grad_accumulation_fusion;
-    opts.overlap_grad_reduce = !o->no_overlap_grad_reduce;
+    // The --no-* switches override the framework's defaults where given.
+    if (o->no_grad_accumulation_fusion) opts.grad_accumulation_fusion = false;
+    if (o->no_overlap_grad_reduce) opts.overlap_grad_reduce = false;
+    if (o->no_flash_attention) opts.flash_attention = false;
+    if (o->tp_comm_overlap) opts.tp_comm_overlap = true;
+    if (o->half_grad_reduce) opts.fp32_grad_reduce = false;
+    if (!o->host_mode.empty()) {
+      HostMode mode;
+      parse_host_mode(o->host_mode, mode);  // checked by the option's IsMember
+      opts.host_mode = mode;
+    }
     opts.sequence_parallel = !o->no_sequence_parallel;
     if (!o->recompute.empty()) {
       opts.recompute.clear();
@@ -144,7 +167,6 @@ CommandRunner declare_search(CLI::App& app) {
           opts.recompute.push_back(rc);
       }
     }
-    opts.flash_attention = !o->no_flash_attention;
     opts.schedules = o->schedules;
     opts.micro_batches = o->micro_batches;
     opts.tensor_widths = o->tensor_widths;
@@ -162,9 +184,9 @@ CommandRunner declare_search(CLI::App& app) {
     const SearchResult r = search_training(evaluator, opts);
     const bool to_stdout = o->json == "-";
     if (!to_stdout) {
-      fmt::print("{} ({:.2f}B parameters, sequence {}, global batch {}) on {} ({} GPUs)\n",
+      fmt::print("{} ({:.2f}B parameters, sequence {}, global batch {}) on {} ({} GPUs) under {}\n",
                  model.name, model.parameters() / 1e9, model.seq_len, o->global_batch, cluster.name,
-                 cluster.num_gpus());
+                 cluster.num_gpus(), framework.name);
       if (!r.top.empty()) {
         print_table(r.top);
         const Prediction& best = r.top.front().predicted;
@@ -206,6 +228,7 @@ CommandRunner declare_search(CLI::App& app) {
       out["model"] = model.name;
       out["cluster"] = cluster.name;
       out["global_batch"] = o->global_batch;
+      out["framework"] = framework.name;
       Json list = Json::array();
       for (const auto& s : r.top) list.push_back(ranked_json(s));
       out["strategies"] = list;

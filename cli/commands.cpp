@@ -5,6 +5,7 @@ namespace hetplan::cli {
 // One declaration and one table line per command (cli/cmd_<name>.cpp).
 CommandRunner declare_models(CLI::App& app);
 CommandRunner declare_clusters(CLI::App& app);
+CommandRunner declare_frameworks(CLI::App& app);
 CommandRunner declare_predict(CLI::App& app);
 CommandRunner declare_search(CLI::App& app);
 CommandRunner declare_provision(CLI::App& app);
@@ -25,6 +26,8 @@ const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> kCommands = {
       {"models", "List the model presets", declare_models},
       {"clusters", "List the GPU, node and cluster presets", declare_clusters},
+      {"frameworks", "List the training frameworks, or show one (what it runs, its sources)",
+       declare_frameworks},
       {"predict", "Predict one strategy's iteration time, throughput, MFU and memory",
        declare_predict},
       {"search", "Search ranked training strategies for a model on a cluster", declare_search},

@@ -47,6 +47,12 @@ Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpe
   return merge_fitted(in.calibrations, in.profiles, cluster.gpu_types);
 }
 
+FrameworkSpec load_run_framework(const std::string& flag, const std::string& recorded) {
+  return load_framework(!flag.empty()       ? flag
+                        : !recorded.empty() ? recorded
+                                            : std::string(kDefaultFramework));
+}
+
 Json run_context(const std::string& command, const Profile& profile) {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char date[32];

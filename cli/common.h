@@ -7,6 +7,7 @@
 
 #include "costmodel/document.h"
 #include "costmodel/errors.h"
+#include "costmodel/framework.h"
 #include "costmodel/hardware.h"
 #include "costmodel/profile.h"
 #include "search/strategy.h"
@@ -17,6 +18,14 @@ namespace hetplan::cli {
 // own calibration files, then `extra` paths (files or directories), better sources winning.
 Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpec& cluster,
                          bool no_default);
+
+// The framework a command runs under: `flag` (its --framework), else `recorded` (what a strategy
+// file names), else Megatron-Core. Throws InputError naming the file and key when it is bad.
+FrameworkSpec load_run_framework(const std::string& flag, const std::string& recorded = "");
+// The help text of every command's --framework option.
+inline constexpr const char* kFrameworkHelp =
+    "Framework the strategy runs under: a preset (hetplan frameworks) or a framework file "
+    "(default megatron-core)";
 
 // {"hetplan_version", "command", "date", "calibration": [origins]} for a JSON output.
 Json run_context(const std::string& command, const Profile& profile);

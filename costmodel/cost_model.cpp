@@ -141,7 +141,10 @@ LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& wo
     if (recomputed(recompute, g.pass, g.group)) recomputed_ops += s;
   }
   for (const auto& m : work.memory_ops) {
-    const double s = scale.rate[static_cast<int>(m.pass)] * memory_op_s(gpu, m.kernel, m.bytes);
+    // An eager sequence of `launches` kernels pays the launch gap of each.
+    const double op_s = memory_op_s(gpu, m.kernel, m.bytes) +
+                        static_cast<double>(m.launches - 1) * cost(gpu).fit.launch_s;
+    const double s = scale.rate[static_cast<int>(m.pass)] * op_s;
     t.pass_s[static_cast<int>(m.pass)] += s;
     if (recomputed(recompute, m.pass, m.group)) recomputed_ops += s;
   }

@@ -1,6 +1,7 @@
 #include "costmodel/layer_ops.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -90,17 +91,39 @@ class Builder {
     w_.model_flops[static_cast<int>(pass)] += shape.flops();
   }
 
-  void memory(const std::string& kernel, Pass pass, double bytes,
-              OpGroup group = OpGroup::kDefault) {
-    if (bytes > 0) w_.memory_ops.push_back({kernel, pass, bytes, group});
+  void memory(const std::string& kernel, Pass pass, double bytes, OpGroup group = OpGroup::kDefault,
+              int64_t launches = 1) {
+    if (bytes > 0) w_.memory_ops.push_back({kernel, pass, bytes, group, launches});
+  }
+
+  // The framework's recipe for `family`, when it runs that family its own way (framework.h).
+  const OpRecipe* recipe(std::string_view family) const {
+    return s_.framework ? s_.framework->recipe(family, s_.host_mode) : nullptr;
+  }
+
+  // One pass of `family` over `elements` values: the framework's eager sequence where its recipe
+  // has this pass (an "eager_" kernel of its launches and bytes), else hetplan's `kernel` moving
+  // `fused_bytes`.
+  void op(std::string_view family, const std::optional<OpPass> OpRecipe::*pass_of, Pass pass,
+          const std::string& kernel, double elements, double fused_bytes,
+          OpGroup group = OpGroup::kDefault) {
+    const OpRecipe* r = recipe(family);
+    if (r && (r->*pass_of)) {
+      const OpPass& p = *(r->*pass_of);
+      memory("eager_" + kernel, pass, p.total_bytes(elements, act_), group, p.launches);
+    } else {
+      memory(kernel, pass, fused_bytes, group);
+    }
   }
 
   // Elementwise kernel over `elements` values: forward reads `in` tensors and writes `out`;
   // backward reads the `out` output gradients and `saved_in_bwd` saved inputs and writes the `in`
   // input gradients (GeLU and SwiGLU read their inputs again: the kernel bench counts them too).
   void elementwise(const std::string& name, double elements, int in, int out, int saved_in_bwd) {
-    memory(name + "_fwd", Pass::kForward, elements * act_ * (in + out));
-    memory(name + "_bwd", Pass::kBackwardInput, elements * act_ * (out + saved_in_bwd + in));
+    op(name, &OpRecipe::forward, Pass::kForward, name + "_fwd", elements,
+       elements * act_ * (in + out));
+    op(name, &OpRecipe::backward, Pass::kBackwardInput, name + "_bwd", elements,
+       elements * act_ * (out + saved_in_bwd + in));
   }
 
   // A norm over `tokens` x `hidden`: forward reads x (and the gain), writes y and statistics;
@@ -109,10 +132,13 @@ class Builder {
     if (kind == NormKind::kNone) return;
     const std::string k = kind == NormKind::kLayerNorm ? "layernorm" : "rmsnorm";
     w_.param_tensors += kind == NormKind::kLayerNorm ? 2 : 1;  // gain (and bias)
-    const double x = tokens * static_cast<double>(hidden) * act_;
-    memory(k + "_fwd", Pass::kForward, 2 * x + tokens * kNormStatBytes);
-    memory(k + "_bwd", Pass::kBackwardInput, 3 * x + tokens * kNormStatBytes);
-    memory(k + "_bwd_weight", Pass::kBackwardWeight, 2 * x);
+    const double elements = tokens * static_cast<double>(hidden);
+    const double x = elements * act_;
+    op(k, &OpRecipe::forward, Pass::kForward, k + "_fwd", elements,
+       2 * x + tokens * kNormStatBytes);
+    op(k, &OpRecipe::backward, Pass::kBackwardInput, k + "_bwd", elements,
+       3 * x + tokens * kNormStatBytes);
+    op(k, &OpRecipe::weight, Pass::kBackwardWeight, k + "_bwd_weight", elements, 2 * x);
   }
 
   // Dropout as CUDA runs it (one kernel each way): forward reads x and writes y and a one-byte
@@ -219,13 +245,15 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
     const OpGroup core = OpGroup::kCoreAttention;
     const int64_t bh = mb * heads;
     B.gemm("scores", Pass::kForward, {seq, seq, hd, bh, true, false}, core);
-    B.memory("softmax_fwd", Pass::kForward, 2 * scores * act, core);
+    B.op("softmax", &OpRecipe::forward, Pass::kForward, "softmax_fwd", scores, 2 * scores * act,
+         core);
     if (dropout) B.memory("dropout_fwd", Pass::kForward, scores * (2 * act + 1), core);
     B.gemm("context", Pass::kForward, {hd, seq, seq, bh, false, false}, core);
     B.gemm("context_dprobs", Pass::kBackwardInput, {seq, seq, hd, bh, true, false});
     B.gemm("context_dv", Pass::kBackwardInput, {hd, seq, seq, bh, false, true});
     if (dropout) B.memory("dropout_bwd", Pass::kBackwardInput, scores * (2 * act + 1));
-    B.memory("softmax_bwd", Pass::kBackwardInput, 3 * scores * act);
+    B.op("softmax", &OpRecipe::backward, Pass::kBackwardInput, "softmax_bwd", scores,
+         3 * scores * act);
     B.gemm("scores_dq", Pass::kBackwardInput, {hd, seq, seq, bh, false, false});
     B.gemm("scores_dk", Pass::kBackwardInput, {hd, seq, seq, bh, false, true});
     // Softmax output, dropout mask and dropout output (Korthikanti et al. 2022, 5as^2b/t).
@@ -243,9 +271,24 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
   const double res_elems = Tr * h;
   auto residual = [&](bool bias) {
     if (bias) B.bias_grad(Tr, static_cast<double>(h));
+    const OpRecipe* fused = dropout ? B.recipe("bias_dropout_add") : nullptr;
     if (dropout) {
-      B.dropout(res_elems);
-      B.keep(res_elems);  // mask, one byte per element
+      B.keep(res_elems);              // mask, one byte per element
+      if (fused && fused->forward) {  // one kernel: the framework's bias-dropout-add
+        B.op("bias_dropout_add", &OpRecipe::forward, Pass::kForward, "bias_dropout_add_fwd",
+             res_elems, 0);
+      } else {
+        B.memory("dropout_fwd", Pass::kForward, res_elems * (2 * act + 1));
+        B.memory("residual_add", Pass::kForward, 3 * res_elems * act);
+      }
+      if (fused && fused->backward) {
+        B.op("bias_dropout_add", &OpRecipe::backward, Pass::kBackwardInput, "bias_dropout_add_bwd",
+             res_elems, 0);
+      } else {
+        B.memory("dropout_bwd", Pass::kBackwardInput, res_elems * (2 * act + 1));
+        B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * act);
+      }
+      return;
     }
     B.memory("residual_add", Pass::kForward, 3 * res_elems * act);
     B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * act);
@@ -351,14 +394,23 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
   // fp32 per token each). Backward scales the kept softmax in place and converts it back.
   const double logits = static_cast<double>(T) * v;
   const Pass F = Pass::kForward, Bi = Pass::kBackwardInput;
-  B.memory(act == 4 ? "ce_copy" : "ce_to_fp32", F, logits * (act + 4));
-  B.memory("ce_max", F, logits * 4);
-  B.memory("ce_subtract_max", F, logits * 8);
-  B.memory("ce_exp", F, logits * 8);
-  B.memory("ce_sum", F, logits * 4);
-  B.memory("ce_normalise", F, logits * 8);
-  B.memory("ce_grad_scale", Bi, logits * 8);
-  if (act != 4) B.memory("ce_grad_to_act", Bi, logits * (4 + act));
+  const OpRecipe* ce = B.recipe("cross_entropy");  // a framework's own loss kernels
+  if (ce && ce->forward) {
+    B.op("cross_entropy", &OpRecipe::forward, F, "cross_entropy_fwd", logits, 0);
+  } else {
+    B.memory(act == 4 ? "ce_copy" : "ce_to_fp32", F, logits * (act + 4));
+    B.memory("ce_max", F, logits * 4);
+    B.memory("ce_subtract_max", F, logits * 8);
+    B.memory("ce_exp", F, logits * 8);
+    B.memory("ce_sum", F, logits * 4);
+    B.memory("ce_normalise", F, logits * 8);
+  }
+  if (ce && ce->backward) {
+    B.op("cross_entropy", &OpRecipe::backward, Bi, "cross_entropy_bwd", logits, 0);
+  } else {
+    B.memory("ce_grad_scale", Bi, logits * 8);
+    if (act != 4) B.memory("ce_grad_to_act", Bi, logits * (4 + act));
+  }
   for (const char* name : {"ce_max", "ce_sum", "ce_target"})
     B.comm(name, Pass::kForward, CollectiveKind::kAllReduce, static_cast<double>(T) * 4);
   B.keep(logits * 4);
@@ -443,7 +495,7 @@ LayerKernels layer_kernels(const LayerWork& w, Recompute mode) {
   };
   for (const auto& g : w.gemms) add(g.pass, g.group, 1);
   for (const auto& m : w.memory_ops)
-    add(m.pass, m.group, m.kernel == "grad_accumulate" ? w.accumulated_tensors : 1);
+    add(m.pass, m.group, m.kernel == "grad_accumulate" ? w.accumulated_tensors : m.launches);
   for (const auto& a : w.attention) add(a.pass, OpGroup::kDefault, 1);
   for (const auto& c : w.comms) add(c.pass, OpGroup::kDefault, 1);
   return k;

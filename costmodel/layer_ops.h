@@ -9,6 +9,7 @@
 
 #include "costmodel/attention_model.h"
 #include "costmodel/calibration.h"
+#include "costmodel/framework.h"
 #include "costmodel/model.h"
 
 namespace hetplan {
@@ -34,6 +35,10 @@ struct LayerShape {
   // Transformer Engine or APEX); false: every gradient is added by a kernel of its own (plain
   // PyTorch, the reference harness).
   bool grad_accumulation_fusion = true;
+  // The framework's own kernels for the op families it runs differently (framework.h), under the
+  // host mode the strategy runs; nullptr: hetplan's fused kernels throughout.
+  const FrameworkSpec* framework = nullptr;
+  HostMode host_mode = HostMode::kEager;
 };
 
 // Forward ops re-run in backward under selective recomputation (softmax, dropout, attention GEMMs).
@@ -56,12 +61,14 @@ struct GemmOp {
   OpGroup group = OpGroup::kDefault;
 };
 
-// A memory-bound kernel; `kernel` names a kernels/ registry entry (layernorm_fwd, gelu_bwd, ...).
+// A memory-bound kernel; `kernel` names a kernels/ registry entry (layernorm_fwd, gelu_bwd, ...),
+// or a framework's eager sequence of `launches` kernels ("eager_rmsnorm_fwd", ...).
 struct MemoryOp {
   std::string kernel;
   Pass pass;
   double bytes = 0;  // minimum bytes moved: inputs read once, outputs written once
   OpGroup group = OpGroup::kDefault;
+  int64_t launches = 1;
 };
 
 // Fused (flash-style) attention of one rank's heads.

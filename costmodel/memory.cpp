@@ -4,31 +4,69 @@
 
 namespace hetplan {
 
+const MemoryLayout& megatron_memory_layout() {
+  static const MemoryLayout kLayout = [] {
+    MemoryLayout m;
+    m.states[Dtype::kBf16] = {2, 4, 4, 8};
+    m.states[Dtype::kFp16] = {2, 4, 4, 8};
+    m.states[Dtype::kFp32] = {4, 4, 0, 8};
+    m.sharding[1] = {false, false, true, true};
+    m.sharding[2] = {false, true, true, true};
+    m.sharding[3] = {true, true, true, true};
+    m.context_bytes = kDefaultReserveBytes;
+    return m;
+  }();
+  return kLayout;
+}
+
+StateBytes state_bytes(const MemoryLayout& layout, Dtype dtype) {
+  const Dtype key = dtype == Dtype::kTf32  ? Dtype::kFp32
+                    : dtype == Dtype::kFp8 ? Dtype::kBf16
+                                           : dtype;
+  if (auto it = layout.states.find(key); it != layout.states.end()) return it->second;
+  // A layout that names one half precision covers the other (bf16 and fp16 keep the same states
+  // in every framework hetplan describes); otherwise Megatron-LM's.
+  const Dtype other = key == Dtype::kBf16 ? Dtype::kFp16 : key == Dtype::kFp16 ? Dtype::kBf16 : key;
+  if (auto it = layout.states.find(other); it != layout.states.end()) return it->second;
+  return megatron_memory_layout().states.at(key);
+}
+
+ShardedStates sharded_states(const MemoryLayout& layout, int zero) {
+  if (zero <= 0) return {};
+  if (auto it = layout.sharding.find(zero); it != layout.sharding.end()) return it->second;
+  return megatron_memory_layout().sharding.at(zero);
+}
+
 MemoryBreakdown device_memory(const MemoryInput& in) {
-  const bool fp32 = in.dtype == Dtype::kFp32 || in.dtype == Dtype::kTf32;
-  const double weight_b = fp32 ? 4 : dtype_bytes(in.dtype) == 1 ? 2 : dtype_bytes(in.dtype);
-  const double grad_b = 4;
-  const double optim_b = fp32 ? 8 : 12;
+  const MemoryLayout& layout = in.layout ? *in.layout : megatron_memory_layout();
+  const StateBytes b = state_bytes(layout, in.dtype);
+  const ShardedStates sh = sharded_states(layout, in.zero);
   const double dp = static_cast<double>(in.dp > 0 ? in.dp : 1);
+  const auto share = [dp](bool sharded) { return sharded ? dp : 1.0; };
   MemoryBreakdown m;
-  m.weights = in.params * weight_b / (in.zero >= 3 ? dp : 1);
-  m.gradients = in.params * grad_b / (in.zero >= 2 ? dp : 1);
-  m.optimizer = in.params * optim_b / (in.zero >= 1 ? dp : 1);
+  m.weights = in.params * b.weights / share(sh.weights);
+  m.gradients = in.params * b.gradients / share(sh.gradients);
+  m.optimizer = sh.master == sh.optimizer
+                    ? in.params * (b.master + b.optimizer) / share(sh.master)
+                    : in.params * (b.master / share(sh.master) + b.optimizer / share(sh.optimizer));
   m.activations = in.activations;
   m.transient = in.transient;
+  m.fragmentation = m.allocated() * layout.fragmentation;
   m.reserve = in.reserve;
   return m;
 }
 
 // Each part and the total rounded to the nearest byte on its own (whole_number_json): the parts
-// may sum to total_bytes give or take 3 bytes.
+// may sum to total_bytes give or take 4 bytes.
 Json to_json(const MemoryBreakdown& m) {
   return {{"weights_bytes", whole_number_json(m.weights)},
           {"gradients_bytes", whole_number_json(m.gradients)},
           {"optimizer_bytes", whole_number_json(m.optimizer)},
           {"activations_bytes", whole_number_json(m.activations)},
           {"transient_bytes", whole_number_json(m.transient)},
+          {"fragmentation_bytes", whole_number_json(m.fragmentation)},
           {"reserve_bytes", whole_number_json(m.reserve)},
+          {"allocated_bytes", whole_number_json(m.allocated())},
           {"total_bytes", whole_number_json(m.total())}};
 }
 

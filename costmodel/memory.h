@@ -1,11 +1,14 @@
-// Memory of one device: weights, gradients and Adam states (mixed precision, ZeRO stages 1-3),
-// activations held at the pipeline's peak, transient buffers, and the CUDA context reserve.
+// Memory of one device: weights, gradients and optimizer state in a framework's layout (mixed
+// precision Adam, ZeRO stages 1-3 or FSDP), activations held at the pipeline's peak, transient
+// buffers, the caching allocator's fragmentation, and the CUDA context with library and NCCL
+// buffers.
 #pragma once
 
 #include <string>
 
 #include "costmodel/document.h"
 #include "costmodel/dtype.h"
+#include "costmodel/framework.h"
 
 namespace hetplan {
 
@@ -20,20 +23,32 @@ struct MemoryInput {
   double activations = 0;      // activation bytes held at the pipeline's peak
   double transient = 0;        // working buffers of the layer being run (recomputed activations,
                                // gradients in flight, logits, p2p buffers, ZeRO-3 gathers)
-  double reserve = kDefaultReserveBytes;
+  double reserve = kDefaultReserveBytes;  // CUDA context, libraries, NCCL buffers
+  // The framework's layout of the parameter states and its allocator's fragmentation; nullptr:
+  // Megatron-LM's (18 B per parameter, no fragmentation).
+  const MemoryLayout* layout = nullptr;
 };
 
 struct MemoryBreakdown {
-  double weights = 0, gradients = 0, optimizer = 0, activations = 0, transient = 0, reserve = 0;
-  double total() const {
-    return weights + gradients + optimizer + activations + transient + reserve;
-  }
+  double weights = 0, gradients = 0, optimizer = 0, activations = 0, transient = 0;
+  double fragmentation = 0;  // reserved by the caching allocator beyond what it allocated
+  double reserve = 0;        // outside the allocator: context, libraries, NCCL buffers
+  // What the allocator hands out at the peak (torch.cuda.max_memory_allocated's view).
+  double allocated() const { return weights + gradients + optimizer + activations + transient; }
+  double reserved() const { return allocated() + fragmentation; }  // max_memory_reserved's
+  double total() const { return reserved() + reserve; }            // the device in use
 };
 
-// Mixed precision with Adam (Megatron-LM's layout): half-precision weights (2 B), fp32 main
-// gradients (4 B), fp32 master weights and two moments (12 B); 18 B per parameter without ZeRO.
-// ZeRO-1 shards the 12 B of optimizer state over dp, ZeRO-2 also the gradients, ZeRO-3 also the
-// weights. fp32 training keeps 4 B weights, 4 B gradients and 8 B of moments.
+// The bytes per parameter of each state for `dtype` under `layout` (fp8 trains with bf16 states,
+// tf32 with fp32 ones), and which of them ZeRO stage `zero` shards.
+StateBytes state_bytes(const MemoryLayout& layout, Dtype dtype);
+ShardedStates sharded_states(const MemoryLayout& layout, int zero);
+// Megatron-LM's layout: bf16/fp16 weights (2 B), fp32 main gradients (4 B), fp32 master weights
+// and two moments (12 B): 18 B per parameter; fp32 training keeps 4 B weights, 4 B gradients and
+// 8 B of moments. ZeRO-1 shards the master weights and moments over dp, ZeRO-2 also the
+// gradients, ZeRO-3 also the weights (Rajbhandari et al. 2020).
+const MemoryLayout& megatron_memory_layout();
+
 MemoryBreakdown device_memory(const MemoryInput& in);
 
 Json to_json(const MemoryBreakdown& m);

@@ -324,6 +324,7 @@ def prepare(tmp, hetplan):
     # Pipelines with two chunks per rank among the plans (interleaved and the V schedules).
     run(["search", "--model", "gpt2-medium", "--cluster", "p4d.24xlarge:2", "--global-batch",
          "64", "--top", "3", "--quiet", "--threads", "1", "--schedules", "interleaved", "v-min",
+         "--framework", str(ROOT / "tests/data/framework_fixture.yaml"),
          "--json", str(tmp / "search.json")])
     shutil.copy(tmp / "search.json", tmp / "predictions.json")
     run(["serve", "--model", "examples/models/tiny-gpt.yaml", "--cluster",

@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "costmodel/cost_model.h"
+#include "costmodel/framework.h"
 #include "costmodel/model.h"
 #include "costmodel/topology.h"
+#include "search/rules.h"
 #include "search/strategy.h"
 
 namespace hetplan {
@@ -33,22 +35,18 @@ struct PredictOptions {
   bool skip_unfit = false;
 };
 
-// What makes a strategy impossible for the model whatever the cluster (tp not dividing the
-// heads, more stages than layers, ...): a message, with `code` set to the strategy key at fault
-// ("tp", "chunks", "pp", "zero"); empty when none.
-std::string strategy_model_problem(const ModelSpec& model, const Strategy& s, std::string& code);
-
 class Evaluator {
  public:
-  Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const CostModel& cost);
+  // Throws InputError naming the framework's file where it asks for what hetplan does not know.
+  Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const CostModel& cost,
+            FrameworkSpec framework);
 
   // Never throws for an infeasible strategy: returns feasible = false with the reason.
   // Throws InputError for a strategy that is malformed (unknown schedule, devices out of range).
   Prediction predict(const Strategy& strategy, const PredictOptions& options = {}) const;
 
-  // Checks a strategy's fields against the model and cluster; "" when fine, else the reason.
-  // Sets `code` to a short key ("batch", "devices", "tp", "pp", "zero", "placement").
-  std::string structural_problem(const Strategy& s, std::string& code) const;
+  // The first rule of search/rules.h the strategy breaks on this model, cluster and framework.
+  std::optional<RuleViolation> broken_rule(const Strategy& s) const;
 
   // Every layer's cost on node kind `group` (an index into the cluster's groups) under the
   // strategy's micro-batch, tensor width, recomputation and options; `tp_nodes` is how many nodes
@@ -56,32 +54,34 @@ class Evaluator {
   const std::vector<LayerCost>& layer_costs(int64_t group, int64_t tp_nodes,
                                             const Strategy& s) const;
 
-  const ModelSpec& model() const { return model_; }
-  const CostModel& cost() const { return cost_; }
-  const ClusterSpec& cluster() const { return cluster_; }
-  const std::vector<Device>& devices() const { return devices_; }
-
- private:
-  // The device group of every pipeline rank and, when the strategy gives them, the layer range of
-  // every virtual stage; returns the problem when the placement cannot work.
-  std::string place(const Strategy& s, std::vector<std::vector<int64_t>>& groups,
-                    std::vector<std::pair<int64_t, int64_t>>& ranges) const;
-
-  const ModelSpec& model_;
-  const ClusterSpec& cluster_;
-  const CostModel& cost_;
-  std::vector<Device> devices_;
-  // Layer costs by (group, tp nodes, micro-batch, tp, sequence parallel, recompute, flash, ZeRO-3,
-  // gradient-accumulation fusion).
-  using CacheKey = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int, bool, bool, bool>;
-  mutable std::mutex cache_mutex_;
-  mutable std::map<CacheKey, std::unique_ptr<std::vector<LayerCost>>> cache_;
-  std::vector<int64_t> canonical_layer_;  // index of the first layer identical to each layer
-
   // Per virtual stage: the most micro-batch activations of that stage the schedule holds at once
   // (from its pass order, which the times do not change). Cached by schedule, pp, micro-batches
   // and chunks.
   std::vector<double> stage_peaks(const Strategy& s) const;
+
+  // The host's seconds per launched kernel under `mode`: a profile's measured figure for eager
+  // mode on `gpu`'s machines where it has one, else the framework's.
+  double host_s_per_kernel(const GpuSpec& gpu, HostMode mode) const;
+
+  const ModelSpec& model() const { return model_; }
+  const CostModel& cost() const { return cost_; }
+  const ClusterSpec& cluster() const { return cluster_; }
+  const FrameworkSpec& framework() const { return framework_; }
+  const std::vector<Device>& devices() const { return devices_; }
+
+ private:
+  const ModelSpec& model_;
+  const ClusterSpec& cluster_;
+  const CostModel& cost_;
+  const FrameworkSpec framework_;
+  std::vector<Device> devices_;
+  // Layer costs by (group, tp nodes, micro-batch, tp, sequence parallel, recompute, flash, ZeRO-3,
+  // gradient-accumulation fusion, tensor-parallel overlap, host mode).
+  using CacheKey =
+      std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int, bool, bool, bool, bool, int>;
+  mutable std::mutex cache_mutex_;
+  mutable std::map<CacheKey, std::unique_ptr<std::vector<LayerCost>>> cache_;
+  std::vector<int64_t> canonical_layer_;  // index of the first layer identical to each layer
   mutable std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, std::vector<double>> peaks_;
 };
 

@@ -76,7 +76,7 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
     cluster.origin = "provision " + name;
     ++result.mixes_tried;
     const CostModel cost(profile, cluster);
-    const Evaluator ev(model, cluster, cost);
+    const Evaluator ev(model, cluster, cost, o.framework);
     SearchOptions so = o.search;
     so.top_k = 1;
     so.progress = nullptr;

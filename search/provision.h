@@ -21,6 +21,7 @@ struct ProvisionOptions {
   int64_t max_types = 2;                // at most this many kinds in one mix
   double max_price_per_hour = 0;        // 0: no budget
   SearchOptions search;                 // global batch, threads, restrictions for each mix
+  FrameworkSpec framework = load_framework(std::string(kDefaultFramework));  // what each runs
   std::function<void(size_t done, size_t total)> progress;
 };
 

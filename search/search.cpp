@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "costmodel/errors.h"
 #include "search/partition.h"
@@ -93,10 +94,14 @@ bool better(const RankedStrategy& a, int64_t ida, const RankedStrategy& b, int64
 class TrainingSearch {
  public:
   TrainingSearch(const Evaluator& ev, const SearchOptions& o) : ev_(ev), o_(o) {
-    if (o.schedules.empty())
-      for (const auto& info : pipeline::schedules()) schedules_.push_back(info.name);
-    else
-      schedules_ = o.schedules;
+    const FrameworkSpec& f = ev.framework();
+    schedules_ = o.schedules.empty() ? f.can_run.schedules : o.schedules;
+    for (Recompute rc : o.recompute)
+      if (std::find(f.can_run.recompute.begin(), f.can_run.recompute.end(),
+                    std::string(to_string(rc))) != f.can_run.recompute.end())
+        recompute_.push_back(rc);
+    switches_ = switches(o, f);
+    framework_ = framework_reference(f);
     // With one stage every schedule is plain gradient accumulation over the micro-batches, except
     // that GPipe keeps all of their activations; 1F1B (one in flight) stands for them all.
     single_stage_schedule_ = schedules_.front();
@@ -179,10 +184,10 @@ class TrainingSearch {
           if (duplicate) continue;
           shapes.push_back(add_placement(dp, tp, pp, std::move(*stages)));
         }
-        const std::vector<bool> sp_choices = tp > 1 && o_.sequence_parallel
-                                                 ? std::vector<bool>{false, true}
-                                                 : std::vector<bool>{false};
-        const int64_t per_shape = static_cast<int64_t>(mbs.size() * o_.recompute.size()) *
+        const bool sp_runs = o_.sequence_parallel && ev_.framework().can_run.sequence_parallel;
+        const std::vector<bool> sp_choices =
+            tp > 1 && sp_runs ? std::vector<bool>{false, true} : std::vector<bool>{false};
+        const int64_t per_shape = static_cast<int64_t>(mbs.size() * recompute_.size()) *
                                   (o_.max_zero + 1) * static_cast<int64_t>(sp_choices.size()) *
                                   static_cast<int64_t>(schedules_.size());
         result_.stats.candidates +=
@@ -201,7 +206,7 @@ class TrainingSearch {
         }
         for (size_t shape : shapes)
           for (int64_t mb : mbs)
-            for (Recompute rc : o_.recompute)
+            for (Recompute rc : recompute_)
               for (int zero = 0; zero <= o_.max_zero; ++zero)
                 for (bool sp : sp_choices)
                   for (const auto& sched : schedules_) {
@@ -219,15 +224,15 @@ class TrainingSearch {
                     s.sequence_parallel = sp;
                     s.schedule = sched;
                     s.chunks = s.chunks_per_device();
-                    s.flash_attention = o_.flash_attention;
-                    s.grad_accumulation_fusion = o_.grad_accumulation_fusion;
-                    s.overlap_grad_reduce = o_.overlap_grad_reduce;
-                    if (B % (dp * mb)) {
-                      prune("batch");
-                    } else if (pp * s.chunks > L) {
-                      prune("pp");
-                    } else if (zero >= 2 && pp > 1) {
-                      prune("zero");
+                    s.flash_attention = switches_.flash_attention;
+                    s.grad_accumulation_fusion = switches_.grad_accumulation_fusion;
+                    s.overlap_grad_reduce = switches_.overlap_grad_reduce;
+                    s.tp_comm_overlap = switches_.tp_comm_overlap && sp;
+                    s.host_mode = switches_.host_mode;
+                    s.fp32_grad_reduce = switches_.fp32_grad_reduce;
+                    s.framework = framework_;
+                    if (auto broken = ev_.broken_rule(s)) {
+                      prune(broken->code);
                     } else if ((pp == 1 && sched != single_stage_schedule_) ||
                                (rc == Recompute::kSelective && s.flash_attention) ||
                                (zero > 0 && dp == 1)) {
@@ -263,9 +268,13 @@ class TrainingSearch {
   bool memory_bound_fails(const Strategy& s, const Placement& p) {
     double params = 0;
     for (const auto& layer : ev_.model().layers) params += layer_parameters(layer, s.tp, false);
-    const double per_stage = device_memory({params / static_cast<double>(s.pp), s.dp, s.zero,
-                                            ev_.model().dtype, 0, 0, 0})
-                                 .total();
+    MemoryInput states;
+    states.params = params / static_cast<double>(s.pp);
+    states.dp = s.dp;
+    states.zero = s.zero;
+    states.dtype = ev_.model().dtype;
+    states.layout = &ev_.framework().memory;
+    const double per_stage = device_memory(states).allocated();
     if (per_stage <= p.max_memory_bytes) return false;
     if (result_.min_static_bytes == 0 || per_stage < result_.min_static_bytes) {
       result_.min_static_bytes = per_stage;
@@ -427,9 +436,28 @@ class TrainingSearch {
 
   size_t index_of(const Candidate& c) const { return static_cast<size_t>(&c - candidates_.data()); }
 
+  // The switches every candidate takes: the options', else the framework's defaults.
+  struct Switches {
+    bool flash_attention, grad_accumulation_fusion, overlap_grad_reduce, tp_comm_overlap;
+    bool fp32_grad_reduce;
+    HostMode host_mode;
+  };
+  static Switches switches(const SearchOptions& o, const FrameworkSpec& f) {
+    const FrameworkDefaults& d = f.defaults;
+    return {o.flash_attention.value_or(d.flash_attention),
+            o.grad_accumulation_fusion.value_or(d.grad_accumulation_fusion),
+            o.overlap_grad_reduce.value_or(d.overlap_grad_reduce),
+            o.tp_comm_overlap.value_or(d.tp_comm_overlap),
+            o.fp32_grad_reduce.value_or(d.fp32_grad_reduce),
+            o.host_mode.value_or(d.host_mode)};
+  }
+
   const Evaluator& ev_;
   const SearchOptions& o_;
   std::vector<std::string> schedules_;
+  std::vector<Recompute> recompute_;  // the options' that the framework runs
+  Switches switches_;
+  std::string framework_;              // what each candidate records as its framework
   std::string single_stage_schedule_;  // the one schedule tried with pp 1
   std::vector<Placement> placements_;
   std::vector<Candidate> candidates_;
@@ -438,6 +466,37 @@ class TrainingSearch {
   std::vector<std::pair<double, size_t>> unfit_;  // (memory overflow, candidate index)
   SearchResult result_;
 };
+
+// Options that ask for what the framework cannot run are bad input, not an empty search.
+void check_framework_runs(const FrameworkSpec& f, const SearchOptions& o) {
+  const Capabilities& can = f.can_run;
+  for (const auto& name : o.schedules)
+    if (!f.can_run_schedule(name))
+      throw InputError(fmt::format("schedules: {} runs the pipeline schedules {}, not {}", f.name,
+                                   fmt::join(can.schedules, ", "), name));
+  const auto runs = [](const std::vector<bool>& values, const std::optional<bool>& v) {
+    return !v || std::find(values.begin(), values.end(), *v) != values.end();
+  };
+  if (!runs(can.overlap_grad_reduce, o.overlap_grad_reduce))
+    throw InputError(fmt::format("overlap_grad_reduce: {} cannot reduce gradients {} the backward",
+                                 f.name, *o.overlap_grad_reduce ? "during" : "after"));
+  if (!runs(can.grad_accumulation_fusion, o.grad_accumulation_fusion))
+    throw InputError(fmt::format("grad_accumulation_fusion: {} cannot run it {}", f.name,
+                                 *o.grad_accumulation_fusion ? "on" : "off"));
+  const std::string kernel = o.flash_attention.value_or(true) ? "fused" : "unfused";
+  if (o.flash_attention &&
+      std::find(can.attention.begin(), can.attention.end(), kernel) == can.attention.end())
+    throw InputError(fmt::format("flash_attention: {} runs {} attention only", f.name,
+                                 fmt::join(can.attention, " or ")));
+  if (o.tp_comm_overlap.value_or(false) && !can.tp_comm_overlap)
+    throw InputError(
+        fmt::format("tp_comm_overlap: {} does not overlap tensor-parallel "
+                    "communication",
+                    f.name));
+  if (o.host_mode &&
+      std::find(can.host_modes.begin(), can.host_modes.end(), *o.host_mode) == can.host_modes.end())
+    throw InputError(fmt::format("host_mode: {} cannot run {}", f.name, to_string(*o.host_mode)));
+}
 
 }  // namespace
 
@@ -448,6 +507,7 @@ SearchResult search_training(const Evaluator& evaluator, const SearchOptions& op
     if (tp <= 0) throw InputError(fmt::format("tensor widths: expected widths > 0, got {}", tp));
   if (options.global_batch <= 0)
     throw InputError(fmt::format("global batch: expected > 0, got {}", options.global_batch));
+  check_framework_runs(evaluator.framework(), options);
   return TrainingSearch(evaluator, options).run();
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,17 +18,22 @@ struct SearchOptions {
   int64_t global_batch = 0;
   int threads = 1;
   int64_t top_k = 10;
-  bool exhaustive = false;             // evaluate every valid candidate: no bound pruning
-  std::vector<std::string> schedules;  // empty: every schedule the pipeline model knows
+  bool exhaustive = false;  // evaluate every valid candidate: no bound pruning
+  // The space is what the evaluator's framework can run, narrowed by these:
+  std::vector<std::string> schedules;  // empty: every schedule the framework runs
   std::vector<Recompute> recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   bool sequence_parallel = true;  // also sequence parallelism where tp > 1
   int max_zero = 3;
   std::vector<int64_t> micro_batches;  // empty: the global batch's divisors up to 64 (each
                                        // candidate keeps those dividing its per-replica batch)
   std::vector<int64_t> tensor_widths;  // empty: powers of two up to twice a node's GPUs
-  bool flash_attention = true;
-  bool grad_accumulation_fusion = true;  // as Strategy::grad_accumulation_fusion
-  bool overlap_grad_reduce = true;       // as Strategy::overlap_grad_reduce
+  // Switches every candidate takes; unset: the framework's default (FrameworkSpec::defaults).
+  std::optional<bool> flash_attention;
+  std::optional<bool> grad_accumulation_fusion;  // as Strategy::grad_accumulation_fusion
+  std::optional<bool> overlap_grad_reduce;       // as Strategy::overlap_grad_reduce
+  std::optional<bool> tp_comm_overlap;           // where sequence parallel, as the Strategy's
+  std::optional<bool> fp32_grad_reduce;          // as Strategy::fp32_grad_reduce
+  std::optional<HostMode> host_mode;
   // Also plans that leave whole node groups idle (every non-empty subset of the cluster's groups
   // is placed): a slow node kind may cost more in pipeline stages and links than it adds.
   bool allow_idle_nodes = false;
@@ -60,7 +66,8 @@ struct SearchResult {
   SearchStats stats;
 };
 
-// Deterministic: the same inputs give the same result for any thread count.
+// Deterministic: the same inputs give the same result for any thread count. Throws InputError
+// where an option asks for what the evaluator's framework cannot run.
 SearchResult search_training(const Evaluator& evaluator, const SearchOptions& options);
 
 Json to_json(const SearchStats& stats);

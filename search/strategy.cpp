@@ -73,6 +73,9 @@ std::string framework_switches(const Strategy& s) {
   if (!s.flash_attention) words += " unfused-attention";
   if (!s.grad_accumulation_fusion) words += " unfused-grad-add";
   if (!s.overlap_grad_reduce) words += " serial-grad-reduce";
+  if (s.tp_comm_overlap) words += " tp-comm-overlap";
+  if (!s.fp32_grad_reduce) words += " half-grad-reduce";
+  if (s.host_mode != HostMode::kEager) words += fmt::format(" {}", to_string(s.host_mode));
   return words;
 }
 
@@ -91,6 +94,10 @@ Json to_json(const Strategy& s) {
   j["flash_attention"] = s.flash_attention;
   j["grad_accumulation_fusion"] = s.grad_accumulation_fusion;
   j["overlap_grad_reduce"] = s.overlap_grad_reduce;
+  j["tp_comm_overlap"] = s.tp_comm_overlap;
+  j["fp32_grad_reduce"] = s.fp32_grad_reduce;
+  j["host_mode"] = to_string(s.host_mode);
+  if (!s.framework.empty()) j["framework"] = s.framework;
   Json stages = Json::array();
   for (const auto& st : s.stages) {
     Json sj = {{"gpu_type", st.gpu_type}, {"devices", st.devices}};
@@ -137,9 +144,27 @@ Strategy strategy_from_json(ObjectReader r) {
     r.fail("chunks", fmt::format("schedule {} runs one chunk per device, found {} (interleaved and "
                                  "the V schedules run several)",
                                  s.schedule, s.chunks));
-  s.flash_attention = r.boolean_or("flash_attention", true);
-  s.grad_accumulation_fusion = r.boolean_or("grad_accumulation_fusion", true);
-  s.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
+  // Switches the file leaves out take the framework's defaults (with_framework_defaults): until
+  // then they hold the struct's.
+  const auto switch_or = [&](std::string_view key, bool fallback, uint32_t bit) {
+    if (r.has(key)) s.given |= bit;
+    return r.boolean_or(key, fallback);
+  };
+  s.flash_attention = switch_or("flash_attention", true, kGivenFlashAttention);
+  s.grad_accumulation_fusion =
+      switch_or("grad_accumulation_fusion", true, kGivenGradAccumulationFusion);
+  s.overlap_grad_reduce = switch_or("overlap_grad_reduce", true, kGivenOverlapGradReduce);
+  s.tp_comm_overlap = switch_or("tp_comm_overlap", false, kGivenTpCommOverlap);
+  s.fp32_grad_reduce = switch_or("fp32_grad_reduce", true, kGivenFp32GradReduce);
+  if (s.tp_comm_overlap && !(s.sequence_parallel && s.tp > 1))
+    r.fail("tp_comm_overlap",
+           "tensor-parallel communication overlap runs with sequence parallelism: it needs "
+           "sequence_parallel true and tp > 1");
+  if (r.has("host_mode")) {
+    s.given |= kGivenHostMode;
+    parse_host_mode(r.choice("host_mode", {"eager", "compiled", "cuda-graphs"}), s.host_mode);
+  }
+  s.framework = r.string_or("framework", "");
   std::vector<ObjectReader> stage_readers = r.objects_or_empty("stages");
   for (auto& st : stage_readers) {
     StageSpec spec;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "costmodel/document.h"
+#include "costmodel/framework.h"
 #include "costmodel/layer_ops.h"
 #include "costmodel/memory.h"
 
@@ -17,6 +18,17 @@ struct StageSpec {
   int64_t first_layer = -1, last_layer = -1;  // -1: chosen by the layer partition
   std::string gpu_type;
   std::vector<int64_t> devices;  // global device indices, dp x tp of them (tp fastest)
+};
+
+// The switches a strategy file set itself (Strategy::given); the others take the framework's
+// defaults (search/rules.h, with_framework_defaults).
+enum GivenSwitch : uint32_t {
+  kGivenFlashAttention = 1,
+  kGivenGradAccumulationFusion = 2,
+  kGivenOverlapGradReduce = 4,
+  kGivenTpCommOverlap = 8,
+  kGivenHostMode = 16,
+  kGivenFp32GradReduce = 32,
 };
 
 struct Strategy {
@@ -36,6 +48,17 @@ struct Strategy {
   // runs (PyTorch DDP and FSDP, DeepSpeed ZeRO's overlap_comm, Megatron-LM --overlap-grad-reduce);
   // false: after the backward has finished (Megatron-LM's default, DeepSpeed at ZeRO 0).
   bool overlap_grad_reduce = true;
+  // Tensor-parallel collectives overlapped with the GEMMs around them (Megatron-Core's
+  // --tp-comm-overlap through Transformer Engine's userbuffers; needs sequence parallelism).
+  bool tp_comm_overlap = false;
+  // Data-parallel gradients reduced in fp32 (Megatron-LM's main gradients, --fp32-allreduce),
+  // else in the training dtype (DeepSpeed's fp16 default, --grad-reduce-in-bf16).
+  bool fp32_grad_reduce = true;
+  // How the host issues the kernels: eager, torch.compile, CUDA graphs (the host floor).
+  HostMode host_mode = HostMode::kEager;
+  // The framework it runs under (a preset name or a framework file; "" where not recorded).
+  std::string framework;
+  uint32_t given = 0;             // GivenSwitch bits of the switches the strategy set itself
   std::vector<StageSpec> stages;  // empty: the default placement and a balanced partition
 
   int64_t devices() const { return dp * tp * pp; }
@@ -58,8 +81,9 @@ struct Strategy {
 std::string stage_devices_problem(const Strategy& s, size_t& stage);
 
 // The framework switches that differ from hetplan's defaults, each as a word after a space
-// (" unfused-attention", " unfused-grad-add", " serial-grad-reduce"), or "" when none does: what
-// predict prints and the report's matching key ends with.
+// (" unfused-attention", " unfused-grad-add", " serial-grad-reduce", " tp-comm-overlap",
+// " compiled", " cuda-graphs"), or "" when none does: what predict prints and the report's
+// matching key ends with.
 std::string framework_switches(const Strategy& s);
 
 Json to_json(const Strategy& s);

@@ -677,9 +677,10 @@ using testing::run_hetplan;
 
 TEST(ExportCli, SearchedInterleavedAndVSchedulesExport) {
   const auto dir = testing::temp_dir("export_virtual");
+  // The fixture framework runs every schedule (megatron-core runs 1F1B and interleaved only).
   const std::string search =
       "search --model gpt2-medium --cluster g4dn.12xlarge:4 --global-batch "
-      "32 --threads 1 --top 1 --json ";
+      "32 --threads 1 --top 1 --framework " HETPLAN_TEST_DATA "/framework_fixture.yaml --json ";
   const auto inter = (dir / "inter.json").string(), v = (dir / "v.json").string();
   ASSERT_EQ(run_hetplan(search + inter + " --schedules interleaved").exit_code, 0);
   ASSERT_EQ(run_hetplan(search + v + " --schedules v-zb").exit_code, 0);
@@ -717,8 +718,9 @@ TEST(ExportCli, VScheduleWithoutChunksIsTwoChunksEverywhere) {
   std::ofstream(s) << R"({"dp": 4, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 32,
                          "schedule": "v-zb", "recompute": "none", "zero": 1})";
   const auto pv = (dir / "pv.json").string();
-  auto r = run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " +
-                       s.string() + " --json " + pv);
+  auto r =
+      run_hetplan("predict --model gpt2-medium --cluster g4dn.12xlarge:4 --strategy " + s.string() +
+                  " --framework " HETPLAN_TEST_DATA "/framework_fixture.yaml" + " --json " + pv);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(load_document(pv).root.at("strategy").at("chunks"), 2);
   EXPECT_EQ(load_document(pv).root.at("predicted").at("stages").size(), 8u);

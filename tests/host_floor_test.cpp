@@ -12,6 +12,7 @@
 #include "costmodel/layer_ops.h"
 #include "costmodel/profile.h"
 #include "search/evaluate.h"
+#include "tests/framework_fixture.h"
 
 namespace hetplan {
 namespace {
@@ -86,7 +87,7 @@ struct OneGpuStep {
     fit.host_s_per_kernel = host_s_per_kernel;
     profile.gpus[type] = fit;
     const CostModel cost(profile, cluster);
-    return Evaluator(model, cluster, cost).predict(strategy);
+    return Evaluator(model, cluster, cost, testing::fixture_framework()).predict(strategy);
   }
 };
 

@@ -18,6 +18,7 @@
 #include "costmodel/profile_quality.h"
 #include "report/import/profile_import.h"
 #include "search/evaluate.h"
+#include "tests/framework_fixture.h"
 
 namespace hetplan {
 namespace {
@@ -861,7 +862,7 @@ TEST(ImportedLayers, PredictionsSayWhichLayersWereScaled) {
   const ClusterSpec cluster = load_cluster("g4dn.12xlarge:1");
   const CostModel cost(fit_profile({datasheet("t4"), import_amp_known_cost(files, {})}), cluster);
   const ModelSpec model = load_model("gpt2-medium");
-  const Evaluator eval(model, cluster, cost);
+  const Evaluator eval(model, cluster, cost, testing::fixture_framework());
   Strategy s;
   s.global_batch = 4;
   s.micro_batch = 1;
@@ -885,7 +886,7 @@ TEST(ImportedLayers, PredictionsSayWhenAWidthWasNotTimed) {
   const ClusterSpec cluster = load_cluster("g4dn.12xlarge:1");
   const CostModel cost(fit_profile({datasheet("t4"), import_amp_known_cost(files, {})}), cluster);
   const ModelSpec model = load_model("gpt2-medium");
-  const Evaluator eval(model, cluster, cost);
+  const Evaluator eval(model, cluster, cost, testing::fixture_framework());
   Strategy s;
   s.tp = 2;
   s.global_batch = 4;

@@ -103,7 +103,7 @@ TEST(MeasureCli, ErrorsAndDryRun) {
             "bad.json: dp: the reference harness runs one kind of parallelism at a time; this "
             "strategy has dp 2, tp 2"},
            {R"({"dp": 2, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 4, "zero": 3})",
-            "bad.json: zero: ZeRO-3 is not supported by the reference harness"}}) {
+            "bad.json: zero: reference runs ZeRO stages 0, 1, 2, not ZeRO-3"}}) {
     write(dir, "bad.json", text);
     r = run_hetplan("measure --model gpt2-medium --strategy " + bad + " --out " + out +
                     " --dry-run");

@@ -9,6 +9,7 @@
 #include "partition_test_util.h"
 #include "search/partition.h"
 #include "search/search.h"
+#include "tests/framework_fixture.h"
 
 namespace hetplan {
 namespace {
@@ -235,7 +236,7 @@ TEST(PartitionV, SearchReachesTheBestSplitOfAmpsGpt2Problem) {
   const ModelSpec model = load_model("gpt2-medium");
   const ClusterSpec cluster = load_cluster("g4dn.12xlarge:4");
   const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
-  const Evaluator ev(model, cluster, cost);
+  const Evaluator ev(model, cluster, cost, testing::fixture_framework());
   SearchOptions o;
   o.global_batch = 32;
   o.top_k = 1;

@@ -9,6 +9,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/profile.h"
 #include "search/evaluate.h"
+#include "tests/framework_fixture.h"
 
 namespace hetplan {
 namespace {
@@ -72,7 +73,7 @@ TEST(Evaluate, SingleGpuIterationIsMicrobatchesTimesPassesPlusOptimizer) {
   const ModelSpec model = load_model("gpt2-medium");
   const ClusterSpec cluster = load_cluster("p4d.24xlarge:1");
   const CostModel cost(shipped_profile(), cluster);
-  const Evaluator ev(model, cluster, cost);
+  const Evaluator ev(model, cluster, cost, testing::fixture_framework());
   Strategy s;
   s.micro_batch = 4;
   s.global_batch = 16;
@@ -97,7 +98,7 @@ TEST(Evaluate, ComputeIsNotLinearInMicroBatch) {
   const ModelSpec model = load_model("gpt2-medium");
   const ClusterSpec cluster = load_cluster("p4d.24xlarge:1");
   const CostModel cost(shipped_profile(), cluster);
-  const Evaluator ev(model, cluster, cost);
+  const Evaluator ev(model, cluster, cost, testing::fixture_framework());
   Strategy one, eight;
   one.micro_batch = 1;
   one.global_batch = 8;
@@ -112,7 +113,7 @@ TEST(Evaluate, MemoryRuleAndHeterogeneousPartition) {
   const ModelSpec model = load_model("gpt2-medium");
   const ClusterSpec cluster = load_cluster("p3.8xlarge:3,g4dn.12xlarge:1");
   const CostModel cost(shipped_profile(), cluster);
-  const Evaluator ev(model, cluster, cost);
+  const Evaluator ev(model, cluster, cost, testing::fixture_framework());
   Strategy s;
   s.dp = 1;
   s.tp = 4;
@@ -144,7 +145,7 @@ TEST(Evaluate, ALayerTimeThatIsNotFiniteNamesWhereTheCoefficientsCameFrom) {
     p.gpus[type] = f;
     const CostModel cost(p, cluster);
     try {
-      Evaluator(model, cluster, cost).predict(Strategy{});
+      Evaluator(model, cluster, cost, testing::fixture_framework()).predict(Strategy{});
     } catch (const InputError& e) {
       return std::string(e.what());
     }
@@ -170,7 +171,7 @@ TEST(Evaluate, ARankOnTwoGpuKindsTakesTheSlowerPerLayer) {
   const ModelSpec model = load_model("gpt2-medium");
   const ClusterSpec cluster = load_cluster("p3.8xlarge:3,g4dn.12xlarge:1");
   const CostModel cost(shipped_profile(), cluster);
-  const Evaluator ev(model, cluster, cost);
+  const Evaluator ev(model, cluster, cost, testing::fixture_framework());
   Strategy s;
   s.dp = 8;
   s.pp = 2;
@@ -249,7 +250,8 @@ head: {{final_norm: layernorm}}
   const ModelSpec tied = tiny(true), untied = tiny(false);
   const ClusterSpec cluster = load_cluster("p4d.24xlarge:1");
   const CostModel cost(shipped_profile(), cluster);
-  const Evaluator with_tie(tied, cluster, cost), without(untied, cluster, cost);
+  const Evaluator with_tie(tied, cluster, cost, testing::fixture_framework()),
+      without(untied, cluster, cost, testing::fixture_framework());
   Strategy s;
   s.micro_batch = 2;
   s.global_batch = 4;
@@ -292,7 +294,7 @@ TEST(Evaluate, GradientReductionAfterTheBackwardIsExposedWhole) {
   const ModelSpec model = load_model("gpt2-medium");
   const ClusterSpec cluster = load_cluster("g4dn.12xlarge:2");  // dp across the 50 Gbit/s network
   const CostModel cost(shipped_profile(), cluster);
-  const Evaluator ev(model, cluster, cost);
+  const Evaluator ev(model, cluster, cost, testing::fixture_framework());
   Strategy s;
   s.dp = 8;
   s.micro_batch = 2;
@@ -346,8 +348,8 @@ TEST(PredictCli, PrintsTheContractFields) {
   for (const char* key : {"compute", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer"})
     EXPECT_TRUE(p["breakdown"].contains(key)) << key;
   EXPECT_EQ(j["strategy"]["tp"], 2);
-  EXPECT_NE(r.output.find("strategy: dp 2 tp 2 pp 4 micro-batch 2 global batch 32 schedule 1f1b "
-                          "recompute none zero 0\n"),
+  EXPECT_NE(r.output.find("strategy (megatron-core): dp 2 tp 2 pp 4 micro-batch 2 global batch 32 "
+                          "schedule 1f1b recompute none zero 0\n"),
             std::string::npos)
       << r.output;
   // Chunks and the framework switches that differ from the defaults are named.
@@ -360,12 +362,13 @@ TEST(PredictCli, PrintsTheContractFields) {
                           "unfused-grad-add serial-grad-reduce\n"),
             std::string::npos)
       << r.output;
-  // Bytes are whole ("total_bytes": 3371199488, not 3371199488.0): 4 peaks, 7 parts of 4 stages.
+  // Bytes are whole ("total_bytes": 3371199488, not 3371199488.0): 4 peaks, 9 figures (7 parts,
+  // allocated and total) of 4 stages.
   EXPECT_TRUE(p["peak_memory_bytes"][0].is_number_integer());
   EXPECT_TRUE(p["stages"][0]["memory"]["total_bytes"].is_number_integer());
   EXPECT_TRUE(p["stages"][0]["memory"]["activations_bytes"].is_number_integer());
   EXPECT_EQ(testing::fractional_bytes(j), std::vector<std::string>{});
-  EXPECT_EQ(testing::byte_values(j), 4u + 7 * 4);
+  EXPECT_EQ(testing::byte_values(j), 4u + 9 * 4);
   std::filesystem::remove_all(dir);
 }
 

@@ -10,6 +10,7 @@
 #include "costmodel/cost_model.h"
 #include "partition_test_util.h"
 #include "search/partition.h"
+#include "tests/framework_fixture.h"
 
 namespace hetplan {
 namespace {
@@ -23,7 +24,7 @@ struct Problem {
       : model(load_model(m)),
         cluster(load_cluster(c)),
         cost(load_profile_inputs({default_calibration_dir().string()}), cluster),
-        ev(model, cluster, cost) {}
+        ev(model, cluster, cost, testing::fixture_framework()) {}
 };
 
 SearchOptions options(int64_t batch, int64_t top = 5) {

@@ -13,7 +13,8 @@ MODEL_INFO_FORMAT = "hetplan-model-info"
 STRATEGY_KEYS = {
     "dp", "tp", "pp", "micro_batch", "global_batch", "schedule", "recompute", "zero",
     "sequence_parallel", "chunks", "flash_attention", "stages", "predicted", "model", "cluster",
-    "grad_accumulation_fusion", "overlap_grad_reduce",
+    "grad_accumulation_fusion", "overlap_grad_reduce", "tp_comm_overlap", "fp32_grad_reduce",
+    "host_mode", "framework",
 }
 
 

@@ -1,0 +1,92 @@
+// hetplan frameworks: the framework presets (presets/frameworks), or one framework in full.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/command.h"
+#include "costmodel/framework.h"
+
+namespace hetplan::cli {
+namespace {
+
+Json capabilities_json(const Capabilities& c) {
+  std::vector<std::string> modes;
+  for (HostMode m : c.host_modes) modes.emplace_back(to_string(m));
+  return {{"schedules", c.schedules},
+          {"recompute", c.recompute},
+          {"zero", c.zero},
+          {"zero_with_pipeline", c.zero_with_pipeline},
+          {"tensor_parallel", c.tensor_parallel},
+          {"sequence_parallel", c.sequence_parallel},
+          {"tp_comm_overlap", c.tp_comm_overlap},
+          {"overlap_grad_reduce", c.overlap_grad_reduce},
+          {"grad_accumulation_fusion", c.grad_accumulation_fusion},
+          {"attention", c.attention},
+          {"host_modes", modes}};
+}
+
+Json framework_json(const FrameworkSpec& f) {
+  Json host = Json::object();
+  for (const auto& [mode, s] : f.host_s_per_kernel) host[std::string(to_string(mode))] = s;
+  std::vector<std::string> ops, compiled;
+  for (const auto& [family, recipe] : f.ops) ops.push_back(family);
+  for (const auto& [family, recipe] : f.compiled_ops) compiled.push_back(family);
+  return {{"name", f.name},
+          {"description", f.description},
+          {"version", f.version},
+          {"origin", f.origin},
+          {"export", f.export_format.empty() ? "none" : f.export_format},
+          {"can_run", capabilities_json(f.can_run)},
+          {"eager_op_families", ops},
+          {"compiled_op_families", compiled},
+          {"host_s_per_kernel", host},
+          {"memory_reported_peak", to_string(f.memory.reported_peak)},
+          {"sources", f.sources}};
+}
+
+void print_framework(const FrameworkSpec& f) {
+  fmt::print("{}: {}\n  version: {}\n  export: {}\n", f.name, f.description, f.version,
+             f.export_format.empty() ? "none" : f.export_format);
+  const Capabilities& c = f.can_run;
+  fmt::print("  schedules: {}\n  recompute: {}\n  ZeRO: {} (with a pipeline: {})\n",
+             fmt::join(c.schedules, ", "), fmt::join(c.recompute, ", "), fmt::join(c.zero, ", "),
+             fmt::join(c.zero_with_pipeline, ", "));
+  std::vector<std::string_view> modes;
+  for (HostMode m : c.host_modes) modes.push_back(to_string(m));
+  fmt::print("  attention: {}  host modes: {}\n", fmt::join(c.attention, ", "),
+             fmt::join(modes, ", "));
+  for (const auto& [key, source] : f.sources) fmt::print("  source of {}: {}\n", key, source);
+}
+
+}  // namespace
+
+CommandRunner declare_frameworks(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  auto name = std::make_shared<std::string>();
+  app.add_option("name", *name, "A framework preset or file to show in full (default: list them)");
+  app.add_flag("--json", *json, "Print JSON instead of a table");
+  return [json, name]() {
+    if (!name->empty()) {
+      const FrameworkSpec f = load_framework(*name);
+      if (*json)
+        fmt::print("{}\n", framework_json(f).dump(2));
+      else
+        print_framework(f);
+      return 0;
+    }
+    Json out = Json::array();
+    if (!*json) fmt::print("{:<18} {:<10}  {}\n", "name", "export", "description");
+    for (const auto& [preset, description] : framework_presets()) {
+      const FrameworkSpec f = load_framework(preset);
+      if (*json) {
+        out.push_back(framework_json(f));
+        continue;
+      }
+      fmt::print("{:<18} {:<10}  {}\n", f.name, f.export_format.empty() ? "none" : f.export_format,
+                 f.description);
+    }
+    if (*json) fmt::print("{}\n", out.dump(2));
+    return 0;
+  };
+}
+
+}  // namespace hetplan::cli

@@ -1,0 +1,353 @@
+#include "costmodel/framework.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "costmodel/errors.h"
+#include "costmodel/preset_table.h"
+
+namespace hetplan {
+
+std::string_view to_string(HostMode mode) {
+  switch (mode) {
+    case HostMode::kEager:
+      return "eager";
+    case HostMode::kCompiled:
+      return "compiled";
+    case HostMode::kCudaGraphs:
+      return "cuda-graphs";
+  }
+  return "?";
+}
+
+bool parse_host_mode(std::string_view text, HostMode& out) {
+  for (HostMode m : kAllHostModes)
+    if (text == to_string(m)) {
+      out = m;
+      return true;
+    }
+  return false;
+}
+
+std::string_view to_string(PeakKind kind) {
+  switch (kind) {
+    case PeakKind::kAllocated:
+      return "allocated";
+    case PeakKind::kReserved:
+      return "reserved";
+    case PeakKind::kDevice:
+      return "device";
+  }
+  return "?";
+}
+
+const std::vector<OpFamilyInfo>& op_families() {
+  static const std::vector<OpFamilyInfo> kFamilies = {
+      {"rmsnorm", "a token's hidden value (tokens x hidden on the rank)"},
+      {"rotary", "a rotated query or key value (tokens x (heads + KV heads) x head size)"},
+      {"swiglu", "an output of the gate (tokens x MLP width on the rank)"},
+      {"softmax", "an attention score of unfused attention (heads x sequence^2 per sample)"},
+      {"bias_dropout_add", "a token's hidden value of the residual branch, where it has dropout"},
+      {"cross_entropy", "a logit (tokens x vocabulary on the rank)"},
+  };
+  return kFamilies;
+}
+
+const OpRecipe* FrameworkSpec::recipe(std::string_view family, HostMode mode) const {
+  const auto& table = mode == HostMode::kCompiled ? compiled_ops : ops;
+  const auto it = table.find(std::string(family));
+  return it == table.end() ? nullptr : &it->second;
+}
+
+bool FrameworkSpec::can_run_schedule(std::string_view schedule) const {
+  return std::find(can_run.schedules.begin(), can_run.schedules.end(), schedule) !=
+         can_run.schedules.end();
+}
+
+namespace {
+
+const std::initializer_list<std::string_view> kRecompute = {"none", "selective", "full"};
+const std::initializer_list<std::string_view> kAttention = {"fused", "unfused"};
+const std::initializer_list<std::string_view> kHostModes = {"eager", "compiled", "cuda-graphs"};
+const std::initializer_list<std::string_view> kStates = {"weights", "gradients", "master",
+                                                         "optimizer"};
+const std::initializer_list<std::string_view> kExports = {"megatron", "deepspeed", "torchtitan",
+                                                          "none"};
+
+// A list of strings, each one of `allowed`, at least one.
+std::vector<std::string> choices(ObjectReader& r, std::string_view key,
+                                 std::initializer_list<std::string_view> allowed) {
+  std::vector<std::string> out = r.strings(key);
+  if (out.empty())
+    r.fail(key, fmt::format("expected a list of one or more of {}", fmt::join(allowed, ", ")));
+  for (const auto& v : out)
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+      r.fail(key, fmt::format("expected values of {}, found \"{}\"", fmt::join(allowed, ", "), v));
+  return out;
+}
+
+std::vector<bool> booleans(ObjectReader& r, std::string_view key) {
+  const Json& raw = r.raw(key);
+  std::vector<bool> out;
+  if (raw.is_array())
+    for (const auto& v : raw)
+      if (v.is_boolean()) out.push_back(v.get<bool>());
+  if (!raw.is_array() || out.size() != raw.size() || out.empty())
+    r.fail(key, "expected a list of the values it runs: [true], [false] or [false, true]");
+  return out;
+}
+
+std::vector<int> zero_stages(ObjectReader& r, std::string_view key) {
+  std::vector<int> out;
+  for (int64_t z : r.integers(key)) {
+    if (z < 0 || z > 3) r.fail(key, fmt::format("expected ZeRO stages 0-3, found {}", z));
+    out.push_back(static_cast<int>(z));
+  }
+  return out;
+}
+
+Capabilities read_capabilities(ObjectReader r) {
+  Capabilities c;
+  // Checked against the pipeline schedules hetplan simulates where a framework is used
+  // (search/framework_rules.h): costmodel does not know them.
+  c.schedules = r.strings("schedules");
+  if (c.schedules.empty()) r.fail("schedules", "expected the pipeline schedules it runs");
+  c.recompute = choices(r, "recompute", kRecompute);
+  c.zero = zero_stages(r, "zero");
+  c.zero_with_pipeline = zero_stages(r, "zero_with_pipeline");
+  c.tensor_parallel = r.boolean("tensor_parallel");
+  c.sequence_parallel = r.boolean("sequence_parallel");
+  c.tp_comm_overlap = r.boolean("tp_comm_overlap");
+  c.overlap_grad_reduce = booleans(r, "overlap_grad_reduce");
+  c.grad_accumulation_fusion = booleans(r, "grad_accumulation_fusion");
+  c.attention = choices(r, "attention", kAttention);
+  for (const auto& m : choices(r, "host_modes", kHostModes)) {
+    HostMode mode;
+    parse_host_mode(m, mode);
+    c.host_modes.push_back(mode);
+  }
+  r.finish();
+  return c;
+}
+
+HostMode host_mode(ObjectReader& r, std::string_view key) {
+  HostMode mode;
+  parse_host_mode(r.choice(key, kHostModes), mode);
+  return mode;
+}
+
+template <class T>
+bool contains(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// The defaults must be values the framework can run.
+FrameworkDefaults read_defaults(ObjectReader r, const Capabilities& c) {
+  FrameworkDefaults d;
+  d.flash_attention = r.boolean("flash_attention");
+  if (!contains(c.attention, std::string(d.flash_attention ? "fused" : "unfused")))
+    r.fail("flash_attention", "expected an attention kernel listed in can_run.attention");
+  d.grad_accumulation_fusion = r.boolean("grad_accumulation_fusion");
+  if (!contains(c.grad_accumulation_fusion, d.grad_accumulation_fusion))
+    r.fail("grad_accumulation_fusion",
+           "expected a value listed in can_run.grad_accumulation_fusion");
+  d.overlap_grad_reduce = r.boolean("overlap_grad_reduce");
+  if (!contains(c.overlap_grad_reduce, d.overlap_grad_reduce))
+    r.fail("overlap_grad_reduce", "expected a value listed in can_run.overlap_grad_reduce");
+  d.tp_comm_overlap = r.boolean("tp_comm_overlap");
+  if (d.tp_comm_overlap && !c.tp_comm_overlap)
+    r.fail("tp_comm_overlap", "expected false: can_run.tp_comm_overlap is false");
+  d.fp32_grad_reduce = r.boolean("fp32_grad_reduce");
+  d.host_mode = host_mode(r, "host_mode");
+  if (!contains(c.host_modes, d.host_mode))
+    r.fail("host_mode", "expected a mode listed in can_run.host_modes");
+  r.finish();
+  return d;
+}
+
+OpPass read_op_pass(ObjectReader r) {
+  OpPass p;
+  p.launches = r.positive_integer("launches");
+  p.act_values = r.non_negative_or("act_values", 0);
+  p.fp32_values = r.non_negative_or("fp32_values", 0);
+  p.bytes = r.non_negative_or("bytes", 0);
+  if (p.act_values == 0 && p.fp32_values == 0 && p.bytes == 0)
+    r.fail("act_values", "expected what it moves per element (act_values, fp32_values, bytes)");
+  r.finish();
+  return p;
+}
+
+std::map<std::string, OpRecipe> read_ops(ObjectReader r) {
+  std::map<std::string, OpRecipe> ops;
+  for (const auto& family : r.keys()) {
+    const auto& known = op_families();
+    if (std::none_of(known.begin(), known.end(), [&](const auto& f) { return f.name == family; })) {
+      std::vector<std::string_view> names;
+      for (const auto& f : known) names.push_back(f.name);
+      r.fail(family, fmt::format("expected an op family: {}", fmt::join(names, ", ")));
+    }
+    ObjectReader o = r.object(family);
+    OpRecipe recipe;
+    if (auto f = o.optional_object("forward")) recipe.forward = read_op_pass(*f);
+    if (auto b = o.optional_object("backward")) recipe.backward = read_op_pass(*b);
+    if (auto w = o.optional_object("weight")) recipe.weight = read_op_pass(*w);
+    o.finish();
+    ops[family] = recipe;
+  }
+  r.finish();
+  return ops;
+}
+
+std::map<HostMode, double> read_host(ObjectReader r, const Capabilities& c) {
+  std::map<HostMode, double> out;
+  for (const auto& key : r.keys()) {
+    HostMode mode;
+    if (!parse_host_mode(key, mode))
+      r.fail(key, fmt::format("expected a host mode: {}", fmt::join(kHostModes, ", ")));
+    if (!contains(c.host_modes, mode)) r.fail(key, "expected a mode listed in can_run.host_modes");
+    out[mode] = r.number_in(key, 0, 1e-2);
+  }
+  r.finish();
+  return out;
+}
+
+StateBytes read_state_bytes(ObjectReader r) {
+  StateBytes b;
+  b.weights = r.number_in("weights", 0, 16);
+  b.gradients = r.number_in("gradients", 0, 16);
+  b.master = r.number_in("master", 0, 16);
+  b.optimizer = r.number_in("optimizer", 0, 32);
+  r.finish();
+  return b;
+}
+
+ShardedStates read_sharded(ObjectReader& r, std::string_view key) {
+  ShardedStates s;
+  for (const auto& state : choices(r, key, kStates)) {
+    if (state == "weights") s.weights = true;
+    if (state == "gradients") s.gradients = true;
+    if (state == "master") s.master = true;
+    if (state == "optimizer") s.optimizer = true;
+  }
+  return s;
+}
+
+MemoryLayout read_memory(ObjectReader r) {
+  MemoryLayout m;
+  const std::string peak = r.choice("reported_peak", {"allocated", "reserved", "device"});
+  m.reported_peak = peak == "allocated"  ? PeakKind::kAllocated
+                    : peak == "reserved" ? PeakKind::kReserved
+                                         : PeakKind::kDevice;
+  ObjectReader states = r.object("states");
+  for (const auto& key : states.keys()) {
+    Dtype d;
+    if (!parse_dtype(key, d) || d == Dtype::kFp8 || d == Dtype::kTf32)
+      states.fail(key, "expected a training dtype: bf16, fp16 or fp32");
+    m.states[d] = read_state_bytes(states.object(key));
+  }
+  states.finish();
+  if (m.states.empty()) r.fail("states", "expected the bytes per parameter of bf16, fp16 or fp32");
+  ObjectReader sharding = r.object("sharding");
+  for (const auto& key : sharding.keys()) {
+    if (key != "1" && key != "2" && key != "3")
+      sharding.fail(key, "expected a ZeRO stage: 1, 2 or 3");
+    m.sharding[key[0] - '0'] = read_sharded(sharding, key);
+  }
+  sharding.finish();
+  m.cast_copy_bytes = r.number_in("cast_copy_bytes", 0, 16);
+  m.fragmentation = r.number_in("fragmentation", 0, 1);
+  m.context_bytes = r.number_in("context_bytes", 0, 64.0 * (1ull << 30));
+  m.communicator_bytes = r.number_in("communicator_bytes", 0, 16.0 * (1ull << 30));
+  r.finish();
+  return m;
+}
+
+// Every value the file sets needs a source: an entry under `sources` for its key path or for one
+// of the sections above it ("memory" covers "memory.states.bf16.weights").
+void check_sources(const Json& root, const std::map<std::string, std::string>& sources,
+                   const std::string& origin) {
+  const auto covered = [&](const std::string& path) {
+    for (std::string p = path;; p = p.substr(0, p.rfind('.'))) {
+      if (sources.count(p)) return true;
+      if (p.find('.') == std::string::npos) return false;
+    }
+  };
+  std::vector<std::pair<std::string, const Json*>> todo;
+  for (const char* section :
+       {"can_run", "defaults", "ops", "compiled_ops", "host_s_per_kernel", "memory"})
+    if (root.contains(section)) todo.emplace_back(section, &root.at(section));
+  while (!todo.empty()) {
+    auto [path, value] = todo.back();
+    todo.pop_back();
+    if (value->is_object() && !value->empty()) {
+      for (const auto& [k, v] : value->items()) todo.emplace_back(path + "." + k, &v);
+      continue;
+    }
+    if (!covered(path))
+      throw InputError(origin, "sources",
+                       fmt::format("a source (the framework's file and commit, or the "
+                                   "measurement) for {} or a section above it",
+                                   path));
+  }
+  for (const auto& [key, text] : sources)
+    if (text.empty()) throw InputError(origin, "sources." + key, "a non-empty source");
+}
+
+}  // namespace
+
+FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
+  ObjectReader r(doc);
+  FrameworkSpec f;
+  f.name = name;
+  f.origin = doc.origin;
+  f.description = r.string("description");
+  f.version = r.string("version");
+  const std::string format = r.choice("export", kExports);
+  f.export_format = format == "none" ? "" : format;
+  f.can_run = read_capabilities(r.object("can_run"));
+  f.defaults = read_defaults(r.object("defaults"), f.can_run);
+  if (auto ops = r.optional_object("ops")) f.ops = read_ops(*ops);
+  if (auto ops = r.optional_object("compiled_ops")) f.compiled_ops = read_ops(*ops);
+  f.host_s_per_kernel = read_host(r.object("host_s_per_kernel"), f.can_run);
+  f.memory = read_memory(r.object("memory"));
+  ObjectReader sources = r.object("sources");
+  for (const auto& key : sources.keys()) f.sources[key] = sources.string(key);
+  sources.finish();
+  r.finish();
+  check_sources(doc.root, f.sources, doc.origin);
+  return f;
+}
+
+FrameworkSpec load_framework(const std::string& name_or_path) {
+  if (const EmbeddedPreset* p = find_preset("frameworks", name_or_path)) {
+    const Document doc = parse_document(p->text, std::string(p->path), DocumentFormat::kYaml);
+    return parse_framework(doc, name_or_path);
+  }
+  if (looks_like_file_path(name_or_path)) {
+    const Document doc = load_document(name_or_path);
+    return parse_framework(doc, std::filesystem::path(name_or_path).stem().string());
+  }
+  throw InputError(fmt::format("unknown framework \"{}\": expected one of {} or a framework file",
+                               name_or_path, framework_preset_names()));
+}
+
+std::vector<std::pair<std::string, std::string>> framework_presets() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& p : embedded_presets())
+    if (p.kind == "frameworks")
+      out.emplace_back(std::string(p.name), load_framework(std::string(p.name)).description);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string framework_preset_names() {
+  std::vector<std::string_view> names;
+  for (const auto& p : embedded_presets())
+    if (p.kind == "frameworks") names.push_back(p.name);
+  std::sort(names.begin(), names.end());
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+}  // namespace hetplan

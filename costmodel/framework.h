@@ -1,0 +1,141 @@
+// A training framework as data (presets/frameworks/NAME.yaml, docs/frameworks.md): what it can run,
+// how it runs the memory-bound ops of a layer, what the host spends per launched kernel, how it
+// lays out memory, and which export it writes. The evaluator takes each where it matters:
+// validation (what it can run), layer costs (its kernels), synchronisation (its reduction dtype),
+// memory (its layout) and the host floor (its host cost).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "costmodel/document.h"
+#include "costmodel/dtype.h"
+
+namespace hetplan {
+
+// How the host issues kernels: one by one from Python (eager), from compiled graphs of fused
+// kernels (torch.compile), or replayed as CUDA graphs.
+enum class HostMode { kEager, kCompiled, kCudaGraphs };
+inline constexpr HostMode kAllHostModes[] = {HostMode::kEager, HostMode::kCompiled,
+                                             HostMode::kCudaGraphs};
+std::string_view to_string(HostMode mode);
+bool parse_host_mode(std::string_view text, HostMode& out);
+
+// One pass of one memory-bound op as a framework runs it, where that differs from hetplan's fused
+// kernel (one launch moving the fewest bytes, costmodel/layer_ops.cpp): `launches` kernels that
+// together move, per element of the op's tensor, `act_values` activation-sized values,
+// `fp32_values` fp32 values and `bytes` single bytes (read and written alike; an eager RMSNorm
+// under autocast reads bf16 and works in fp32, a dropout mask is one byte).
+struct OpPass {
+  int64_t launches = 1;
+  double act_values = 0, fp32_values = 0, bytes = 0;
+  double total_bytes(double elements, double act_size) const {
+    return elements * (act_values * act_size + fp32_values * 4 + bytes);
+  }
+};
+
+// The passes of one op family (rmsnorm, swiglu, rotary, ...) the framework runs its own way; an
+// absent pass runs as hetplan's kernel. `weight` is the backward of a norm's gain.
+struct OpRecipe {
+  std::optional<OpPass> forward, backward, weight;
+};
+
+// The op families a framework may describe, with what one "element" is (docs/frameworks.md).
+struct OpFamilyInfo {
+  std::string_view name, element;
+};
+const std::vector<OpFamilyInfo>& op_families();
+
+// Bytes per parameter held for one training dtype: half-precision (or fp32) weights, gradients as
+// kept between micro-batches, fp32 master weights, optimizer moments.
+struct StateBytes {
+  double weights = 0, gradients = 0, master = 0, optimizer = 0;
+};
+
+// Which of the four parameter states a ZeRO stage (or FSDP) shards over the data-parallel group.
+struct ShardedStates {
+  bool weights = false, gradients = false, master = false, optimizer = false;
+};
+
+// What "peak memory" means where a framework reports it: what its allocator holds for tensors,
+// what it has reserved from the device, or the whole device in use.
+enum class PeakKind { kAllocated, kReserved, kDevice };
+std::string_view to_string(PeakKind kind);
+
+struct MemoryLayout {
+  PeakKind reported_peak = PeakKind::kAllocated;
+  std::map<Dtype, StateBytes> states;     // by the model's training dtype (fp8 trains as bf16)
+  std::map<int, ShardedStates> sharding;  // by ZeRO stage 1-3 (0 shards nothing)
+  // Half-precision copies of the weights made for each micro-batch's forward and kept for its
+  // backward (autocast over fp32 parameters), bytes per parameter.
+  double cast_copy_bytes = 0;
+  // The caching allocator's reserve beyond its peak allocation, as a share of it.
+  double fragmentation = 0;
+  // CUDA context, library workspaces and NCCL buffers per device, before calibration measures
+  // the context (a profile's context_reserve_bytes replaces it), and per communicator.
+  double context_bytes = 0;
+  double communicator_bytes = 0;
+};
+
+// What a framework can run; a strategy asking for anything else is infeasible with the reason.
+struct Capabilities {
+  std::vector<std::string> schedules;   // pipeline schedules (any with one stage)
+  std::vector<std::string> recompute;   // none, selective, full
+  std::vector<int> zero;                // sharding stages it runs without a pipeline
+  std::vector<int> zero_with_pipeline;  // ... and with one
+  bool tensor_parallel = true;
+  bool sequence_parallel = true;
+  bool tp_comm_overlap = false;
+  std::vector<bool> overlap_grad_reduce;       // the values it runs
+  std::vector<bool> grad_accumulation_fusion;  // the values it runs
+  std::vector<std::string> attention;          // "fused" and/or "unfused"
+  std::vector<HostMode> host_modes;
+};
+
+// The framework's own choice where a strategy does not say.
+struct FrameworkDefaults {
+  bool flash_attention = true;
+  bool grad_accumulation_fusion = true;
+  bool overlap_grad_reduce = true;
+  bool tp_comm_overlap = false;
+  bool fp32_grad_reduce = true;  // gradients reduced in fp32, else in the training dtype
+  HostMode host_mode = HostMode::kEager;
+};
+
+struct FrameworkSpec {
+  std::string name;
+  std::string description;
+  std::string version;  // the release or commit the file describes
+  std::string origin;   // the preset or file it was read from
+  Capabilities can_run;
+  FrameworkDefaults defaults;
+  std::map<std::string, OpRecipe> ops;           // eager (and CUDA-graph) kernels, by family
+  std::map<std::string, OpRecipe> compiled_ops;  // under torch.compile
+  std::map<HostMode, double> host_s_per_kernel;
+  MemoryLayout memory;
+  std::string export_format;  // "megatron", "deepspeed", "torchtitan", or "" (none)
+  std::map<std::string, std::string> sources;  // key path -> the file and commit, or measurement
+
+  // The recipe of `family` under `mode` (`compiled_ops` when compiled, else `ops`); nullptr where
+  // the framework runs hetplan's fused kernel (under torch.compile every family not listed in
+  // compiled_ops: Inductor fuses a norm's or an activation's pointwise and reduction ops).
+  const OpRecipe* recipe(std::string_view family, HostMode mode) const;
+  bool can_run_schedule(std::string_view schedule) const;
+};
+
+// The framework every strategy runs under unless it names another: Megatron-Core.
+inline constexpr std::string_view kDefaultFramework = "megatron-core";
+
+// Reads a framework: a preset name (presets/frameworks) or a framework file (YAML or JSON).
+// Throws InputError naming the file and key when it is malformed, or when a value has no source.
+FrameworkSpec load_framework(const std::string& name_or_path);
+FrameworkSpec parse_framework(const Document& doc, const std::string& name);
+// The framework presets: name and one-line description, sorted by name.
+std::vector<std::pair<std::string, std::string>> framework_presets();
+std::string framework_preset_names();  // comma separated, for messages
+
+}  // namespace hetplan

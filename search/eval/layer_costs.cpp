@@ -1,0 +1,67 @@
+// Step 5, per layer: one layer's passes, activations, transients and kernels on one GPU type under
+// the strategy and the framework (its kernels, its tensor-parallel overlap, its cast copies).
+#include <algorithm>
+
+#include "search/eval/steps.h"
+
+namespace hetplan::eval {
+namespace {
+
+LayerShape layer_shape(const Strategy& s, Dtype dtype, const FrameworkSpec& framework) {
+  LayerShape shape;
+  shape.micro_batch = s.micro_batch;
+  shape.tp = s.tp;
+  shape.sequence_parallel = s.sequence_parallel && s.tp > 1;
+  shape.flash_attention = s.flash_attention;
+  shape.grad_accumulation_fusion = s.grad_accumulation_fusion;
+  shape.dtype = dtype;
+  shape.framework = &framework;
+  shape.host_mode = s.host_mode;
+  return shape;
+}
+
+// Tensor-parallel overlap (Transformer Engine's userbuffers) runs each pass's all-gathers and
+// reduce-scatters beside the GEMMs that consume and produce them: of a pass's collectives only
+// what its GEMMs cannot cover is exposed.
+void overlap_tp_comm(const GpuSpec& gpu, const LayerWork& w, const CostModel& cost, Dtype dtype,
+                     LayerTimes& t) {
+  double gemm_s[kNumPasses] = {0, 0, 0};
+  for (const GemmOp& g : w.gemms)
+    gemm_s[static_cast<int>(g.pass)] += cost.gemm_s(gpu, dtype, g.shape);
+  for (int p = 0; p < kNumPasses; ++p) {
+    const double exposed = std::max(0.0, t.tp_comm_s[p] - gemm_s[p]);
+    t.pass_s[p] -= t.tp_comm_s[p] - exposed;
+    t.tp_comm_s[p] = exposed;
+  }
+}
+
+}  // namespace
+
+LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
+                     const CommGroup& tp, const CostModel& cost, Dtype dtype,
+                     const FrameworkSpec& framework) {
+  const LayerWork w = layer_work(layer, layer_shape(s, dtype, framework));
+  LayerCost c;
+  c.times = cost.layer_times(gpu, w, s.recompute, tp, dtype);
+  if (s.tp_comm_overlap) overlap_tp_comm(gpu, w, cost, dtype, c.times);
+  c.activation = w.activation(s.recompute);
+  c.params = static_cast<double>(w.params);
+  c.output_bytes = w.output_bytes;
+  c.kernels = static_cast<double>(layer_kernels(w, s.recompute).total());
+  // Recomputed activations live while the layer's backward runs; gradients of the layer's input
+  // and output are in flight (one rank's share under sequence parallelism).
+  const double shard = s.sequence_parallel && s.tp > 1 ? static_cast<double>(s.tp) : 1.0;
+  c.transient = w.activation(Recompute::kNone) - c.activation + 2 * w.output_bytes / shard;
+  if (const auto* head = layer.head()) {
+    // bf16 logits and their gradient exist next to the kept fp32 softmax.
+    const double logits = static_cast<double>(s.micro_batch) * layer.seq_len * head->vocab / s.tp;
+    c.transient += 2 * logits * dtype_bytes(dtype);
+  }
+  if (s.zero >= 3) c.transient += 2 * c.params * dtype_bytes(dtype);  // gathered weights
+  // Weights cast to half precision for each forward are kept for its backward (autocast over
+  // fp32 parameters), except where the forward is recomputed.
+  if (s.recompute != Recompute::kFull) c.activation += c.params * framework.memory.cast_copy_bytes;
+  return c;
+}
+
+}  // namespace hetplan::eval

@@ -1,0 +1,53 @@
+// Step 8 of a prediction: the memory of each pipeline rank's devices at the schedule's peak.
+#include <fmt/format.h>
+
+#include "search/eval/steps.h"
+
+namespace hetplan::eval {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string overflow_reason(int64_t d, const GpuSpec& gpu, const MemoryBreakdown& m,
+                            int peak_activations) {
+  return fmt::format(
+      "pipeline rank {} ({}) needs {:.1f} GiB per GPU, it has {:.1f} GiB (weights+grads+"
+      "optimizer {:.1f}, activations {:.1f} for a peak of {} chunk activations, transient "
+      "{:.1f}, {}reserve {:.1f})",
+      d, gpu.name, m.total() / kGiB, gpu.memory_bytes / kGiB,
+      (m.weights + m.gradients + m.optimizer) / kGiB, m.activations / kGiB, peak_activations,
+      m.transient / kGiB,
+      m.fragmentation > 0 ? fmt::format("fragmentation {:.1f}, ", m.fragmentation / kGiB) : "",
+      m.reserve / kGiB);
+}
+
+}  // namespace
+
+std::vector<MemoryBreakdown> rank_memory(const Evaluator& ev, const Strategy& s,
+                                         const std::vector<Rank>& ranks, const StageTimes& t,
+                                         const pipeline::PipelineResult& pipe, Prediction& out) {
+  std::vector<MemoryBreakdown> memory(ranks.size());
+  for (size_t d = 0; d < ranks.size(); ++d) {
+    const GpuSpec& gpu = *ranks[d].mem_gpu;
+    MemoryInput mem;
+    mem.params = t.params[d];
+    mem.dp = s.dp;
+    mem.zero = s.zero;
+    mem.dtype = ranks[d].dtype;
+    mem.activations = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
+    mem.transient = t.transient[d];
+    mem.reserve = reserve_bytes(ev, s, gpu);
+    mem.layout = &ev.framework().memory;
+    memory[d] = device_memory(mem);
+    out.peak_memory_bytes.push_back(memory[d].total());
+    if (out.feasible && memory[d].total() > gpu.memory_bytes) {
+      out.feasible = false;
+      out.reason_code = "memory";
+      out.reason =
+          overflow_reason(static_cast<int64_t>(d), gpu, memory[d], pipe.peak_activation[d]);
+    }
+  }
+  return memory;
+}
+
+}  // namespace hetplan::eval

@@ -1,0 +1,119 @@
+// Step 5 of a prediction: one micro-batch's F, B and W per virtual stage, the activations sent
+// between stages, and what each rank holds: the pipeline problem the schedule runs.
+#include <algorithm>
+
+#include "search/eval/steps.h"
+
+namespace hetplan::eval {
+namespace {
+
+// Sums the layers of each virtual stage; charges the p2p send to the next stage's devices.
+void sum_stages(const Evaluator& ev, const Placement& p, const std::vector<Rank>& ranks,
+                const std::vector<LayerRange>& ranges, StageTimes& t) {
+  const std::vector<int64_t>& dev = p.rank_of_stage;
+  const int64_t S = static_cast<int64_t>(dev.size());
+  pipeline::PipelineProblem& problem = t.problem;
+  problem.forward_s.assign(S, 0);
+  problem.backward_input_s.assign(S, 0);
+  problem.backward_weight_s.assign(S, 0);
+  problem.p2p_s.assign(std::max<int64_t>(1, S - 1), 0);
+  problem.activation_bytes.assign(S, 0);
+  t.stages.assign(S, {});
+  for (int64_t j = 0; j < S; ++j) {
+    const int64_t d = dev[j];
+    StagePrediction& sp = t.stages[j];
+    sp.stage.first_layer = ranges[j].first;
+    sp.stage.last_layer = ranges[j].second;
+    sp.stage.devices = p.groups[d];
+    sp.stage.gpu_type = ranks[d].type;
+    const auto& costs = ranks[d].costs();
+    double activation = 0;
+    for (int64_t i = sp.stage.first_layer; i <= sp.stage.last_layer; ++i) {
+      const LayerCost& c = costs[i];
+      sp.forward_s += c.times.pass_s[0];
+      sp.backward_input_s += c.times.pass_s[1];
+      sp.backward_weight_s += c.times.pass_s[2];
+      sp.tp_comm_s += c.times.tp_comm_s[0] + c.times.tp_comm_s[1] + c.times.tp_comm_s[2];
+      sp.recompute_s += c.times.recompute_s;
+      activation += c.activation;
+      t.transient[d] = std::max(t.transient[d], c.transient);
+      t.params[d] += c.params;
+    }
+    if (j + 1 < S) {
+      const double bytes = costs[sp.stage.last_layer].output_bytes;
+      if (dev[j + 1] != d) {
+        sp.p2p_s =
+            ev.cost().p2p_s(bytes, link_between(ev.cluster(), ev.devices()[p.groups[d].front()],
+                                                ev.devices()[p.groups[dev[j + 1]].front()]));
+        t.transient[d] += 2 * bytes;  // send and receive buffers
+      }
+      problem.p2p_s[j] = sp.p2p_s;
+    }
+    problem.forward_s[j] = sp.forward_s;
+    problem.backward_input_s[j] = sp.backward_input_s;
+    problem.backward_weight_s[j] = sp.backward_weight_s;
+    problem.activation_bytes[j] = activation;
+  }
+}
+
+// A tied head on the embedding's own device shares its table: held once, not twice.
+void share_tied_table(const Evaluator& ev, const Strategy& s, const Placement& p,
+                      const std::vector<Rank>& ranks, StageTimes& t) {
+  const LayerSpec& last = ev.model().layers.back();
+  const std::vector<int64_t>& dev = p.rank_of_stage;
+  if (!(last.head() && last.head()->tied && dev.front() == dev.back())) return;
+  const int64_t d = dev.front();
+  const double table = static_cast<double>(last.head()->vocab) * last.hidden / s.tp;
+  t.params[d] -= table;
+  if (s.grad_accumulation_fusion) return;
+  // Its two uses' gradients meet in one parameter's gradient (autograd adds the second to the
+  // first: read 2, write 1 activation-sized element) before the one add into the fp32 main
+  // gradient, which the embedding layer already counts; the head's own add into the main gradient
+  // (layer_work's grad_accumulate) does not happen.
+  const double act = dtype_bytes(ranks[d].dtype);
+  const GpuSpec& gpu = *ranks[d].gpu;
+  const double saved = ev.cost().memory_op_s(gpu, "grad_accumulate", table * (act + 8)) -
+                       ev.cost().memory_op_s(gpu, "grad_accumulate", table * 3 * act);
+  t.stages.back().backward_weight_s -= saved;
+  t.problem.backward_weight_s.back() -= saved;
+}
+
+// ZeRO-3 gathers a device's weights before every forward and backward.
+void gather_zero3_weights(const Evaluator& ev, const Strategy& s, const Placement& p,
+                          const std::vector<Rank>& ranks, const std::vector<LayerRange>& ranges,
+                          StageTimes& t) {
+  if (!(s.zero >= 3 && s.dp > 1)) return;
+  for (size_t j = 0; j < p.rank_of_stage.size(); ++j) {
+    const int64_t d = p.rank_of_stage[j];
+    std::vector<int64_t> dp_devices;
+    for (int64_t r = 0; r < s.dp; ++r) dp_devices.push_back(p.groups[d][r * s.tp]);
+    const CommGroup g = make_comm_group(ev.cluster(), ev.devices(), dp_devices, s.tp);
+    double stage_params = 0;
+    for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
+      stage_params += ranks[d].costs()[i].params;
+    const double gather = ev.cost().collective_s(CollectiveKind::kAllGather,
+                                                 stage_params * dtype_bytes(ranks[d].dtype), g);
+    t.stages[j].forward_s += gather;
+    t.stages[j].backward_input_s += gather;
+    t.problem.forward_s[j] += gather;
+    t.problem.backward_input_s[j] += gather;
+  }
+}
+
+}  // namespace
+
+StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& p,
+                       const std::vector<Rank>& ranks, const std::vector<LayerRange>& ranges,
+                       const pipeline::PipelineProblem& base) {
+  StageTimes t;
+  t.problem = base;
+  t.params.assign(ranks.size(), 0);
+  t.transient.assign(ranks.size(), 0);
+  sum_stages(ev, p, ranks, ranges, t);
+  share_tied_table(ev, s, p, ranks, t);
+  gather_zero3_weights(ev, s, p, ranks, ranges, t);
+  if (p.rank_of_stage.size() == 1) t.problem.p2p_s = {0.0};
+  return t;
+}
+
+}  // namespace hetplan::eval

@@ -1,0 +1,62 @@
+// Step 10 of a prediction: iteration time, throughput, MFU and the breakdown into named parts that
+// sum to the iteration time.
+#include <algorithm>
+
+#include "search/eval/steps.h"
+
+namespace hetplan::eval {
+namespace {
+
+// Peak FLOP/s of every device the strategy uses, each at the dtype it computes in.
+double peak_flops(const Evaluator& ev, const Placement& p) {
+  double peak = 0;
+  for (const auto& group : p.groups)
+    for (int64_t device : group) {
+      const GpuSpec& g = ev.cluster().groups[ev.devices()[device].group].node.gpu;
+      peak += g.peak_flops(ev.cost().compute_dtype(g, ev.model().dtype));
+    }
+  return peak;
+}
+
+}  // namespace
+
+void summarise(const Evaluator& ev, const Strategy& s, const Placement& p, const StageTimes& t,
+               const pipeline::PipelineResult& pipe, const Synchronisation& sync,
+               const HostFloor& host, Prediction& out) {
+  const double m = static_cast<double>(s.microbatches());
+  out.kernels_per_iteration = host.kernels;
+  out.host_s = host.host_s;
+  const double device_s = pipe.makespan_s + sync.tail_s;
+  const double host_wait = std::max(0.0, host.host_s - device_s);
+  out.iteration_s = device_s + host_wait;
+  out.samples_per_s = static_cast<double>(s.global_batch) / out.iteration_s;
+  out.tokens_per_s = out.samples_per_s * static_cast<double>(ev.model().seq_len);
+  out.mfu = model_flops_per_sample(ev.model()) * static_cast<double>(s.global_batch) /
+            (out.iteration_s * peak_flops(ev, p));
+  out.bubble_rate = pipe.bubble_rate;
+  // The busiest device bounds the makespan; what is left is pipeline fill, drain and waiting.
+  const size_t P = p.groups.size();
+  std::vector<double> busy(P, 0), comm(P, 0);
+  for (size_t j = 0; j < p.rank_of_stage.size(); ++j) {
+    const StagePrediction& st = t.stages[j];
+    busy[p.rank_of_stage[j]] += st.forward_s + st.backward_input_s + st.backward_weight_s;
+    comm[p.rank_of_stage[j]] += st.tp_comm_s;
+  }
+  const size_t crit = std::max_element(busy.begin(), busy.end()) - busy.begin();
+  double p2p = 0;
+  for (double c : t.problem.p2p_s) p2p += 2 * c;
+  const double idle = std::max(0.0, pipe.makespan_s - m * busy[crit]);
+  p2p = std::min(p2p, idle);
+  const int64_t tail = sync.tail_rank;
+  out.breakdown = {
+      {"compute", m * (busy[crit] - comm[crit])},
+      {"tp_comm", m * comm[crit]},
+      {"pp_p2p", p2p},
+      {"pp_bubble", idle - p2p},  // >= 0: rounding can put the makespan a hair below m x busy
+      {"dp_sync", sync.exposed_s[tail]},
+      {"optimizer", sync.optimizer_s[tail]},
+      {"host_wait", host_wait},  // the device idle for its host beyond its own work (host floor)
+  };
+}
+
+}  // namespace hetplan::eval

@@ -1,0 +1,53 @@
+// The rules a strategy keeps before it is costed: one table for the evaluator's first step, the
+// search's pruning and predict's messages (a broken rule is infeasible with its reason in the
+// search, bad input naming the strategy key in predict). Each rule has the code the search counts
+// it under and the strategy key it is about.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "costmodel/framework.h"
+#include "costmodel/model.h"
+#include "search/strategy.h"
+
+namespace hetplan {
+
+// What the rules see besides the strategy. `cluster_gpus` 0: no cluster (no rule about its size).
+struct RuleContext {
+  const ModelSpec& model;
+  const FrameworkSpec& framework;
+  int64_t cluster_gpus = 0;
+};
+
+struct StrategyRule {
+  std::string_view code;  // "batch", "tp", "zero", "schedule", ...
+  std::string_view key;   // the strategy key a broken rule is about ("global_batch", "tp", ...)
+  std::string (*broken)(const RuleContext&, const Strategy&);  // "" when kept, else why not
+};
+
+// Every rule, in the order they are checked (cheap and structural first).
+const std::vector<StrategyRule>& strategy_rules();
+
+struct RuleViolation {
+  std::string code, key, reason;
+};
+// The first rule `s` breaks, if any. `only_model` checks the rules that need neither the cluster
+// nor the framework (hetplan measure's, before a harness run).
+std::optional<RuleViolation> first_broken_rule(const RuleContext& context, const Strategy& s);
+
+// What the framework file asks for that hetplan does not know (a schedule it does not simulate);
+// "" when nothing. Checked once where a framework is used.
+std::string framework_problem(const FrameworkSpec& framework);
+
+// How a strategy names its framework: the preset's name, or the path of a framework file.
+std::string framework_reference(const FrameworkSpec& framework);
+
+// The strategy with every switch it did not set itself (Strategy::given) taken from the
+// framework's defaults, and `framework` set to its name.
+Strategy with_framework_defaults(Strategy s, const FrameworkSpec& framework);
+
+}  // namespace hetplan
