@@ -1,9 +1,9 @@
-// A torchtitan job config (TOML). Keys as in torchtitan/config/job_config.py; schedule names as in
-// torch.distributed.pipelining.schedules.get_schedule_class.
+// A torchtitan job config (TOML), for torchtitan before its February 2026 configuration refactor
+// (9810191bbb03; it reads no TOML since). Keys as in torchtitan/config/job_config.py of those
+// releases; schedule names as in torch.distributed.pipelining.schedules.get_schedule_class.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include "report/export/exporters.h"
+#include "report/export/torchtitan_shared.h"
 
 namespace hetplan {
 namespace {
@@ -41,38 +41,11 @@ struct Toml {
   }
 };
 
-// torchtitan's module names for a stage: tok_embeddings, layers.<i>, norm and output.
-std::vector<std::string> stage_modules(const StageBlocks& b) {
-  std::vector<std::string> names;
-  if (b.embedding) names.push_back("tok_embeddings");
-  for (int64_t i = 0; i < b.blocks; ++i)
-    names.push_back(fmt::format("layers.{}", b.first_block + i));
-  if (b.head) {
-    names.push_back("norm");
-    names.push_back("output");
-  }
-  return names;
-}
-
-std::string schedule_name(const Strategy& s, ExportResult& out) {
-  if (s.schedule == "gpipe") return "GPipe";
-  if (s.schedule == "1f1b") return "1F1B";
-  if (s.schedule == "interleaved") return "Interleaved1F1B";
-  if (s.schedule == "v-zb" && s.chunks == 2) return "ZBVZeroBubble";
-  // The nearest schedule with the same stages per rank and placement is written.
-  const bool v_shape = s.schedule.rfind("v-", 0) == 0 && s.chunks == 2;
-  const std::string written = v_shape ? "ZBVZeroBubble" : s.chunks > 1 ? "Interleaved1F1B" : "1F1B";
-  out.unsupported.push_back(fmt::format(
-      "schedule {}{}: torch.distributed.pipelining has GPipe, 1F1B, Interleaved1F1B, "
-      "InterleavedZeroBubble (interleaved only), ZBVZeroBubble (V-shape, 2 chunks) and DualPipeV "
-      "({} written)",
-      s.schedule, s.chunks > 1 ? fmt::format(" with {} chunks", s.chunks) : "", written));
-  return written;
-}
-
 }  // namespace
 
-ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const ExportOptions& o) {
+ExportResult export_torchtitan_toml(const ModelSpec& model, const Strategy& s,
+                                    const ExportOptions& o) {
+  namespace tt = export_detail::torchtitan;
   ExportResult out;
   const LayerSpec* layer = export_detail::uniform_block(model, out);
   Toml t;
@@ -115,7 +88,9 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
         "(sequence parallel)");
   t.put("pipeline_parallel_degree", s.pp);
   if (s.pp > 1) {
-    t.put("pipeline_parallel_schedule", schedule_name(s, out));
+    const std::string schedule = tt::schedule_name(s, out);
+    tt::check_microbatches(s, schedule, out);
+    t.put("pipeline_parallel_schedule", schedule);
     t.put("pipeline_parallel_microbatch_size", s.micro_batch);
     bool from_strategy = false;
     const auto segments = export_detail::pipeline_segments(model, s, out, &from_strategy);
@@ -135,7 +110,7 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
         t.put("pipeline_parallel_split_points", points);
       } else {
         std::vector<std::vector<std::string>> parts;
-        for (const auto& seg : segments) parts.push_back(stage_modules(seg));
+        for (const auto& seg : segments) parts.push_back(tt::stage_modules(seg, "output"));
         t.put("module_fqns_per_model_part", parts);
       }
     } else if (layer) {
@@ -153,52 +128,20 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
   } else {
     t.put("mode", std::string("selective"));
     t.put("selective_ac_option", std::string("op"));
-    out.approximations.push_back(
-        "selective recomputation as torchtitan's op-level selective "
-        "checkpointing (it keeps matmul outputs and recomputes the rest; "
-        "hetplan models Megatron-LM's attention-core recomputation)");
   }
-  if (!s.flash_attention)
-    out.approximations.push_back(
-        "torchtitan's attention is fused (SDPA); hetplan modelled an "
-        "unfused one");
-  if (s.dp > 1 && !s.overlap_grad_reduce)
-    out.approximations.push_back(
-        "torchtitan (FSDP2 or DDP) reduces gradients during the backward; hetplan predicted them "
-        "reduced after it (predict with \"overlap_grad_reduce\": true for torchtitan's time)");
-  if (s.grad_accumulation_fusion)
-    out.approximations.push_back(
-        "torchtitan adds each micro-batch's gradients with kernels of their own; hetplan predicted "
-        "gradient-accumulation fusion (predict with \"grad_accumulation_fusion\": false for "
-        "torchtitan's time)");
-
-  const auto placement = export_detail::rank_placement(s, o.cluster);
-  out.placement = export_detail::placement_lines(s, placement, "torchtitan",
-                                                 export_detail::Launcher::kTorchrun);
+  tt::common_notes(s, out);
 
   std::string head = fmt::format(
-      "# torchtitan job config for {}: {}\n# exported by hetplan. "
-      "Launch on {} GPUs (NGPU / torchrun).\n",
+      "# torchtitan job config for {}: {}\n# exported by hetplan for torchtitan before its "
+      "February 2026 configuration refactor (current torchtitan reads no TOML: export without "
+      "--torchtitan-toml). Launch on {} GPUs (NGPU / torchrun).\n",
       model.name, export_detail::strategy_summary(s), s.devices());
   if (layer)
     head += fmt::format(
-        "# [model] name and flavor: torchtitan defines model shapes in code; pick "
-        "the one with {} layers, hidden {}, {} heads{}\n",
-        model.num_blocks(), layer->hidden, layer->block()->heads,
-        layer->block()->rotary ? ""
-                               : " (torchtitan's models use rotary "
-                                 "embeddings; this one does not)");
-  for (const auto& note : out.approximations) head += "# note: " + note + "\n";
-  for (const auto& no : out.unsupported) head += "# NOT EXPRESSED: " + no + "\n";
-  for (const auto& line : out.placement) head += "# placement: " + line + "\n";
-  if (!placement.ranks.empty()) {
-    head += fmt::format("# hetplan_rank_devices = [{}]  # hetplan device of rank r\n",
-                        fmt::join(export_detail::rank_devices(placement), ", "));
-    if (const auto ranks = export_detail::node_ranks(placement); !ranks.empty())
-      head += fmt::format(
-          "# hetplan_node_rank = [{}]  # torchrun --node-rank of cluster node i (-1: unused)\n",
-          fmt::join(ranks, ", "));
-  }
+        "# [model] name and flavor: torchtitan defines model shapes in code; pick the one with "
+        "{}\n",
+        tt::shape_text(*layer, model.num_blocks()));
+  head += tt::comment_lines(s, o, out);
   out.text = head + t.text;
   return out;
 }

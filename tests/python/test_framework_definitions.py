@@ -8,6 +8,7 @@ stops the run (exit 1). Also: the torchtitan modules hetplan exports are valid P
 Run: python3 -m unittest tests/python/test_framework_definitions.py
 """
 
+import ast
 import contextlib
 import io
 import os
@@ -21,6 +22,8 @@ sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import framework_definitions  # noqa: E402
+
+HETPLAN = os.environ.get("HETPLAN_BINARY", os.path.join(ROOT, "build", "cli", "hetplan"))
 
 # The validate_args texts the Megatron-LM rule table anchors on.
 VALIDATE = '''
@@ -486,6 +489,32 @@ class DeepSpeedAndTorchtitanTest(unittest.TestCase):
         code, _, err = run(["torchtitan", "--repo", self.dir, "--pytorch-schedules", schedules])
         self.assertEqual(code, 1)
         self.assertIn("get_schedule_class names", err)
+
+
+@unittest.skipUnless(os.path.exists(HETPLAN), f"{HETPLAN} not built")
+class ExportedTorchtitanModuleTest(unittest.TestCase):
+    """The Python hetplan writes for torchtitan parses, and its function sets what it says."""
+
+    def test_exports_are_python(self):
+        with tempfile.TemporaryDirectory() as d:
+            for i, strategy in enumerate([
+                    '{"dp": 2, "tp": 2, "pp": 2, "micro_batch": 1, "global_batch": 16, '
+                    '"recompute": "full", "zero": 3, "stages": [{"layers": [0, 12]}, '
+                    '{"layers": [13, 25]}]}',
+                    '{"dp": 4, "tp": 1, "pp": 1, "micro_batch": 2, "global_batch": 64, '
+                    '"recompute": "selective"}']):
+                path = os.path.join(d, f"s{i}.json")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(strategy)
+                r = subprocess.run([HETPLAN, "export", "--strategy", path, "--model",
+                                    "gpt2-medium", "--format", "torchtitan"],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                tree = ast.parse(r.stdout)
+                fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+                self.assertEqual(fn.name, "hetplan_config")
+                compile(tree, "hetplan_torchtitan.py", "exec")
+                self.assertIn("to run it: save the file as hetplan_torchtitan.py", r.stderr)
 
 
 if __name__ == "__main__":
