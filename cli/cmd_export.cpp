@@ -20,7 +20,7 @@ namespace {
 struct ExportCliOptions {
   std::string strategy, model, format, out;
   int64_t index = 0, seq_len = 0;
-  bool allow_approximate = false, split_points = false;
+  bool allow_approximate = false, split_points = false, torchtitan_toml = false;
 };
 
 // A model or cluster file the predictions file recorded (context "model_source" or
@@ -104,17 +104,21 @@ CommandRunner declare_export(CLI::App& app) {
   app.add_option("--out", o->out, "Output file (default: stdout)");
   app.add_flag("--allow-approximate", o->allow_approximate,
                "Write the file even where the framework cannot express part of the strategy");
+  app.add_flag("--torchtitan-toml", o->torchtitan_toml,
+               "torchtitan: write the TOML job config of releases before the February 2026 "
+               "configuration refactor (current torchtitan reads a Python Trainer.Config)");
   app.add_flag("--torchtitan-split-points", o->split_points,
-               "torchtitan: write pipeline_parallel_split_points (older torchtitan) instead of "
-               "module_fqns_per_model_part");
+               "torchtitan: write pipeline_parallel_split_points (TOML releases before "
+               "module_fqns_per_model_part) instead of module_fqns_per_model_part; implies "
+               "--torchtitan-toml");
   return [o]() {
     check_outputs({o->strategy, o->model}, {{"--out", o->out}});
     const ExporterSpec& exporter = find_exporter(o->format);
-    if (o->split_points && exporter.format != "torchtitan")
-      throw InputError(
-          fmt::format("--torchtitan-split-points: a torchtitan option; --format {} "
-                      "does not read it",
-                      exporter.format));
+    for (const auto& [flag, given] : {std::pair{"--torchtitan-split-points", o->split_points},
+                                      std::pair{"--torchtitan-toml", o->torchtitan_toml}})
+      if (given && exporter.format != "torchtitan")
+        throw InputError(fmt::format("{}: a torchtitan option; --format {} does not read it", flag,
+                                     exporter.format));
     const auto list = load_predicted_strategies(o->strategy);
     if (o->index >= static_cast<int64_t>(list.size()))
       throw InputError(o->strategy, "strategies",
@@ -125,6 +129,7 @@ CommandRunner declare_export(CLI::App& app) {
     const std::optional<ClusterSpec> cluster = export_cluster(*o, chosen);
     ExportOptions options;
     options.torchtitan_split_points = o->split_points;
+    options.torchtitan_toml = o->torchtitan_toml;
     options.cluster = cluster ? &*cluster : nullptr;
     // The stages' layer ranges are checked against the model as they are exported: name the file.
     const ExportResult r = naming_input(
@@ -140,6 +145,7 @@ CommandRunner declare_export(CLI::App& app) {
     for (const auto& note : r.approximations) fmt::print(stderr, "note: {}\n", note);
     for (const auto& no : r.unsupported) fmt::print(stderr, "NOT EXPRESSED: {}\n", no);
     for (const auto& line : r.placement) fmt::print(stderr, "placement: {}\n", line);
+    for (const auto& line : r.instructions) fmt::print(stderr, "to run it: {}\n", line);
     if (o->out.empty()) {
       fmt::print("{}", r.text);
     } else {

@@ -1,8 +1,11 @@
-// Issue 7: exports produce arguments the frameworks accept. A broad matrix of strategies and
-// models goes through the real exporters, and every Megatron-LM flag, DeepSpeed key path and
-// torchtitan section and field they write is checked against the frameworks' own definitions in
-// tests/data/frameworks/ (provenance and refresh: docs/exports.md). The checkers themselves are
-// tested on hand-written misspellings first.
+// Issues 7 and 36: exports produce files the frameworks accept as they are at their current heads.
+// A broad matrix of strategies and models goes through the real exporters, and every Megatron-LM
+// flag and environment variable, DeepSpeed key path and PipelineModule argument, and torchtitan
+// field (Python Trainer.Config, and the TOML of older releases) they write is checked against the
+// frameworks' own definitions in tests/data/frameworks/ (made by scripts/framework_definitions.py;
+// provenance and refresh: docs/exports.md), and every export that claims to be expressed against
+// the frameworks' rules (validate_args, DeepSpeed's batch assertion under its topology, PyTorch's
+// schedule rules). The checkers themselves are tested on hand-written mistakes first.
 #include <gtest/gtest.h>
 
 #include "costmodel/model.h"
@@ -28,20 +31,98 @@ const Definitions& torchtitan() {
   static const Definitions d = load_definitions("torchtitan_config.txt");
   return d;
 }
+const Definitions& torchtitan_toml() {
+  static const Definitions d = load_definitions("torchtitan_toml_config.txt");
+  return d;
+}
+const Definitions& torchtitan_split_points() {
+  static const Definitions d = load_definitions("torchtitan_toml_split_points_config.txt");
+  return d;
+}
 
-// hetplan's own DeepSpeed keys (docs/exports.md): the placement at the top level, which
-// DeepSpeedConfig does not read, and the stage boundaries in the pipeline dict, which
-// get_pipeline_config copies without reading.
-const std::set<std::string> kDeepSpeedExtensions = {"hetplan_placement", "pipeline.parts"};
+// hetplan's own DeepSpeed keys (docs/exports.md): the placement and PipelineModule's arguments at
+// the top level, which DeepSpeedConfig does not read.
+const std::set<std::string> kDeepSpeedExtensions = {"hetplan_placement", "hetplan_pipeline_module"};
 
-TEST(FrameworkDefinitions, TranscribedFilesHoldTheFlagsHetplanReliesOn) {
-  EXPECT_EQ(megatron().names.size(), 591u);
+// Facts of the definitions files that the exports rely on, each read from the framework's head
+// (the files' headers name the commits) by scripts/framework_definitions.py.
+TEST(FrameworkDefinitions, FilesHoldTheFlagsHetplanReliesOn) {
+  // arguments.py's add_argument calls plus the options ArgumentGroupFactory builds from
+  // TransformerConfig (and ModelParallelConfig), TrainingConfig, ... (Megatron-LM d98e8a64ddf3).
+  EXPECT_EQ(megatron().names.size(), 878u);
+  EXPECT_EQ(megatron().names.at("--attention-backend").choices,
+            (std::vector<std::string>{"flash", "fused", "unfused", "local", "auto"}));
+  // Parsed still, but read by nothing (no args.use_flash_attn at d98e8a64ddf3).
   EXPECT_EQ(megatron().names.at("--use-flash-attn").kind, "flag");
+  // TransformerConfig.add_bias_linear: a bool defaulting to true, renamed by its argparse_meta.
+  EXPECT_EQ(megatron().names.at("--disable-bias-linear").kind, "flag");
+  EXPECT_EQ(megatron().names.count("--no-add-bias-linear"), 0u);
+  // A bool field defaulting to true without metadata: --no- and --disable- forms.
+  EXPECT_EQ(megatron().names.count("--no-tp-comm-bulk-wgrad"), 1u);
+  EXPECT_EQ(megatron().names.count("--disable-tp-comm-bulk-wgrad"), 1u);
   EXPECT_EQ(megatron().names.at("--recompute-granularity").choices,
             (std::vector<std::string>{"full", "selective"}));
   EXPECT_EQ(megatron().names.count("--overlap-p2p-comm"), 0u);
+  // The validate_args rules: six on the options, four on CUDA_DEVICE_MAX_CONNECTIONS; every
+  // option a rule names is one of arguments.py's.
+  EXPECT_EQ(megatron().exclusive.size(), 5u);
+  ASSERT_EQ(megatron().requirements.size(), 5u);
+  EXPECT_EQ(megatron().requirements[1].then, "$CUDA_DEVICE_MAX_CONNECTIONS=1");
+  EXPECT_EQ(megatron().requirements[3].when, std::vector<std::string>{"--use-megatron-fsdp"});
+  EXPECT_EQ(megatron().requirements[3].then, "$CUDA_DEVICE_MAX_CONNECTIONS!=1");
+  for (const auto& r : megatron().requirements)
+    for (std::string term : r.when) {
+      term = term.substr(term[0] == '!' ? 1 : 0);
+      term = term.substr(0, term.find_first_of("=>"));
+      EXPECT_TRUE(megatron().names.count(term)) << term;
+    }
   EXPECT_EQ(deepspeed().names.at("zero_optimization").choices, std::vector<std::string>{"closed"});
-  EXPECT_EQ(torchtitan().names.at("parallelism.pipeline_parallel_schedule").choices.size(), 9u);
+  EXPECT_EQ(deepspeed().names.at("zero_optimization.stage").choices,
+            (std::vector<std::string>{"0", "1", "2", "3"}));
+  // get_pipeline_config's defaults: the pipeline engine reads activation_checkpoint_interval and
+  // not stages or partition (PipelineModule takes them as arguments).
+  EXPECT_EQ(deepspeed().names.at("pipeline.stages").kind, "ignored");
+  EXPECT_EQ(deepspeed().names.at("pipeline.partition").kind, "ignored");
+  EXPECT_EQ(deepspeed().names.at("pipeline.activation_checkpoint_interval").kind, "int");
+  EXPECT_EQ(deepspeed().names.at("PipelineModule.partition_method").choices,
+            (std::vector<std::string>{"uniform", "parameters", "type:*"}));
+  EXPECT_EQ(deepspeed().names.count("PipeModelDataParallelTopology.num_mp"), 1u);
+  EXPECT_EQ(testing::keyed(deepspeed(), "pipeline-zero-max"),
+            std::vector<std::vector<std::string>>{{"1"}});
+  // torchtitan b5bcd76c66d0: Trainer.Config in Python; the head is lm_head; PyTorch's schedules.
+  EXPECT_EQ(torchtitan().names.at("ParallelismConfig.pipeline_parallel_schedule").choices.size(),
+            9u);
+  EXPECT_EQ(torchtitan().names.at("TrainingConfig.disable_cuda_graphs").kind, "bool");
+  EXPECT_EQ(torchtitan().names.count("ParallelismConfig.pipeline_parallel_microbatch_size"), 0u);
+  EXPECT_TRUE(testing::known_module("lm_head", torchtitan()));
+  EXPECT_FALSE(testing::known_module("output", torchtitan()));
+  EXPECT_TRUE(testing::known_module("layers.17", torchtitan()));
+  EXPECT_FALSE(testing::known_module("layers.x", torchtitan()));
+  EXPECT_EQ(testing::keyed(torchtitan(), "policy").at(0).at(1),
+            "SelectiveAC.Config(),FullAC.Config(),MemoryBudgetAC.Config(),None");
+  // The last TOML release (9810191bbb03^) and the one with split points (6404b932421f).
+  EXPECT_TRUE(testing::known_module("output", torchtitan_toml()));
+  EXPECT_EQ(torchtitan_toml().names.count("parallelism.pipeline_parallel_split_points"), 0u);
+  EXPECT_EQ(torchtitan_split_points().names.count("parallelism.pipeline_parallel_split_points"),
+            1u);
+}
+
+// PyTorch's schedule rules as the checker reads them (schedules.py). Interleaved1F1B over pp 4
+// runs n micro-batches in max(1, n // 4) rounds and needs n to be a multiple of them: 3, 5, 6 (1
+// round), 8, 10 (2), 15 (3) are taken; 9 (2 rounds, 9 mod 2 = 1), 14 (3, 14 mod 3 = 2) and 18 (4,
+// 18 mod 4 = 2) refused. 1F1B needs n >= pp and one stage per rank; ZBVZeroBubble two.
+TEST(FrameworkCheck, PytorchScheduleRules) {
+  const auto problems = [](const std::string& name, int64_t n, int64_t stages) {
+    return testing::schedule_problems(name, 4, n, stages, torchtitan()).size();
+  };
+  for (int64_t n : {3, 5, 6, 8, 10, 15}) EXPECT_EQ(problems("Interleaved1F1B", n, 8), 0u) << n;
+  for (int64_t n : {9, 14, 18}) EXPECT_EQ(problems("Interleaved1F1B", n, 8), 1u) << n;
+  EXPECT_EQ(problems("1F1B", 3, 4), 1u);
+  EXPECT_EQ(problems("1F1B", 4, 4), 0u);
+  EXPECT_EQ(problems("1F1B", 8, 8), 1u);  // a single-stage schedule with 2 stages per rank
+  EXPECT_EQ(problems("GPipe", 1, 4), 0u);
+  EXPECT_EQ(problems("ZBVZeroBubble", 1, 8), 0u);
+  EXPECT_EQ(problems("ZBVZeroBubble", 8, 12), 1u);
 }
 
 TEST(FrameworkCheck, MegatronMisspellingsArityAndChoicesAreFound) {
@@ -68,7 +149,34 @@ TEST(FrameworkCheck, MegatronMisspellingsArityAndChoicesAreFound) {
                 "--pipeline-model-parallel-layout E|t*4|t*4L: the shell would read the value",
                 "at most one of --fp16, --bf16 may be given",
                 "--use-megatron-fsdp requires --ckpt-format=fsdp_dtensor",
+                "--use-megatron-fsdp requires $CUDA_DEVICE_MAX_CONNECTIONS!=1",
             }));
+}
+
+// validate_args on CUDA_DEVICE_MAX_CONNECTIONS: "1" with tp > 1 (before Blackwell; accepted on
+// every GPU) unless an FSDP is used, which wants it unset or above 1. The file's export / unset
+// lines set it; a file that says nothing leaves it to the environment, which fails both rules.
+TEST(FrameworkCheck, MegatronEnvironmentRules) {
+  const auto problems = [](const std::string& env, const std::string& args) {
+    return testing::megatron_problems(env + "MEGATRON_ARGS=(\n" + args + ")\n", megatron());
+  };
+  const std::string tp2 = "  --tensor-model-parallel-size 2\n";
+  const std::string fsdp = tp2 + "  --use-megatron-fsdp\n  --ckpt-format fsdp_dtensor\n";
+  EXPECT_EQ(problems("", tp2),
+            std::vector<std::string>{
+                "--tensor-model-parallel-size>1, !--use-megatron-fsdp, !--use-torch-fsdp2, "
+                "!--overlap-moe-expert-parallel-comm requires $CUDA_DEVICE_MAX_CONNECTIONS=1"});
+  EXPECT_TRUE(problems("export CUDA_DEVICE_MAX_CONNECTIONS=1\n", tp2).empty());
+  EXPECT_EQ(problems("export CUDA_DEVICE_MAX_CONNECTIONS=8\n", tp2).size(), 1u);
+  EXPECT_TRUE(problems("", "  --tensor-model-parallel-size 1\n").empty());
+  // Megatron-FSDP lifts the tp rule (a warning then) and forbids "1".
+  EXPECT_EQ(
+      problems("export CUDA_DEVICE_MAX_CONNECTIONS=1\n", fsdp),
+      std::vector<std::string>{"--use-megatron-fsdp requires $CUDA_DEVICE_MAX_CONNECTIONS!=1"});
+  EXPECT_TRUE(problems("unset CUDA_DEVICE_MAX_CONNECTIONS\n", fsdp).empty());
+  EXPECT_TRUE(problems("export CUDA_DEVICE_MAX_CONNECTIONS=32\n", fsdp).empty());
+  EXPECT_EQ(problems("CUDA_DEVICE_MAX_CONNECTIONS=1\n", "  --tensor-model-parallel-size 1\n"),
+            std::vector<std::string>{"cannot read line \"CUDA_DEVICE_MAX_CONNECTIONS=1\""});
 }
 
 TEST(FrameworkCheck, DeepSpeedUnknownKeysAndValuesAreFound) {
@@ -80,7 +188,8 @@ TEST(FrameworkCheck, DeepSpeedUnknownKeysAndValuesAreFound) {
                 deepspeed(), kDeepSpeedExtensions),
             (std::vector<std::string>{
                 "bf16.enabled = 1: not a value of kind bool",
-                "pipeline.partition = \"best\": not one of its allowed values",
+                "pipeline.partition: DeepSpeed does not read it",
+                "pipeline.parts: not a DeepSpeed config key",
                 "zero_optimisation: not a DeepSpeed config key",
                 "zero_optimization.hetplan_placement: not a DeepSpeed config key",
                 "zero_optimization.stage = 4: not one of its allowed values",
@@ -92,7 +201,46 @@ TEST(FrameworkCheck, DeepSpeedUnknownKeysAndValuesAreFound) {
             std::vector<std::string>{"bf16.note: hetplan's own key in a section DeepSpeed checks"});
 }
 
-TEST(FrameworkCheck, TorchtitanUnknownSectionsFieldsAndValuesAreFound) {
+// DeepSpeedConfig._batch_assertion counts the data-parallel size as the pipeline grid's data axis
+// (with a PipelineModule) or the whole world (no mpu: AutoTP's tp ranks included). 8 ranks, micro
+// 2 x accumulation 8: AutoTP tp 2 x dp 4 counts 8 (train 128, not 64); num_stages 2 counts 8 / 2
+// = 4 (train 64); PipeModelDataParallelTopology(2, 2, 2) counts its num_dp 2 (train 32).
+TEST(FrameworkCheck, DeepSpeedBatchUnderItsTopology) {
+  const auto problems = [](const std::string& json) {
+    return testing::deepspeed_run_problems(json, deepspeed(), 8);
+  };
+  const std::string batch =
+      R"("train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 8)";
+  EXPECT_EQ(problems("{\"train_batch_size\": 64, " + batch + "}"),
+            std::vector<std::string>{
+                "train_batch_size 64 != train_micro_batch_size_per_gpu 2 x "
+                "gradient_accumulation_steps 8 x the data-parallel size DeepSpeed counts, 8 "
+                "(DeepSpeedConfig._batch_assertion)"});
+  EXPECT_TRUE(problems("{\"train_batch_size\": 128, " + batch + "}").empty());
+  EXPECT_TRUE(problems("{\"train_batch_size\": 64, " + batch +
+                       R"(, "hetplan_pipeline_module": {"num_stages": 2,
+                          "partition_method": "uniform"}})")
+                  .empty());
+  const std::string topology = R"(, "hetplan_pipeline_module": {"topology": {"class":
+      "PipeModelDataParallelTopology", "num_pp": 2, "num_mp": 2, "num_dp": 2}})";
+  EXPECT_TRUE(problems("{\"train_batch_size\": 32, " + batch + topology + "}").empty());
+  EXPECT_EQ(problems("{\"train_batch_size\": 64, " + batch + topology + "}").size(), 1u);
+  EXPECT_EQ(problems(R"({"train_batch_size": 48, "train_micro_batch_size_per_gpu": 2,
+                         "gradient_accumulation_steps": 8, "zero_optimization": {"stage": 2},
+                         "hetplan_pipeline_module": {"num_stages": 3, "stages": 3,
+                         "partition_method": "best"}})"),
+            (std::vector<std::string>{
+                "hetplan_pipeline_module.partition_method = \"best\": not one of its allowed "
+                "values",
+                "hetplan_pipeline_module.stages: not an argument of PipelineModule",
+                "num_stages 3 must divide the 8 ranks (PipelineModule)",
+                "ZeRO stage 2 with a pipeline (the engine takes 1 at most)",
+                "train_batch_size 48 != train_micro_batch_size_per_gpu 2 x "
+                "gradient_accumulation_steps 8 x the data-parallel size DeepSpeed counts, 8 "
+                "(DeepSpeedConfig._batch_assertion)"}));
+}
+
+TEST(FrameworkCheck, TorchtitanTomlUnknownSectionsFieldsAndValuesAreFound) {
   const std::string toml =
       "# comment\n"
       "\n[training]\n"
@@ -103,23 +251,76 @@ TEST(FrameworkCheck, TorchtitanUnknownSectionsFieldsAndValuesAreFound) {
       "pipeline_parallel_degre = 2\n"
       "module_fqns_per_model_part = [\n"
       "  [\"tok_embeddings\", \"layers.0\"],\n"
-      "  [\"layers.1\", \"norm\", \"output\"],\n"
+      "  [\"layers.1\", \"norm\", \"lm_head\"],\n"
       "]\n"
       "\n[activation]\n"
       "mode = \"full\"\n"
       "\n[activation_checkpoint]\n"
       "mode = \"partial\"\n"
       "selective_ac_option = \"op\"\n";
-  EXPECT_EQ(testing::torchtitan_problems(toml, torchtitan()),
+  EXPECT_EQ(testing::torchtitan_problems(toml, torchtitan_toml()),
             (std::vector<std::string>{
                 "training.seq_len = \"4096\": not a value of kind int",
                 "parallelism.pipeline_parallel_schedule = \"ZeroBubbleV\": not one of its allowed "
                 "values",
-                "parallelism.pipeline_parallel_degre: not a field of torchtitan's job config",
+                "parallelism.pipeline_parallel_degre: not a field of torchtitan's config",
+                // The TOML releases named the output projection "output".
+                "parallelism.module_fqns_per_model_part: \"lm_head\" is not a module of "
+                "torchtitan's model",
                 "[activation]: not a torchtitan config section",
-                "activation.mode: not a field of torchtitan's job config",
+                "activation.mode: not a field of torchtitan's config",
                 "activation_checkpoint.mode = \"partial\": not one of its allowed values",
             }));
+}
+
+// The Python module of current torchtitan: imports, config.training fields, the ParallelismConfig
+// call, the activation checkpointing policy; then what torchtitan and PyTorch refuse when run.
+TEST(FrameworkCheck, TorchtitanPythonFieldsAndRules) {
+  const std::string py =
+      "from torchtitan.config import ParallelismConfig, JobConfig\n"
+      "def hetplan_config():\n"
+      "    config = base()\n"
+      "    config.training.global_batch_size = 8\n"
+      "    config.training.num_tokens_per_microbatch_per_dp_rank = 1023\n"
+      "    config.training.num_tokens_per_train_step = 4092\n"
+      "    config.parallelism = ParallelismConfig(\n"
+      "        tensor_parallel_degree=2,\n"
+      "        enable_sequence_parallel=True,\n"
+      "        pipeline_parallel_degree=4,\n"
+      "        pipeline_parallel_microbatch_size=1,\n"
+      "        pipeline_parallel_schedule=\"Interleaved1F1B\",\n"
+      "        num_pp_microbatches=9,\n"
+      "        module_fqns_per_model_part=[\n"
+      "            [\"tok_embeddings\", \"layers.0\"],\n"
+      "            [\"layers.1\", \"norm\", \"output\"],\n"
+      "        ],\n"
+      "    )\n"
+      "    config.activation_checkpoint = \"full\"\n"
+      "    return config\n";
+  const auto file = testing::torchtitan_python(py, torchtitan());
+  EXPECT_EQ(file.problems,
+            (std::vector<std::string>{
+                "torchtitan.config does not export JobConfig",
+                "TrainingConfig.global_batch_size: not a field of torchtitan's config",
+                "ParallelismConfig.pipeline_parallel_microbatch_size: not a field of torchtitan's "
+                "config",
+                "ParallelismConfig.module_fqns_per_model_part: \"output\" is not a module of "
+                "torchtitan's model",
+                "config.activation_checkpoint = \"full\": not one of its values",
+            }));
+  // 9 micro-batches over pp 4 (2 stages: 0.5 per rank); 1023 tokens over tp 2; no
+  // disable_cuda_graphs with a pipeline; 4092 tokens a step over 1023 x 9 a pipeline step.
+  EXPECT_EQ(
+      testing::torchtitan_run_problems(file, torchtitan(), "ParallelismConfig.", 9),
+      (std::vector<std::string>{
+          "Interleaved1F1B: 9 micro-batches are no multiple of its 2 rounds",
+          "ParallelismConfig.pipeline_parallel_degree>1 requires "
+          "TrainingConfig.disable_cuda_graphs=True",
+          "TrainingConfig.num_tokens_per_microbatch_per_dp_rank 1023 is no multiple of "
+          "ParallelismConfig.tensor_parallel_degree 2",
+          "TrainingConfig.num_tokens_per_train_step 4092 is no multiple of the 9207 tokens of "
+          "one accumulation step",
+      }));
 }
 
 // --- The matrix ---
@@ -239,42 +440,101 @@ struct Findings {
   }
 };
 
+// The micro-batches per pipeline step a torchtitan file runs: num_pp_microbatches (Python), or
+// local_batch_size / pipeline_parallel_microbatch_size (TOML).
+int64_t torchtitan_microbatches(const testing::TorchtitanFile& f) {
+  const auto get = [&f](const std::string& path) {
+    const auto it = f.values.find(path);
+    return it == f.values.end() ? int64_t{1} : it->second.get<int64_t>();
+  };
+  if (f.values.count("ParallelismConfig.num_pp_microbatches"))
+    return get("ParallelismConfig.num_pp_microbatches");
+  return get("training.local_batch_size") /
+         std::max<int64_t>(1, get("parallelism.pipeline_parallel_microbatch_size"));
+}
+
+// Whether an export's only "not expressed" entry is PyTorch's micro-batch rule.
+bool refused_for_microbatches(const ExportResult& r) {
+  return r.unsupported.size() == 1 &&
+         r.unsupported[0].find("torch.distributed.pipelining's") != std::string::npos &&
+         r.unsupported[0].find("micro-batch") != std::string::npos;
+}
+
+struct Seen {
+  std::set<std::string> megatron, deepspeed, torchtitan;
+  void lines(const std::string& text, std::set<std::string>& into,
+             const std::vector<std::string>& markers) {
+    for (const auto& line : testing::split(text, '\n'))
+      for (const auto& m : markers)
+        if (line.find(m) != std::string::npos)
+          into.insert(line.substr(line.find_first_not_of(' ')));
+  }
+};
+
+// Checks one case's torchtitan file: its fields (every export), and, when it claims to be
+// expressed, what torchtitan and PyTorch refuse; a file refused for its micro-batches alone must
+// be one they refuse (the exporter says "not expressed" exactly where they would stop).
+void check_torchtitan(const ExportResult& r, const testing::TorchtitanFile& file,
+                      const Definitions& d, const std::string& prefix, const Case& c,
+                      Findings& findings) {
+  findings.add(file.problems, c, r.text);
+  const auto run = testing::torchtitan_run_problems(file, d, prefix, torchtitan_microbatches(file));
+  if (r.unsupported.empty()) findings.add(run, c, r.text);
+  if (refused_for_microbatches(r) && run.empty())
+    findings.add({"refused for its micro-batches, which PyTorch's rules take"}, c, r.text);
+}
+
 TEST(ExportFrameworkCheck, EveryFlagAndKeyOfABroadMatrixIsOneTheFrameworkAccepts) {
   const std::vector<ModelSpec> all = models();
   const std::vector<Case> cases = matrix(all);
   Findings findings;
-  std::set<std::string> megatron_seen, deepspeed_seen, torchtitan_lines;
-  int64_t refused = 0;
+  Seen seen;
+  int64_t refused = 0, deepspeed_expressed = 0, torchtitan_expressed = 0, microbatch_refused = 0;
   for (const Case& c : cases) {
-    ExportOptions options;
-    options.torchtitan_split_points = c.split_points;
-    const ExportResult mg = export_megatron(*c.model, c.strategy, options);
+    const ExportResult mg = export_megatron(*c.model, c.strategy, {});
     findings.add(testing::megatron_problems(mg.text, megatron()), c, mg.text);
     for (const auto& [flag, value] : testing::megatron_options(mg.text)) {
-      megatron_seen.insert(flag);
-      megatron_seen.insert(flag + " " + value);
+      seen.megatron.insert(flag);
+      seen.megatron.insert(flag + " " + value);
     }
+    seen.lines(mg.text, seen.megatron, {"CUDA_DEVICE_MAX_CONNECTIONS"});
     refused += mg.unsupported.empty() ? 0 : 1;
 
-    const ExportResult ds = export_deepspeed(*c.model, c.strategy, options);
+    const ExportResult ds = export_deepspeed(*c.model, c.strategy, {});
     findings.add(testing::deepspeed_problems(ds.text, deepspeed(), kDeepSpeedExtensions), c,
                  ds.text);
-    // DeepSpeedConfig._batch_assertion: train = micro x accumulation x data-parallel size.
+    if (ds.unsupported.empty()) {
+      ++deepspeed_expressed;
+      findings.add(testing::deepspeed_run_problems(ds.text, deepspeed(), c.strategy.devices()), c,
+                   ds.text);
+    }
     const Json j = Json::parse(ds.text);
-    const auto batch = [&j](const char* key) { return j.value(key, int64_t{-1}); };
-    if (batch("train_batch_size") != batch("train_micro_batch_size_per_gpu") *
-                                         batch("gradient_accumulation_steps") * c.strategy.dp)
-      findings.add({"train_batch_size != train_micro_batch_size_per_gpu x "
-                    "gradient_accumulation_steps x dp"},
-                   c, ds.text);
-    for (const auto& [key, value] : j.items()) deepspeed_seen.insert(key);
+    for (const auto& [key, value] : j.items()) seen.deepspeed.insert(key);
+    if (j.contains("hetplan_pipeline_module")) {
+      for (const auto& [key, value] : j["hetplan_pipeline_module"].items())
+        seen.deepspeed.insert("hetplan_pipeline_module." + key + " " +
+                              (value.is_object() ? value.value("class", "") : value.dump()));
+    }
 
-    const ExportResult tt = export_torchtitan(*c.model, c.strategy, options);
-    findings.add(testing::torchtitan_problems(tt.text, torchtitan()), c, tt.text);
-    for (const auto& line : testing::split(tt.text, '\n'))
-      if (line.find("schedule = ") != std::string::npos ||
-          line.find("mode = ") != std::string::npos)
-        torchtitan_lines.insert(line);
+    const ExportResult tt = export_torchtitan(*c.model, c.strategy, {});
+    check_torchtitan(tt, testing::torchtitan_python(tt.text, torchtitan()), torchtitan(),
+                     "ParallelismConfig.", c, findings);
+    torchtitan_expressed += tt.unsupported.empty() ? 1 : 0;
+    microbatch_refused += refused_for_microbatches(tt) ? 1 : 0;
+    seen.lines(
+        tt.text, seen.torchtitan,
+        {"schedule=", "activation_checkpoint =", "disable_cuda_graphs", "sequence_parallel"});
+
+    // The TOML of older releases: with split points (before module_fqns_per_model_part) for half
+    // the cases, the module lists of the last TOML release for the others.
+    ExportOptions toml;
+    toml.torchtitan_toml = true;
+    toml.torchtitan_split_points = c.split_points;
+    const Definitions& toml_d = c.split_points ? torchtitan_split_points() : torchtitan_toml();
+    const ExportResult old = export_torchtitan(*c.model, c.strategy, toml);
+    check_torchtitan(old, testing::torchtitan_toml(old.text, toml_d), toml_d, "parallelism.", c,
+                     findings);
+    seen.lines(old.text, seen.torchtitan, {"schedule = ", "mode = "});
   }
   EXPECT_TRUE(findings.first_case.empty()) << findings.report();
 
@@ -284,6 +544,9 @@ TEST(ExportFrameworkCheck, EveryFlagAndKeyOfABroadMatrixIsOneTheFrameworkAccepts
   // micro-batches than pp with virtual stages), and their files are checked all the same.
   EXPECT_EQ(cases.size(), 4380u);
   EXPECT_EQ(refused, 2843);
+  EXPECT_GT(deepspeed_expressed, 400) << deepspeed_expressed;
+  EXPECT_GT(torchtitan_expressed, 400) << torchtitan_expressed;
+  EXPECT_GT(microbatch_refused, 0) << microbatch_refused;
   for (const char* expected : {"--pipeline-model-parallel-layout",
                                "--decoder-first-pipeline-num-layers",
                                "--decoder-last-pipeline-num-layers",
@@ -313,18 +576,31 @@ TEST(ExportFrameworkCheck, EveryFlagAndKeyOfABroadMatrixIsOneTheFrameworkAccepts
                                "--ckpt-format fsdp_dtensor",
                                "--no-gradient-accumulation-fusion",
                                "--overlap-grad-reduce",
-                               "--use-flash-attn",
-                               "--attention-backend unfused"})
-    EXPECT_TRUE(megatron_seen.count(expected)) << expected;
-  for (const char* expected : {"bf16", "fp16", "zero_optimization", "tensor_parallel",
-                               "activation_checkpointing", "pipeline"})
-    EXPECT_TRUE(deepspeed_seen.count(expected)) << expected;
+                               "--attention-backend auto",
+                               "--attention-backend unfused",
+                               "export CUDA_DEVICE_MAX_CONNECTIONS=1",
+                               "unset CUDA_DEVICE_MAX_CONNECTIONS"})
+    EXPECT_TRUE(seen.megatron.count(expected)) << expected;
+  EXPECT_FALSE(seen.megatron.count("--use-flash-attn"));
   for (const char* expected :
-       {"pipeline_parallel_schedule = \"GPipe\"", "pipeline_parallel_schedule = \"1F1B\"",
-        "pipeline_parallel_schedule = \"Interleaved1F1B\"",
+       {"bf16", "fp16", "zero_optimization", "tensor_parallel", "activation_checkpointing",
+        "pipeline", "hetplan_pipeline_module", "hetplan_pipeline_module.num_stages 4",
+        "hetplan_pipeline_module.topology PipeModelDataParallelTopology",
+        "hetplan_pipeline_module.partition_method \"uniform\"",
+        "hetplan_pipeline_module.partition_method \"parameters\""})
+    EXPECT_TRUE(seen.deepspeed.count(expected)) << expected;
+  for (const char* expected :
+       {"pipeline_parallel_schedule=\"GPipe\",", "pipeline_parallel_schedule=\"1F1B\",",
+        "pipeline_parallel_schedule=\"Interleaved1F1B\",",
+        "pipeline_parallel_schedule=\"ZBVZeroBubble\",", "config.activation_checkpoint = None",
+        "config.activation_checkpoint = FullAC.Config()",
+        "config.activation_checkpoint = SelectiveAC.Config()",
+        "config.training.disable_cuda_graphs = True", "enable_sequence_parallel=False,",
+        "enable_sequence_parallel=True,", "pipeline_parallel_schedule = \"GPipe\"",
+        "pipeline_parallel_schedule = \"1F1B\"", "pipeline_parallel_schedule = \"Interleaved1F1B\"",
         "pipeline_parallel_schedule = \"ZBVZeroBubble\"", "mode = \"none\"", "mode = \"full\"",
         "mode = \"selective\""})
-    EXPECT_TRUE(torchtitan_lines.count(expected)) << expected;
+    EXPECT_TRUE(seen.torchtitan.count(expected)) << expected;
 }
 
 }  // namespace

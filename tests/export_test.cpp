@@ -61,9 +61,10 @@ TEST(MegatronExport, UnevenFirstLastStages) {
             "  --decoder-last-pipeline-num-layers 5\n"
             "  --micro-batch-size 2\n"
             "  --global-batch-size 64\n"
-            "  --overlap-grad-reduce\n"  // hetplan's default; Megatron-LM's is off
-            "  --use-flash-attn\n"
+            "  --overlap-grad-reduce\n"     // hetplan's default; Megatron-LM's is off
+            "  --attention-backend auto\n"  // no --use-flash-attn: nothing reads it
             ")\n");
+  EXPECT_TRUE(r.instructions.empty());  // tp 1 without FSDP: no environment to set
 }
 
 TEST(MegatronExport, ParallelismRecomputeAndOptimizerFlags) {
@@ -89,6 +90,35 @@ TEST(MegatronExport, ParallelismRecomputeAndOptimizerFlags) {
             "  --no-gradient-accumulation-fusion\n"
             "  --attention-backend unfused\n"
             ")\n");
+  // tp 2: validate_args asserts CUDA_DEVICE_MAX_CONNECTIONS=1 before Blackwell.
+  EXPECT_NE(r.text.find("# tensor parallelism: validate_args requires "
+                        "CUDA_DEVICE_MAX_CONNECTIONS=1 before Blackwell (compute capability < 10); "
+                        "later GPUs accept it\n"
+                        "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+                        "MEGATRON_ARGS=(\n"),
+            std::string::npos)
+      << r.text;
+  ASSERT_EQ(r.instructions.size(), 1u);
+  EXPECT_NE(r.instructions[0].find("it exports CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
+}
+
+// Megatron-FSDP (ZeRO 2 and 3) asserts CUDA_DEVICE_MAX_CONNECTIONS unset or above 1, whatever the
+// GPU; with tp > 1 it only warns of the clash with tp's "1" (validate_args).
+TEST(MegatronExport, FsdpUnsetsTheConnectionLimit) {
+  const ExportResult r = export_megatron(
+      gpt2(), strategy(R"({"dp": 4, "tp": 2, "pp": 1, "micro_batch": 1, "global_batch": 8,
+                          "zero": 3})"),
+      {});
+  EXPECT_NE(r.text.find("# Megatron-FSDP requires CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 "
+                        "(validate_args)\nunset CUDA_DEVICE_MAX_CONNECTIONS\nMEGATRON_ARGS=(\n"),
+            std::string::npos)
+      << r.text;
+  EXPECT_EQ(r.text.find("export CUDA_DEVICE_MAX_CONNECTIONS"), std::string::npos);
+  EXPECT_NE(r.text.find("  --use-megatron-fsdp\n  --data-parallel-sharding-strategy "
+                        "optim_grads_params\n  --ckpt-format fsdp_dtensor\n"),
+            std::string::npos);
+  ASSERT_EQ(r.approximations.size(), 1u);
+  EXPECT_NE(r.approximations[0].find("tensor parallelism with Megatron-FSDP"), std::string::npos);
 }
 
 TEST(MegatronExport, LayoutWhereFirstLastCannotSayIt) {
@@ -144,13 +174,22 @@ TEST(DeepSpeedExport, ExplicitParts) {
   const ExportResult r = export_deepspeed(gpt2(), strategy(kEmbeddingAlone), {});
   EXPECT_TRUE(r.unsupported.empty());
   // Stage boundaries in hetplan's layer list [embedding, 24 blocks, head] (26 layers).
+  // PipelineModule takes the stages and partition as arguments (DeepSpeed reads no
+  // pipeline.stages, parts or partition): hetplan_pipeline_module, which DeepSpeed does not read.
   EXPECT_EQ(Json::parse(r.text), Json::parse(R"({
     "train_batch_size": 8, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8,
     "bf16": {"enabled": true}, "zero_optimization": {"stage": 0},
-    "pipeline": {"stages": 4, "activation_checkpoint_interval": 0, "parts": [0, 1, 10, 19, 26]}})"));
+    "hetplan_pipeline_module": {"num_stages": 4, "parts": [0, 1, 10, 19, 26]}})"));
   ASSERT_EQ(r.approximations.size(), 2u);
-  EXPECT_NE(r.approximations[0].find("self.parts = pipeline.parts ([0,1,10,19,26])"),
+  EXPECT_NE(r.approximations[0].find("set self.parts = hetplan_pipeline_module.parts "
+                                     "([0,1,10,19,26]) in a PipelineModule subclass's "
+                                     "_partition_layers"),
             std::string::npos);
+  EXPECT_EQ(r.instructions,
+            std::vector<std::string>{
+                "build the model as PipelineModule(layers, num_stages=4) (the config's "
+                "hetplan_pipeline_module; DeepSpeed reads no pipeline stages or partition from "
+                "the config)"});
   // Predicted with gradient-accumulation fusion, which DeepSpeed does not have.
   EXPECT_NE(r.approximations[1].find("\"grad_accumulation_fusion\": false"), std::string::npos);
   const ExportResult unfused = export_deepspeed(
@@ -173,10 +212,11 @@ TEST(DeepSpeedExport, UniformPartsZeroAndCheckpointing) {
     "activation_checkpointing": {"partition_activations": false, "cpu_checkpointing": false,
       "contiguous_memory_optimization": false, "number_checkpoints": null,
       "synchronize_checkpoint_boundary": false, "profile": false},
-    "pipeline": {"stages": 2, "activation_checkpoint_interval": 1, "parts": [0, 13, 26],
-                 "partition": "uniform"}})"));
+    "pipeline": {"activation_checkpoint_interval": 1},
+    "hetplan_pipeline_module": {"num_stages": 2, "partition_method": "uniform"}})"));
   // The pipeline engine reduces the gradients after the flush: overlap_comm cannot say otherwise.
-  ASSERT_EQ(r.approximations.size(), 3u);
+  // It reads pipeline.activation_checkpoint_interval itself (no argument to pass by hand).
+  ASSERT_EQ(r.approximations.size(), 2u);
   EXPECT_NE(r.approximations[0].find("DeepSpeed with a pipeline reduces the gradients after the "
                                      "backward"),
             std::string::npos);
@@ -189,8 +229,51 @@ TEST(DeepSpeedExport, UniformPartsZeroAndCheckpointing) {
                                                      "and 1)"});
 }
 
-TEST(TorchtitanExport, ModulePartsAndSplitPoints) {
-  const ExportResult r = export_torchtitan(gpt2(), strategy(kUneven), {});
+// DeepSpeedConfig._batch_assertion: train_batch_size = micro x accumulation x the data-parallel
+// size DeepSpeed counts. AutoTP (pp 1, no mpu) counts the world, dp 2 x tp 2 = 4: micro 2 x
+// accumulation 32 / (2 x 2) = 8 x 4 = 64. With a pipeline, tp needs the model's own layers over a
+// PipeModelDataParallelTopology(pp, tp, dp), whose data axis, dp 2, is counted: 2 x 8 x 2 = 32.
+TEST(DeepSpeedExport, BatchAsDeepSpeedCountsItWithTensorParallelism) {
+  const ExportResult autotp = export_deepspeed(
+      gpt2(), strategy(R"({"dp": 2, "tp": 2, "pp": 1, "micro_batch": 2, "global_batch": 32,
+                          "grad_accumulation_fusion": false})"),
+      {});
+  const Json a = Json::parse(autotp.text);
+  EXPECT_EQ(a.at("train_batch_size"), 64);
+  EXPECT_EQ(a.at("gradient_accumulation_steps"), 8);
+  EXPECT_EQ(a.at("tensor_parallel"), Json({{"autotp_size", 2}}));
+  // The batch, AutoTP itself, and ZeRO-0's reduction after the backward.
+  ASSERT_EQ(autotp.approximations.size(), 3u);
+  EXPECT_EQ(autotp.approximations[0],
+            "train_batch_size is 64 = global batch 32 x tp 2: DeepSpeed without an mpu counts all "
+            "4 ranks as data-parallel (DeepSpeedConfig world_size = dist.get_world_size()), though "
+            "AutoTP's 2 tensor-parallel ranks share each batch; with Megatron-DeepSpeed's mpu it "
+            "counts dp 2 and train_batch_size is 32");
+  const ExportResult piped = export_deepspeed(
+      gpt2(), strategy(R"({"dp": 2, "tp": 2, "pp": 2, "micro_batch": 2, "global_batch": 32,
+                          "grad_accumulation_fusion": false,
+                          "stages": [{"layers": [0, 12]}, {"layers": [13, 25]}]})"),
+      {});
+  const Json p = Json::parse(piped.text);
+  EXPECT_EQ(p.at("train_batch_size"), 32);
+  EXPECT_FALSE(p.contains("tensor_parallel"));  // AutoTP's mesh has no pipeline axis
+  EXPECT_EQ(p.at("hetplan_pipeline_module"), Json::parse(R"({"topology": {"class":
+      "PipeModelDataParallelTopology", "num_pp": 2, "num_mp": 2, "num_dp": 2},
+      "partition_method": "uniform"})"));
+  EXPECT_EQ(piped.instructions,
+            std::vector<std::string>{
+                "build the model as PipelineModule(layers, "
+                "topology=PipeModelDataParallelTopology(num_pp=2, num_mp=2, num_dp=2), "
+                "partition_method=\"uniform\") (the config's hetplan_pipeline_module; DeepSpeed "
+                "reads no pipeline stages or partition from the config): its data axis, dp 2, is "
+                "the data-parallel size DeepSpeed checks train_batch_size against"});
+}
+
+// The TOML job config of torchtitan before its February 2026 refactor (--torchtitan-toml).
+TEST(TorchtitanExport, TomlModulePartsAndSplitPoints) {
+  ExportOptions toml;
+  toml.torchtitan_toml = true;
+  const ExportResult r = export_torchtitan(gpt2(), strategy(kUneven), toml);
   const std::string parallelism = r.text.substr(r.text.find("[parallelism]"));
   EXPECT_EQ(parallelism,
             "[parallelism]\n"
@@ -234,26 +317,162 @@ TEST(TorchtitanExport, ModulePartsAndSplitPoints) {
             std::string::npos);
 }
 
+// The Python configuration of current torchtitan: a module whose function starts from the config
+// that builds the model and replaces its batch, parallelism and activation checkpointing. kUneven:
+// dp 2 (ZeRO-0: replicated), pp 4 with blocks 5 | 7 | 7 | 5, micro-batch 2 of 1024 tokens, 64 a
+// step: 2048 tokens a micro-batch, 65,536 a step, 64 / (2 x 2) = 16 micro-batches a pipeline step.
+TEST(TorchtitanExport, PythonTrainerConfig) {
+  const ExportResult r = export_torchtitan(gpt2(), strategy(kUneven), {});
+  EXPECT_TRUE(r.unsupported.empty());
+  EXPECT_EQ(r.text.substr(r.text.find("import importlib")),
+            "import importlib\n"
+            "import os\n"
+            "\n"
+            "from torchtitan.config import ParallelismConfig\n"
+            "\n"
+            "\n"
+            "def hetplan_config():\n"
+            "    module, _, function = os.environ.get(\"HETPLAN_BASE_CONFIG\", "
+            "\"\").partition(\":\")\n"
+            "    if not module or not function:\n"
+            "        raise ValueError(\"set HETPLAN_BASE_CONFIG=MODULE:FUNCTION, the torchtitan "
+            "config function that builds the model\")\n"
+            "    config = getattr(importlib.import_module(module), function)()\n"
+            "    config.training.num_tokens_per_microbatch_per_dp_rank = 2048\n"
+            "    config.training.num_tokens_per_train_step = 65536\n"
+            "    config.training.max_context_length = 1024\n"
+            "    config.training.mixed_precision_param = \"bfloat16\"\n"
+            "    config.training.disable_cuda_graphs = True\n"
+            "    config.parallelism = ParallelismConfig(\n"
+            "        data_parallel_replicate_degree=2,\n"
+            "        data_parallel_shard_degree=1,\n"
+            "        tensor_parallel_degree=1,\n"
+            "        pipeline_parallel_degree=4,\n"
+            "        pipeline_parallel_schedule=\"1F1B\",\n"
+            "        num_pp_microbatches=16,\n"
+            "        module_fqns_per_model_part=[\n"
+            "            [\"tok_embeddings\", \"layers.0\", \"layers.1\", \"layers.2\", "
+            "\"layers.3\", \"layers.4\"],\n"
+            "            [\"layers.5\", \"layers.6\", \"layers.7\", \"layers.8\", \"layers.9\", "
+            "\"layers.10\", \"layers.11\"],\n"
+            "            [\"layers.12\", \"layers.13\", \"layers.14\", \"layers.15\", "
+            "\"layers.16\", \"layers.17\", \"layers.18\"],\n"
+            "            [\"layers.19\", \"layers.20\", \"layers.21\", \"layers.22\", "
+            "\"layers.23\", \"norm\", \"lm_head\"],\n"
+            "        ],\n"
+            "    )\n"
+            "    config.activation_checkpoint = None\n"
+            "    return config\n");
+  EXPECT_NE(r.text.find("-m torchtitan.train --module hetplan_torchtitan --config "
+                        "hetplan_config\n"),
+            std::string::npos);
+  EXPECT_NE(r.text.find("pick the one with 24 layers, hidden 1024, 16 heads (torchtitan's models "
+                        "use rotary embeddings; this one does not)"),
+            std::string::npos);
+  ASSERT_EQ(r.instructions.size(), 1u);
+  // Without a pipeline torchtitan accumulates 64 / (4 x 8) = 2 steps of 4 x 1024 tokens; ZeRO-3
+  // reshards after the forward, selective recomputation is SelectiveAC, tp without sequence
+  // parallelism says so.
+  const ExportResult flat = export_torchtitan(
+      gpt2(), strategy(R"({"dp": 8, "tp": 2, "pp": 1, "micro_batch": 4, "global_batch": 64,
+                          "zero": 3, "recompute": "selective", "sequence_parallel": false})"),
+      {});
+  for (const char* line :
+       {"    config.training.num_tokens_per_microbatch_per_dp_rank = 4096\n",
+        "    config.training.num_tokens_per_train_step = 65536\n",
+        "        data_parallel_replicate_degree=1,\n        data_parallel_shard_degree=8,\n"
+        "        fsdp_reshard_after_forward=\"always\",\n        tensor_parallel_degree=2,\n"
+        "        enable_sequence_parallel=False,\n        pipeline_parallel_degree=1,\n    )\n",
+        "from torchtitan.distributed.activation_checkpoint import SelectiveAC\n",
+        "    config.activation_checkpoint = SelectiveAC.Config()\n"})
+    EXPECT_NE(flat.text.find(line), std::string::npos) << line << flat.text;
+  EXPECT_EQ(flat.text.find("disable_cuda_graphs"), std::string::npos);
+}
+
 TEST(TorchtitanExport, DataParallelSchedulesAndRecompute) {
   const ExportResult ddp = export_torchtitan(
       gpt2(), strategy(R"({"dp": 8, "tp": 1, "pp": 1, "micro_batch": 4, "global_batch": 64})"), {});
-  EXPECT_NE(ddp.text.find("[training]\nlocal_batch_size = 4\n"), std::string::npos);
-  EXPECT_NE(ddp.text.find("data_parallel_replicate_degree = 8\ndata_parallel_shard_degree = 1\n"
-                          "tensor_parallel_degree = 1\npipeline_parallel_degree = 1\n"),
-            std::string::npos);
+  EXPECT_NE(ddp.text.find("        data_parallel_replicate_degree=8,\n"
+                          "        data_parallel_shard_degree=1,\n"
+                          "        tensor_parallel_degree=1,\n"
+                          "        pipeline_parallel_degree=1,\n"),
+            std::string::npos)
+      << ddp.text;
   const ExportResult v = export_torchtitan(
       gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
                           "schedule": "v-zb", "chunks": 2, "recompute": "full", "zero": 3})"),
       {});
   EXPECT_TRUE(v.unsupported.empty());
-  EXPECT_NE(v.text.find("pipeline_parallel_schedule = \"ZBVZeroBubble\""), std::string::npos);
-  EXPECT_NE(v.text.find("mode = \"full\""), std::string::npos);
+  EXPECT_NE(v.text.find("pipeline_parallel_schedule=\"ZBVZeroBubble\",\n"), std::string::npos);
+  EXPECT_NE(v.text.find("    config.activation_checkpoint = FullAC.Config()\n"), std::string::npos);
+  EXPECT_NE(v.text.find("from torchtitan.distributed.activation_checkpoint import FullAC\n"),
+            std::string::npos);
   const ExportResult vmin = export_torchtitan(
       gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
                           "schedule": "v-min", "chunks": 2})"),
       {});
   ASSERT_EQ(vmin.unsupported.size(), 1u);
   EXPECT_NE(vmin.unsupported[0].find("schedule v-min with 2 chunks"), std::string::npos);
+}
+
+// torch.distributed.pipelining refuses micro-batch counts its schedules cannot run
+// (schedules.py): Interleaved1F1B takes M in max(1, M // pp) rounds and needs M to be a multiple
+// of them; 1F1B needs M >= pp. Over pp 4 with 2 chunks, M = 9 makes 2 rounds and 9 mod 2 = 1
+// (refused), M = 10 makes 2 rounds and 10 mod 2 = 0, M = 3 one round; 1F1B with M = 3 < 4 is
+// refused. Both forms say so; the command fails unless --allow-approximate.
+TEST(TorchtitanExport, MicroBatchCountsPytorchsSchedulesRefuse) {
+  const auto interleaved = [](int64_t m) {
+    return strategy(fmt::format(R"({{"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
+        "global_batch": {}, "schedule": "interleaved", "chunks": 2}})",
+                                m));
+  };
+  ExportOptions toml;
+  toml.torchtitan_toml = true;
+  for (const ExportOptions& o : {ExportOptions{}, toml}) {
+    EXPECT_EQ(export_torchtitan(gpt2(), interleaved(9), o).unsupported,
+              std::vector<std::string>{
+                  "9 micro-batches over 4 pipeline ranks: torch.distributed.pipelining's "
+                  "Interleaved1F1B runs them in max(1, 9 // 4) = 2 rounds and refuses a count "
+                  "that is no multiple of the rounds (9 mod 2 = 1)"});
+    EXPECT_TRUE(export_torchtitan(gpt2(), interleaved(10), o).unsupported.empty());
+    EXPECT_TRUE(export_torchtitan(gpt2(), interleaved(3), o).unsupported.empty());
+    EXPECT_EQ(export_torchtitan(gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
+                                             "global_batch": 3})"),
+                                o)
+                  .unsupported,
+              std::vector<std::string>{
+                  "3 micro-batches over 4 pipeline ranks: torch.distributed.pipelining's "
+                  "Schedule1F1B refuses fewer micro-batches than stages"});
+  }
+  // GPipe takes any count (the 1F1B rule is Schedule1F1B's).
+  EXPECT_TRUE(export_torchtitan(gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
+                                                      "global_batch": 3, "schedule": "gpipe"})"),
+                                {})
+                  .unsupported.empty());
+  const auto dir = testing::temp_dir("export_rounds");
+  const auto s = dir / "s.json";
+  std::ofstream(s) << R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 9,
+                         "schedule": "interleaved", "chunks": 2})";
+  auto r = testing::run_hetplan("export --strategy " + s.string() +
+                                " --model gpt2-medium --format torchtitan");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("torchtitan cannot express this strategy:\n  - 9 micro-batches over 4 "
+                          "pipeline ranks"),
+            std::string::npos)
+      << r.output;
+  r = testing::run_hetplan("export --strategy " + s.string() +
+                           " --model gpt2-medium --format torchtitan --allow-approximate");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("# NOT EXPRESSED: 9 micro-batches over 4 pipeline ranks"),
+            std::string::npos);
+  r = testing::run_hetplan("export --strategy " + s.string() +
+                           " --model gpt2-medium --format megatron --torchtitan-toml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--torchtitan-toml: a torchtitan option; --format megatron does not "
+                          "read it"),
+            std::string::npos)
+      << r.output;
+  std::filesystem::remove_all(dir);
 }
 
 // Gradient reduction during the backward (overlap_grad_reduce, hetplan's default) or after it: each
@@ -336,7 +555,7 @@ TEST(MegatronExport, VirtualStagesOfTheStrategy) {
             "  --num-layers-per-virtual-pipeline-stage 3\n"
             "  --micro-batch-size 1\n"
             "  --global-batch-size 8\n"
-            "  --use-flash-attn\n"
+            "  --attention-backend auto\n"
             ")\n");
   const ExportResult fl = export_megatron(gpt2(), strategy(kInterleavedFirstLast), {});
   EXPECT_TRUE(fl.unsupported.empty());
@@ -449,8 +668,9 @@ TEST(DeepSpeedExport, VirtualStagesAreMergedNotLeftToHetplan) {
             std::vector<std::string>{"schedule v-zb: DeepSpeed's pipeline engine runs 1F1B only"});
   // Virtual stages [0-5], [6-12] | [13-19], [20-25] merged two at a time: parts [0, 13, 26], which
   // is DeepSpeed's partition_uniform of 26 layers over 2 stages.
-  EXPECT_EQ(Json::parse(r.text).at("pipeline"), Json::parse(R"({"stages": 2,
-    "activation_checkpoint_interval": 0, "parts": [0, 13, 26], "partition": "uniform"})"));
+  EXPECT_EQ(Json::parse(r.text).at("hetplan_pipeline_module"),
+            Json::parse(R"({"num_stages": 2, "partition_method": "uniform"})"));
+  EXPECT_FALSE(Json::parse(r.text).contains("pipeline"));
   ASSERT_EQ(r.approximations.size(), 2u);
   EXPECT_EQ(r.approximations[0],
             "DeepSpeed's pipeline holds one contiguous layer range per rank: hetplan's 4 virtual "
@@ -460,28 +680,36 @@ TEST(DeepSpeedExport, VirtualStagesAreMergedNotLeftToHetplan) {
 TEST(TorchtitanExport, VirtualStagesOfTheStrategy) {
   const ExportResult inter = export_torchtitan(gpt2(), strategy(kInterleavedFirstLast), {});
   EXPECT_TRUE(inter.unsupported.empty());
-  EXPECT_NE(inter.text.find("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
-                            "pipeline_parallel_microbatch_size = 1\n"
-                            "module_fqns_per_model_part = [\n"
-                            "  [\"tok_embeddings\", \"layers.0\", \"layers.1\"],\n"
-                            "  [\"layers.2\", \"layers.3\", \"layers.4\", \"layers.5\"],\n"
-                            "  [\"layers.6\", \"layers.7\", \"layers.8\", \"layers.9\"],\n"
-                            "  [\"layers.10\", \"layers.11\"],\n"
-                            "  [\"layers.12\", \"layers.13\"],\n"
-                            "  [\"layers.14\", \"layers.15\", \"layers.16\", \"layers.17\"],\n"
-                            "  [\"layers.18\", \"layers.19\", \"layers.20\", \"layers.21\"],\n"
-                            "  [\"layers.22\", \"layers.23\", \"norm\", \"output\"],\n"
-                            "]\n"),
-            std::string::npos)
+  EXPECT_NE(
+      inter.text.find("        pipeline_parallel_schedule=\"Interleaved1F1B\",\n"
+                      "        num_pp_microbatches=8,\n"
+                      "        module_fqns_per_model_part=[\n"
+                      "            [\"tok_embeddings\", \"layers.0\", \"layers.1\"],\n"
+                      "            [\"layers.2\", \"layers.3\", \"layers.4\", \"layers.5\"],\n"
+                      "            [\"layers.6\", \"layers.7\", \"layers.8\", \"layers.9\"],\n"
+                      "            [\"layers.10\", \"layers.11\"],\n"
+                      "            [\"layers.12\", \"layers.13\"],\n"
+                      "            [\"layers.14\", \"layers.15\", \"layers.16\", \"layers.17\"],\n"
+                      "            [\"layers.18\", \"layers.19\", \"layers.20\", \"layers.21\"],\n"
+                      "            [\"layers.22\", \"layers.23\", \"norm\", \"lm_head\"],\n"
+                      "        ],\n"),
+      std::string::npos)
       << inter.text;
   // torchtitan's V style puts model parts r and 2pp-1-r on rank r, as hetplan's V does.
   const ExportResult v = export_torchtitan(gpt2(), strategy(kVzb), {});
   EXPECT_TRUE(v.unsupported.empty());
-  EXPECT_NE(v.text.find("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"), std::string::npos);
-  EXPECT_NE(v.text.find("  [\"layers.19\", \"layers.20\", \"layers.21\", \"layers.22\", "
-                        "\"layers.23\", \"norm\", \"output\"],\n]\n"),
+  EXPECT_NE(v.text.find("pipeline_parallel_schedule=\"ZBVZeroBubble\",\n"), std::string::npos);
+  EXPECT_NE(v.text.find("            [\"layers.19\", \"layers.20\", \"layers.21\", "
+                        "\"layers.22\", \"layers.23\", \"norm\", \"lm_head\"],\n        ],\n"),
             std::string::npos)
       << v.text;
+  // The TOML releases name the output projection "output".
+  ExportOptions toml;
+  toml.torchtitan_toml = true;
+  EXPECT_NE(export_torchtitan(gpt2(), strategy(kVzb), toml)
+                .text.find("  [\"layers.19\", \"layers.20\", \"layers.21\", \"layers.22\", "
+                           "\"layers.23\", \"norm\", \"output\"],\n]\n"),
+            std::string::npos);
 }
 
 // search/strategy.cpp: without "chunks" a schedule runs its default, as predict simulates it.
@@ -582,6 +810,10 @@ TEST(ExportPlacement, NodeOrderOfAMixedCluster) {
                          "device of rank r\n"
                          "HETPLAN_NODE_RANK=(1 2 3 0)  # torchrun --node-rank of cluster node i "
                          "(-1: unused)\n"
+                         "# tensor parallelism: validate_args requires "
+                         "CUDA_DEVICE_MAX_CONNECTIONS=1 before Blackwell (compute capability < "
+                         "10); later GPUs accept it\n"
+                         "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
                          "MEGATRON_ARGS=(\n"),
             std::string::npos)
       << mt.text;
@@ -689,10 +921,11 @@ TEST(ExportCli, SearchedInterleavedAndVSchedulesExport) {
   EXPECT_EQ(r.output.find("NOT EXPRESSED"), std::string::npos) << r.output;
   r = run_hetplan("export --strategy " + inter + " --format torchtitan");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"), std::string::npos);
+  EXPECT_NE(r.output.find("pipeline_parallel_schedule=\"Interleaved1F1B\",\n"), std::string::npos)
+      << r.output;
   r = run_hetplan("export --strategy " + v + " --format torchtitan");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"), std::string::npos);
+  EXPECT_NE(r.output.find("pipeline_parallel_schedule=\"ZBVZeroBubble\",\n"), std::string::npos);
   // DeepSpeed: the schedule is the one reason, and the partition is not "left to hetplan".
   r = run_hetplan("export --strategy " + v + " --format deepspeed");
   EXPECT_EQ(r.exit_code, 2);
@@ -726,7 +959,7 @@ TEST(ExportCli, VScheduleWithoutChunksIsTwoChunksEverywhere) {
   EXPECT_EQ(load_document(pv).root.at("predicted").at("stages").size(), 8u);
   r = run_hetplan("export --strategy " + pv + " --format torchtitan");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("pipeline_parallel_schedule = \"ZBVZeroBubble\""), std::string::npos);
+  EXPECT_NE(r.output.find("pipeline_parallel_schedule=\"ZBVZeroBubble\","), std::string::npos);
   std::ofstream(s) << R"({"dp": 4, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 32,
                          "schedule": "interleaved", "chunks": 1})";
   r = run_hetplan("export --strategy " + s.string() + " --model gpt2-medium --format megatron");

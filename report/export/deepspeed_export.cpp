@@ -1,6 +1,6 @@
-// A DeepSpeed config. Keys as in DeepSpeed's docs/_pages/config-json.md and
-// deepspeed/runtime/config.py (the "pipeline" section is a free dict the pipeline engine reads;
-// PipelineModule takes the partition itself).
+// A DeepSpeed config. Keys as in DeepSpeed's deepspeed/runtime/config.py (the "pipeline" section is
+// a free dict of which the pipeline engine reads activation_checkpoint_interval; PipelineModule
+// takes the stage count, topology and partition as arguments, written as hetplan_pipeline_module).
 #include <fmt/format.h>
 
 #include "report/export/exporters.h"
@@ -52,18 +52,27 @@ Json placement_json(const export_detail::RankPlacement& p) {
   return j;
 }
 
-}  // namespace
-
-ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const ExportOptions& o) {
-  ExportResult out;
-  const LayerSpec* layer = export_detail::uniform_block(model, out);
-  Json j;
-  j["train_batch_size"] = s.global_batch;
+// The batch keys. DeepSpeedConfig._batch_assertion requires train_batch_size =
+// micro-batch x gradient_accumulation_steps x the data-parallel size it counts
+// (DeepSpeedConfig.__init__): with a pipeline, the PipelineModule's grid's data axis (dp, with the
+// topology pipeline_module gives); without one and without an mpu, the whole world, which under
+// AutoTP is dp x tp (its tp ranks share their batch).
+void batch_keys(const Strategy& s, Json& j, ExportResult& out) {
+  const int64_t accumulation = s.global_batch / (s.micro_batch * s.dp);
+  const int64_t counted_dp = s.pp > 1 ? s.dp : s.dp * s.tp;
+  j["train_batch_size"] = s.micro_batch * accumulation * counted_dp;
   j["train_micro_batch_size_per_gpu"] = s.micro_batch;
-  j["gradient_accumulation_steps"] = s.global_batch / (s.micro_batch * s.dp);
-  if (model.dtype == Dtype::kBf16) j["bf16"] = {{"enabled", true}};
-  if (model.dtype == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
-  if (model.dtype == Dtype::kFp8) out.unsupported.push_back("training in fp8");
+  j["gradient_accumulation_steps"] = accumulation;
+  if (counted_dp != s.dp)
+    out.approximations.push_back(fmt::format(
+        "train_batch_size is {} = global batch {} x tp {}: DeepSpeed without an mpu counts all {} "
+        "ranks as data-parallel (DeepSpeedConfig world_size = dist.get_world_size()), though "
+        "AutoTP's {} tensor-parallel ranks share each batch; with Megatron-DeepSpeed's mpu it "
+        "counts dp {} and train_batch_size is {}",
+        s.global_batch * s.tp, s.global_batch, s.tp, s.dp * s.tp, s.tp, s.dp, s.global_batch));
+}
+
+void zero_keys(const Strategy& s, Json& j, ExportResult& out) {
   j["zero_optimization"] = {{"stage", s.zero}};
   // Gradients are reduced during the backward only by ZeRO 1-3's overlap_comm, outside a
   // pipeline: ZeRO-0 all-reduces them after the backward, and the pipeline engine after the flush
@@ -76,27 +85,46 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
         "during it (predict with \"overlap_grad_reduce\": false for DeepSpeed's time)",
         s.pp > 1 ? "with a pipeline" : "at ZeRO-0"));
   }
+  // PipelineEngine: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism".
   if (s.zero >= 2 && s.pp > 1)
     out.unsupported.push_back(
         fmt::format("ZeRO-{} with pipeline parallelism (DeepSpeed's "
                     "PipelineModule supports ZeRO-0 and 1)",
                     s.zero));
-  if (s.tp > 1) {
+}
+
+void tensor_parallel_keys(const Strategy& s, Json& j, ExportResult& out) {
+  if (s.tp <= 1) return;
+  if (s.pp > 1) {
+    // AutoTP builds a (data, tensor) mesh over the whole world (groups._init_tp_mesh_device),
+    // with no pipeline axis: with a pipeline the model's own layers must split over the
+    // topology's model axis.
+    out.approximations.push_back(fmt::format(
+        "tensor parallelism {} with a pipeline: DeepSpeed's AutoTP has no pipeline axis, so the "
+        "model's own tensor-parallel layers (Megatron-DeepSpeed's, --tensor-model-parallel-size "
+        "{}) must split over the model axis of the topology given to PipelineModule",
+        s.tp, s.tp));
+  } else {
     j["tensor_parallel"] = {{"autotp_size", s.tp}};
     out.approximations.push_back(fmt::format(
         "tensor parallelism {} as DeepSpeed AutoTP (\"tensor_parallel.autotp_size\"); with "
         "Megatron-DeepSpeed pass --tensor-model-parallel-size {} instead",
         s.tp, s.tp));
-    if (s.sequence_parallel)
-      out.approximations.push_back(
-          "Megatron-style sequence parallelism has no DeepSpeed config "
-          "key (DeepSpeed's sequence parallelism is Ulysses)");
   }
+  if (s.sequence_parallel)
+    out.approximations.push_back(
+        "Megatron-style sequence parallelism has no DeepSpeed config "
+        "key (DeepSpeed's sequence parallelism is Ulysses)");
+}
+
+void recompute_keys(const Strategy& s, Json& j, ExportResult& out) {
   if (s.recompute == Recompute::kFull) {
     j["activation_checkpointing"] = {
         {"partition_activations", false},           {"cpu_checkpointing", false},
         {"contiguous_memory_optimization", false},  {"number_checkpoints", nullptr},
         {"synchronize_checkpoint_boundary", false}, {"profile", false}};
+    // PipelineEngine sets the module's activation_checkpoint_interval from this key when > 0.
+    if (s.pp > 1) j["pipeline"] = {{"activation_checkpoint_interval", 1}};
     if (s.pp <= 1)
       out.approximations.push_back(
           "full recomputation: the model must wrap each transformer "
@@ -106,53 +134,91 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
         "selective recomputation (attention core only) has no DeepSpeed "
         "config key; the model code must recompute it");
   }
-  if (s.pp > 1) {
-    Json pipe;
-    pipe["stages"] = s.pp;
-    pipe["activation_checkpoint_interval"] = s.recompute == Recompute::kFull ? 1 : 0;
-    if (s.recompute == Recompute::kFull)
-      out.approximations.push_back(
-          "full recomputation: pass pipeline.activation_checkpoint_interval "
-          "(1) to PipelineModule, which takes it as an argument");
-    if (s.schedule == "gpipe")
-      out.approximations.push_back("schedule gpipe: DeepSpeed's pipeline engine runs 1F1B");
-    else if (s.schedule != "1f1b")
-      out.unsupported.push_back(
-          fmt::format("schedule {}: DeepSpeed's pipeline engine runs 1F1B "
-                      "only",
-                      s.schedule));
-    bool from_strategy = false;
-    auto stages = export_detail::pipeline_segments(model, s, out, &from_strategy);
-    const int64_t layers = static_cast<int64_t>(model.layers.size());
-    if (layer && from_strategy) {
-      if (static_cast<int64_t>(stages.size()) > s.pp) {
-        stages = merge_chunks(stages, s.pp);
-        out.approximations.push_back(fmt::format(
-            "DeepSpeed's pipeline holds one contiguous layer range per rank: hetplan's {} virtual "
-            "stages are merged {} at a time into {} stages",
-            s.pp * s.chunks, s.chunks, s.pp));
-      }
-      std::vector<int64_t> parts;
-      for (const auto& st : to_stage_specs(stages)) parts.push_back(st.first_layer);
-      parts.push_back(layers);
-      pipe["parts"] = parts;
-      if (parts == deepspeed_uniform_parts(layers, s.pp)) {
-        pipe["partition"] = "uniform";
-      } else {
-        out.approximations.push_back(fmt::format(
-            "DeepSpeed's PipelineModule has no method for explicit stage boundaries: with the "
-            "model listed as [embedding, {} blocks, head], set self.parts = pipeline.parts ({}) "
-            "in a PipelineModule subclass's _partition_layers",
-            model.num_blocks(), Json(parts).dump()));
-      }
-    } else {
-      pipe["partition"] = "parameters";
-      out.approximations.push_back(
-          "the strategy leaves the layer partition to hetplan: "
-          "DeepSpeed's default (balanced by parameters) is used");
-    }
-    j["pipeline"] = pipe;
+}
+
+// The arguments the user passes to PipelineModule (it takes the stage count, topology and
+// partition as arguments; DeepSpeed reads no pipeline.stages, parts or partition): returned as
+// the top-level "hetplan_pipeline_module", which DeepSpeedConfig does not read.
+Json pipeline_module(const ModelSpec& model, const Strategy& s, const LayerSpec* layer,
+                     ExportResult& out) {
+  Json m;
+  std::string topology;
+  if (s.tp > 1) {
+    // PipeModelDataParallelTopology(num_pp, num_mp, num_dp): axes [pipe, data, model].
+    m["topology"] = {{"class", "PipeModelDataParallelTopology"},
+                     {"num_pp", s.pp},
+                     {"num_mp", s.tp},
+                     {"num_dp", s.dp}};
+    topology =
+        fmt::format("topology=PipeModelDataParallelTopology(num_pp={}, num_mp={}, num_dp={})", s.pp,
+                    s.tp, s.dp);
+  } else {
+    m["num_stages"] = s.pp;  // the default topology: PipeDataParallelTopology(pp, world / pp)
+    topology = fmt::format("num_stages={}", s.pp);
   }
+  if (s.schedule == "gpipe")
+    out.approximations.push_back("schedule gpipe: DeepSpeed's pipeline engine runs 1F1B");
+  else if (s.schedule != "1f1b")
+    out.unsupported.push_back(
+        fmt::format("schedule {}: DeepSpeed's pipeline engine runs 1F1B only", s.schedule));
+  bool from_strategy = false;
+  auto stages = export_detail::pipeline_segments(model, s, out, &from_strategy);
+  const auto layers = static_cast<int64_t>(model.layers.size());
+  std::string partition;
+  if (layer && from_strategy) {
+    if (static_cast<int64_t>(stages.size()) > s.pp) {
+      stages = merge_chunks(stages, s.pp);
+      out.approximations.push_back(fmt::format(
+          "DeepSpeed's pipeline holds one contiguous layer range per rank: hetplan's {} virtual "
+          "stages are merged {} at a time into {} stages",
+          s.pp * s.chunks, s.chunks, s.pp));
+    }
+    std::vector<int64_t> parts;
+    for (const auto& st : to_stage_specs(stages)) parts.push_back(st.first_layer);
+    parts.push_back(layers);
+    if (parts == deepspeed_uniform_parts(layers, s.pp)) {
+      m["partition_method"] = "uniform";
+      partition = ", partition_method=\"uniform\"";
+    } else {
+      m["parts"] = parts;  // hetplan's: PipelineModule has no argument for explicit boundaries
+      out.approximations.push_back(fmt::format(
+          "DeepSpeed's PipelineModule has no partition method for explicit stage boundaries: "
+          "with the model listed as [embedding, {} blocks, head], set self.parts = "
+          "hetplan_pipeline_module.parts ({}) in a PipelineModule subclass's _partition_layers",
+          model.num_blocks(), Json(parts).dump()));
+    }
+  } else {
+    m["partition_method"] = "parameters";
+    partition = ", partition_method=\"parameters\"";
+    out.approximations.push_back(
+        "the strategy leaves the layer partition to hetplan: "
+        "DeepSpeed's default (balanced by parameters) is used");
+  }
+  out.instructions.push_back(fmt::format(
+      "build the model as PipelineModule(layers, {}{}) (the config's hetplan_pipeline_module; "
+      "DeepSpeed reads no pipeline stages or partition from the config){}",
+      topology, partition,
+      s.tp > 1 ? fmt::format(": its data axis, dp {}, is the data-parallel size DeepSpeed checks "
+                             "train_batch_size against",
+                             s.dp)
+               : ""));
+  return m;
+}
+
+}  // namespace
+
+ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const ExportOptions& o) {
+  ExportResult out;
+  const LayerSpec* layer = export_detail::uniform_block(model, out);
+  Json j;
+  batch_keys(s, j, out);
+  if (model.dtype == Dtype::kBf16) j["bf16"] = {{"enabled", true}};
+  if (model.dtype == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
+  if (model.dtype == Dtype::kFp8) out.unsupported.push_back("training in fp8");
+  zero_keys(s, j, out);
+  tensor_parallel_keys(s, j, out);
+  recompute_keys(s, j, out);
+  if (s.pp > 1) j["hetplan_pipeline_module"] = pipeline_module(model, s, layer, out);
   if (!s.flash_attention)
     out.approximations.push_back("attention without a fused kernel is the model code's choice");
   if (s.grad_accumulation_fusion)

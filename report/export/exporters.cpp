@@ -12,7 +12,10 @@ const std::vector<ExporterSpec>& exporters() {
   static const std::vector<ExporterSpec> kExporters = {
       {"megatron", "Megatron-LM command-line arguments (a bash array)", export_megatron},
       {"deepspeed", "a DeepSpeed config (JSON)", export_deepspeed},
-      {"torchtitan", "a torchtitan job config (TOML)", export_torchtitan},
+      {"torchtitan",
+       "a torchtitan config (a Python module returning Trainer.Config; --torchtitan-toml: the "
+       "TOML job config of releases before 2026-02)",
+       export_torchtitan},
   };
   return kExporters;
 }

@@ -1,7 +1,8 @@
 // Exports of a strategy to the frameworks people train with: Megatron-LM command-line arguments,
-// a DeepSpeed config and a torchtitan config. What a framework cannot express is said, never
-// silently dropped: `approximations` were written as the nearest setting, `unsupported` could not
-// be written at all. See docs/exports.md for the flag mapping.
+// a DeepSpeed config and a torchtitan config (Python, or the TOML of older releases). What a
+// framework cannot express is said, never silently dropped: `approximations` were written as the
+// nearest setting, `unsupported` could not be written at all. See docs/exports.md for the flag
+// mapping.
 #pragma once
 
 #include <string>
@@ -20,11 +21,17 @@ struct ExportResult {
   std::vector<std::string> approximations;  // written, but not exactly what hetplan modelled
   std::vector<std::string> unsupported;     // could not be written
   std::vector<std::string> placement;       // which ranks must run on which nodes and GPUs
+  // What the user must do for the framework to run the file as exported (e.g. the arguments to
+  // pass to DeepSpeed's PipelineModule, the environment Megatron-LM checks).
+  std::vector<std::string> instructions;
 };
 
 struct ExportOptions {
-  // torchtitan: write pipeline_parallel_split_points (versions before module_fqns_per_model_part)
-  // instead of module_fqns_per_model_part.
+  // torchtitan: write the TOML job config of releases before the February 2026 configuration
+  // refactor instead of the Python Trainer.Config current torchtitan reads.
+  bool torchtitan_toml = false;
+  // torchtitan: write pipeline_parallel_split_points (TOML releases before
+  // module_fqns_per_model_part) instead of module_fqns_per_model_part; implies the TOML.
   bool torchtitan_split_points = false;
   // The cluster the plan was made for: names the node of every device in the placement. nullptr:
   // devices are named by their hetplan index and GPU type only.
@@ -43,7 +50,11 @@ const ExporterSpec& find_exporter(std::string_view format);
 
 ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const ExportOptions& o);
 ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const ExportOptions& o);
+// The Python Trainer.Config module, or (options.torchtitan_toml or torchtitan_split_points) the
+// TOML job config of older releases.
 ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const ExportOptions& o);
+ExportResult export_torchtitan_toml(const ModelSpec& model, const Strategy& s,
+                                    const ExportOptions& o);
 
 // Pieces shared by the exporters.
 namespace export_detail {

@@ -205,6 +205,32 @@ std::string placement_text(const Strategy& s, const ExportOptions& o, ExportResu
   return text;
 }
 
+// CUDA_DEVICE_MAX_CONNECTIONS, which validate_args checks: with tp > 1 (or cp > 1) before
+// Blackwell (compute capability < 10) it must be "1", except with an FSDP, which wants it unset
+// or above 1 whatever the GPU (Megatron-FSDP asserts that, and only warns of the clash with tp).
+// "1" is accepted on Blackwell as well, so the line does not depend on the cluster's GPUs.
+std::string environment_text(const Strategy& s, ExportResult& out) {
+  if (s.zero >= 2) {
+    if (s.tp > 1)
+      out.approximations.push_back(
+          "tensor parallelism with Megatron-FSDP: before Blackwell Megatron-LM warns that tp wants "
+          "CUDA_DEVICE_MAX_CONNECTIONS=1 while FSDP wants it above 1 (it is unset here, as FSDP "
+          "requires), so tp communication may not overlap as hetplan predicted");
+    out.instructions.push_back(
+        "run the file in the shell that starts torchrun: it unsets CUDA_DEVICE_MAX_CONNECTIONS, "
+        "which Megatron-FSDP requires unset or above 1");
+    return "# Megatron-FSDP requires CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 (validate_args)\n"
+           "unset CUDA_DEVICE_MAX_CONNECTIONS\n";
+  }
+  if (s.tp <= 1) return "";
+  out.instructions.push_back(
+      "run the file in the shell that starts torchrun: it exports CUDA_DEVICE_MAX_CONNECTIONS=1, "
+      "without which Megatron-LM's validate_args stops tensor parallelism before Blackwell");
+  return "# tensor parallelism: validate_args requires CUDA_DEVICE_MAX_CONNECTIONS=1 before "
+         "Blackwell (compute capability < 10); later GPUs accept it\n"
+         "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+}
+
 }  // namespace
 
 ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const ExportOptions& o) {
@@ -259,10 +285,10 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
   if (!s.grad_accumulation_fusion) a.add("--no-gradient-accumulation-fusion");
   // Megatron-LM reduces gradients after the backward unless told to overlap (its default is off).
   if (s.dp > 1 && s.overlap_grad_reduce) a.add("--overlap-grad-reduce");
-  if (s.flash_attention)
-    a.add("--use-flash-attn");
-  else
-    a.add("--attention-backend", "unfused");
+  // Megatron-LM reads no --use-flash-attn (it is still parsed): --attention-backend picks the
+  // kernel. auto lets Transformer Engine take FlashAttention or cuDNN fused attention, whichever
+  // runs the shape (language_module.py enables NVTE_FLASH_ATTN and NVTE_FUSED_ATTN for it).
+  a.add("--attention-backend", s.flash_attention ? "auto" : "unfused");
 
   std::string text = fmt::format(
       "# Megatron-LM arguments for {}: {}\n"
@@ -274,9 +300,11 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
       model.name, export_detail::strategy_summary(s), s.devices(), s.dp);
   if (const auto* emb = model.layers.front().embedding())
     text += fmt::format("# vocabulary {}: from the tokenizer\n", emb->vocab);
+  const std::string environment = environment_text(s, out);
   for (const auto& note : out.approximations) text += "# note: " + note + "\n";
   for (const auto& no : out.unsupported) text += "# NOT EXPRESSED: " + no + "\n";
   text += placement_text(s, o, out);
+  text += environment;
   text += "MEGATRON_ARGS=(\n";
   for (const auto& line : a.lines) text += "  " + line + "\n";
   text += ")\n";
