@@ -50,7 +50,6 @@ std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0
 std::string metrics_table(const Json& m) {
   const Json& it = m["iteration"];
   const Json& mem = m["memory"];
-  const Json& oom = m["oom"];
   std::string s =
       "<table class=\"metrics\"><tr><th>metric</th><th class=\"num\">value</th>"
       "<th>over</th></tr>";
@@ -87,14 +86,34 @@ std::string metrics_table(const Json& m) {
   } else {
     row("peak memory", "-", "", "no matched pair with measured memory");
   }
-  const int64_t total = oom["both"].get<int64_t>() + oom["predicted_only"].get<int64_t>() +
-                        oom["observed_only"].get<int64_t>() + oom["neither"].get<int64_t>();
-  const int64_t right = oom["both"].get<int64_t>() + oom["neither"].get<int64_t>();
-  row("out of memory: predicted as observed", total > 0 ? fmt::format("{}/{}", right, total) : "-",
-      total == right ? "good" : "bad",
-      fmt::format("both {}, predicted only {}, observed only {}, neither {}",
-                  oom["both"].get<int64_t>(), oom["predicted_only"].get<int64_t>(),
-                  oom["observed_only"].get<int64_t>(), oom["neither"].get<int64_t>()));
+  // How runs ended against what was foreseen: a failed run whose cause is unknown is not a run
+  // that fitted, so it never counts as "neither".
+  const int64_t failed = m["failed_runs"], foreseen = m["failed_runs_foreseen"];
+  const int64_t done = m["completed_runs"], refused = m["completed_runs_refused"];
+  const Json& out = m["outcomes"];
+  // Of the runs that ended as `observed`: how many, and how many were predicted infeasible.
+  auto ended = [&](const char* observed) {
+    const Json& r = out[observed];
+    const int64_t refused = r["out_of_memory"].get<int64_t>() + r["infeasible"].get<int64_t>();
+    return std::make_pair(refused, refused + r["feasible"].get<int64_t>());
+  };
+  const auto [oom_foreseen, oom_runs] = ended("out_of_memory");
+  const auto [other_foreseen, other_runs] = ended("failed");
+  row("runs that failed, predicted infeasible",
+      failed > 0 ? fmt::format("{}/{}", foreseen, failed) : "-",
+      failed == 0          ? ""
+      : foreseen == failed ? "good"
+                           : "bad",
+      fmt::format("out of memory observed: {} of {} foreseen; failed, cause not logged: {} of {}",
+                  oom_foreseen, oom_runs, other_foreseen, other_runs));
+  row("runs that completed, predicted infeasible",
+      done > 0 ? fmt::format("{}/{}", refused, done) : "-",
+      done == 0      ? ""
+      : refused == 0 ? "good"
+                     : "bad",
+      fmt::format("out of memory {}, other reasons {}",
+                  out["completed"]["out_of_memory"].get<int64_t>(),
+                  out["completed"]["infeasible"].get<int64_t>()));
   return s + "</table>";
 }
 

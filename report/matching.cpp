@@ -1,8 +1,37 @@
 #include "report/matching.h"
 
+#include <map>
+
 #include <fmt/format.h>
 
+#include "costmodel/errors.h"
+#include "search/rules.h"
+
 namespace hetplan {
+namespace {
+
+// A measured strategy as its framework runs it: the switches it leaves out take that framework's
+// defaults (as predict reads a strategy file). Without a framework it stays as written.
+Strategy as_run(Strategy s, const std::string& origin) {
+  if (s.framework.empty()) return s;
+  static std::map<std::string, FrameworkSpec> loaded;
+  auto it = loaded.find(s.framework);
+  if (it == loaded.end()) {
+    try {
+      it = loaded.emplace(s.framework, load_framework(s.framework)).first;
+    } catch (const InputError& e) {
+      throw InputError(origin, "framework", e.what());
+    }
+  }
+  return with_framework_defaults(std::move(s), it->second);
+}
+
+// Frameworks named on both sides must be the same one.
+bool same_framework(const Strategy& a, const Strategy& b) {
+  return a.framework.empty() || b.framework.empty() || a.framework == b.framework;
+}
+
+}  // namespace
 
 std::string strategy_key(const Strategy& s) {
   const bool pipeline = s.pp > 1;
@@ -26,18 +55,20 @@ Matching match_measurements(const std::vector<PredictedStrategy>& predictions,
                             const std::vector<MeasurementsFile>& files) {
   Matching out;
   std::vector<std::string> keys;
-  for (const auto& p : predictions) keys.push_back(strategy_key(p.strategy));
+  for (const auto& p : predictions) keys.push_back(strategy_key(as_run(p.strategy, p.origin)));
   std::vector<bool> used(predictions.size(), false);
   for (const auto& file : files) {
     for (const auto& m : file.measurements) {
       MatchedMeasurement mm;
       mm.measurement = m;
       mm.file = file.origin;
-      mm.strategy =
-          strategy_from_json(ObjectReader(m.strategy, file.origin, m.key_path + ".strategy"));
+      mm.strategy = as_run(
+          strategy_from_json(ObjectReader(m.strategy, file.origin, m.key_path + ".strategy")),
+          file.origin);
       mm.key = strategy_key(mm.strategy);
       for (size_t i = 0; i < predictions.size(); ++i)
-        if (predictions[i].model == m.model && keys[i] == mm.key) {
+        if (predictions[i].model == m.model && keys[i] == mm.key &&
+            same_framework(predictions[i].strategy, mm.strategy)) {
           mm.prediction = static_cast<int64_t>(i);
           used[i] = true;
           break;

@@ -53,4 +53,44 @@ std::optional<double> spearman(const std::vector<double>& x, const std::vector<d
   return fit_line(ranks).correlation();
 }
 
+int64_t OutcomeTable::observed(Observed o) const {
+  return of(o, Foreseen::kFeasible) + of(o, Foreseen::kOutOfMemory) + of(o, Foreseen::kInfeasible);
+}
+
+int64_t OutcomeTable::failed_foreseen() const {
+  int64_t n = 0;
+  for (Observed o : {Observed::kOutOfMemory, Observed::kFailed})
+    n += of(o, Foreseen::kOutOfMemory) + of(o, Foreseen::kInfeasible);
+  return n;
+}
+
+int64_t OutcomeTable::completed_refused() const {
+  return of(Observed::kCompleted, Foreseen::kOutOfMemory) +
+         of(Observed::kCompleted, Foreseen::kInfeasible);
+}
+
+std::string_view to_string(Observed o) {
+  switch (o) {
+    case Observed::kCompleted:
+      return "completed";
+    case Observed::kOutOfMemory:
+      return "out_of_memory";
+    case Observed::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+std::string_view to_string(Foreseen f) {
+  switch (f) {
+    case Foreseen::kFeasible:
+      return "feasible";
+    case Foreseen::kOutOfMemory:
+      return "out_of_memory";
+    case Foreseen::kInfeasible:
+      return "infeasible";
+  }
+  return "?";
+}
+
 }  // namespace hetplan

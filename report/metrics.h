@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace hetplan {
@@ -22,10 +23,25 @@ std::vector<double> average_ranks(const std::vector<double>& v);
 // than two pairs or when one side is constant.
 std::optional<double> spearman(const std::vector<double>& x, const std::vector<double>& y);
 
-// Out-of-memory predicted (infeasible for memory) against observed.
-struct OomTable {
-  int64_t both = 0, predicted_only = 0, observed_only = 0, neither = 0;
-  int64_t total() const { return both + predicted_only + observed_only + neither; }
+// How a run ended against what was predicted of it. A run that failed for another or an unknown
+// reason is neither a confirmed out-of-memory nor a run that fitted: it is counted apart.
+enum class Observed { kCompleted, kOutOfMemory, kFailed };
+enum class Foreseen { kFeasible, kOutOfMemory, kInfeasible };  // infeasible for another reason
+
+struct OutcomeTable {
+  int64_t count[3][3] = {};  // [Observed][Foreseen]
+  void add(Observed o, Foreseen f) { ++count[static_cast<int>(o)][static_cast<int>(f)]; }
+  int64_t of(Observed o, Foreseen f) const {
+    return count[static_cast<int>(o)][static_cast<int>(f)];
+  }
+  int64_t observed(Observed o) const;
+  // Runs that did not complete predicted infeasible (for any reason), and completed runs
+  // predicted infeasible: the two ways memory (and the rules) can break their promise.
+  int64_t failed_foreseen() const;
+  int64_t completed_refused() const;
 };
+
+std::string_view to_string(Observed o);
+std::string_view to_string(Foreseen f);
 
 }  // namespace hetplan

@@ -19,6 +19,7 @@ MemoryBreakdown memory_from_json(ObjectReader r) {
   m.activations = r.number_or("activations_bytes", 0);
   m.transient = r.number_or("transient_bytes", 0);
   m.reserve = r.number_or("reserve_bytes", 0);
+  m.fragmentation = r.number_or("fragmentation_bytes", 0);
   return m;
 }
 

@@ -49,12 +49,15 @@ Json to_json(const ErrorStats& e) {
 }
 
 // Predicted peak memory per stage comparable with a measurement of `kind`: the framework's
-// allocator figures exclude the CUDA context and library buffers hetplan calls the reserve.
+// allocator figures exclude the CUDA context and library buffers hetplan calls the reserve, and
+// its allocated figures the caching allocator's fragmentation.
 std::vector<double> comparable_memory(const Prediction& p, const std::string& kind) {
   std::vector<double> out = p.peak_memory_bytes;
   if (kind != "device")
-    for (size_t s = 0; s < out.size() && s < p.stages.size(); ++s)
+    for (size_t s = 0; s < out.size() && s < p.stages.size(); ++s) {
       out[s] -= p.stages[s].memory.reserve;
+      if (kind != "reserved") out[s] -= p.stages[s].memory.fragmentation;
+    }
   return out;
 }
 
@@ -66,7 +69,7 @@ Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matchi
                        Json& data) {
   Json pairs = Json::array(), unmatched = Json::array();
   std::vector<double> pred_t, meas_t, pred_tput, meas_tput, pred_mem, meas_mem;
-  OomTable oom;
+  OutcomeTable outcomes;
   for (const auto& mm : matching.measurements) {
     const Measurement& m = mm.measurement;
     if (mm.prediction < 0) {
@@ -118,14 +121,15 @@ Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matchi
         pred_mem.push_back(predicted_peak);
         meas_mem.push_back(measured_peak);
       }
-      if (predicted_oom && m.oom)
-        ++oom.both;
-      else if (predicted_oom)
-        ++oom.predicted_only;
-      else if (m.oom)
-        ++oom.observed_only;
-      else
-        ++oom.neither;
+      const Observed observed = m.oom                              ? Observed::kOutOfMemory
+                                : m.iteration_s || m.error.empty() ? Observed::kCompleted
+                                                                   : Observed::kFailed;
+      const Foreseen foreseen = predicted_oom ? Foreseen::kOutOfMemory
+                                : !p.feasible ? Foreseen::kInfeasible
+                                              : Foreseen::kFeasible;
+      outcomes.add(observed, foreseen);
+      pair["observed"] = to_string(observed);
+      pair["foreseen"] = to_string(foreseen);
     }
     pairs.push_back(pair);
   }
@@ -134,10 +138,23 @@ Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matchi
   metrics["iteration"] = to_json(error_stats(pred_t, meas_t));
   metrics["throughput_spearman"] = or_null(spearman(pred_tput, meas_tput));
   metrics["memory"] = to_json(error_stats(pred_mem, meas_mem));
-  metrics["oom"] = {{"both", oom.both},
-                    {"predicted_only", oom.predicted_only},
-                    {"observed_only", oom.observed_only},
-                    {"neither", oom.neither}};
+  // Out of memory predicted against observed, among the runs that completed or ran out of
+  // memory; runs that failed otherwise are in `outcomes` only (never "neither").
+  const Observed kOom = Observed::kOutOfMemory, kDone = Observed::kCompleted;
+  metrics["oom"] = {
+      {"both", outcomes.of(kOom, Foreseen::kOutOfMemory)},
+      {"predicted_only", outcomes.of(kDone, Foreseen::kOutOfMemory)},
+      {"observed_only", outcomes.observed(kOom) - outcomes.of(kOom, Foreseen::kOutOfMemory)},
+      {"neither", outcomes.observed(kDone) - outcomes.of(kDone, Foreseen::kOutOfMemory)}};
+  Json table = Json::object();
+  for (Observed o : {Observed::kCompleted, Observed::kOutOfMemory, Observed::kFailed})
+    for (Foreseen f : {Foreseen::kFeasible, Foreseen::kOutOfMemory, Foreseen::kInfeasible})
+      table[std::string(to_string(o))][std::string(to_string(f))] = outcomes.of(o, f);
+  metrics["outcomes"] = table;
+  metrics["failed_runs"] = outcomes.observed(kOom) + outcomes.observed(Observed::kFailed);
+  metrics["failed_runs_foreseen"] = outcomes.failed_foreseen();
+  metrics["completed_runs"] = outcomes.observed(kDone);
+  metrics["completed_runs_refused"] = outcomes.completed_refused();
   data["metrics"] = metrics;
   return pairs;
 }

@@ -31,6 +31,7 @@ CLUSTER = "p3.8xlarge:3,g4dn.12xlarge:1"  # AMP's nodes 0-2 and 3, in that order
 MODEL_FILE = os.path.join(DATA, "amp-gpt2.yaml")
 MODEL_NAME = "amp-gpt2"
 GLOBAL_BATCH = 32
+FRAMEWORK = "deepspeed"
 
 # AMP's gpt2 layer list (30 entries): 0 embedding, 1 no-op, 2-25 the blocks, 26-27 no-ops,
 # 28 the output embedding (hetplan's LM head), 29 no-op. Entries that do work, and the hetplan
@@ -60,10 +61,12 @@ def strategy_of(row):
                           f"{list(range(bounds[j], bounds[j + 1]))}: hetplan stages hold layers")
         stages.append({"layers": [hetplan_layer(work[0]), hetplan_layer(work[-1])],
                        "devices": list(range(j * per_stage, (j + 1) * per_stage))})
+    # DeepSpeed's pipeline engine with Megatron-LM v1.1.5's model (presets/frameworks/
+    # deepspeed.yaml: unfused attention, no gradient-accumulation fusion, gradients reduced after
+    # the pipeline flush); AMP's launch script sets --fp32-allreduce.
     return {"dp": dp, "tp": mp, "pp": pp, "micro_batch": mb, "global_batch": GLOBAL_BATCH,
             "schedule": "1f1b", "recompute": "none", "zero": 0, "sequence_parallel": False,
-            "flash_attention": False, "grad_accumulation_fusion": False,
-            "overlap_grad_reduce": False, "stages": stages}, ""
+            "framework": FRAMEWORK, "fp32_grad_reduce": True, "stages": stages}, ""
 
 
 def read_trials(path):

@@ -38,6 +38,10 @@ SEQ_LEN = 2048
 VOCAB = 51200
 MICRO_BATCHES = (1, 2, 4, 8)
 CHUNKS = (2, 3, 4)  # model chunks per pipeline rank of the interleaved schedule
+# Megatron-LM as the paper's runs used it (presets/frameworks/megatron-lm-2021.yaml): fp16 with
+# fp16 gradients reduced after the backward, fused kernels, unfused attention, no gradient-
+# accumulation fusion. The strategies leave those switches to it.
+FRAMEWORK = "megatron-lm-2021"
 GPUS_PER_NODE = 8
 COLUMNS = ("params_billion", "heads", "hidden", "layers", "tp", "pp", "gpus", "batch",
            "tflops_per_gpu", "percent_of_peak", "aggregate_pflops")
@@ -69,6 +73,72 @@ def read_runs(path):
                                  f"{r['gpus'] // (r['tp'] * r['pp'])} data-parallel replicas")
             runs.append(r)
     return runs
+
+
+CONFIG_COLUMNS = ("params_billion", "micro_batch", "layers_per_virtual_stage", "ddp_impl")
+
+
+def read_configs(path, runs):
+    """sc21_configs.csv: the micro-batch, virtual stages and data-parallel implementation each
+    Table 1 run was launched with (examples/sc21/run_table_1.sh), by params_billion; ValueError
+    names the file, line and column of what is wrong, and a run with no configuration."""
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in CONFIG_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: no column {missing[0]} (expected "
+                             f"{', '.join(CONFIG_COLUMNS)})")
+        configs = {}
+        for line, row in enumerate(reader, start=2):
+            c = {"line": line}
+            try:
+                c["params_billion"] = float(row["params_billion"])
+                c["micro_batch"] = int(row["micro_batch"])
+                c["layers_per_virtual_stage"] = int(row["layers_per_virtual_stage"])
+            except (TypeError, ValueError):
+                bad = next(k for k in CONFIG_COLUMNS[:3] if not _is_number(row[k]))
+                raise ValueError(f"{path}:{line}: {bad}: expected a number, found "
+                                 f"{row[bad]!r}") from None
+            if row["ddp_impl"] not in ("local", "torch"):
+                raise ValueError(f"{path}:{line}: ddp_impl: expected local or torch, found "
+                                 f"{row['ddp_impl']!r}")
+            c["ddp_impl"] = row["ddp_impl"]
+            configs[c["params_billion"]] = c
+    for r in runs:
+        c = configs.get(r["params_billion"])
+        if c is None:
+            raise ValueError(f"{path}: no configuration for the {r['params_billion']:g}B run")
+        lpvs = c["layers_per_virtual_stage"]
+        if lpvs and (r["layers"] % r["pp"] or (r["layers"] // r["pp"]) % lpvs):
+            raise ValueError(f"{path}:{c['line']}: layers_per_virtual_stage: {lpvs} does not "
+                             f"divide the {r['layers'] // r['pp']} layers of a pipeline rank")
+        dp = r["gpus"] // (r["tp"] * r["pp"])
+        if (r["batch"] // dp) % c["micro_batch"]:
+            raise ValueError(f"{path}:{c['line']}: micro_batch: {c['micro_batch']} does not "
+                             f"divide the {r['batch'] // dp} sequences of a replica")
+    return configs
+
+
+def _is_number(text):
+    try:
+        float(text)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def published_strategy(run_row, config):
+    """The strategy a run was launched with: its micro-batch, the interleaved schedule with
+    layers / (pp x layers per virtual stage) chunks where it set virtual stages, and PyTorch's DDP
+    (which overlaps the gradient reduction with the backward) where --DDP-impl torch."""
+    tp, pp = run_row["tp"], run_row["pp"]
+    lpvs = config["layers_per_virtual_stage"]
+    chunks = run_row["layers"] // (pp * lpvs) if lpvs else 1
+    return {"dp": run_row["gpus"] // (tp * pp), "tp": tp, "pp": pp,
+            "micro_batch": config["micro_batch"], "global_batch": run_row["batch"],
+            "schedule": "interleaved" if chunks > 1 else "1f1b", "chunks": chunks,
+            "recompute": "full", "zero": 0, "sequence_parallel": False,
+            "overlap_grad_reduce": config["ddp_impl"] == "torch", "framework": FRAMEWORK}
 
 
 def iteration_flops(run_row):
@@ -127,8 +197,7 @@ def candidates(run_row):
             out.append({"dp": dp, "tp": tp, "pp": pp, "micro_batch": mb,
                         "global_batch": run_row["batch"], "schedule": schedule,
                         "chunks": chunks, "recompute": "full", "zero": 0,
-                        "sequence_parallel": False, "flash_attention": False,
-                        "grad_accumulation_fusion": False, "overlap_grad_reduce": False})
+                        "sequence_parallel": False, "framework": FRAMEWORK})
     return out
 
 
@@ -141,6 +210,7 @@ def main():
     args, runs = arguments(__doc__,
                            "models, clusters, strategies, predictions, measurements, report",
                            "--runs", os.path.join(DATA, "weak_scaling.csv"), read_runs)
+    configs = read_configs(os.path.join(DATA, "sc21_configs.csv"), runs)
     for sub in ("models", "clusters", "strategies", "predictions"):
         os.makedirs(os.path.join(args.out_dir, sub), exist_ok=True)
 
@@ -154,36 +224,39 @@ def main():
             f.write(model_yaml(r))
         with open(cluster_path, "w") as f:
             f.write(cluster_yaml(nodes))
-        tried = []
-        for i, s in enumerate(candidates(r)):
-            spath = os.path.join(args.out_dir, "strategies", f"{name}-{i}.json")
-            ppath = os.path.join(args.out_dir, "predictions", f"{name}-{i}.json")
-            predicted = predict(model_path, cluster_path, s, spath, ppath, args.calibration)
-            tried.append({"strategy": s, "prediction": ppath, "feasible": predicted["feasible"],
-                          "iteration_s": predicted["iteration_s"],
-                          "reason": predicted.get("reason", "")})
-        feasible = [t for t in tried if t["feasible"]]
-        best = min(feasible, key=lambda t: t["iteration_s"]) if feasible else None
+
+        def run(strategy, tag):
+            spath = os.path.join(args.out_dir, "strategies", f"{name}-{tag}.json")
+            ppath = os.path.join(args.out_dir, "predictions", f"{name}-{tag}.json")
+            predicted = predict(model_path, cluster_path, strategy, spath, ppath, args.calibration)
+            return {"strategy": strategy, "prediction": ppath, "feasible": predicted["feasible"],
+                    "iteration_s": predicted["iteration_s"], "reason": predicted.get("reason", "")}
+
+        config = configs[r["params_billion"]]
+        published = run(published_strategy(r, config), "published")
+        tried = [run(s, i) for i, s in enumerate(candidates(r))]
         measured = measured_seconds(r)
-        m = {"model": name, "cluster": f"selene-{nodes}",
-             "strategy": best["strategy"] if best else tried[0]["strategy"],
+        m = {"model": name, "cluster": f"selene-{nodes}", "strategy": published["strategy"],
              "iteration_s": measured, "source": "imported:megatron-lm-paper",
              "origin": f"{os.path.relpath(args.table, ROOT)}:{r['line']}",
              "notes": f"{r['tflops_per_gpu']:g} teraFLOP/s per GPU published (Narayanan et al. "
-                      f"2021, Table 1), seconds by its equation (3)",
-             "assumed": ["strategy.micro_batch", "strategy.schedule", "strategy.chunks"]}
+                      f"2021, Table 1), seconds by its equation (3); launched as "
+                      f"examples/sc21/run_table_1.sh gives it (sc21_configs.csv:{config['line']})"}
         measurements.append(m)
-        if best:
-            predictions.append(best["prediction"])
+        ok = published["feasible"]
+        if ok:
+            predictions.append(published["prediction"])
         rows.append({"model": name, "params_billion": r["params_billion"], "gpus": r["gpus"],
                      "tp": r["tp"], "pp": r["pp"], "dp": r["gpus"] // (r["tp"] * r["pp"]),
                      "batch": r["batch"], "measured_s": measured,
                      "published_tflops_per_gpu": r["tflops_per_gpu"],
-                     "best": label(best["strategy"]) if best else None,
-                     "predicted_s": best["iteration_s"] if best else None,
+                     "published": label(published["strategy"]),
+                     "ddp_impl": config["ddp_impl"],
+                     "predicted_s": published["iteration_s"] if ok else None,
+                     "reason": published["reason"],
                      "predicted_tflops_per_gpu":
-                         iteration_flops(r) / (r["gpus"] * best["iteration_s"] * 1e12)
-                         if best else None,
+                         iteration_flops(r) / (r["gpus"] * published["iteration_s"] * 1e12)
+                         if ok else None,
                      "tried": [{"strategy": label(t["strategy"]), "feasible": t["feasible"],
                                 "iteration_s": t["iteration_s"], "reason": t["reason"]}
                                for t in tried]})
@@ -206,18 +279,20 @@ def main():
                "rows": rows}
     print(f"{'model':>20} {'GPUs':>5} {'tp':>3} {'pp':>3} {'dp':>3} {'batch':>5} "
           f"{'published':>10} {'TF/GPU':>6} {'hetplan':>9} {'TF/GPU':>6} {'error':>7}  "
-          f"fastest of {{micro-batch, schedule}} (range)")
+          f"as launched (other micro-batches and schedules)")
     for row in rows:
         feasible = [t["iteration_s"] for t in row["tried"] if t["feasible"]]
         run_columns = (f"{row['model']:>20} {row['gpus']:>5} {row['tp']:>3} {row['pp']:>3} "
                        f"{row['dp']:>3} {row['batch']:>5} {row['measured_s']:>9.2f}s")
         if row["predicted_s"] is None:
-            print(f"{run_columns}  hetplan: {row['tried'][0]['reason']}")
+            print(f"{run_columns}  hetplan: {row['reason']}")
             continue
+        others = f"{min(feasible):.2f}-{max(feasible):.2f} s over {len(feasible)}" \
+            if feasible else "none feasible"
         print(f"{run_columns} {row['published_tflops_per_gpu']:>6.0f} "
               f"{row['predicted_s']:>8.2f}s {row['predicted_tflops_per_gpu']:>6.0f} "
-              f"{100 * (row['predicted_s'] / row['measured_s'] - 1):+6.1f}%  {row['best']} "
-              f"({min(feasible):.2f}-{max(feasible):.2f} s over {len(feasible)})")
+              f"{100 * (row['predicted_s'] / row['measured_s'] - 1):+6.1f}%  {row['published']} "
+              f"DDP {row['ddp_impl']} ({others})")
     e = summary["hetplan"]
     if compared:
         print(f"hetplan: {e['count']} runs, median |error| {100 * e['median_ape']:.1f}%, "

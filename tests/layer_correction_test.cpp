@@ -608,9 +608,18 @@ struct AmpBlocks {
             std::vector<int> widths = {1, 2, 4})
       : amp(import_amp_known_cost(files(machine, widths), {})),
         cluster(load_cluster(node + ":1")),
-        cost(fit_profile({datasheet(gpu_type), amp}), cluster),
+        cost(fit_profile({priors_of_the_fits(gpu_type), amp}), cluster),
         gpt2(load_model("gpt2-medium")),
         devices(cluster_devices(cluster)) {}
+
+  // The shipped priors, with the T4's streaming efficiency as it was when the expected fits below
+  // were worked out (0.8; since 2026-12-01 the shipped prior also counts ECC's 20%): these tests
+  // are of the correction's arithmetic on AMP's timings, not of the prior.
+  static CalibrationFile priors_of_the_fits(const std::string& gpu_type) {
+    CalibrationFile f = datasheet(gpu_type);
+    if (gpu_type == "t4") f.datasheet->memory_efficiency = 0.8;
+    return f;
+  }
 
   static std::vector<std::filesystem::path> files(const std::string& machine,
                                                   const std::vector<int>& widths) {
@@ -884,7 +893,9 @@ TEST(ImportedLayers, PredictionsSayWhenAWidthWasNotTimed) {
   std::vector<std::filesystem::path> files = {kExternal / "amp/known_cost/gpt2_G4_1.npy",
                                               kExternal / "amp/known_cost/gpt2_G4_4.npy"};
   const ClusterSpec cluster = load_cluster("g4dn.12xlarge:1");
-  const CostModel cost(fit_profile({datasheet("t4"), import_amp_known_cost(files, {})}), cluster);
+  const CostModel cost(
+      fit_profile({AmpBlocks::priors_of_the_fits("t4"), import_amp_known_cost(files, {})}),
+      cluster);
   const ModelSpec model = load_model("gpt2-medium");
   const Evaluator eval(model, cluster, cost, testing::fixture_framework());
   Strategy s;

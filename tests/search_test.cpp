@@ -197,9 +197,10 @@ TEST(Search, ModelThatFitsNowhereSaysWhy) {
   const SearchResult r = search_training(s.ev, options(8));
   EXPECT_TRUE(r.top.empty());
   EXPECT_GT(r.stats.pruned.at("memory_bound"), 0);
-  // 68.98B parameters x 18 bytes over 4 GPUs with ZeRO-3 is still far above 16 GiB.
+  // 68.98B parameters x 18 bytes over 4 GPUs with ZeRO-3 is still far above a T4's 14.76 GiB
+  // (15,843,721,216 bytes with ECC on: presets/gpus/t4.yaml).
   EXPECT_NEAR(r.min_static_bytes, 68'976'648'192.0 * 18 / 4, 68'976'648'192.0 * 0.05);
-  EXPECT_DOUBLE_EQ(r.static_limit_bytes, 16.0 * (1ull << 30));
+  EXPECT_DOUBLE_EQ(r.static_limit_bytes, 15'843'721'216.0);
 }
 
 TEST(Partition, BisectionFindsTheDynamicProgramsSlowestStage) {

@@ -64,7 +64,8 @@ TEST(ServeTrainingCluster, PresetBecomesOneMachinePerNode) {
     EXPECT_EQ(m.machine_type, i < 3 ? "p3.8xlarge" : "g4dn.12xlarge");
     EXPECT_EQ(m.gpu_type, i < 3 ? "v100" : "t4");
     EXPECT_EQ(m.gpus, 4);
-    EXPECT_DOUBLE_EQ(m.vram_bytes, 4 * 16 * kGiB);
+    // A V100's 16 GiB; a T4's 15,843,721,216 bytes with ECC on (presets/gpus/t4.yaml).
+    EXPECT_DOUBLE_EQ(m.vram_bytes, 4 * (i < 3 ? 16 * kGiB : 15'843'721'216.0));
     const double nic = i < 3 ? 10e9 / 8 : 50e9 / 8;
     EXPECT_DOUBLE_EQ(m.nic_in_Bps, nic);
     EXPECT_DOUBLE_EQ(m.nic_out_Bps, nic);
@@ -94,7 +95,7 @@ TEST(ServeTrainingCluster, ClusterFileLinksFollowItsNetwork) {
   EXPECT_EQ(c.machines()[0].gpus, 8);
   EXPECT_DOUBLE_EQ(c.machines()[0].vram_bytes, 8 * 40 * kGiB);
   EXPECT_DOUBLE_EQ(c.machines()[0].nic_out_Bps, 50e9);
-  EXPECT_DOUBLE_EQ(c.machines()[3].vram_bytes, 4 * 16 * kGiB);
+  EXPECT_DOUBLE_EQ(c.machines()[3].vram_bytes, 4 * 15'843'721'216.0);  // T4s with ECC on
   EXPECT_DOUBLE_EQ(c.machines()[3].nic_in_Bps, 6.25e9);
   expect_link(c, 0, 1, 50e9, 15e-6);  // p4d <-> p4d: their own network
   expect_link(c, 1, 0, 50e9, 15e-6);

@@ -60,8 +60,8 @@ std::string training_lines(const ModelSpec& model, const Strategy& s, ExportResu
     return fmt::format("    config.training.{} = {}\n", field, value);
   };
   std::string text;
-  text += set("num_tokens_per_microbatch_per_dp_rank",
-              std::to_string(s.micro_batch * model.seq_len));
+  text +=
+      set("num_tokens_per_microbatch_per_dp_rank", std::to_string(s.micro_batch * model.seq_len));
   text += set("num_tokens_per_train_step", std::to_string(s.global_batch * model.seq_len));
   text += set("max_context_length", std::to_string(model.seq_len));
   const bool fp32 = model.dtype == Dtype::kFp32 || model.dtype == Dtype::kTf32;

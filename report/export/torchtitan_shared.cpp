@@ -78,8 +78,7 @@ void common_notes(const Strategy& s, ExportResult& out) {
 }
 
 std::string shape_text(const LayerSpec& layer, int64_t blocks) {
-  return fmt::format("{} layers, hidden {}, {} heads{}", blocks, layer.hidden,
-                     layer.block()->heads,
+  return fmt::format("{} layers, hidden {}, {} heads{}", blocks, layer.hidden, layer.block()->heads,
                      layer.block()->rotary ? ""
                                            : " (torchtitan's models use rotary embeddings; this "
                                              "one does not)");

@@ -37,10 +37,11 @@ class Strategies(unittest.TestCase):
         self.assertEqual((s["dp"], s["tp"], s["pp"], s["micro_batch"]), (4, 1, 4, 1))
         self.assertEqual([st["layers"] for st in s["stages"]], [[0, 5], [6, 12], [13, 18], [19, 25]])
         self.assertEqual(s["stages"][3]["devices"], [12, 13, 14, 15])  # the g4dn node's T4s
-        self.assertFalse(s["flash_attention"])
-        self.assertFalse(s["grad_accumulation_fusion"])
-        # Megatron-LM v1.1.5 and DeepSpeed's pipeline engine reduce after the backward.
-        self.assertFalse(s["overlap_grad_reduce"])
+        # DeepSpeed's framework file gives unfused attention, no gradient-accumulation fusion and
+        # the reduction after the pipeline flush; AMP's launch sets --fp32-allreduce.
+        self.assertEqual(s["framework"], "deepspeed")
+        self.assertTrue(s["fp32_grad_reduce"])
+        self.assertNotIn("overlap_grad_reduce", s)
 
     def test_tensor_parallel_ranks_come_first_as_deepspeed_orders_them(self):
         s, _ = amp.strategy_of(trial(8))  # tp 2, dp 2, pp 4

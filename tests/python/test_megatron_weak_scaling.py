@@ -65,13 +65,53 @@ class Table(unittest.TestCase):
         s = mws.candidates(r)[0]
         self.assertEqual((s["dp"], s["tp"], s["pp"], s["global_batch"]), (24, 8, 8, 2304))
         self.assertEqual((s["recompute"], s["zero"], s["sequence_parallel"]), ("full", 0, False))
-        self.assertFalse(s["flash_attention"])
-        self.assertFalse(s["grad_accumulation_fusion"])
-        self.assertFalse(s["overlap_grad_reduce"])
+        # The switches are the framework's (presets/frameworks/megatron-lm-2021.yaml).
+        self.assertEqual(s["framework"], "megatron-lm-2021")
+        self.assertNotIn("flash_attention", s)
         # 529.6B: 105 layers over 35 ranks, 3 a rank: interleaved in 3 chunks only; 9 replicas of
         # 280 sequences: micro-batches 1, 2, 4, 8 all divide.
         got = {(s["schedule"], s["chunks"]) for s in mws.candidates(runs()[8])}
         self.assertEqual(got, {("1f1b", 1), ("interleaved", 3)})
+
+    def test_the_published_launch_configurations(self):
+        # examples/sc21/run_table_1.sh (Megatron-LM 6985e58): 1.7B mb16 and PyTorch DDP; 76.1B
+        # mb2 with 5 layers per virtual stage (60 layers over 4 ranks: 3 chunks) and local DDP;
+        # the 1T run with no virtual stages.
+        rows = runs()
+        configs = mws.read_configs(os.path.join(mws.DATA, "sc21_configs.csv"), rows)
+        s = mws.published_strategy(rows[0], configs[1.7])
+        self.assertEqual((s["micro_batch"], s["schedule"], s["chunks"], s["overlap_grad_reduce"]),
+                         (16, "1f1b", 1, True))
+        s = mws.published_strategy(rows[5], configs[76.1])
+        self.assertEqual((s["micro_batch"], s["schedule"], s["chunks"], s["overlap_grad_reduce"]),
+                         (2, "interleaved", 3, False))
+        self.assertEqual((s["recompute"], s["framework"]), ("full", "megatron-lm-2021"))
+        s = mws.published_strategy(rows[9], configs[1008.0])
+        self.assertEqual((s["micro_batch"], s["schedule"], s["chunks"]), (1, "1f1b", 1))
+
+    def test_bad_configurations_name_the_file_line_and_column(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "c.csv")
+            header = ",".join(mws.CONFIG_COLUMNS)
+            cases = [
+                ("params_billion,micro_batch\n1.7,16\n", "no column layers_per_virtual_stage"),
+                (header + "\n1.7,x,0,torch\n", ":2: micro_batch: expected a number, found 'x'"),
+                (header + "\n1.7,16,0,apex\n", ":2: ddp_impl: expected local or torch"),
+                (header + "\n1.7,16,0,torch\n", "no configuration for the 3.6B run"),
+                (header + "\n" + "\n".join(f"{r['params_billion']},{3 if i == 0 else 1},0,local"
+                                             for i, r in enumerate(runs())),
+                 ":2: micro_batch: 3 does not divide the 16 sequences of a replica"),
+                (header + "\n" + "\n".join(f"{r['params_billion']},1,{7 if i == 5 else 0},local"
+                                             for i, r in enumerate(runs())),
+                 ":7: layers_per_virtual_stage: 7 does not divide the 15 layers"),
+            ]
+            for text, expected in cases:
+                with open(path, "w") as f:
+                    f.write(text)
+                with self.assertRaises(ValueError) as e:
+                    mws.read_configs(path, runs())
+                self.assertIn(path, str(e.exception))
+                self.assertIn(expected, str(e.exception))
 
     def test_bad_tables_name_the_file_line_and_column(self):
         with tempfile.TemporaryDirectory() as d:
@@ -122,25 +162,24 @@ class EndToEnd(unittest.TestCase):
             with open(os.path.join(out, "measurements.json")) as f:
                 measurements = json.load(f)["measurements"]
             self.assertEqual(measurements[0]["source"], "imported:megatron-lm-paper")
-            self.assertEqual(measurements[0]["assumed"],
-                             ["strategy.micro_batch", "strategy.schedule", "strategy.chunks"])
+            self.assertNotIn("assumed", measurements[0])  # every choice is the published one
             for row, m in zip(summary["rows"], measurements):
-                # The measurement carries the strategy of the fastest prediction, which hetplan
-                # report then matched.
-                self.assertEqual(min(t["iteration_s"] for t in row["tried"] if t["feasible"]),
-                                 row["predicted_s"])
+                # The measurement carries the strategy the run was launched with, which hetplan
+                # report then matched to its prediction.
+                self.assertEqual(m["strategy"]["micro_batch"],
+                                 int(row["published"].split()[0][2:]))
                 self.assertAlmostEqual(m["iteration_s"], row["measured_s"])
             with open(os.path.join(out, "report.json")) as f:
                 report = json.load(f)
             self.assertEqual(report["metrics"]["iteration"]["count"], 10)
             self.assertAlmostEqual(report["metrics"]["iteration"]["median_ape"],
                                    summary["hetplan"]["median_ape"], places=12)
-            # A guard on the multi-node model, far outside today's errors (median 3.8%, the
-            # largest 7.8%; docs/benchmarks.md): a collective or pipeline term gone wrong at
-            # scale shows here first.
-            self.assertLess(summary["hetplan"]["median_ape"], 0.10)
+            # A guard on the multi-node model, outside today's errors (median 8.2%, the largest
+            # 12.4%; docs/benchmarks.md): a collective or pipeline term gone wrong at scale
+            # shows here first.
+            self.assertLess(summary["hetplan"]["median_ape"], 0.12)
             for row in summary["rows"]:
-                self.assertLess(abs(row["predicted_s"] / row["measured_s"] - 1), 0.15,
+                self.assertLess(abs(row["predicted_s"] / row["measured_s"] - 1), 0.18,
                                 row["model"])
 
 
