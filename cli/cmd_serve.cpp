@@ -16,12 +16,12 @@
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
 #include "costmodel/version.h"
-#include "search/serve/cost_layer_time.h"
-#include "search/serve/helix_import.h"
-#include "search/serve/planner.h"
-#include "search/serve/serve_output.h"
-#include "search/serve/topology.h"
-#include "search/serve/training_cluster.h"
+#include "serve/cost_layer_time.h"
+#include "serve/helix_import.h"
+#include "serve/planner.h"
+#include "serve/serve_output.h"
+#include "serve/topology.h"
+#include "serve/training_cluster.h"
 
 namespace hetplan::cli {
 namespace {

@@ -1,4 +1,4 @@
-// The link-aware upper bound (search/serve/link_bound.h): values worked out by hand on small
+// The link-aware upper bound (serve/link_bound.h): values worked out by hand on small
 // topologies, and the bound against the best placements found on Helix's clusters.
 #include <cstdio>
 #include <ostream>
@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "search/serve/flow.h"
-#include "search/serve/link_bound.h"
-#include "search/serve/planner.h"
-#include "search/serve/topology.h"
+#include "serve/flow.h"
+#include "serve/link_bound.h"
+#include "serve/planner.h"
+#include "serve/topology.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {
@@ -293,7 +293,7 @@ TEST(ServeLinkBound, MergingInterchangeableMachinesKeepsTheBound) {
 namespace hetplan::serve {
 namespace {
 
-// Column generation (search/serve/column_generation.h) must end at the whole LP's optimum: two
+// Column generation (serve/column_generation.h) must end at the whole LP's optimum: two
 // optimal solutions of one LP differ only within Clp's tolerances (primal and dual 1e-7 in the
 // LP's units, kilo-tokens/s with coefficients near 1), which 1e-6 of the bound covers. Observed
 // on these cases: identical to 1e-4 tokens/s.

@@ -8,10 +8,10 @@
 
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
-#include "search/serve/capacity.h"
-#include "search/serve/flow.h"
-#include "search/serve/layer_time.h"
-#include "search/serve/serving_model.h"
+#include "serve/capacity.h"
+#include "serve/flow.h"
+#include "serve/layer_time.h"
+#include "serve/serving_model.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {

@@ -1,7 +1,7 @@
 // Max flow of placements on small graphs worked out by hand, and Helix's connection rule.
 #include <gtest/gtest.h>
 
-#include "search/serve/flow.h"
+#include "serve/flow.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {

@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "costmodel/errors.h"
-#include "search/serve/helix_import.h"
-#include "search/serve/ini_file.h"
-#include "search/serve/serving_cluster.h"
+#include "serve/helix_import.h"
+#include "serve/ini_file.h"
+#include "serve/serving_cluster.h"
 
 namespace hetplan::serve {
 namespace {

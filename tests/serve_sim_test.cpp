@@ -1,10 +1,10 @@
 // Routing weights (IWRR) and the request-trace simulator: hand-checked timings and conservation.
 #include <gtest/gtest.h>
 
-#include "search/serve/baselines.h"
-#include "search/serve/flow.h"
-#include "search/serve/routing.h"
-#include "search/serve/simulator.h"
+#include "serve/baselines.h"
+#include "serve/flow.h"
+#include "serve/routing.h"
+#include "serve/simulator.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {

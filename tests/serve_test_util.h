@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "costmodel/model.h"
-#include "search/serve/capacity.h"
-#include "search/serve/helix_import.h"
+#include "serve/capacity.h"
+#include "serve/helix_import.h"
 
 namespace hetplan::serve::testing {
 

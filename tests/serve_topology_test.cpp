@@ -3,11 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "search/serve/flow.h"
-#include "search/serve/link_search.h"
-#include "search/serve/placement.h"
-#include "search/serve/planner.h"
-#include "search/serve/topology.h"
+#include "serve/flow.h"
+#include "serve/link_search.h"
+#include "serve/placement.h"
+#include "serve/planner.h"
+#include "serve/topology.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {

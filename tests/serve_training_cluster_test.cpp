@@ -1,6 +1,6 @@
 // `serve --cluster` with what predict and search take (cluster presets, NODE:COUNT lists, training
 // cluster files): the conversion to a serving cluster, telling the file kinds apart, and the CLI.
-#include "search/serve/training_cluster.h"
+#include "serve/training_cluster.h"
 
 #include <filesystem>
 #include <fstream>
@@ -13,7 +13,7 @@
 #include "cli_test_util.h"
 #include "costmodel/errors.h"
 #include "costmodel/profile.h"
-#include "search/serve/cost_layer_time.h"
+#include "serve/cost_layer_time.h"
 
 namespace hetplan::serve {
 namespace {
