@@ -39,7 +39,7 @@ std::vector<std::vector<int>> machine_classes(const ServingProblem& problem) {
   std::vector<std::vector<int>> classes;
   for (int i = 0; i < problem.machines(); ++i) {
     const Machine& m = problem.cluster.machines()[i];
-    const auto key = std::make_tuple(m.machine_type, m.vram_bytes, m.nic_in_Bps, m.nic_out_Bps);
+    const auto key = std::make_tuple(m.machine_type, m.vram_bytes, m.nic_in_GBps, m.nic_out_GBps);
     auto [it, fresh] = index.emplace(key, static_cast<int>(classes.size()));
     if (fresh) classes.emplace_back();
     classes[it->second].push_back(i);

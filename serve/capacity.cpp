@@ -59,6 +59,10 @@ MachineCapacity machine_capacity(const Machine& machine, const ServingModel& mod
   return cap;
 }
 
+const char* capacity_model_name(CapacityModel model) {
+  return model == CapacityModel::kHelix ? "helix" : "hetplan";
+}
+
 ServingProblem make_problem(ServingCluster cluster, ServingModel model,
                             const LayerTimeSource& times, ServingWorkload workload,
                             CapacityParams params) {
@@ -71,6 +75,9 @@ ServingProblem make_problem(ServingCluster cluster, ServingModel model,
     p.times.push_back(times.for_machine_type(m.machine_type));
     p.capacity.push_back(machine_capacity(m, p.model, *p.times.back(), workload, params));
   }
+  if (params.model == CapacityModel::kHelix)
+    p.capacity = helix_capacities(p.cluster, p.model, p.times, workload, params, p.capacity,
+                                  params.helix_tables.get());
   return p;
 }
 
@@ -95,7 +102,13 @@ std::vector<std::string> placement_errors(const ServingProblem& problem,
       continue;
     }
     for (int l = r.start; l < r.end(); ++l) held[l] = true;
-    if (r.count > cap.weight_max_layers) {
+    const bool helix_table = problem.params.model == CapacityModel::kHelix &&
+                             problem.params.helix_tables &&
+                             problem.params.helix_tables->find(m.machine_type);
+    if (r.count > cap.weight_max_layers && helix_table) {
+      errors.push_back(fmt::format("{}: {} layers; Helix's tables let a {} hold at most {}", m.name,
+                                   r.count, m.machine_type, cap.weight_max_layers));
+    } else if (r.count > cap.weight_max_layers) {
       errors.push_back(fmt::format(
           "{}: {} layers need {:.2f} GB of weights; {} ({:.1f} GB of VRAM) may hold {} "
           "({:.0f}% of VRAM stays free for KV cache and workspace)",
@@ -105,9 +118,8 @@ std::vector<std::string> placement_errors(const ServingProblem& problem,
       errors.push_back(fmt::format(
           "{}: with {} layers the KV cache holds {:.0f} tokens per layer, less than one request "
           "of {:g} + {:g} tokens; {} ({:.1f} GB of VRAM) may hold {} layers",
-          m.name, r.count, kv_tokens_per_layer(m, problem.model, problem.params, r.count),
-          problem.workload.avg_prompt_tokens, problem.workload.avg_output_tokens, m.machine_type,
-          m.vram_bytes / 1e9, cap.max_layers));
+          m.name, r.count, cap.kv_tokens_per_layer[r.count], problem.workload.avg_prompt_tokens,
+          problem.workload.avg_output_tokens, m.machine_type, m.vram_bytes / 1e9, cap.max_layers));
     }
   }
   for (int l = 0; l < L; ++l) {

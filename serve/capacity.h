@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "serve/helix_capacity.h"
 #include "serve/layer_time.h"
 #include "serve/placement.h"
 #include "serve/serving_cluster.h"
@@ -20,8 +21,21 @@ struct ServingWorkload {
   double avg_output_tokens = 240;
 };
 
+// How a machine's tokens/s follow from the layers it holds (docs/serving.md).
+enum class CapacityModel {
+  kHetplan,  // the decode batch from the machine's share k / L of the model's layers
+  kHelix,    // Helix's: the share from the relative speeds of the cluster's machine types
+};
+
+// "hetplan", "helix".
+const char* capacity_model_name(CapacityModel model);
+
 // Memory and batching assumptions of the capacity model.
 struct CapacityParams {
+  CapacityModel model = CapacityModel::kHelix;  // the default: docs/serving.md says why
+  // Helix's tables for the model (helix_capacity.yaml); without them, or for a machine type they
+  // do not list, Helix's model takes hetplan's layer limit and KV cache (docs/serving.md).
+  std::shared_ptr<const HelixCapacityTables> helix_tables;
   // Share of a machine's KV cache its scheduler fills on average (Helix's KV_CACHE_HWM = 0.3).
   double kv_high_water = 0.3;
   // Share of VRAM for weights and KV cache together: vLLM's default 0.9 utilisation less about 0.1

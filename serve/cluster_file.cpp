@@ -34,13 +34,13 @@ struct TypeInfo {
   std::string gpu;
   int gpus = 1;
   double vram_bytes = 0;
-  double nic_in_Bps = 0;
-  double nic_out_Bps = 0;
+  double nic_in_GBps = 0;
+  double nic_out_GBps = 0;
 };
 
 Link read_link(ObjectReader& r) {
   Link link;
-  link.bandwidth_Bps = r.positive("bandwidth_GBps") * kGB;
+  link.bandwidth_GBps = r.positive("bandwidth_GBps");
   link.latency_s = r.non_negative_or("latency_ms", 0) * 1e-3;
   return link;
 }
@@ -76,8 +76,8 @@ ServingCluster read_cluster_document(const Document& doc) {
       t.fail("vram_GB", "missing: expected vram_GB, or gpu naming a GPU preset (hetplan clusters)");
     }
     const double nic = t.non_negative_or("nic_GBps", 0);
-    info.nic_in_Bps = t.non_negative_or("nic_in_GBps", nic) * kGB;
-    info.nic_out_Bps = t.non_negative_or("nic_out_GBps", nic) * kGB;
+    info.nic_in_GBps = t.non_negative_or("nic_in_GBps", nic);
+    info.nic_out_GBps = t.non_negative_or("nic_out_GBps", nic);
     t.finish();
     types[type_name] = info;
   }
@@ -109,8 +109,8 @@ ServingCluster read_cluster_document(const Document& doc) {
       machine.gpu_type = it->second.gpu;
       machine.gpus = it->second.gpus;
       machine.vram_bytes = it->second.vram_bytes;
-      machine.nic_in_Bps = it->second.nic_in_Bps;
-      machine.nic_out_Bps = it->second.nic_out_Bps;
+      machine.nic_in_GBps = it->second.nic_in_GBps;
+      machine.nic_out_GBps = it->second.nic_out_GBps;
       machines.push_back(machine);
     }
     m.finish();
@@ -118,9 +118,9 @@ ServingCluster read_cluster_document(const Document& doc) {
   if (machines.empty()) top.fail("machines", "expected at least one machine");
 
   ServingCluster cluster(doc.origin, std::move(machines));
-  const double client_nic = top.non_negative_or("client_nic_GBps", 0) * kGB;
-  cluster.source_nic_Bps = client_nic;
-  cluster.sink_nic_Bps = client_nic;
+  const double client_nic = top.non_negative_or("client_nic_GBps", 0);
+  cluster.source_nic_GBps = client_nic;
+  cluster.sink_nic_GBps = client_nic;
 
   ObjectReader links = top.object("links");
   std::optional<Link> all;

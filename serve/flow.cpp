@@ -56,7 +56,7 @@ struct FlowGraph {
 
 // Tokens/s machine i's inbound NIC takes of `bytes`-sized tokens.
 double nic_in_tokens(const ServingProblem& problem, int i, double bytes) {
-  return per_token(problem.cluster.machines()[i].nic_in_Bps, bytes);
+  return per_token(problem.cluster.machines()[i].nic_in_GBps, bytes);
 }
 
 // Vertices: 0 source, 1 sink, 2 client-side source hub, 3 client-side sink hub, then per machine
@@ -74,8 +74,8 @@ FlowGraph build(const ServingProblem& problem, const Placement& placement) {
   fg.source = 0;
   fg.sink = 1;
   const int src_hub = 2, sink_hub = 3;
-  fg.add(fg.source, src_hub, to_units(per_token(cluster.source_nic_Bps, model.token_bytes)));
-  fg.add(sink_hub, fg.sink, to_units(per_token(cluster.sink_nic_Bps, model.token_bytes)));
+  fg.add(fg.source, src_hub, to_units(per_token(cluster.source_nic_GBps, model.token_bytes)));
+  fg.add(sink_hub, fg.sink, to_units(per_token(cluster.sink_nic_GBps, model.token_bytes)));
   fg.machine_edges.resize(n);
   fg.used.assign(n, false);
   auto in = [](int i) { return 4 + 3 * i; };
@@ -96,9 +96,9 @@ FlowGraph build(const ServingProblem& problem, const Placement& placement) {
     if (r.start == 0) {
       if (auto link = cluster.link(kSource, i))
         add_link(kSource, i, src_hub, in(i),
-                 std::min(per_token(link->bandwidth_Bps, model.token_bytes),
+                 std::min(per_token(link->bandwidth_GBps, model.token_bytes),
                           nic_in_tokens(problem, i, model.token_bytes)));
-      if (problem.partial_inference && cluster.machines()[i].nic_in_Bps > 0) {
+      if (problem.partial_inference && cluster.machines()[i].nic_in_GBps > 0) {
         entry[i] = 6 + 3 * i;
         fg.add(entry[i], in(i),
                to_units(nic_in_tokens(problem, i, model.activation_bytes_per_token)));
@@ -106,7 +106,7 @@ FlowGraph build(const ServingProblem& problem, const Placement& placement) {
     }
     if (r.end() == L)
       if (auto link = cluster.link(i, kSink))
-        add_link(i, kSink, out(i), sink_hub, per_token(link->bandwidth_Bps, model.token_bytes));
+        add_link(i, kSink, out(i), sink_hub, per_token(link->bandwidth_GBps, model.token_bytes));
   }
   for (int i = 0; i < n; ++i) {
     if (!fg.used[i] || placement.ranges[i].end() == L) continue;
@@ -115,7 +115,7 @@ FlowGraph build(const ServingProblem& problem, const Placement& placement) {
         continue;
       if (auto link = cluster.link(i, j))
         add_link(i, j, out(i), entry[j],
-                 per_token(link->bandwidth_Bps, model.activation_bytes_per_token));
+                 per_token(link->bandwidth_GBps, model.activation_bytes_per_token));
     }
   }
   return fg;
@@ -139,9 +139,9 @@ double machine_arc_capacity(const ServingProblem& problem, int machine, const La
   const double out_bytes =
       range.end() == problem.num_layers() ? model.token_bytes : model.activation_bytes_per_token;
   double cap = std::min(problem.capacity[machine].tokens_per_s[range.count],
-                        per_token(m.nic_out_Bps, out_bytes));
+                        per_token(m.nic_out_GBps, out_bytes));
   if (range.start > 0)
-    cap = std::min(cap, per_token(m.nic_in_Bps, model.activation_bytes_per_token));
+    cap = std::min(cap, per_token(m.nic_in_GBps, model.activation_bytes_per_token));
   return cap;
 }
 

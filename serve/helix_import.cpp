@@ -23,26 +23,26 @@ std::optional<int> parse_index(const std::string& text) {
   return x;
 }
 
-// Helix's -1 ("unlimited") becomes our 0 (unlimited).
-double limit_or_unlimited(double value) { return value < 0 ? 0 : value; }
+// Helix's bytes/s in GBps; its -1 ("unlimited") becomes our 0 (unlimited).
+double GBps_or_unlimited(double Bps) { return Bps < 0 ? 0 : Bps / 1e9; }
 
 Machine machine_of_type(std::string name, const std::string& type, double vram_bytes,
-                        double nic_in_Bps, double nic_out_Bps) {
+                        double nic_in_GBps, double nic_out_GBps) {
   Machine m;
   m.name = std::move(name);
   m.machine_type = type;
   std::tie(m.gpu_type, m.gpus) = split_machine_type(type);
   m.vram_bytes = vram_bytes;
-  m.nic_in_Bps = limit_or_unlimited(nic_in_Bps);
-  m.nic_out_Bps = limit_or_unlimited(nic_out_Bps);
+  m.nic_in_GBps = nic_in_GBps;
+  m.nic_out_GBps = nic_out_GBps;
   return m;
 }
 
 Link read_link(const IniSectionReader& r) {
   Link link;
-  link.bandwidth_Bps = r.quantity("bandwidth", HelixQuantity::kBandwidth);
+  link.bandwidth_GBps = r.quantity("bandwidth", HelixQuantity::kBandwidth) / 1e9;
   link.latency_s = r.quantity("latency", HelixQuantity::kSeconds);
-  if (!(link.bandwidth_Bps > 0)) r.fail("bandwidth", "expected a bandwidth > 0");
+  if (!(link.bandwidth_GBps > 0)) r.fail("bandwidth", "expected a bandwidth > 0");
   if (link.latency_s < 0) r.fail("latency", "expected a latency >= 0");
   return link;
 }
@@ -127,14 +127,14 @@ ServingCluster read_topology(const IniFile& ini, const fs::path& profiles_path) 
     if (it == profiles.end() || type == "SourceNode" || type == "SinkNode")
       r.fail("type", fmt::format("unknown machine type '{}' ({} defines: {})", type,
                                  profiles_path.string(), known_types(profiles)));
-    machines.push_back(machine_of_type(section, type, it->second.vram_bytes, it->second.nic_in_Bps,
-                                       it->second.nic_out_Bps));
+    machines.push_back(machine_of_type(section, type, it->second.vram_bytes, it->second.nic_in_GBps,
+                                       it->second.nic_out_GBps));
   }
   ServingCluster cluster(ini.origin(), std::move(machines));
   if (auto it = profiles.find("SourceNode"); it != profiles.end())
-    cluster.source_nic_Bps = limit_or_unlimited(it->second.nic_out_Bps);
+    cluster.source_nic_GBps = it->second.nic_out_GBps;
   if (auto it = profiles.find("SinkNode"); it != profiles.end())
-    cluster.sink_nic_Bps = limit_or_unlimited(it->second.nic_in_Bps);
+    cluster.sink_nic_GBps = it->second.nic_in_GBps;
 
   for (const auto& section : ini.sections()) {
     const std::string& name = section.name;
@@ -210,14 +210,15 @@ ServingCluster read_simulator_cluster(const IniFile& ini) {
     const double vram = r.quantity("vram_size", HelixQuantity::kBytes);
     if (!(vram > 0)) r.fail("vram_size", "expected a VRAM size > 0");
     machines.push_back(machine_of_type(
-        name, type, vram, r.quantity("inbound_nic_speed", HelixQuantity::kBandwidth),
-        r.quantity("outbound_nic_speed", HelixQuantity::kBandwidth)));
+        name, type, vram,
+        GBps_or_unlimited(r.quantity("inbound_nic_speed", HelixQuantity::kBandwidth)),
+        GBps_or_unlimited(r.quantity("outbound_nic_speed", HelixQuantity::kBandwidth))));
   }
   ServingCluster cluster(ini.origin(), std::move(machines));
-  cluster.source_nic_Bps =
-      limit_or_unlimited(coordinator.quantity("outbound_nic_speed", HelixQuantity::kBandwidth));
-  cluster.sink_nic_Bps =
-      limit_or_unlimited(coordinator.quantity("inbound_nic_speed", HelixQuantity::kBandwidth));
+  cluster.source_nic_GBps =
+      GBps_or_unlimited(coordinator.quantity("outbound_nic_speed", HelixQuantity::kBandwidth));
+  cluster.sink_nic_GBps =
+      GBps_or_unlimited(coordinator.quantity("inbound_nic_speed", HelixQuantity::kBandwidth));
 
   IniSectionReader links_section(ini, "Links");
   links_section.only({"names"});
@@ -275,8 +276,8 @@ std::map<std::string, HelixMachineProfile> read_helix_machine_profiles(const fs:
     IniSectionReader r(ini, section);
     r.only({"inbound_nic_speed", "outbound_nic_speed", "disk_speed", "vram_size"});
     HelixMachineProfile p;
-    p.nic_in_Bps = r.quantity("inbound_nic_speed", HelixQuantity::kBandwidth);
-    p.nic_out_Bps = r.quantity("outbound_nic_speed", HelixQuantity::kBandwidth);
+    p.nic_in_GBps = GBps_or_unlimited(r.quantity("inbound_nic_speed", HelixQuantity::kBandwidth));
+    p.nic_out_GBps = GBps_or_unlimited(r.quantity("outbound_nic_speed", HelixQuantity::kBandwidth));
     p.vram_bytes = r.quantity("vram_size", HelixQuantity::kBytes);
     const bool client = section.name == "SourceNode" || section.name == "SinkNode";
     if (!client && !(p.vram_bytes > 0)) r.fail("vram_size", "expected a VRAM size > 0");
@@ -306,48 +307,6 @@ ServingCluster read_helix_cluster(const fs::path& path, const fs::path& machine_
   throw InputError(path.string(), "",
                    "not a Helix cluster file: expected a [NodeNames] section (cluster*.ini, "
                    "pruned_cluster.ini) or [ComputeNodes] (simulator_cluster.ini)");
-}
-
-Placement read_helix_solution(const fs::path& path, const ServingCluster& cluster, int num_layers) {
-  const IniFile ini = IniFile::load(path);
-  IniSectionReader settings(ini, "Settings");
-  settings.only({"offset"});
-  const int64_t offset = settings.integer("offset");
-  const IniSection& solution = ini.section("Solution");
-  IniSectionReader r(ini, solution);
-  Placement placement;
-  placement.ranges.assign(cluster.size(), LayerRange{});
-  std::vector<bool> seen(cluster.size(), false);
-  for (const auto& entry : solution.entries) {
-    // configparser lower-cases keys; machine names in simulator files are lower case already.
-    int machine = cluster.find(entry.key);
-    if (machine < 0 && entry.key.rfind("compute_node_", 0) == 0) {
-      if (auto id = parse_index(entry.key.substr(13)); id && *id >= offset)
-        machine = cluster.find(fmt::format("ComputeNode-{}", *id - offset));
-    }
-    if (machine < 0)
-      r.fail(entry.key, fmt::format("no machine of this name in {} (with offset {}, "
-                                    "compute_node_N is ComputeNode-(N-{}))",
-                                    cluster.origin(), offset, offset));
-    if (seen[machine]) r.fail(entry.key, "the machine appears twice");
-    seen[machine] = true;
-    std::vector<int> layers;
-    for (const auto& item : r.list(entry.key)) {
-      const auto layer = parse_index(item);
-      if (!layer || *layer >= num_layers)
-        r.fail(entry.key,
-               fmt::format("expected layer numbers 0..{}, found {}", num_layers - 1, item));
-      layers.push_back(*layer);
-    }
-    if (layers.empty()) continue;
-    for (size_t i = 1; i < layers.size(); ++i)
-      if (layers[i] != layers[i - 1] + 1)
-        r.fail(entry.key, fmt::format("expected consecutive layers (a contiguous range), found {} "
-                                      "after {}",
-                                      layers[i], layers[i - 1]));
-    placement.ranges[machine] = {layers.front(), static_cast<int>(layers.size())};
-  }
-  return placement;
 }
 
 }  // namespace hetplan::serve

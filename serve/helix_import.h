@@ -1,6 +1,6 @@
 // Helix's published cluster and placement files (examples/external/helix): cluster topologies
 // (cluster*.ini, pruned_cluster.ini) with their machine_profiles.ini, the simulator_cluster.ini
-// files written next to each placement, and the placements themselves (*_sol.ini).
+// files written next to each placement (the placements themselves: serve/helix_solution.h).
 #pragma once
 
 #include <filesystem>
@@ -12,10 +12,10 @@
 
 namespace hetplan::serve {
 
-// One machine type of machine_profiles.ini. Helix writes -1 for "unlimited".
+// One machine type of machine_profiles.ini, in GBps (1e9 bytes/s); Helix's -1 ("unlimited") is 0.
 struct HelixMachineProfile {
-  double nic_in_Bps = 0;
-  double nic_out_Bps = 0;
+  double nic_in_GBps = 0;
+  double nic_out_GBps = 0;
   double vram_bytes = 0;
 };
 
@@ -36,11 +36,6 @@ std::filesystem::path find_machine_profiles(const std::filesystem::path& cluster
 // Machines are named ComputeNode-i, or as in the simulator file (compute_node_N).
 ServingCluster read_helix_cluster(const std::filesystem::path& path,
                                   const std::filesystem::path& machine_profiles = {});
-
-// Reads a Helix placement (*_sol.ini: [Settings] offset, [Solution] compute_node_N = [layers]).
-// compute_node_N names the machine of that name, else ComputeNode-(N - offset).
-Placement read_helix_solution(const std::filesystem::path& path, const ServingCluster& cluster,
-                              int num_layers);
 
 // "T4x2" -> ("T4", 2); "A100" -> ("A100", 1).
 std::pair<std::string, int> split_machine_type(const std::string& machine_type);

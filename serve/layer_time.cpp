@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "serve/helix_profiles.h"
 
 namespace hetplan::serve {
 namespace {
@@ -20,45 +19,12 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool parse_number(std::string_view s, double& out) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(out);
-}
-
 }  // namespace
 
 Bs2TimeTable Bs2TimeTable::load(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path.string(), "", "cannot open the file (does it exist?)");
   std::vector<std::pair<double, double>> points;
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    // A UTF-8 byte-order mark (spreadsheets write one) is not part of the first row.
-    if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const size_t comma = line.find(',');
-    double batch = 0, ms = 0;
-    if (comma == std::string::npos ||
-        !parse_number(std::string_view(line).substr(0, comma), batch) ||
-        !parse_number(std::string_view(line).substr(comma + 1), ms))
-      throw InputError(path.string(), fmt::format("line {}", line_no),
-                       fmt::format("expected 'batch,milliseconds', found '{}'", line));
-    if (batch < 0 || ms < 0)
-      throw InputError(path.string(), fmt::format("line {}", line_no),
-                       "expected a batch >= 0 and a time >= 0");
-    // Only Helix's "0,0" anchor row may take no time: a batch measured at 0 ms would make the
-    // machine's capacity unlimited (as `hetplan import --format helix` rejects it too).
-    if (batch > 0 && ms == 0)
-      throw InputError(path.string(), fmt::format("line {}", line_no),
-                       fmt::format("batch {:g} in 0 ms: expected a measured time > 0", batch));
-    points.emplace_back(batch, ms);
-  }
+  for (const Bs2TimeRow& row : read_bs2time_csv(path))
+    points.emplace_back(static_cast<double>(row.batch), row.ms);
   return Bs2TimeTable(std::move(points), path.string());
 }
 
@@ -127,15 +93,6 @@ std::shared_ptr<const LayerTimeModel> ProfileDirectory::for_machine_type(
                                                 Bs2TimeTable::load(found / "decode_bs2time.csv"));
   cache_[machine_type] = model;
   return model;
-}
-
-std::string helix_profile_model(const fs::path& dir) {
-  // Helix's profile folders (examples/external/helix/profiles), as `hetplan import` reads them.
-  static const std::map<std::string, std::string> kFolders = {{"llama2_70b", "llama2-70b"},
-                                                              {"llama1_30b", "llama1-30b"}};
-  const fs::path name = dir.filename().empty() ? dir.parent_path().filename() : dir.filename();
-  const auto it = kFolders.find(lower(name.string()));
-  return it == kFolders.end() ? "" : it->second;
 }
 
 }  // namespace hetplan::serve

@@ -23,6 +23,9 @@ class LayerTimeModel {
   virtual double prompt_s(double tokens) const = 0;
   // Seconds for one layer to run one decode step of `batch` requests (one token each).
   virtual double decode_s(double batch) const = 0;
+  // The same as Helix's model reads a measured table: linear between its rows, the "0,0" row
+  // included (decode_s holds a small batch at the smallest measured batch's time instead).
+  virtual double decode_table_s(double batch) const { return decode_s(batch); }
   // Largest decode batch the times are known for.
   virtual double max_decode_batch() const = 0;
   // Longest prompt batch that was measured (tokens); beyond it times are extrapolated. Infinite
@@ -44,7 +47,7 @@ class LayerTimeSource {
 };
 
 // A measured table: batch size (tokens or requests) -> milliseconds for one layer, read from a
-// Helix bs2time CSV ("tokens,ms" per line, no header). Interpolated linearly between points;
+// Helix bs2time CSV (serve/helix_profiles.h). Interpolated linearly between points;
 // beyond the last point extended along the last segment; a decode batch smaller than the smallest
 // measured positive batch takes that batch's time (decode there is bound by reading the weights).
 class Bs2TimeTable {
@@ -68,6 +71,7 @@ class Bs2TimeProfile : public LayerTimeModel {
   Bs2TimeProfile(Bs2TimeTable prompt, Bs2TimeTable decode);
   double prompt_s(double tokens) const override;
   double decode_s(double batch) const override;
+  double decode_table_s(double batch) const override { return decode_.seconds(batch); }
   double max_decode_batch() const override { return decode_.largest(); }
   double max_measured_prompt_tokens() const override { return prompt_.largest(); }
   std::string origin() const override { return prompt_.origin(); }
@@ -90,10 +94,5 @@ class ProfileDirectory : public LayerTimeSource {
   std::filesystem::path dir_;
   mutable std::map<std::string, std::shared_ptr<const LayerTimeModel>> cache_;
 };
-
-// The model preset whose per-layer times a Helix profile folder holds, by the folder's name
-// (profiles/llama2_70b -> "llama2-70b", profiles/llama1_30b -> "llama1-30b"); "" for any other
-// name.
-std::string helix_profile_model(const std::filesystem::path& dir);
 
 }  // namespace hetplan::serve

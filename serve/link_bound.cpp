@@ -87,8 +87,8 @@ std::vector<MachineBound> machine_bounds(const ServingProblem& problem) {
     mb.usable = best > 0;
     mb.max_capacity = best;
     const Machine& m = problem.cluster.machines()[i];
-    mb.out_tokens = per_token(m.nic_out_Bps, act);
-    mb.in_tokens = per_token(m.nic_in_Bps, act);
+    mb.out_tokens = per_token(m.nic_out_GBps, act);
+    mb.in_tokens = per_token(m.nic_in_GBps, act);
   }
   return out;
 }
@@ -112,7 +112,7 @@ bool hub_equivalent(const ServingProblem& problem, const std::vector<MachineBoun
     for (int j = 0; j < problem.machines(); ++j) {
       if (j == i || !mb[j].usable) continue;
       const auto link = problem.cluster.link(i, j);
-      if (!link || !link_implied(mb, i, j, per_token(link->bandwidth_Bps, act))) return false;
+      if (!link || !link_implied(mb, i, j, per_token(link->bandwidth_GBps, act))) return false;
     }
   }
   return true;
@@ -137,11 +137,11 @@ struct Group {
 
 bool alike(const ServingProblem& p, const std::vector<MachineBound>& mb, int i, int j) {
   auto same_link = [](std::optional<Link> a, std::optional<Link> b) {
-    return a.has_value() == b.has_value() && (!a || a->bandwidth_Bps == b->bandwidth_Bps);
+    return a.has_value() == b.has_value() && (!a || a->bandwidth_GBps == b->bandwidth_GBps);
   };
   return mb[i].run_capacity == mb[j].run_capacity && mb[i].out_tokens == mb[j].out_tokens &&
          mb[i].in_tokens == mb[j].in_tokens &&
-         p.cluster.machines()[i].nic_in_Bps == p.cluster.machines()[j].nic_in_Bps &&
+         p.cluster.machines()[i].nic_in_GBps == p.cluster.machines()[j].nic_in_GBps &&
          same_link(p.cluster.link(kSource, i), p.cluster.link(kSource, j)) &&
          same_link(p.cluster.link(i, kSink), p.cluster.link(j, kSink));
 }
@@ -160,9 +160,9 @@ void refine_by_links(const ServingProblem& p, std::vector<int>& colour) {
       for (int k = 0; k < n; ++k) {
         if (k == i || colour[k] < 0) continue;
         if (const auto out = p.cluster.link(i, k))
-          signature[i].second.emplace_back(0, colour[k], out->bandwidth_Bps);
+          signature[i].second.emplace_back(0, colour[k], out->bandwidth_GBps);
         if (const auto in = p.cluster.link(k, i))
-          signature[i].second.emplace_back(1, colour[k], in->bandwidth_Bps);
+          signature[i].second.emplace_back(1, colour[k], in->bandwidth_GBps);
       }
       std::sort(signature[i].second.begin(), signature[i].second.end());
     }
@@ -261,7 +261,7 @@ class LinkLp {
   // Links of one kind from a group to a group: how many, of which bandwidth.
   struct LinkKind {
     int to = 0;
-    double bandwidth_Bps = 0;
+    double bandwidth_GBps = 0;
     int count = 0;
   };
 
@@ -273,7 +273,7 @@ class LinkLp {
       for (int i : groups_[gi].members)
         for (int j : groups_[gj].members)
           if (i != j)
-            if (const auto link = p_.cluster.link(i, j)) ++links[link->bandwidth_Bps];
+            if (const auto link = p_.cluster.link(i, j)) ++links[link->bandwidth_GBps];
       for (const auto& [bandwidth, count] : links) out.push_back({gj, bandwidth, count});
     }
     return out;
@@ -291,7 +291,7 @@ class LinkLp {
       std::vector<int> by_speed(kinds.size());
       std::iota(by_speed.begin(), by_speed.end(), 0);
       std::stable_sort(by_speed.begin(), by_speed.end(), [&](int a, int b) {
-        return kinds[a].bandwidth_Bps > kinds[b].bandwidth_Bps;
+        return kinds[a].bandwidth_GBps > kinds[b].bandwidth_GBps;
       });
       std::vector<char> deferred(kinds.size(), 1);
       for (size_t r = 0; r < std::min(by_speed.size(), kKeptLinkKinds); ++r)
@@ -301,7 +301,7 @@ class LinkLp {
   }
 
   void add_link_kind(LpBuilder& lp, int gi, const LinkKind& kind, bool deferred) {
-    const double tokens = per_token(kind.bandwidth_Bps, p_.model.activation_bytes_per_token);
+    const double tokens = per_token(kind.bandwidth_GBps, p_.model.activation_bytes_per_token);
     const int gj = kind.to;
     const int link_row = link_implied(mb_, groups_[gi].rep(), groups_[gj].rep(), tokens)
                              ? -1
@@ -347,8 +347,8 @@ class LinkLp {
   void add_clients(LpBuilder& lp) {
     const ServingModel& model = p_.model;
     const double tb = model.token_bytes, act = model.activation_bytes_per_token;
-    const int source_row = lp.limit_row(per_token(p_.cluster.source_nic_Bps, tb));
-    const int sink_row = lp.limit_row(per_token(p_.cluster.sink_nic_Bps, tb));
+    const int source_row = lp.limit_row(per_token(p_.cluster.source_nic_GBps, tb));
+    const int sink_row = lp.limit_row(per_token(p_.cluster.sink_nic_GBps, tb));
     for (size_t g = 0; g < groups_.size(); ++g) {
       const int i = groups_[g].rep();
       const double size = groups_[g].size();
@@ -357,12 +357,13 @@ class LinkLp {
         // The flow graph caps this edge by the link and the inbound NIC at token-id size, apart
         // from the activations the NIC takes (flow.cpp).
         const int s = lp.column(
-            size * std::min(per_token(link->bandwidth_Bps, tb), per_token(m.nic_in_Bps, tb)), 1.0);
+            size * std::min(per_token(link->bandwidth_GBps, tb), per_token(m.nic_in_GBps, tb)),
+            1.0);
         lp.add(in_row_[g][0], s, 1.0);
         lp.add(source_row, s, 1.0);
       }
       if (const auto link = p_.cluster.link(i, kSink)) {
-        const int t = lp.column(size * per_token(link->bandwidth_Bps, tb));
+        const int t = lp.column(size * per_token(link->bandwidth_GBps, tb));
         lp.add(out_row_[g][L_], t, -1.0);
         lp.add(sink_row, t, 1.0);
         lp.add(nic_out_row_[g], t, tb / act);

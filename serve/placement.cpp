@@ -6,7 +6,7 @@
 
 #include "costmodel/document.h"
 #include "costmodel/errors.h"
-#include "serve/helix_import.h"
+#include "serve/helix_solution.h"
 
 namespace hetplan::serve {
 

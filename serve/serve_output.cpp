@@ -82,21 +82,29 @@ Json routing_json(const ServingProblem& problem, const RoutingTable& routing) {
 }
 
 Json simulation_json(const SimulationConfig& config, const SimulationResult& s) {
-  return {{"requests", s.requests},
-          {"completed", s.completed},
-          {"rejected", s.rejected},
-          {"rate_requests_per_s", config.rate_requests_per_s},
-          {"mean_prompt_tokens", config.mean_prompt_tokens},
-          {"mean_output_tokens", config.mean_output_tokens},
-          {"seed", config.seed},
-          {"decode_batch_limit", config.model_batch_limit ? "capacity model" : "profile maximum"},
-          {"duration_s", s.duration_s},
-          {"throughput_tokens_per_s", s.throughput_tokens_per_s},
-          {"decode_throughput_tokens_per_s", s.decode_throughput_tokens_per_s},
-          {"prompt_latency_s", latency_json(s.prompt_latency)},
-          {"decode_latency_s_per_token", latency_json(s.decode_latency)},
-          {"admission_wait_s", latency_json(s.admission_wait)},
-          {"batches", s.batches}};
+  Json out = {
+      {"requests", s.requests},
+      {"completed", s.completed},
+      {"rejected", s.rejected},
+      {"rate_requests_per_s", config.rate_requests_per_s},
+      {"mean_prompt_tokens", config.mean_prompt_tokens},
+      {"mean_output_tokens", config.mean_output_tokens},
+      {"seed", config.seed},
+      {"decode_batch_limit", config.model_batch_limit ? "capacity model" : "profile maximum"},
+      {"duration_s", s.duration_s},
+      {"throughput_tokens_per_s", s.throughput_tokens_per_s},
+      {"decode_throughput_tokens_per_s", s.decode_throughput_tokens_per_s},
+      {"prompt_latency_s", latency_json(s.prompt_latency)},
+      {"decode_latency_s_per_token", latency_json(s.decode_latency)},
+      {"admission_wait_s", latency_json(s.admission_wait)},
+      {"batches", s.batches},
+      {"trace", config.trace.empty() ? "poisson, uniform lengths" : "helix"}};
+  if (s.window_s > 0) {
+    out["window_s"] = s.window_s;
+    out["window_decode_throughput_tokens_per_s"] = s.window_decode_throughput_tokens_per_s;
+    out["window_prompt_latency_s"] = latency_json(s.window_prompt_latency);
+  }
+  return out;
 }
 
 Json serve_json(const ServeReport& report) {
@@ -113,7 +121,8 @@ Json serve_json(const ServeReport& report) {
       {"activation_bytes_per_token", whole_number_json(problem.model.activation_bytes_per_token)}};
   out["workload"] = {{"avg_prompt_tokens", problem.workload.avg_prompt_tokens},
                      {"avg_output_tokens", problem.workload.avg_output_tokens}};
-  out["capacity_model"] = {{"kv_high_water", problem.params.kv_high_water},
+  out["capacity_model"] = {{"name", capacity_model_name(problem.params.model)},
+                           {"kv_high_water", problem.params.kv_high_water},
                            {"usable_fraction", problem.params.usable_fraction},
                            {"kv_reserve_fraction", problem.params.kv_reserve_fraction},
                            {"partial_inference", problem.partial_inference}};

@@ -39,7 +39,7 @@ int ServingCluster::slot(int endpoint) const {
 }
 
 void ServingCluster::set_link(int from, int to, Link link) {
-  auto [it, fresh] = index_of_.try_emplace({link.bandwidth_Bps, link.latency_s},
+  auto [it, fresh] = index_of_.try_emplace({link.bandwidth_GBps, link.latency_s},
                                            static_cast<uint32_t>(distinct_.size() + 1));
   if (fresh) distinct_.push_back(link);
   links_[static_cast<size_t>(slot(from)) * (size() + 2) + slot(to)] = it->second;

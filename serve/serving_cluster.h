@@ -21,21 +21,21 @@ struct Machine {
   std::string machine_type;  // selects the per-layer time profile ("A100", "T4x2")
   std::string gpu_type;      // "A100", "T4"
   int gpus = 1;
-  double vram_bytes = 0;  // all GPUs of the machine together
-  double nic_in_Bps = 0;  // bytes/s; <= 0: unlimited
-  double nic_out_Bps = 0;
+  double vram_bytes = 0;   // all GPUs of the machine together
+  double nic_in_GBps = 0;  // 1e9 bytes/s; <= 0: unlimited
+  double nic_out_GBps = 0;
 };
 
 // A directed network link.
 struct Link {
-  double bandwidth_Bps = 0;  // bytes/s
+  double bandwidth_GBps = 0;  // 1e9 bytes/s
   double latency_s = 0;
 };
 
-// Tokens/s a NIC or link of `Bps` bytes/s carries at `bytes` per token; <= 0 means unlimited
-// (infinity).
-inline double per_token(double Bps, double bytes) {
-  return Bps > 0 ? Bps / bytes : std::numeric_limits<double>::infinity();
+// Tokens/s a NIC or link of `GBps` (1e9 bytes/s) carries at `bytes` per token; <= 0 means
+// unlimited (infinity).
+inline double per_token(double GBps, double bytes) {
+  return GBps > 0 ? GBps * 1e9 / bytes : std::numeric_limits<double>::infinity();
 }
 
 // The most machines a serving cluster may have. The flow graph of a fully linked cluster has an
@@ -63,9 +63,9 @@ class ServingCluster {
   void set_link(int from, int to, Link link);
   // The link from -> to, if there is one.
   std::optional<Link> link(int from, int to) const;
-  // Client (coordinator) NIC limits in bytes/s; <= 0: unlimited.
-  double source_nic_Bps = 0;
-  double sink_nic_Bps = 0;
+  // Client (coordinator) NIC limits in GBps; <= 0: unlimited.
+  double source_nic_GBps = 0;
+  double sink_nic_GBps = 0;
 
  private:
   int slot(int endpoint) const;

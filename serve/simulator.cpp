@@ -5,7 +5,6 @@
 #include <deque>
 #include <map>
 #include <queue>
-#include <random>
 
 namespace hetplan::serve {
 namespace {
@@ -68,11 +67,7 @@ class Simulation {
  public:
   Simulation(const ServingProblem& problem, const Placement& placement, const RoutingTable& routing,
              const SimulationConfig& config)
-      : problem_(problem),
-        placement_(placement),
-        routing_(routing),
-        config_(config),
-        rng_(config.seed) {
+      : problem_(problem), placement_(placement), routing_(routing), config_(config) {
     const int n = problem.machines();
     machines_.resize(n);
     nic_in_free_.assign(n + 2, 0.0);
@@ -97,20 +92,20 @@ class Simulation {
   }
 
   SimulationResult run() {
-    double t = 0;
-    for (int64_t r = 0; r < config_.requests; ++r) {
-      t += -std::log(1.0 - uniform()) / config_.rate_requests_per_s;
+    const std::vector<TraceRequest> generated =
+        config_.trace.empty()
+            ? poisson_trace(config_.requests, config_.rate_requests_per_s,
+                            config_.mean_prompt_tokens, config_.mean_output_tokens,
+                            config_.max_request_tokens, config_.seed)
+            : std::vector<TraceRequest>{};
+    const std::vector<TraceRequest>& trace = config_.trace.empty() ? generated : config_.trace;
+    for (const TraceRequest& t : trace) {
       Request req;
-      req.arrival = t;
-      req.prompt = length(config_.mean_prompt_tokens);
-      req.output = length(config_.mean_output_tokens);
-      if (const int64_t cap = config_.max_request_tokens;
-          cap > 1 && req.prompt + req.output > cap) {
-        req.output = static_cast<int>(std::max<int64_t>(1, cap - req.prompt));
-        req.prompt = static_cast<int>(cap - req.output);
-      }
+      req.arrival = t.arrival_s;
+      req.prompt = t.prompt_tokens;
+      req.output = t.output_tokens;
+      push(t.arrival_s, EventKind::kArrival, static_cast<int>(requests_.size()), {});
       requests_.push_back(req);
-      push(t, EventKind::kArrival, static_cast<int>(r), {});
     }
     while (!events_.empty()) {
       const Event e = events_.top();
@@ -133,14 +128,6 @@ class Simulation {
   }
 
  private:
-  double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
-
-  int length(double mean) {
-    const int lo = std::max(1, static_cast<int>(std::ceil(mean / 2)));
-    const int hi = std::max(lo, static_cast<int>(std::floor(1.5 * mean)));
-    return lo + static_cast<int>(rng_() % static_cast<uint64_t>(hi - lo + 1));
-  }
-
   void push(double time, EventKind kind, int target, Item item) {
     events_.push({time, seq_++, kind, target, item});
   }
@@ -199,18 +186,18 @@ class Simulation {
   // inbound NIC, each a FIFO at its bandwidth (store and forward), the link's latency between the
   // link and the receiving NIC. Unlimited NICs take no time.
   void send(int from, int to, double bytes, Item item) {
-    double t = occupy(nic_out_free_[slot(from)], nic_out_Bps(from), now_, bytes);
+    double t = occupy(nic_out_free_[slot(from)], nic_out_GBps(from), now_, bytes);
     if (const auto link = problem_.cluster.link(from, to))
-      t = occupy(link_free_[{from, to}], link->bandwidth_Bps, t, bytes) + link->latency_s;
-    t = occupy(nic_in_free_[slot(to)], nic_in_Bps(to), t, bytes);
+      t = occupy(link_free_[{from, to}], link->bandwidth_GBps, t, bytes) + link->latency_s;
+    t = occupy(nic_in_free_[slot(to)], nic_in_GBps(to), t, bytes);
     push(t, EventKind::kDeliver, to, item);
   }
 
-  // A FIFO resource of `Bps` bytes/s free from `free_at`: when `bytes` ready at `ready` are
-  // through.
-  static double occupy(double& free_at, double Bps, double ready, double bytes) {
-    if (!(Bps > 0)) return ready;
-    free_at = std::max(ready, free_at) + bytes / Bps;
+  // A FIFO resource of `GBps` (1e9 bytes/s) free from `free_at`: when `bytes` ready at `ready`
+  // are through.
+  static double occupy(double& free_at, double GBps, double ready, double bytes) {
+    if (!(GBps > 0)) return ready;
+    free_at = std::max(ready, free_at) + bytes / (GBps * 1e9);
     return free_at;
   }
 
@@ -220,13 +207,13 @@ class Simulation {
     if (endpoint == kSink) return problem_.machines() + 1;
     return endpoint;
   }
-  double nic_out_Bps(int endpoint) const {
-    if (endpoint == kSource) return problem_.cluster.source_nic_Bps;
-    return endpoint >= 0 ? problem_.cluster.machines()[endpoint].nic_out_Bps : 0;
+  double nic_out_GBps(int endpoint) const {
+    if (endpoint == kSource) return problem_.cluster.source_nic_GBps;
+    return endpoint >= 0 ? problem_.cluster.machines()[endpoint].nic_out_GBps : 0;
   }
-  double nic_in_Bps(int endpoint) const {
-    if (endpoint == kSink) return problem_.cluster.sink_nic_Bps;
-    return endpoint >= 0 ? problem_.cluster.machines()[endpoint].nic_in_Bps : 0;
+  double nic_in_GBps(int endpoint) const {
+    if (endpoint == kSink) return problem_.cluster.sink_nic_GBps;
+    return endpoint >= 0 ? problem_.cluster.machines()[endpoint].nic_in_GBps : 0;
   }
 
   void deliver(int target, const Item& item) {
@@ -288,6 +275,7 @@ class Simulation {
     Request& req = requests_[id];
     ++req.generated;
     if (req.first_token < 0) req.first_token = now_;
+    if (req.generated > 1 && now_ <= config_.window_s) ++window_decode_tokens_;
     if (req.generated < req.output) {
       send(kSource, req.path.front().machine, problem_.model.token_bytes, {id, 0, false});
       return;
@@ -301,7 +289,7 @@ class Simulation {
 
   SimulationResult summarize() const {
     SimulationResult s;
-    s.requests = config_.requests;
+    s.requests = static_cast<int64_t>(requests_.size());
     s.rejected = rejected_;
     s.batches = batches_;
     std::vector<double> prompt, decode, wait;
@@ -325,6 +313,15 @@ class Simulation {
     s.prompt_latency = stats_of(prompt);
     s.decode_latency = stats_of(decode);
     s.admission_wait = stats_of(wait);
+    if (config_.window_s > 0) {
+      std::vector<double> window_prompt;
+      for (const Request& r : requests_)
+        if (r.first_token >= 0 && r.first_token <= config_.window_s)
+          window_prompt.push_back(r.first_token - r.arrival);
+      s.window_s = config_.window_s;
+      s.window_decode_throughput_tokens_per_s = window_decode_tokens_ / config_.window_s;
+      s.window_prompt_latency = stats_of(window_prompt);
+    }
     return s;
   }
 
@@ -332,7 +329,6 @@ class Simulation {
   const Placement& placement_;
   const RoutingTable& routing_;
   const SimulationConfig& config_;
-  std::mt19937_64 rng_;
   std::vector<MachineState> machines_;
   std::vector<Iwrr> iwrr_;
   std::vector<Request> requests_;
@@ -342,17 +338,19 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   double now_ = 0;
   int64_t seq_ = 0;
-  int64_t active_ = 0, rejected_ = 0, batches_ = 0;
+  int64_t active_ = 0, rejected_ = 0, batches_ = 0, window_decode_tokens_ = 0;
 };
 
 }  // namespace
 
 SimulationResult simulate_serving(const ServingProblem& problem, const Placement& placement,
                                   const RoutingTable& routing, const SimulationConfig& config) {
-  if (routing.out.empty() || routing.from(kSource).empty() || config.requests <= 0) {
+  const int64_t requests =
+      config.trace.empty() ? config.requests : static_cast<int64_t>(config.trace.size());
+  if (routing.out.empty() || routing.from(kSource).empty() || requests <= 0) {
     SimulationResult none;
-    none.requests = config.requests;
-    none.rejected = config.requests;
+    none.requests = requests;
+    none.rejected = requests;
     return none;
   }
   Simulation sim(problem, placement, routing, config);

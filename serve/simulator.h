@@ -1,5 +1,6 @@
-// Discrete-event simulation of serving a request trace on a placement: Poisson arrivals, prompt
-// and output lengths drawn around their means, per-request paths chosen by the flow's IWRR
+// Discrete-event simulation of serving a request trace on a placement (serve/trace.h: Poisson
+// arrivals with lengths around their means, or Helix's generator), per-request paths chosen by the
+// flow's IWRR
 // weights with KV-cache admission, batched execution on every machine with the per-layer times,
 // and links with bandwidth (FIFO) and latency. Reports throughput, prompt latency (time to the
 // first token) and per-token decode latency.
@@ -9,6 +10,7 @@
 
 #include "serve/capacity.h"
 #include "serve/routing.h"
+#include "serve/trace.h"
 
 namespace hetplan::serve {
 
@@ -26,6 +28,12 @@ struct SimulationConfig {
   // can never beat the max flow) or the largest batch the profile measured (false: optimistic,
   // like vLLM's max_num_seqs).
   bool model_batch_limit = true;
+  // The trace to serve; empty: poisson_trace() from the fields above.
+  std::vector<TraceRequest> trace;
+  // > 0: also measure as Helix's simulator does, over [0, window_s]: output tokens after each
+  // request's first that complete in it, per second, and the prompt latency of the requests
+  // whose first token comes in it.
+  double window_s = 0;
 };
 
 // Mean, median and 95th percentile of a latency (seconds).
@@ -44,6 +52,9 @@ struct SimulationResult {
   LatencyStats decode_latency;                // per output token after the first
   LatencyStats admission_wait;                // arrival to admission (KV cache)
   int64_t batches = 0;
+  double window_s = 0;                               // 0: no window measured
+  double window_decode_throughput_tokens_per_s = 0;  // decode tokens done in the window / window
+  LatencyStats window_prompt_latency;                // first tokens in the window
 };
 
 // Simulates `config` on `placement` with the routing from its max flow.

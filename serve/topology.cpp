@@ -56,14 +56,14 @@ class ChainFinder {
     last_.assign(n_, 0.0);
     for (int v = 0; v < n_; ++v) {
       if (auto link = p_.cluster.link(kSource, v))
-        first_.emplace_back(v, per_token(link->bandwidth_Bps, model.token_bytes));
+        first_.emplace_back(v, per_token(link->bandwidth_GBps, model.token_bytes));
       if (auto link = p_.cluster.link(v, kSink))
-        last_[v] = per_token(link->bandwidth_Bps, model.token_bytes);
+        last_[v] = per_token(link->bandwidth_GBps, model.token_bytes);
       for (int w = 0; w < n_; ++w)
         if (w != v)
           if (auto link = p_.cluster.link(v, w))
-            next_[v].emplace_back(w,
-                                  per_token(link->bandwidth_Bps, model.activation_bytes_per_token));
+            next_[v].emplace_back(
+                w, per_token(link->bandwidth_GBps, model.activation_bytes_per_token));
     }
   }
 
@@ -71,8 +71,8 @@ class ChainFinder {
   double capacity(int v, int k) const {
     const Machine& m = p_.cluster.machines()[v];
     const double act = p_.model.activation_bytes_per_token;
-    return std::min({p_.capacity[v].tokens_per_s[k], per_token(m.nic_in_Bps, act),
-                     per_token(m.nic_out_Bps, act)});
+    return std::min({p_.capacity[v].tokens_per_s[k], per_token(m.nic_in_GBps, act),
+                     per_token(m.nic_out_GBps, act)});
   }
 
   // Most layers machine v may hold at `tokens_per_s` (0: none).
@@ -281,21 +281,22 @@ std::string why_nothing_serves(const ServingProblem& problem) {
       std::string part = fmt::format("{} x {}: {} layer{} each", e.first, type, cap.max_layers,
                                      cap.max_layers == 1 ? "" : "s");
       if (cap.max_layers < cap.weight_max_layers) {
-        const Machine& m = problem.cluster.machines()[e.second];
         part += fmt::format(
             " (with {} its KV cache would hold {:.0f} tokens per layer, less than one request "
             "of {:g})",
-            cap.max_layers + 1,
-            kv_tokens_per_layer(m, problem.model, problem.params, cap.max_layers + 1), request);
+            cap.max_layers + 1, cap.kv_tokens_per_layer[cap.max_layers + 1], request);
       }
       parts.push_back(part);
     }
+    const std::string limits =
+        problem.params.model == CapacityModel::kHelix && problem.params.helix_tables
+            ? std::string("Helix's tables limit the layers of the machine types they list")
+            : fmt::format("a machine keeps {:.0f}% of its VRAM free for KV cache, --kv-reserve",
+                          100 * problem.params.kv_reserve_fraction);
     return fmt::format(
         "the cluster's machines hold at most {} of the model's {} layers ({}; a layer's weights "
-        "are {:.2f} GB, and a machine keeps {:.0f}% of its VRAM free for KV cache, "
-        "--kv-reserve)",
-        total, L, name_list(parts, 12), problem.model.layer_weight_bytes / 1e9,
-        100 * problem.params.kv_reserve_fraction);
+        "are {:.2f} GB, and {})",
+        total, L, name_list(parts, 12), problem.model.layer_weight_bytes / 1e9, limits);
   }
   if (fully_linked(problem.cluster)) return "";  // any order of machines is a chain
   const ChainFinder finder(problem);

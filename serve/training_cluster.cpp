@@ -13,8 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr double kGB = 1e9;
-
 // Top-level keys that only one of hetplan's cluster files has (both may have name and
 // description): serve/cluster_file.cpp and parse_cluster() in costmodel/hardware.cpp.
 const std::set<std::string> kServingKeys = {"machine_types", "machines", "links",
@@ -55,8 +53,8 @@ Machine machine_of(const NodeSpec& node, std::string name) {
   m.gpus = static_cast<int>(node.gpus);
   m.vram_bytes = static_cast<double>(node.gpus) * node.gpu.memory_bytes;
   // network_gbit is the node's whole network (all NICs), in each direction.
-  m.nic_in_Bps = node.network_gbit / 8 * kGB;
-  m.nic_out_Bps = m.nic_in_Bps;
+  m.nic_in_GBps = node.network_gbit / 8;
+  m.nic_out_GBps = m.nic_in_GBps;
   return m;
 }
 
@@ -91,15 +89,15 @@ ServingCluster serving_cluster_from(const ClusterSpec& cluster) {
   for (int i = 0; i < n; ++i) {
     const NodeSpec& node = cluster.groups[group_of[i]].node;
     // Clients reach a machine over its own network: they send and receive token ids only.
-    const Link client{node.network_gbit / 8 * kGB, node.network_latency_s};
+    const Link client{node.network_gbit / 8, node.network_latency_s};
     serving.set_link(kSource, i, client);
     serving.set_link(i, kSink, client);
     for (int j = 0; j < n; ++j) {
       if (j == i) continue;
       const std::string& other = cluster.groups[group_of[j]].node.name;
-      serving.set_link(i, j,
-                       {cluster.network_GBps(node.name, other) * kGB,
-                        cluster.network_latency_s(node.name, other)});
+      serving.set_link(
+          i, j,
+          {cluster.network_GBps(node.name, other), cluster.network_latency_s(node.name, other)});
     }
   }
   return serving;

@@ -29,7 +29,8 @@ struct ToyLink {
 ServingProblem linked_only(ServingProblem p, const std::vector<ToyLink>& links) {
   ServingCluster c("toy", p.cluster.machines());
   for (const ToyLink& l : links)
-    c.set_link(l.from, l.to, {l.tokens_per_s > 0 ? l.tokens_per_s * kActivationBytes : 1e15, 0});
+    c.set_link(l.from, l.to,
+               {l.tokens_per_s > 0 ? l.tokens_per_s * kActivationBytes / 1e9 : 1e6, 0});
   p.cluster = c;
   return p;
 }
@@ -134,11 +135,11 @@ TEST(ServeLinkBound, NicsBind) {
   ServingProblem p =
       linked_only(testing::toy_problem(2, {10, 10}, 1), {{kSource, 0}, {0, 1}, {1, kSink}});
   std::vector<Machine> machines = p.cluster.machines();
-  machines[0].nic_out_Bps = 4 * kActivationBytes;
+  machines[0].nic_out_GBps = 4 * kActivationBytes / 1e9;
   ServingCluster c("toy", machines);
-  c.set_link(kSource, 0, {1e15, 0});
-  c.set_link(0, 1, {1e15, 0});
-  c.set_link(1, kSink, {1e15, 0});
+  c.set_link(kSource, 0, {1e6, 0});
+  c.set_link(0, 1, {1e6, 0});
+  c.set_link(1, kSink, {1e6, 0});
   p.cluster = c;
   EXPECT_NEAR(link_bound(p), 4.0, 1e-6);
   EXPECT_DOUBLE_EQ(max_flow(p, ranges({{0, 1}, {1, 1}})), 4.0);

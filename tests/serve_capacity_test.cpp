@@ -71,7 +71,7 @@ TEST(ServeCapacity, ProfileErrors) {
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("prompt_bs2time.csv: line 3"));
-    EXPECT_THAT(e.what(), HasSubstr("expected 'batch,milliseconds'"));
+    EXPECT_THAT(e.what(), HasSubstr("expected \"batch,milliseconds\""));
   }
   try {
     profiles.for_machine_type("H200");

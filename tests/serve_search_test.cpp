@@ -6,6 +6,7 @@
 
 #include "serve/baselines.h"
 #include "serve/flow.h"
+#include "serve/helix_solution.h"
 #include "serve/local_search.h"
 #include "serve/milp.h"
 #include "serve/planner.h"

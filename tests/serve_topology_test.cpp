@@ -18,7 +18,7 @@ using testing::ranges;
 // toy_problem() with only the links given: (from, to) pairs of machine indices, kSource, kSink.
 ServingProblem linked_only(ServingProblem p, const std::vector<std::pair<int, int>>& links) {
   ServingCluster c("toy", p.cluster.machines());
-  for (const auto& [from, to] : links) c.set_link(from, to, {1e15, 0.001});
+  for (const auto& [from, to] : links) c.set_link(from, to, {1e6, 0.001});
   p.cluster = c;
   return p;
 }
