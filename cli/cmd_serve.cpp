@@ -16,12 +16,15 @@
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
 #include "costmodel/version.h"
-#include "search/serve/cost_layer_time.h"
-#include "search/serve/helix_import.h"
-#include "search/serve/planner.h"
-#include "search/serve/serve_output.h"
-#include "search/serve/topology.h"
-#include "search/serve/training_cluster.h"
+#include "serve/cost_layer_time.h"
+#include "serve/helix_capacity.h"
+#include "serve/helix_import.h"
+#include "serve/helix_profiles.h"
+#include "serve/helix_solution.h"
+#include "serve/planner.h"
+#include "serve/serve_output.h"
+#include "serve/topology.h"
+#include "serve/training_cluster.h"
 
 namespace hetplan::cli {
 namespace {
@@ -30,7 +33,8 @@ namespace fs = std::filesystem;
 using namespace hetplan::serve;
 
 struct ServeCliOptions {
-  std::string model, cluster, profiles, machine_profiles, placement, json;
+  std::string model, cluster, profiles, machine_profiles, placement, json, write_sol;
+  std::string capacity_model = capacity_model_name(CapacityParams{}.model);
   std::vector<std::string> calibration;
   bool no_default_calibration = false;
   double time_limit_s = 60;
@@ -41,8 +45,11 @@ struct ServeCliOptions {
   double rate = 0;
   double prompt_tokens = 750, output_tokens = 240;
   double kv_reserve = 0.48;
-  bool exact_boundaries = false, no_milp = false, no_simulation = false, quiet = false;
+  bool exact_boundaries = false, partial_inference = false;
+  bool no_milp = false, no_simulation = false, quiet = false;
   bool optimistic_batching = false;
+  std::string trace_lengths, trace_arrivals;
+  double trace_duration_s = 1800;
 };
 
 std::string now_utc() {
@@ -159,7 +166,34 @@ void check_json_output(const ServeCliOptions& o) {
   }
   inputs.insert(inputs.end(), o.calibration.begin(), o.calibration.end());
   std::erase(inputs, std::string());
-  check_outputs(inputs, {{"--json", o.json}});
+  check_outputs(inputs, {{"--json", o.json}, {"--write-sol", o.write_sol}});
+}
+
+// The capacity model's parameters; Helix's model takes its tables from the profile folder
+// (helix_capacity.yaml), and without them hetplan's memory model (said on stderr).
+CapacityParams capacity_params(const ServeCliOptions& o) {
+  CapacityParams params;
+  params.kv_reserve_fraction = o.kv_reserve;
+  params.model = o.capacity_model == "helix" ? CapacityModel::kHelix : CapacityModel::kHetplan;
+  if (params.model != CapacityModel::kHelix) return params;
+  const fs::path tables =
+      o.profiles.empty() ? fs::path() : fs::path(o.profiles) / kHelixCapacityFile;
+  if (!tables.empty() && fs::exists(tables)) {
+    auto read = std::make_shared<HelixCapacityTables>(read_helix_capacity_tables(tables));
+    const std::string named = helix_profile_model(o.profiles);
+    if (!named.empty() && read->model != named)
+      throw InputError(tables.string(), "model",
+                       fmt::format("expected {} (the model of the profile folder), found {}", named,
+                                   read->model));
+    params.helix_tables = std::move(read);
+  } else if (!o.quiet) {
+    fmt::print(stderr,
+               "note: --capacity-model helix without Helix's tables ({}{}): its layer limits and "
+               "KV cache come from hetplan's memory model\n",
+               o.profiles.empty() ? "no --profiles folder" : "none in ",
+               o.profiles.empty() ? "" : tables.string());
+  }
+  return params;
 }
 
 std::optional<SimulationResult> simulate(const ServingProblem& problem, const EvaluatedPlacement& e,
@@ -192,6 +226,13 @@ CommandRunner declare_serve(CLI::App& app) {
                  "Evaluate this placement (hetplan placement JSON or Helix *_sol.ini) instead of "
                  "searching");
   app.add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
+  app.add_option("--write-sol", o->write_sol,
+                 "Also write the chosen placement as a Helix *_sol.ini to FILE (Helix's tools "
+                 "read it)");
+  app.add_option("--capacity-model", o->capacity_model,
+                 "How a machine's tokens/s follow from the layers it holds: helix (Helix's "
+                 "model, from its measured tables; the default) or hetplan")
+      ->check(CLI::IsMember({"hetplan", "helix"}));
   app.add_option("--time-limit", o->time_limit_s, "Search time limit in seconds (default 60)")
       ->check(kPositive);
   app.add_option("--threads", o->threads, "Threads for the search (default 1)")
@@ -213,17 +254,38 @@ CommandRunner declare_serve(CLI::App& app) {
   app.add_option("--kv-reserve", o->kv_reserve,
                  "Share of VRAM weights must leave free for KV cache (default 0.48)")
       ->check(CLI::Range(0.0, 0.95));
-  app.add_flag("--exact-boundaries", o->exact_boundaries,
-               "Requests go from machine i to j only when j starts where i ends (no partial "
-               "inference)");
+  auto* exact = app.add_flag("--exact-boundaries", o->exact_boundaries,
+                             "Requests go from machine i to j only when j starts where i ends "
+                             "(no partial inference; the default with --capacity-model helix, as "
+                             "Helix's runs)");
+  app.add_flag("--partial-inference", o->partial_inference,
+               "Machine i may feed j when j's range holds the layer after i's (Helix's partial "
+               "inference; the default with --capacity-model hetplan)")
+      ->excludes(exact);
   app.add_flag("--no-milp", o->no_milp, "Skip the CBC MILP");
   app.add_flag("--no-simulation", o->no_simulation, "Skip the request-trace simulation");
   app.add_flag("--optimistic-batching", o->optimistic_batching,
                "Simulate decode batches up to the profile's largest batch (default: the capacity "
                "model's batch, so that the simulation cannot beat the max flow)");
+  app.add_option("--trace-lengths", o->trace_lengths,
+                 "Simulate Helix's trace generator: (prompt,output) pairs to draw lengths from "
+                 "(CSV; examples/external/helix/traces/azure_conv_lengths.csv); needs "
+                 "--trace-arrivals");
+  app.add_option("--trace-arrivals", o->trace_arrivals,
+                 "Requests per 3-s interval to draw arrivals from, rescaled to --rate (one per "
+                 "line; examples/external/helix/traces/azure_conv_arrivals.csv)");
+  app.add_option("--trace-duration", o->trace_duration_s,
+                 "Seconds of Helix's trace, measured as Helix does (default 1800)")
+      ->check(kPositive);
   app.add_flag("--quiet", o->quiet, "No progress on stderr");
   return [o]() {
     check_json_output(*o);
+    if (o->trace_lengths.empty() != o->trace_arrivals.empty())
+      throw InputError(
+          fmt::format("{} without {}: Helix's trace generator needs both the lengths "
+                      "and the arrival series",
+                      o->trace_lengths.empty() ? "--trace-arrivals" : "--trace-lengths",
+                      o->trace_lengths.empty() ? "--trace-lengths" : "--trace-arrivals"));
     const ModelSpec spec = load_model(o->model);
     check_request_lengths(*o, spec);
     ServingModel model = serving_model_from(spec, spec.dtype);
@@ -246,11 +308,14 @@ CommandRunner declare_serve(CLI::App& app) {
           o->prompt_tokens, o->prompt_tokens + o->output_tokens / 2, std::move(nodes));
     }
     ServingWorkload workload{o->prompt_tokens, o->output_tokens};
-    CapacityParams params;
-    params.kv_reserve_fraction = o->kv_reserve;
+    const CapacityParams params = capacity_params(*o);
     ServingProblem problem =
         make_problem(std::move(cluster), std::move(model), *times, workload, params);
-    problem.partial_inference = !o->exact_boundaries;
+    // Helix's runs allow no partial inference: a placement searched without it scores the same
+    // with it, one searched with it may not (docs/serving.md).
+    problem.partial_inference =
+        o->partial_inference ||
+        (!o->exact_boundaries && problem.params.model == CapacityModel::kHetplan);
     note_extrapolated_prompts(*o, problem);
 
     ServeReport report;
@@ -262,6 +327,7 @@ CommandRunner declare_serve(CLI::App& app) {
                       {"cluster", o->cluster},
                       {"profiles", o->profiles.empty() ? Json("cost model") : Json(o->profiles)},
                       {"placement", o->placement.empty() ? Json(nullptr) : Json(o->placement)},
+                      {"capacity_model", o->capacity_model},
                       {"seed", o->seed},
                       {"threads", o->threads},
                       {"time_limit_s", o->time_limit_s}};
@@ -286,6 +352,8 @@ CommandRunner declare_serve(CLI::App& app) {
       report.chosen.evaluated = report.plan->best;
     }
     for (auto& b : evaluate_baselines(problem, o->seed)) report.baselines.push_back({b, {}});
+    if (!o->write_sol.empty())
+      write_helix_solution(o->write_sol, report.chosen.evaluated.placement, problem.cluster);
 
     if (!o->no_simulation && report.chosen.evaluated.flow.max_flow_tokens_per_s > 0) {
       SimulationConfig sc;
@@ -295,10 +363,19 @@ CommandRunner declare_serve(CLI::App& app) {
       sc.seed = o->seed;
       sc.max_request_tokens = spec.seq_len;
       sc.model_batch_limit = !o->optimistic_batching;
-      sc.rate_requests_per_s = o->rate > 0
-                                   ? o->rate
-                                   : 0.5 * report.chosen.evaluated.flow.max_flow_tokens_per_s /
-                                         (o->prompt_tokens + o->output_tokens);
+      std::optional<MeasuredTrace> measured;
+      if (!o->trace_lengths.empty())
+        measured = read_measured_trace(o->trace_lengths, o->trace_arrivals);
+      const double request_tokens =
+          measured ? measured->mean_request_tokens() : o->prompt_tokens + o->output_tokens;
+      sc.rate_requests_per_s =
+          o->rate > 0 ? o->rate
+                      : 0.5 * report.chosen.evaluated.flow.max_flow_tokens_per_s / request_tokens;
+      if (measured) {
+        sc.trace = helix_trace(*measured, sc.rate_requests_per_s, o->trace_duration_s, o->seed);
+        sc.window_s = o->trace_duration_s;
+        sc.requests = static_cast<int64_t>(sc.trace.size());
+      }
       report.simulation_config = sc;
       if (!o->quiet)
         fmt::print(stderr, "serve: simulating {} requests at {:.3f} requests/s\n", sc.requests,

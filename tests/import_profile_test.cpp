@@ -210,7 +210,8 @@ TEST(HelixImport, MalformedRowsAndMixedGpus) {
   { std::ofstream(dir / "prompt_bs2time.csv") << "0,0\n250,7\n500,fast\n"; }
   EXPECT_EQ(error_of([&] { import_helix_profiles({dir}, {}); }),
             (dir / "prompt_bs2time.csv").string() +
-                ":3: expected \"tokens,milliseconds\" (two numbers >= 0), found \"500,fast\"");
+                ": line 3: expected \"batch,milliseconds\" (a whole number and a number, both "
+                ">= 0), found \"500,fast\"");
   // QA: a table with no data rows wrote an empty calibration file with exit status 0.
   { std::ofstream(dir / "prompt_bs2time.csv") << "0,0\n\n"; }
   EXPECT_EQ(error_of([&] { import_helix_profiles({dir}, {}); }),

@@ -364,10 +364,14 @@ TEST(BadInput, HelixTablesRefuseNonFiniteTimesAndRepeatedBatches) {
   fs::copy_file(source / "prompt_bs2time.csv", t4 / "prompt_bs2time.csv");
   const std::string out = (dir / "t4.json").string();
   for (const auto& [row, message] : std::vector<std::pair<std::string, std::string>>{
-           {"4,nan", ":3: expected \"tokens,milliseconds\" (two numbers >= 0), found \"4,nan\""},
-           {"4,inf", ":3: expected \"tokens,milliseconds\" (two numbers >= 0), found \"4,inf\""},
-           {"2,4.9", ":3: 2 tokens again (also line 2): one row per batch"},
-           {"4,1e12", ":3: 1000000000000 ms for 4 tokens: expected at most a day"}}) {
+           {"4,nan",
+            ": line 3: expected \"batch,milliseconds\" (a whole number and a number, "
+            "both >= 0), found \"4,nan\""},
+           {"4,inf",
+            ": line 3: expected \"batch,milliseconds\" (a whole number and a number, "
+            "both >= 0), found \"4,inf\""},
+           {"2,4.9", ": line 3: batch 2 again (also line 2): one row per batch"},
+           {"4,1e12", ": line 3: 1000000000000 ms for batch 4: expected at most a day"}}) {
     write_text(t4 / "decode_bs2time.csv", "0,0\n2,4.7\n" + row + "\n8,5.3\n");
     const auto r = run_hetplan("import --format helix " + t4.string() + " --out " + out);
     EXPECT_EQ(r.exit_code, 2) << row << "\n" << r.output;

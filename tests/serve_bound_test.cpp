@@ -1,4 +1,4 @@
-// The link-aware upper bound (search/serve/link_bound.h): values worked out by hand on small
+// The link-aware upper bound (serve/link_bound.h): values worked out by hand on small
 // topologies, and the bound against the best placements found on Helix's clusters.
 #include <cstdio>
 #include <ostream>
@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "search/serve/flow.h"
-#include "search/serve/link_bound.h"
-#include "search/serve/planner.h"
-#include "search/serve/topology.h"
+#include "serve/flow.h"
+#include "serve/link_bound.h"
+#include "serve/planner.h"
+#include "serve/topology.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {
@@ -29,7 +29,8 @@ struct ToyLink {
 ServingProblem linked_only(ServingProblem p, const std::vector<ToyLink>& links) {
   ServingCluster c("toy", p.cluster.machines());
   for (const ToyLink& l : links)
-    c.set_link(l.from, l.to, {l.tokens_per_s > 0 ? l.tokens_per_s * kActivationBytes : 1e15, 0});
+    c.set_link(l.from, l.to,
+               {l.tokens_per_s > 0 ? l.tokens_per_s * kActivationBytes / 1e9 : 1e6, 0});
   p.cluster = c;
   return p;
 }
@@ -134,11 +135,11 @@ TEST(ServeLinkBound, NicsBind) {
   ServingProblem p =
       linked_only(testing::toy_problem(2, {10, 10}, 1), {{kSource, 0}, {0, 1}, {1, kSink}});
   std::vector<Machine> machines = p.cluster.machines();
-  machines[0].nic_out_Bps = 4 * kActivationBytes;
+  machines[0].nic_out_GBps = 4 * kActivationBytes / 1e9;
   ServingCluster c("toy", machines);
-  c.set_link(kSource, 0, {1e15, 0});
-  c.set_link(0, 1, {1e15, 0});
-  c.set_link(1, kSink, {1e15, 0});
+  c.set_link(kSource, 0, {1e6, 0});
+  c.set_link(0, 1, {1e6, 0});
+  c.set_link(1, kSink, {1e6, 0});
   p.cluster = c;
   EXPECT_NEAR(link_bound(p), 4.0, 1e-6);
   EXPECT_DOUBLE_EQ(max_flow(p, ranges({{0, 1}, {1, 1}})), 4.0);
@@ -293,7 +294,7 @@ TEST(ServeLinkBound, MergingInterchangeableMachinesKeepsTheBound) {
 namespace hetplan::serve {
 namespace {
 
-// Column generation (search/serve/column_generation.h) must end at the whole LP's optimum: two
+// Column generation (serve/column_generation.h) must end at the whole LP's optimum: two
 // optimal solutions of one LP differ only within Clp's tolerances (primal and dual 1e-7 in the
 // LP's units, kilo-tokens/s with coefficients near 1), which 1e-6 of the bound covers. Observed
 // on these cases: identical to 1e-4 tokens/s.

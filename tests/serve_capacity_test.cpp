@@ -8,10 +8,10 @@
 
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
-#include "search/serve/capacity.h"
-#include "search/serve/flow.h"
-#include "search/serve/layer_time.h"
-#include "search/serve/serving_model.h"
+#include "serve/capacity.h"
+#include "serve/flow.h"
+#include "serve/layer_time.h"
+#include "serve/serving_model.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {
@@ -71,7 +71,7 @@ TEST(ServeCapacity, ProfileErrors) {
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("prompt_bs2time.csv: line 3"));
-    EXPECT_THAT(e.what(), HasSubstr("expected 'batch,milliseconds'"));
+    EXPECT_THAT(e.what(), HasSubstr("expected \"batch,milliseconds\""));
   }
   try {
     profiles.for_machine_type("H200");

@@ -45,6 +45,11 @@ std::string common_args(const std::string& cluster) {
          (kHelix / "profiles/llama2_70b").string();
 }
 
+// The same under hetplan's capacity model (whose numbers serve_search_test pins).
+std::string hetplan_args(const std::string& cluster) {
+  return common_args(cluster) + " --capacity-model hetplan";
+}
+
 nlohmann::json read_json(const fs::path& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
@@ -52,7 +57,7 @@ nlohmann::json read_json(const fs::path& path) {
 
 TEST(ServeCli, EvaluatesHelixPlacementWithJsonContract) {
   const fs::path out = fs::temp_directory_path() / "hetplan_serve_ilp.json";
-  const CliRun r = run(common_args("clusters/cluster24.ini") + " --placement " +
+  const CliRun r = run(hetplan_args("clusters/cluster24.ini") + " --placement " +
                        (kHelix / "layouts/single_cluster-llama70b/ilp/ilp_sol.ini").string() +
                        " --requests 40 --json " + out.string());
   ASSERT_EQ(r.status, 0) << r.output;
@@ -87,7 +92,7 @@ TEST(ServeCli, EvaluatesHelixPlacementWithJsonContract) {
 TEST(ServeCli, ShortSearchBeatsHelixIlpAndItsOutputIsAPlacementFile) {
   const fs::path out = fs::temp_directory_path() / "hetplan_serve_search.json";
   const CliRun r =
-      run(common_args("clusters/cluster24.ini") +
+      run(hetplan_args("clusters/cluster24.ini") +
           " --time-limit 10 --evaluations 1000 --requests 20 --quiet --json " + out.string());
   ASSERT_EQ(r.status, 0) << r.output;
   const auto j = read_json(out);
@@ -96,7 +101,7 @@ TEST(ServeCli, ShortSearchBeatsHelixIlpAndItsOutputIsAPlacementFile) {
   EXPECT_TRUE(j.contains("search"));
   // The JSON output can be evaluated again with --placement: same max flow.
   const fs::path again = fs::temp_directory_path() / "hetplan_serve_again.json";
-  const CliRun r2 = run(common_args("clusters/cluster24.ini") + " --placement " + out.string() +
+  const CliRun r2 = run(hetplan_args("clusters/cluster24.ini") + " --placement " + out.string() +
                         " --no-simulation --json " + again.string());
   ASSERT_EQ(r2.status, 0) << r2.output;
   EXPECT_DOUBLE_EQ(read_json(again)["max_flow_tokens_per_s"].get<double>(),
@@ -151,8 +156,9 @@ TEST(ServeCli, ClusterThatCannotHoldTheModelIsExit2) {
   EXPECT_THAT(r.output, HasSubstr("c19.yaml: cannot serve llama2-70b: the cluster's machines "
                                   "hold at most 76 of the model's 80 layers (19 x T4: 4 layers "
                                   "each;"));
+  // hetplan's memory model (Helix's tables hold a T4 to 4 layers whatever its VRAM).
   r = run("--model llama2-70b --cluster " + cluster("17.12", "10") + profiles_arg() +
-          " --kv-reserve 0");
+          " --kv-reserve 0 --capacity-model hetplan");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("hold at most 70 of the model's 80 layers (10 x T4: 7 layers "
                                   "each (with 8 its KV cache would hold 169 tokens per layer, "
@@ -240,6 +246,63 @@ TEST(ServeCli, NoMilpLeavesTheBoundOut) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, ::testing::Not(HasSubstr("MILP LP bound")));
   EXPECT_TRUE(read_json(out)["search"]["milp_lp_bound_tokens_per_s"].is_null());
+}
+
+TEST(ServeCli, WritesHelixSolutionFiles) {
+  // --write-sol writes the placement evaluated, byte for byte as Helix's own file...
+  const fs::path helix_sol = kHelix / "layouts/single_cluster-llama70b/ilp/ilp_sol.ini";
+  const fs::path sol = fs::temp_directory_path() / "hetplan_serve_written_sol.ini";
+  CliRun r = run(common_args("clusters/cluster24.ini") + " --placement " + helix_sol.string() +
+                 " --no-simulation --quiet --write-sol " + sol.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto text = [](const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  EXPECT_EQ(text(sol), text(helix_sol));
+  // ... and a searched placement, which --placement reads back at the same max flow.
+  const fs::path out = fs::temp_directory_path() / "hetplan_serve_written.json";
+  r = run(common_args("clusters/cluster24.ini") +
+          " --time-limit 2 --evaluations 300 --no-simulation --quiet --json " + out.string() +
+          " --write-sol " + sol.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path again = fs::temp_directory_path() / "hetplan_serve_written_again.json";
+  r = run(common_args("clusters/cluster24.ini") + " --placement " + sol.string() +
+          " --no-simulation --quiet --json " + again.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_DOUBLE_EQ(read_json(again)["max_flow_tokens_per_s"].get<double>(),
+                   read_json(out)["max_flow_tokens_per_s"].get<double>());
+  EXPECT_EQ(read_json(again)["placement"], read_json(out)["placement"]);
+}
+
+TEST(ServeCli, CapacityModels) {
+  // Helix's published MILP placement: Helix's recorded objective under Helix's model (the
+  // default), 1104.35 under hetplan's (serve_search_test).
+  const std::string placement =
+      " --placement " + (kHelix / "layouts/single_cluster-llama70b/ilp/ilp_sol.ini").string() +
+      " --no-simulation --quiet --json ";
+  const fs::path out = fs::temp_directory_path() / "hetplan_serve_models.json";
+  CliRun r = run(common_args("clusters/cluster24.ini") + placement + out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NEAR(read_json(out)["max_flow_tokens_per_s"].get<double>(), 1289.556, 2e-3);
+  EXPECT_EQ(read_json(out)["capacity_model"]["name"], "helix");
+  r = run(common_args("clusters/cluster24.ini") + " --capacity-model hetplan" + placement +
+          out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NEAR(read_json(out)["max_flow_tokens_per_s"].get<double>(), 1104.35, 0.01);
+  r = run(common_args("clusters/cluster24.ini") + " --capacity-model vllm" + placement +
+          out.string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("--capacity-model"));
+}
+
+TEST(ServeCli, HelixTraceNeedsBothFiles) {
+  const CliRun r = run(common_args("clusters/cluster24.ini") + " --time-limit 1 --trace-lengths " +
+                       (kHelix / "traces/azure_conv_lengths.csv").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("--trace-lengths without --trace-arrivals"));
 }
 
 }  // namespace

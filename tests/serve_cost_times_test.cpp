@@ -1,6 +1,6 @@
 // Per-layer serving times from hetplan's cost model against Helix's measured LLaMA-2 70B layer
 // times (examples/external/helix/profiles/llama2_70b, vLLM fp16).
-#include "search/serve/cost_layer_time.h"
+#include "serve/cost_layer_time.h"
 
 #include <gtest/gtest.h>
 

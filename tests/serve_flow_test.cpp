@@ -1,7 +1,7 @@
 // Max flow of placements on small graphs worked out by hand, and Helix's connection rule.
 #include <gtest/gtest.h>
 
-#include "search/serve/flow.h"
+#include "serve/flow.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {
@@ -30,7 +30,7 @@ TEST(ServeFlow, LinkCapacityIsBandwidthOverActivationBytes) {
   // A [0,2) 10 tokens/s feeds B [2,4) 6 and C [2,4) 5. The A -> B link carries 3 * 16384 B/s:
   // 16384-byte activations make that 3 tokens/s. Max flow = min(10, 3 + 5) = 8.
   ServingProblem p = toy_problem(4, {10, 6, 5}, 4);
-  p.cluster.set_link(0, 1, {3 * 16384.0, 0.001});
+  p.cluster.set_link(0, 1, {3 * 16384e-9, 0.001});
   const Placement pl = ranges({{0, 2}, {2, 2}, {2, 2}});
   EXPECT_DOUBLE_EQ(max_flow(p, pl), 8.0);
   const FlowResult r = solve_flow(p, pl);
@@ -41,7 +41,7 @@ TEST(ServeFlow, LinkCapacityIsBandwidthOverActivationBytes) {
     }
   }
   // Client links carry token ids (2 bytes): 5 B/s from the source is 2.5 tokens/s.
-  p.cluster.set_link(kSource, 0, {5.0, 0.001});
+  p.cluster.set_link(kSource, 0, {5e-9, 0.001});
   EXPECT_DOUBLE_EQ(max_flow(p, pl), 2.5);
 }
 
@@ -50,14 +50,14 @@ TEST(ServeFlow, NicLimitsTheMachine) {
   // NIC carries token ids (2 bytes): 2 * 16384 B/s is 16384 tokens/s there, no limit.
   ServingProblem p = toy_problem(4, {10, 10}, 4);
   std::vector<Machine> machines = p.cluster.machines();
-  machines[0].nic_in_Bps = 2 * 16384.0;
-  machines[1].nic_in_Bps = 2 * 16384.0;
+  machines[0].nic_in_GBps = 2 * 16384e-9;
+  machines[1].nic_in_GBps = 2 * 16384e-9;
   ServingCluster c("toy", machines);
   for (int i = 0; i < 2; ++i) {
-    c.set_link(kSource, i, {1e15, 0});
-    c.set_link(i, kSink, {1e15, 0});
+    c.set_link(kSource, i, {1e6, 0});
+    c.set_link(i, kSink, {1e6, 0});
   }
-  c.set_link(0, 1, {1e15, 0});
+  c.set_link(0, 1, {1e6, 0});
   p.cluster = c;
   const Placement pl = ranges({{0, 2}, {2, 2}});
   EXPECT_DOUBLE_EQ(machine_arc_capacity(p, 0, pl.ranges[0]), 10.0);
@@ -71,26 +71,26 @@ TEST(ServeFlow, InboundNicChargedPerEdgeByWhatItCarries) {
   // B holds layer 0 (token ids of 2 bytes would make its NIC 24576 tokens/s).
   ServingProblem p = toy_problem(4, {10, 10}, 4);
   std::vector<Machine> machines = p.cluster.machines();
-  machines[1].nic_in_Bps = 3 * 16384.0;
+  machines[1].nic_in_GBps = 3 * 16384e-9;
   ServingCluster c("toy", machines);
-  c.set_link(kSource, 0, {1e15, 0});
-  c.set_link(0, 1, {1e15, 0});
-  c.set_link(1, kSink, {1e15, 0});
+  c.set_link(kSource, 0, {1e6, 0});
+  c.set_link(0, 1, {1e6, 0});
+  c.set_link(1, kSink, {1e6, 0});
   p.cluster = c;
   const Placement pl = ranges({{0, 2}, {0, 4}});
   EXPECT_DOUBLE_EQ(max_flow(p, pl), 3.0);
   // With a link from the clients B also takes token ids: 24576 tokens/s of NIC there, so B's
   // compute (10) binds: source -> B and A -> B share B's 10 tokens/s.
-  p.cluster.set_link(kSource, 1, {1e15, 0});
+  p.cluster.set_link(kSource, 1, {1e6, 0});
   EXPECT_DOUBLE_EQ(max_flow(p, pl), 10.0);
   // The clients' token ids are charged 2 bytes each: a NIC of 8 B/s takes 4 tokens/s from the
   // source (and 8 / 16384 from A).
-  machines[1].nic_in_Bps = 8;
+  machines[1].nic_in_GBps = 8e-9;
   ServingCluster d("toy", machines);
-  d.set_link(kSource, 0, {1e15, 0});
-  d.set_link(kSource, 1, {1e15, 0});
-  d.set_link(0, 1, {1e15, 0});
-  d.set_link(1, kSink, {1e15, 0});
+  d.set_link(kSource, 0, {1e6, 0});
+  d.set_link(kSource, 1, {1e6, 0});
+  d.set_link(0, 1, {1e6, 0});
+  d.set_link(1, kSink, {1e6, 0});
   p.cluster = d;
   EXPECT_NEAR(max_flow(p, pl), 4.0, 1e-3);
 }

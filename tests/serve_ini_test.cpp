@@ -7,9 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "costmodel/errors.h"
-#include "search/serve/helix_import.h"
-#include "search/serve/ini_file.h"
-#include "search/serve/serving_cluster.h"
+#include "serve/helix_import.h"
+#include "serve/helix_solution.h"
+#include "serve/ini_file.h"
+#include "serve/serving_cluster.h"
 
 namespace hetplan::serve {
 namespace {
@@ -40,8 +41,8 @@ TEST(ServeIni, MachineProfiles) {
   const auto profiles = read_helix_machine_profiles(kHelix / "clusters/machine_profiles.ini");
   ASSERT_EQ(profiles.size(), 9u);  // SourceNode, SinkNode and 7 machine types
   EXPECT_DOUBLE_EQ(profiles.at("T4x4").vram_bytes, 64e9);
-  EXPECT_DOUBLE_EQ(profiles.at("A100").nic_in_Bps, 10e9);  // "10 * gbps"
-  EXPECT_DOUBLE_EQ(profiles.at("SourceNode").nic_in_Bps, -1);
+  EXPECT_DOUBLE_EQ(profiles.at("A100").nic_in_GBps, 10);       // "10 * gbps": 1e10 B/s
+  EXPECT_DOUBLE_EQ(profiles.at("SourceNode").nic_in_GBps, 0);  // -1: unlimited
 }
 
 TEST(ServeIni, Cluster24) {
@@ -59,23 +60,23 @@ TEST(ServeIni, Cluster24) {
   EXPECT_EQ(c.machines()[0].name, "ComputeNode-0");
   EXPECT_EQ(c.machines()[0].machine_type, "L4");
   EXPECT_DOUBLE_EQ(c.machines()[0].vram_bytes, 24e9);
-  EXPECT_DOUBLE_EQ(c.machines()[0].nic_in_Bps, 10e9);
+  EXPECT_DOUBLE_EQ(c.machines()[0].nic_in_GBps, 10);
   // [Link-0-1] bandwidth=1000 * mbps, latency=1 * MilliSec; usable both ways.
   ASSERT_TRUE(c.link(0, 1));
-  EXPECT_DOUBLE_EQ(c.link(0, 1)->bandwidth_Bps, 1e9);
+  EXPECT_DOUBLE_EQ(c.link(0, 1)->bandwidth_GBps, 1);
   EXPECT_DOUBLE_EQ(c.link(1, 0)->latency_s, 1e-3);
   EXPECT_TRUE(c.link(kSource, 23));
   EXPECT_TRUE(c.link(23, kSink));
   EXPECT_FALSE(c.link(kSink, 23));
-  EXPECT_DOUBLE_EQ(c.source_nic_Bps, 10e9);
+  EXPECT_DOUBLE_EQ(c.source_nic_GBps, 10);
 }
 
 TEST(ServeIni, GeoDistributedClusterKeepsSlowLinks) {
   const ServingCluster c = read_helix_cluster(kHelix / "clusters/3cluster24.ini");
   // [Link-0-4] bandwidth=11.2 * mbps (a cross-region link: 89.6 Mbit/s), latency=54 * MilliSec.
-  EXPECT_DOUBLE_EQ(c.link(4, 0)->bandwidth_Bps, 11.2e6);
+  EXPECT_DOUBLE_EQ(c.link(4, 0)->bandwidth_GBps, 11.2e-3);
   EXPECT_DOUBLE_EQ(c.link(0, 4)->latency_s, 0.054);
-  EXPECT_DOUBLE_EQ(c.link(4, 5)->bandwidth_Bps, 1208e6);
+  EXPECT_DOUBLE_EQ(c.link(4, 5)->bandwidth_GBps, 1.208);
 }
 
 TEST(ServeIni, Cluster42MultiGpuMachines) {
@@ -112,7 +113,7 @@ TEST(ServeIni, SimulatorCluster) {
   EXPECT_TRUE(c.link(kSource, n17));  // link_source_compute_node_17
   EXPECT_TRUE(c.link(n17, n16));      // link_compute_node_17_compute_node_16
   EXPECT_FALSE(c.link(n16, n17));
-  EXPECT_DOUBLE_EQ(c.link(n17, n16)->bandwidth_Bps, 1e9);
+  EXPECT_DOUBLE_EQ(c.link(n17, n16)->bandwidth_GBps, 1);
 }
 
 TEST(ServeIni, HelixSolution) {
@@ -172,7 +173,7 @@ TEST(ServeIni, GoodSmallFileParses) {
       write_temp("good.ini", std::string(kGoodHead) +
                                  "[Link-0-1]\nbandwidth=12.5 * mbps\nlatency=50 * MilliSec\n");
   const ServingCluster c = read_helix_cluster(cluster, profiles);
-  EXPECT_DOUBLE_EQ(c.link(1, 0)->bandwidth_Bps, 12.5e6);
+  EXPECT_DOUBLE_EQ(c.link(1, 0)->bandwidth_GBps, 12.5e-3);
 }
 
 TEST(ServeIni, MissingSectionNamesIt) {
@@ -330,15 +331,15 @@ TEST(ServeClusterFile, ReadsMachinesTypesAndLinks) {
   EXPECT_EQ(c.machines()[4].name, "t4pair-2");
   EXPECT_EQ(c.machines()[4].gpus, 2);
   EXPECT_DOUBLE_EQ(c.machines()[4].vram_bytes, 32e9);
-  EXPECT_DOUBLE_EQ(c.machines()[4].nic_out_Bps, 5e9);
+  EXPECT_DOUBLE_EQ(c.machines()[4].nic_out_GBps, 5);
   // No vram_GB: 1 x the a100-40gb preset's memory.
   EXPECT_GT(c.machines()[0].vram_bytes, 39e9);
   EXPECT_LT(c.machines()[0].vram_bytes, 44e9);
-  EXPECT_DOUBLE_EQ(c.link(1, 2)->bandwidth_Bps, 1e9);
+  EXPECT_DOUBLE_EQ(c.link(1, 2)->bandwidth_GBps, 1);
   EXPECT_DOUBLE_EQ(c.link(kSource, 3)->latency_s, 0.002);
-  EXPECT_DOUBLE_EQ(c.link(4, 0)->bandwidth_Bps, 12.5e6);  // the pair, both ways
+  EXPECT_DOUBLE_EQ(c.link(4, 0)->bandwidth_GBps, 12.5e-3);  // the pair, both ways
   EXPECT_DOUBLE_EQ(c.link(0, 4)->latency_s, 0.05);
-  EXPECT_DOUBLE_EQ(c.source_nic_Bps, 10e9);
+  EXPECT_DOUBLE_EQ(c.source_nic_GBps, 10);
 }
 
 TEST(ServeClusterFile, CountsAreCappedBeforeMachinesAreMade) {

@@ -4,11 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "search/serve/baselines.h"
-#include "search/serve/flow.h"
-#include "search/serve/local_search.h"
-#include "search/serve/milp.h"
-#include "search/serve/planner.h"
+#include "serve/baselines.h"
+#include "serve/flow.h"
+#include "serve/helix_solution.h"
+#include "serve/local_search.h"
+#include "serve/milp.h"
+#include "serve/planner.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {

@@ -1,10 +1,10 @@
 // Routing weights (IWRR) and the request-trace simulator: hand-checked timings and conservation.
 #include <gtest/gtest.h>
 
-#include "search/serve/baselines.h"
-#include "search/serve/flow.h"
-#include "search/serve/routing.h"
-#include "search/serve/simulator.h"
+#include "serve/baselines.h"
+#include "serve/flow.h"
+#include "serve/routing.h"
+#include "serve/simulator.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {
@@ -77,11 +77,11 @@ TEST(ServeSimulation, NicsTimedByHand) {
   // sink link's 1 ms: 3.00204 s to the first token.
   ServingProblem p = testing::toy_problem(4, {100}, 4);
   std::vector<Machine> machines = p.cluster.machines();
-  machines[0].nic_in_Bps = 2;
-  machines[0].nic_out_Bps = 1;
+  machines[0].nic_in_GBps = 2e-9;
+  machines[0].nic_out_GBps = 1e-9;
   ServingCluster c("toy", machines);
-  c.set_link(kSource, 0, {1e15, 0.001});
-  c.set_link(0, kSink, {1e15, 0.001});
+  c.set_link(kSource, 0, {1e6, 0.001});
+  c.set_link(0, kSink, {1e6, 0.001});
   p.cluster = c;
   const Placement pl = testing::ranges({{0, 4}});
   SimulationConfig config;
@@ -100,11 +100,11 @@ TEST(ServeSimulation, NicBoundThroughputStaysBelowTheMaxFlow) {
   // simulation used to ignore NICs and reach the compute rate.
   ServingProblem p = testing::toy_problem(4, {100, 100}, 4);
   std::vector<Machine> machines = p.cluster.machines();
-  machines[0].nic_out_Bps = 5 * 16384.0;
+  machines[0].nic_out_GBps = 5 * 16384e-9;
   ServingCluster c("toy", machines);
-  c.set_link(kSource, 0, {1e15, 0.001});
-  c.set_link(0, 1, {1e15, 0.001});
-  c.set_link(1, kSink, {1e15, 0.001});
+  c.set_link(kSource, 0, {1e6, 0.001});
+  c.set_link(0, 1, {1e6, 0.001});
+  c.set_link(1, kSink, {1e6, 0.001});
   p.cluster = c;
   const Placement pl = testing::ranges({{0, 2}, {2, 2}});
   const FlowResult f = solve_flow(p, pl);

@@ -6,8 +6,9 @@
 #include <vector>
 
 #include "costmodel/model.h"
-#include "search/serve/capacity.h"
-#include "search/serve/helix_import.h"
+#include "serve/capacity.h"
+#include "serve/helix_import.h"
+#include "serve/helix_solution.h"
 
 namespace hetplan::serve::testing {
 
@@ -39,9 +40,9 @@ inline ServingModel toy_model(int layers) {
 }
 
 // `capacities[i]` = machine i's capacity in tokens/s for every layer count 1..max_layers; all
-// machines joined to each other and to the clients by links of `link_Bps`; NICs unlimited.
+// machines joined to each other and to the clients by links of `link_GBps`; NICs unlimited.
 inline ServingProblem toy_problem(int layers, const std::vector<double>& capacities, int max_layers,
-                                  double link_Bps = 1e15) {
+                                  double link_GBps = 1e6) {
   std::vector<Machine> machines;
   for (size_t i = 0; i < capacities.size(); ++i) {
     // Appended rather than "m" + to_string(i): g++ 12 at -O3 warns falsely (-Wrestrict) on that.
@@ -53,10 +54,10 @@ inline ServingProblem toy_problem(int layers, const std::vector<double>& capacit
   p.cluster = ServingCluster("toy", machines);
   const int n = static_cast<int>(machines.size());
   for (int i = 0; i < n; ++i) {
-    p.cluster.set_link(kSource, i, {link_Bps, 0.001});
-    p.cluster.set_link(i, kSink, {link_Bps, 0.001});
+    p.cluster.set_link(kSource, i, {link_GBps, 0.001});
+    p.cluster.set_link(i, kSink, {link_GBps, 0.001});
     for (int j = 0; j < n; ++j)
-      if (i != j) p.cluster.set_link(i, j, {link_Bps, 0.001});
+      if (i != j) p.cluster.set_link(i, j, {link_GBps, 0.001});
   }
   p.model = toy_model(layers);
   for (int i = 0; i < n; ++i) {
@@ -76,12 +77,18 @@ inline ServingProblem toy_problem(int layers, const std::vector<double>& capacit
 inline Placement ranges(std::vector<LayerRange> r) { return Placement{std::move(r)}; }
 
 // LLaMA-2 70B on one of Helix's clusters (path under examples/external/helix) with Helix's
-// measured per-layer times.
-inline ServingProblem helix_problem(const std::string& cluster_file) {
+// measured per-layer times, under the capacity model named (Helix's with its tables).
+inline ServingProblem helix_problem(const std::string& cluster_file,
+                                    CapacityModel model = CapacityModel::kHetplan) {
   const ModelSpec spec = load_model("llama2-70b");
   const ProfileDirectory times(kHelix / "profiles/llama2_70b");
+  CapacityParams params;
+  params.model = model;
+  if (model == CapacityModel::kHelix)
+    params.helix_tables = std::make_shared<HelixCapacityTables>(
+        read_helix_capacity_tables(kHelix / "profiles/llama2_70b" / kHelixCapacityFile));
   return make_problem(read_helix_cluster(kHelix / cluster_file),
-                      serving_model_from(spec, spec.dtype), times);
+                      serving_model_from(spec, spec.dtype), times, {}, params);
 }
 
 }  // namespace hetplan::serve::testing

@@ -3,11 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "search/serve/flow.h"
-#include "search/serve/link_search.h"
-#include "search/serve/placement.h"
-#include "search/serve/planner.h"
-#include "search/serve/topology.h"
+#include "serve/flow.h"
+#include "serve/link_search.h"
+#include "serve/placement.h"
+#include "serve/planner.h"
+#include "serve/topology.h"
 #include "serve_test_util.h"
 
 namespace hetplan::serve {
@@ -18,7 +18,7 @@ using testing::ranges;
 // toy_problem() with only the links given: (from, to) pairs of machine indices, kSource, kSink.
 ServingProblem linked_only(ServingProblem p, const std::vector<std::pair<int, int>>& links) {
   ServingCluster c("toy", p.cluster.machines());
-  for (const auto& [from, to] : links) c.set_link(from, to, {1e15, 0.001});
+  for (const auto& [from, to] : links) c.set_link(from, to, {1e6, 0.001});
   p.cluster = c;
   return p;
 }

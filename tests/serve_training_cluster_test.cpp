@@ -1,6 +1,6 @@
 // `serve --cluster` with what predict and search take (cluster presets, NODE:COUNT lists, training
 // cluster files): the conversion to a serving cluster, telling the file kinds apart, and the CLI.
-#include "search/serve/training_cluster.h"
+#include "serve/training_cluster.h"
 
 #include <filesystem>
 #include <fstream>
@@ -13,7 +13,7 @@
 #include "cli_test_util.h"
 #include "costmodel/errors.h"
 #include "costmodel/profile.h"
-#include "search/serve/cost_layer_time.h"
+#include "serve/cost_layer_time.h"
 
 namespace hetplan::serve {
 namespace {
@@ -39,11 +39,11 @@ fs::path write_file(const std::string& name, const std::string& text) {
   return dir / name;
 }
 
-void expect_link(const ServingCluster& c, int from, int to, double Bps, double latency_s) {
+void expect_link(const ServingCluster& c, int from, int to, double GBps, double latency_s) {
   SCOPED_TRACE(::testing::Message() << from << " -> " << to);
   const auto link = c.link(from, to);
   ASSERT_TRUE(link.has_value());
-  EXPECT_DOUBLE_EQ(link->bandwidth_Bps, Bps);
+  EXPECT_DOUBLE_EQ(link->bandwidth_GBps, GBps);
   EXPECT_DOUBLE_EQ(link->latency_s, latency_s);
 }
 
@@ -66,20 +66,20 @@ TEST(ServeTrainingCluster, PresetBecomesOneMachinePerNode) {
     EXPECT_EQ(m.gpus, 4);
     // A V100's 16 GiB; a T4's 15,843,721,216 bytes with ECC on (presets/gpus/t4.yaml).
     EXPECT_DOUBLE_EQ(m.vram_bytes, 4 * (i < 3 ? 16 * kGiB : 15'843'721'216.0));
-    const double nic = i < 3 ? 10e9 / 8 : 50e9 / 8;
-    EXPECT_DOUBLE_EQ(m.nic_in_Bps, nic);
-    EXPECT_DOUBLE_EQ(m.nic_out_Bps, nic);
+    const double nic = i < 3 ? 10.0 / 8 : 50.0 / 8;  // GBps
+    EXPECT_DOUBLE_EQ(m.nic_in_GBps, nic);
+    EXPECT_DOUBLE_EQ(m.nic_out_GBps, nic);
     // Clients over the machine's own network.
     expect_link(c, kSource, i, nic, 30e-6);
     expect_link(c, i, kSink, nic, 30e-6);
     EXPECT_FALSE(c.link(i, i).has_value());
     for (int j = 0; j < 4; ++j)
-      if (j != i) expect_link(c, i, j, 10e9 / 8, 30e-6);  // every pair has a p3.8xlarge
+      if (j != i) expect_link(c, i, j, 10.0 / 8, 30e-6);  // every pair has a p3.8xlarge
   }
   EXPECT_FALSE(c.link(kSink, 0).has_value());
   EXPECT_FALSE(c.link(0, kSource).has_value());
-  EXPECT_DOUBLE_EQ(c.source_nic_Bps, 0);  // unlimited
-  EXPECT_DOUBLE_EQ(c.sink_nic_Bps, 0);
+  EXPECT_DOUBLE_EQ(c.source_nic_GBps, 0);  // unlimited
+  EXPECT_DOUBLE_EQ(c.sink_nic_GBps, 0);
 }
 
 // examples/clusters/two-sites.yaml: 2 p4d.24xlarge (8 x A100 40 GiB, 400 Gbit/s, 15 us) and 4
@@ -94,16 +94,16 @@ TEST(ServeTrainingCluster, ClusterFileLinksFollowItsNetwork) {
   EXPECT_EQ(c.machines()[0].gpu_type, "a100-40gb");
   EXPECT_EQ(c.machines()[0].gpus, 8);
   EXPECT_DOUBLE_EQ(c.machines()[0].vram_bytes, 8 * 40 * kGiB);
-  EXPECT_DOUBLE_EQ(c.machines()[0].nic_out_Bps, 50e9);
+  EXPECT_DOUBLE_EQ(c.machines()[0].nic_out_GBps, 50);
   EXPECT_DOUBLE_EQ(c.machines()[3].vram_bytes, 4 * 15'843'721'216.0);  // T4s with ECC on
-  EXPECT_DOUBLE_EQ(c.machines()[3].nic_in_Bps, 6.25e9);
-  expect_link(c, 0, 1, 50e9, 15e-6);  // p4d <-> p4d: their own network
-  expect_link(c, 1, 0, 50e9, 15e-6);
-  expect_link(c, 0, 2, 3.125e9, 200e-6);  // between the sites, both ways
-  expect_link(c, 5, 1, 3.125e9, 200e-6);
-  expect_link(c, 2, 3, 6.25e9, 30e-6);  // g4dn <-> g4dn
-  expect_link(c, kSource, 0, 50e9, 15e-6);
-  expect_link(c, 4, kSink, 6.25e9, 30e-6);
+  EXPECT_DOUBLE_EQ(c.machines()[3].nic_in_GBps, 6.25);
+  expect_link(c, 0, 1, 50, 15e-6);  // p4d <-> p4d: their own network
+  expect_link(c, 1, 0, 50, 15e-6);
+  expect_link(c, 0, 2, 3.125, 200e-6);  // between the sites, both ways
+  expect_link(c, 5, 1, 3.125, 200e-6);
+  expect_link(c, 2, 3, 6.25, 30e-6);  // g4dn <-> g4dn
+  expect_link(c, kSource, 0, 50, 15e-6);
+  expect_link(c, 4, kSink, 6.25, 30e-6);
 }
 
 TEST(ServeTrainingCluster, NodeCountListsAndASingleNodePreset) {
@@ -113,11 +113,11 @@ TEST(ServeTrainingCluster, NodeCountListsAndASingleNodePreset) {
   EXPECT_EQ(c.machines()[2].name, "g6.12xlarge");  // a count of one: the kind alone
   EXPECT_EQ(c.machines()[2].gpu_type, "l4");
   EXPECT_DOUBLE_EQ(c.machines()[2].vram_bytes, 4 * 24 * kGiB);
-  expect_link(c, 0, 2, 40e9 / 8, 30e-6);  // min(400, 40) Gbit/s, max(15, 30) us
+  expect_link(c, 0, 2, 40.0 / 8, 30e-6);  // min(400, 40) Gbit/s, max(15, 30) us
   const ServingCluster one = load_serve_cluster("p5.48xlarge").serving;
   ASSERT_EQ(one.size(), 1);
   EXPECT_EQ(one.machines()[0].name, "p5.48xlarge");
-  EXPECT_DOUBLE_EQ(one.machines()[0].nic_in_Bps, 400e9);
+  EXPECT_DOUBLE_EQ(one.machines()[0].nic_in_GBps, 400);
 }
 
 const char* kCustomCluster = R"(name: custom
@@ -144,9 +144,9 @@ TEST(ServeTrainingCluster, FileNodeAndGpuTypesAreConverted) {
   EXPECT_EQ(c.machines()[2].gpu_type, "mygpu");
   EXPECT_EQ(c.machines()[2].gpus, 2);
   EXPECT_DOUBLE_EQ(c.machines()[2].vram_bytes, 2 * 24 * kGiB);
-  expect_link(c, 0, 1, 12.5e9, 20e-6);
-  expect_link(c, 3, 0, 5e9, 100e-6);
-  expect_link(c, kSource, 3, 50e9, 15e-6);
+  expect_link(c, 0, 1, 12.5, 20e-6);
+  expect_link(c, 3, 0, 5, 100e-6);
+  expect_link(c, kSource, 3, 50, 15e-6);
   EXPECT_EQ(c.origin(), path.string());
 }
 

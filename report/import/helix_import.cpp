@@ -8,16 +8,10 @@
 #include "costmodel/input_files.h"
 #include "report/import/log_text.h"
 #include "report/import/profile_import.h"
+#include "serve/helix_profiles.h"
 
 namespace hetplan {
 namespace {
-
-// Helix's machine folder names and hetplan GPU presets (Helix's README: a100 is the 40 GB part).
-const std::map<std::string, std::string> kHelixGpus = {
-    {"a100", "a100-40gb"}, {"v100", "v100"}, {"l4", "l4"}, {"t4", "t4"}};
-// Helix's model folder names and hetplan model presets.
-const std::map<std::string, std::string> kHelixModels = {{"llama2_70b", "llama2-70b"},
-                                                         {"llama1_30b", "llama1-30b"}};
 
 struct CsvSource {
   std::filesystem::path path;
@@ -72,7 +66,8 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
     std::string type = options.gpu_type;
     int64_t gpus = 1;
     if (std::regex_match(machine, m, kMachine)) {
-      if (type.empty() && kHelixGpus.count(m[1].str())) type = kHelixGpus.at(m[1].str());
+      if (const auto preset = serve::helix_gpu_preset(m[1].str()); type.empty() && preset)
+        type = *preset;
       if (m[2].matched) {
         const auto n = logs::parse_integer(m[2].str());
         if (!n || *n < 1 || *n > kMaxGpusPerNode)
@@ -95,45 +90,22 @@ CalibrationFile import_helix_profiles(const std::vector<std::filesystem::path>& 
                                    type, gpu_type));
     gpu_type = type;
     std::string model = options.model;
-    if (model.empty() && kHelixModels.count(model_dir)) model = kHelixModels.at(model_dir);
+    if (model.empty()) model = serve::helix_profile_model(machine_dir.parent_path());
     if (model.empty())
       throw InputError(origin, "",
                        fmt::format("cannot tell the model from the folder \"{}\" "
-                                   "(known: llama2_70b, llama1_30b); give --model",
-                                   model_dir));
-    const std::string text = logs::read_text_file(src.path);
+                                   "(known: {}); give --model",
+                                   model_dir, serve::helix_profile_model_folders()));
     const size_t rows_before = cal.serving_layer.size();
-    std::map<int64_t, int64_t> row_of_tokens;  // tokens -> line, for rows given twice
-    for (const auto& line : logs::split_lines(text)) {
-      const std::string_view row = logs::trim(line.text);
-      if (row.empty()) continue;
-      const size_t comma = row.find(',');
-      const auto tokens = comma == std::string_view::npos
-                              ? std::nullopt
-                              : logs::parse_integer(row.substr(0, comma));
-      const auto ms = comma == std::string_view::npos ? std::nullopt
-                                                      : logs::parse_number(row.substr(comma + 1));
-      if (!tokens || !ms || *tokens < 0 || *ms < 0)
-        logs::fail_at(origin, line.number,
-                      fmt::format("expected \"tokens,milliseconds\" "
-                                  "(two numbers >= 0), found \"{}\"",
-                                  row));
-      if (*tokens == 0) continue;  // Helix's "0,0" anchor row: no work, nothing measured
-      if (*ms == 0) logs::fail_at(origin, line.number, fmt::format("{} tokens in 0 ms", *tokens));
-      if (*ms / 1e3 > kMaxMeasuredSeconds)
-        logs::fail_at(origin, line.number,
-                      fmt::format("{} ms for {} tokens: expected at most a day", *ms, *tokens));
-      // Two times for one batch would both be kept as measurements (serve refuses such a table).
-      if (auto [it, fresh] = row_of_tokens.emplace(*tokens, line.number); !fresh)
-        logs::fail_at(
-            origin, line.number,
-            fmt::format("{} tokens again (also line {}): one row per batch", *tokens, it->second));
+    // The table as `serve --profiles` reads it (serve/helix_profiles.h).
+    for (const serve::Bs2TimeRow& row : serve::read_bs2time_csv(src.path)) {
+      if (row.batch == 0) continue;  // Helix's "0,0" anchor row: no work, nothing measured
       ServingLayerMeasurement s;
       s.model = model;
       s.phase = src.phase;
-      s.tokens = *tokens;
+      s.tokens = row.batch;
       s.gpus = gpus;
-      s.time_s = summarize({*ms / 1e3});
+      s.time_s = summarize({row.ms / 1e3});
       cal.serving_layer.push_back(s);
     }
     if (cal.serving_layer.size() == rows_before)
