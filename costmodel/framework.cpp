@@ -1,6 +1,7 @@
 #include "costmodel/framework.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -120,6 +121,7 @@ Capabilities read_capabilities(ObjectReader r) {
   c.tensor_parallel = r.boolean("tensor_parallel");
   c.sequence_parallel = r.boolean("sequence_parallel");
   c.tp_comm_overlap = r.boolean("tp_comm_overlap");
+  c.p2p_overlap = r.boolean("p2p_overlap");
   c.overlap_grad_reduce = booleans(r, "overlap_grad_reduce");
   c.grad_accumulation_fusion = booleans(r, "grad_accumulation_fusion");
   c.attention = choices(r, "attention", kAttention);
@@ -274,23 +276,22 @@ void check_sources(const Json& root, const std::map<std::string, std::string>& s
       if (p.find('.') == std::string::npos) return false;
     }
   };
-  std::vector<std::pair<std::string, const Json*>> todo;
-  for (const char* section :
-       {"can_run", "defaults", "ops", "compiled_ops", "host_s_per_kernel", "memory"})
-    if (root.contains(section)) todo.emplace_back(section, &root.at(section));
-  while (!todo.empty()) {
-    auto [path, value] = todo.back();
-    todo.pop_back();
-    if (value->is_object() && !value->empty()) {
-      for (const auto& [k, v] : value->items()) todo.emplace_back(path + "." + k, &v);
-      continue;
+  // Depth first, in key order, so that the first value without a source is the one named.
+  std::function<void(const std::string&, const Json&)> check = [&](const std::string& path,
+                                                                   const Json& value) {
+    if (value.is_object() && !value.empty()) {
+      for (const auto& [k, v] : value.items()) check(path + "." + k, v);
+      return;
     }
     if (!covered(path))
       throw InputError(origin, "sources",
                        fmt::format("a source (the framework's file and commit, or the "
                                    "measurement) for {} or a section above it",
                                    path));
-  }
+  };
+  for (const char* section :
+       {"can_run", "defaults", "ops", "compiled_ops", "host_s_per_kernel", "memory"})
+    if (root.contains(section)) check(section, root.at(section));
   for (const auto& [key, text] : sources)
     if (text.empty()) throw InputError(origin, "sources." + key, "a non-empty source");
 }

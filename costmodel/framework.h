@@ -90,6 +90,9 @@ struct Capabilities {
   bool tensor_parallel = true;
   bool sequence_parallel = true;
   bool tp_comm_overlap = false;
+  // Pipeline sends and receives overlap compute (asynchronous, on their own stream); false: each
+  // one holds both its stages until the transfer is done (DeepSpeed's synchronous p2p).
+  bool p2p_overlap = true;
   std::vector<bool> overlap_grad_reduce;       // the values it runs
   std::vector<bool> grad_accumulation_fusion;  // the values it runs
   std::vector<std::string> attention;          // "fused" and/or "unfused"

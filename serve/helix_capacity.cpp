@@ -21,7 +21,7 @@ std::string lower(std::string s) {
 // What Helix's model needs of one machine type, from its tables or from hetplan's memory model.
 struct TypeInputs {
   int machines = 0;
-  int max_layers = 0;         // most layers it may hold by weight
+  int max_layers = 0;                       // most layers it may hold by weight
   std::vector<double> kv_tokens_per_layer;  // index k
   int typical_layers = 0;
   int typical_layers_when_short = 0;
@@ -213,7 +213,8 @@ std::vector<MachineCapacity> helix_capacities(
     ++it->second.machines;
   }
   HelixModel helix(types, model.num_layers, workload, params.kv_high_water);
-  helix.settle(tables ? tables->short_below_model_copies : 1.2, tables ? tables->speed_iterations : 10);
+  helix.settle(tables ? tables->short_below_model_copies : 1.2,
+               tables ? tables->speed_iterations : 10);
 
   std::map<std::string, MachineCapacity> by_type;
   for (const auto& [name, t] : types) {

@@ -22,20 +22,20 @@ struct CapacityParams;
 
 // Helix's hand-set and measured tables for one machine type.
 struct HelixTypeTable {
-  int max_layers = 0;              // Helix's layer limit for the type (about half the VRAM)
-  std::vector<double> kv_blocks;   // vLLM KV-cache blocks with k layers loaded, index k - 1
-  int typical_layers = 0;          // layers such a machine typically holds
+  int max_layers = 0;                 // Helix's layer limit for the type (about half the VRAM)
+  std::vector<double> kv_blocks;      // vLLM KV-cache blocks with k layers loaded, index k - 1
+  int typical_layers = 0;             // layers such a machine typically holds
   int typical_layers_when_short = 0;  // ... when the cluster holds few copies of the model
-  double initial_layer_speed = 0;  // starting estimate of its per-layer speed (relative)
+  double initial_layer_speed = 0;     // starting estimate of its per-layer speed (relative)
 };
 
 // The tables of one model (examples/external/helix/profiles/<model>/helix_capacity.yaml).
 struct HelixCapacityTables {
   std::string origin;
-  std::string model;             // preset name the tables are for ("llama2-70b")
-  double kv_block_tokens = 16;   // tokens per vLLM KV block
-  double short_below_model_copies = 1.2;  // typical layers x machines below this x L: "short"
-  int speed_iterations = 10;     // fixed-point iterations of the relative speeds
+  std::string model;                            // preset name the tables are for ("llama2-70b")
+  double kv_block_tokens = 16;                  // tokens per vLLM KV block
+  double short_below_model_copies = 1.2;        // typical layers x machines below this x L: "short"
+  int speed_iterations = 10;                    // fixed-point iterations of the relative speeds
   std::map<std::string, HelixTypeTable> types;  // by machine type, as the cluster names it
 
   // The table of `machine_type` (matched without regard to case), or nullptr.

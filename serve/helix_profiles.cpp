@@ -76,9 +76,9 @@ std::vector<Bs2TimeRow> read_bs2time_csv(const fs::path& path) {
       throw InputError(path.string(), where,
                        fmt::format("{} ms for batch {}: expected at most a day", r.ms, r.batch));
     if (auto [it, fresh] = line_of.emplace(r.batch, line_no); !fresh)
-      throw InputError(path.string(), where,
-                       fmt::format("batch {} again (also line {}): one row per batch", r.batch,
-                                   it->second));
+      throw InputError(
+          path.string(), where,
+          fmt::format("batch {} again (also line {}): one row per batch", r.batch, it->second));
     rows.push_back(r);
   }
   return rows;

@@ -94,11 +94,12 @@ double MeasuredTrace::mean_request_tokens() const {
 
 MeasuredTrace read_measured_trace(const fs::path& lengths_csv, const fs::path& arrivals_csv) {
   MeasuredTrace t;
-  for (const auto& row : read_rows(lengths_csv, 2, "'prompt tokens,output tokens' (whole numbers)")) {
+  for (const auto& row :
+       read_rows(lengths_csv, 2, "'prompt tokens,output tokens' (whole numbers)")) {
     if (row[0] < 1 || row[1] < 1 || row[0] > 1e7 || row[1] > 1e7)
-      throw InputError(lengths_csv.string(), "",
-                       fmt::format("expected lengths of 1 to 1e7 tokens, found {:g},{:g}", row[0],
-                                   row[1]));
+      throw InputError(
+          lengths_csv.string(), "",
+          fmt::format("expected lengths of 1 to 1e7 tokens, found {:g},{:g}", row[0], row[1]));
     t.lengths.emplace_back(static_cast<int>(row[0]), static_cast<int>(row[1]));
   }
   double sum = 0;
@@ -118,7 +119,8 @@ std::vector<TraceRequest> helix_trace(const MeasuredTrace& measured, double rate
   for (double x : measured.interval_requests) series_mean += x;
   series_mean /= measured.interval_requests.size();
   const double scale = rate_requests_per_s * measured.interval_s / series_mean;
-  const int64_t intervals = static_cast<int64_t>(std::ceil(duration_s / measured.interval_s - 1e-9));
+  const int64_t intervals =
+      static_cast<int64_t>(std::ceil(duration_s / measured.interval_s - 1e-9));
   std::uniform_int_distribution<size_t> pick_rate(0, measured.interval_requests.size() - 1);
   std::uniform_int_distribution<size_t> pick_length(0, measured.lengths.size() - 1);
   std::vector<TraceRequest> trace;

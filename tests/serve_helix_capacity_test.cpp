@@ -80,11 +80,11 @@ TEST(ServeHelixCapacity, PublishedObjectives) {
     const char* solution;
     double objective;
   };
-  for (const Case& c : {Case{"clusters/cluster24.ini", "layouts/single_cluster-llama70b/ilp/ilp_sol.ini",
-                             1289.5557702751735},
-                        Case{"clusters/cluster42.ini",
-                             "layouts/high_heterogeneity-llama70b/ilp/ilp_sol.ini",
-                             4137.5475853976423}}) {
+  for (const Case& c :
+       {Case{"clusters/cluster24.ini", "layouts/single_cluster-llama70b/ilp/ilp_sol.ini",
+             1289.5557702751735},
+        Case{"clusters/cluster42.ini", "layouts/high_heterogeneity-llama70b/ilp/ilp_sol.ini",
+             4137.5475853976423}}) {
     for (bool partial : {false, true}) {
       ServingProblem p = testing::helix_problem(c.cluster, CapacityModel::kHelix);
       p.partial_inference = partial;
@@ -100,8 +100,8 @@ TEST(ServeHelixCapacity, PublishedObjectives) {
 TEST(ServeHelixCapacity, CapacitiesOnCluster24) {
   // The figure: an A100 holding 12 layers serves 952.1 tokens/s in Helix's model (2248.4
   // in hetplan's); Helix's tables hold T4 to 4 layers and A100 to 12.
-  const ServingProblem helix = testing::helix_problem("clusters/cluster24.ini",
-                                                      CapacityModel::kHelix);
+  const ServingProblem helix =
+      testing::helix_problem("clusters/cluster24.ini", CapacityModel::kHelix);
   const ServingProblem ours = testing::helix_problem("clusters/cluster24.ini");
   int a100 = -1;
   for (int i = 0; i < helix.machines(); ++i)
@@ -119,8 +119,7 @@ TEST(ServeHelixCapacity, WithoutTablesUsesHetplansMemory) {
   ServingProblem p = testing::helix_problem("clusters/cluster24.ini");
   CapacityParams params;
   params.model = CapacityModel::kHelix;
-  const auto caps =
-      helix_capacities(p.cluster, p.model, p.times, {}, params, p.capacity, nullptr);
+  const auto caps = helix_capacities(p.cluster, p.model, p.times, {}, params, p.capacity, nullptr);
   for (int i = 0; i < p.machines(); ++i) {
     EXPECT_EQ(caps[i].max_layers, p.capacity[i].max_layers);
     EXPECT_DOUBLE_EQ(caps[i].kv_tokens_per_layer[1], p.capacity[i].kv_tokens_per_layer[1]);

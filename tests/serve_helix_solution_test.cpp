@@ -31,7 +31,8 @@ TEST(ServeHelixSolution, PublishedRoundTrip) {
   // simulator_cluster.ini (which names nodes compute_node_N).
   for (const char* setup : {"single_cluster", "high_heterogeneity"}) {
     const fs::path topology =
-        kHelix / "clusters" / (std::string(setup) == "single_cluster" ? "cluster24.ini" : "cluster42.ini");
+        kHelix / "clusters" /
+        (std::string(setup) == "single_cluster" ? "cluster24.ini" : "cluster42.ini");
     for (const char* method : {"ilp", "petals", "swarm"}) {
       const fs::path dir = kHelix / "layouts" / (std::string(setup) + "-llama70b") / method;
       const fs::path sol = dir / (std::string(method) + "_sol.ini");

@@ -100,6 +100,23 @@ void gather_zero3_weights(const Evaluator& ev, const Strategy& s, const Placemen
   }
 }
 
+// A framework whose sends and receives do not overlap compute (DeepSpeed's synchronous p2p) holds
+// both stages of a transfer while it runs: each stage's forward takes the receipt of its input and
+// the sending of its output, its backward the same for the gradients, and nothing is left to
+// travel between passes.
+void hold_stages_for_p2p(StageTimes& t) {
+  const size_t S = t.stages.size();
+  for (size_t j = 0; j < S; ++j) {
+    const double in = j > 0 ? t.stages[j - 1].p2p_s : 0.0;
+    const double out = j + 1 < S ? t.stages[j].p2p_s : 0.0;
+    t.stages[j].forward_s += in + out;
+    t.stages[j].backward_input_s += in + out;
+    t.problem.forward_s[j] += in + out;
+    t.problem.backward_input_s[j] += in + out;
+  }
+  std::fill(t.problem.p2p_s.begin(), t.problem.p2p_s.end(), 0.0);
+}
+
 }  // namespace
 
 StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& p,
@@ -112,6 +129,7 @@ StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& 
   sum_stages(ev, p, ranks, ranges, t);
   share_tied_table(ev, s, p, ranks, t);
   gather_zero3_weights(ev, s, p, ranks, ranges, t);
+  if (!ev.framework().can_run.p2p_overlap) hold_stages_for_p2p(t);
   if (p.rank_of_stage.size() == 1) t.problem.p2p_s = {0.0};
   return t;
 }

@@ -1,0 +1,334 @@
+// Frameworks as data (docs/frameworks.md): the presets load with a source for every value, what
+// each can run reaches the rules and the search, its memory layout reaches device_memory, its
+// kernels reach a layer's work, and its p2p and host cost reach the prediction.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "costmodel/cost_model.h"
+#include "costmodel/framework.h"
+#include "costmodel/layer_ops.h"
+#include "costmodel/memory.h"
+#include "costmodel/model.h"
+#include "costmodel/profile.h"
+#include "search/evaluate.h"
+#include "search/rules.h"
+#include "search/search.h"
+#include "test_util.h"
+#include "tests/framework_fixture.h"
+
+namespace hetplan {
+namespace {
+
+using testing::contains;
+using testing::error_of;
+
+std::string write_framework(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / (name + ".yaml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// The fixture with one line replaced: a file to break a rule of the loader with.
+std::string fixture_with(const std::string& from, const std::string& to) {
+  std::ifstream in(std::string(HETPLAN_TEST_DATA) + "/framework_fixture.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(Framework, EveryPresetLoadsWithItsSourcesAndIsListed) {
+  const auto presets = framework_presets();
+  std::vector<std::string> names;
+  for (const auto& [name, description] : presets) {
+    names.push_back(name);
+    const FrameworkSpec f = load_framework(name);
+    EXPECT_FALSE(f.description.empty()) << name;
+    EXPECT_FALSE(f.version.empty()) << name;
+    EXPECT_FALSE(f.sources.empty()) << name;
+    EXPECT_EQ(framework_problem(f), "") << name;  // every schedule is one hetplan simulates
+  }
+  for (const char* want : {"deepspeed", "megatron-core", "megatron-lm-2021", "reference"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  EXPECT_EQ(std::string(kDefaultFramework), "megatron-core");
+  const FrameworkSpec mc = load_framework("megatron-core");
+  EXPECT_EQ(mc.export_format, "megatron");
+  EXPECT_EQ(mc.can_run.schedules, (std::vector<std::string>{"1f1b", "interleaved"}));
+  EXPECT_EQ(mc.can_run.zero_with_pipeline, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(mc.can_run.p2p_overlap);
+  EXPECT_FALSE(load_framework("deepspeed").can_run.p2p_overlap);
+}
+
+TEST(Framework, AValueWithoutASourceIsRefusedNamingIt) {
+  const std::string path = write_framework(
+      "no_source", fixture_with("  memory: \"test fixture\"\n", "  memory.states: \"x\"\n"));
+  const std::string e = error_of([&] { load_framework(path); });
+  EXPECT_TRUE(contains(e, "sources")) << e;
+  EXPECT_TRUE(contains(e, "memory.cast_copy_bytes")) << e;
+  std::filesystem::remove(path);
+}
+
+TEST(Framework, BadFilesNameTheKeyAndWhatWasExpected) {
+  struct Case {
+    std::string from, to, expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"  host_mode: eager\n", "  host_mode: graphs\n", "defaults.host_mode"},
+           {"  grad_accumulation_fusion: [false, true]\n", "  grad_accumulation_fusion: [false]\n",
+            "expected a value listed in can_run.grad_accumulation_fusion"},
+           {"  fragmentation: 0\n", "  fragmentation: 2\n", "memory.fragmentation"},
+           {"  \"3\": [master, optimizer, gradients, weights]\n", "  \"4\": [master]\n",
+            "expected a ZeRO stage: 1, 2 or 3"},
+           {"export: none\n", "export: nemo\n", "export"},
+           {"  sequence_parallel: true\n", "  sequence_parallel: true\n  pipelines: 4\n",
+            "pipelines"},
+       }) {
+    const std::string path = write_framework("bad", fixture_with(c.from, c.to));
+    const std::string e = error_of([&] { load_framework(path); });
+    EXPECT_TRUE(contains(e, c.expected)) << c.to << ": " << e;
+    EXPECT_TRUE(contains(e, "bad.yaml")) << e;
+    std::filesystem::remove(path);
+  }
+  const std::string e = error_of([] { load_framework("megatron-cor"); });
+  EXPECT_TRUE(contains(e, "unknown framework \"megatron-cor\"")) << e;
+  EXPECT_TRUE(contains(e, "megatron-core")) << e;
+  // A schedule hetplan does not simulate is refused where the framework is used.
+  const std::string path = write_framework(
+      "odd_schedule", fixture_with("  schedules: [gpipe,", "  schedules: [dualpipe, gpipe,"));
+  FrameworkSpec odd = load_framework(path);
+  EXPECT_TRUE(contains(framework_problem(odd), "found \"dualpipe\"")) << framework_problem(odd);
+  std::filesystem::remove(path);
+}
+
+// ZeRO's figures (Rajbhandari et al. 2020, section 5.1 and figure 1): 2 + 2 + K = 16 bytes per
+// parameter for fp16 with Adam (K = 12), 2 + 2 + 12/Nd with P_os, 2 + (2 + 12)/Nd with P_os+g and
+// 16/Nd with P_os+g+p; Megatron-LM keeps fp32 main gradients: 2 + 4 + 12 = 18 bytes, and the
+// distributed optimizer 6 + 12/Nd.
+TEST(DeviceMemory, TheZeroPapersFiguresAndMegatronsEighteenBytes) {
+  const FrameworkSpec ds = load_framework("deepspeed"), mc = load_framework("megatron-core");
+  const double psi = 7.5e9, nd = 64;  // the paper's 7.5B model on 64 GPUs
+  auto states = [&](const FrameworkSpec& f, int zero, Dtype dtype) {
+    MemoryInput in;
+    in.params = psi;
+    in.dp = static_cast<int64_t>(nd);
+    in.zero = zero;
+    in.dtype = dtype;
+    in.reserve = 0;
+    in.layout = &f.memory;
+    const MemoryBreakdown m = device_memory(in);
+    return m.weights + m.gradients + m.optimizer;
+  };
+  EXPECT_DOUBLE_EQ(states(ds, 0, Dtype::kFp16), 16 * psi);  // 120 GB: the paper's baseline
+  EXPECT_DOUBLE_EQ(states(ds, 1, Dtype::kFp16), (4 + 12 / nd) * psi);  // 31.4 GB
+  EXPECT_DOUBLE_EQ(states(ds, 2, Dtype::kFp16), (2 + 14 / nd) * psi);  // 16.6 GB
+  EXPECT_DOUBLE_EQ(states(ds, 3, Dtype::kFp16), 16 / nd * psi);        // 1.9 GB
+  EXPECT_DOUBLE_EQ(states(mc, 0, Dtype::kBf16), 18 * psi);
+  EXPECT_DOUBLE_EQ(states(mc, 1, Dtype::kBf16), (6 + 12 / nd) * psi);
+  EXPECT_DOUBLE_EQ(states(mc, 0, Dtype::kFp16), 18 * psi);
+  // fp8 trains with bf16's states; fp32 keeps 4 + 4 + 8.
+  EXPECT_DOUBLE_EQ(states(mc, 0, Dtype::kFp8), 18 * psi);
+  EXPECT_DOUBLE_EQ(states(mc, 0, Dtype::kFp32), 16 * psi);
+  // Megatron-LM's layout, the default without a framework, is the 18 bytes too.
+  MemoryInput plain;
+  plain.params = psi;
+  plain.reserve = 0;
+  EXPECT_DOUBLE_EQ(device_memory(plain).total(), 18 * psi);
+}
+
+TEST(DeviceMemory, AllocatedReservedAndDevice) {
+  MemoryLayout layout = megatron_memory_layout();
+  layout.fragmentation = 0.05;
+  MemoryInput in;
+  in.params = 1e9;
+  in.activations = 2e9;
+  in.transient = 1e9;
+  in.reserve = 1.5e9;
+  in.layout = &layout;
+  const MemoryBreakdown m = device_memory(in);
+  EXPECT_DOUBLE_EQ(m.allocated(), 18e9 + 2e9 + 1e9);
+  EXPECT_DOUBLE_EQ(m.fragmentation, 0.05 * 21e9);
+  EXPECT_DOUBLE_EQ(m.reserved(), 21e9 * 1.05);
+  EXPECT_DOUBLE_EQ(m.total(), 21e9 * 1.05 + 1.5e9);
+}
+
+Strategy file_strategy(uint32_t given) {
+  Strategy s;
+  s.dp = 2;
+  s.tp = 2;
+  s.sequence_parallel = true;
+  s.given = given;
+  return s;
+}
+
+TEST(FrameworkDefaults, FillWhatTheStrategyLeftOut) {
+  const FrameworkSpec ds = load_framework("deepspeed");
+  // Nothing given: DeepSpeed's own defaults (unfused attention, no fusion, reduction after the
+  // backward in the training dtype).
+  Strategy s = with_framework_defaults(file_strategy(0), ds);
+  EXPECT_FALSE(s.flash_attention);
+  EXPECT_FALSE(s.grad_accumulation_fusion);
+  EXPECT_FALSE(s.overlap_grad_reduce);
+  EXPECT_FALSE(s.fp32_grad_reduce);
+  EXPECT_EQ(s.host_mode, HostMode::kEager);
+  EXPECT_EQ(s.framework, "deepspeed");
+  // What the file set stays.
+  Strategy given = file_strategy(kGivenFlashAttention | kGivenFp32GradReduce);
+  given.flash_attention = true;
+  given.fp32_grad_reduce = true;
+  s = with_framework_defaults(given, ds);
+  EXPECT_TRUE(s.flash_attention);
+  EXPECT_TRUE(s.fp32_grad_reduce);
+  EXPECT_FALSE(s.overlap_grad_reduce);
+  // A framework file is named by its path.
+  EXPECT_EQ(framework_reference(testing::fixture_framework()),
+            std::string(HETPLAN_TEST_DATA) + "/framework_fixture.yaml");
+}
+
+TEST(StrategyRules, EachFrameworkRuleSaysWhatTheFrameworkRuns) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const FrameworkSpec mc = load_framework("megatron-core"), ref = load_framework("reference");
+  const FrameworkSpec ds = load_framework("deepspeed");
+  auto broken = [&](const FrameworkSpec& f, const Strategy& s) {
+    const auto v = first_broken_rule({model, f, 64}, s);
+    return v ? v->code + " " + v->key + ": " + v->reason : std::string("none");
+  };
+  Strategy s;
+  s.pp = 4;
+  s.global_batch = 8;
+  s.schedule = "v-zb";
+  s.chunks = 2;
+  EXPECT_EQ(broken(mc, s), "schedule schedule: megatron-core runs the pipeline schedules 1f1b, "
+                           "interleaved, not v-zb");
+  EXPECT_EQ(broken(testing::fixture_framework(), s), "none");
+  s.schedule = "1f1b";
+  s.chunks = 1;
+  s.zero = 2;
+  EXPECT_EQ(broken(mc, s),
+            "zero zero: megatron-core runs ZeRO stages 0, 1 with pipeline parallelism, not ZeRO-2");
+  s.zero = 0;
+  s.recompute = Recompute::kSelective;
+  EXPECT_EQ(broken(load_framework("megatron-lm-2021"), s),
+            "recompute recompute: megatron-lm-2021 runs recomputation none, full, not selective");
+  s.recompute = Recompute::kNone;
+  s.grad_accumulation_fusion = true;
+  EXPECT_EQ(broken(ref, s), "grad_accumulation_fusion grad_accumulation_fusion: reference does "
+                            "not accumulate weight-gradient GEMMs into the main gradients");
+  s.grad_accumulation_fusion = false;
+  s.dp = 2;
+  s.overlap_grad_reduce = true;
+  EXPECT_EQ(broken(ref, s),
+            "overlap_grad_reduce overlap_grad_reduce: reference reduces gradients after the "
+            "backward");
+  s.overlap_grad_reduce = false;
+  s.tp = 2;
+  s.sequence_parallel = true;
+  EXPECT_EQ(broken(ref, s), "sequence_parallel sequence_parallel: reference has no sequence "
+                            "parallelism");
+  s.sequence_parallel = false;
+  s.tp_comm_overlap = true;
+  EXPECT_EQ(broken(mc, s), "tp_comm_overlap tp_comm_overlap: tensor-parallel communication "
+                           "overlap needs sequence parallelism and tp > 1");
+  s.tp_comm_overlap = false;
+  s.host_mode = HostMode::kCompiled;
+  EXPECT_EQ(broken(ds, s), "host_mode host_mode: deepspeed runs eager, not compiled");
+  s.host_mode = HostMode::kEager;
+  EXPECT_EQ(broken(ds, s), "none");
+  // The structural rules come first, with the codes the search counts.
+  s.global_batch = 7;
+  EXPECT_EQ(broken(ds, s),
+            "batch global_batch: global batch 7 is not a multiple of dp x micro_batch = 2 x 1");
+}
+
+// DeepSpeed's synchronous p2p (deepspeed/runtime/pipe/p2p.py): each transfer holds both stages, so
+// a stage's forward and backward each take the transfer in and the transfer out, and nothing is
+// left between passes.
+TEST(FrameworkP2p, SynchronousSendsHoldBothStages) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("p3.8xlarge:2");
+  const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+  const FrameworkSpec& async = testing::fixture_framework();
+  FrameworkSpec sync = async;
+  sync.can_run.p2p_overlap = false;
+  Strategy s;
+  s.dp = 2;
+  s.pp = 4;
+  s.micro_batch = 2;
+  s.global_batch = 16;
+  s.flash_attention = false;
+  const Prediction a = Evaluator(model, cluster, cost, async).predict(s);
+  const Prediction b = Evaluator(model, cluster, cost, sync).predict(s);
+  ASSERT_TRUE(a.feasible && b.feasible) << a.reason << b.reason;
+  ASSERT_EQ(a.stages.size(), 4u);
+  for (size_t j = 0; j < 4; ++j) {
+    const double in = j > 0 ? a.stages[j - 1].p2p_s : 0, out = a.stages[j].p2p_s;
+    EXPECT_EQ(a.stages[j].stage.first_layer, b.stages[j].stage.first_layer);
+    EXPECT_NEAR(b.stages[j].forward_s, a.stages[j].forward_s + in + out, 1e-15);
+    EXPECT_NEAR(b.stages[j].backward_input_s, a.stages[j].backward_input_s + in + out, 1e-15);
+  }
+  EXPECT_GT(a.stages[1].p2p_s, 0);  // stages 1 and 2 are on different nodes: 10 Gbit/s
+  EXPECT_GT(b.iteration_s, a.iteration_s);
+}
+
+// The search enumerates what the framework runs: megatron-core's space has no V schedule, and
+// every strategy records the framework.
+TEST(FrameworkSearch, TheSpaceIsWhatTheFrameworkRuns) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("p4d.24xlarge:2");
+  const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+  const Evaluator ev(model, cluster, cost, load_framework("megatron-core"));
+  SearchOptions o;
+  o.global_batch = 64;
+  o.top_k = 20;
+  const SearchResult r = search_training(ev, o);
+  ASSERT_FALSE(r.top.empty());
+  for (const auto& t : r.top) {
+    EXPECT_TRUE(t.strategy.schedule == "1f1b" || t.strategy.schedule == "interleaved")
+        << t.strategy.schedule;
+    EXPECT_EQ(t.strategy.framework, "megatron-core");
+    EXPECT_TRUE(t.strategy.overlap_grad_reduce);  // Megatron-Bridge's default
+  }
+  // Asking for what it cannot run is bad input, not an empty search.
+  o.schedules = {"v-zb"};
+  EXPECT_TRUE(contains(error_of([&] { search_training(ev, o); }),
+                       "megatron-core runs the pipeline schedules 1f1b, interleaved, not v-zb"));
+  o.schedules.clear();
+  o.host_mode = HostMode::kCompiled;
+  EXPECT_TRUE(contains(error_of([&] { search_training(ev, o); }),
+                       "host_mode: megatron-core cannot run compiled"));
+}
+
+// An op family the framework runs as eager kernels costs its launches and bytes: the
+// megatron-core file fuses bias, dropout and add into one forward kernel (3 activations and a
+// one-byte mask per element) where the fixture runs a dropout kernel and an add.
+TEST(FrameworkOps, BiasDropoutAddFusionIsOneKernelOfItsBytes) {
+  const ModelSpec model = load_model("gpt2-medium");  // dropout 0.1
+  const FrameworkSpec mc = load_framework("megatron-core");
+  LayerShape shape;
+  shape.micro_batch = 2;
+  const LayerWork plain = layer_work(model.layers[1], shape);
+  shape.framework = &mc;
+  const LayerWork fused = layer_work(model.layers[1], shape);
+  auto forward = [](const LayerWork& w, const std::string& kernel) {
+    double bytes = 0;
+    int64_t launches = 0;
+    for (const auto& m : w.memory_ops)
+      if (m.kernel == kernel && m.pass == Pass::kForward) {
+        bytes += m.bytes;
+        launches += m.launches;
+      }
+    return std::make_pair(bytes, launches);
+  };
+  const double elements = 2.0 * 1024 * 1024;  // tokens x hidden of the residual branch
+  EXPECT_EQ(forward(plain, "dropout_fwd"), std::make_pair(2 * elements * (2 * 2 + 1), int64_t{2}));
+  EXPECT_EQ(forward(plain, "residual_add"), std::make_pair(2 * elements * 3 * 2, int64_t{2}));
+  EXPECT_EQ(forward(fused, "eager_bias_dropout_add_fwd"),
+            std::make_pair(2 * elements * (3 * 2 + 1), int64_t{2}));
+  EXPECT_EQ(forward(fused, "dropout_fwd").second, 0);
+  EXPECT_EQ(layer_kernels(fused, Recompute::kNone).pass[0] + 2,
+            layer_kernels(plain, Recompute::kNone).pass[0]);
+}
+
+}  // namespace
+}  // namespace hetplan
