@@ -13,12 +13,13 @@
 #include "costmodel/model.h"
 #include "report/export/exporters.h"
 #include "report/predictions.h"
+#include "search/rules.h"
 
 namespace hetplan::cli {
 namespace {
 
 struct ExportCliOptions {
-  std::string strategy, model, format, out;
+  std::string strategy, model, format, out, framework;
   int64_t index = 0, seq_len = 0;
   bool allow_approximate = false, split_points = false, torchtitan_toml = false;
 };
@@ -83,6 +84,13 @@ std::optional<ClusterSpec> export_cluster(const ExportCliOptions& o,
   }
 }
 
+std::string formats_list() {
+  std::string names;
+  for (const auto& spec : exporters())
+    names += (names.empty() ? "" : ", ") + std::string(spec.format);
+  return names;
+}
+
 }  // namespace
 
 CommandRunner declare_export(CLI::App& app) {
@@ -100,7 +108,11 @@ CommandRunner declare_export(CLI::App& app) {
          "--seq-len", o->seq_len,
          "Sequence length (default: the one the prediction was made with, else the model's)")
       ->check(kPositive);
-  app.add_option("--format", o->format, "What to write:" + formats)->required();
+  app.add_option("--format", o->format,
+                 "What to write (default: the export of the strategy's framework):" + formats);
+  app.add_option("--framework", o->framework,
+                 "Framework the strategy was planned for (default: the one the file names, else "
+                 "megatron-core); its export is the default --format");
   app.add_option("--out", o->out, "Output file (default: stdout)");
   app.add_flag("--allow-approximate", o->allow_approximate,
                "Write the file even where the framework cannot express part of the strategy");
@@ -113,18 +125,34 @@ CommandRunner declare_export(CLI::App& app) {
                "--torchtitan-toml");
   return [o]() {
     check_outputs({o->strategy, o->model}, {{"--out", o->out}});
-    const ExporterSpec& exporter = find_exporter(o->format);
+    auto list = load_predicted_strategies(o->strategy);
+    if (o->index >= static_cast<int64_t>(list.size()))
+      throw InputError(o->strategy, "strategies",
+                       fmt::format("--index {}: the file holds {} {}", o->index, list.size(),
+                                   list.size() == 1 ? "strategy" : "strategies"));
+    PredictedStrategy& chosen = list[o->index];
+    // The strategy as its framework runs it (switches it leaves out are the framework's), and
+    // that framework's export unless --format names another.
+    const bool named = !o->framework.empty() || !chosen.strategy.framework.empty();
+    const FrameworkSpec framework = load_run_framework(o->framework, chosen.strategy.framework);
+    chosen.strategy = with_framework_defaults(chosen.strategy, framework);
+    if (o->format.empty() && framework.export_format.empty())
+      throw InputError("--format", "",
+                       fmt::format("a format to write: framework {} has no export of its own "
+                                   "(one of {})",
+                                   framework.name, formats_list()));
+    const ExporterSpec& exporter =
+        find_exporter(o->format.empty() ? framework.export_format : o->format);
     for (const auto& [flag, given] : {std::pair{"--torchtitan-split-points", o->split_points},
                                       std::pair{"--torchtitan-toml", o->torchtitan_toml}})
       if (given && exporter.format != "torchtitan")
         throw InputError(fmt::format("{}: a torchtitan option; --format {} does not read it", flag,
                                      exporter.format));
-    const auto list = load_predicted_strategies(o->strategy);
-    if (o->index >= static_cast<int64_t>(list.size()))
-      throw InputError(o->strategy, "strategies",
-                       fmt::format("--index {}: the file holds {} {}", o->index, list.size(),
-                                   list.size() == 1 ? "strategy" : "strategies"));
-    const PredictedStrategy& chosen = list[o->index];
+    if (named && framework.export_format != exporter.format)
+      fmt::print(stderr,
+                 "note: planned for {}, written for {}: what {} runs differently is listed "
+                 "as approximations\n",
+                 framework.name, exporter.format, exporter.format);
     const ModelSpec model = export_model(*o, chosen);
     const std::optional<ClusterSpec> cluster = export_cluster(*o, chosen);
     ExportOptions options;

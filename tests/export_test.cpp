@@ -1086,3 +1086,37 @@ TEST(MegatronLayout, ParsesFormatsAndFindsFirstLast) {
 
 }  // namespace
 }  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// Without --format, a strategy is written for the framework it was planned for: a search under
+// deepspeed exports a DeepSpeed config; the reference harness has no export of its own.
+TEST(ExportCli, TheFormatDefaultsToTheStrategysFramework) {
+  const auto dir = testing::temp_dir("export_framework");
+  const auto ds = (dir / "ds.json").string(), ref = (dir / "ref.json").string();
+  const std::string search =
+      "search --model gpt2-medium --cluster p3.8xlarge:2 --global-batch "
+      "32 --threads 1 --top 1 --quiet --framework ";
+  ASSERT_EQ(testing::run_hetplan(search + "deepspeed --json " + ds).exit_code, 0);
+  EXPECT_EQ(load_document(ds).root["strategies"][0]["framework"], "deepspeed");
+  auto r = testing::run_hetplan("export --strategy " + ds + " --allow-approximate");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"train_micro_batch_size_per_gpu\""), std::string::npos) << r.output;
+  // Another format is still the user's to choose, and says what was planned.
+  r = testing::run_hetplan("export --strategy " + ds + " --format megatron --allow-approximate");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: planned for deepspeed, written for megatron"), std::string::npos)
+      << r.output;
+  ASSERT_EQ(testing::run_hetplan(search + "reference --json " + ref).exit_code, 0);
+  r = testing::run_hetplan("export --strategy " + ref);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--format: a format to write: framework reference has no export of its "
+                          "own (one of megatron, deepspeed, torchtitan)"),
+            std::string::npos)
+      << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace hetplan

@@ -199,8 +199,9 @@ TEST(StrategyRules, EachFrameworkRuleSaysWhatTheFrameworkRuns) {
   s.global_batch = 8;
   s.schedule = "v-zb";
   s.chunks = 2;
-  EXPECT_EQ(broken(mc, s), "schedule schedule: megatron-core runs the pipeline schedules 1f1b, "
-                           "interleaved, not v-zb");
+  EXPECT_EQ(broken(mc, s),
+            "schedule schedule: megatron-core runs the pipeline schedules 1f1b, "
+            "interleaved, not v-zb");
   EXPECT_EQ(broken(testing::fixture_framework(), s), "none");
   s.schedule = "1f1b";
   s.chunks = 1;
@@ -213,8 +214,9 @@ TEST(StrategyRules, EachFrameworkRuleSaysWhatTheFrameworkRuns) {
             "recompute recompute: megatron-lm-2021 runs recomputation none, full, not selective");
   s.recompute = Recompute::kNone;
   s.grad_accumulation_fusion = true;
-  EXPECT_EQ(broken(ref, s), "grad_accumulation_fusion grad_accumulation_fusion: reference does "
-                            "not accumulate weight-gradient GEMMs into the main gradients");
+  EXPECT_EQ(broken(ref, s),
+            "grad_accumulation_fusion grad_accumulation_fusion: reference does "
+            "not accumulate weight-gradient GEMMs into the main gradients");
   s.grad_accumulation_fusion = false;
   s.dp = 2;
   s.overlap_grad_reduce = true;
@@ -224,12 +226,14 @@ TEST(StrategyRules, EachFrameworkRuleSaysWhatTheFrameworkRuns) {
   s.overlap_grad_reduce = false;
   s.tp = 2;
   s.sequence_parallel = true;
-  EXPECT_EQ(broken(ref, s), "sequence_parallel sequence_parallel: reference has no sequence "
-                            "parallelism");
+  EXPECT_EQ(broken(ref, s),
+            "sequence_parallel sequence_parallel: reference has no sequence "
+            "parallelism");
   s.sequence_parallel = false;
   s.tp_comm_overlap = true;
-  EXPECT_EQ(broken(mc, s), "tp_comm_overlap tp_comm_overlap: tensor-parallel communication "
-                           "overlap needs sequence parallelism and tp > 1");
+  EXPECT_EQ(broken(mc, s),
+            "tp_comm_overlap tp_comm_overlap: tensor-parallel communication "
+            "overlap needs sequence parallelism and tp > 1");
   s.tp_comm_overlap = false;
   s.host_mode = HostMode::kCompiled;
   EXPECT_EQ(broken(ds, s), "host_mode host_mode: deepspeed runs eager, not compiled");
