@@ -32,7 +32,7 @@ void print_prediction(const Strategy& s, const Prediction& p) {
       s.framework, s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule,
       s.chunks > 1 ? fmt::format(" x{}", s.chunks) : "", to_string(s.recompute), s.zero,
       s.sequence_parallel ? " sequence-parallel" : "", framework_switches(s));
-  if (!p.feasible) fmt::print("INFEASIBLE ({}): {}\n", p.reason_code, p.reason);
+  if (!p.feasible) fmt::print("INFEASIBLE ({}): {}\n", p.reason_code(), p.reason);
   if (p.iteration_s <= 0) return;
   fmt::print(
       "iteration {}  |  {:.2f} samples/s  {:.0f} tokens/s  |  MFU {:.1f}%  |  bubble "

@@ -84,7 +84,7 @@ Prediction prediction_from_json(ObjectReader r) {
   Prediction p;
   p.feasible = r.boolean("feasible");
   p.reason = r.string_or("reason", "");
-  p.reason_code = r.string_or("reason_code", "");
+  p.kind = infeasible_kind(r.string_or("reason_code", ""), p.rule);
   p.iteration_s = r.number_or("iteration_s", 0);
   p.samples_per_s = r.number_or("samples_per_s", 0);
   p.tokens_per_s = r.number_or("tokens_per_s", 0);

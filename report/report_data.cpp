@@ -87,7 +87,7 @@ Json pairs_and_metrics(const std::vector<PredictedStrategy>& preds, const Matchi
                  {"file", mm.file},       {"origin", m.origin}, {"prediction", ps.origin},
                  {"oom_observed", m.oom}, {"notes", m.notes}};
     const bool predicted_oom =
-        ps.predicted && !ps.predicted->feasible && ps.predicted->reason_code == "memory";
+        ps.predicted && !ps.predicted->feasible && ps.predicted->out_of_memory();
     pair["oom_predicted"] = predicted_oom;
     if (!m.assumed.empty()) pair["assumed"] = m.assumed;
     if (ps.predicted) {

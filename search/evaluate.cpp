@@ -150,11 +150,12 @@ std::vector<double> Evaluator::stage_peaks(const Strategy& s) const {
 
 // A pipeline of the steps of search/eval/steps.h: each takes what the ones before produced.
 Prediction Evaluator::predict(const Strategy& input, const PredictOptions& options) const {
-  if (const auto broken = broken_rule(input)) return infeasible(broken->code, broken->reason);
+  if (const auto broken = broken_rule(input))
+    return infeasible(Infeasible::kRule, broken->reason, broken->code);
   const Strategy& s = input;
   std::string problem;
   const eval::Placement placement = eval::place(*this, s, problem);
-  if (!problem.empty()) return infeasible("placement", problem);
+  if (!problem.empty()) return infeasible(Infeasible::kPlacement, problem);
   eval::Notes notes;
   const std::vector<eval::Rank> ranks = eval::resolve_ranks(*this, s, placement, notes);
 
@@ -168,7 +169,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
 
   const eval::StageTimes times = eval::stage_times(*this, s, placement, ranks, part.ranges, base);
   const pipeline::PipelineResult pipe = pipeline::estimate(s.schedule, times.problem);
-  if (!pipe.feasible) return infeasible("schedule", pipe.reason);
+  if (!pipe.feasible) return infeasible(Infeasible::kSchedule, pipe.reason);
 
   Prediction out;
   out.notes = notes.take();

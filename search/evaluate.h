@@ -30,7 +30,7 @@ struct LayerCost {
 };
 
 struct PredictOptions {
-  // Return at once (infeasible "memory", with memory_overflow set) when no layer partition fits,
+  // Return at once (infeasible kNoPartition, with its overflow) when no layer partition fits,
   // instead of predicting a time-balanced partition that does not fit (the search's fast path).
   bool skip_unfit = false;
 };

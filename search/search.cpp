@@ -325,9 +325,9 @@ class TrainingSearch {
     PredictOptions po;
     po.skip_unfit = !force;
     out.result.predicted = ev_.predict(s, po);
-    if (!force && !out.result.predicted.feasible && out.result.predicted.memory_overflow > 0) {
+    if (!force && out.result.predicted.kind == Infeasible::kNoPartition) {
       out.fits = false;
-      out.overflow = out.result.predicted.memory_overflow;
+      out.overflow = out.result.predicted.overflow;
     }
     out.result.strategy = std::move(s);
     // The prediction knows the partition it chose: keep it with the strategy.
@@ -403,7 +403,7 @@ class TrainingSearch {
     }
     const Prediction& p = out.result.predicted;
     if (!p.feasible) {
-      ++result_.stats.infeasible[p.reason_code];
+      ++result_.stats.infeasible[p.reason_code()];
       keep_near(c, std::move(out.result));
       return;
     }

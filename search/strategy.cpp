@@ -214,7 +214,7 @@ Json to_json(const Prediction& p) {
   Json j;
   j["feasible"] = p.feasible;
   j["reason"] = p.reason;
-  j["reason_code"] = p.reason_code;  // "" when feasible: the contract's field is always there
+  j["reason_code"] = p.reason_code();  // "" when feasible: the contract's field is always there
   j["iteration_s"] = p.iteration_s;
   j["samples_per_s"] = p.samples_per_s;
   j["tokens_per_s"] = p.tokens_per_s;
@@ -247,12 +247,40 @@ Json to_json(const Prediction& p) {
   return j;
 }
 
-Prediction infeasible(std::string code, std::string reason) {
+std::string Prediction::reason_code() const {
+  switch (kind) {
+    case Infeasible::kNone:
+      return "";
+    case Infeasible::kRule:
+      return rule;
+    case Infeasible::kPlacement:
+      return "placement";
+    case Infeasible::kSchedule:
+      return "schedule";
+    case Infeasible::kMemory:
+    case Infeasible::kNoPartition:
+      return "memory";
+  }
+  return "";
+}
+
+Prediction infeasible(Infeasible kind, std::string reason, std::string rule) {
   Prediction p;
   p.feasible = false;
-  p.reason_code = std::move(code);
+  p.kind = kind;
+  p.rule = std::move(rule);
   p.reason = std::move(reason);
   return p;
+}
+
+Infeasible infeasible_kind(const std::string& reason_code, std::string& rule) {
+  rule.clear();
+  if (reason_code.empty()) return Infeasible::kNone;
+  if (reason_code == "placement") return Infeasible::kPlacement;
+  if (reason_code == "schedule") return Infeasible::kSchedule;
+  if (reason_code == "memory") return Infeasible::kMemory;
+  rule = reason_code;
+  return Infeasible::kRule;
 }
 
 }  // namespace hetplan

@@ -106,15 +106,28 @@ struct StagePrediction {
   MemoryBreakdown memory;
 };
 
+// What makes a strategy infeasible: a rule it breaks (search/rules.h, with the rule's code), a
+// placement the cluster cannot hold, a schedule that cannot be built, a pipeline rank over its
+// device's memory (the prediction is complete otherwise), or no layer partition that fits (the
+// search's fast path stops there, with how far off the average device is).
+enum class Infeasible { kNone, kRule, kPlacement, kSchedule, kMemory, kNoPartition };
+
 struct Prediction {
   bool feasible = true;
-  std::string reason;       // why not, when infeasible
-  std::string reason_code;  // short key for counting ("memory", "batch", "tp", ...)
+  std::string reason;  // why not, when infeasible
+  Infeasible kind = Infeasible::kNone;
+  std::string rule;     // kRule: the broken rule's code ("batch", "tp", "zero", ...)
+  double overflow = 0;  // kNoPartition: bytes needed over bytes available, the average device
+  // The short key a search counts and the JSON's reason_code: the rule's code, "placement",
+  // "schedule" or "memory" (both memory kinds); "" when feasible.
+  std::string reason_code() const;
+  bool out_of_memory() const {
+    return kind == Infeasible::kMemory || kind == Infeasible::kNoPartition;
+  }
   double iteration_s = 0, samples_per_s = 0, tokens_per_s = 0, mfu = 0;
   std::vector<double> peak_memory_bytes;  // per pipeline rank (every device of a rank alike)
   std::vector<std::pair<std::string, double>> breakdown;  // named seconds summing to iteration_s
   double bubble_rate = 0;
-  double memory_overflow = 0;  // infeasible "memory" without a partition: bytes needed / available
   // The host floor (search/evaluate.cpp): the most kernels one device's host issues per iteration,
   // and the time it takes them at the profile's host_s_per_kernel (0 when not measured).
   double kernels_per_iteration = 0;
@@ -124,6 +137,9 @@ struct Prediction {
 };
 
 Json to_json(const Prediction& p);
-Prediction infeasible(std::string code, std::string reason);
+// An infeasible prediction of `kind` (kRule with the rule's code) and its reason.
+Prediction infeasible(Infeasible kind, std::string reason, std::string rule = "");
+// The kind a JSON reason_code names (a rule's code is kRule, with the code as `rule`).
+Infeasible infeasible_kind(const std::string& reason_code, std::string& rule);
 
 }  // namespace hetplan

@@ -42,7 +42,7 @@ std::vector<MemoryBreakdown> rank_memory(const Evaluator& ev, const Strategy& s,
     out.peak_memory_bytes.push_back(memory[d].total());
     if (out.feasible && memory[d].total() > gpu.memory_bytes) {
       out.feasible = false;
-      out.reason_code = "memory";
+      out.kind = Infeasible::kMemory;
       out.reason =
           overflow_reason(static_cast<int64_t>(d), gpu, memory[d], pipe.peak_activation[d]);
     }

@@ -134,8 +134,8 @@ double average_overflow(const PartitionInput& in, const std::vector<Rank>& ranks
 }
 
 Prediction unfit(double overflow) {
-  Prediction p = infeasible("memory", "no layer partition fits in device memory");
-  p.memory_overflow = overflow;
+  Prediction p = infeasible(Infeasible::kNoPartition, "no layer partition fits in device memory");
+  p.overflow = overflow;
   return p;
 }
 

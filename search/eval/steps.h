@@ -115,7 +115,7 @@ Synchronisation synchronise(const Evaluator& ev, const Strategy& s, const Placem
                             const std::vector<Rank>& ranks, const StageTimes& t);
 
 // Step 8. Memory of each rank's devices at the pipeline's peak; the first rank that does not fit
-// makes the prediction infeasible (out.feasible, reason, reason_code).
+// makes the prediction infeasible (out.feasible, reason, kind kMemory).
 std::vector<MemoryBreakdown> rank_memory(const Evaluator& ev, const Strategy& s,
                                          const std::vector<Rank>& ranks, const StageTimes& t,
                                          const pipeline::PipelineResult& pipe, Prediction& out);
