@@ -17,7 +17,7 @@ CostModel::CostModel(Profile profile, const ClusterSpec& cluster, CommPriors pri
     if (gpus_.count(gpu.name)) continue;
     GpuCost c;
     c.fit = profile_.gpu(gpu.name);
-    for (Dtype d : kAllDtypes) {
+    for (Dtype d : kEveryDtype) {
       if (!gpu.supports(d)) continue;
       GemmEfficiency eff;
       if (auto it = c.fit.gemm.find(d); it != c.fit.gemm.end()) {
@@ -70,7 +70,10 @@ const GpuFit& CostModel::fit(const GpuSpec& gpu) const { return cost(gpu).fit; }
 
 Dtype CostModel::compute_dtype(const GpuSpec& gpu, Dtype requested) const {
   if (gpu.supports(requested)) return requested;
-  if ((requested == Dtype::kBf16 || requested == Dtype::kFp8) && gpu.supports(Dtype::kFp16))
+  // fp4 GEMMs run in fp8 where the GPU has no fp4 units (Hopper), as a recipe would fall back.
+  if (requested == Dtype::kFp4 && gpu.supports(Dtype::kFp8)) return Dtype::kFp8;
+  if ((requested == Dtype::kBf16 || requested == Dtype::kFp8 || requested == Dtype::kFp4) &&
+      gpu.supports(Dtype::kFp16))
     return Dtype::kFp16;
   return Dtype::kFp32;
 }

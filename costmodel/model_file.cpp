@@ -102,7 +102,7 @@ ModelSpec parse_model(const Document& doc) {
     r.fail("vocab", fmt::format("expected at most {} (hetplan's limit), found {}",
                                 model_limits::kVocab, vocab));
   const std::string dtype = r.string_or("dtype", "bf16");
-  if (!parse_dtype(dtype, m.dtype) || m.dtype == Dtype::kTf32)
+  if (!parse_dtype(dtype, m.dtype) || m.dtype == Dtype::kTf32 || m.dtype == Dtype::kFp4)
     r.fail("dtype", fmt::format("expected fp32, fp16, bf16 or fp8, found \"{}\"", dtype));
   const bool tied = r.boolean_or("tie_embeddings", false);
 
