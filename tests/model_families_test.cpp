@@ -276,5 +276,31 @@ TEST(ModelPresets, TodaysFamiliesMatchThePublishedTotals) {
   EXPECT_EQ(load_model("mixtral-8x22b").parameters(), 140'620'634'112);
 }
 
+// Model FLOPs against the count NVIDIA's Megatron-Bridge table publishes (model TFLOP/s over
+// tokens/s per GPU, ../shared/external/published/megatron_bridge): it is hetplan's count (6 x the
+// activated GEMM weights per token, attention in full) with causal attention counted half.
+TEST(ModelFlops, MatchTheMegatronBridgeCountWithCausalAttentionHalved) {
+  struct Case {
+    const char* model;
+    double tflops, tokens;  // the published row
+    double tolerance;
+  };
+  // 25.11 DGX-B200 LLAMA3_8B FP8-CS: 1576 TFLOP/s at 30624 tokens/s; 26.04.01 DGX-B200 DeepSeekV3
+  // MXFP8 (its MTP module counted): 864 at 3328; 26.04.01 DGX-H100 Qwen3_30B_a3B FP8: 206 at 8960.
+  for (const Case c : {Case{"llama3-8b", 1576, 30624, 0.002}, Case{"deepseek-v3", 864, 3328, 0.01},
+                       Case{"qwen3-30b-a3b", 206, 8960, 0.01}}) {
+    SCOPED_TRACE(c.model);
+    const ModelSpec m = load_model(c.model);
+    double attention = 0;  // the attention's share: 4 x seq x heads x d per token forward, x 3
+    for (const auto& l : m.layers)
+      if (const auto* b = l.block()) {
+        const double d = b->mla.enabled() ? (b->head_dim + b->mla.v_head_dim) / 2.0 : b->head_dim;
+        attention += 3 * 4.0 * l.seq_len * b->heads * d;
+      }
+    const double per_token = model_flops_per_sample(m) / m.seq_len;
+    EXPECT_NEAR((per_token - attention / 2) / (c.tflops * 1e12 / c.tokens), 1, c.tolerance);
+  }
+}
+
 }  // namespace
 }  // namespace hetplan
