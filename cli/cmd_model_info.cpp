@@ -43,12 +43,29 @@ Json layer_json(const LayerSpec& l, size_t index) {
     j["dropout"] = b->dropout;
     j["experts"] = b->experts;
     j["top_k"] = b->top_k;
+    j["qkv_bias"] = b->qkv_biased();
+    j["window"] = b->window;
+    j["qk_norm"] = b->qk_norm;
+    j["post_norms"] = b->post_norms;
+    j["attn_softcap"] = b->attn_softcap;
+    j["attention_sinks"] = b->attention_sinks;
+    if (b->mla.enabled())
+      j["mla"] = {{"q_lora_rank", b->mla.q_lora_rank},
+                  {"kv_lora_rank", b->mla.kv_lora_rank},
+                  {"qk_nope_head_dim", b->mla.qk_nope_head_dim},
+                  {"qk_rope_head_dim", b->mla.qk_rope_head_dim},
+                  {"v_head_dim", b->mla.v_head_dim}};
+    j["shared_experts"] = b->shared_experts;
+    j["shared_ffn_hidden"] = b->shared_ffn_hidden;
+    j["shared_expert_gate"] = b->shared_expert_gate;
+    j["mtp"] = b->mtp_vocab > 0;
   } else if (const auto* h = l.head()) {
     j["vocab"] = h->vocab;
     j["final_norm"] = to_string(h->final_norm);
     j["tied"] = h->tied;
     j["transform"] = h->transform;
     j["output_bias"] = h->output_bias;
+    j["logit_softcap"] = h->logit_softcap;
     j["parameters_with_tied_copy"] = layer_parameters(l, 1, /*unique=*/false);
   }
   return j;
@@ -58,14 +75,29 @@ std::string layer_line(const LayerSpec& l) {
   if (const auto* e = l.embedding())
     return fmt::format("embedding  vocab {} positions {} token types {} norm {} dropout {}",
                        e->vocab, e->max_positions, e->token_types, to_string(e->norm), e->dropout);
-  if (const auto* b = l.block())
+  if (const auto* b = l.block()) {
+    std::string extra;
+    if (b->window > 0) extra += fmt::format(" window {}", b->window);
+    if (b->mla.enabled())
+      extra += fmt::format(" mla q{} kv{} rope{} v{}", b->mla.q_lora_rank, b->mla.kv_lora_rank,
+                           b->mla.qk_rope_head_dim, b->mla.v_head_dim);
+    if (b->qk_norm) extra += " qk-norm";
+    if (b->post_norms) extra += " post-norms";
+    if (b->attn_softcap > 0) extra += fmt::format(" softcap {}", b->attn_softcap);
+    if (b->attention_sinks) extra += " sinks";
+    if (b->shared_experts > 0)
+      extra += fmt::format(" shared {}x{}", b->shared_experts, b->shared_ffn_hidden);
+    if (b->mtp_vocab > 0) extra += " mtp";
     return fmt::format(
-        "block      hidden {} seq {} heads {} kv heads {} head_dim {} ffn {} {} {}{}{}{} "
-        "dropout {}{}",
-        l.hidden, l.seq_len, b->heads, b->kv_heads, b->head_dim, b->ffn_hidden,
-        to_string(b->activation), to_string(b->norm), b->bias ? " bias" : "",
-        b->rotary ? " rotary" : "", b->causal ? " causal" : " bidirectional", b->dropout,
-        b->experts > 1 ? fmt::format(" experts {} top-{}", b->experts, b->top_k) : std::string());
+        "{}      hidden {} seq {} heads {} kv heads {} head_dim {} ffn {} {} {}{}{}{} "
+        "dropout {}{}{}",
+        b->mtp_vocab > 0 ? "mtp  " : "block", l.hidden, l.seq_len, b->heads, b->kv_heads,
+        b->head_dim, b->ffn_hidden, to_string(b->activation), to_string(b->norm),
+        b->bias ? " bias" : (b->qkv_bias ? " qkv-bias" : ""), b->rotary ? " rotary" : "",
+        b->causal ? " causal" : " bidirectional", b->dropout,
+        b->experts > 1 ? fmt::format(" experts {} top-{}", b->experts, b->top_k) : std::string(),
+        extra);
+  }
   const auto& h = std::get<LmHeadLayer>(l.op);
   return fmt::format("lm_head    vocab {} final norm {}{}{}{}", h.vocab, to_string(h.final_norm),
                      h.tied ? " tied" : "", h.transform ? " transform" : "",
@@ -131,6 +163,10 @@ Json model_info_json(const ModelSpec& m) {
           {"seq_len", m.seq_len},
           {"dtype", to_string(m.dtype)},
           {"parameters", m.parameters()},
+          // What one token's forward multiplies (routed experts it is not sent to and the input
+          // embedding's table left out), and the same with the table (costmodel/model.h).
+          {"activated_parameters", m.activated_parameters()},
+          {"activated_parameters_with_embedding", m.activated_parameters(true)},
           {"blocks", m.num_blocks()},
           // Costs use Megatron-LM's padded vocabulary (a multiple of 128 x tp); parameter counts
           // and model FLOPs the real one (costmodel/layer_ops.cpp).
@@ -201,8 +237,11 @@ CommandRunner declare_model_info(CLI::App& app) {
       write_json_output(j, o->json);
       if (o->json == "-") return 0;
     }
-    fmt::print("{}: {:.3f}B parameters, {} blocks, sequence {}, {} ({})\n", m.name,
-               m.parameters() / 1e9, m.num_blocks(), m.seq_len, to_string(m.dtype), m.description);
+    fmt::print("{}: {:.3f}B parameters{}, {} blocks, sequence {}, {} ({})\n", m.name,
+               m.parameters() / 1e9,
+               m.is_moe() ? fmt::format(" ({:.3f}B activated)", m.activated_parameters() / 1e9)
+                          : std::string(),
+               m.num_blocks(), m.seq_len, to_string(m.dtype), m.description);
     // Consecutive identical layers are printed once.
     for (size_t i = 0; i < m.layers.size();) {
       size_t j = i + 1;

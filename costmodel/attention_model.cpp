@@ -7,6 +7,13 @@
 
 namespace hetplan {
 
+double attended_pairs(int64_t queries, int64_t keys, bool causal, int64_t window) {
+  const double k = static_cast<double>(keys);
+  const double w = window > 0 && window < keys ? static_cast<double>(window) : k;
+  const double whole = causal ? (w < k ? k * w - w * w / 2 : k * k * 0.5) : k * w;
+  return queries == keys ? whole : whole * static_cast<double>(queries) / k;
+}
+
 double attention_time_s(const AttentionCoefficients& c, const AttentionWork& w, double peak_flops,
                         int64_t sm_count) {
   const double d = static_cast<double>(w.head_dim);
@@ -16,10 +23,17 @@ double attention_time_s(const AttentionCoefficients& c, const AttentionWork& w, 
   const double throughput = w.flops / (peak_flops * c.efficiency * length * head);
   if (w.batch_heads <= 0 || w.seq <= 0 || sm_count <= 0) return throughput;
   // FLOPs per (query, key) pair the pass computes, and the pairs of the longest block: its 128
-  // rows against the whole sequence (a causal sequence within one block: half of its square).
-  const double pairs = static_cast<double>(w.batch_heads) * s * s * (w.causal ? 0.5 : 1.0);
+  // rows against the whole sequence (a causal sequence within one block: half of its square), or
+  // against the window and its own rows.
+  const bool plain = (w.kv_seq == 0 || w.kv_seq == w.seq) && (w.window == 0 || w.window >= w.seq);
+  const double pairs =
+      plain ? static_cast<double>(w.batch_heads) * s * s * (w.causal ? 0.5 : 1.0)
+            : static_cast<double>(w.batch_heads) *
+                  attended_pairs(w.seq, w.kv_seq > 0 ? w.kv_seq : w.seq, w.causal, w.window);
   const double rows = static_cast<double>(std::min(kAttentionBlockRows, w.seq));
-  const double longest = rows * s * (w.causal && w.seq <= kAttentionBlockRows ? 0.5 : 1.0);
+  double keys = w.kv_seq > 0 ? static_cast<double>(w.kv_seq) : s;
+  if (w.window > 0) keys = std::min(keys, static_cast<double>(w.window) + rows);
+  const double longest = rows * keys * (w.causal && w.seq <= kAttentionBlockRows ? 0.5 : 1.0);
   const double per_sm = peak_flops / static_cast<double>(sm_count) * c.efficiency * head;
   const double critical = w.flops / pairs * longest / per_sm;
   static_assert(kAttentionBoundNorm == 2, "the search calls this per layer and pass: no pow");

@@ -29,11 +29,22 @@ inline constexpr int64_t kAttentionBlockRows = 128;
 inline constexpr double kAttentionBoundNorm = 2;
 
 // What a pass does. batch_heads, seq and head_dim 0 = unknown: no critical path, no head term.
+// `seq` is the queries' length; kv_seq the keys' (0: seq), longer where context parallelism keeps a
+// share of the queries against every key; window > 0 bounds the keys each query attends
+// (sliding-window attention).
 struct AttentionWork {
   double flops = 0;  // executed (causal attention skips the masked half)
   int64_t batch_heads = 0, seq = 0, head_dim = 0;
   bool causal = true;
+  int64_t kv_seq = 0;
+  int64_t window = 0;
 };
+
+// (query, key) pairs `queries` queries attend over a sequence of `keys` keys, causal or not,
+// within a window of `window` keys (0: none), the queries spread evenly over the sequence (as
+// context parallelism's load balancing spreads them): keys^2 / 2 causal, keys x window - window^2
+// / 2 causal in a window, each scaled by queries / keys.
+double attended_pairs(int64_t queries, int64_t keys, bool causal, int64_t window);
 
 // The coefficients of one pass (forward or backward).
 struct AttentionCoefficients {

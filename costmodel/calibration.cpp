@@ -18,7 +18,8 @@ Dtype read_dtype(ObjectReader& r, std::string_view key) {
   const std::string text = r.string(key);
   Dtype d;
   if (!parse_dtype(text, d))
-    r.fail(key, fmt::format("expected one of fp32, tf32, fp16, bf16, fp8; found \"{}\"", text));
+    r.fail(key,
+           fmt::format("expected one of fp32, tf32, fp16, bf16, fp8, fp4; found \"{}\"", text));
   return d;
 }
 
@@ -510,7 +511,8 @@ DatasheetPriors priors_from_json(ObjectReader r) {
   auto eff = r.object("gemm_efficiency");
   for (const auto& key : eff.keys()) {
     Dtype d;
-    if (!parse_dtype(key, d)) eff.fail(key, "expected a dtype key (fp32, tf32, fp16, bf16, fp8)");
+    if (!parse_dtype(key, d))
+      eff.fail(key, "expected a dtype key (fp32, tf32, fp16, bf16, fp8, fp4)");
     p.gemm_efficiency[key] = fraction(eff, key);
   }
   p.memory_efficiency = fraction(r, "memory_efficiency");

@@ -17,7 +17,7 @@ CostModel::CostModel(Profile profile, const ClusterSpec& cluster, CommPriors pri
     if (gpus_.count(gpu.name)) continue;
     GpuCost c;
     c.fit = profile_.gpu(gpu.name);
-    for (Dtype d : kAllDtypes) {
+    for (Dtype d : kEveryDtype) {
       if (!gpu.supports(d)) continue;
       GemmEfficiency eff;
       if (auto it = c.fit.gemm.find(d); it != c.fit.gemm.end()) {
@@ -70,7 +70,10 @@ const GpuFit& CostModel::fit(const GpuSpec& gpu) const { return cost(gpu).fit; }
 
 Dtype CostModel::compute_dtype(const GpuSpec& gpu, Dtype requested) const {
   if (gpu.supports(requested)) return requested;
-  if ((requested == Dtype::kBf16 || requested == Dtype::kFp8) && gpu.supports(Dtype::kFp16))
+  // fp4 GEMMs run in fp8 where the GPU has no fp4 units (Hopper), as a recipe would fall back.
+  if (requested == Dtype::kFp4 && gpu.supports(Dtype::kFp8)) return Dtype::kFp8;
+  if ((requested == Dtype::kBf16 || requested == Dtype::kFp8 || requested == Dtype::kFp4) &&
+      gpu.supports(Dtype::kFp16))
     return Dtype::kFp16;
   return Dtype::kFp32;
 }
@@ -100,19 +103,46 @@ double CostModel::attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp
          c.in_layer_factor * attention_time_s(c, attention_work(op), peak, gpu.sm_count);
 }
 
-LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
-                                  const CommGroup& tp, Dtype dtype) const {
+const CommGroup& LayerGroups::of(CommScope scope) const {
+  switch (scope) {
+    case CommScope::kTensor:
+      return tensor;
+    case CommScope::kContext:
+      return context;
+    case CommScope::kExpert:
+      return expert;
+    case CommScope::kExpertTensor:
+      return expert_tensor;
+  }
+  return tensor;
+}
+
+LayerTimes CostModel::grouped_layer_times(const GpuSpec& gpu, const LayerWork& work,
+                                          Recompute recompute, const LayerGroups& groups,
+                                          Dtype dtype, bool correct) const {
+  if (!correct) return scaled_layer_times(gpu, work, recompute, groups, dtype, PassScale{});
   const LayerCorrection* c = layer_correction(gpu, work.key, compute_dtype(gpu, dtype));
-  LayerTimes t = scaled_layer_times(gpu, work, recompute, tp, dtype,
+  LayerTimes t = scaled_layer_times(gpu, work, recompute, groups, dtype,
                                     c ? c->scale(work.micro_batch) : PassScale{});
   t.correction = c;
   return t;
 }
 
+LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
+                                  const CommGroup& tp, Dtype dtype) const {
+  return grouped_layer_times(gpu, work, recompute, LayerGroups(tp), dtype, /*correct=*/true);
+}
+
 LayerTimes CostModel::layer_times_from_ops(const GpuSpec& gpu, const LayerWork& work,
                                            Recompute recompute, const CommGroup& tp,
                                            Dtype dtype) const {
-  return scaled_layer_times(gpu, work, recompute, tp, dtype, PassScale{});
+  return grouped_layer_times(gpu, work, recompute, LayerGroups(tp), dtype, /*correct=*/false);
+}
+
+double CostModel::comm_op_s(const CommOp& op, const LayerGroups& groups) const {
+  const CommGroup& g = groups.of(op.scope);
+  const CommGroup& on = op.group_ranks > 0 ? inner_group(g, op.group_ranks) : g;
+  return static_cast<double>(op.repeats) * collective_s(op.kind, op.bytes, on);
 }
 
 const LayerCorrection* CostModel::layer_correction(const GpuSpec& gpu, const LayerKey& key,
@@ -131,12 +161,14 @@ const std::vector<LayerTiming>& CostModel::layer_timings(const GpuSpec& gpu) con
 // fixed time that their ops are of the forward's (all of it for full recomputation).
 // Communication is not scaled.
 LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& work,
-                                         Recompute recompute, const CommGroup& tp, Dtype dtype,
-                                         const PassScale& scale) const {
+                                         Recompute recompute, const LayerGroups& groups,
+                                         Dtype dtype, const PassScale& scale) const {
   LayerTimes t;
-  double recomputed_ops = 0;  // forward ops re-run inside B
+  double recomputed_ops = 0;                        // forward ops re-run inside B
+  double attention_pass_s[kNumPasses] = {0, 0, 0};  // what ring attention's exchange hides behind
   for (const auto& g : work.gemms) {
-    const double s = scale.rate[static_cast<int>(g.pass)] * gemm_s(gpu, dtype, g.shape);
+    const double s =
+        scale.rate[static_cast<int>(g.pass)] * gemm_s(gpu, g.quantized ? g.dtype : dtype, g.shape);
     t.pass_s[static_cast<int>(g.pass)] += s;
     if (recomputed(recompute, g.pass, g.group)) recomputed_ops += s;
   }
@@ -151,6 +183,7 @@ LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& wo
   for (const auto& a : work.attention) {
     const double s = scale.rate[static_cast<int>(a.pass)] * attention_s(gpu, dtype, a);
     t.pass_s[static_cast<int>(a.pass)] += s;
+    attention_pass_s[static_cast<int>(a.pass)] += s;
     if (recomputed(recompute, a.pass, OpGroup::kDefault)) recomputed_ops += s;
   }
   constexpr int kF = static_cast<int>(Pass::kForward);
@@ -159,12 +192,23 @@ LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& wo
     recomputed += scale.fixed_s[kF] * recomputed_ops / t.pass_s[kF];
   for (int p = 0; p < kNumPasses; ++p) t.pass_s[p] += scale.fixed_s[p];
   for (const auto& c : work.comms) {
-    const double s = collective_s(c.kind, c.bytes, tp);
-    t.pass_s[static_cast<int>(c.pass)] += s;
-    t.tp_comm_s[static_cast<int>(c.pass)] += s;
+    const int p = static_cast<int>(c.pass);
+    double s = comm_op_s(c, groups);
+    if (c.overlap == CommOverlap::kAttention && c.repeats > 0) {
+      // Ring attention: each of the cp - 1 transfers runs behind one of the cp steps of the
+      // pass's attention; only a transfer's excess over a step is exposed.
+      const double step_s = attention_pass_s[p] / static_cast<double>(c.repeats + 1);
+      s = std::max(0.0, s - static_cast<double>(c.repeats) * step_s);
+    }
+    const int scope = static_cast<int>(c.scope);
+    t.pass_s[p] += s;
+    t.comm_s[scope][p] += s;
+    if (c.scope == CommScope::kTensor) t.tp_comm_s[p] += s;
     if (recompute == Recompute::kFull && c.pass == Pass::kForward) {
       recomputed += s;
-      t.tp_comm_s[static_cast<int>(Pass::kBackwardInput)] += s;
+      constexpr int kB = static_cast<int>(Pass::kBackwardInput);
+      t.comm_s[scope][kB] += s;
+      if (c.scope == CommScope::kTensor) t.tp_comm_s[kB] += s;
     }
   }
   t.recompute_s = recomputed;

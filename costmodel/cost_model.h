@@ -2,6 +2,7 @@
 // (datasheet priors where nothing was measured). Thread-safe after construction.
 #pragma once
 
+#include <concepts>
 #include <map>
 #include <string>
 
@@ -23,11 +24,25 @@ struct CommPriors {
   double network_efficiency = 0.85;
 };
 
-// Per-pass times of one layer on one GPU type (tensor-parallel communication included).
+// The communicator of each scope a layer's collectives name (costmodel/layer_ops.h CommScope):
+// tensor, context, expert and expert-tensor groups. Size-1 groups cost nothing.
+struct LayerGroups {
+  CommGroup tensor, context, expert, expert_tensor;
+
+  LayerGroups() = default;
+  // Only a tensor-parallel group (no context or expert parallelism).
+  explicit LayerGroups(const CommGroup& tp) : tensor(tp) {}
+  const CommGroup& of(CommScope scope) const;
+};
+
+// Per-pass times of one layer on one GPU type (its communication included).
 struct LayerTimes {
   double pass_s[kNumPasses] = {0, 0, 0};     // F, B (with recomputation), W
   double tp_comm_s[kNumPasses] = {0, 0, 0};  // the tensor-parallel collectives in each
-  double recompute_s = 0;                    // forward work re-run inside B
+  // Every scope's collectives in each pass, as they add to it (ring attention's exchange only
+  // where it outlasts the attention it hides behind); [kTensor] is tp_comm_s.
+  double comm_s[kNumCommScopes][kNumPasses] = {};
+  double recompute_s = 0;  // forward work re-run inside B
   // The whole-layer timings that scaled the ops (nullptr: none matched this layer).
   const LayerCorrection* correction = nullptr;
 };
@@ -46,11 +61,31 @@ class CostModel {
   // One layer's passes on `gpu` with its tensor-parallel group `tp`: the sum of its ops, corrected
   // per pass where the profile timed whole layers of this shape on this GPU type (a ratio, or a
   // fixed time plus a rate: costmodel/layer_correction.h; the communication is not scaled).
+  // Each collective runs over the group of the scope it names (`groups`); the overloads taking one
+  // CommGroup give it as the tensor group, with no context or expert groups. (The LayerGroups
+  // overloads are templates only so that `{}`, which callers pass for "no group", still means a
+  // CommGroup.)
+  template <typename Groups>
+  requires std::same_as<Groups, LayerGroups> LayerTimes layer_times(const GpuSpec& gpu,
+                                                                    const LayerWork& work,
+                                                                    Recompute recompute,
+                                                                    const Groups& groups,
+                                                                    Dtype dtype)
+  const { return grouped_layer_times(gpu, work, recompute, groups, dtype, /*correct=*/true); }
   LayerTimes layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
                          const CommGroup& tp, Dtype dtype) const;
   // The sum of its ops alone (what the whole-layer timings are compared with).
+  template <typename Groups>
+  requires std::same_as<Groups, LayerGroups> LayerTimes layer_times_from_ops(const GpuSpec& gpu,
+                                                                             const LayerWork& work,
+                                                                             Recompute recompute,
+                                                                             const Groups& groups,
+                                                                             Dtype dtype)
+  const { return grouped_layer_times(gpu, work, recompute, groups, dtype, /*correct=*/false); }
   LayerTimes layer_times_from_ops(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
                                   const CommGroup& tp, Dtype dtype) const;
+  // One of a layer's collectives over its group, `repeats` transfers included, before overlap.
+  double comm_op_s(const CommOp& op, const LayerGroups& groups) const;
   // The correction for layers of `key` computed in `dtype` on `gpu`: its width's own, or at a
   // tensor width that was not timed the pooled fixed + rate line that covers it
   // (untimed_width_corrections); nullptr where none.
@@ -83,8 +118,11 @@ class CostModel {
   std::optional<double> measured_collective_s(CollectiveKind kind, double bytes,
                                               const CommGroup& group) const;
   double link_efficiency(Fabric fabric) const;
+  LayerTimes grouped_layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
+                                 const LayerGroups& groups, Dtype dtype, bool correct) const;
   LayerTimes scaled_layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
-                                const CommGroup& tp, Dtype dtype, const PassScale& scale) const;
+                                const LayerGroups& groups, Dtype dtype,
+                                const PassScale& scale) const;
 
   Profile profile_;
   ClusterSpec cluster_;

@@ -2,7 +2,7 @@
 
 namespace hetplan {
 
-int dtype_bytes(Dtype dtype) {
+double dtype_bytes(Dtype dtype) {
   switch (dtype) {
     case Dtype::kFp32:
     case Dtype::kTf32:
@@ -12,6 +12,8 @@ int dtype_bytes(Dtype dtype) {
       return 2;
     case Dtype::kFp8:
       return 1;
+    case Dtype::kFp4:
+      return 0.5;
   }
   return 4;
 }
@@ -28,12 +30,14 @@ std::string_view to_string(Dtype dtype) {
       return "bf16";
     case Dtype::kFp8:
       return "fp8";
+    case Dtype::kFp4:
+      return "fp4";
   }
   return "?";
 }
 
 bool parse_dtype(std::string_view text, Dtype& out) {
-  for (Dtype d : kAllDtypes) {
+  for (Dtype d : kEveryDtype) {
     if (text == to_string(d)) {
       out = d;
       return true;

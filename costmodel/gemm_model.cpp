@@ -149,7 +149,7 @@ int gemm_shape_bucket(const GemmShape& s, int buckets) {
 }
 
 GemmModel::GemmModel(GemmEfficiency eff, double peak_flops, double memory_GBps, int64_t sm_count,
-                     int bytes_per_element)
+                     double bytes_per_element)
     : eff_(eff),
       peak_flops_(peak_flops),
       memory_GBps_(memory_GBps),

@@ -62,7 +62,7 @@ class GemmModel {
  public:
   GemmModel() = default;
   GemmModel(GemmEfficiency eff, double peak_flops, double memory_GBps, int64_t sm_count,
-            int bytes_per_element);
+            double bytes_per_element);
 
   // Analytical time, without measured corrections.
   double analytical_s(const GemmShape& s) const;
@@ -121,7 +121,7 @@ class GemmModel {
   double peak_flops_ = 0;
   double memory_GBps_ = 0;
   int64_t sm_count_ = 1;
-  int bytes_ = 2;
+  double bytes_ = 2;
   std::vector<Tile> tiles_;
   std::vector<GemmPoint> points_;
   std::vector<GemmPoint> companion_points_;  // the companion's measurements, its glitches left out
@@ -144,6 +144,6 @@ int gemm_shape_bucket(const GemmShape& s, int buckets);
 // points, and is the starting point otherwise.
 GemmEfficiency fit_gemm_efficiency(const std::vector<GemmPoint>& points,
                                    const GemmEfficiency& prior, double peak_flops,
-                                   double memory_GBps, int64_t sm_count, int bytes_per_element);
+                                   double memory_GBps, int64_t sm_count, double bytes_per_element);
 
 }  // namespace hetplan

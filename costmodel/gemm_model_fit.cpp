@@ -137,7 +137,7 @@ std::vector<GemmPoint> fit_subset(const std::vector<GemmPoint>& points, size_t l
 // Starting peak fraction and overhead for one largest tile: the efficiency of the largest GEMMs
 // under a unit model, and the median excess time of the smallest ones.
 GemmEfficiency initial_guess(const std::vector<GemmPoint>& pts, GemmEfficiency e, double peak,
-                             double bandwidth, int64_t sms, int bytes) {
+                             double bandwidth, int64_t sms, double bytes) {
   e.peak_fraction = 1;
   e.overhead_s = 0;
   GemmModel unit(e, peak, bandwidth, sms, bytes);
@@ -161,7 +161,7 @@ GemmEfficiency initial_guess(const std::vector<GemmPoint>& pts, GemmEfficiency e
 
 GemmEfficiency fit_gemm_efficiency(const std::vector<GemmPoint>& points,
                                    const GemmEfficiency& prior, double peak_flops,
-                                   double memory_GBps, int64_t sm_count, int bytes_per_element) {
+                                   double memory_GBps, int64_t sm_count, double bytes_per_element) {
   const std::vector<GemmPoint> pts = fit_subset(points, kMaxFitPoints);
   if (pts.size() < 8 || !(peak_flops > 0) || !(memory_GBps > 0)) return prior;
   const std::pair<int64_t, int64_t> largest_tiles[] = {{128, 128}, {128, 256}, {256, 128}};

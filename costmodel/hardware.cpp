@@ -47,7 +47,8 @@ GpuSpec parse_gpu(ObjectReader r, const std::string& name) {
   auto peaks = r.object("peak_tflops");
   for (const auto& key : peaks.keys()) {
     Dtype d;
-    if (!parse_dtype(key, d)) peaks.fail(key, "expected a dtype key (fp32, tf32, fp16, bf16, fp8)");
+    if (!parse_dtype(key, d))
+      peaks.fail(key, "expected a dtype key (fp32, tf32, fp16, bf16, fp8, fp4)");
     g.peak_tflops[d] = peaks.positive(key);
   }
   if (g.peak_tflops.empty()) r.fail("peak_tflops", "expected at least one dtype's peak");

@@ -1,5 +1,8 @@
-// Models from Hugging Face config.json files: GPT-2, LLaMA / Mistral, Mixtral, OPT, BERT.
-// Unknown keys are allowed here (the file is not ours); missing required keys are errors.
+// Models from Hugging Face config.json files: GPT-2, LLaMA / Mistral, Mixtral, Qwen2 and Qwen3
+// (dense and MoE), DeepSeek-V2 and V3, Gemma 2 and 3, Phi-3, GPT-OSS, OPT, BERT. Unknown keys are
+// allowed here (the file is not ours); missing required keys are errors, and so are keys that
+// name what hetplan does not model. Each family's keys and defaults follow its configuration
+// class in Hugging Face transformers (src/transformers/models/<family>/configuration_*.py).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -15,12 +18,28 @@ constexpr int64_t kDefaultMaxSeqLen = 4096;
 
 struct Parts {
   EmbeddingLayer embedding;
-  TransformerLayer block;
+  TransformerLayer block;                // the family's block; blocks[i] derive from it
+  std::vector<TransformerLayer> blocks;  // one per layer, filled by expand() unless a reader did
   LmHeadLayer head;
   int64_t hidden = 0;
   int64_t layers = 0;
   int64_t seq_len = 0;
+  int64_t mtp_layers = 0;  // DeepSeek-V3's multi-token-prediction modules
 };
+
+void expand(Parts& p) {
+  if (p.blocks.empty()) p.blocks.assign(static_cast<size_t>(p.layers), p.block);
+}
+
+int64_t context_length(ObjectReader& r, int64_t fallback) {
+  return std::min(r.positive_integer_or("max_position_embeddings", fallback), kDefaultMaxSeqLen);
+}
+
+// rope_scaling (Llama 3.x's "llama3", YaRN, linear, ...) stretches the rotary frequencies: it
+// changes no FLOP and no byte. It is read so that a malformed one is still an error.
+void accept_rope_scaling(ObjectReader& r) {
+  if (auto scaling = r.optional_object("rope_scaling")) scaling->keys();
+}
 
 Parts read_gpt2(ObjectReader& r) {
   Parts p;
@@ -37,7 +56,8 @@ Parts read_gpt2(ObjectReader& r) {
   return p;
 }
 
-Parts read_llama(ObjectReader& r, bool moe) {
+// The decoder every family below shares: RMSNorm, rotary, gated MLP, untied head by default.
+Parts read_decoder(ObjectReader& r, MlpActivation activation = MlpActivation::kSwiglu) {
   Parts p;
   p.hidden = r.positive_integer("hidden_size");
   p.layers = r.positive_integer("num_hidden_layers");
@@ -45,21 +65,196 @@ Parts read_llama(ObjectReader& r, bool moe) {
   p.block.kv_heads = r.positive_integer_or("num_key_value_heads", p.block.heads);
   p.block.head_dim = r.positive_integer_or("head_dim", p.hidden / p.block.heads);
   p.block.ffn_hidden = r.positive_integer("intermediate_size");
-  p.block.activation = MlpActivation::kSwiglu;
+  p.block.activation = activation;
   p.block.norm = NormKind::kRmsNorm;
+  p.block.bias = false;
+  p.block.mlp_bias = false;
+  p.block.rotary = true;
+  p.embedding.vocab = r.positive_integer("vocab_size");
+  p.head.final_norm = NormKind::kRmsNorm;
+  p.head.tied = r.boolean_or("tie_word_embeddings", false);
+  p.seq_len = context_length(r, 2048);
+  accept_rope_scaling(r);
+  return p;
+}
+
+Parts read_llama(ObjectReader& r, bool moe) {
+  Parts p = read_decoder(r);
   // Hugging Face LlamaAttention gives q, k, v and o biases by attention_bias, LlamaMLP its three
   // projections by mlp_bias.
   p.block.bias = r.boolean_or("attention_bias", false);
   p.block.mlp_bias = r.boolean_or("mlp_bias", false);
-  p.block.rotary = true;
+  // Mistral's sliding window (every layer; null in Mixtral and most configs).
+  p.block.window = r.integer_or("sliding_window", 0);
   if (moe) {
     p.block.experts = r.positive_integer("num_local_experts");
     p.block.top_k = r.positive_integer("num_experts_per_tok");
   }
-  p.embedding.vocab = r.positive_integer("vocab_size");
+  return p;
+}
+
+Parts read_phi3(ObjectReader& r) {
+  // Phi3Attention fuses q, k and v into one projection and Phi3MLP gate and up: the same GEMM
+  // work as three and two; sliding_window bounds every layer's keys (2047 in Phi-3-mini-4k).
+  Parts p = read_decoder(r);
+  p.block.window = r.integer_or("sliding_window", 0);
+  p.block.dropout = r.non_negative_or("resid_pdrop", 0);
+  return p;
+}
+
+// Qwen2 and Qwen3 windows: with use_sliding_window, the layers from max_window_layers on attend
+// in sliding_window (transformers' Qwen2Config.layer_types); else none.
+void read_qwen_windows(ObjectReader& r, Parts& p) {
+  expand(p);
+  if (!r.boolean_or("use_sliding_window", false)) return;
+  const int64_t window = r.positive_integer("sliding_window");
+  const int64_t from = r.integer_or("max_window_layers", p.layers);
+  for (int64_t i = std::max<int64_t>(from, 0); i < p.layers; ++i)
+    p.blocks[static_cast<size_t>(i)].window = window;
+}
+
+// Qwen2-MoE and Qwen3-MoE: MoE every decoder_sparse_step-th layer except mlp_only_layers; the
+// others dense at intermediate_size (Qwen2MoeDecoderLayer).
+void read_qwen_moe(ObjectReader& r, Parts& p, bool shared_expert) {
+  const TransformerLayer dense = p.block;
+  TransformerLayer moe = p.block;
+  moe.experts = r.positive_integer("num_experts");
+  moe.top_k = r.positive_integer("num_experts_per_tok");
+  moe.ffn_hidden = r.positive_integer("moe_intermediate_size");
+  if (shared_expert) {
+    moe.shared_experts = 1;
+    moe.shared_ffn_hidden = r.positive_integer("shared_expert_intermediate_size");
+    moe.shared_expert_gate = true;  // Qwen2MoeSparseMoeBlock.shared_expert_gate: hidden -> 1
+  }
+  const int64_t step = r.positive_integer_or("decoder_sparse_step", 1);
+  std::vector<int64_t> dense_layers;
+  if (r.has("mlp_only_layers")) dense_layers = r.integers("mlp_only_layers");
+  p.blocks.clear();
+  for (int64_t i = 0; i < p.layers; ++i) {
+    const bool is_dense = (i + 1) % step != 0 || std::find(dense_layers.begin(), dense_layers.end(),
+                                                           i) != dense_layers.end();
+    p.blocks.push_back(is_dense ? dense : moe);
+  }
+}
+
+Parts read_qwen(ObjectReader& r, bool qwen3, bool moe) {
+  Parts p = read_decoder(r);
+  if (qwen3) {
+    p.block.bias = r.boolean_or("attention_bias", false);
+    p.block.qk_norm = true;  // Qwen3Attention.q_norm, k_norm over head_dim
+  } else {
+    p.block.qkv_bias = true;  // Qwen2Attention: q, k and v with biases, o without
+  }
+  if (moe) read_qwen_moe(r, p, /*shared_expert=*/!qwen3);
+  read_qwen_windows(r, p);
+  return p;
+}
+
+// DeepSeek-V2 and V3: MLA in every layer, MoE from first_k_dense_replace on (every
+// moe_layer_freq-th), n_shared_experts shared experts of moe_intermediate_size, and V3's
+// num_nextn_predict_layers MTP modules.
+Parts read_deepseek(ObjectReader& r, bool v3) {
+  Parts p = read_decoder(r);
+  TransformerLayer& b = p.block;
+  b.bias = r.boolean_or("attention_bias", false);
+  b.mla.q_lora_rank = r.integer_or("q_lora_rank", 0);  // null in DeepSeek-V2-Lite: no bottleneck
+  if (b.mla.q_lora_rank < 0) r.fail("q_lora_rank", "expected null or a rank > 0");
+  b.mla.kv_lora_rank = r.positive_integer("kv_lora_rank");
+  b.mla.qk_nope_head_dim = r.positive_integer("qk_nope_head_dim");
+  b.mla.qk_rope_head_dim = r.positive_integer("qk_rope_head_dim");
+  b.mla.v_head_dim = r.positive_integer("v_head_dim");
+  b.head_dim = b.mla.qk_nope_head_dim + b.mla.qk_rope_head_dim;
+  b.kv_heads = b.heads;  // keys and values are up-projected for every head
+  TransformerLayer moe = b;
+  moe.experts = r.positive_integer("n_routed_experts");
+  moe.top_k = r.positive_integer("num_experts_per_tok");
+  moe.ffn_hidden = r.positive_integer("moe_intermediate_size");
+  moe.shared_experts = r.integer_or("n_shared_experts", 0);
+  if (moe.shared_experts < 0) r.fail("n_shared_experts", "expected >= 0");
+  moe.shared_ffn_hidden = moe.shared_experts > 0 ? moe.ffn_hidden : 0;
+  const int64_t first_dense = r.integer_or("first_k_dense_replace", 0);
+  const int64_t freq = r.positive_integer_or("moe_layer_freq", 1);
+  if (first_dense < 0) r.fail("first_k_dense_replace", "expected >= 0");
+  for (int64_t i = 0; i < p.layers; ++i)
+    p.blocks.push_back(i >= first_dense && i % freq == 0 ? moe : b);
+  if (v3) {
+    p.mtp_layers = r.integer_or("num_nextn_predict_layers", 0);
+    if (p.mtp_layers < 0 || p.mtp_layers > model_limits::kBlocks)
+      r.fail("num_nextn_predict_layers", "expected 0 or more multi-token-prediction modules");
+  }
+  return p;
+}
+
+// Gemma 2 and 3: GeGLU, four norms per block, a window on all but every pattern-th layer (Gemma 2:
+// every other, the first local; Gemma 3: sliding_window_pattern, 6), tied embeddings. Gemma 2
+// soft-caps attention and final logits; Gemma 3 normalises queries and keys instead. Gemma 3's
+// keys follow transformers' Gemma3TextConfig defaults where the file leaves them out (the released
+// configs give only a few): 262208 tokens, 8 heads, 4 KV heads, head_dim 256, window 4096, pattern
+// 6 (configuration_gemma3.py at commit 008f5c8c29be84d4721dc6d1e0fcd72300580be4).
+Parts read_gemma(ObjectReader& r, bool gemma3) {
+  Parts p;
+  // Every key has a default in Gemma3TextConfig (2304 wide, 26 layers, MLP 9216); Gemma 2's
+  // released configs give all of them.
+  auto size = [&](const char* key, int64_t gemma3_default) {
+    return gemma3 ? r.positive_integer_or(key, gemma3_default) : r.positive_integer(key);
+  };
+  p.hidden = size("hidden_size", 2304);
+  p.layers = size("num_hidden_layers", 26);
+  TransformerLayer& b = p.block;
+  b.heads = size("num_attention_heads", 8);
+  b.kv_heads = r.positive_integer_or("num_key_value_heads", gemma3 ? 4 : b.heads);
+  b.head_dim = size("head_dim", 256);
+  b.ffn_hidden = size("intermediate_size", 9216);
+  b.activation = MlpActivation::kGeglu;  // gelu_pytorch_tanh on the gate
+  b.norm = NormKind::kRmsNorm;
+  b.bias = r.boolean_or("attention_bias", false);
+  b.mlp_bias = false;
+  b.rotary = true;
+  b.post_norms = true;  // post_attention_layernorm, pre/post_feedforward_layernorm
+  b.qk_norm = gemma3;
+  b.attn_softcap = gemma3 ? 0 : r.non_negative_or("attn_logit_softcapping", 0);
+  const int64_t window = size("sliding_window", 4096);
+  const int64_t pattern = gemma3 ? r.positive_integer_or("sliding_window_pattern", 6) : 2;
+  for (int64_t i = 0; i < p.layers; ++i) {
+    TransformerLayer layer = b;
+    layer.window = (i + 1) % pattern == 0 ? 0 : window;
+    p.blocks.push_back(layer);
+  }
+  p.embedding.vocab = size("vocab_size", 262208);
   p.head.final_norm = NormKind::kRmsNorm;
-  p.head.tied = r.boolean_or("tie_word_embeddings", false);
-  p.seq_len = std::min(r.positive_integer_or("max_position_embeddings", 2048), kDefaultMaxSeqLen);
+  p.head.tied = r.boolean_or("tie_word_embeddings", true);
+  p.head.logit_softcap = r.non_negative_or("final_logit_softcapping", 0);
+  p.seq_len = context_length(r, gemma3 ? 131072 : 8192);
+  accept_rope_scaling(r);
+  return p;
+}
+
+// GPT-OSS: attention with biases and sinks, layer_types alternating sliding and full attention,
+// MoE in every layer with biased experts (GptOssExperts: gate_up_proj_bias, down_proj_bias).
+Parts read_gpt_oss(ObjectReader& r) {
+  Parts p = read_decoder(r);
+  TransformerLayer& b = p.block;
+  b.bias = r.boolean_or("attention_bias", true);
+  b.attention_sinks = true;  // GptOssAttention.sinks: one logit per head
+  b.experts = r.positive_integer("num_local_experts");
+  b.top_k = r.positive_integer("num_experts_per_tok");
+  b.mlp_bias = true;
+  const int64_t window = r.positive_integer("sliding_window");
+  std::vector<std::string> types;
+  if (r.has("layer_types")) types = r.strings("layer_types");
+  if (!types.empty() && static_cast<int64_t>(types.size()) != p.layers)
+    r.fail("layer_types",
+           fmt::format("expected one entry per layer ({}), found {}", p.layers, types.size()));
+  for (int64_t i = 0; i < p.layers; ++i) {
+    TransformerLayer layer = b;
+    const std::string type = types.empty() ? (i % 2 == 0 ? "sliding_attention" : "full_attention")
+                                           : types[static_cast<size_t>(i)];
+    if (type != "sliding_attention" && type != "full_attention")
+      r.fail(fmt::format("layer_types[{}]", i),
+             fmt::format("expected sliding_attention or full_attention, found \"{}\"", type));
+    layer.window = type == "sliding_attention" ? window : 0;
+    p.blocks.push_back(layer);
+  }
   return p;
 }
 
@@ -107,54 +302,88 @@ Parts read_bert(ObjectReader& r) {
   return p;
 }
 
+constexpr const char* kSupportedTypes =
+    "gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, "
+    "gemma2, gemma3, gemma3_text, phi3, gpt_oss, opt, bert";
+
+// The model type a config names, or its architecture's family when model_type is missing.
+std::string model_type(ObjectReader& r) {
+  std::string type = r.string_or("model_type", "");
+  if (!type.empty() || !r.has("architectures")) return type;
+  const auto arch = r.strings("architectures");
+  if (arch.empty()) return type;
+  std::string a = arch.front();
+  std::transform(a.begin(), a.end(), a.begin(), ::tolower);
+  // Longer names first: "qwen2moe" before "qwen2", "mixtral" before "mistral".
+  for (const char* t :
+       {"gpt2", "mixtral", "mistral", "llama", "opt", "bert", "qwen3moe", "qwen2moe", "qwen3",
+        "qwen2", "deepseekv3", "deepseekv2", "gemma3", "gemma2", "phi3", "gptoss"}) {
+    if (a.find(t) == std::string::npos) continue;
+    std::string name = t;
+    for (auto [from, to] : {std::pair{"qwen3moe", "qwen3_moe"}, std::pair{"qwen2moe", "qwen2_moe"},
+                            std::pair{"deepseekv3", "deepseek_v3"},
+                            std::pair{"deepseekv2", "deepseek_v2"}, std::pair{"gptoss", "gpt_oss"}})
+      if (name == from) name = to;
+    return name;
+  }
+  return type;
+}
+
+Parts read_parts(ObjectReader& r, const std::string& type) {
+  if (type == "gpt2") return read_gpt2(r);
+  if (type == "llama" || type == "mistral") return read_llama(r, false);
+  if (type == "mixtral") return read_llama(r, true);
+  if (type == "qwen2") return read_qwen(r, false, false);
+  if (type == "qwen2_moe") return read_qwen(r, false, true);
+  if (type == "qwen3") return read_qwen(r, true, false);
+  if (type == "qwen3_moe") return read_qwen(r, true, true);
+  if (type == "deepseek_v2") return read_deepseek(r, false);
+  if (type == "deepseek_v3") return read_deepseek(r, true);
+  if (type == "gemma2") return read_gemma(r, false);
+  if (type == "gemma3_text") return read_gemma(r, true);
+  if (type == "phi3") return read_phi3(r);
+  if (type == "gpt_oss") return read_gpt_oss(r);
+  if (type == "opt") return read_opt(r);
+  if (type == "bert") return read_bert(r);
+  r.fail("model_type",
+         fmt::format("expected a supported Hugging Face model type ({}), found \"{}\"",
+                     kSupportedTypes, type));
+}
+
 }  // namespace
 
 ModelSpec model_from_hf_config(const Document& doc) {
-  ObjectReader r(doc);
-  std::string type = r.string_or("model_type", "");
-  if (type.empty() && r.has("architectures")) {
-    const auto arch = r.strings("architectures");
-    if (!arch.empty()) {
-      std::string a = arch.front();
-      std::transform(a.begin(), a.end(), a.begin(), ::tolower);
-      for (const char* t : {"gpt2", "mixtral", "mistral", "llama", "opt", "bert"})
-        if (a.find(t) != std::string::npos) {
-          type = t;
-          break;
-        }
-    }
+  ObjectReader top(doc);
+  std::string type = model_type(top);
+  // Gemma 3's multimodal config holds the language model in text_config (its vision tower is not
+  // modelled: the text model is what trains on text).
+  std::optional<ObjectReader> text;
+  if (type == "gemma3") {
+    text.emplace(top.object("text_config"));
+    type = "gemma3_text";
   }
-  Parts p;
-  if (type == "gpt2") {
-    p = read_gpt2(r);
-  } else if (type == "llama" || type == "mistral") {
-    p = read_llama(r, false);
-  } else if (type == "mixtral") {
-    p = read_llama(r, true);
-  } else if (type == "opt") {
-    p = read_opt(r);
-  } else if (type == "bert") {
-    p = read_bert(r);
-  } else {
-    r.fail("model_type", fmt::format("expected a supported Hugging Face model type (gpt2, llama, "
-                                     "mistral, mixtral, opt, bert), found \"{}\"",
-                                     type));
-  }
+  ObjectReader& r = text ? *text : top;
+  Parts p = read_parts(r, type);
   if (p.layers > model_limits::kBlocks)
     r.fail(type == "gpt2" ? "n_layer" : "num_hidden_layers",
            fmt::format("expected at most {} layers (hetplan's limit), found {}",
                        model_limits::kBlocks, p.layers));
-  if (p.block.kv_heads == 0) p.block.kv_heads = p.block.heads;
-  if (p.block.head_dim == 0) {
-    if (p.hidden % p.block.heads != 0)
-      throw InputError(doc.origin, "num_attention_heads", "expected a divisor of the hidden size");
-    p.block.head_dim = p.hidden / p.block.heads;
+  expand(p);
+  for (auto& b : p.blocks) {
+    if (b.kv_heads == 0) b.kv_heads = b.heads;
+    if (b.head_dim == 0) {
+      if (p.hidden % b.heads != 0)
+        throw InputError(doc.origin, "num_attention_heads",
+                         "expected a divisor of the hidden size");
+      b.head_dim = p.hidden / b.heads;
+    }
+    if (b.window < 0) r.fail("sliding_window", "expected null or a window > 0");
   }
   p.head.vocab = p.embedding.vocab;
 
   ModelSpec m;
   m.origin = doc.origin;
-  std::string name = r.string_or("_name_or_path", "");
+  std::string name = top.string_or("_name_or_path", "");
   if (name.empty()) name = std::filesystem::path(doc.origin).parent_path().filename().string();
   m.name = name.empty() ? type : name;
   m.description =
@@ -167,7 +396,13 @@ ModelSpec model_from_hf_config(const Document& doc) {
   m.dtype = Dtype::kBf16;
   m.layers.push_back({"embedding", p.hidden, m.seq_len, p.embedding});
   for (int64_t i = 0; i < p.layers; ++i)
-    m.layers.push_back({fmt::format("block{}", i), p.hidden, m.seq_len, p.block});
+    m.layers.push_back(
+        {fmt::format("block{}", i), p.hidden, m.seq_len, p.blocks[static_cast<size_t>(i)]});
+  for (int64_t i = 0; i < p.mtp_layers; ++i) {
+    TransformerLayer b = p.blocks.back();  // DeepSeek-V3: the main model's last layer's structure
+    b.mtp_vocab = p.embedding.vocab;
+    m.layers.push_back({fmt::format("mtp{}", i), p.hidden, m.seq_len, b});
+  }
   m.layers.push_back({"lm_head", p.hidden, m.seq_len, p.head});
   validate_model(m);
   return m;

@@ -1,16 +1,67 @@
 #include "costmodel/layer_ops.h"
 
 #include <algorithm>
-#include <optional>
 
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
+#include "costmodel/layer_builder.h"
 
 namespace hetplan {
 
 AttentionWork attention_work(const AttentionOp& op) {
-  return {op.flops, op.batch * op.heads, op.seq_len, op.head_dim, op.causal};
+  return {op.flops,  op.batch * op.heads, op.seq_len, op.head_dim,
+          op.causal, op.kv_seq_len,       op.window};
+}
+
+std::string_view to_string(CpComm c) {
+  switch (c) {
+    case CpComm::kP2p:
+      return "p2p";
+    case CpComm::kAllGather:
+      return "all_gather";
+    case CpComm::kA2a:
+      return "a2a";
+    case CpComm::kA2aP2p:
+      return "a2a+p2p";
+  }
+  return "?";
+}
+
+bool parse_cp_comm(std::string_view text, CpComm& out) {
+  for (CpComm c : {CpComm::kP2p, CpComm::kAllGather, CpComm::kA2a, CpComm::kA2aP2p})
+    if (text == to_string(c)) {
+      out = c;
+      return true;
+    }
+  return false;
+}
+
+std::string_view to_string(MoeDispatcher d) {
+  return d == MoeDispatcher::kAllGather ? "allgather" : "alltoall";
+}
+
+bool parse_moe_dispatcher(std::string_view text, MoeDispatcher& out) {
+  for (MoeDispatcher d : {MoeDispatcher::kAllGather, MoeDispatcher::kAllToAll})
+    if (text == to_string(d)) {
+      out = d;
+      return true;
+    }
+  return false;
+}
+
+std::string_view to_string(CommScope s) {
+  switch (s) {
+    case CommScope::kTensor:
+      return "tensor";
+    case CommScope::kContext:
+      return "context";
+    case CommScope::kExpert:
+      return "expert";
+    case CommScope::kExpertTensor:
+      return "expert_tensor";
+  }
+  return "?";
 }
 
 std::string_view to_string(Pass pass) {
@@ -47,147 +98,61 @@ bool parse_recompute(std::string_view text, Recompute& out) {
   return false;
 }
 
-namespace {
+namespace layer_detail {
 
-// Megatron-LM pads the vocabulary to a multiple of 128 x tp (--make-vocab-size-divisible-by).
-int64_t padded_vocab(int64_t vocab, int64_t tp) {
-  const int64_t m = 128 * tp;
-  return (vocab + m - 1) / m * m;
+BlockSizes block_sizes(const LayerSpec& layer, const LayerShape& s, double act) {
+  BlockSizes z;
+  z.h = layer.hidden;
+  z.seq = layer.seq_len;
+  z.mb = s.micro_batch;
+  z.cp = s.cp;
+  z.T = z.mb * (z.seq / z.cp);
+  // Tokens a rank processes outside the tensor-parallel regions: all of them, or 1/t with SP.
+  z.Tr = s.sequence_parallel ? static_cast<double>(z.T) / s.tp : static_cast<double>(z.T);
+  z.x_bytes = static_cast<double>(z.T) * z.h * act;
+  return z;
 }
 
-constexpr double kNormStatBytes = 8;  // mean and rstd (or rstd alone, padded) per token, fp32
-
-// Accumulates one layer's ops with the conventions of the header.
-class Builder {
- public:
-  Builder(const LayerShape& shape, LayerWork& work) : s_(shape), w_(work) {
-    act_ = dtype_bytes(shape.dtype);
+void cross_entropy(double tokens, int64_t v, Builder& B) {
+  // Vocabulary-parallel cross-entropy as Megatron-LM runs it by default (no loss fusion; the
+  // reference harness the same): the logits to fp32 (a copy when they are fp32 already), max,
+  // subtract in place, exp in place, sum, divide in place: the fp32 softmax is kept for backward
+  // (4sbv/t in Korthikanti et al.). Max, sum of exponentials and target logit are all-reduced (one
+  // fp32 per token each). Backward scales the kept softmax in place and converts it back.
+  // A framework's own loss kernels (framework.h, family cross_entropy) replace each pass listed.
+  const double act = B.act();
+  const double logits = tokens * static_cast<double>(v);
+  const Pass F = Pass::kForward, Bi = Pass::kBackwardInput;
+  const OpRecipe* ce = B.recipe("cross_entropy");
+  if (ce && ce->forward) {
+    B.op("cross_entropy", &OpRecipe::forward, F, "cross_entropy_fwd", logits, 0);
+  } else {
+    B.memory(act == 4 ? "ce_copy" : "ce_to_fp32", F, logits * (act + 4));
+    B.memory("ce_max", F, logits * 4);
+    B.memory("ce_subtract_max", F, logits * 8);
+    B.memory("ce_exp", F, logits * 8);
+    B.memory("ce_sum", F, logits * 4);
+    B.memory("ce_normalise", F, logits * 8);
   }
-
-  // A linear layer y = x W^T with `in` -> `out` features over `tokens` rows: forward GEMM,
-  // input-gradient GEMM, weight-gradient GEMM. `experts` independent copies are batched.
-  void linear(const std::string& name, int64_t tokens, int64_t in, int64_t out, int64_t batch = 1,
-              bool input_gradient = true) {
-    if (tokens <= 0 || in <= 0 || out <= 0) return;
-    gemm(name, Pass::kForward, {out, tokens, in, batch, true, false});
-    if (input_gradient) gemm(name, Pass::kBackwardInput, {in, tokens, out, batch, false, false});
-    gemm(name, Pass::kBackwardWeight, {in, out, tokens, batch, false, true});
-    w_.gemm_weight_params += in * out * batch;
-    w_.param_tensors += batch;
-    w_.gemm_weight_tensors += batch;
+  if (ce && ce->backward) {
+    B.op("cross_entropy", &OpRecipe::backward, Bi, "cross_entropy_bwd", logits, 0);
+  } else {
+    B.memory("ce_grad_scale", Bi, logits * 8);
+    if (act != 4) B.memory("ce_grad_to_act", Bi, logits * (4 + act));
   }
+  for (const char* name : {"ce_max", "ce_sum", "ce_target"})
+    B.comm(name, Pass::kForward, CollectiveKind::kAllReduce, tokens * 4);
+  B.keep(logits * 4);
+}
 
-  // A bias's gradient: column sums of the output gradient over `rows` x `cols` (a reduction
-  // kernel of its own, as PyTorch's linear backward and Megatron-LM's non-TE linear run it). The
-  // forward's bias add rides in the GEMM's epilogue (cuBLASLt) and costs nothing apart.
-  void bias_grad(double rows, double cols) {
-    memory("bias_grad", Pass::kBackwardWeight, rows * cols * act_);
-    ++w_.param_tensors;
-  }
+}  // namespace layer_detail
 
-  void gemm(const std::string& name, Pass pass, GemmShape shape,
-            OpGroup group = OpGroup::kDefault) {
-    w_.gemms.push_back({name, pass, shape, group});
-    w_.model_flops[static_cast<int>(pass)] += shape.flops();
-  }
+namespace {
 
-  void memory(const std::string& kernel, Pass pass, double bytes, OpGroup group = OpGroup::kDefault,
-              int64_t launches = 1) {
-    if (bytes > 0) w_.memory_ops.push_back({kernel, pass, bytes, group, launches});
-  }
-
-  // The framework's recipe for `family`, when it runs that family its own way (framework.h).
-  const OpRecipe* recipe(std::string_view family) const {
-    return s_.framework ? s_.framework->recipe(family, s_.host_mode) : nullptr;
-  }
-
-  // One pass of `family` over `elements` values: the framework's eager sequence where its recipe
-  // has this pass (an "eager_" kernel of its launches and bytes), else hetplan's `kernel` moving
-  // `fused_bytes`.
-  void op(std::string_view family, const std::optional<OpPass> OpRecipe::*pass_of, Pass pass,
-          const std::string& kernel, double elements, double fused_bytes,
-          OpGroup group = OpGroup::kDefault) {
-    const OpRecipe* r = recipe(family);
-    if (r && (r->*pass_of)) {
-      const OpPass& p = *(r->*pass_of);
-      memory("eager_" + kernel, pass, p.total_bytes(elements, act_), group, p.launches);
-    } else {
-      memory(kernel, pass, fused_bytes, group);
-    }
-  }
-
-  // Elementwise kernel over `elements` values: forward reads `in` tensors and writes `out`;
-  // backward reads the `out` output gradients and `saved_in_bwd` saved inputs and writes the `in`
-  // input gradients (GeLU and SwiGLU read their inputs again: the kernel bench counts them too).
-  void elementwise(const std::string& name, double elements, int in, int out, int saved_in_bwd) {
-    op(name, &OpRecipe::forward, Pass::kForward, name + "_fwd", elements,
-       elements * act_ * (in + out));
-    op(name, &OpRecipe::backward, Pass::kBackwardInput, name + "_bwd", elements,
-       elements * act_ * (out + saved_in_bwd + in));
-  }
-
-  // A norm over `tokens` x `hidden`: forward reads x (and the gain), writes y and statistics;
-  // input gradient reads dy, x and statistics, writes dx; weight gradient reads dy and x again.
-  void norm(NormKind kind, double tokens, int64_t hidden) {
-    if (kind == NormKind::kNone) return;
-    const std::string k = kind == NormKind::kLayerNorm ? "layernorm" : "rmsnorm";
-    w_.param_tensors += kind == NormKind::kLayerNorm ? 2 : 1;  // gain (and bias)
-    const double elements = tokens * static_cast<double>(hidden);
-    const double x = elements * act_;
-    op(k, &OpRecipe::forward, Pass::kForward, k + "_fwd", elements,
-       2 * x + tokens * kNormStatBytes);
-    op(k, &OpRecipe::backward, Pass::kBackwardInput, k + "_bwd", elements,
-       3 * x + tokens * kNormStatBytes);
-    op(k, &OpRecipe::weight, Pass::kBackwardWeight, k + "_bwd_weight", elements, 2 * x);
-  }
-
-  // Dropout as CUDA runs it (one kernel each way): forward reads x and writes y and a one-byte
-  // mask; backward reads dy and the mask and writes dx.
-  void dropout(double elements) {
-    memory("dropout_fwd", Pass::kForward, elements * (2 * act_ + 1));
-    memory("dropout_bwd", Pass::kBackwardInput, elements * (2 * act_ + 1));
-  }
-
-  void comm(const std::string& name, Pass pass, CollectiveKind kind, double bytes) {
-    if (s_.tp > 1) w_.comms.push_back({name, pass, kind, bytes});
-  }
-
-  // The Megatron "g" (forward reduce) and "f" (backward reduce) around a tensor-parallel region of
-  // `bytes` (whole activation): all-reduce, or with sequence parallelism all-gather +
-  // reduce-scatter.
-  void enter_tp_region(const std::string& name, double bytes) {
-    if (s_.sequence_parallel) {
-      comm(name + "_allgather", Pass::kForward, CollectiveKind::kAllGather, bytes);
-      comm(name + "_reducescatter", Pass::kBackwardInput, CollectiveKind::kReduceScatter, bytes);
-      // The weight gradient needs the gathered input again (Megatron re-gathers it).
-      comm(name + "_regather", Pass::kBackwardWeight, CollectiveKind::kAllGather, bytes);
-    } else {
-      comm(name + "_allreduce_grad", Pass::kBackwardInput, CollectiveKind::kAllReduce, bytes);
-    }
-  }
-  void leave_tp_region(const std::string& name, double bytes) {
-    if (s_.sequence_parallel) {
-      comm(name + "_reducescatter", Pass::kForward, CollectiveKind::kReduceScatter, bytes);
-      comm(name + "_allgather_grad", Pass::kBackwardInput, CollectiveKind::kAllGather, bytes);
-    } else {
-      comm(name + "_allreduce", Pass::kForward, CollectiveKind::kAllReduce, bytes);
-    }
-  }
-
-  // Activation bytes kept for backward under none / selective / full recomputation.
-  void keep(double bytes, bool core_attention = false) {
-    w_.activation_bytes[0] += bytes;
-    if (!core_attention) w_.activation_bytes[1] += bytes;
-  }
-  void keep_full(double bytes) { w_.activation_bytes[2] += bytes; }
-
-  double act() const { return act_; }
-
- private:
-  const LayerShape& s_;
-  LayerWork& w_;
-  double act_ = 2;
-};
+using layer_detail::BlockSizes;
+using layer_detail::Builder;
+using layer_detail::kNormStatBytes;
+using layer_detail::padded_vocab;
 
 void check_divides(const LayerSpec& layer, const char* what, int64_t value, int64_t tp) {
   if (value % tp != 0)
@@ -195,148 +160,39 @@ void check_divides(const LayerSpec& layer, const char* what, int64_t value, int6
                                  what, value, layer.name));
 }
 
+void check_context_parallel(const LayerSpec& layer, const TransformerLayer* b,
+                            const LayerShape& s) {
+  if (s.cp <= 1) return;
+  const bool causal = b == nullptr || b->causal;
+  const int64_t chunks = causal ? 2 * s.cp : s.cp;
+  if (layer.seq_len % chunks != 0)
+    throw InputError(
+        fmt::format("context-parallel width {} needs the sequence of layer {} ({}) "
+                    "to divide into {} chunks{}",
+                    s.cp, layer.name, layer.seq_len, chunks,
+                    causal ? " (2 x cp, for causal load balancing)" : ""));
+}
+
 void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerShape& s, Builder& B,
                  LayerWork& w) {
   const int64_t t = s.tp;
   check_divides(layer, "the heads", b.heads, t);
   check_divides(layer, "the KV heads", b.kv_heads, t);
-  check_divides(layer, "the MLP width", b.ffn_hidden, t);
-  const int64_t h = layer.hidden, seq = layer.seq_len, mb = s.micro_batch;
-  const int64_t T = mb * seq;
-  const double act = B.act();
-  // Tokens a rank processes outside the tensor-parallel regions: all of them, or 1/t with SP.
-  const double Tr = s.sequence_parallel ? static_cast<double>(T) / t : static_cast<double>(T);
-  const double x_bytes = static_cast<double>(T) * h * act;  // one whole hidden activation
-  const int64_t heads = b.heads / t, kv = b.kv_heads / t, hd = b.head_dim;
-  const bool dropout = b.dropout > 0;
-
-  // Attention: norm, QKV projection, (rotary), attention core, output projection, residual.
-  B.norm(b.norm, Tr, h);
-  B.keep(Tr * h * act + Tr * kNormStatBytes);  // norm input and statistics
-  B.enter_tp_region("attn", x_bytes);
-  const int64_t qkv_width = (heads + 2 * kv) * hd;
-  B.linear("qkv", T, h, qkv_width);
-  if (b.bias) B.bias_grad(static_cast<double>(T), static_cast<double>(qkv_width));
-  // Q, K and V are views of the projection's output; their gradients are joined again (a copy
-  // kernel), in PyTorch as in Megatron-LM.
-  B.memory("qkv_grad_concat", Pass::kBackwardInput, 2.0 * T * qkv_width * act);
-  B.keep(Tr * h * act);  // QKV input (the norm output; sharded under SP and re-gathered)
-  if (b.rotary) B.elementwise("rotary", static_cast<double>(T) * (heads + kv) * hd, 1, 1, 0);
-  const double qk_bytes = static_cast<double>(T) * (heads + kv) * hd * act;
-  const double v_bytes = static_cast<double>(T) * kv * hd * act;
-  const double out_in_bytes = static_cast<double>(T) * heads * hd * act;
-  B.keep(qk_bytes + v_bytes);  // Q, K, V
-  const double scores = static_cast<double>(mb) * heads * seq * seq;
-  if (s.flash_attention) {
-    const double full = 4.0 * mb * heads * seq * seq * hd;  // QK^T and PV, 2 flops per MAC
-    // Flash kernels are compiled for a few head sizes and run the next one up: FlashAttention-2
-    // rounds the head size up to a multiple of 32 up to 192, else to 256 (`head_size_rounded` in
-    // its csrc/flash_attn/flash_api.cpp), so a head of 80 costs what one of 96 does.
-    const int64_t kernel_hd = hd <= 192 ? (hd + 31) / 32 * 32 : 256;
-    const double padded = full * static_cast<double>(kernel_hd) / static_cast<double>(hd);
-    const double executed = b.causal ? padded / 2 : padded;
-    w.attention.push_back({Pass::kForward, mb, heads, kv, seq, hd, b.causal, executed});
-    // Backward recomputes P and runs dV, dP, dQ, dK: 2.5x the forward GEMM work.
-    w.attention.push_back({Pass::kBackwardInput, mb, heads, kv, seq, hd, b.causal, 2.5 * executed});
-    w.model_flops[0] += full;
-    w.model_flops[1] += 2 * full;
-    B.keep(static_cast<double>(mb) * heads * seq * 4);  // logsumexp, fp32
-  } else {
-    const OpGroup core = OpGroup::kCoreAttention;
-    const int64_t bh = mb * heads;
-    B.gemm("scores", Pass::kForward, {seq, seq, hd, bh, true, false}, core);
-    B.op("softmax", &OpRecipe::forward, Pass::kForward, "softmax_fwd", scores, 2 * scores * act,
-         core);
-    if (dropout) B.memory("dropout_fwd", Pass::kForward, scores * (2 * act + 1), core);
-    B.gemm("context", Pass::kForward, {hd, seq, seq, bh, false, false}, core);
-    B.gemm("context_dprobs", Pass::kBackwardInput, {seq, seq, hd, bh, true, false});
-    B.gemm("context_dv", Pass::kBackwardInput, {hd, seq, seq, bh, false, true});
-    if (dropout) B.memory("dropout_bwd", Pass::kBackwardInput, scores * (2 * act + 1));
-    B.op("softmax", &OpRecipe::backward, Pass::kBackwardInput, "softmax_bwd", scores,
-         3 * scores * act);
-    B.gemm("scores_dq", Pass::kBackwardInput, {hd, seq, seq, bh, false, false});
-    B.gemm("scores_dk", Pass::kBackwardInput, {hd, seq, seq, bh, false, true});
-    // Softmax output, dropout mask and dropout output (Korthikanti et al. 2022, 5as^2b/t).
-    B.keep(scores * act, true);
-    if (dropout) B.keep(scores * (1 + act), true);
-  }
-  B.linear("attn_out", T, heads * hd, h);
-  B.keep(out_in_bytes);
-  B.leave_tp_region("attn", x_bytes);
-  // The residual branch: the row-parallel projection's bias (added once, after the reduction; its
-  // gradient over this rank's tokens), dropout (one kernel each way, its mask kept) and the
-  // residual add (reads both, writes the sum). In backward the residual stream's gradient is the
-  // sum of its two consumers' (the norm and the add): one more add. Megatron-LM fuses bias,
-  // dropout and add into one forward kernel (3 x act + 1 bytes per element instead of 5 x act + 1).
-  const double res_elems = Tr * h;
-  auto residual = [&](bool bias) {
-    if (bias) B.bias_grad(Tr, static_cast<double>(h));
-    const OpRecipe* fused = dropout ? B.recipe("bias_dropout_add") : nullptr;
-    if (dropout) {
-      B.keep(res_elems);              // mask, one byte per element
-      if (fused && fused->forward) {  // one kernel: the framework's bias-dropout-add
-        B.op("bias_dropout_add", &OpRecipe::forward, Pass::kForward, "bias_dropout_add_fwd",
-             res_elems, 0);
-      } else {
-        B.memory("dropout_fwd", Pass::kForward, res_elems * (2 * act + 1));
-        B.memory("residual_add", Pass::kForward, 3 * res_elems * act);
-      }
-      if (fused && fused->backward) {
-        B.op("bias_dropout_add", &OpRecipe::backward, Pass::kBackwardInput, "bias_dropout_add_bwd",
-             res_elems, 0);
-      } else {
-        B.memory("dropout_bwd", Pass::kBackwardInput, res_elems * (2 * act + 1));
-        B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * act);
-      }
-      return;
-    }
-    B.memory("residual_add", Pass::kForward, 3 * res_elems * act);
-    B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * act);
-  };
-  residual(b.bias);
-
-  // MLP (dense or mixture of experts).
-  B.norm(b.norm, Tr, h);
-  B.keep(Tr * h * act + Tr * kNormStatBytes);
-  B.enter_tp_region("mlp", x_bytes);
-  const int64_t f = b.ffn_hidden / t;
-  const bool swiglu = b.activation == MlpActivation::kSwiglu;
-  const int64_t up = swiglu ? 2 * f : f;
-  int64_t tokens = T;  // tokens through each expert (all of them for a dense MLP)
-  int64_t experts = 1;
-  if (b.experts > 1) {
-    B.linear("router", T, h, b.experts);
-    B.memory("router_topk", Pass::kForward, static_cast<double>(T) * b.experts * 4);
-    // Dispatch and combine copies of the routed tokens (top-k copies each).
-    B.elementwise("moe_permute", static_cast<double>(T) * b.top_k * h, 1, 1, 0);
-    experts = b.experts;
-    tokens = T * b.top_k / b.experts;                    // balanced routing, capacity factor 1
-    B.keep(static_cast<double>(T) * b.top_k * h * act);  // dispatched expert inputs
-  } else {
-    B.keep(Tr * h * act);  // fc1 input
-  }
-  B.linear("fc1", tokens, h, up, experts);
-  const double expert_rows = static_cast<double>(tokens) * experts;
-  if (b.mlp_bias) B.bias_grad(expert_rows, static_cast<double>(up));
-  const double act_elems = expert_rows * f;
-  if (swiglu) {
-    B.elementwise("swiglu", act_elems, 2, 1, 2);
-  } else {
-    B.elementwise(b.activation == MlpActivation::kGelu ? "gelu" : "relu", act_elems, 1, 1, 1);
-  }
-  B.keep(act_elems * act * (swiglu ? 2 : 1));  // activation input
-  B.keep(act_elems * act);                     // fc2 input (activation output)
-  B.linear("fc2", tokens, f, h, experts);
-  B.leave_tp_region("mlp", x_bytes);
-  residual(b.mlp_bias);
-
-  B.keep_full(Tr * h * act);  // full recomputation keeps the layer input only
-  w.output_bytes = x_bytes;
+  if (!b.is_moe()) check_divides(layer, "the MLP width", b.ffn_hidden, t);
+  check_context_parallel(layer, &b, s);
+  const BlockSizes z = layer_detail::block_sizes(layer, s, B.act());
+  if (b.mtp_vocab > 0) layer_detail::mtp_prologue(b, z, B);
+  layer_detail::attention_part(layer, b, z, B);
+  layer_detail::mlp_part(layer, b, z, B);
+  B.keep_full(z.Tr * z.h * B.act());  // full recomputation keeps the layer input only
+  if (b.mtp_vocab > 0) layer_detail::mtp_epilogue(b, z, B);
+  w.output_bytes = z.x_bytes;
 }
 
 void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape& s, Builder& B,
                LayerWork& w) {
-  const int64_t T = s.micro_batch * layer.seq_len;
+  check_context_parallel(layer, nullptr, s);
+  const int64_t T = s.micro_batch * (layer.seq_len / s.cp);
   const double act = B.act();
   const double x_bytes = static_cast<double>(T) * layer.hidden * act;
   const double Tr = s.sequence_parallel ? static_cast<double>(T) / s.tp : static_cast<double>(T);
@@ -369,7 +225,8 @@ void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape
 
 void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& s, Builder& B,
              LayerWork& w) {
-  const int64_t T = s.micro_batch * layer.seq_len, h = layer.hidden;
+  check_context_parallel(layer, nullptr, s);
+  const int64_t T = s.micro_batch * (layer.seq_len / s.cp), h = layer.hidden;
   const double act = B.act();
   const double Tr = s.sequence_parallel ? static_cast<double>(T) / s.tp : static_cast<double>(T);
   const double x_bytes = static_cast<double>(T) * h * act;
@@ -377,43 +234,25 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
   B.norm(head.final_norm, Tr, h);
   if (head.final_norm != NormKind::kNone) B.keep(Tr * h * act + Tr * kNormStatBytes);
   if (head.transform) {  // BERT: dense + GeLU + LayerNorm, replicated
-    B.linear("transform", static_cast<int64_t>(Tr), h, h);
+    B.linear("transform", static_cast<int64_t>(Tr), h, h, {.quantizable = false});
     B.bias_grad(Tr, static_cast<double>(h));
     B.elementwise("gelu", Tr * h, 1, 1, 1);
     B.norm(NormKind::kLayerNorm, Tr, h);
     B.keep(3 * Tr * h * act + Tr * kNormStatBytes);
   }
   B.enter_tp_region("logits", x_bytes);
-  B.linear("logits", T, h, v);
+  B.linear("logits", T, h, v, {.quantizable = false});
   if (head.output_bias) B.bias_grad(static_cast<double>(T), static_cast<double>(v));
   B.keep(Tr * h * act);  // logits input
-  // Vocabulary-parallel cross-entropy as Megatron-LM runs it by default (no loss fusion; the
-  // reference harness the same): the logits to fp32 (a copy when they are fp32 already), max,
-  // subtract in place, exp in place, sum, divide in place: the fp32 softmax is kept for backward
-  // (4sbv/t in Korthikanti et al.). Max, sum of exponentials and target logit are all-reduced (one
-  // fp32 per token each). Backward scales the kept softmax in place and converts it back.
-  const double logits = static_cast<double>(T) * v;
-  const Pass F = Pass::kForward, Bi = Pass::kBackwardInput;
-  const OpRecipe* ce = B.recipe("cross_entropy");  // a framework's own loss kernels
-  if (ce && ce->forward) {
-    B.op("cross_entropy", &OpRecipe::forward, F, "cross_entropy_fwd", logits, 0);
-  } else {
-    B.memory(act == 4 ? "ce_copy" : "ce_to_fp32", F, logits * (act + 4));
-    B.memory("ce_max", F, logits * 4);
-    B.memory("ce_subtract_max", F, logits * 8);
-    B.memory("ce_exp", F, logits * 8);
-    B.memory("ce_sum", F, logits * 4);
-    B.memory("ce_normalise", F, logits * 8);
+  if (head.logit_softcap > 0) {
+    // Gemma 2's final soft-capping, tanh(logits / c) x c, on the fp32 logits in place before the
+    // loss: it reads and writes them; its backward reads the gradient and the saved logits.
+    const double logits = static_cast<double>(T) * v;
+    B.memory("logit_softcap_fwd", Pass::kForward, logits * 8);
+    B.memory("logit_softcap_bwd", Pass::kBackwardInput, logits * 12);
+    B.keep(logits * 4);
   }
-  if (ce && ce->backward) {
-    B.op("cross_entropy", &OpRecipe::backward, Bi, "cross_entropy_bwd", logits, 0);
-  } else {
-    B.memory("ce_grad_scale", Bi, logits * 8);
-    if (act != 4) B.memory("ce_grad_to_act", Bi, logits * (4 + act));
-  }
-  for (const char* name : {"ce_max", "ce_sum", "ce_target"})
-    B.comm(name, Pass::kForward, CollectiveKind::kAllReduce, static_cast<double>(T) * 4);
-  B.keep(logits * 4);
+  layer_detail::cross_entropy(static_cast<double>(T), v, B);
   B.keep_full(Tr * h * act);
   w.output_bytes = static_cast<double>(T) * 4;  // the loss per token
 }
@@ -426,14 +265,25 @@ LayerKey layer_key(const LayerSpec& layer, const LayerShape& shape) {
   k.hidden = layer.hidden;
   k.seq_len = layer.seq_len;
   k.tp = shape.tp;
+  k.cp = shape.cp;
   if (const auto* b = layer.block()) {
     k.heads = b->heads;
     k.kv_heads = b->kv_heads > 0 ? b->kv_heads : b->heads;
     k.head_dim = b->head_dim > 0 ? b->head_dim : layer.hidden / std::max<int64_t>(1, b->heads);
     k.ffn_hidden = b->ffn_hidden;
     k.experts = b->experts;
-    k.gated = b->activation == MlpActivation::kSwiglu;
+    k.gated = is_gated(b->activation);
     k.flash_attention = shape.flash_attention;
+    k.precision = shape.precision;
+    k.window = b->window > 0 && b->window < layer.seq_len ? b->window : 0;
+    k.kv_lora_rank = b->mla.kv_lora_rank;
+    k.shared_experts = b->shared_experts;
+    k.mtp = b->mtp_vocab > 0;
+    if (b->is_moe()) {
+      k.top_k = b->top_k;
+      k.ep = shape.ep;
+      k.etp = shape.expert_tp();
+    }
   }
   return k;
 }
@@ -452,7 +302,14 @@ std::string describe(const LayerKey& k) {
   if (k.head_dim * k.heads != k.hidden) d += fmt::format(" d{}", k.head_dim);
   d += fmt::format(" s{} ffn{}{}", k.seq_len, k.ffn_hidden, k.gated ? " swiglu" : "");
   if (k.experts > 1) d += fmt::format(" x{} experts", k.experts);
+  if (k.window > 0) d += fmt::format(" window{}", k.window);
+  if (k.kv_lora_rank > 0) d += fmt::format(" mla{}", k.kv_lora_rank);
+  if (k.mtp) d += " mtp";
   d += fmt::format(" tp{}", k.tp);
+  if (k.cp > 1) d += fmt::format(" cp{}", k.cp);
+  if (k.precision != Precision::kBf16) d += fmt::format(" {}", to_string(k.precision));
+  if (k.ep > 1) d += fmt::format(" ep{}", k.ep);
+  if (k.experts > 1 && k.etp != k.tp) d += fmt::format(" etp{}", k.etp);
   if (!k.flash_attention) d += " unfused";
   return d;
 }
@@ -461,6 +318,22 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   if (shape.micro_batch <= 0 || shape.tp <= 0)
     throw InputError(fmt::format("micro-batch ({}) and tensor width ({}) must be > 0",
                                  shape.micro_batch, shape.tp));
+  if (shape.cp <= 0 || shape.ep <= 0 || shape.etp < 0)
+    throw InputError(
+        fmt::format("context ({}), expert ({}) and expert tensor ({}) widths must be "
+                    "> 0 (etp 0: tp)",
+                    shape.cp, shape.ep, shape.etp));
+  if (shape.moe_imbalance < 1)
+    throw InputError(
+        fmt::format("the MoE load imbalance is the busiest expert's tokens over the "
+                    "mean: expected >= 1, found {}",
+                    shape.moe_imbalance));
+  if (shape.cp_comm == CpComm::kA2aP2p &&
+      (shape.cp_a2a <= 1 || shape.cp % shape.cp_a2a != 0 || shape.cp_a2a == shape.cp))
+    throw InputError(
+        fmt::format("a2a+p2p needs an all-to-all group of 2..cp/2 ranks dividing cp "
+                    "({}), found {}",
+                    shape.cp, shape.cp_a2a));
   LayerWork w;
   w.key = layer_key(layer, shape);
   w.micro_batch = shape.micro_batch;
@@ -472,7 +345,8 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   } else {
     lm_head(layer, std::get<LmHeadLayer>(layer.op), shape, B, w);
   }
-  w.params = layer_parameters(layer, shape.tp, /*unique=*/false);
+  w.params = layer_parameters(layer, shape.tp, /*unique=*/false, shape.ep, shape.expert_tp());
+  w.expert_params = expert_parameters(layer, shape.ep, shape.expert_tp());
   // Each micro-batch's gradients are added into fp32 main gradients (Megatron-LM's and the
   // harness's mixed precision): reads the gradient and the main gradient, writes the latter. With
   // gradient-accumulation fusion the weight-gradient GEMMs write into them directly, and only the
@@ -497,7 +371,7 @@ LayerKernels layer_kernels(const LayerWork& w, Recompute mode) {
   for (const auto& m : w.memory_ops)
     add(m.pass, m.group, m.kernel == "grad_accumulate" ? w.accumulated_tensors : m.launches);
   for (const auto& a : w.attention) add(a.pass, OpGroup::kDefault, 1);
-  for (const auto& c : w.comms) add(c.pass, OpGroup::kDefault, 1);
+  for (const auto& c : w.comms) add(c.pass, OpGroup::kDefault, c.repeats);
   return k;
 }
 
@@ -512,6 +386,41 @@ std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp) {
         return fmt::format("tp {} does not divide the MLP width {} of {}", tp, b->ffn_hidden,
                            l.name);
     }
+  }
+  return "";
+}
+
+std::string context_parallel_problem(const ModelSpec& model, int64_t cp, int64_t tp, CpComm comm,
+                                     int64_t cp_a2a) {
+  if (cp <= 1) return "";
+  for (const auto& l : model.layers) {
+    const auto* b = l.block();
+    const bool causal = b == nullptr || b->causal;
+    const int64_t chunks = causal ? 2 * cp : cp;
+    if (l.seq_len % chunks != 0)
+      return fmt::format("cp {} needs the sequence of {} ({}) to divide into {} chunks{}", cp,
+                         l.name, l.seq_len, chunks,
+                         causal ? " (2 x cp, causal load balancing)" : "");
+    if (b == nullptr || (comm != CpComm::kA2a && comm != CpComm::kA2aP2p)) continue;
+    const int64_t group = comm == CpComm::kA2a ? cp : cp_a2a;
+    if ((b->heads / tp) % group != 0 || (b->kv_heads / tp) % group != 0)
+      return fmt::format(
+          "{} {} splits the heads: it does not divide the {} heads and {} KV heads "
+          "per tensor rank of {}",
+          to_string(comm), group, b->heads / tp, b->kv_heads / tp, l.name);
+  }
+  return "";
+}
+
+std::string expert_parallel_problem(const ModelSpec& model, int64_t ep, int64_t etp) {
+  for (const auto& l : model.layers) {
+    const auto* b = l.block();
+    if (b == nullptr || !b->is_moe()) continue;
+    if (b->experts % ep != 0)
+      return fmt::format("ep {} does not divide the {} experts of {}", ep, b->experts, l.name);
+    if (etp > 0 && b->ffn_hidden % etp != 0)
+      return fmt::format("etp {} does not divide the experts' MLP width {} of {}", etp,
+                         b->ffn_hidden, l.name);
   }
   return "";
 }

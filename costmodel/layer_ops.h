@@ -11,6 +11,7 @@
 #include "costmodel/calibration.h"
 #include "costmodel/framework.h"
 #include "costmodel/model.h"
+#include "costmodel/precision.h"
 
 namespace hetplan {
 
@@ -23,10 +24,42 @@ enum class Recompute { kNone, kSelective, kFull };
 std::string_view to_string(Recompute r);
 bool parse_recompute(std::string_view text, Recompute& out);
 
+// Megatron-Core's --cp-comm-type: how context parallelism moves keys and values. p2p: a ring of
+// cp - 1 point-to-point KV exchanges, each hidden behind a step of attention (Transformer
+// Engine's AttnFuncWithCPAndKVP2P); all_gather: keys and values gathered before attention, their
+// gradients reduce-scattered after; a2a: DeepSpeed-Ulysses' all-to-alls of Q, K, V and the output
+// between sequence and head splits; a2a+p2p: all-to-alls inside groups of cp_a2a ranks and a ring
+// between the groups (--hierarchical-context-parallel-sizes).
+enum class CpComm { kP2p, kAllGather, kA2a, kA2aP2p };
+std::string_view to_string(CpComm c);
+bool parse_cp_comm(std::string_view text, CpComm& out);
+
+// Megatron-Core's --moe-token-dispatcher-type. allgather (its default): every rank gathers the
+// tokens of its expert-parallel x expert-tensor group and runs its local experts on those routed to
+// them; alltoall: each rank sends its routed tokens to the experts' ranks and back.
+enum class MoeDispatcher { kAllGather, kAllToAll };
+std::string_view to_string(MoeDispatcher d);
+bool parse_moe_dispatcher(std::string_view text, MoeDispatcher& out);
+
 // How a layer runs: micro-batch, tensor width, options.
 struct LayerShape {
   int64_t micro_batch = 1;
   int64_t tp = 1;
+  // Context parallelism: cp ranks each hold micro_batch x seq / cp tokens (with causal load
+  // balancing: chunks i and 2cp - 1 - i of 2cp). Expert parallelism: ep ranks each hold experts /
+  // ep of an MoE block's routed experts, at expert tensor width etp (0: tp, Megatron-Core's
+  // default for --expert-tensor-parallel-size).
+  int64_t cp = 1, ep = 1, etp = 0;
+  CpComm cp_comm = CpComm::kP2p;
+  int64_t cp_a2a = 2;  // a2a+p2p: ranks of each all-to-all group (it divides cp)
+  MoeDispatcher dispatcher = MoeDispatcher::kAllGather;
+  // Tokens the busiest expert of a rank receives over the mean (routing's load imbalance): a
+  // measured or cited factor for dropless routing, or the capacity factor where tokens beyond it
+  // are dropped (each expert's GEMMs run at capacity). 1: balanced (Megatron's
+  // --moe-router-force-load-balancing, which NVIDIA's published MoE benchmarks use).
+  double moe_imbalance = 1;
+  // The low-precision recipe of the blocks' linear layers (costmodel/precision.h).
+  Precision precision = Precision::kBf16;
   bool sequence_parallel = false;
   bool flash_attention = true;  // fused attention (no s^2 tensors kept); false = unfused GEMMs
   Dtype dtype = Dtype::kBf16;   // activations and GEMM operands
@@ -39,6 +72,8 @@ struct LayerShape {
   // host mode the strategy runs; nullptr: hetplan's fused kernels throughout.
   const FrameworkSpec* framework = nullptr;
   HostMode host_mode = HostMode::kEager;
+
+  int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 };
 
 // Forward ops re-run in backward under selective recomputation (softmax, dropout, attention GEMMs).
@@ -54,11 +89,15 @@ inline bool recomputed(Recompute mode, Pass pass, OpGroup group) {
 // A GEMM in cuBLAS's column-major terms, as PyTorch issues it: forward of a linear layer
 // (m = out, n = tokens, k = in, A transposed), its input gradient (m = in, n = tokens, k = out) and
 // its weight gradient (m = in, n = out, k = tokens, B transposed).
+// `quantized`: it runs in `dtype` (fp8 or fp4) under a low-precision recipe; else in the layer's
+// dtype.
 struct GemmOp {
   std::string name;
   Pass pass;
   GemmShape shape;
   OpGroup group = OpGroup::kDefault;
+  bool quantized = false;
+  Dtype dtype = Dtype::kBf16;
 };
 
 // A memory-bound kernel; `kernel` names a kernels/ registry entry (layernorm_fwd, gelu_bwd, ...),
@@ -71,23 +110,43 @@ struct MemoryOp {
   int64_t launches = 1;
 };
 
-// Fused (flash-style) attention of one rank's heads.
+// Fused (flash-style) attention of one rank's heads. seq_len is its queries' length; under context
+// parallelism kv_seq_len the keys' (0: seq_len) and window the sliding window (0: none).
 struct AttentionOp {
   Pass pass;
   int64_t batch = 0, heads = 0, kv_heads = 0, seq_len = 0, head_dim = 0;
   bool causal = true;
   double flops = 0;  // executed: causal attention skips the masked half
+  int64_t kv_seq_len = 0;
+  int64_t window = 0;
 };
 
 // Its work as the attention time model takes it (costmodel/attention_model.h).
 AttentionWork attention_work(const AttentionOp& op);
 
-// A collective over the tensor-parallel group; bytes follow nccl-tests (the whole array).
+// The group a layer's collective runs over: the tensor-parallel group, the context-parallel
+// group, the expert-parallel group, or the expert-tensor-parallel group (where etp is not tp: at
+// etp = tp the expert tensor group is the tensor group, and its collectives say kTensor).
+enum class CommScope { kTensor = 0, kContext = 1, kExpert = 2, kExpertTensor = 3 };
+inline constexpr int kNumCommScopes = 4;
+std::string_view to_string(CommScope s);
+
+// What a collective hides behind. kAttention: ring attention's KV exchange, each of its
+// `repeats` transfers behind one step of the same pass's attention (Transformer Engine sends step
+// i + 1's keys and values while step i's attention runs): exposed only where a transfer outlasts
+// a step, cp - 1 transfers against cp steps.
+enum class CommOverlap { kNone, kAttention };
+
+// A collective of a layer; bytes follow nccl-tests (the whole array), per transfer.
 struct CommOp {
   std::string name;
   Pass pass;
   CollectiveKind kind;
   double bytes = 0;
+  CommScope scope = CommScope::kTensor;
+  CommOverlap overlap = CommOverlap::kNone;
+  int64_t repeats = 1;      // transfers of `bytes` (a ring's cp - 1 steps)
+  int64_t group_ranks = 0;  // 0: the scope's whole group; else groups of this many of its ranks
 };
 
 // What makes two layers the same for whole-layer timings (costmodel/layer_correction.h): the kind
@@ -101,6 +160,12 @@ struct LayerKey {
   bool gated = false;  // SwiGLU: three MLP GEMMs
   int64_t tp = 1;
   bool flash_attention = true;
+  Precision precision = Precision::kBf16;
+  // The variants beyond those (0 / false / 1 for layers without them): a window shorter than the
+  // sequence, MLA's latent, shared experts, an MTP module, and the context and expert widths.
+  int64_t window = 0, kv_lora_rank = 0, shared_experts = 0, top_k = 1;
+  bool mtp = false;
+  int64_t cp = 1, ep = 1, etp = 1;
 
   auto operator<=>(const LayerKey&) const = default;
 };
@@ -113,12 +178,14 @@ struct LayerWork {
   std::vector<GemmOp> gemms;
   std::vector<MemoryOp> memory_ops;
   std::vector<AttentionOp> attention;
-  std::vector<CommOp> comms;  // empty at tp = 1
+  std::vector<CommOp> comms;  // empty at tp = cp = ep = etp = 1
   // Activation bytes kept for backward per micro-batch on one rank, by recomputation mode.
   double activation_bytes[3] = {0, 0, 0};  // indexed by Recompute
   double output_bytes = 0;                 // the activation handed to the next layer (whole tensor)
   int64_t params = 0;                      // held on one rank (a tied head holds its copy)
-  int64_t gemm_weight_params = 0;          // of those, the weights of its GEMMs (linear layers)
+  int64_t expert_params = 0;       // of those, the routed experts' (their gradients reduce over the
+                                   // expert data-parallel group, dp x cp x tp / (ep x etp) ranks)
+  int64_t gemm_weight_params = 0;  // of those, the weights of its GEMMs (linear layers)
   // Parameter tensors (a weight, a bias, a norm's gain: what a gradient hook fires for) and, of
   // them, the tensors whose gradients are added into the fp32 main gradients by a kernel of their
   // own: the `grad_accumulate` op is one kernel per such tensor.
@@ -128,12 +195,18 @@ struct LayerWork {
   // Model FLOPs of the layer on one rank per pass (no recomputation; attention counted in full,
   // as Megatron-LM and PaLM count it for MFU).
   double model_flops[kNumPasses] = {0, 0, 0};
+  // Under a low-precision recipe: the bytes that quantise the layer's GEMM weights once per step
+  // (the first micro-batch's; the copies are kept for the rest), and the bytes those copies hold
+  // on the rank (both orientations and their scales) for the memory model to add.
+  double weight_quantize_bytes = 0;
+  double low_precision_weight_bytes = 0;
 
   double activation(Recompute r) const { return activation_bytes[static_cast<int>(r)]; }
 };
 
 // Decomposes `layer` for one rank. Throws InputError when `shape.tp` does not divide the heads,
-// KV heads or MLP width.
+// KV heads or MLP width, 2 x cp the sequence (cp the sequence of a bidirectional layer; cp the
+// per-rank heads under a2a), ep the experts or etp the experts' width.
 LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape);
 
 // Kernels one micro-batch of a layer launches on one rank: every GEMM, memory-bound op, fused
@@ -149,6 +222,14 @@ LayerKernels layer_kernels(const LayerWork& work, Recompute mode);
 
 // Checks that tensor width `tp` divides every layer of `model`; returns the reason or "".
 std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp);
+// Checks context parallelism: 2 x cp divides every causal layer's sequence (causal load
+// balancing), cp every other's; under a2a (and a2a+p2p, its cp_a2a) the heads and KV heads per
+// tensor rank. Returns the reason or "".
+std::string context_parallel_problem(const ModelSpec& model, int64_t cp, int64_t tp = 1,
+                                     CpComm comm = CpComm::kP2p, int64_t cp_a2a = 2);
+// Checks expert parallelism: ep divides every MoE block's experts and the expert tensor width etp
+// (0: tp) their MLP width. Returns the reason or "".
+std::string expert_parallel_problem(const ModelSpec& model, int64_t ep, int64_t etp = 1);
 
 // Model FLOPs of one training step for `samples` samples (forward + backward, no recompute).
 double model_flops_per_sample(const ModelSpec& model);

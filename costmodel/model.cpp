@@ -27,6 +27,8 @@ std::string_view to_string(MlpActivation a) {
       return "relu";
     case MlpActivation::kSwiglu:
       return "swiglu";
+    case MlpActivation::kGeglu:
+      return "geglu";
   }
   return "?";
 }
@@ -57,35 +59,93 @@ int64_t norm_parameters(NormKind kind, int64_t hidden) {
   return 0;
 }
 
-int64_t block_parameters(const TransformerLayer& b, int64_t hidden, int64_t tp) {
-  const int64_t q = b.heads * b.head_dim;
-  const int64_t kv = b.kv_heads * b.head_dim;
-  // Column-parallel QKV and row-parallel output: weights split tp ways, output bias replicated.
-  int64_t attention = hidden * (q + 2 * kv) / tp + q * hidden / tp;
-  if (b.bias) attention += (q + 2 * kv) / tp + hidden;
-  const int64_t up = b.activation == MlpActivation::kSwiglu ? 2 * b.ffn_hidden : b.ffn_hidden;
-  int64_t expert = hidden * up / tp + b.ffn_hidden * hidden / tp;
-  if (b.mlp_bias) expert += up / tp + hidden;
-  int64_t mlp = expert * b.experts;
-  if (b.experts > 1) mlp += hidden * b.experts;  // router, replicated
-  return attention + mlp + 2 * norm_parameters(b.norm, hidden);
+// Attention's weights on one tensor-parallel rank: column-parallel QKV (or MLA's up-projections),
+// row-parallel output, replicated output bias, MLA's down-projections and their norms replicated
+// (Megatron-Core runs them duplicated on every tensor rank), q/k norms of one head's width.
+int64_t attention_parameters(const TransformerLayer& b, int64_t hidden, int64_t tp) {
+  const int64_t heads = b.heads;
+  int64_t p = 0;
+  int64_t out_in = heads * b.head_dim;  // the output projection's input width
+  if (b.mla.enabled()) {
+    const MlaSpec& m = b.mla;
+    const int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    if (m.q_lora_rank > 0) {
+      p += hidden * m.q_lora_rank + m.q_lora_rank;  // down-projection and its RMSNorm
+      p += m.q_lora_rank * heads * qk / tp;
+    } else {
+      p += hidden * heads * qk / tp;
+    }
+    p += hidden * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;  // down and norm
+    p += m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim) / tp;
+    out_in = heads * m.v_head_dim;
+  } else {
+    const int64_t qkv = (heads + 2 * b.kv_heads) * b.head_dim;
+    p += hidden * qkv / tp;
+    if (b.qkv_biased()) p += qkv / tp;
+  }
+  p += out_in * hidden / tp;
+  if (b.bias) p += hidden;
+  if (b.qk_norm) p += 2 * b.head_dim;  // one gain of head_dim for queries, one for keys
+  if (b.attention_sinks) p += heads / tp;
+  return p;
+}
+
+// One dense MLP of width `ffn` split tp ways (up and gate column-parallel, down row-parallel, the
+// down bias replicated).
+int64_t mlp_parameters(const TransformerLayer& b, int64_t hidden, int64_t ffn, int64_t tp) {
+  const int64_t up = is_gated(b.activation) ? 2 * ffn : ffn;
+  int64_t p = hidden * up / tp + ffn * hidden / tp;
+  if (b.mlp_bias) p += up / tp + hidden;
+  return p;
+}
+
+int64_t routed_expert_parameters(const TransformerLayer& b, int64_t hidden, int64_t ep,
+                                 int64_t etp) {
+  if (!b.is_moe()) return 0;
+  return mlp_parameters(b, hidden, b.ffn_hidden, etp) * (b.experts / ep);
+}
+
+int64_t block_parameters(const TransformerLayer& b, int64_t hidden, int64_t tp, int64_t ep,
+                         int64_t etp) {
+  int64_t p = attention_parameters(b, hidden, tp);
+  if (b.is_moe()) {
+    p += routed_expert_parameters(b, hidden, ep, etp);
+    p += hidden * b.experts;  // router, replicated
+    p += mlp_parameters(b, hidden, b.shared_ffn_hidden, tp) * b.shared_experts;
+    if (b.shared_expert_gate) p += hidden;
+  } else {
+    p += mlp_parameters(b, hidden, b.ffn_hidden, tp);
+  }
+  const int64_t norms = 2 + (b.post_norms ? 2 : 0);
+  p += norms * norm_parameters(b.norm, hidden);
+  if (b.mtp_vocab > 0) {
+    // The next tokens' norm and the incoming hidden state's, the projection of the two joined
+    // (2h -> h, column-parallel in Megatron-Core) and the final norm before the shared head.
+    p += 3 * norm_parameters(b.norm, hidden) + 2 * hidden * hidden / tp;
+  }
+  return p;
 }
 
 }  // namespace
 
-int64_t layer_parameters(const LayerSpec& layer, int64_t tp, bool unique) {
+int64_t layer_parameters(const LayerSpec& layer, int64_t tp, bool unique, int64_t ep, int64_t etp) {
   const int64_t h = layer.hidden;
   if (const auto* e = layer.embedding()) {
     return e->vocab * h / tp + e->max_positions * h + e->token_types * h +
            norm_parameters(e->norm, h);
   }
-  if (const auto* b = layer.block()) return block_parameters(*b, h, tp);
+  if (const auto* b = layer.block()) return block_parameters(*b, h, tp, ep, etp > 0 ? etp : tp);
   const auto& head = std::get<LmHeadLayer>(layer.op);
   int64_t p = norm_parameters(head.final_norm, h);
   if (head.transform) p += h * h + h + norm_parameters(NormKind::kLayerNorm, h);
   if (head.output_bias) p += head.vocab / tp;
   if (!head.tied || !unique) p += head.vocab * h / tp;
   return p;
+}
+
+int64_t expert_parameters(const LayerSpec& layer, int64_t ep, int64_t etp) {
+  const auto* b = layer.block();
+  return b ? routed_expert_parameters(*b, layer.hidden, ep, etp) : 0;
 }
 
 int64_t ModelSpec::num_blocks() const {
@@ -100,11 +160,68 @@ int64_t ModelSpec::parameters() const {
   return n;
 }
 
+int64_t ModelSpec::activated_parameters(bool with_embedding) const {
+  int64_t n = 0;
+  for (const auto& l : layers) {
+    if (const auto* e = l.embedding(); e && !with_embedding) {
+      n += layer_parameters(l) - e->vocab * l.hidden;  // positions and norms are added, not indexed
+      continue;
+    }
+    n += layer_parameters(l);
+    if (const auto* b = l.block(); b && b->is_moe())
+      n -= (b->experts - b->top_k) * mlp_parameters(*b, l.hidden, b->ffn_hidden, 1);
+  }
+  return n;
+}
+
 bool ModelSpec::is_moe() const {
   for (const auto& l : layers)
-    if (const auto* b = l.block(); b && b->experts > 1) return true;
+    if (const auto* b = l.block(); b && b->is_moe()) return true;
   return false;
 }
+
+namespace {
+
+// The attention variants, MLA, shared experts and MTP of one block.
+template <typename Fail, typename AtMost>
+void validate_block_variants(const TransformerLayer& b, const std::string& at, const Fail& fail,
+                             const AtMost& at_most) {
+  namespace lim = model_limits;
+  if (b.window < 0) fail(at + ".window", "expected 0 (every earlier key) or a window > 0");
+  at_most(at + ".window", b.window, lim::kSeqLen);
+  if (b.attn_softcap < 0) fail(at + ".attn_softcap", "expected 0 (none) or a cap > 0");
+  if (b.mla.enabled()) {
+    const MlaSpec& m = b.mla;
+    for (auto [key, v] :
+         {std::pair{"q_lora_rank", m.q_lora_rank}, std::pair{"kv_lora_rank", m.kv_lora_rank},
+          std::pair{"qk_nope_head_dim", m.qk_nope_head_dim},
+          std::pair{"qk_rope_head_dim", m.qk_rope_head_dim}, std::pair{"v_head_dim", m.v_head_dim}})
+      at_most(at + "." + key, v, lim::kWidth);
+    if (m.q_lora_rank < 0) fail(at + ".q_lora_rank", "expected 0 (no query bottleneck) or > 0");
+    if (m.qk_nope_head_dim <= 0 || m.qk_rope_head_dim <= 0 || m.v_head_dim <= 0)
+      fail(at + ".qk_nope_head_dim",
+           "MLA needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim > 0");
+    if (b.head_dim != m.qk_nope_head_dim + m.qk_rope_head_dim)
+      fail(at + ".head_dim",
+           fmt::format("expected qk_nope_head_dim + qk_rope_head_dim ({}) under MLA, found {}",
+                       m.qk_nope_head_dim + m.qk_rope_head_dim, b.head_dim));
+    if (b.kv_heads != b.heads)
+      fail(at + ".kv_heads", "MLA up-projects keys and values for every head: expected heads");
+  }
+  if (b.shared_experts < 0) fail(at + ".shared_experts", "expected >= 0");
+  at_most(at + ".shared_experts", b.shared_experts, lim::kHeads);
+  at_most(at + ".shared_ffn_hidden", b.shared_ffn_hidden, lim::kWidth);
+  if (b.shared_experts > 0 && !b.is_moe())
+    fail(at + ".shared_experts", "shared experts belong to a mixture of experts (experts > 1)");
+  if (b.shared_experts > 0 && b.shared_ffn_hidden <= 0)
+    fail(at + ".shared_ffn_hidden", "expected the shared experts' MLP width > 0");
+  if (b.shared_expert_gate && b.shared_experts == 0)
+    fail(at + ".shared_expert_gate", "a gate on shared experts needs shared_experts > 0");
+  if (b.mtp_vocab < 0) fail(at + ".mtp_vocab", "expected >= 0");
+  at_most(at + ".mtp_vocab", b.mtp_vocab, lim::kVocab);
+}
+
+}  // namespace
 
 void validate_model(const ModelSpec& m) {
   auto fail = [&](const std::string& key, const std::string& what) {
@@ -142,6 +259,7 @@ void validate_model(const ModelSpec& m) {
       if (b->top_k <= 0 || b->top_k > b->experts)
         fail(at + ".top_k", fmt::format("expected 1..{} (the expert count)", b->experts));
       if (b->dropout < 0 || b->dropout >= 1) fail(at + ".dropout", "expected 0 <= dropout < 1");
+      validate_block_variants(*b, at, fail, at_most);
     } else if (const auto* e = l.embedding()) {
       if (e->vocab <= 0) fail(at + ".vocab", "expected a vocabulary size > 0");
       if (e->max_positions < 0) fail(at + ".max_positions", "expected >= 0");
@@ -150,6 +268,7 @@ void validate_model(const ModelSpec& m) {
       at_most(at + ".token_types", e->token_types, lim::kVocab);
     } else if (const auto* h = l.head()) {
       if (h->vocab <= 0) fail(at + ".vocab", "expected a vocabulary size > 0");
+      if (h->logit_softcap < 0) fail(at + ".logit_softcap", "expected 0 (none) or a cap > 0");
       at_most(at + ".vocab", h->vocab, lim::kVocab);
     }
   }

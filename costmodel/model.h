@@ -15,7 +15,12 @@
 namespace hetplan {
 
 enum class NormKind { kNone, kLayerNorm, kRmsNorm };
-enum class MlpActivation { kGelu, kRelu, kSwiglu };
+// GeGLU is Gemma's gated GeLU (gate and up projections, as SwiGLU has).
+enum class MlpActivation { kGelu, kRelu, kSwiglu, kGeglu };
+// Whether the MLP is gated: three GEMMs (gate, up, down) instead of two.
+inline bool is_gated(MlpActivation a) {
+  return a == MlpActivation::kSwiglu || a == MlpActivation::kGeglu;
+}
 
 // Token (and learned position / token-type) embedding; vocabulary-parallel under tensor
 // parallelism.
@@ -27,22 +32,64 @@ struct EmbeddingLayer {
   double dropout = 0;
 };
 
+// Multi-head latent attention (DeepSeek-V2 and V3; Megatron-Core's MLASelfAttention): queries
+// through a low-rank bottleneck of q_lora_rank (0: one projection), keys and values up-projected
+// from one latent of kv_lora_rank per token, and a rotary part of qk_rope_head_dim per token shared
+// by every head. A head's queries and keys have qk_nope_head_dim + qk_rope_head_dim features (the
+// block's head_dim), its values v_head_dim.
+struct MlaSpec {
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;  // > 0: the block uses MLA
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+
+  bool enabled() const { return kv_lora_rank > 0; }
+  bool operator==(const MlaSpec&) const = default;
+};
+
 // Pre-norm transformer block: attention and MLP (dense or mixture of experts), Megatron-style
 // tensor parallelism (column-parallel QKV and up-projections, row-parallel output projections).
 struct TransformerLayer {
   int64_t heads = 0;
-  int64_t kv_heads = 0;  // < heads: grouped-query attention
-  int64_t head_dim = 0;
+  int64_t kv_heads = 0;    // < heads: grouped-query attention
+  int64_t head_dim = 0;    // of queries and keys (and values, except under MLA)
   int64_t ffn_hidden = 0;  // per expert for MoE
   MlpActivation activation = MlpActivation::kGelu;
   NormKind norm = NormKind::kLayerNorm;
-  bool bias = true;      // attention: QKV and output projection biases
-  bool mlp_bias = true;  // MLP: up and down projection biases
+  bool bias = true;       // attention: QKV and output projection biases
+  bool qkv_bias = false;  // q, k and v biases without the output's (Qwen2), where bias is false
+  bool mlp_bias = true;   // MLP: up and down projection biases
   bool rotary = false;
   bool causal = true;
   double dropout = 0;
-  int64_t experts = 1;  // > 1: mixture of experts
+  int64_t experts = 1;  // > 1: mixture of experts (routed experts)
   int64_t top_k = 1;
+
+  // Attention variants.
+  int64_t window = 0;       // sliding-window attention: keys per query, 0 = every earlier key
+  bool qk_norm = false;     // an RMSNorm over each head's queries and keys (Qwen3, Gemma 3)
+  bool post_norms = false;  // norms on the attention's and the MLP's outputs too (Gemma 2, 3)
+  double attn_softcap = 0;  // tanh soft-capping of the attention logits at this value (Gemma 2)
+  bool attention_sinks = false;  // a learned logit per head joins each softmax (GPT-OSS)
+  MlaSpec mla;
+
+  // Mixture of experts beyond the routed ones: experts every token runs (DeepSeek, Qwen2-MoE),
+  // each shared_ffn_hidden wide, and Qwen2-MoE's sigmoid gate on their output.
+  int64_t shared_experts = 0;
+  int64_t shared_ffn_hidden = 0;
+  bool shared_expert_gate = false;
+
+  // > 0: a multi-token-prediction module (DeepSeek-V3's MTP, num_nextn_predict_layers): before
+  // the block, the embedding of the next tokens (the main model's table, not held here), a norm of
+  // it and of the incoming hidden state and a projection of the two joined (2 x hidden -> hidden);
+  // after it the final norm, the logits over this vocabulary (the LM head's weights, not held
+  // here) and their loss.
+  int64_t mtp_vocab = 0;
+
+  bool is_moe() const { return experts > 1; }
+  bool qkv_biased() const { return bias || qkv_bias; }
+  bool operator==(const TransformerLayer&) const = default;
 };
 
 // Final norm, output projection to the vocabulary, and cross-entropy loss.
@@ -52,6 +99,7 @@ struct LmHeadLayer {
   bool tied = false;       // shares the embedding's weights
   bool transform = false;  // BERT MLM head: dense + GeLU + LayerNorm before the projection
   bool output_bias = false;
+  double logit_softcap = 0;  // tanh soft-capping of the logits at this value (Gemma 2)
 };
 
 enum class LayerKind { kEmbedding, kTransformer, kLmHead };
@@ -77,23 +125,36 @@ struct ModelSpec {
   Dtype dtype = Dtype::kBf16;
   std::vector<LayerSpec> layers;
 
-  int64_t num_blocks() const;  // transformer layers
+  int64_t num_blocks() const;  // transformer layers (multi-token-prediction modules included)
   // Unique parameters (tied weights counted once).
   int64_t parameters() const;
+  // Parameters one token's forward multiplies: all but the routed experts it is not sent to
+  // (experts - top_k of them per MoE block) and the input embedding table, which it only indexes
+  // (DeepSeek-V3's and GPT-OSS's convention: 36.6B of 671B, 5.1B of 117B). `with_embedding` adds
+  // the table back (Qwen's and Mixtral's: 3.3B of Qwen3-30B-A3B's 30.5B).
+  int64_t activated_parameters(bool with_embedding = false) const;
   // Whether any block is a mixture of experts.
   bool is_moe() const;
 };
 
-// Parameters held by one layer on one tensor-parallel rank of width `tp` (a tied head holds a copy
-// of the embedding on its own stage, as Megatron-LM does; `unique` = false counts that copy).
-int64_t layer_parameters(const LayerSpec& layer, int64_t tp = 1, bool unique = true);
+// Parameters held by one layer on one rank: tensor-parallel width `tp`, and for the routed experts
+// of an MoE block `ep` expert-parallel ranks each holding experts / ep of them at the expert
+// tensor width `etp` (0: tp, Megatron-Core's default). A tied head holds a copy of the embedding
+// on its own stage, as Megatron-LM does; `unique` = false counts that copy.
+int64_t layer_parameters(const LayerSpec& layer, int64_t tp = 1, bool unique = true, int64_t ep = 1,
+                         int64_t etp = 0);
+// Of those, the routed experts' (sharded over ep x etp, their gradients reduced over the expert
+// data-parallel group).
+int64_t expert_parameters(const LayerSpec& layer, int64_t ep = 1, int64_t etp = 1);
 
 // Reads a model: a preset name, a model file (YAML or JSON) or a Hugging Face config.json.
 // `seq_len` > 0 overrides the sequence length of every layer that follows the model's default.
 ModelSpec load_model(const std::string& name_or_path, int64_t seq_len = 0);
 // Parses a model document in hetplan's own format.
 ModelSpec parse_model(const Document& doc);
-// Builds a model from a Hugging Face config.json (GPT-2, LLaMA/Mistral, Mixtral, OPT, BERT).
+// Builds a model from a Hugging Face config.json: gpt2, llama (with Llama 3.x rope scaling),
+// mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gemma2, gemma3
+// (its text model), phi3, gpt_oss, opt, bert.
 ModelSpec model_from_hf_config(const Document& doc);
 // Returns a copy with the sequence length changed (layers scale with it when they followed it).
 ModelSpec with_seq_len(const ModelSpec& model, int64_t seq_len);

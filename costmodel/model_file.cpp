@@ -18,19 +18,36 @@ NormKind read_norm(ObjectReader& r, std::string_view key, NormKind fallback) {
 }
 
 MlpActivation read_activation(ObjectReader& r, MlpActivation fallback) {
-  const std::string v =
-      r.choice_or("activation", {"gelu", "relu", "swiglu"}, std::string(to_string(fallback)));
-  return v == "gelu"   ? MlpActivation::kGelu
-         : v == "relu" ? MlpActivation::kRelu
-                       : MlpActivation::kSwiglu;
+  const std::string v = r.choice_or("activation", {"gelu", "relu", "swiglu", "geglu"},
+                                    std::string(to_string(fallback)));
+  return v == "gelu"     ? MlpActivation::kGelu
+         : v == "relu"   ? MlpActivation::kRelu
+         : v == "swiglu" ? MlpActivation::kSwiglu
+                         : MlpActivation::kGeglu;
+}
+
+MlaSpec read_mla(ObjectReader& r) {
+  MlaSpec m;
+  m.q_lora_rank = r.integer_or("q_lora_rank", 0);
+  if (m.q_lora_rank < 0) r.fail("q_lora_rank", "expected 0 (no query bottleneck) or > 0");
+  m.kv_lora_rank = r.positive_integer("kv_lora_rank");
+  m.qk_nope_head_dim = r.positive_integer("qk_nope_head_dim");
+  m.qk_rope_head_dim = r.positive_integer("qk_rope_head_dim");
+  m.v_head_dim = r.positive_integer("v_head_dim");
+  r.finish();
+  return m;
 }
 
 // A block description as written: 0 in a size means "derive it" (kv_heads = heads, head_dim =
-// hidden / heads, ffn_hidden = 4 x hidden).
+// hidden / heads, ffn_hidden = 4 x hidden). moe_ffn_hidden (0: ffn_hidden) is the routed experts'
+// width, so that one description holds a model's dense blocks (ffn_hidden) and its MoE blocks;
+// window_pattern n > 1: every n-th block attends globally, the others in `window`.
 struct BlockFields {
   TransformerLayer block;
   int64_t hidden = 0;
   int64_t seq_len = 0;
+  int64_t moe_ffn_hidden = 0;
+  int64_t window_pattern = 1;
 };
 
 // Reads a block description; every field falls back to `defaults`. Sizes derived from the width
@@ -58,6 +75,21 @@ BlockFields read_block(ObjectReader& r, const BlockFields& defaults) {
     r.fail("dropout", fmt::format("expected 0 <= dropout < 1, found {}", b.dropout));
   b.experts = r.positive_integer_or("experts", defaults.block.experts);
   b.top_k = r.positive_integer_or("top_k", defaults.block.top_k);
+  out.moe_ffn_hidden = r.positive_integer_or("moe_ffn_hidden", defaults.moe_ffn_hidden);
+  b.qkv_bias = r.boolean_or("qkv_bias", defaults.block.qkv_bias);
+  b.window = r.integer_or("window", defaults.block.window);
+  if (b.window < 0) r.fail("window", "expected 0 (every earlier key) or a window > 0");
+  out.window_pattern = r.positive_integer_or("window_pattern", defaults.window_pattern);
+  b.qk_norm = r.boolean_or("qk_norm", defaults.block.qk_norm);
+  b.post_norms = r.boolean_or("post_norms", defaults.block.post_norms);
+  b.attn_softcap = r.non_negative_or("attn_softcap", defaults.block.attn_softcap);
+  b.attention_sinks = r.boolean_or("attention_sinks", defaults.block.attention_sinks);
+  if (auto mla = r.optional_object("mla")) b.mla = read_mla(*mla);
+  b.shared_experts = r.integer_or("shared_experts", defaults.block.shared_experts);
+  if (b.shared_experts < 0) r.fail("shared_experts", "expected >= 0");
+  b.shared_ffn_hidden =
+      r.positive_integer_or("shared_ffn_hidden", defaults.block.shared_ffn_hidden);
+  b.shared_expert_gate = r.boolean_or("shared_expert_gate", defaults.block.shared_expert_gate);
   return out;
 }
 
@@ -70,6 +102,10 @@ void complete_block(BlockFields& f, const ObjectReader& r) {
   if (b.heads <= 0)
     r.fail("heads",
            "missing: expected the number of attention heads" + r.misspelling_hint("heads"));
+  if (b.mla.enabled()) {
+    if (b.head_dim == 0) b.head_dim = b.mla.qk_nope_head_dim + b.mla.qk_rope_head_dim;
+    if (b.kv_heads == 0) b.kv_heads = b.heads;
+  }
   if (b.kv_heads == 0) b.kv_heads = b.heads;
   if (b.heads % b.kv_heads != 0)
     r.fail("kv_heads",
@@ -85,6 +121,27 @@ void complete_block(BlockFields& f, const ObjectReader& r) {
   if (b.top_k > b.experts)
     r.fail("top_k",
            fmt::format("expected at most the expert count ({}), found {}", b.experts, b.top_k));
+  if (b.shared_experts > 0 && b.shared_ffn_hidden == 0)
+    r.fail("shared_ffn_hidden", "missing: expected the shared experts' MLP width" +
+                                    r.misspelling_hint("shared_ffn_hidden"));
+}
+
+// The block at position `index` of a group (counted over the whole model for window patterns):
+// dense with the group's ffn_hidden for the first `dense` blocks of the model, else its routed
+// experts at moe_ffn_hidden.
+TransformerLayer block_at(const BlockFields& g, int64_t index, int64_t dense) {
+  TransformerLayer b = g.block;
+  if (b.window > 0 && g.window_pattern > 1 && (index + 1) % g.window_pattern == 0) b.window = 0;
+  if (index < dense) {
+    b.experts = 1;
+    b.top_k = 1;
+    b.shared_experts = 0;
+    b.shared_ffn_hidden = 0;
+    b.shared_expert_gate = false;
+  } else if (b.is_moe() && g.moe_ffn_hidden > 0) {
+    b.ffn_hidden = g.moe_ffn_hidden;
+  }
+  return b;
 }
 
 }  // namespace
@@ -102,9 +159,16 @@ ModelSpec parse_model(const Document& doc) {
     r.fail("vocab", fmt::format("expected at most {} (hetplan's limit), found {}",
                                 model_limits::kVocab, vocab));
   const std::string dtype = r.string_or("dtype", "bf16");
-  if (!parse_dtype(dtype, m.dtype) || m.dtype == Dtype::kTf32)
+  if (!parse_dtype(dtype, m.dtype) || m.dtype == Dtype::kTf32 || m.dtype == Dtype::kFp4)
     r.fail("dtype", fmt::format("expected fp32, fp16, bf16 or fp8, found \"{}\"", dtype));
   const bool tied = r.boolean_or("tie_embeddings", false);
+  // DeepSeek's first_k_dense_replace and num_nextn_predict_layers.
+  const int64_t dense = r.integer_or("dense_layers", 0);
+  if (dense < 0) r.fail("dense_layers", "expected >= 0 (leading blocks without experts)");
+  const int64_t mtp = r.integer_or("mtp_layers", 0);
+  if (mtp < 0 || mtp > model_limits::kBlocks)
+    r.fail("mtp_layers", fmt::format("expected 0..{} multi-token-prediction modules, found {}",
+                                     model_limits::kBlocks, mtp));
 
   BlockFields defaults;
   defaults.seq_len = m.seq_len;
@@ -158,8 +222,19 @@ ModelSpec parse_model(const Document& doc) {
 
   int64_t index = 0;
   for (const auto& [count, g] : groups) {
-    for (int64_t i = 0; i < count; ++i)
-      m.layers.push_back({fmt::format("block{}", index++), g.hidden, g.seq_len, g.block});
+    for (int64_t i = 0; i < count; ++i, ++index)
+      m.layers.push_back(
+          {fmt::format("block{}", index), g.hidden, g.seq_len, block_at(g, index, dense)});
+  }
+  if (dense > index)
+    r.fail("dense_layers", fmt::format("expected at most the {} blocks, found {}", index, dense));
+  // MTP modules after the main model's last block: its block (DeepSeek-V3: "structure identical
+  // to the main model's hidden layers") with the next tokens' embedding and the head's loss.
+  const LayerSpec last_block = m.layers.back();
+  for (int64_t i = 0; i < mtp; ++i) {
+    TransformerLayer b = *last_block.block();
+    b.mtp_vocab = vocab;
+    m.layers.push_back({fmt::format("mtp{}", i), last_block.hidden, last_block.seq_len, b});
   }
 
   LmHeadLayer head;
@@ -169,6 +244,7 @@ ModelSpec parse_model(const Document& doc) {
     head.final_norm = read_norm(*h, "final_norm", NormKind::kLayerNorm);
     head.transform = h->boolean_or("transform", false);
     head.output_bias = h->boolean_or("output_bias", false);
+    head.logit_softcap = h->non_negative_or("logit_softcap", 0);
     h->finish();
   } else {
     head.final_norm = defaults.block.norm;

@@ -10,7 +10,7 @@ namespace {
 
 Dtype dtype_key(ObjectReader& r, const std::string& key) {
   Dtype d;
-  if (!parse_dtype(key, d)) r.fail(key, "expected a dtype key (fp32, tf32, fp16, bf16, fp8)");
+  if (!parse_dtype(key, d)) r.fail(key, "expected a dtype key (fp32, tf32, fp16, bf16, fp8, fp4)");
   return d;
 }
 

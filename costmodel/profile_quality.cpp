@@ -102,7 +102,7 @@ void score_held_out(GemmHoldout& out, const GemmModel& model, const std::vector<
 void score_whole_table(GemmHoldout& out, const std::vector<GemmPoint>& points, bool any_held,
                        const GemmEfficiency* fitted_on_all, const GemmEfficiency& prior,
                        double peak_flops, double memory_GBps, int64_t sm_count,
-                       int bytes_per_element) {
+                       double bytes_per_element) {
   GemmEfficiency all = out.fitted;
   if (fitted_on_all)
     all = *fitted_on_all;
@@ -121,7 +121,7 @@ void score_whole_table(GemmHoldout& out, const std::vector<GemmPoint>& points, b
 
 GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
                          double peak_flops, double memory_GBps, int64_t sm_count,
-                         int bytes_per_element, int every) {
+                         double bytes_per_element, int every) {
   GemmHoldout out;
   std::vector<GemmPoint> fit_set, held;
   split_held_out(points, every, fit_set, held);

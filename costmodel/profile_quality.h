@@ -72,7 +72,7 @@ int gemm_layout_index(const GemmShape& s);
 // Splits `points`, fits on the fit set (from `prior`), and scores the held-out shapes.
 GemmHoldout gemm_holdout(const std::vector<GemmPoint>& points, const GemmEfficiency& prior,
                          double peak_flops, double memory_GBps, int64_t sm_count,
-                         int bytes_per_element, int every = kDefaultHoldoutEvery);
+                         double bytes_per_element, int every = kDefaultHoldoutEvery);
 // The same for every dtype of one GPU type (each held out 1 in `every` where it has
 // kMinHoldoutShapes), with each dtype's companion chosen and joined from the fit sets only: the
 // score of the model the profile predicts with. The in-sample score and the glitches are those of

@@ -63,6 +63,15 @@ CommGroup make_comm_group(const ClusterSpec& cluster, const std::vector<Device>&
   return g;
 }
 
+CommGroup inner_group(const CommGroup& g, int64_t ranks) {
+  CommGroup out = g;
+  out.size = std::min(ranks, g.size);
+  const int64_t per_node = std::max<int64_t>(1, g.per_node);
+  out.nodes = std::max<int64_t>(1, (out.size + per_node - 1) / per_node);
+  out.per_node = std::min(out.size, per_node);
+  return out;
+}
+
 Link link_between(const ClusterSpec& cluster, const Device& a, const Device& b) {
   if (a.node == b.node) {
     const NodeSpec& n = cluster.groups[a.group].node;

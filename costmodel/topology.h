@@ -39,6 +39,10 @@ struct CommGroup {
 CommGroup make_comm_group(const ClusterSpec& cluster, const std::vector<Device>& all,
                           const std::vector<int64_t>& devices, int64_t sharing = 1);
 
+// A group of `ranks` consecutive ranks of `g` (a2a+p2p's all-to-all groups inside the context
+// group): on one of its nodes where they fit there, else across as few nodes as hold them.
+CommGroup inner_group(const CommGroup& g, int64_t ranks);
+
 // A point-to-point path between two devices.
 struct Link {
   double GBps = 0;

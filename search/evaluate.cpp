@@ -12,15 +12,11 @@
 namespace hetplan {
 namespace {
 
+// Layers whose every field is the same cost the same (a block's fields include its window, its
+// MoE and MTP settings: costmodel/model.h).
 bool same_layer(const LayerSpec& a, const LayerSpec& b) {
   if (a.hidden != b.hidden || a.seq_len != b.seq_len || a.op.index() != b.op.index()) return false;
-  if (const auto* x = a.block()) {
-    const auto* y = b.block();
-    return x->heads == y->heads && x->kv_heads == y->kv_heads && x->head_dim == y->head_dim &&
-           x->ffn_hidden == y->ffn_hidden && x->activation == y->activation && x->norm == y->norm &&
-           x->bias == y->bias && x->rotary == y->rotary && x->causal == y->causal &&
-           x->dropout == y->dropout && x->experts == y->experts && x->top_k == y->top_k;
-  }
+  if (const auto* x = a.block()) return *x == *b.block();
   return false;  // embedding and head are one of a kind
 }
 

@@ -44,8 +44,8 @@ TEST(CalibrationGpuType, MissingOrMiscasedIsBadInputForEveryReader) {
       error_of([&] { load_calibration(none); }),
       none +
           ": context.gpu_type: missing: the file holds 8 GEMM measurements, which belong "
-          "to one GPU type; expected a GPU type (a100-40gb, a100-80gb, h100-sxm, h200, l4, t4, "
-          "v100, or one a cluster file defines in gpu_types)");
+          "to one GPU type; expected a GPU type (a100-40gb, a100-80gb, b200, b300, gb200, gb300, "
+          "h100-sxm, h200, l4, t4, v100, or one a cluster file defines in gpu_types)");
   const std::string upper = sample_with_gpu_type(dir, "A100-40GB");
   EXPECT_EQ(error_of([&] { load_calibration(upper); }),
             upper +
@@ -91,19 +91,21 @@ TEST(CalibrationGpuType, UnknownTypeIsFittedWithItsClusterAndJudgedByTheCluster)
   const std::string profile = (dir / "p.json").string();
   auto r = run_hetplan("fit " + h900 + " --out " + profile);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(
-      contains(r.output, h900 + ": context.gpu_type: expected a GPU preset (a100-40gb, "
-                                "a100-80gb, h100-sxm, h200, l4, t4, v100), found \"h900\": fit "
-                                "needs the GPU's datasheet (peaks, bandwidth) to fit its "
-                                "measurements; give the cluster file that defines it "
-                                "(gpu_types) as --cluster FILE"))
+  EXPECT_TRUE(contains(r.output, h900 +
+                                     ": context.gpu_type: expected a GPU preset (a100-40gb, "
+                                     "a100-80gb, b200, b300, gb200, gb300, h100-sxm, h200, l4, t4, "
+                                     "v100), found \"h900\": fit "
+                                     "needs the GPU's datasheet (peaks, bandwidth) to fit its "
+                                     "measurements; give the cluster file that defines it "
+                                     "(gpu_types) as --cluster FILE"))
       << r.output;
   EXPECT_FALSE(fs::exists(profile));
   // A cluster that does not define it: the known types named, the cluster's (none) among them.
   r = run_hetplan("fit " + h900 + " --out " + profile + " --cluster p4d.24xlarge:1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, h900 + ": context.gpu_type: expected a GPU preset (a100-40gb, "
-                                        "a100-80gb, h100-sxm, h200, l4, t4, v100) or a GPU type "
+                                        "a100-80gb, b200, b300, gb200, gb300, h100-sxm, h200, "
+                                        "l4, t4, v100) or a GPU type "
                                         "--cluster p4d.24xlarge:1 defines (none), found \"h900\""))
       << r.output;
   EXPECT_FALSE(fs::exists(profile));
@@ -141,11 +143,11 @@ nodes:
   EXPECT_FALSE(contains(r.output, "warning")) << r.output;
   r = run_hetplan(predict + "p4d.24xlarge:1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(
-      contains(r.output, "warning: " + h900 +
-                             ": context.gpu_type \"h900\" is neither a GPU preset "
-                             "(a100-40gb, a100-80gb, h100-sxm, h200, l4, t4, v100) nor a GPU "
-                             "type of the cluster: its measurements are not used"))
+  EXPECT_TRUE(contains(r.output, "warning: " + h900 +
+                                     ": context.gpu_type \"h900\" is neither a GPU preset "
+                                     "(a100-40gb, a100-80gb, b200, b300, gb200, gb300, h100-sxm, "
+                                     "h200, l4, t4, v100) nor a GPU "
+                                     "type of the cluster: its measurements are not used"))
       << r.output;
   fs::remove_all(dir);
 }

@@ -40,10 +40,13 @@ TEST(ModelPresets, HandCheckedGpt2MediumBreakdown) {
 }
 
 TEST(ModelPresets, AllListedPresetsLoad) {
-  const char* names[] = {"gpt2-medium", "gpt3-1.3b",    "gpt3-2.7b",  "gpt3-6.7b",  "gpt3-13b",
-                         "gpt3-175b",   "llama2-7b",    "llama2-13b", "llama2-70b", "llama1-30b",
-                         "bert-large",  "mixtral-8x7b", "cmpp-9.6b",  "cmpp-21b",   "cmpp-38.5b",
-                         "cmpp-98.5b",  "funnel-uneven"};
+  const char* names[] = {"gpt2-medium", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b",
+                         "gpt3-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama1-30b",
+                         "bert-large", "mixtral-8x7b", "cmpp-9.6b", "cmpp-21b", "cmpp-38.5b",
+                         "cmpp-98.5b", "funnel-uneven",
+                         // Today's families (2026-12): tests/model_families_test.cpp.
+                         "llama3-8b", "llama3-70b", "llama3.1-405b", "qwen3-30b-a3b",
+                         "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b", "mixtral-8x22b"};
   for (const char* n : names) {
     SCOPED_TRACE(n);
     ModelSpec m = load_model(n);

@@ -227,7 +227,8 @@ TEST(ReportData, CalibrationFoldersSkipProfilesAndEmptyFiles) {
   const Json data = build_report_data(in);
   EXPECT_EQ(data["calibration"]["gemm"].size(), 1u);
   EXPECT_EQ(data["calibration"]["collectives"].size(), 2u);
-  EXPECT_EQ(data["inputs"]["calibration"].size(), 8u);  // the sample and seven datasheet files
+  // The sample and the eleven datasheet files (four Blackwell GPUs added 2026-12).
+  EXPECT_EQ(data["inputs"]["calibration"].size(), 12u);
 }
 
 // QA: the bus-bandwidth chart drew one-GPU ("self") communicators beside real groups and put the

@@ -20,6 +20,7 @@ double rate_flops(Dtype d) {
     case Dtype::kTf32:
       return 300e12;
     case Dtype::kFp32:
+    case Dtype::kFp4:  // never swept (profiler/common/dtypes.cpp refuses it)
       return 50e12;
   }
   return 50e12;
@@ -97,6 +98,8 @@ std::vector<GemmCase> gemm_grid(bool quick, const std::vector<Dtype>& dtypes) {
         // took the held-out error of the same 78 shapes from 2.81% / 9.22% (median / p95) to
         // 1.80% / 5.97%, where K in 2x steps as well gained nothing more (docs/benchmarks.md).
         add_cube(out, d, p2, p2, p4, true, false);
+        break;
+      case Dtype::kFp4:  // never swept (profiler/common/dtypes.cpp refuses it)
         break;
     }
   }

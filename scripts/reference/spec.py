@@ -40,7 +40,35 @@ def load_model_info(path):
     if not kinds or kinds[0] != "embedding" or kinds[-1] != "lm_head" or \
             any(k != "transformer" for k in kinds[1:-1]):
         raise SpecError(f"{path}: layers: expected embedding, transformer blocks, lm_head")
+    for layer in info["layers"]:
+        missing = unbuilt_features(layer)
+        if missing:
+            raise SpecError(f"{path}: layers[{layer['index']}] ({layer['name']}).{missing[0]}: "
+                            "the harness does not build this (hetplan models it: "
+                            "docs/costmodel.md)")
     return info
+
+
+def unbuilt_features(layer):
+    """The model-info keys of `layer` (hetplan's families of 2026-12) that the harness does not
+    build: MLA, sliding windows, q/k norms, post-norms, soft-capping, sinks, GeGLU, q/k/v biases
+    without the output's, shared experts, MTP modules. Empty: the harness builds the layer."""
+    out = []
+    if layer.get("kind") == "lm_head" and layer.get("logit_softcap", 0):
+        out.append("logit_softcap")
+    if layer.get("kind") != "transformer":
+        return out
+    for key in ("mla", "qk_norm", "post_norms", "attention_sinks", "mtp"):
+        if layer.get(key):
+            out.append(key)
+    for key in ("window", "attn_softcap", "shared_experts"):
+        if layer.get(key, 0):
+            out.append(key)
+    if layer.get("activation") == "geglu":
+        out.append("activation")
+    if layer.get("qkv_bias") and not layer.get("bias"):
+        out.append("qkv_bias")
+    return out
 
 
 def load_strategy(path):

@@ -1,0 +1,240 @@
+// Internal to costmodel/layer_*.cpp: the accumulator each layer's decomposition writes its ops
+// into, with the conventions of costmodel/layer_ops.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "costmodel/layer_ops.h"
+
+namespace hetplan::layer_detail {
+
+constexpr double kNormStatBytes = 8;  // mean and rstd (or rstd alone, padded) per token, fp32
+
+// Megatron-LM pads the vocabulary to a multiple of 128 x tp (--make-vocab-size-divisible-by).
+inline int64_t padded_vocab(int64_t vocab, int64_t tp) {
+  const int64_t m = 128 * tp;
+  return (vocab + m - 1) / m * m;
+}
+
+// How a linear layer runs: `batch` independent copies batched (experts: a grouped GEMM);
+// `flop_fraction` scales its GEMMs' share of the model FLOPs (expert GEMMs padded to the busiest
+// expert's tokens count the routed tokens only); `shared_weight`: the weight is another layer's
+// (an MTP module's logits use the LM head's); `quantizable`: a low-precision recipe runs it in
+// fp8 / fp4 (Transformer Engine's linear layers: not the router, the embedding or the LM head,
+// which Megatron-Core keeps in bf16).
+struct LinearOptions {
+  int64_t batch = 1;
+  bool input_gradient = true;
+  double flop_fraction = 1;
+  bool shared_weight = false;
+  bool quantizable = true;
+};
+
+class Builder {
+ public:
+  Builder(const LayerShape& shape, LayerWork& work)
+      : s_(shape), w_(work), act_(dtype_bytes(shape.dtype)) {}
+
+  // A linear layer y = x W^T with `in` -> `out` features over `tokens` rows: forward GEMM,
+  // input-gradient GEMM, weight-gradient GEMM, and under a low-precision recipe the quantisation
+  // of its input (forward) and output gradient (backward).
+  void linear(const std::string& name, int64_t tokens, int64_t in, int64_t out,
+              LinearOptions o = {}) {
+    if (tokens <= 0 || in <= 0 || out <= 0) return;
+    const bool low = o.quantizable && is_quantized(s_.precision);
+    const Pass Bi = Pass::kBackwardInput, W = Pass::kBackwardWeight;
+    const int64_t b = o.batch;
+    gemm(name, Pass::kForward, {out, tokens, in, b, true, false}, OpGroup::kDefault,
+         o.flop_fraction, low);
+    if (o.input_gradient)
+      gemm(name, Bi, {in, tokens, out, b, false, false}, OpGroup::kDefault, o.flop_fraction, low);
+    gemm(name, W, {in, out, tokens, b, false, true}, OpGroup::kDefault, o.flop_fraction, low);
+    if (low) {
+      const double per = quantize_bytes_per_element(s_.precision, act_);
+      const double rows = static_cast<double>(tokens) * b;
+      memory("quantize_input", Pass::kForward, rows * in * per);
+      memory("quantize_grad", o.input_gradient ? Bi : W, rows * out * per);
+      if (!o.shared_weight) {
+        const double weights = static_cast<double>(in) * out * b;
+        const double amax =
+            s_.precision == Precision::kFp8Current || s_.precision == Precision::kNvfp4 ? act_ : 0;
+        const double copy = weight_copy_bytes_per_element(s_.precision);
+        w_.weight_quantize_bytes += weights * (act_ + amax + copy);
+        w_.low_precision_weight_bytes += weights * copy;
+      }
+    }
+    if (o.shared_weight) return;
+    w_.gemm_weight_params += in * out * b;
+    w_.param_tensors += b;
+    w_.gemm_weight_tensors += b;
+  }
+
+  // A bias's gradient: column sums of the output gradient over `rows` x `cols` (a reduction
+  // kernel of its own, as PyTorch's linear backward and Megatron-LM's non-TE linear run it). The
+  // forward's bias add rides in the GEMM's epilogue (cuBLASLt) and costs nothing apart.
+  void bias_grad(double rows, double cols) {
+    memory("bias_grad", Pass::kBackwardWeight, rows * cols * act_);
+    ++w_.param_tensors;
+  }
+
+  void gemm(const std::string& name, Pass pass, GemmShape shape, OpGroup group = OpGroup::kDefault,
+            double flop_fraction = 1, bool quantized = false) {
+    w_.gemms.push_back({name, pass, shape, group, quantized,
+                        quantized ? quantized_dtype(s_.precision) : s_.dtype});
+    w_.model_flops[static_cast<int>(pass)] +=
+        flop_fraction == 1 ? shape.flops() : shape.flops() * flop_fraction;
+  }
+
+  void memory(const std::string& kernel, Pass pass, double bytes,
+              OpGroup group = OpGroup::kDefault, int64_t launches = 1) {
+    if (bytes > 0) w_.memory_ops.push_back({kernel, pass, bytes, group, launches});
+  }
+
+  // The framework's recipe for `family`, when it runs that family its own way (framework.h).
+  const OpRecipe* recipe(std::string_view family) const {
+    return s_.framework ? s_.framework->recipe(family, s_.host_mode) : nullptr;
+  }
+
+  // One pass of `family` over `elements` values: the framework's eager sequence where its recipe
+  // has this pass (an "eager_" kernel of its launches and bytes), else hetplan's `kernel` moving
+  // `fused_bytes`.
+  void op(std::string_view family, const std::optional<OpPass> OpRecipe::*pass_of, Pass pass,
+          const std::string& kernel, double elements, double fused_bytes,
+          OpGroup group = OpGroup::kDefault) {
+    const OpRecipe* r = recipe(family);
+    if (r && (r->*pass_of)) {
+      const OpPass& p = *(r->*pass_of);
+      memory("eager_" + kernel, pass, p.total_bytes(elements, act_), group, p.launches);
+    } else {
+      memory(kernel, pass, fused_bytes, group);
+    }
+  }
+
+  // Elementwise kernel over `elements` values: forward reads `in` tensors and writes `out`;
+  // backward reads the `out` output gradients and `saved_in_bwd` saved inputs and writes the `in`
+  // input gradients (GeLU and SwiGLU read their inputs again: the kernel bench counts them too).
+  void elementwise(const std::string& name, double elements, int in, int out, int saved_in_bwd) {
+    op(name, &OpRecipe::forward, Pass::kForward, name + "_fwd", elements,
+       elements * act_ * (in + out));
+    op(name, &OpRecipe::backward, Pass::kBackwardInput, name + "_bwd", elements,
+       elements * act_ * (out + saved_in_bwd + in));
+  }
+
+  // A norm over `tokens` x `hidden`: forward reads x (and the gain), writes y and statistics;
+  // input gradient reads dy, x and statistics, writes dx; weight gradient reads dy and x again.
+  void norm(NormKind kind, double tokens, int64_t hidden) {
+    if (kind == NormKind::kNone) return;
+    const std::string k = kind == NormKind::kLayerNorm ? "layernorm" : "rmsnorm";
+    w_.param_tensors += kind == NormKind::kLayerNorm ? 2 : 1;  // gain (and bias)
+    const double elements = tokens * static_cast<double>(hidden);
+    const double x = elements * act_;
+    op(k, &OpRecipe::forward, Pass::kForward, k + "_fwd", elements,
+       2 * x + tokens * kNormStatBytes);
+    op(k, &OpRecipe::backward, Pass::kBackwardInput, k + "_bwd", elements,
+       3 * x + tokens * kNormStatBytes);
+    op(k, &OpRecipe::weight, Pass::kBackwardWeight, k + "_bwd_weight", elements, 2 * x);
+  }
+
+  // A norm and what it keeps for backward: its input and statistics.
+  void kept_norm(NormKind kind, double tokens, int64_t hidden) {
+    if (kind == NormKind::kNone) return;
+    norm(kind, tokens, hidden);
+    keep(tokens * static_cast<double>(hidden) * act_ + tokens * kNormStatBytes);
+  }
+
+  // Dropout as CUDA runs it (one kernel each way): forward reads x and writes y and a one-byte
+  // mask; backward reads dy and the mask and writes dx.
+  void dropout(double elements) {
+    memory("dropout_fwd", Pass::kForward, elements * (2 * act_ + 1));
+    memory("dropout_bwd", Pass::kBackwardInput, elements * (2 * act_ + 1));
+  }
+
+  // Whether the group of `scope` has more than one rank in this shape.
+  bool spans(CommScope scope) const {
+    switch (scope) {
+      case CommScope::kTensor:
+        return s_.tp > 1;
+      case CommScope::kContext:
+        return s_.cp > 1;
+      case CommScope::kExpert:
+        return s_.ep > 1;
+      case CommScope::kExpertTensor:
+        return s_.expert_tp() > 1;
+    }
+    return false;
+  }
+
+  void comm(const std::string& name, Pass pass, CollectiveKind kind, double bytes,
+            CommScope scope = CommScope::kTensor, CommOverlap overlap = CommOverlap::kNone,
+            int64_t repeats = 1, int64_t group_ranks = 0) {
+    if (spans(scope) && repeats > 0)
+      w_.comms.push_back({name, pass, kind, bytes, scope, overlap, repeats, group_ranks});
+  }
+
+  // The Megatron "g" (forward reduce) and "f" (backward reduce) around a tensor-parallel region of
+  // `bytes` (whole activation): all-reduce, or with sequence parallelism all-gather +
+  // reduce-scatter.
+  void enter_tp_region(const std::string& name, double bytes) {
+    if (s_.sequence_parallel) {
+      comm(name + "_allgather", Pass::kForward, CollectiveKind::kAllGather, bytes);
+      comm(name + "_reducescatter", Pass::kBackwardInput, CollectiveKind::kReduceScatter, bytes);
+      // The weight gradient needs the gathered input again (Megatron re-gathers it).
+      comm(name + "_regather", Pass::kBackwardWeight, CollectiveKind::kAllGather, bytes);
+    } else {
+      comm(name + "_allreduce_grad", Pass::kBackwardInput, CollectiveKind::kAllReduce, bytes);
+    }
+  }
+  void leave_tp_region(const std::string& name, double bytes) {
+    if (s_.sequence_parallel) {
+      comm(name + "_reducescatter", Pass::kForward, CollectiveKind::kReduceScatter, bytes);
+      comm(name + "_allgather_grad", Pass::kBackwardInput, CollectiveKind::kAllGather, bytes);
+    } else {
+      comm(name + "_allreduce", Pass::kForward, CollectiveKind::kAllReduce, bytes);
+    }
+  }
+
+  // Activation bytes kept for backward under none / selective / full recomputation.
+  void keep(double bytes, bool core_attention = false) {
+    w_.activation_bytes[0] += bytes;
+    if (!core_attention) w_.activation_bytes[1] += bytes;
+  }
+  void keep_full(double bytes) { w_.activation_bytes[2] += bytes; }
+
+  double act() const { return act_; }
+  const LayerShape& shape() const { return s_; }
+  LayerWork& work() { return w_; }
+
+ private:
+  const LayerShape& s_;
+  LayerWork& w_;
+  double act_ = 2;
+};
+
+// A whole-block decomposition's common sizes on one rank.
+struct BlockSizes {
+  int64_t h = 0, seq = 0, mb = 0;
+  int64_t cp = 1;
+  int64_t T = 0;       // tokens this rank's GEMMs see inside tensor-parallel regions: mb x seq / cp
+  double Tr = 0;       // tokens outside them: T / tp under sequence parallelism, else T
+  double x_bytes = 0;  // one whole hidden activation of T tokens
+};
+
+BlockSizes block_sizes(const LayerSpec& layer, const LayerShape& s, double act);
+
+// Attention of a block (its norm to its residual add), the MLP or MoE (norm to residual add), and
+// an MTP module's parts around its block: costmodel/layer_attention.cpp, layer_moe.cpp,
+// layer_mtp.cpp.
+void attention_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z,
+                    Builder& B);
+void mlp_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z, Builder& B);
+void mtp_prologue(const TransformerLayer& b, const BlockSizes& z, Builder& B);
+void mtp_epilogue(const TransformerLayer& b, const BlockSizes& z, Builder& B);
+// The residual branch after a row-parallel projection: bias gradient, dropout, add.
+void residual(const TransformerLayer& b, const BlockSizes& z, bool bias, Builder& B);
+// Megatron-LM's vocabulary-parallel cross-entropy over `tokens` x `vocab_per_rank` logits.
+void cross_entropy(double tokens, int64_t vocab_per_rank, Builder& B);
+
+}  // namespace hetplan::layer_detail
