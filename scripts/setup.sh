@@ -22,6 +22,7 @@ test_packages=(
   libopenmpi-dev openmpi-bin  # the two-process collective test (tests/collective_mpi_test.cpp)
   python3 python3-yaml        # tests/python (registered with ctest); YAML: scripts/fuzz_inputs.py
   chromium chromium-driver    # the report's browser test (tests/report_browser_test.cpp)
+  dpkg-dev                    # dpkg-shlibdeps, for the Debian package's test (tests/install_test.cpp)
   # The reference harness's CPU tests (tests/python, ReferenceHarness.*) train with torch:
   # Debian 12's python3-torch (1.13.1; its tensor- and pipeline-parallel tests skip there, needing
   # torch >= 2.2 and 2.4). About 70 s to install on the dev VM.

@@ -23,7 +23,10 @@ std::vector<std::filesystem::path> candidate_paths() {
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return {kModuleFile};  // the dynamic loader's search path
   const auto dir = exe.parent_path();
-  return {dir / kModuleFile, dir.parent_path() / "lib" / kModuleFile};
+  // Beside the executable (the build folder), where `cmake --install` puts it
+  // (<prefix>/lib/hetplan, cmake/Install.cmake), then ../lib.
+  return {dir / kModuleFile, dir.parent_path() / "lib" / "hetplan" / kModuleFile,
+          dir.parent_path() / "lib" / kModuleFile};
 }
 
 GpuModule load() {
