@@ -5,17 +5,18 @@
 #   scripts/setup.sh --tests  that and what only the tests need (scripts/test.sh)
 #
 # Idempotent: does nothing when all are present. Needs root (or sudo) only when something is
-# missing. On a fresh Debian 12 with g++ and cmake the build set is 9 packages, 29 with what they
+# missing. On a fresh Debian 12 with g++ and cmake the build set is 10 packages, 30 with what they
 # depend on (docs/benchmarks.md, "The main job, fresh clones, and hostile inputs", has its time).
 set -euo pipefail
 
 # The libraries hetplan links or includes (cmake/Dependencies.cmake). Boost.Graph's max-flow is
 # header-only: libboost-dev (the headers), not libboost-graph-dev (which adds the compiled graph,
-# regex, serialization and test libraries).
+# regex, serialization and test libraries). CBC's pkg-config file links -lz, which none of its
+# packages depends on: zlib1g-dev (the test set's packages brought it before).
 packages=(
   cmake ninja-build g++ pkg-config
   libfmt-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libboost-dev
-  coinor-libcbc-dev coinor-libclp-dev
+  coinor-libcbc-dev coinor-libclp-dev zlib1g-dev
 )
 test_packages=(
   libgtest-dev libgmock-dev

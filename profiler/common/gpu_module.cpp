@@ -16,7 +16,8 @@ namespace {
 
 constexpr const char* kModuleFile = "libhetplan_gpu.so";
 
-std::vector<std::filesystem::path> candidate_paths() {
+// (Unused in a build without CUDA, where load() fails at once: the main job's build.)
+[[maybe_unused]] std::vector<std::filesystem::path> candidate_paths() {
   if (const char* env = std::getenv("HETPLAN_GPU_MODULE"); env != nullptr && *env != '\0')
     return {env};
   std::error_code ec;
