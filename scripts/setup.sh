@@ -51,4 +51,8 @@ sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# --force-unsafe-io: dpkg without an fsync per file, which took most of the time (the build set on
+# the dev VM: 78.7 s with, 28.3 s without; a power cut mid-install could leave a file half written,
+# which reinstalling the package repairs).
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+  -o Dpkg::Options::=--force-unsafe-io "${missing[@]}"
