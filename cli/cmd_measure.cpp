@@ -14,6 +14,7 @@
 #include "cli/validators.h"
 #include "costmodel/document.h"
 #include "costmodel/errors.h"
+#include "costmodel/install_paths.h"
 #include "costmodel/measurements.h"
 #include "costmodel/model.h"
 #include "costmodel/version.h"
@@ -48,8 +49,7 @@ int run_shell(const std::string& command) {
 
 std::filesystem::path harness_path() {
   const char* dir = std::getenv("HETPLAN_SCRIPTS_DIR");
-  const std::filesystem::path base =
-      dir ? std::filesystem::path(dir) : std::filesystem::path(HETPLAN_SOURCE_DIR) / "scripts";
+  const std::filesystem::path base = dir ? std::filesystem::path(dir) : data_dir() / "scripts";
   return base / "reference_train.py";
 }
 

@@ -1,10 +1,13 @@
 // hetplan provision: which GPUs to rent for a training job (hardware and strategy searched
 // together).
+#include <algorithm>
+#include <chrono>
+
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/progress_line.h"
 #include "cli/validators.h"
 #include "costmodel/model.h"
 #include "search/provision.h"
@@ -16,9 +19,9 @@ CommandRunner declare_provision(CLI::App& app) {
     std::string model, json, framework;
     std::vector<std::string> nodes, calibration;
     int64_t global_batch = 0, seq_len = 0, max_nodes = 16, max_types = 2, top = 15;
-    double budget = 0;
+    double budget = 0, time_limit_s = 0;
     int threads = 1;
-    bool no_default_calibration = false;
+    bool no_default_calibration = false, quiet = false;
   };
   auto o = std::make_shared<Options>();
   app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
@@ -45,6 +48,10 @@ CommandRunner declare_provision(CLI::App& app) {
                "Do not load the shipped calibration_data/");
   app.add_option("--json", o->json, "Write every mix as JSON to FILE ('-' for stdout)");
   app.add_option("--framework", o->framework, kFrameworkHelp);
+  app.add_option("--time-limit", o->time_limit_s,
+                 "Seconds for all the mixes (default: none); then the best of those searched")
+      ->check(kNonNegative);
+  app.add_flag("--quiet", o->quiet, "No progress on stderr (shown only on a terminal)");
   return [o]() {
     std::vector<std::string> inputs = {o->model};
     inputs.insert(inputs.end(), o->calibration.begin(), o->calibration.end());
@@ -58,15 +65,21 @@ CommandRunner declare_provision(CLI::App& app) {
     po.search.global_batch = o->global_batch;
     po.search.threads = o->threads;
     po.framework = load_run_framework(o->framework);
-    const bool tty = isatty(STDERR_FILENO);
-    po.progress = [tty](size_t done, size_t total) {
-      // One line per mix when stderr is a file (a "\r" line would run them together there).
-      fmt::print(stderr, "{}searched {}/{} node mixes{}", tty ? "\r" : "", done, total,
-                 tty && done < total ? "" : "\n");
-    };
+    po.time_limit_s = o->time_limit_s;
+    ProgressLine progress(!o->quiet);
+    const auto started = std::chrono::steady_clock::now();
+    if (progress.active())
+      po.progress = [&](size_t done, size_t total) {
+        const double spent_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        progress.update(static_cast<int64_t>(done), static_cast<int64_t>(total),
+                        "node mixes searched",
+                        o->time_limit_s > 0 ? std::max(0.0, o->time_limit_s - spent_s) : -1);
+      };
     ClusterSpec none;
     const Profile profile = load_run_profile(o->calibration, none, o->no_default_calibration);
     const ProvisionResult r = provision(model, profile, po);
+    progress.finish();
     // With --json - stdout holds the JSON alone (docs/cli.md); the table goes to stderr.
     FILE* table = o->json == "-" ? stderr : stdout;
     fmt::print(table, "{} (global batch {}): {} node mixes in {}\n", model.name, o->global_batch,
@@ -92,6 +105,14 @@ CommandRunner declare_provision(CLI::App& app) {
                  "{} mixes cost more than the ${:.2f}/hour budget (the cheapest of them, {}, "
                  "costs ${:.2f}/hour)\n",
                  r.over_budget, o->budget, r.cheapest_over, r.cheapest_over_price);
+    if (r.time_limit_reached)
+      fmt::print(table,
+                 "time limit reached ({}): the best of what was searched in time ({}), not "
+                 "necessarily the best of all\n",
+                 format_seconds(o->time_limit_s),
+                 r.mixes_not_searched > 0
+                     ? fmt::format("{} mixes not searched", r.mixes_not_searched)
+                     : std::string("the last mix searched in part"));
     if (!o->json.empty()) {
       Json out;
       out["context"] = run_context("provision", profile);
@@ -117,6 +138,11 @@ CommandRunner declare_provision(CLI::App& app) {
       out["mixes"] = list;
       out["mixes_tried"] = r.mixes_tried;
       out["elapsed_s"] = r.elapsed_s;
+      out["stats"] = {{"mixes_tried", r.mixes_tried},
+                      {"mixes_not_searched", r.mixes_not_searched},
+                      {"elapsed_s", r.elapsed_s},
+                      {"time_limit_s", o->time_limit_s},
+                      {"time_limit_reached", r.time_limit_reached}};
       write_json_output(out, o->json);
     }
     return 0;

@@ -1,6 +1,4 @@
 // hetplan search: ranked training strategies for a model on a cluster.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -10,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/progress_line.h"
 #include "cli/search_table.h"
 #include "cli/validators.h"
 #include "costmodel/cost_model.h"
@@ -27,6 +26,7 @@ struct SearchCliOptions {
   std::vector<std::string> calibration, schedules, recompute;
   std::vector<int64_t> micro_batches, tensor_widths;
   int64_t global_batch = 0, seq_len = 0, top = 10;
+  double time_limit_s = 0;
   int threads = 1;
   int max_zero = 3;
   bool exhaustive = false, no_default_calibration = false, quiet = false;
@@ -128,7 +128,10 @@ CommandRunner declare_search(CLI::App& app) {
                  "How the host issues kernels: eager, compiled or cuda-graphs (default: the "
                  "framework's)")
       ->check(CLI::IsMember({"eager", "compiled", "cuda-graphs"}));
-  app.add_flag("--quiet", o->quiet, "No progress on stderr");
+  app.add_option("--time-limit", o->time_limit_s,
+                 "Seconds the search may take (default: none); then the best found so far")
+      ->check(kNonNegative);
+  app.add_flag("--quiet", o->quiet, "No progress on stderr (shown only on a terminal)");
   return [o]() {
     std::vector<std::string> inputs = {o->model, o->cluster};
     inputs.insert(inputs.end(), o->calibration.begin(), o->calibration.end());
@@ -171,17 +174,23 @@ CommandRunner declare_search(CLI::App& app) {
     opts.micro_batches = o->micro_batches;
     opts.tensor_widths = o->tensor_widths;
     opts.max_zero = o->max_zero;
-    const bool tty = isatty(STDERR_FILENO);
-    auto last = std::chrono::steady_clock::now();
-    if (!o->quiet)
-      opts.progress = [&](int64_t done, int64_t total, double best) {
-        const auto now = std::chrono::steady_clock::now();
-        if (done < total && now - last < std::chrono::milliseconds(500)) return;
-        last = now;
-        fmt::print(stderr, "{}searched {}/{} candidates, best {}{}", tty ? "\r" : "", done, total,
-                   best > 0 ? format_seconds(best) : "-", tty && done < total ? "" : "\n");
+    opts.time_limit_s = o->time_limit_s;
+    ProgressLine progress(!o->quiet);
+    const auto started = std::chrono::steady_clock::now();
+    if (progress.active())
+      opts.progress = [&](int64_t done, int64_t total, double best, bool enumerating) {
+        const double spent_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const double limit_left_s =
+            o->time_limit_s > 0 ? std::max(0.0, o->time_limit_s - spent_s) : -1;
+        progress.update(done, total,
+                        enumerating ? "shapes enumerated"
+                                    : fmt::format("candidates costed, best {}",
+                                                  best > 0 ? format_seconds(best) : "-"),
+                        limit_left_s);
       };
     const SearchResult r = search_training(evaluator, opts);
+    progress.finish();
     const bool to_stdout = o->json == "-";
     if (!to_stdout) {
       fmt::print("{} ({:.2f}B parameters, sequence {}, global batch {}) on {} ({} GPUs) under {}\n",
@@ -220,6 +229,11 @@ CommandRunner declare_search(CLI::App& app) {
           r.stats.candidates, r.stats.evaluated, r.stats.feasible,
           format_seconds(r.stats.elapsed_s), r.stats.candidates_per_s,
           pruned.empty() ? " none" : pruned, infeasible.empty() ? " none" : infeasible);
+      if (r.stats.time_limit_reached)
+        fmt::print(
+            "time limit reached ({}): the best of the {} candidates costed in time, not "
+            "necessarily the best of the space\n",
+            format_seconds(o->time_limit_s), r.stats.evaluated);
     }
     if (!o->json.empty()) {
       Json out;

@@ -60,6 +60,7 @@ Json run_context(const std::string& command, const Profile& profile) {
   Json sources = Json::object();
   for (const auto& [type, fit] : profile.gpus) sources[type] = fit.source;
   return {{"hetplan_version", version()},
+          {"hetplan_commit", commit()},
           {"command", command},
           {"date", date},
           {"calibration", profile.origins},

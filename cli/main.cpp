@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
       "hetplan: calibrate a GPU cluster, fit a cost model, and search training and "
       "serving strategies"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("hetplan ") + hetplan::version());
+  app.set_version_flag("--version", hetplan::version_line());
   std::vector<std::pair<CLI::App*, CommandRunner>> commands;
   for (const auto& spec : hetplan::cli::all_commands()) {
     CLI::App* sub = app.add_subcommand(spec.name, spec.help);

@@ -48,7 +48,9 @@ if(HETPLAN_HAVE_CUDA)
   target_link_libraries(hetplan_nccl INTERFACE ${HETPLAN_NCCL_LIBRARY})
   message(STATUS "hetplan: CUDA ${CUDAToolkit_VERSION} found; building profiler/ and kernels/ "
                  "for CUDA architectures ${CMAKE_CUDA_ARCHITECTURES}")
-  add_compile_definitions(HETPLAN_HAVE_CUDA=1)
+  # HETPLAN_HAVE_CUDA=1 is defined for the targets that read it alone (hetplan, the module loader,
+  # the tests), so that the CPU objects compile alike with and without CUDA and a build folder
+  # configured for the main job (scripts/build.sh --main) keeps them when reconfigured for all.
 else()
   if(HETPLAN_CUDA STREQUAL "OFF")
     set(_why "HETPLAN_CUDA=OFF")

@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "costmodel/errors.h"
 
@@ -23,74 +22,7 @@ std::string lower_extension(const std::filesystem::path& path) {
   return ext;
 }
 
-// A plain YAML scalar as JSON: integer, float, bool or null where it reads as one (YAML 1.2 core
-// schema), else a string. A number past the range of a double (1e400) is an error at `path`, not
-// the string it would otherwise become.
-Json plain_scalar(const std::string& s, const std::string& origin, const std::string& path) {
-  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  int64_t i = 0;
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, i);
-  if (ec == std::errc() && p == end) return i;
-  // Numbers such as 1e9, 2.5, -0.5, 1_000 is not accepted (YAML 1.2 has no separators).
-  double d = 0;
-  auto [q, ec2] = std::from_chars(s.data(), end, d);
-  if (ec2 == std::errc() && q == end) return d;
-  if (ec2 == std::errc::result_out_of_range && q == end) {
-    // Past the range either way: 1e-400 underflows to (about) zero, as JSON's parser takes it.
-    const double rounded = std::strtod(s.c_str(), nullptr);
-    if (std::isfinite(rounded)) return rounded;
-    throw InputError(origin, path, fmt::format("expected a number within +-1.8e308, found {}", s));
-  }
-  return s;
-}
-
-// `path` names the node in errors: "block.hidden", "groups[1].count" ("" for the top level).
-Json node_to_json(const YAML::Node& node, const std::string& origin, const std::string& path) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      // yaml-cpp tags quoted scalars "!": those stay strings.
-      if (node.Tag() == "!") return node.Scalar();
-      return plain_scalar(node.Scalar(), origin, path);
-    case YAML::NodeType::Sequence: {
-      Json out = Json::array();
-      for (const auto& item : node)
-        out.push_back(node_to_json(item, origin, fmt::format("{}[{}]", path, out.size())));
-      return out;
-    }
-    case YAML::NodeType::Map: {
-      Json out = Json::object();
-      for (const auto& kv : node) {
-        std::string key = kv.first.Scalar();
-        const std::string key_path = path.empty() ? key : path + "." + key;
-        if (out.contains(key)) {
-          throw InputError(origin, key_path,
-                           fmt::format("duplicate key (line {})", kv.first.Mark().line + 1));
-        }
-        out[key] = node_to_json(kv.second, origin, key_path);
-      }
-      return out;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace
-
-Json yaml_to_json(std::string_view text, const std::string& origin) {
-  try {
-    return node_to_json(YAML::Load(std::string(text)), origin, "");
-  } catch (const YAML::Exception& e) {
-    throw InputError(origin, "",
-                     fmt::format("malformed YAML at line {}, column {}: {}", e.mark.line + 1,
-                                 e.mark.column + 1, e.msg));
-  }
-}
 
 Document parse_document(std::string_view text, std::string origin, DocumentFormat format) {
   Document doc{std::move(origin), {}};
@@ -121,6 +53,9 @@ Document parse_document(std::string_view text, std::string origin, DocumentForma
     switch (event) {
       case Json::parse_event_t::object_start:
       case Json::parse_event_t::array_start:
+        if (static_cast<int64_t>(open.size()) >= kMaxDocumentDepth)
+          throw InputError(doc.origin, abbreviated(path()),
+                           fmt::format("nested deeper than {} levels", kMaxDocumentDepth));
         open.push_back({event == Json::parse_event_t::array_start, {}, {}, 0});
         break;
       case Json::parse_event_t::object_end:
@@ -185,6 +120,12 @@ Document load_document(const std::filesystem::path& path) {
   return parse_document(buffer.str(), path.string(), format);
 }
 
+std::string abbreviated(std::string_view text) {
+  constexpr size_t kShown = 60;
+  if (text.size() <= kShown) return std::string(text);
+  return fmt::format("{}... ({} characters)", text.substr(0, kShown), text.size());
+}
+
 std::string describe_json(const Json& value) {
   switch (value.type()) {
     case Json::value_t::null:
@@ -192,7 +133,7 @@ std::string describe_json(const Json& value) {
     case Json::value_t::boolean:
       return fmt::format("the boolean {}", value.get<bool>());
     case Json::value_t::string:
-      return fmt::format("the string \"{}\"", value.get<std::string>());
+      return fmt::format("the string \"{}\"", abbreviated(value.get<std::string>()));
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
     case Json::value_t::number_float:
@@ -391,6 +332,19 @@ double ObjectReader::number_in(std::string_view key, double lo, double hi) {
   return v;
 }
 
+int64_t ObjectReader::integer_in(std::string_view key, int64_t lo, int64_t hi) {
+  const int64_t v = integer(key);
+  if (v < lo || v > hi)
+    fail(key, fmt::format("expected a whole number from {} to {}, found {}", lo, hi, v));
+  return v;
+}
+
+int64_t ObjectReader::integer_in_or(std::string_view key, int64_t lo, int64_t hi,
+                                    int64_t fallback) {
+  if (!has(key)) return find(key), fallback;
+  return integer_in(key, lo, hi);
+}
+
 double ObjectReader::number_in_or(std::string_view key, double lo, double hi, double fallback) {
   if (!has(key)) return find(key), fallback;
   return number_in(key, lo, hi);
@@ -403,7 +357,7 @@ std::string ObjectReader::choice(std::string_view key,
     if (v == a) return v;
   std::string list;
   for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-  fail(key, fmt::format("expected one of {}, found \"{}\"", list, v));
+  fail(key, fmt::format("expected one of {}, found \"{}\"", list, abbreviated(v)));
 }
 std::string ObjectReader::choice_or(std::string_view key,
                                     std::initializer_list<std::string_view> allowed,
@@ -503,7 +457,7 @@ std::string document_format(const Document& doc) { return string_or(doc.root, "f
 void require_format(ObjectReader& r, std::string_view format, int64_t schema_version) {
   const std::string found = r.string("format");
   if (found != format)
-    r.fail("format", fmt::format("expected \"{}\", found \"{}\"", format, found));
+    r.fail("format", fmt::format("expected \"{}\", found \"{}\"", format, abbreviated(found)));
   const int64_t version = r.integer("schema_version");
   if (version != schema_version)
     r.fail("schema_version", fmt::format("expected {} (this hetplan reads version {}), found {}",

@@ -22,6 +22,11 @@ using Json = nlohmann::json;
 // for reading a whole number from a double and for writing one as a JSON integer.
 inline constexpr double kInt64DoubleLimit = 9.2e18;
 
+// How deeply lists and mappings may nest in an input file (hetplan's own nest under ten deep): a
+// file nested deeper is refused where it crosses the bound instead of exhausting the stack of
+// whatever walks it.
+inline constexpr int64_t kMaxDocumentDepth = 256;
+
 // A parsed document and where it came from (a path, or "preset gpt2-medium").
 struct Document {
   std::string origin;
@@ -34,8 +39,10 @@ enum class DocumentFormat { kJson, kYaml };
 Document load_document(const std::filesystem::path& path);
 // Parses text; `origin` is used in error messages.
 Document parse_document(std::string_view text, std::string origin, DocumentFormat format);
-// Converts YAML text to JSON values: plain scalars become numbers, booleans or null where they
-// read as such; quoted scalars stay strings.
+// Converts YAML text to JSON values (costmodel/yaml_document.cpp): plain scalars become numbers,
+// booleans or null where they read as such; quoted scalars and !!str stay strings. Aliases are
+// copies, bounded in all (an alias bomb is refused at its line); merge keys (<<) merge; tags other
+// than YAML's core ones, a second document and non-scalar keys are refused with their line.
 Json yaml_to_json(std::string_view text, const std::string& origin);
 // A JSON library exception's message without its "[json.exception.parse_error.101] " prefix (an
 // identifier for the library's maintainers, not for the person fixing the file).
@@ -74,6 +81,9 @@ class ObjectReader {
   int64_t positive_integer_or(std::string_view key, int64_t fallback);
   double non_negative_or(std::string_view key, double fallback);
   double number_in(std::string_view key, double lo, double hi);
+  // A whole number in [lo, hi]; the message names both ends.
+  int64_t integer_in(std::string_view key, int64_t lo, int64_t hi);
+  int64_t integer_in_or(std::string_view key, int64_t lo, int64_t hi, int64_t fallback);
   double number_in_or(std::string_view key, double lo, double hi, double fallback);
   // One of a fixed set of strings.
   std::string choice(std::string_view key, std::initializer_list<std::string_view> allowed);
@@ -110,6 +120,8 @@ class ObjectReader {
   std::set<std::string, std::less<>> read_;
 };
 
+// `text` for an error message: as it is up to 60 characters, else its start and its length.
+std::string abbreviated(std::string_view text);
 // Formats a JSON value briefly for an error message ("a string \"abc\"", "the number -3").
 std::string describe_json(const Json& value);
 

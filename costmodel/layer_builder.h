@@ -88,8 +88,8 @@ class Builder {
         flop_fraction == 1 ? shape.flops() : shape.flops() * flop_fraction;
   }
 
-  void memory(const std::string& kernel, Pass pass, double bytes,
-              OpGroup group = OpGroup::kDefault, int64_t launches = 1) {
+  void memory(const std::string& kernel, Pass pass, double bytes, OpGroup group = OpGroup::kDefault,
+              int64_t launches = 1) {
     if (bytes > 0) w_.memory_ops.push_back({kernel, pass, bytes, group, launches});
   }
 

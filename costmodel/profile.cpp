@@ -14,6 +14,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/input_files.h"
+#include "costmodel/install_paths.h"
 #include "costmodel/layer_correction.h"
 #include "costmodel/stats.h"
 
@@ -456,7 +457,7 @@ Profile fit_profile(const std::vector<CalibrationFile>& files,
 
 std::filesystem::path default_calibration_dir() {
   if (const char* env = std::getenv("HETPLAN_CALIBRATION_DIR")) return env;
-  return std::filesystem::path(HETPLAN_SOURCE_DIR) / "calibration_data";
+  return data_dir() / "calibration_data";
 }
 
 std::vector<std::filesystem::path> json_files_under(const std::filesystem::path& folder) {

@@ -148,7 +148,8 @@ Profile merge_fitted(const std::vector<CalibrationFile>& calibrations,
 // The *.json files under `folder` (recursively), in name order: what a folder of calibration
 // files stands for.
 std::vector<std::filesystem::path> json_files_under(const std::filesystem::path& folder);
-// The shipped calibration data (calibration_data/ of the source tree, or $HETPLAN_CALIBRATION_DIR).
+// The shipped calibration data: $HETPLAN_CALIBRATION_DIR, else calibration_data/ under data_dir()
+// (the installed share folder or the source tree).
 std::filesystem::path default_calibration_dir();
 
 Json to_json(const Profile& profile);

@@ -2,8 +2,12 @@
 
 namespace hetplan {
 
-// HETPLAN_VERSION is defined for hetplan_costmodel's sources alone (costmodel/CMakeLists.txt), so
-// that a new version rebuilds this library, not every target.
+// HETPLAN_VERSION is defined for this file alone (costmodel/CMakeLists.txt), so that a new
+// version rebuilds one object, not every target.
 const char* version() { return HETPLAN_VERSION; }
+
+std::string version_line() {
+  return std::string("hetplan ") + version() + " (commit " + commit() + ")";
+}
 
 }  // namespace hetplan

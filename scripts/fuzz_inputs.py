@@ -4,8 +4,11 @@
 docs/cli.md: bad input is exit status 2 with a message that names the file, the key and what was
 expected; never a crash, a stack trace or an internal message. This script takes real input files
 (examples/, tests/data/, calibration_data/), changes one thing in each copy (a key deleted, a
-value of the wrong type or out of range, a list emptied, the text cut short, bytes flipped) and
-runs the command that reads it. Each run is classed:
+value of the wrong type or out of range, a list emptied, the text cut short, bytes flipped; in
+YAML files also anchors and aliases, an alias bomb, merge keys, tags, a second document or a
+complex key; in YAML and JSON a very long scalar or deep nesting) and runs the command that
+reads it, its address space held to --memory-limit (a command that would eat the machine fails
+there instead). Each run is classed:
 
   ok        exit 0 (the mutation was harmless or a value still in range)
   refused   exit 1 or 2 with a message that names the input file
@@ -13,13 +16,16 @@ runs the command that reads it. Each run is classed:
   internal  the message leaks an internal error (a C++ library exception's text, json.exception,
             std::..., "terminate called", a sanitizer report)
   crash     killed by a signal, or an exit status other than 0, 1, 2
-  hang      over the time limit
+  hang      over the time limit: --timeout seconds of cpu (SIGXCPU), or four times that of wall
+            time (a shared machine's load stretches the wall time of a run, not its cpu time)
+  memory    ran out of the memory limit (std::bad_alloc, or killed)
 
 Everything but ok and refused is a finding; the script prints each (the mutation, the command,
 the message) and exits 1 when there is one. Deterministic for a given --seed.
 
   python3 scripts/fuzz_inputs.py --hetplan build/cli/hetplan [--runs 400] [--seed 1]
-      [--targets strategy,model,...] [--timeout 20] [--keep DIR] [--show-accepted] [--list]
+      [--targets strategy,model,...] [--timeout 20] [--memory-limit GIB] [--keep DIR]
+      [--show-accepted] [--list]
 
 Tested by tests/python/test_fuzz_inputs.py (12 mutations per input, fixed seed); results in
 docs/benchmarks.md ("Input fuzzing").
@@ -31,7 +37,9 @@ import json
 import lzma
 import random
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -291,6 +299,186 @@ def mutate_line(rng, text):
     return "".join(lines), f"line {i + 1}: {what}"
 
 
+class Anchor:
+    """A value written with an anchor: &name value."""
+
+    def __init__(self, name, value):
+        self.name, self.value = name, value
+
+
+class Alias:
+    """*name."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+class Merge:
+    """A mapping written with a merge key: {<<: base, rest...} (base a mapping, an anchor or
+    alias of one, or a list of them)."""
+
+    def __init__(self, base, rest):
+        self.base, self.rest = base, rest
+
+
+class Tagged:
+    """!tag value."""
+
+    def __init__(self, tag, value):
+        self.tag, self.value = tag, value
+
+
+class Raw:
+    """Text written as it is (deep nesting, built without recursion)."""
+
+    def __init__(self, text):
+        self.text = text
+
+
+def emit(node):
+    """A document in YAML's flow style (JSON where it holds none of the classes above)."""
+    if isinstance(node, Raw):
+        return node.text
+    if isinstance(node, Anchor):
+        return f"&{node.name} {emit(node.value)}"
+    if isinstance(node, Alias):
+        return f"*{node.name}"
+    if isinstance(node, Tagged):
+        return f"{node.tag} {emit(node.value)}"
+    if isinstance(node, Merge):
+        parts = [f"<<: {emit(node.base)}"] + [f"{json.dumps(str(k))}: {emit(v)}"
+                                               for k, v in node.rest.items()]
+        return "{" + ", ".join(parts) + "}"
+    if isinstance(node, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {emit(v)}" for k, v in node.items()) + "}"
+    if isinstance(node, list):
+        return "[" + ", ".join(emit(v) for v in node) + "]"
+    return json.dumps(node, allow_nan=True)
+
+
+def replace_at(doc, path, value):
+    """`doc` with the value at `path` replaced (the root when `path` is empty)."""
+    if not path:
+        return value
+    get(doc, path[:-1])[path[-1]] = value
+    return doc
+
+
+def deep_text(rng):
+    """Lists or mappings nested 50 to 100,000 deep."""
+    depth = rng.choice([50, 300, 3000, 100000])
+    if rng.random() < 0.5:
+        return Raw("[" * depth + "1" + "]" * depth), f"{depth} lists deep"
+    return Raw('{"a": ' * depth + "1" + "}" * depth), f"{depth} mappings deep"
+
+
+def long_scalar(rng, old):
+    """A string, number or key of 10^5 to 10^6 characters."""
+    n = rng.choice([100000, 1000000])
+    if isinstance(old, (int, float)) and not isinstance(old, bool):
+        return Raw("9" * n), f"a number of {n} digits"
+    return "x" * n, f"a string of {n} characters"
+
+
+def mutate_shared(rng, doc, kind):
+    """Deep nesting or a very long scalar, in YAML or JSON; returns (text, description)."""
+    doc = copy.deepcopy(doc)
+    path = rng.choice(paths(doc))
+    where = "/".join(str(p) for p in path) or "(top level)"
+    if rng.random() < 0.5:
+        value, what = deep_text(rng)
+    elif path and isinstance(get(doc, path[:-1]), dict) and rng.random() < 0.2:
+        parent = get(doc, path[:-1])
+        parent["k" * rng.choice([100000, 1000000])] = parent.pop(path[-1])
+        return emit(doc), f"rename {where} to a key of 10^5-10^6 characters"
+    else:
+        value, what = long_scalar(rng, get(doc, path))
+    return emit(replace_at(doc, path, value)), f"set {where} = {what}"
+
+
+def alias_bomb(rng):
+    """A list of nested anchors, each aliasing the one before 9 times: 9^depth values."""
+    depth = rng.randrange(3, 10)
+    items = [Anchor("l0", ["lol"] * 9)]
+    items += [Anchor(f"l{i}", [Alias(f"l{i - 1}")] * 9) for i in range(1, depth)]
+    return items, f"an alias bomb of 9^{depth} values"
+
+
+def mutate_yaml(rng, doc):
+    """A change only YAML can express (anchors and aliases, an alias bomb, merge keys, tags, a
+    second document, a complex key, an undefined or cyclic alias), or deep nesting or a long
+    scalar; returns (text, description)."""
+    doc = copy.deepcopy(doc)
+    everywhere = [p for p in paths(doc) if p]
+    if not everywhere:
+        return emit(doc), "nothing to mutate"
+    mappings = [p for p in paths(doc) if isinstance(get(doc, p), dict) and get(doc, p)]
+    op = rng.randrange(9)
+    if op == 0:  # an anchored value aliased further on (document order: paths() order)
+        i = rng.randrange(len(everywhere))
+        first = everywhere[i]
+        later = [q for q in everywhere[i + 1:] if q[:len(first)] != first]
+        if later:
+            second = rng.choice(later)
+            value = get(doc, first)
+            doc = replace_at(doc, second, Alias("a1"))
+            doc = replace_at(doc, first, Anchor("a1", value))
+            return emit(doc), (f"anchor {'/'.join(map(str, first))}, alias it at "
+                               f"{'/'.join(map(str, second))}")
+    if op == 1:
+        path = rng.choice(everywhere)
+        bomb, what = alias_bomb(rng)
+        return emit(replace_at(doc, path, bomb)), f"set {'/'.join(map(str, path))} = {what}"
+    if op in (2, 3) and mappings:  # merge keys: the mapping the same, or a key overridden
+        path = rng.choice(mappings)
+        m = get(doc, path)
+        keys = list(m)
+        rng.shuffle(keys)
+        cut = rng.randrange(1, len(keys) + 1)
+        base = {k: m[k] for k in keys[:cut]}
+        rest = {k: m[k] for k in keys[cut:]}
+        what = "merged from an anchored mapping"
+        if op == 3:  # the base's value of a key the mapping sets itself loses
+            k = rng.choice(keys[:cut])
+            rest[k] = base[k]
+            base = dict(base, **{k: replacement(rng, base[k])})
+            what = f"merged, its own {k} overriding the base's"
+        if rng.random() < 0.3 and len(base) > 1:  # a list of mappings to merge
+            k0 = next(iter(base))
+            merged = [Anchor("m1", {k0: base.pop(k0)}), base]
+        else:
+            merged = Anchor("m1", base)
+        doc = replace_at(doc, path, Merge(merged, rest))
+        return emit(doc), f"{'/'.join(map(str, path)) or '(top level)'} {what}"
+    if op == 4:
+        path = rng.choice(everywhere)
+        value = get(doc, path)
+        if isinstance(value, (dict, list)):
+            tag = rng.choice(["!!map", "!!seq", "!!set", "!!omap", "!custom"])
+        else:
+            tag = rng.choice(["!!str", "!!int", "!!float", "!!bool", "!!null", "!custom",
+                              "!!binary", "!!timestamp", "!!python/object:os.system"])
+        doc = replace_at(doc, path, Tagged(tag, value))
+        return emit(doc), f"tag {'/'.join(map(str, path))} {tag}"
+    if op == 5:
+        text = emit(doc)
+        return text + "\n---\n" + text + "\n", "a second document"
+    if op == 6 and mappings:
+        path = rng.choice(mappings)
+        m = get(doc, path)
+        text = emit(doc)
+        inner = emit(m)
+        # An explicit key that is a list, first in the mapping.
+        return (text.replace(inner, "{? [1, 2] : 3, " + inner[1:], 1) if len(inner) > 2 else text,
+                f"a list as a key in {'/'.join(map(str, path)) or '(top level)'}")
+    if op == 7:
+        path = rng.choice(everywhere)
+        value = rng.choice([Alias("nowhere"), Anchor("c1", [Alias("c1")])])
+        what = "an undefined alias" if isinstance(value, Alias) else "an alias inside its anchor"
+        return emit(replace_at(doc, path, value)), f"set {'/'.join(map(str, path))} = {what}"
+    return mutate_shared(rng, doc, "yaml")
+
+
 def dump(doc, kind):
     if kind == "yaml":
         return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
@@ -299,8 +487,10 @@ def dump(doc, kind):
 
 def classify(proc, input_name, timed_out):
     err = (proc.stderr if proc else "") or ""
-    if timed_out:
+    if timed_out or proc.returncode == -signal.SIGXCPU:
         return "hang", err
+    if "bad_alloc" in err or proc.returncode == -signal.SIGKILL:
+        return "memory", err
     if any(p.search(err) for p in INTERNAL):
         return "internal", err
     if proc.returncode == 0:
@@ -356,7 +546,19 @@ def prepare(tmp, hetplan):
         "".join(json.dumps({"key": k, "record": r}) + "\n" for k, r in lines))
 
 
-def fuzz(hetplan, runs, seed, targets=None, timeout=20.0, keep=None, show_accepted=False):
+def limits(gib, cpu_s):
+    """A preexec_fn that holds the child's address space to `gib` GiB and its cpu time to `cpu_s`
+    seconds (then SIGXCPU)."""
+    def limit():
+        cap = int(gib * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        cpu = max(1, int(cpu_s + 0.5))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    return limit
+
+
+def fuzz(hetplan, runs, seed, targets=None, timeout=20.0, keep=None, show_accepted=False,
+         memory_gib=4.0):
     """Runs `runs` mutated inputs over `targets` (all when None) in turn. Returns the counts by
     (target name, verdict) and the findings: (target, verdict, mutation, exit status, message,
     file name)."""
@@ -374,10 +576,18 @@ def fuzz(hetplan, runs, seed, targets=None, timeout=20.0, keep=None, show_accept
                 body, what = mutate_line(rng, text)
             elif t.kind not in ("text", "jsonl") and rng.random() < 0.85:
                 doc = yaml.safe_load(text) if t.kind == "yaml" else json.loads(text)
-                doc, what = mutate_doc(rng, doc)
-                if doc is None:
-                    continue
-                body = dump(doc, t.kind)
+                # YAML's own features in a third of a YAML file's document mutations; deep
+                # nesting and long scalars in a tenth of a JSON file's.
+                feature = rng.random()
+                if t.kind == "yaml" and feature < 0.35:
+                    body, what = mutate_yaml(rng, doc)
+                elif t.kind == "json" and feature < 0.1:
+                    body, what = mutate_shared(rng, doc, "json")
+                else:
+                    doc, what = mutate_doc(rng, doc)
+                    if doc is None:
+                        continue
+                    body = dump(doc, t.kind)
             else:
                 body, what = mutate_text(rng, text)
             name = f"fuzz{i:05d}-{t.name}{source.suffix}"
@@ -395,7 +605,8 @@ def fuzz(hetplan, runs, seed, targets=None, timeout=20.0, keep=None, show_accept
             proc, timed_out = None, False
             try:
                 proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True,
-                                      errors="replace", timeout=timeout)
+                                      errors="replace", timeout=4 * timeout,
+                                      preexec_fn=limits(memory_gib, timeout))
             except subprocess.TimeoutExpired:
                 timed_out = True
             verdict, err = classify(proc, name, timed_out)
@@ -419,7 +630,10 @@ def main():
     ap.add_argument("--hetplan", default=str(ROOT / "build/cli/hetplan"))
     ap.add_argument("--runs", type=int, default=400, help="mutated inputs in all")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=20, help="seconds per run")
+    ap.add_argument("--timeout", type=float, default=20,
+                    help="cpu seconds per run (wall: four times that)")
+    ap.add_argument("--memory-limit", type=float, default=4,
+                    help="GiB of address space per run (default 4)")
     ap.add_argument("--targets", default="", help="comma-separated target names (default all)")
     ap.add_argument("--keep", default="", help="copy each finding's input into this folder")
     ap.add_argument("--list", action="store_true", help="list the targets and exit")
@@ -438,7 +652,7 @@ def main():
     if a.keep:
         Path(a.keep).mkdir(parents=True, exist_ok=True)
     counts, findings = fuzz(str(Path(a.hetplan).resolve()), a.runs, a.seed, names, a.timeout,
-                            a.keep or None, a.show_accepted)
+                            a.keep or None, a.show_accepted, a.memory_limit)
     print(f"{'target':18} {'ok':>5} {'refused':>8} {'findings':>9}")
     for t in TARGETS:
         if names and t.name not in names:

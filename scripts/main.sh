@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The main job: build hetplan, then plan training on example clusters from the shipped calibration
-# data (no GPU needed). Results go to out/ (or $HETPLAN_OUT).
+# The main job: build hetplan (the command alone: no tests, no CUDA half; scripts/build.sh --main),
+# then plan training on example clusters from the shipped calibration data (no GPU needed). Results
+# go to out/ (or $HETPLAN_OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+bash scripts/build.sh --main
 hetplan=${HETPLAN_BUILD_DIR:-build}/cli/hetplan
 out=${HETPLAN_OUT:-out}
 mkdir -p "$out"

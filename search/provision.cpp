@@ -39,6 +39,8 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
                           const ProvisionOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.node_types.empty()) throw InputError("--nodes: expected at least one node type");
+  if (o.time_limit_s < 0)
+    throw InputError(fmt::format("--time-limit: expected >= 0 seconds, got {}", o.time_limit_s));
   std::vector<NodeSpec> nodes;
   for (size_t i = 0; i < o.node_types.size(); ++i) {
     for (size_t j = 0; j < i; ++j)
@@ -49,13 +51,42 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
                         o.node_types[i]));
     nodes.push_back(load_node(o.node_types[i]));
   }
+  // The largest mix, refused up front when it is larger than a search plans for (a count alone
+  // past it first: the counts double up to it).
+  if (o.max_nodes_per_type > kMaxSearchGpus)
+    throw InputError(
+        fmt::format("--max-nodes {}: expected at most {} (the GPUs a training search "
+                    "plans for; docs/search.md, \"Limits\")",
+                    o.max_nodes_per_type, kMaxSearchGpus));
+  const std::vector<int64_t> counts = counts_up_to(o.max_nodes_per_type);
+  std::vector<int64_t> gpus_per_node;
+  for (const NodeSpec& n : nodes) gpus_per_node.push_back(n.gpus);
+  std::sort(gpus_per_node.rbegin(), gpus_per_node.rend());
+  int64_t largest = 0;
+  for (size_t i = 0; i < gpus_per_node.size() && static_cast<int64_t>(i) < o.max_types; ++i)
+    largest += counts.back() * gpus_per_node[i];
+  if (largest > kMaxSearchGpus)
+    throw InputError(fmt::format(
+        "--max-nodes {}: the largest mix ({} nodes of each of the {} largest node types) has {} "
+        "GPUs; the training search plans for at most {} (docs/search.md, \"Limits\")",
+        o.max_nodes_per_type, counts.back(), std::min<int64_t>(o.max_types, nodes.size()), largest,
+        kMaxSearchGpus));
   std::vector<std::vector<int64_t>> mixes;
   std::vector<int64_t> current(nodes.size(), 0);
-  enumerate(nodes, counts_up_to(o.max_nodes_per_type), o.max_types, 0, current, mixes);
+  enumerate(nodes, counts, o.max_types, 0, current, mixes);
 
   ProvisionResult result;
+  const auto elapsed_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   for (size_t k = 0; k < mixes.size(); ++k) {
     if (o.progress) o.progress(k, mixes.size());
+    const double left_s = o.time_limit_s - elapsed_s();
+    if (o.time_limit_s > 0 && left_s <= 0) {
+      result.time_limit_reached = true;
+      result.mixes_not_searched = static_cast<int64_t>(mixes.size() - k);
+      break;
+    }
     ClusterSpec cluster;
     double price = 0;
     std::string name;
@@ -80,7 +111,9 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
     SearchOptions so = o.search;
     so.top_k = 1;
     so.progress = nullptr;
+    if (o.time_limit_s > 0) so.time_limit_s = left_s;
     SearchResult r = search_training(ev, so);
+    result.time_limit_reached |= r.stats.time_limit_reached;
     ProvisionedMix mix;
     mix.cluster = cluster;
     mix.price_per_hour = price;
@@ -92,7 +125,7 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
     }
     result.mixes.push_back(std::move(mix));
   }
-  if (o.progress) o.progress(mixes.size(), mixes.size());
+  if (o.progress && !result.time_limit_reached) o.progress(mixes.size(), mixes.size());
   std::stable_sort(result.mixes.begin(), result.mixes.end(),
                    [](const ProvisionedMix& a, const ProvisionedMix& b) {
                      if (a.feasible != b.feasible) return a.feasible;
@@ -106,8 +139,7 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
              (x.price_per_hour < m.price_per_hour || x.tokens_per_s > m.tokens_per_s);
     });
   }
-  result.elapsed_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.elapsed_s = elapsed_s();
   return result;
 }
 

@@ -22,6 +22,9 @@ struct ProvisionOptions {
   double max_price_per_hour = 0;        // 0: no budget
   SearchOptions search;                 // global batch, threads, restrictions for each mix
   FrameworkSpec framework = load_framework(std::string(kDefaultFramework));  // what each runs
+  // Wall-clock seconds for all the mixes (0: no limit). Each mix's search gets what is left; once
+  // it is spent the mixes not yet searched are left out and ProvisionResult says so.
+  double time_limit_s = 0;
   std::function<void(size_t done, size_t total)> progress;
 };
 
@@ -42,6 +45,8 @@ struct ProvisionResult {
   std::string cheapest_over;  // the cheapest of those, and its price
   double cheapest_over_price = 0;
   double elapsed_s = 0;
+  bool time_limit_reached = false;  // some mixes were not searched, or searched in part
+  int64_t mixes_not_searched = 0;   // left out when the time limit was spent
 };
 
 ProvisionResult provision(const ModelSpec& model, const Profile& profile,

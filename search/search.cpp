@@ -110,11 +110,10 @@ class TrainingSearch {
   }
 
   SearchResult run() {
-    const auto start = std::chrono::steady_clock::now();
+    result_.stats.time_limit_s = o_.time_limit_s;
     generate();
     cost_all();
-    result_.stats.elapsed_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result_.stats.elapsed_s = elapsed_s();
     result_.stats.candidates_per_s =
         static_cast<double>(result_.stats.candidates) / std::max(1e-9, result_.stats.elapsed_s);
     for (auto& [id, r] : top_) result_.top.push_back(std::move(r));
@@ -124,6 +123,19 @@ class TrainingSearch {
 
  private:
   void prune(const std::string& reason, int64_t n = 1) { result_.stats.pruned[reason] += n; }
+
+  double now_s() const {
+    if (o_.clock_s) return o_.clock_s();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  double elapsed_s() const { return now_s() - start_s_; }
+  // True once the time limit is spent (and from then on).
+  bool out_of_time() {
+    if (!result_.stats.time_limit_reached && o_.time_limit_s > 0 && elapsed_s() >= o_.time_limit_s)
+      result_.stats.time_limit_reached = true;
+    return result_.stats.time_limit_reached;
+  }
 
   static constexpr int64_t kMaxIdleGroups = 8;
 
@@ -164,10 +176,16 @@ class TrainingSearch {
       for (int64_t t = 1; t <= std::min(2 * max_node, N); t *= 2) tps.push_back(t);
     const std::vector<int64_t> mbs = o_.micro_batches.empty() ? divisors(B, 64) : o_.micro_batches;
     const auto orders = node_group_orders(cluster, groups);
+    // The (tp, pp) shapes, counted for the progress.
+    int64_t shapes_total = 0, shapes_done = 0;
+    for (int64_t tp : tps)
+      if (N % tp == 0) shapes_total += static_cast<int64_t>(divisors(N / tp, N).size());
     for (int64_t tp : tps) {
       if (N % tp) continue;
       const std::string tp_problem = tensor_parallel_problem(model, tp);
       for (int64_t pp : divisors(N / tp, N)) {
+        if (out_of_time()) return;
+        if (o_.progress) o_.progress(shapes_done++, shapes_total, 0, true);
         const int64_t dp = N / (tp * pp);
         // Placements of this shape, one per distinct order of node kinds.
         std::vector<size_t> shapes;
@@ -341,7 +359,15 @@ class TrainingSearch {
 
   void cost_all() {
     // Cheap lower bounds first (they fill the layer-cost cache), then the most promising first.
-    for (auto& c : candidates_) c.lower_bound_s = lower_bound(c);
+    // Out of time among them, the candidates without a bound are not costed.
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      if (i % kBatch == 0 && out_of_time()) {
+        prune("time_limit", static_cast<int64_t>(candidates_.size() - i));
+        candidates_.resize(i);
+        break;
+      }
+      candidates_[i].lower_bound_s = lower_bound(candidates_[i]);
+    }
     std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
       return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.id < b.id;
     });
@@ -352,6 +378,11 @@ class TrainingSearch {
       const double bound = threshold();  // from earlier batches only: deterministic
       if (!o_.exhaustive && candidates_[begin].lower_bound_s > bound) {
         prune("time_bound", static_cast<int64_t>(candidates_.size() - begin));
+        break;
+      }
+      // Costed in batches, so the limit is overrun by one batch at most.
+      if (out_of_time()) {
+        prune("time_limit", static_cast<int64_t>(candidates_.size() - begin));
         break;
       }
       outcomes.assign(end - begin, Outcome{});
@@ -370,8 +401,13 @@ class TrainingSearch {
       for (size_t i = begin; i < end; ++i) absorb(candidates_[i], std::move(outcomes[i - begin]));
       if (o_.progress)
         o_.progress(static_cast<int64_t>(end), static_cast<int64_t>(candidates_.size()),
-                    top_.empty() ? 0 : top_.front().second.predicted.iteration_s);
+                    top_.empty() ? 0 : top_.front().second.predicted.iteration_s, false);
     }
+    // Every candidate dealt with: costed, or pruned by the bound or the time limit.
+    if (o_.progress)
+      o_.progress(static_cast<int64_t>(candidates_.size()),
+                  static_cast<int64_t>(candidates_.size()),
+                  top_.empty() ? 0 : top_.front().second.predicted.iteration_s, false);
     // The candidates that came closest to fitting, predicted in full for the report.
     std::sort(unfit_.begin(), unfit_.end());
     for (size_t k = 0; k < unfit_.size() && near_.size() < kNearKept; ++k) {
@@ -465,6 +501,7 @@ class TrainingSearch {
   std::vector<std::pair<std::tuple<double, double, int64_t>, RankedStrategy>> near_;
   std::vector<std::pair<double, size_t>> unfit_;  // (memory overflow, candidate index)
   SearchResult result_;
+  const double start_s_ = now_s();
 };
 
 // Options that ask for what the framework cannot run are bad input, not an empty search.
@@ -502,11 +539,26 @@ void check_framework_runs(const FrameworkSpec& f, const SearchOptions& o) {
 
 SearchResult search_training(const Evaluator& evaluator, const SearchOptions& options) {
   for (int64_t mb : options.micro_batches)
-    if (mb <= 0) throw InputError(fmt::format("micro-batches: expected sizes > 0, got {}", mb));
+    if (mb <= 0 || mb > kMaxBatchSamples)
+      throw InputError(
+          fmt::format("micro-batches: expected sizes from 1 to {}, got {}", kMaxBatchSamples, mb));
   for (int64_t tp : options.tensor_widths)
-    if (tp <= 0) throw InputError(fmt::format("tensor widths: expected widths > 0, got {}", tp));
-  if (options.global_batch <= 0)
-    throw InputError(fmt::format("global batch: expected > 0, got {}", options.global_batch));
+    if (tp <= 0 || tp > kMaxParallelDegree)
+      throw InputError(fmt::format("tensor widths: expected widths from 1 to {}, got {}",
+                                   kMaxParallelDegree, tp));
+  if (options.global_batch <= 0 || options.global_batch > kMaxBatchSamples)
+    throw InputError(fmt::format("global batch: expected 1 to {} samples, got {}", kMaxBatchSamples,
+                                 options.global_batch));
+  if (options.time_limit_s < 0)
+    throw InputError(
+        fmt::format("time limit: expected >= 0 seconds, got {}", options.time_limit_s));
+  const ClusterSpec& cluster = evaluator.cluster();
+  if (cluster.num_gpus() > kMaxSearchGpus)
+    throw InputError(cluster.origin, "",
+                     fmt::format("{} GPUs; the training search plans for at most {} (past that "
+                                 "the time and memory it takes grow with the GPUs beyond what a "
+                                 "search can finish: docs/search.md, \"Limits\")",
+                                 cluster.num_gpus(), kMaxSearchGpus));
   check_framework_runs(evaluator.framework(), options);
   return TrainingSearch(evaluator, options).run();
 }
@@ -530,7 +582,9 @@ Json to_json(const SearchStats& s) {
           {"infeasible", infeasible_total},
           {"infeasible_by_reason", infeasible},
           {"elapsed_s", s.elapsed_s},
-          {"candidates_per_s", s.candidates_per_s}};
+          {"candidates_per_s", s.candidates_per_s},
+          {"time_limit_s", s.time_limit_s},
+          {"time_limit_reached", s.time_limit_reached}};
 }
 
 }  // namespace hetplan

@@ -14,6 +14,15 @@
 
 namespace hetplan {
 
+// The most GPUs a training search plans for. Past a few thousand GPUs the cost of each candidate
+// grows with the GPUs (its placement lists every device): GPT-3 175B on p4d.24xlarge nodes costs
+// 187, 97, 48 and 25 candidates per cpu-second at 16,384, 32,768, 65,536 and 131,072 GPUs, and
+// the search's memory grows likewise (70 MiB at 16,384 GPUs, 328 MiB at 131,072, 1.85 GiB at
+// 800,000; dev VM, 2026-12-01, docs/search.md "Limits").
+// 131,072 GPUs, the largest training clusters of 2026 (issue 37), is about as far as a search of
+// the full space can finish in minutes on 2 cores; a larger cluster is refused up front.
+inline constexpr int64_t kMaxSearchGpus = int64_t{1} << 17;
+
 struct SearchOptions {
   int64_t global_batch = 0;
   int threads = 1;
@@ -37,8 +46,15 @@ struct SearchOptions {
   // Also plans that leave whole node groups idle (every non-empty subset of the cluster's groups
   // is placed): a slow node kind may cost more in pipeline stages and links than it adds.
   bool allow_idle_nodes = false;
-  // Called from the searching thread now and then: candidates done, candidates in all.
-  std::function<void(int64_t done, int64_t total, double best_s)> progress;
+  // Wall-clock seconds the search may take (0: no limit). When they are spent it stops enumerating
+  // or costing and returns the best found so far; SearchStats::time_limit_reached says so.
+  double time_limit_s = 0;
+  // Seconds on a monotonic clock, for the time limit: the steady clock when empty (tests step
+  // their own).
+  std::function<double()> clock_s;
+  // Called from the searching thread now and then: candidates done, candidates in all (the
+  // enumeration's shapes while it enumerates: `enumerating` true), the best iteration time so far.
+  std::function<void(int64_t done, int64_t total, double best_s, bool enumerating)> progress;
 };
 
 struct RankedStrategy {
@@ -54,6 +70,8 @@ struct SearchStats {
   std::map<std::string, int64_t> infeasible;  // by reason, after costing
   double elapsed_s = 0;
   double candidates_per_s = 0;
+  double time_limit_s = 0;          // SearchOptions::time_limit_s (0: none)
+  bool time_limit_reached = false;  // the result is the best of what was costed in time
 };
 
 struct SearchResult {

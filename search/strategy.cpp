@@ -110,11 +110,11 @@ Json to_json(const Strategy& s) {
 
 Strategy strategy_from_json(ObjectReader r) {
   Strategy s;
-  s.dp = r.positive_integer("dp");
-  s.tp = r.positive_integer("tp");
-  s.pp = r.positive_integer("pp");
-  s.micro_batch = r.positive_integer("micro_batch");
-  s.global_batch = r.positive_integer("global_batch");
+  s.dp = r.integer_in("dp", 1, kMaxParallelDegree);
+  s.tp = r.integer_in("tp", 1, kMaxParallelDegree);
+  s.pp = r.integer_in("pp", 1, kMaxParallelDegree);
+  s.micro_batch = r.integer_in("micro_batch", 1, kMaxBatchSamples);
+  s.global_batch = r.integer_in("global_batch", 1, kMaxBatchSamples);
   s.schedule = r.string_or("schedule", "1f1b");
   const std::string rc = r.choice_or("recompute", {"none", "selective", "full"}, "none");
   parse_recompute(rc, s.recompute);
@@ -135,7 +135,7 @@ Strategy strategy_from_json(ObjectReader r) {
   if (schedule == nullptr)
     r.fail("schedule",
            fmt::format("expected one of {}, found \"{}\"", pipeline::schedule_names(), s.schedule));
-  s.chunks = r.positive_integer_or("chunks", schedule->default_chunks);
+  s.chunks = r.integer_in_or("chunks", 1, kMaxParallelDegree, schedule->default_chunks);
   if (s.schedule == "interleaved" && s.chunks < 2)
     r.fail("chunks", fmt::format("schedule interleaved runs 2 or more chunks per device, found {} "
                                  "(one chunk is schedule 1f1b)",

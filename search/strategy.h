@@ -13,6 +13,18 @@
 
 namespace hetplan {
 
+// The largest values the strategy keys take (a strategy file, and search's --global-batch,
+// --micro-batches and --tensor-widths). Past them the products hetplan forms (dp x tp x pp devices,
+// dp x micro_batch samples per step) and the pipeline model's 32-bit counts of micro-batches and
+// chunks would overflow; a larger value was read as another, e.g. global_batch 2^62 as no
+// micro-batch at all.
+// dp, tp, pp, chunks: 2^20, eight times the GPUs of the largest cluster issue 37 plans for
+// (131,072).
+inline constexpr int64_t kMaxParallelDegree = int64_t{1} << 20;
+// micro_batch, global_batch (samples): 2^20, 16 times the largest batch of a published
+// transformer run we know of (65,536 sequences: BERT with LAMB, You et al., ICLR 2020).
+inline constexpr int64_t kMaxBatchSamples = int64_t{1} << 20;
+
 // A pipeline stage: the layers it holds (inclusive, model order) and where it runs.
 struct StageSpec {
   int64_t first_layer = -1, last_layer = -1;  // -1: chosen by the layer partition

@@ -399,7 +399,7 @@ TEST(PredictCli, BadInputExitsTwoNamingFileAndKey) {
       {R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8, "zeros": 1})",
        "s.json: zeros: unknown key"},
       {R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 0, "global_batch": 8})",
-       "s.json: micro_batch: expected a whole number > 0"},
+       "s.json: micro_batch: expected a whole number from 1 to 1048576"},
       {R"({"dp": 64, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 64})", "s.json: dp:"},
       {R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8, "schedule": "x"})",
        "s.json: schedule: expected one of gpipe, 1f1b, interleaved"},

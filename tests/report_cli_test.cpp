@@ -398,8 +398,9 @@ TEST(ReportCli, WritesHtmlAndJsonAndRejectsBadMeasurements) {
   r = run_hetplan("report --predictions " + in.predictions[0] + " --measurements " + bad.string() +
                   " --out " + html.string());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("bad.json: measurements[0].strategy.tp: expected a whole number > 0, "
-                          "found 0"),
+  EXPECT_NE(r.output.find(
+                "bad.json: measurements[0].strategy.tp: expected a whole number from 1 to 1048576, "
+                "found 0"),
             std::string::npos)
       << r.output;
   std::filesystem::remove_all(dir);

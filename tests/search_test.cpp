@@ -164,6 +164,49 @@ TEST(Search, CountsEveryCandidateOnce) {
   EXPECT_EQ(infeasible + r.stats.feasible, r.stats.evaluated);
 }
 
+// A clock that moves one second each time the search reads it: the search reads it at the start,
+// once per shape it enumerates, once per 64 lower bounds and once per batch of 64 candidates it
+// costs, and once more for its elapsed time, so a limit of N seconds stops it after N such reads,
+// whatever the machine's speed: three reads short of the whole search's, before its last two
+// batches.
+TEST(Search, TimeLimitReturnsTheBestCostedSoFarAndSaysSo) {
+  Problem s("gpt2-medium", "g4dn.12xlarge:4");
+  int64_t reads = 0;
+  SearchOptions counted = options(32, 3);
+  counted.clock_s = [&reads] { return static_cast<double>(reads++); };
+  counted.time_limit_s = 1e9;
+  const SearchResult full = search_training(s.ev, counted);
+  EXPECT_FALSE(full.stats.time_limit_reached);
+  const int64_t all_reads = reads;
+  // 16 GPUs: tp 1, 2, 4, 8 with pp dividing 16 / tp: 5 + 4 + 3 + 2 = 14 shapes, then the lower
+  // bounds and more than two batches.
+  ASSERT_GT(all_reads, 1 + 14 + 2);
+  reads = 0;
+  SearchOptions limited = counted;
+  limited.time_limit_s = static_cast<double>(all_reads - 3);
+  const SearchResult r = search_training(s.ev, limited);
+  EXPECT_TRUE(r.stats.time_limit_reached);
+  EXPECT_EQ(r.stats.time_limit_s, all_reads - 3);
+  EXPECT_GT(r.stats.evaluated, 0);
+  EXPECT_LT(r.stats.evaluated, full.stats.evaluated);
+  ASSERT_FALSE(r.top.empty());
+  // What it returns is costed as the full search costs it, and no better than the full search's
+  // best; the candidates it left out are counted.
+  EXPECT_GE(r.top.front().predicted.iteration_s, full.top.front().predicted.iteration_s);
+  EXPECT_GT(r.stats.pruned.at("time_limit"), 0);
+  int64_t pruned = 0;
+  for (const auto& [reason, n] : r.stats.pruned) pruned += n;
+  EXPECT_EQ(pruned + r.stats.evaluated, r.stats.candidates);
+  EXPECT_EQ(to_json(r.stats)["time_limit_reached"], true);
+  // A limit it does not reach changes nothing.
+  SearchOptions generous = options(32, 3);
+  generous.time_limit_s = 3600;
+  const SearchResult same = search_training(s.ev, generous);
+  EXPECT_FALSE(same.stats.time_limit_reached);
+  EXPECT_EQ(to_json(same.top.front().strategy), to_json(full.top.front().strategy));
+  EXPECT_EQ(same.stats.evaluated, full.stats.evaluated);
+}
+
 // One A100 node and two T4 nodes: the T4s slow every plan that uses them, so with idle nodes
 // allowed the best plan runs on the A100 node alone, faster than any plan over all 16 GPUs.
 TEST(Search, IdleNodesAllowedLeaveTheSlowKindOut) {

@@ -16,14 +16,18 @@ namespace {
 
 constexpr const char* kModuleFile = "libhetplan_gpu.so";
 
-std::vector<std::filesystem::path> candidate_paths() {
+// (Unused in a build without CUDA, where load() fails at once: the main job's build.)
+[[maybe_unused]] std::vector<std::filesystem::path> candidate_paths() {
   if (const char* env = std::getenv("HETPLAN_GPU_MODULE"); env != nullptr && *env != '\0')
     return {env};
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return {kModuleFile};  // the dynamic loader's search path
   const auto dir = exe.parent_path();
-  return {dir / kModuleFile, dir.parent_path() / "lib" / kModuleFile};
+  // Beside the executable (the build folder), where `cmake --install` puts it
+  // (<prefix>/lib/hetplan, cmake/Install.cmake), then ../lib.
+  return {dir / kModuleFile, dir.parent_path() / "lib" / "hetplan" / kModuleFile,
+          dir.parent_path() / "lib" / kModuleFile};
 }
 
 GpuModule load() {

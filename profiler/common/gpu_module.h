@@ -31,9 +31,9 @@ using GpuModuleEntry = int (*)(int abi, const char* signature, GpuModule* out);
 std::string gpu_module_signature();
 
 // Loads the module once per process and returns its entry points. Looks at $HETPLAN_GPU_MODULE,
-// then beside the running executable, then in ../lib from it. Throws RuntimeFailure saying why
-// when this hetplan was built without CUDA or the module cannot be loaded (missing, CUDA libraries
-// absent, another build's module).
+// then beside the running executable, then in ../lib/hetplan (installed) and ../lib from it. Throws
+// RuntimeFailure saying why when this hetplan was built without CUDA or the module cannot be loaded
+// (missing, CUDA libraries absent, another build's module).
 const GpuModule& gpu_module();
 
 }  // namespace hetplan::profiler

@@ -41,6 +41,9 @@ class ClassifyTest(unittest.TestCase):
         self.assertEqual(classify(-11, ""), "crash")
         self.assertEqual(classify(134, f"{name}"), "crash")
         self.assertEqual(classify(0, "", hung=True), "hang")
+        self.assertEqual(classify(1, "hetplan: internal error: std::bad_alloc"), "memory")
+        self.assertEqual(classify(-9, ""), "memory")
+        self.assertEqual(classify(-24, ""), "hang")  # SIGXCPU: past the cpu time limit
 
 
 class MutateTest(unittest.TestCase):
@@ -52,6 +55,40 @@ class MutateTest(unittest.TestCase):
             new, what = fuzz_inputs.mutate_doc(rng, doc)
             self.assertNotEqual(json.dumps(new), json.dumps(doc), what)  # True is 1 in Python
             self.assertEqual(doc, {"a": 1, "b": {"c": [1, 2, 3], "d": "x"}})  # not changed
+
+
+class MutateYamlTest(unittest.TestCase):
+    DOC = {"name": "c", "nodes": [{"type": "a", "count": 2}, {"type": "b", "count": 4}],
+           "network": {"links": [{"between": ["a", "b"], "gbit": 25, "latency_us": 200}]}}
+
+    def test_the_flow_emitter_writes_the_same_document(self):
+        import yaml
+        self.assertEqual(yaml.safe_load(fuzz_inputs.emit(self.DOC)), self.DOC)
+
+    def test_merge_keys_keep_the_document_and_the_rest_is_yaml_only(self):
+        import random
+        import yaml
+        rng = random.Random(5)
+        seen = set()
+        for _ in range(300):
+            text, what = fuzz_inputs.mutate_yaml(rng, self.DOC)
+            seen.add(what.split()[0])
+            if "merged" in what:  # PyYAML reads merge keys as YAML 1.1 defines them
+                self.assertIn("<<:", text)
+                self.assertEqual(yaml.safe_load(text), self.DOC, what)
+            if "alias bomb" in what:  # a few lines, expanding to 9^depth values
+                self.assertLess(len(text), 3000)
+                self.assertIn("*l", text)
+        self.assertEqual(self.DOC["nodes"][0], {"type": "a", "count": 2})  # not changed
+        for kind in ("anchor", "tag", "a", "set"):
+            self.assertIn(kind, seen)
+
+    def test_deep_nesting_is_written_without_recursion(self):
+        import random
+        rng = random.Random(1)
+        texts = [fuzz_inputs.mutate_shared(rng, self.DOC, "json") for _ in range(40)]
+        deepest = max(t.count("[") + t.count("{") for t, _ in texts)
+        self.assertGreaterEqual(deepest, 3000)
 
 
 @unittest.skipUnless(os.path.exists(HETPLAN), f"{HETPLAN} not built")
