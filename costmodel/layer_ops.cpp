@@ -62,6 +62,8 @@ class Builder {
  public:
   Builder(const LayerShape& shape, LayerWork& work) : s_(shape), w_(work) {
     act_ = dtype_bytes(shape.dtype);
+    autocast_ = shape.framework && shape.framework->precision == Precision::kAutocast && act_ < 4;
+    stream_ = autocast_ ? 4 : act_;
   }
 
   // A linear layer y = x W^T with `in` -> `out` features over `tokens` rows: forward GEMM,
@@ -72,6 +74,15 @@ class Builder {
     gemm(name, Pass::kForward, {out, tokens, in, batch, true, false});
     if (input_gradient) gemm(name, Pass::kBackwardInput, {in, tokens, out, batch, false, false});
     gemm(name, Pass::kBackwardWeight, {in, out, tokens, batch, false, true});
+    if (autocast_) {  // its weight cast per forward (kept for the input gradient), the gradient
+                      // back
+      const double weights = static_cast<double>(in) * out * batch;
+      memory("autocast_weight_cast", Pass::kForward, weights * (4 + act_), OpGroup::kDefault,
+             batch);
+      if (input_gradient) keep(weights * act_);
+      memory("autocast_weight_grad_cast", Pass::kBackwardWeight, weights * (act_ + 4),
+             OpGroup::kDefault, batch);
+    }
     w_.gemm_weight_params += in * out * batch;
     w_.param_tensors += batch;
     w_.gemm_weight_tensors += batch;
@@ -82,7 +93,30 @@ class Builder {
   // forward's bias add rides in the GEMM's epilogue (cuBLASLt) and costs nothing apart.
   void bias_grad(double rows, double cols) {
     memory("bias_grad", Pass::kBackwardWeight, rows * cols * act_);
+    if (autocast_) {  // the bias is cast with its weight, its gradient back
+      memory("autocast_bias_cast", Pass::kForward, cols * (4 + act_));
+      memory("autocast_bias_grad_cast", Pass::kBackwardWeight, cols * (act_ + 4));
+    }
     ++w_.param_tensors;
+  }
+
+  // Under autocast a linear layer's fp32 input (a norm's output) is cast to the training dtype,
+  // and the gradient of that copy back to fp32: one kernel each way.
+  void autocast_input(double elements) {
+    if (!autocast_) return;
+    memory("autocast_input_cast", Pass::kForward, elements * (4 + act_));
+    memory("autocast_input_grad_cast", Pass::kBackwardInput, elements * (act_ + 4));
+  }
+
+  // What the framework's sequence for `family` keeps (`kept`) or holds while it runs
+  // (`transient`) beyond hetplan's kernel, over `elements` values.
+  double kept(std::string_view family, double elements) const {
+    const OpRecipe* r = recipe(family);
+    return r ? r->kept.total_bytes(elements, act_) : 0;
+  }
+  double transient(std::string_view family, double elements) const {
+    const OpRecipe* r = recipe(family);
+    return r ? r->transient.total_bytes(elements, act_) : 0;
   }
 
   void gemm(const std::string& name, Pass pass, GemmShape shape,
@@ -133,7 +167,7 @@ class Builder {
     const std::string k = kind == NormKind::kLayerNorm ? "layernorm" : "rmsnorm";
     w_.param_tensors += kind == NormKind::kLayerNorm ? 2 : 1;  // gain (and bias)
     const double elements = tokens * static_cast<double>(hidden);
-    const double x = elements * act_;
+    const double x = elements * stream_;
     op(k, &OpRecipe::forward, Pass::kForward, k + "_fwd", elements,
        2 * x + tokens * kNormStatBytes);
     op(k, &OpRecipe::backward, Pass::kBackwardInput, k + "_bwd", elements,
@@ -141,11 +175,21 @@ class Builder {
     op(k, &OpRecipe::weight, Pass::kBackwardWeight, k + "_bwd_weight", elements, 2 * x);
   }
 
+  // What a norm over `tokens` x `hidden` keeps for backward: its input (the residual stream's
+  // type) and statistics, and what the framework's sequence keeps beyond them.
+  void keep_norm(NormKind kind, double tokens, int64_t hidden) {
+    const double elements = tokens * static_cast<double>(hidden);
+    keep(elements * stream_ + tokens * kNormStatBytes +
+         (kind == NormKind::kRmsNorm ? kept("rmsnorm", elements) : 0));
+  }
+
   // Dropout as CUDA runs it (one kernel each way): forward reads x and writes y and a one-byte
-  // mask; backward reads dy and the mask and writes dx.
-  void dropout(double elements) {
-    memory("dropout_fwd", Pass::kForward, elements * (2 * act_ + 1));
-    memory("dropout_bwd", Pass::kBackwardInput, elements * (2 * act_ + 1));
+  // mask; backward reads dy and the mask and writes dx; values of `value_bytes` (default: the
+  // activations').
+  void dropout(double elements, double value_bytes = 0) {
+    const double v = value_bytes > 0 ? value_bytes : act_;
+    memory("dropout_fwd", Pass::kForward, elements * (2 * v + 1));
+    memory("dropout_bwd", Pass::kBackwardInput, elements * (2 * v + 1));
   }
 
   void comm(const std::string& name, Pass pass, CollectiveKind kind, double bytes) {
@@ -182,11 +226,16 @@ class Builder {
   void keep_full(double bytes) { w_.activation_bytes[2] += bytes; }
 
   double act() const { return act_; }
+  // The residual stream's, the norms' and the embedding's values: fp32 under autocast.
+  double stream() const { return stream_; }
+  bool autocast() const { return autocast_; }
 
  private:
   const LayerShape& s_;
   LayerWork& w_;
   double act_ = 2;
+  double stream_ = 2;
+  bool autocast_ = false;
 };
 
 void check_divides(const LayerSpec& layer, const char* what, int64_t value, int64_t tp) {
@@ -212,16 +261,21 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
 
   // Attention: norm, QKV projection, (rotary), attention core, output projection, residual.
   B.norm(b.norm, Tr, h);
-  B.keep(Tr * h * act + Tr * kNormStatBytes);  // norm input and statistics
+  B.keep_norm(b.norm, Tr, h);  // norm input and statistics
   B.enter_tp_region("attn", x_bytes);
   const int64_t qkv_width = (heads + 2 * kv) * hd;
+  B.autocast_input(Tr * h);
   B.linear("qkv", T, h, qkv_width);
   if (b.bias) B.bias_grad(static_cast<double>(T), static_cast<double>(qkv_width));
   // Q, K and V are views of the projection's output; their gradients are joined again (a copy
   // kernel), in PyTorch as in Megatron-LM.
   B.memory("qkv_grad_concat", Pass::kBackwardInput, 2.0 * T * qkv_width * act);
   B.keep(Tr * h * act);  // QKV input (the norm output; sharded under SP and re-gathered)
-  if (b.rotary) B.elementwise("rotary", static_cast<double>(T) * (heads + kv) * hd, 1, 1, 0);
+  if (b.rotary) {
+    const double rotated = static_cast<double>(T) * (heads + kv) * hd;
+    B.elementwise("rotary", rotated, 1, 1, 0);
+    B.keep(B.kept("rotary", rotated));
+  }
   const double qk_bytes = static_cast<double>(T) * (heads + kv) * hd * act;
   const double v_bytes = static_cast<double>(T) * kv * hd * act;
   const double out_in_bytes = static_cast<double>(T) * heads * hd * act;
@@ -257,7 +311,7 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
     B.gemm("scores_dq", Pass::kBackwardInput, {hd, seq, seq, bh, false, false});
     B.gemm("scores_dk", Pass::kBackwardInput, {hd, seq, seq, bh, false, true});
     // Softmax output, dropout mask and dropout output (Korthikanti et al. 2022, 5as^2b/t).
-    B.keep(scores * act, true);
+    B.keep(scores * act + B.kept("softmax", scores), true);
     if (dropout) B.keep(scores * (1 + act), true);
   }
   B.linear("attn_out", T, heads * hd, h);
@@ -269,6 +323,14 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
   // sum of its two consumers' (the norm and the add): one more add. Megatron-LM fuses bias,
   // dropout and add into one forward kernel (3 x act + 1 bytes per element instead of 5 x act + 1).
   const double res_elems = Tr * h;
+  const double stream = B.stream();
+  // Under autocast the branch's (bf16) output is added to the fp32 stream, and the stream's
+  // gradient is cast back for the branch: one more kernel in backward.
+  const auto residual_add = [&] {
+    B.memory("residual_add", Pass::kForward, res_elems * (2 * stream + act));
+    if (B.autocast())
+      B.memory("autocast_residual_grad_cast", Pass::kBackwardInput, res_elems * (stream + act));
+  };
   auto residual = [&](bool bias) {
     if (bias) B.bias_grad(Tr, static_cast<double>(h));
     const OpRecipe* fused = dropout ? B.recipe("bias_dropout_add") : nullptr;
@@ -279,26 +341,27 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
              res_elems, 0);
       } else {
         B.memory("dropout_fwd", Pass::kForward, res_elems * (2 * act + 1));
-        B.memory("residual_add", Pass::kForward, 3 * res_elems * act);
+        residual_add();
       }
       if (fused && fused->backward) {
         B.op("bias_dropout_add", &OpRecipe::backward, Pass::kBackwardInput, "bias_dropout_add_bwd",
              res_elems, 0);
       } else {
         B.memory("dropout_bwd", Pass::kBackwardInput, res_elems * (2 * act + 1));
-        B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * act);
+        B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * stream);
       }
       return;
     }
-    B.memory("residual_add", Pass::kForward, 3 * res_elems * act);
-    B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * act);
+    residual_add();
+    B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * stream);
   };
   residual(b.bias);
 
   // MLP (dense or mixture of experts).
   B.norm(b.norm, Tr, h);
-  B.keep(Tr * h * act + Tr * kNormStatBytes);
+  B.keep_norm(b.norm, Tr, h);
   B.enter_tp_region("mlp", x_bytes);
+  B.autocast_input(Tr * h);
   const int64_t f = b.ffn_hidden / t;
   const bool swiglu = b.activation == MlpActivation::kSwiglu;
   const int64_t up = swiglu ? 2 * f : f;
@@ -325,13 +388,14 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
     B.elementwise(b.activation == MlpActivation::kGelu ? "gelu" : "relu", act_elems, 1, 1, 1);
   }
   B.keep(act_elems * act * (swiglu ? 2 : 1));  // activation input
-  B.keep(act_elems * act);                     // fc2 input (activation output)
+  if (swiglu) B.keep(B.kept("swiglu", act_elems));
+  B.keep(act_elems * act);  // fc2 input (activation output)
   B.linear("fc2", tokens, f, h, experts);
   B.leave_tp_region("mlp", x_bytes);
   residual(b.mlp_bias);
 
-  B.keep_full(Tr * h * act);  // full recomputation keeps the layer input only
-  w.output_bytes = x_bytes;
+  B.keep_full(Tr * h * stream);  // full recomputation keeps the layer input only
+  w.output_bytes = static_cast<double>(T) * h * stream;
 }
 
 void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape& s, Builder& B,
@@ -339,13 +403,15 @@ void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape
   const int64_t T = s.micro_batch * layer.seq_len;
   const double act = B.act();
   const double x_bytes = static_cast<double>(T) * layer.hidden * act;
+  // The tables and what they give are in the stream's type (fp32 parameters under autocast).
+  const double stream_bytes = static_cast<double>(T) * layer.hidden * B.stream();
   const double Tr = s.sequence_parallel ? static_cast<double>(T) / s.tp : static_cast<double>(T);
   // One gather per table (rows read, hidden states written; positions and token types have
   // tables of their own), and an add per extra table.
   const int tables = 1 + (e.max_positions > 0) + (e.token_types > 0);
   w.param_tensors += tables;
-  B.memory("embedding_fwd", Pass::kForward, x_bytes * 2 * tables);
-  if (tables > 1) B.memory("embedding_add", Pass::kForward, x_bytes * 3 * (tables - 1));
+  B.memory("embedding_fwd", Pass::kForward, stream_bytes * 2 * tables);
+  if (tables > 1) B.memory("embedding_add", Pass::kForward, stream_bytes * 3 * (tables - 1));
   // The vocabulary-parallel lookup ends with a reduction over the tensor-parallel group.
   B.leave_tp_region("embedding", x_bytes);
   // Weight gradient: a dense gradient of every whole table (zeroed, then the rows of dy added),
@@ -353,18 +419,18 @@ void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape
   const int64_t vocab_rows = (s.pad_vocab ? padded_vocab(e.vocab, s.tp) : e.vocab) / s.tp;
   const double table_rows = static_cast<double>(vocab_rows + e.max_positions + e.token_types);
   B.memory("embedding_bwd", Pass::kBackwardWeight,
-           x_bytes * tables + table_rows * layer.hidden * act);
+           stream_bytes * tables + table_rows * layer.hidden * B.stream());
   if (e.norm != NormKind::kNone) {
     B.norm(e.norm, Tr, layer.hidden);
-    B.keep(Tr * layer.hidden * act + Tr * kNormStatBytes);
+    B.keep_norm(e.norm, Tr, layer.hidden);
   }
   if (e.dropout > 0) {
-    B.dropout(Tr * layer.hidden);
+    B.dropout(Tr * layer.hidden, B.stream());
     B.keep(Tr * layer.hidden);
   }
   B.keep(static_cast<double>(T) * 8);  // token ids (int64)
   B.keep_full(static_cast<double>(T) * 8);
-  w.output_bytes = x_bytes;
+  w.output_bytes = stream_bytes;
 }
 
 void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& s, Builder& B,
@@ -375,8 +441,9 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
   const double x_bytes = static_cast<double>(T) * h * act;
   const int64_t v = (s.pad_vocab ? padded_vocab(head.vocab, s.tp) : head.vocab) / s.tp;
   B.norm(head.final_norm, Tr, h);
-  if (head.final_norm != NormKind::kNone) B.keep(Tr * h * act + Tr * kNormStatBytes);
+  if (head.final_norm != NormKind::kNone) B.keep_norm(head.final_norm, Tr, h);
   if (head.transform) {  // BERT: dense + GeLU + LayerNorm, replicated
+    B.autocast_input(Tr * h);
     B.linear("transform", static_cast<int64_t>(Tr), h, h);
     B.bias_grad(Tr, static_cast<double>(h));
     B.elementwise("gelu", Tr * h, 1, 1, 1);
@@ -384,6 +451,7 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
     B.keep(3 * Tr * h * act + Tr * kNormStatBytes);
   }
   B.enter_tp_region("logits", x_bytes);
+  B.autocast_input(Tr * h);
   B.linear("logits", T, h, v);
   if (head.output_bias) B.bias_grad(static_cast<double>(T), static_cast<double>(v));
   B.keep(Tr * h * act);  // logits input
@@ -414,7 +482,8 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
   for (const char* name : {"ce_max", "ce_sum", "ce_target"})
     B.comm(name, Pass::kForward, CollectiveKind::kAllReduce, static_cast<double>(T) * 4);
   B.keep(logits * 4);
-  B.keep_full(Tr * h * act);
+  w.transient_bytes = B.transient("cross_entropy", logits);
+  B.keep_full(Tr * h * B.stream());
   w.output_bytes = static_cast<double>(T) * 4;  // the loss per token
 }
 
@@ -480,8 +549,16 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   const int64_t added = shape.grad_accumulation_fusion ? w.params - w.gemm_weight_params : w.params;
   w.accumulated_tensors =
       shape.grad_accumulation_fusion ? w.param_tensors - w.gemm_weight_tensors : w.param_tensors;
-  if (added > 0)
+  if (added > 0 && B.autocast()) {
+    // Autograd accumulates the fp32 gradients (cast back from the half-precision GEMMs above)
+    // into .grad: the first micro-batch's become .grad, each later one is added (12 B).
+    const int64_t m = shape.microbatches;
+    w.accumulate_share = m > 0 ? static_cast<double>(m - 1) / static_cast<double>(m) : 1.0;
+    B.memory("grad_accumulate", Pass::kBackwardWeight,
+             static_cast<double>(added) * 12 * w.accumulate_share);
+  } else if (added > 0) {
     B.memory("grad_accumulate", Pass::kBackwardWeight, static_cast<double>(added) * (B.act() + 8));
+  }
   // Full recomputation never keeps more than no recomputation.
   w.activation_bytes[2] = std::min(w.activation_bytes[2], w.activation_bytes[0]);
   return w;
@@ -489,13 +566,16 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
 
 LayerKernels layer_kernels(const LayerWork& w, Recompute mode) {
   LayerKernels k;
-  auto add = [&](Pass pass, OpGroup group, int64_t n) {
+  auto add = [&](Pass pass, OpGroup group, double n) {
     k.pass[static_cast<int>(pass)] += n;
     if (recomputed(mode, pass, group)) k.recompute += n;
   };
   for (const auto& g : w.gemms) add(g.pass, g.group, 1);
   for (const auto& m : w.memory_ops)
-    add(m.pass, m.group, m.kernel == "grad_accumulate" ? w.accumulated_tensors : m.launches);
+    add(m.pass, m.group,
+        m.kernel == "grad_accumulate"
+            ? static_cast<double>(w.accumulated_tensors) * w.accumulate_share
+            : static_cast<double>(m.launches));
   for (const auto& a : w.attention) add(a.pass, OpGroup::kDefault, 1);
   for (const auto& c : w.comms) add(c.pass, OpGroup::kDefault, 1);
   return k;

@@ -59,7 +59,8 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
                      s.zero >= 3,
                      s.grad_accumulation_fusion,
                      s.tp_comm_overlap,
-                     static_cast<int>(s.host_mode)};
+                     static_cast<int>(s.host_mode),
+                     framework_.precision == Precision::kAutocast ? s.microbatches() : 0};
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
