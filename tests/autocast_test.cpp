@@ -134,7 +134,7 @@ TEST(Autocast, TheLossHoldsTwoFp32GradientsOfTheLogits) {
   EXPECT_EQ(layer_work(model.layers.back(), shape(nullptr, 0)).transient_bytes, 0);
 }
 
-TEST(Autocast, FourteenBytesFewerPerParameterThanMegatron) {
+TEST(Autocast, TwoBytesFewerPerParameterThanMegatron) {
   // fp32 weights and .grad, two fp32 moments, no master copy: 16 B per parameter, not 18.
   MemoryInput in;
   in.params = 1e9;
