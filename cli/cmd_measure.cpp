@@ -101,7 +101,8 @@ CommandRunner declare_measure(CLI::App& app) {
       ->check(kPositive);
   app.add_option("--cluster", o->cluster, "Cluster name to record with the measurement");
   app.add_option("--framework", o->framework,
-                 "How the harness runs the strategy (default and only: reference)");
+                 "How the harness runs the strategy: a framework with a harness style "
+                 "(reference, the default, or pytorch)");
   app.add_option("--python", o->python,
                  "Python with PyTorch (default: $HETPLAN_PYTHON, else python3)");
   app.add_option("--gpu-type", o->gpu_type, "hetplan GPU type to record (default: from the name)");
@@ -118,10 +119,11 @@ CommandRunner declare_measure(CLI::App& app) {
     if (!o->dry_run) check_outputs({o->strategy, o->model}, {{"--out", o->out}});
     const ModelSpec model = load_model(o->model, o->seq_len);
     const FrameworkSpec framework = load_run_framework(o->framework, "reference");
-    if (framework.name != "reference")
+    // The framework names the style of the harness that runs as it (its `harness` key).
+    if (framework.harness.empty())
       throw InputError("--framework", "",
-                       fmt::format("a framework the reference harness runs as (reference), found "
-                                   "\"{}\"",
+                       fmt::format("a framework the reference harness runs as (reference or "
+                                   "pytorch: one with a `harness` style), found \"{}\"",
                                    o->framework));
     const Strategy strategy = with_framework_defaults(load_strategy(o->strategy), framework);
     if (const auto broken = first_broken_rule({model, framework}, strategy))
@@ -136,6 +138,11 @@ CommandRunner declare_measure(CLI::App& app) {
     if (kinds.size() > 1)
       throw InputError(o->strategy, "dp",
                        fmt::format("the reference harness runs one kind of parallelism at a time; "
+                                   "this strategy has {}",
+                                   fmt::join(kinds, ", ")));
+    if (framework.harness == "pytorch" && !kinds.empty())
+      throw InputError(o->strategy, "dp",
+                       fmt::format("the harness runs the pytorch framework's style on one GPU; "
                                    "this strategy has {}",
                                    fmt::join(kinds, ", ")));
     const auto harness = harness_path();
@@ -166,7 +173,7 @@ CommandRunner declare_measure(CLI::App& app) {
     cmd += quote(harness.string()) + " --model-info " + quote(info_path.string()) + " --strategy " +
            quote(strategy_path.string()) +
            // The name `hetplan predict --json` writes, which `hetplan report` matches on.
-           " --model-name " + quote(model.name);
+           " --model-name " + quote(model.name) + " --style " + quote(framework.harness);
     if (o->dry_run) {
       cmd += " --dry-run";
     } else {

@@ -1,5 +1,7 @@
 // hetplan model-info: every layer of a model with all its fields, so that other tools (the PyTorch
 // reference harness, scripts/reference_train.py) build exactly the model hetplan predicts.
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "cli/cmd_model_info.h"
@@ -7,6 +9,7 @@
 #include "cli/common.h"
 #include "cli/validators.h"
 #include "costmodel/errors.h"
+#include "costmodel/framework.h"
 #include "costmodel/layer_ops.h"
 #include "costmodel/model.h"
 #include "costmodel/whole_number.h"
@@ -118,10 +121,16 @@ Json work_json(const LayerWork& w) {
     gemms.push_back(std::move(j));
   }
   for (const auto& m : w.memory_ops)
-    memory.push_back({{"kernel", m.kernel},
-                      {"pass", to_string(m.pass)},
-                      {"bytes", whole_number_json(m.bytes)},
-                      {"core_attention", m.group == OpGroup::kCoreAttention}});
+    memory.push_back(
+        {{"kernel", m.kernel},
+         {"pass", to_string(m.pass)},
+         {"bytes", whole_number_json(m.bytes)},
+         // Kernels it launches per micro-batch (one per accumulated tensor for the
+         // gradient add, of the micro-batches that add).
+         {"launches", m.kernel == "grad_accumulate"
+                          ? static_cast<double>(w.accumulated_tensors) * w.accumulate_share
+                          : static_cast<double>(m.launches)},
+         {"core_attention", m.group == OpGroup::kCoreAttention}});
   for (const auto& a : w.attention)
     attention.push_back({{"pass", to_string(a.pass)},
                          {"batch", a.batch},
@@ -145,6 +154,7 @@ Json work_json(const LayerWork& w) {
             {"selective", whole_number_json(w.activation(Recompute::kSelective))},
             {"full", whole_number_json(w.activation(Recompute::kFull))}}},
           {"output_bytes", whole_number_json(w.output_bytes)},
+          {"transient_bytes", whole_number_json(w.transient_bytes)},
           {"params", w.params},
           {"model_flops", {w.model_flops[0], w.model_flops[1], w.model_flops[2]}}};
 }
@@ -182,6 +192,7 @@ CommandRunner declare_model_info(CLI::App& app) {
     LayerShape shape;
     bool no_flash = false;
     bool no_fusion = false;
+    std::string framework;
   };
   auto o = std::make_shared<Options>();
   app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
@@ -210,6 +221,15 @@ CommandRunner declare_model_info(CLI::App& app) {
   app.add_flag("--no-grad-accumulation-fusion", o->no_fusion,
                "Every gradient added into the fp32 main gradients by a kernel (--work)")
       ->needs(work);
+  app.add_option("--framework", o->framework,
+                 "The work as this framework runs it: its kernels and precision (--work; "
+                 "default: hetplan's fused kernels)")
+      ->needs(work);
+  app.add_option("--microbatches", o->shape.microbatches,
+                 "Micro-batches per iteration, for a framework whose autograd adds the "
+                 "gradients of all but the first (--work)")
+      ->check(kPositive)
+      ->needs(work);
   return [o]() {
     check_outputs({o->model}, {{"--json", o->json}});
     const ModelSpec m = load_model(o->model, o->seq_len);
@@ -222,8 +242,12 @@ CommandRunner declare_model_info(CLI::App& app) {
       Json j = model_info_json(m);
       if (o->work) {
         LayerShape shape = o->shape;
+        std::optional<FrameworkSpec> framework;
+        if (!o->framework.empty()) framework = load_framework(o->framework);
+        shape.framework = framework ? &*framework : nullptr;
         shape.flash_attention = !o->no_flash;
-        shape.grad_accumulation_fusion = !o->no_fusion;
+        shape.grad_accumulation_fusion =
+            !o->no_fusion && (!framework || framework->defaults.grad_accumulation_fusion);
         shape.dtype = m.dtype;  // layer_work names a tp that does not divide a layer
         j["work_shape"] = {{"micro_batch", shape.micro_batch},
                            {"tp", shape.tp},
@@ -231,6 +255,10 @@ CommandRunner declare_model_info(CLI::App& app) {
                            {"flash_attention", shape.flash_attention},
                            {"grad_accumulation_fusion", shape.grad_accumulation_fusion},
                            {"dtype", to_string(shape.dtype)}};
+        if (framework) {
+          j["work_shape"]["framework"] = framework->name;
+          j["work_shape"]["microbatches"] = shape.microbatches;
+        }
         for (size_t i = 0; i < m.layers.size(); ++i)
           j["layers"][i]["work"] = work_json(layer_work(m.layers[i], shape));
       }

@@ -44,6 +44,10 @@ std::string_view to_string(PeakKind kind) {
   return "?";
 }
 
+std::string_view to_string(ParamPrecision precision) {
+  return precision == ParamPrecision::kAutocast ? "autocast" : "half";
+}
+
 const std::vector<OpFamilyInfo>& op_families() {
   static const std::vector<OpFamilyInfo> kFamilies = {
       {"rmsnorm", "a token's hidden value (tokens x hidden on the rank)"},
@@ -169,16 +173,37 @@ FrameworkDefaults read_defaults(ObjectReader r, const Capabilities& c) {
   return d;
 }
 
+OpValues read_values(ObjectReader& r) {
+  OpValues v;
+  v.act_values = r.non_negative_or("act_values", 0);
+  v.fp32_values = r.non_negative_or("fp32_values", 0);
+  v.bytes = r.non_negative_or("bytes", 0);
+  return v;
+}
+
+bool moves_nothing(const OpValues& v) {
+  return v.act_values == 0 && v.fp32_values == 0 && v.bytes == 0;
+}
+
 OpPass read_op_pass(ObjectReader r) {
   OpPass p;
-  p.launches = r.positive_integer("launches");
-  p.act_values = r.non_negative_or("act_values", 0);
-  p.fp32_values = r.non_negative_or("fp32_values", 0);
-  p.bytes = r.non_negative_or("bytes", 0);
-  if (p.act_values == 0 && p.fp32_values == 0 && p.bytes == 0)
+  const int64_t launches = r.integer("launches");
+  static_cast<OpValues&>(p) = read_values(r);
+  if (launches < 0 || (launches == 0 && !moves_nothing(p)))
+    r.fail("launches", "expected kernels > 0, or 0 with no values (a pass run inside another)");
+  p.launches = launches;
+  if (launches > 0 && moves_nothing(p))
     r.fail("act_values", "expected what it moves per element (act_values, fp32_values, bytes)");
   r.finish();
   return p;
+}
+
+OpValues read_kept(ObjectReader r) {
+  const OpValues v = read_values(r);
+  if (moves_nothing(v))
+    r.fail("act_values", "expected the values per element (act_values, fp32_values, bytes)");
+  r.finish();
+  return v;
 }
 
 std::map<std::string, OpRecipe> read_ops(ObjectReader r) {
@@ -195,6 +220,8 @@ std::map<std::string, OpRecipe> read_ops(ObjectReader r) {
     if (auto f = o.optional_object("forward")) recipe.forward = read_op_pass(*f);
     if (auto b = o.optional_object("backward")) recipe.backward = read_op_pass(*b);
     if (auto w = o.optional_object("weight")) recipe.weight = read_op_pass(*w);
+    if (auto k = o.optional_object("kept")) recipe.kept = read_kept(*k);
+    if (auto t = o.optional_object("transient")) recipe.transient = read_kept(*t);
     o.finish();
     ops[family] = recipe;
   }
@@ -290,7 +317,7 @@ void check_sources(const Json& root, const std::map<std::string, std::string>& s
                                    path));
   };
   for (const char* section :
-       {"can_run", "defaults", "ops", "compiled_ops", "host_s_per_kernel", "memory"})
+       {"can_run", "defaults", "precision", "ops", "compiled_ops", "host_s_per_kernel", "memory"})
     if (root.contains(section)) check(section, root.at(section));
   for (const auto& [key, text] : sources)
     if (text.empty()) throw InputError(origin, "sources." + key, "a non-empty source");
@@ -309,6 +336,11 @@ FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
   f.export_format = format == "none" ? "" : format;
   f.can_run = read_capabilities(r.object("can_run"));
   f.defaults = read_defaults(r.object("defaults"), f.can_run);
+  f.param_precision = r.choice_or("precision", {"half", "autocast"}, "half") == "autocast"
+                          ? ParamPrecision::kAutocast
+                          : ParamPrecision::kHalf;
+  f.harness = r.choice_or("harness", {"reference", "pytorch", "none"}, "none");
+  if (f.harness == "none") f.harness.clear();
   if (auto ops = r.optional_object("ops")) f.ops = read_ops(*ops);
   if (auto ops = r.optional_object("compiled_ops")) f.compiled_ops = read_ops(*ops);
   f.host_s_per_kernel = read_host(r.object("host_s_per_kernel"), f.can_run);

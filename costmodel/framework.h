@@ -25,24 +25,44 @@ inline constexpr HostMode kAllHostModes[] = {HostMode::kEager, HostMode::kCompil
 std::string_view to_string(HostMode mode);
 bool parse_host_mode(std::string_view text, HostMode& out);
 
-// One pass of one memory-bound op as a framework runs it, where that differs from hetplan's fused
-// kernel (one launch moving the fewest bytes, costmodel/layer_ops.cpp): `launches` kernels that
-// together move, per element of the op's tensor, `act_values` activation-sized values,
-// `fp32_values` fp32 values and `bytes` single bytes (read and written alike; an eager RMSNorm
-// under autocast reads bf16 and works in fp32, a dropout mask is one byte).
-struct OpPass {
-  int64_t launches = 1;
+// Values per element of an op's tensor: `act_values` activation-sized values, `fp32_values` fp32
+// values and `bytes` single bytes (an eager RMSNorm under autocast works in fp32, a dropout mask
+// is one byte).
+struct OpValues {
   double act_values = 0, fp32_values = 0, bytes = 0;
   double total_bytes(double elements, double act_size) const {
     return elements * (act_values * act_size + fp32_values * 4 + bytes);
   }
 };
 
+// One pass of one memory-bound op as a framework runs it, where that differs from hetplan's fused
+// kernel (one launch moving the fewest bytes, costmodel/layer_ops.cpp): `launches` kernels that
+// together move these values per element (read and written alike). `launches: 0` with no values:
+// the pass runs inside another pass's sequence (an eager norm's backward that forms the gain's
+// gradient with the input's).
+struct OpPass : OpValues {
+  int64_t launches = 1;
+};
+
 // The passes of one op family (rmsnorm, swiglu, rotary, ...) the framework runs its own way; an
-// absent pass runs as hetplan's kernel. `weight` is the backward of a norm's gain.
+// absent pass runs as hetplan's kernel. `weight` is the backward of a norm's gain. `kept`: what
+// the sequence keeps for backward beyond the tensors hetplan's fused kernel keeps (an eager
+// RMSNorm's normalised input, an eager SwiGLU's silu output); `transient`: working buffers of
+// its backward beyond hetplan's (an eager loss's two fp32 gradients of the logits).
 struct OpRecipe {
   std::optional<OpPass> forward, backward, weight;
+  OpValues kept, transient;
 };
+
+// How a framework holds parameters and activations. `half`: parameters in the training dtype
+// (with fp32 master weights where its memory layout keeps them), activations in it throughout.
+// `autocast`: fp32 parameters, and the forward under torch.autocast: every linear layer casts its
+// weight (once per forward) and an fp32 input to the training dtype, keeps the weight's copy for
+// backward and casts the gradients back; the residual stream, the norms and the embedding stay
+// fp32; autograd accumulates fp32 gradients (the first micro-batch's become .grad, later ones
+// are added).
+enum class ParamPrecision { kHalf, kAutocast };
+std::string_view to_string(ParamPrecision precision);
 
 // The op families a framework may describe, with what one "element" is (docs/frameworks.md).
 struct OpFamilyInfo {
@@ -116,6 +136,10 @@ struct FrameworkSpec {
   std::string origin;   // the preset or file it was read from
   Capabilities can_run;
   FrameworkDefaults defaults;
+  ParamPrecision param_precision = ParamPrecision::kHalf;
+  // The style of the reference harness (scripts/reference) that runs as this framework for
+  // `hetplan measure`, or "" (none).
+  std::string harness;
   std::map<std::string, OpRecipe> ops;           // eager (and CUDA-graph) kernels, by family
   std::map<std::string, OpRecipe> compiled_ops;  // under torch.compile
   std::map<HostMode, double> host_s_per_kernel;

@@ -31,6 +31,7 @@ Projected standard_projections(const TransformerLayer& b, const BlockSizes& z, B
   const int64_t heads = p.heads, kv = p.kv, hd = b.head_dim;
   B.enter_tp_region("attn", z.x_bytes);
   const int64_t qkv_width = (heads + 2 * kv) * hd;
+  B.autocast_input(z.Tr * z.h);
   B.linear("qkv", T, z.h, qkv_width);
   if (b.qkv_biased()) B.bias_grad(static_cast<double>(T), static_cast<double>(qkv_width));
   // Q, K and V are views of the projection's output; their gradients are joined again (a copy
@@ -42,7 +43,11 @@ Projected standard_projections(const TransformerLayer& b, const BlockSizes& z, B
     B.kept_norm(NormKind::kRmsNorm, static_cast<double>(T) * heads, hd);
     B.kept_norm(NormKind::kRmsNorm, static_cast<double>(T) * kv, hd);
   }
-  if (b.rotary) B.elementwise("rotary", static_cast<double>(T) * (heads + kv) * hd, 1, 1, 0);
+  if (b.rotary) {
+    const double rotated = static_cast<double>(T) * (heads + kv) * hd;
+    B.elementwise("rotary", rotated, 1, 1, 0);
+    B.keep(B.kept("rotary", rotated));
+  }
   const double qk_bytes = static_cast<double>(T) * (heads + kv) * hd * act;
   const double v_bytes = static_cast<double>(T) * kv * hd * act;
   B.keep(qk_bytes + v_bytes);  // Q, K, V
@@ -65,6 +70,7 @@ Projected mla_projections(const TransformerLayer& b, const BlockSizes& z, Builde
   const int64_t kv_latent = m.kv_lora_rank + m.qk_rope_head_dim;
   const int64_t latent = m.q_lora_rank + kv_latent;
   B.keep(z.Tr * z.h * act);  // the down-projections' input
+  B.autocast_input(z.Tr * z.h);
   if (m.q_lora_rank > 0) B.linear("q_down", rank_tokens, z.h, m.q_lora_rank);
   B.linear("kv_down", rank_tokens, z.h, kv_latent);
   B.enter_tp_region("attn_latent",
@@ -78,7 +84,9 @@ Projected mla_projections(const TransformerLayer& b, const BlockSizes& z, Builde
   B.kept_norm(NormKind::kRmsNorm, static_cast<double>(T), m.kv_lora_rank);
   B.linear("kv_up", T, m.kv_lora_rank, heads * (m.qk_nope_head_dim + m.v_head_dim));
   // The rotary part of the queries and the one shared key part, applied and joined to each head.
-  B.elementwise("rotary", static_cast<double>(T) * (heads + 1) * m.qk_rope_head_dim, 1, 1, 0);
+  const double rotated = static_cast<double>(T) * (heads + 1) * m.qk_rope_head_dim;
+  B.elementwise("rotary", rotated, 1, 1, 0);
+  B.keep(B.kept("rotary", rotated));
   const double q_bytes = static_cast<double>(T) * heads * p.qk_dim * act;
   const double k_bytes = q_bytes;
   const double v_bytes = static_cast<double>(T) * heads * p.v_dim * act;
@@ -213,7 +221,7 @@ void core(const TransformerLayer& b, const BlockSizes& z, const Projected& p, Bu
     B.gemm("scores_dq", Pass::kBackwardInput, {hd, seq, seq, bh, false, false});
     B.gemm("scores_dk", Pass::kBackwardInput, {hd, seq, seq, bh, false, true});
     // Softmax output, dropout mask and dropout output (Korthikanti et al. 2022, 5as^2b/t).
-    B.keep(scores * act, true);
+    B.keep(scores * act + B.kept("softmax", scores), true);
     if (dropout) B.keep(scores * (1 + act), true);
   }
 }
@@ -230,6 +238,14 @@ void residual(const TransformerLayer& b, const BlockSizes& z, bool bias, Builder
   // dropout and the add of each pass it lists.
   const double act = B.act();
   const double res_elems = z.Tr * z.h;
+  const double stream = B.stream();
+  // Under autocast the branch's (half-precision) output is added to the fp32 stream, and the
+  // stream's gradient is cast back for the branch: one more kernel in backward.
+  const auto residual_add = [&] {
+    B.memory("residual_add", Pass::kForward, res_elems * (2 * stream + act));
+    if (B.autocast())
+      B.memory("autocast_residual_grad_cast", Pass::kBackwardInput, res_elems * (stream + act));
+  };
   if (bias) B.bias_grad(z.Tr, static_cast<double>(z.h));
   if (b.dropout > 0) {
     B.keep(res_elems);  // mask, one byte per element
@@ -239,19 +255,19 @@ void residual(const TransformerLayer& b, const BlockSizes& z, bool bias, Builder
            res_elems, 0);
     } else {
       B.memory("dropout_fwd", Pass::kForward, res_elems * (2 * act + 1));
-      B.memory("residual_add", Pass::kForward, 3 * res_elems * act);
+      residual_add();
     }
     if (fused && fused->backward) {
       B.op("bias_dropout_add", &OpRecipe::backward, Pass::kBackwardInput, "bias_dropout_add_bwd",
            res_elems, 0);
     } else {
       B.memory("dropout_bwd", Pass::kBackwardInput, res_elems * (2 * act + 1));
-      B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * act);
+      B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * stream);
     }
     return;
   }
-  B.memory("residual_add", Pass::kForward, 3 * res_elems * act);
-  B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * act);
+  residual_add();
+  B.memory("residual_grad_add", Pass::kBackwardInput, 3 * res_elems * stream);
 }
 
 void attention_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z,
@@ -259,7 +275,7 @@ void attention_part(const LayerSpec& layer, const TransformerLayer& b, const Blo
   (void)layer;
   const double act = B.act();
   B.norm(b.norm, z.Tr, z.h);
-  B.keep(z.Tr * z.h * act + z.Tr * kNormStatBytes);  // norm input and statistics
+  B.keep_norm(b.norm, z.Tr, z.h);  // norm input and statistics
   const Projected p = b.mla.enabled() ? mla_projections(b, z, B) : standard_projections(b, z, B);
   context_exchange(z, p, B);
   core(b, z, p, B);

@@ -36,7 +36,12 @@ struct LinearOptions {
 class Builder {
  public:
   Builder(const LayerShape& shape, LayerWork& work)
-      : s_(shape), w_(work), act_(dtype_bytes(shape.dtype)) {}
+      : s_(shape),
+        w_(work),
+        act_(dtype_bytes(shape.dtype)),
+        autocast_(shape.framework &&
+                  shape.framework->param_precision == ParamPrecision::kAutocast && act_ < 4),
+        stream_(autocast_ ? 4 : act_) {}
 
   // A linear layer y = x W^T with `in` -> `out` features over `tokens` rows: forward GEMM,
   // input-gradient GEMM, weight-gradient GEMM, and under a low-precision recipe the quantisation
@@ -67,6 +72,13 @@ class Builder {
       }
     }
     if (o.shared_weight) return;
+    if (autocast_) {  // its weight cast per forward (kept for the input gradient), the gradient
+                      // back
+      const double weights = static_cast<double>(in) * out * b;
+      memory("autocast_weight_cast", Pass::kForward, weights * (4 + act_), OpGroup::kDefault, b);
+      if (o.input_gradient) keep(weights * act_);
+      memory("autocast_weight_grad_cast", W, weights * (act_ + 4), OpGroup::kDefault, b);
+    }
     w_.gemm_weight_params += in * out * b;
     w_.param_tensors += b;
     w_.gemm_weight_tensors += b;
@@ -77,7 +89,30 @@ class Builder {
   // forward's bias add rides in the GEMM's epilogue (cuBLASLt) and costs nothing apart.
   void bias_grad(double rows, double cols) {
     memory("bias_grad", Pass::kBackwardWeight, rows * cols * act_);
+    if (autocast_) {  // the bias is cast with its weight, its gradient back
+      memory("autocast_bias_cast", Pass::kForward, cols * (4 + act_));
+      memory("autocast_bias_grad_cast", Pass::kBackwardWeight, cols * (act_ + 4));
+    }
     ++w_.param_tensors;
+  }
+
+  // Under autocast a linear layer's fp32 input (a norm's output) is cast to the training dtype,
+  // and the gradient of that copy back to fp32: one kernel each way.
+  void autocast_input(double elements) {
+    if (!autocast_) return;
+    memory("autocast_input_cast", Pass::kForward, elements * (4 + act_));
+    memory("autocast_input_grad_cast", Pass::kBackwardInput, elements * (act_ + 4));
+  }
+
+  // What the framework's sequence for `family` keeps (`kept`) or holds while it runs
+  // (`transient`) beyond hetplan's kernel, over `elements` values.
+  double kept(std::string_view family, double elements) const {
+    const OpRecipe* r = recipe(family);
+    return r ? r->kept.total_bytes(elements, act_) : 0;
+  }
+  double transient(std::string_view family, double elements) const {
+    const OpRecipe* r = recipe(family);
+    return r ? r->transient.total_bytes(elements, act_) : 0;
   }
 
   void gemm(const std::string& name, Pass pass, GemmShape shape, OpGroup group = OpGroup::kDefault,
@@ -130,7 +165,7 @@ class Builder {
     const std::string k = kind == NormKind::kLayerNorm ? "layernorm" : "rmsnorm";
     w_.param_tensors += kind == NormKind::kLayerNorm ? 2 : 1;  // gain (and bias)
     const double elements = tokens * static_cast<double>(hidden);
-    const double x = elements * act_;
+    const double x = elements * stream_;
     op(k, &OpRecipe::forward, Pass::kForward, k + "_fwd", elements,
        2 * x + tokens * kNormStatBytes);
     op(k, &OpRecipe::backward, Pass::kBackwardInput, k + "_bwd", elements,
@@ -138,18 +173,28 @@ class Builder {
     op(k, &OpRecipe::weight, Pass::kBackwardWeight, k + "_bwd_weight", elements, 2 * x);
   }
 
-  // A norm and what it keeps for backward: its input and statistics.
+  // What a norm over `tokens` x `hidden` keeps for backward: its input (the residual stream's
+  // type) and statistics, and what the framework's sequence keeps beyond them.
+  void keep_norm(NormKind kind, double tokens, int64_t hidden) {
+    const double elements = tokens * static_cast<double>(hidden);
+    keep(elements * stream_ + tokens * kNormStatBytes +
+         (kind == NormKind::kRmsNorm ? kept("rmsnorm", elements) : 0));
+  }
+
+  // A norm and what it keeps for backward.
   void kept_norm(NormKind kind, double tokens, int64_t hidden) {
     if (kind == NormKind::kNone) return;
     norm(kind, tokens, hidden);
-    keep(tokens * static_cast<double>(hidden) * act_ + tokens * kNormStatBytes);
+    keep_norm(kind, tokens, hidden);
   }
 
   // Dropout as CUDA runs it (one kernel each way): forward reads x and writes y and a one-byte
-  // mask; backward reads dy and the mask and writes dx.
-  void dropout(double elements) {
-    memory("dropout_fwd", Pass::kForward, elements * (2 * act_ + 1));
-    memory("dropout_bwd", Pass::kBackwardInput, elements * (2 * act_ + 1));
+  // mask; backward reads dy and the mask and writes dx; values of `value_bytes` (default: the
+  // activations').
+  void dropout(double elements, double value_bytes = 0) {
+    const double v = value_bytes > 0 ? value_bytes : act_;
+    memory("dropout_fwd", Pass::kForward, elements * (2 * v + 1));
+    memory("dropout_bwd", Pass::kBackwardInput, elements * (2 * v + 1));
   }
 
   // Whether the group of `scope` has more than one rank in this shape.
@@ -204,6 +249,9 @@ class Builder {
   void keep_full(double bytes) { w_.activation_bytes[2] += bytes; }
 
   double act() const { return act_; }
+  // The residual stream's, the norms' and the embedding's values: fp32 under autocast.
+  double stream() const { return stream_; }
+  bool autocast() const { return autocast_; }
   const LayerShape& shape() const { return s_; }
   LayerWork& work() { return w_; }
 
@@ -211,6 +259,8 @@ class Builder {
   const LayerShape& s_;
   LayerWork& w_;
   double act_ = 2;
+  bool autocast_ = false;
+  double stream_ = 2;
 };
 
 // A whole-block decomposition's common sizes on one rank.

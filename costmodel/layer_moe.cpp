@@ -38,7 +38,8 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
       break;
   }
   B.keep(act_elems * act * (gated ? 2 : 1));  // activation input
-  B.keep(act_elems * act);                    // fc2 input (activation output)
+  if (b.activation == MlpActivation::kSwiglu) B.keep(B.kept("swiglu", act_elems));
+  B.keep(act_elems * act);  // fc2 input (activation output)
   B.linear(prefix + "fc2", tokens, f, h, {.batch = experts, .flop_fraction = flop_fraction});
 }
 
@@ -203,7 +204,8 @@ void mlp_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSize
   const LayerShape& s = B.shape();
   const double act = B.act();
   B.norm(b.norm, z.Tr, z.h);
-  B.keep(z.Tr * z.h * act + z.Tr * kNormStatBytes);
+  B.keep_norm(b.norm, z.Tr, z.h);
+  B.autocast_input(z.Tr * z.h);
   if (b.is_moe()) {
     check_moe_widths(layer, b, s);
     const bool tensor_region =

@@ -184,9 +184,9 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
   if (b.mtp_vocab > 0) layer_detail::mtp_prologue(b, z, B);
   layer_detail::attention_part(layer, b, z, B);
   layer_detail::mlp_part(layer, b, z, B);
-  B.keep_full(z.Tr * z.h * B.act());  // full recomputation keeps the layer input only
+  B.keep_full(z.Tr * z.h * B.stream());  // full recomputation keeps the layer input only
   if (b.mtp_vocab > 0) layer_detail::mtp_epilogue(b, z, B);
-  w.output_bytes = z.x_bytes;
+  w.output_bytes = static_cast<double>(z.T) * z.h * B.stream();
 }
 
 void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape& s, Builder& B,
@@ -195,13 +195,15 @@ void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape
   const int64_t T = s.micro_batch * (layer.seq_len / s.cp);
   const double act = B.act();
   const double x_bytes = static_cast<double>(T) * layer.hidden * act;
+  // The tables and what they give are in the stream's type (fp32 parameters under autocast).
+  const double stream_bytes = static_cast<double>(T) * layer.hidden * B.stream();
   const double Tr = s.sequence_parallel ? static_cast<double>(T) / s.tp : static_cast<double>(T);
   // One gather per table (rows read, hidden states written; positions and token types have
   // tables of their own), and an add per extra table.
   const int tables = 1 + (e.max_positions > 0) + (e.token_types > 0);
   w.param_tensors += tables;
-  B.memory("embedding_fwd", Pass::kForward, x_bytes * 2 * tables);
-  if (tables > 1) B.memory("embedding_add", Pass::kForward, x_bytes * 3 * (tables - 1));
+  B.memory("embedding_fwd", Pass::kForward, stream_bytes * 2 * tables);
+  if (tables > 1) B.memory("embedding_add", Pass::kForward, stream_bytes * 3 * (tables - 1));
   // The vocabulary-parallel lookup ends with a reduction over the tensor-parallel group.
   B.leave_tp_region("embedding", x_bytes);
   // Weight gradient: a dense gradient of every whole table (zeroed, then the rows of dy added),
@@ -209,18 +211,15 @@ void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape
   const int64_t vocab_rows = (s.pad_vocab ? padded_vocab(e.vocab, s.tp) : e.vocab) / s.tp;
   const double table_rows = static_cast<double>(vocab_rows + e.max_positions + e.token_types);
   B.memory("embedding_bwd", Pass::kBackwardWeight,
-           x_bytes * tables + table_rows * layer.hidden * act);
-  if (e.norm != NormKind::kNone) {
-    B.norm(e.norm, Tr, layer.hidden);
-    B.keep(Tr * layer.hidden * act + Tr * kNormStatBytes);
-  }
+           stream_bytes * tables + table_rows * layer.hidden * B.stream());
+  B.kept_norm(e.norm, Tr, layer.hidden);
   if (e.dropout > 0) {
-    B.dropout(Tr * layer.hidden);
+    B.dropout(Tr * layer.hidden, B.stream());
     B.keep(Tr * layer.hidden);
   }
   B.keep(static_cast<double>(T) * 8);  // token ids (int64)
   B.keep_full(static_cast<double>(T) * 8);
-  w.output_bytes = x_bytes;
+  w.output_bytes = stream_bytes;
 }
 
 void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& s, Builder& B,
@@ -231,9 +230,9 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
   const double Tr = s.sequence_parallel ? static_cast<double>(T) / s.tp : static_cast<double>(T);
   const double x_bytes = static_cast<double>(T) * h * act;
   const int64_t v = (s.pad_vocab ? padded_vocab(head.vocab, s.tp) : head.vocab) / s.tp;
-  B.norm(head.final_norm, Tr, h);
-  if (head.final_norm != NormKind::kNone) B.keep(Tr * h * act + Tr * kNormStatBytes);
+  B.kept_norm(head.final_norm, Tr, h);
   if (head.transform) {  // BERT: dense + GeLU + LayerNorm, replicated
+    B.autocast_input(Tr * h);
     B.linear("transform", static_cast<int64_t>(Tr), h, h, {.quantizable = false});
     B.bias_grad(Tr, static_cast<double>(h));
     B.elementwise("gelu", Tr * h, 1, 1, 1);
@@ -241,6 +240,7 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
     B.keep(3 * Tr * h * act + Tr * kNormStatBytes);
   }
   B.enter_tp_region("logits", x_bytes);
+  B.autocast_input(Tr * h);
   B.linear("logits", T, h, v, {.quantizable = false});
   if (head.output_bias) B.bias_grad(static_cast<double>(T), static_cast<double>(v));
   B.keep(Tr * h * act);  // logits input
@@ -253,7 +253,8 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
     B.keep(logits * 4);
   }
   layer_detail::cross_entropy(static_cast<double>(T), v, B);
-  B.keep_full(Tr * h * act);
+  w.transient_bytes = B.transient("cross_entropy", static_cast<double>(T) * v);
+  B.keep_full(Tr * h * B.stream());
   w.output_bytes = static_cast<double>(T) * 4;  // the loss per token
 }
 
@@ -354,8 +355,16 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   const int64_t added = shape.grad_accumulation_fusion ? w.params - w.gemm_weight_params : w.params;
   w.accumulated_tensors =
       shape.grad_accumulation_fusion ? w.param_tensors - w.gemm_weight_tensors : w.param_tensors;
-  if (added > 0)
+  if (added > 0 && B.autocast()) {
+    // Autograd accumulates the fp32 gradients (cast back from the half-precision GEMMs above)
+    // into .grad: the first micro-batch's become .grad, each later one is added (12 B).
+    const int64_t m = shape.microbatches;
+    w.accumulate_share = m > 0 ? static_cast<double>(m - 1) / static_cast<double>(m) : 1.0;
+    B.memory("grad_accumulate", Pass::kBackwardWeight,
+             static_cast<double>(added) * 12 * w.accumulate_share);
+  } else if (added > 0) {
     B.memory("grad_accumulate", Pass::kBackwardWeight, static_cast<double>(added) * (B.act() + 8));
+  }
   // Full recomputation never keeps more than no recomputation.
   w.activation_bytes[2] = std::min(w.activation_bytes[2], w.activation_bytes[0]);
   return w;
@@ -363,15 +372,18 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
 
 LayerKernels layer_kernels(const LayerWork& w, Recompute mode) {
   LayerKernels k;
-  auto add = [&](Pass pass, OpGroup group, int64_t n) {
+  auto add = [&](Pass pass, OpGroup group, double n) {
     k.pass[static_cast<int>(pass)] += n;
     if (recomputed(mode, pass, group)) k.recompute += n;
   };
   for (const auto& g : w.gemms) add(g.pass, g.group, 1);
   for (const auto& m : w.memory_ops)
-    add(m.pass, m.group, m.kernel == "grad_accumulate" ? w.accumulated_tensors : m.launches);
+    add(m.pass, m.group,
+        m.kernel == "grad_accumulate"
+            ? static_cast<double>(w.accumulated_tensors) * w.accumulate_share
+            : static_cast<double>(m.launches));
   for (const auto& a : w.attention) add(a.pass, OpGroup::kDefault, 1);
-  for (const auto& c : w.comms) add(c.pass, OpGroup::kDefault, c.repeats);
+  for (const auto& c : w.comms) add(c.pass, OpGroup::kDefault, static_cast<double>(c.repeats));
   return k;
 }
 

@@ -72,6 +72,9 @@ struct LayerShape {
   // host mode the strategy runs; nullptr: hetplan's fused kernels throughout.
   const FrameworkSpec* framework = nullptr;
   HostMode host_mode = HostMode::kEager;
+  // Micro-batches per iteration, where the framework's precision is autocast: autograd's first
+  // micro-batch's gradients become .grad, later ones are added (0: every micro-batch adds).
+  int64_t microbatches = 0;
 
   int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 };
@@ -192,6 +195,11 @@ struct LayerWork {
   int64_t param_tensors = 0;
   int64_t gemm_weight_tensors = 0;
   int64_t accumulated_tensors = 0;
+  // The share of micro-batches whose gradients are added (autocast: all but the first).
+  double accumulate_share = 1;
+  // Working buffers of the framework's own ops beyond hetplan's fused kernels' (an eager loss's
+  // fp32 gradients of the logits), while the layer's backward runs.
+  double transient_bytes = 0;
   // Model FLOPs of the layer on one rank per pass (no recomputation; attention counted in full,
   // as Megatron-LM and PaLM count it for MFU).
   double model_flops[kNumPasses] = {0, 0, 0};
@@ -213,10 +221,12 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape);
 // attention pass and collective is one launch, and gradient accumulation one per accumulated
 // tensor. `recompute` counts the forward launches re-run in backward under `mode`. The host's
 // time to issue them bounds the step of small configurations (search/evaluate.cpp).
+// Counts are per micro-batch, so fractional where a share of the micro-batches launches a kernel
+// (autocast's gradient accumulation).
 struct LayerKernels {
-  int64_t pass[kNumPasses] = {0, 0, 0};
-  int64_t recompute = 0;
-  int64_t total() const { return pass[0] + pass[1] + pass[2] + recompute; }
+  double pass[kNumPasses] = {0, 0, 0};
+  double recompute = 0;
+  double total() const { return pass[0] + pass[1] + pass[2] + recompute; }
 };
 LayerKernels layer_kernels(const LayerWork& work, Recompute mode);
 

@@ -536,6 +536,16 @@ part_c() {
     step llama_eager 150 10 bash -c 'llama_eager "$1"' _ "$sweep"
     excerpt "$work/logs/llama_eager.log" '^(configuration|[a-z].* s[0-9]+ mb|[0-9]+ LLaMA)' 12
   fi
+  # The harness run the way plain PyTorch runs (fp32 parameters under autocast, eager operators,
+  # autograd's accumulation; reference/plain.py) against `--framework pytorch`: issue 36's
+  # single-GPU target. Then its operators on the device.
+  step plain_pytorch_sweep 330 20 env SWEEP_ARGS="--framework pytorch --style pytorch" \
+    bash scripts/measure_sweep.sh "$work/sweep-pytorch" "${files[@]}"
+  excerpt "$work/logs/plain_pytorch_sweep.log" '^( ?[0-9]+ |iteration time|peak memory|out of memory|hetplan predict)' 40
+  step harness_vs_model_plain 90 10 python3 scripts/harness_vs_model.py --style pytorch \
+    --model examples/models/llama-370m.yaml --micro-batch 1 --device cuda \
+    --json "$work/harness_vs_model_plain_llama-370m.json"
+  excerpt "$work/logs/harness_vs_model_plain.log" '^layer|forward|backward|accumulation' 16
   step parallel_harness_tests 150 10 python3 -m unittest -v tests/python/test_parallel_harness.py
   excerpt "$work/logs/parallel_harness_tests.log" '^(Ran|OK|FAILED)|\.\.\. (FAIL|ERROR|skipped)' 20
 }

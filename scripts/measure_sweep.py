@@ -118,6 +118,8 @@ def prepare(a, configs):
             cmd = [a.hetplan, "predict", "--model", path, "--seq-len", str(seq), "--cluster",
                    a.cluster, "--strategy", os.path.join(a.out, strategy_file), "--json",
                    os.path.join(a.out, sub, f"{i:02d}.json")]
+            if a.framework:
+                cmd += ["--framework", a.framework]
             if calib:
                 cmd += ["--calibration", calib]
             else:
@@ -269,13 +271,31 @@ def main(argv):
     p.add_argument("--measurements", metavar="FILE",
                    help="predict again and compare with FILE, an earlier sweep's "
                         "measurements.json of the same configurations, instead of measuring")
+    p.add_argument("--framework", default="",
+                   help="the framework the predictions are for (hetplan predict --framework; "
+                        "default: predict's own)")
+    p.add_argument("--style", default="reference", choices=["reference", "pytorch"],
+                   help="how the harness runs (reference_train.py --style; pytorch: the way "
+                        "plain PyTorch runs, to be predicted with --framework pytorch)")
+    p.add_argument("--only", default="",
+                   help="comma-separated indices of the configurations to run (e.g. 14,15,16,"
+                        "17,18,19: the LLaMA-style ones)")
     a = p.parse_args(argv)
     if a.measurements and a.compare_only:
         print("measure_sweep: --measurements and --compare-only exclude each other",
               file=sys.stderr)
         return 2
     os.makedirs(a.out, exist_ok=True)
-    configs = [CONFIGS[i] for i in QUICK] if a.quick else CONFIGS
+    try:
+        only = [int(i) for i in a.only.split(",")] if a.only else []
+        if any(not 0 <= i < len(CONFIGS) for i in only):
+            raise ValueError
+    except ValueError:
+        print(f"measure_sweep: --only: expected indices 0-{len(CONFIGS) - 1}, found {a.only!r}",
+              file=sys.stderr)
+        return 2
+    configs = [CONFIGS[i] for i in only] if only else \
+        [CONFIGS[i] for i in QUICK] if a.quick else CONFIGS
     t0 = time.time()
     if a.compare_only:
         if not os.path.exists(os.path.join(a.out, "plan.json")):
@@ -313,7 +333,8 @@ def main(argv):
                              "--plan", os.path.join(a.out, "plan.json"), "--out",
                              os.path.join(a.out, "measurements.json"), "--cluster", a.cluster,
                              "--warmup", str(a.warmup), "--iters", str(a.iters), "--budget-s",
-                             str(a.budget_s), "--hetplan-version", hetplan_version(a.hetplan)]).returncode
+                             str(a.budget_s), "--hetplan-version", hetplan_version(a.hetplan),
+                             "--style", a.style]).returncode
         if rc not in (0, 1):
             print(f"the harness exited {rc}", file=sys.stderr)
             return 1

@@ -13,7 +13,9 @@ hetplan predicts, and writes a hetplan measurements file (docs/formats.md, docs/
   # what would run, without torch or a GPU
   python3 scripts/reference_train.py --model-info model.json --strategy s.json --dry-run
 
-One GPU (dp = tp = pp = 1) is the measured path. Several GPUs run under torchrun (reference/
+One GPU (dp = tp = pp = 1) is the measured path. `--style pytorch` runs the model as plain
+PyTorch code runs it (fp32 parameters under torch.autocast, eager operators, autograd's gradient
+accumulation, fused AdamW; reference/plain.py), on one GPU. Several GPUs run under torchrun (reference/
 parallel.py); with --device cpu their ranks talk over Gloo, which is how the tests run them
 without GPUs (data parallelism here; tensor and pipeline parallelism need torch >= 2.2 / 2.4).
 Exit status: 0 when every configuration ran (out of memory is a result), 1 when one failed,
@@ -59,6 +61,10 @@ def parse_args(argv):
     p.add_argument("--hetplan-version", default="")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu: test the harness itself (CPU times, no memory figures)")
+    p.add_argument("--style", default="reference", choices=["reference", "pytorch"],
+                   help="reference: Megatron-LM's precision layout and hetplan's fused kernels "
+                        "(default); pytorch: plain PyTorch, fp32 parameters under autocast "
+                        "(one GPU)")
     p.add_argument("--dry-run", action="store_true",
                    help="print what would run (parameter counts per layer) and exit; no torch")
     args = p.parse_args(argv)
@@ -172,7 +178,7 @@ def main(argv):
     results = []
     failed = False
     for i, (info, strategy, name, cluster, label) in enumerate(configs):
-        cfg = train.Config(info, strategy, name, cluster or args.cluster, label)
+        cfg = train.Config(info, strategy, name, cluster or args.cluster, label, args.style)
         devices = strategy["dp"] * strategy["tp"] * strategy["pp"]
         if rank == 0:
             print(f"[{i + 1}/{len(configs)}] {cfg.label}", file=sys.stderr, flush=True)
@@ -181,6 +187,9 @@ def main(argv):
                                      log=lambda text: print(text, file=sys.stderr, flush=True),
                                      device=torch.device(args.device) if args.device == "cpu"
                                      else None)
+        elif devices == world and args.style == "pytorch":
+            r = {"model": name, "strategy": strategy, "source": "measured:pytorch", "oom": False,
+                 "error": "--style pytorch runs one GPU (dp = tp = pp = 1)", "notes": ""}
         elif devices == world:
             from reference import parallel  # noqa: E402
             r = parallel.run_distributed(cfg, args.warmup, args.iters, args.budget_s, args.seed,

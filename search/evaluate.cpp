@@ -45,17 +45,19 @@ Evaluator::Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const C
 
 const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_nodes,
                                                      const Strategy& s) const {
-  const CacheKey key{group,
-                     tp_nodes,
-                     s.micro_batch,
-                     s.tp,
-                     s.sequence_parallel && s.tp > 1,
-                     static_cast<int>(s.recompute),
-                     s.flash_attention,
-                     s.zero >= 3,
-                     s.grad_accumulation_fusion,
-                     s.tp_comm_overlap,
-                     static_cast<int>(s.host_mode)};
+  const CacheKey key{
+      group,
+      tp_nodes,
+      s.micro_batch,
+      s.tp,
+      s.sequence_parallel && s.tp > 1,
+      static_cast<int>(s.recompute),
+      s.flash_attention,
+      s.zero >= 3,
+      s.grad_accumulation_fusion,
+      s.tp_comm_overlap,
+      static_cast<int>(s.host_mode),
+      framework_.param_precision == ParamPrecision::kAutocast ? s.microbatches() : 0};
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;

@@ -76,9 +76,10 @@ class Evaluator {
   const FrameworkSpec framework_;
   std::vector<Device> devices_;
   // Layer costs by (group, tp nodes, micro-batch, tp, sequence parallel, recompute, flash, ZeRO-3,
-  // gradient-accumulation fusion, tensor-parallel overlap, host mode).
-  using CacheKey =
-      std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int, bool, bool, bool, bool, int>;
+  // gradient-accumulation fusion, tensor-parallel overlap, host mode, and under autocast the
+  // micro-batches: the first one's gradients are not added).
+  using CacheKey = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int, bool, bool, bool, bool,
+                              int, int64_t>;
   mutable std::mutex cache_mutex_;
   mutable std::map<CacheKey, std::unique_ptr<std::vector<LayerCost>>> cache_;
   std::vector<int64_t> canonical_layer_;  // index of the first layer identical to each layer

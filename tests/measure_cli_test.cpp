@@ -276,6 +276,35 @@ TEST(MeasureCli, RunsTheHarnessAndKeepsOnlyWhatThisRunWrote) {
 
 // The harness end to end on the CPU (where torch exists): the file it writes is a measurements
 // file that hetplan's strict reader accepts.
+// The framework names the harness's style (its `harness` key): reference by default, pytorch for
+// the plain-PyTorch style (one GPU); a framework without one is refused.
+TEST(MeasureCli, TheFrameworkChoosesTheHarnessStyle) {
+  const auto dir = temp_dir("measure_style");
+  const std::string strategy = write(dir, "s.json", R"({"dp": 1, "tp": 1, "pp": 1,
+      "micro_batch": 2, "global_batch": 4})");
+  const std::string base = "measure --model gpt2-medium --strategy " + strategy + " --out " +
+                           (dir / "m.json").string() + " --python " +
+                           fake_python(dir, 0, 0, kMeasured);
+  auto r = run_hetplan(base);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(argument(lines_of(dir / "args.txt"), "--style"), "reference");
+  r = run_hetplan(base + " --framework pytorch");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(argument(lines_of(dir / "args.txt"), "--style"), "pytorch");
+  r = run_hetplan(base + " --framework megatron-core");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("one with a `harness` style), found \"megatron-core\""),
+            std::string::npos)
+      << r.output;
+  write(dir, "s.json", R"({"dp": 2, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 4})");
+  r = run_hetplan(base + " --framework pytorch");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("s.json: dp: the harness runs the pytorch framework's style on one GPU"),
+            std::string::npos)
+      << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ReferenceHarness, CpuRunWritesAValidMeasurementsFile) {
   const std::string python = python_with_torch();
   if (python.empty()) GTEST_SKIP() << "no Python with torch";

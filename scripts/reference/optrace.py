@@ -21,6 +21,7 @@ fused.py).
 import contextlib
 
 import torch
+import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
@@ -41,6 +42,9 @@ NO_KERNEL = {"_unsafe_view", "empty", "empty_like", "empty_strided", "new_empty"
 INDEXED = {"embedding": (0, "out"), "gather": (0, "out"), "index_select": (0, "out"),
            "scatter_add_": (0, 3), "scatter_": (0, 3), "index_add_": (0, 3),
            "index_put_": (0, 2)}
+# The loss's gather of one log-probability per row, and its gradient (written whole).
+NLL = {"nll_loss_forward", "nll_loss2d_forward"}
+NLL_BACKWARD = {"nll_loss_backward", "nll_loss2d_backward"}
 # In-place operators that overwrite their first argument without reading it.
 WRITE_ONLY = {"fill_", "zero_", "normal_", "uniform_", "bernoulli_", "random_", "copy_",
               "exponential_", "index_fill_", "masked_fill_"}
@@ -80,15 +84,33 @@ def gemm_flops(name, args):
 
 
 class Event:
-    __slots__ = ("phase", "op", "kind", "bytes", "flops", "shapes")
+    """One operator: its phase, name, kind, bytes moved (and of them, by element size: {2: bytes
+    of 2-byte elements, 4: ..., 1: ...}), FLOPs and input shapes."""
+    __slots__ = ("phase", "op", "kind", "bytes", "flops", "shapes", "by_size")
 
-    def __init__(self, phase, op, kind, nbytes=0.0, flops=0.0, shapes=""):
+    def __init__(self, phase, op, kind, nbytes=0.0, flops=0.0, shapes="", by_size=None):
         self.phase, self.op, self.kind = phase, op, kind
         self.bytes, self.flops, self.shapes = nbytes, flops, shapes
+        self.by_size = by_size or {}
 
     def as_dict(self):
         return {"phase": self.phase, "op": self.op, "kind": self.kind, "bytes": self.bytes,
                 "flops": self.flops, "shapes": self.shapes}
+
+
+def _by_size(tensors, weight=1):
+    out = {}
+    for t in tensors:
+        out[t.element_size()] = out.get(t.element_size(), 0.0) + weight * _tensor_bytes(t)
+    return out
+
+
+def _merge(*parts):
+    out = {}
+    for part in parts:
+        for k, v in part.items():
+            out[k] = out.get(k, 0.0) + v
+    return out
 
 
 class OpTrace(TorchDispatchMode):
@@ -99,6 +121,9 @@ class OpTrace(TorchDispatchMode):
         self.events = []
         self.phase = "forward"
         self.suspended = 0
+        # data_ptr()s of the parameters' .grad tensors: an in-place write into one of them is
+        # autograd's gradient accumulation (plain PyTorch, phase "grad_accumulation").
+        self.grad_ptrs = set()
 
     def record(self, event):
         self.events.append(event)
@@ -117,10 +142,38 @@ class OpTrace(TorchDispatchMode):
         inputs = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
         shapes = " ".join("x".join(map(str, t.shape)) or "scalar" for t in inputs[:3])
+        phase = self.phase
+        if in_place and self.grad_ptrs and inputs and inputs[0].data_ptr() in self.grad_ptrs:
+            self.phase = "grad_accumulation"
+        try:
+            self._classify(name, func, args, kwargs, inputs, outputs, in_place, shapes)
+        finally:
+            self.phase = phase
+        return out
+
+    def _classify(self, name, func, args, kwargs, inputs, outputs, in_place, shapes):
         if name in GEMM_OPS:
             self.record(Event(self.phase, name, "gemm", flops=gemm_flops(name, args), shapes=shapes))
         elif name.startswith(ATTENTION_PREFIXES):
             self.record(Event(self.phase, name, "attention", shapes=shapes))
+        elif name in NLL:
+            # One log-probability read per row (at its target), not the row: the target, the
+            # weight and the output are what moves.
+            target = args[1]
+            logp = args[0]
+            touched = [t for t in inputs if t is not logp]
+            sizes = _merge(_by_size(touched), _by_size(outputs),
+                           {logp.element_size(): float(target.numel() * logp.element_size())})
+            self.record(Event(self.phase, name, "memory", nbytes=sum(sizes.values()),
+                              shapes=shapes, by_size=sizes))
+        elif name in NLL_BACKWARD:
+            # The gradient of every log-probability written (zeros, then -1 at each target):
+            # the log-probabilities themselves are not read.
+            logp = args[1]
+            sizes = _merge(_by_size(outputs), _by_size([t for t in inputs if t is not logp
+                                                         and t.dim() > 0 and t is not args[0]]))
+            self.record(Event(self.phase, name, "memory", nbytes=sum(sizes.values()),
+                              shapes=shapes, by_size=sizes))
         elif name in INDEXED:
             table_pos, touched_by = INDEXED[name]
             others = [t for t in inputs if t is not args[table_pos]]
@@ -131,9 +184,9 @@ class OpTrace(TorchDispatchMode):
                 touched = [t for t in (src if isinstance(src, (list, tuple)) else [src])
                            if isinstance(t, torch.Tensor)]
             # The other inputs (indices, source) read, the touched elements read and written.
-            nbytes = sum(_tensor_bytes(t) for t in others) + \
-                2 * sum(_tensor_bytes(t) for t in touched)
-            self.record(Event(self.phase, name, "memory", nbytes=float(nbytes), shapes=shapes))
+            sizes = _merge(_by_size(others), _by_size(touched, 2))
+            self.record(Event(self.phase, name, "memory", nbytes=float(sum(sizes.values())),
+                              shapes=shapes, by_size=sizes))
         else:
             if in_place or "out" in kwargs:
                 # The written tensor is an argument: count it once as written (and read unless
@@ -144,9 +197,9 @@ class OpTrace(TorchDispatchMode):
                     read += written
             else:
                 written, read = outputs, inputs
-            nbytes = sum(_tensor_bytes(t) for t in read) + sum(_tensor_bytes(t) for t in written)
-            self.record(Event(self.phase, name, "memory", nbytes=float(nbytes), shapes=shapes))
-        return out
+            sizes = _merge(_by_size(read), _by_size(written))
+            self.record(Event(self.phase, name, "memory", nbytes=float(sum(sizes.values())),
+                              shapes=shapes, by_size=sizes))
 
     @contextlib.contextmanager
     def suspend(self):
@@ -193,15 +246,18 @@ class AttentionStandIn(torch.autograd.Function):
         trace = _active()
         with _unrecorded(trace):
             out = _flash_layout(_math_attention(q, k, v, causal))
+            # What the flash kernel keeps besides its inputs and output: fp32 logsumexp per row.
+            lse = torch.empty(q.shape[0], q.shape[1], q.shape[2], dtype=torch.float32,
+                              device=q.device)
         _record(trace, "hetplan_attention_standin", "attention")
-        ctx.save_for_backward(q, k, v)
+        ctx.save_for_backward(q, k, v, out, lse)
         ctx.causal = causal
         return out
 
     @staticmethod
     def backward(ctx, dout):
         trace = _active()
-        q, k, v = ctx.saved_tensors
+        q, k, v, _, _ = ctx.saved_tensors
         with _unrecorded(trace):
             with torch.enable_grad():
                 qq, kk, vv = (t.detach().requires_grad_() for t in (q, k, v))
@@ -212,6 +268,9 @@ class AttentionStandIn(torch.autograd.Function):
 
 
 def _math_attention(q, k, v, causal):
+    if k.shape[1] != q.shape[1]:  # grouped-query attention, which the flash kernel runs natively
+        rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
     scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) / (q.shape[-1] ** 0.5)
     if causal:
         s = scores.shape[-1]
@@ -220,12 +279,23 @@ def _math_attention(q, k, v, causal):
     return torch.matmul(torch.softmax(scores, -1), v.float()).to(q.dtype)
 
 
+def _autocast_dtype():
+    """The dtype CUDA's autocast would cast SDPA's inputs to (its lower_precision_fp list), where
+    the stand-in runs under autocast; None outside it."""
+    if torch.is_autocast_enabled():
+        return torch.get_autocast_gpu_dtype()
+    if hasattr(torch, "is_autocast_cpu_enabled") and torch.is_autocast_cpu_enabled():
+        return torch.get_autocast_cpu_dtype()
+    return None
+
+
 def _standin_sdpa(q, k, v, is_causal=False, enable_gqa=False, **_):
-    if k.shape[1] != q.shape[1]:
-        if not enable_gqa:
-            raise RuntimeError("grouped-query attention needs enable_gqa")
-        rep = q.shape[1] // k.shape[1]
-        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    low = _autocast_dtype()
+    if low is not None:  # recorded casts, as CUDA's autocast makes them (fp32 Q, K of rotary)
+        q, k, v = (t if t.dtype == low else t.to(low) for t in (q, k, v))
+    if k.shape[1] != q.shape[1] and not enable_gqa:
+        raise RuntimeError("grouped-query attention needs enable_gqa")
+    # With enable_gqa the flash kernel reads K and V with their own head count: no repeat.
     return AttentionStandIn.apply(q, k, v, is_causal)
 
 
@@ -413,6 +483,60 @@ def trace_layer(info, index, micro_batch, device="cpu", dtype=torch.bfloat16, se
     return trace.events
 
 
+def trace_layer_plain(info, index, micro_batch, device="cpu", seed=0):
+    """Layer `index` of the plain-PyTorch model (reference/plain.py): fp32 parameters, forward
+    under autocast(bfloat16), backward outside it. One micro-batch runs untraced first, so that
+    the traced one's gradients are added into .grad by autograd (phase "grad_accumulation"), as
+    every micro-batch after the first is; the first micro-batch's gradients become .grad without
+    a kernel. Returns (events of the first micro-batch, events of a later one)."""
+    from . import plain
+    layers = info["layers"]
+    layer = layers[index]
+    seq, h = layer["seq_len"], layer["hidden"]
+    rows = harness_model.spec.padded_vocab(layers[0]["vocab"], 1, info.get("vocab_pad_multiple", 128))
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    embedding = None
+    if layer["kind"] == "embedding":
+        module = plain.Embedding(layer, rows)
+    elif layer["kind"] == "transformer":
+        module = plain.Block(layer)
+    else:
+        embedding = plain.Embedding(layers[0], rows).to(device)
+        module = plain.LmHead(layer, rows, embedding)
+    module = module.to(device=device)
+    harness_model.init_weights(module)
+    module.train()
+    params = list(module.parameters())
+    if embedding is not None and layer.get("tied"):
+        params.append(embedding.word.weight)
+
+    def inputs():
+        tokens = torch.randint(0, layers[0]["vocab"], (micro_batch, seq), generator=gen).to(device)
+        if layer["kind"] == "embedding":
+            return (tokens,)
+        x = torch.randn(micro_batch, seq, h, generator=gen).to(device).requires_grad_()
+        return (x,) if layer["kind"] == "transformer" else (x, tokens)
+
+    if layer["kind"] == "transformer":
+        module.rope(inputs()[0])  # the rotary tables: made once, not in every step
+    traces = []
+    for _ in range(2):
+        args = inputs()
+        with tracing() as trace:
+            trace.grad_ptrs = {p.grad.data_ptr() for p in params if p.grad is not None}
+            with plain.autocast(device):
+                out = module(*args)
+            trace.phase = "backward"
+            if out.dim() == 0:
+                out.backward()
+            else:
+                with trace.suspend():
+                    dout = torch.randn(out.shape, generator=gen).to(device=device, dtype=out.dtype)
+                out.backward(dout)
+        traces.append(trace.events)
+    return traces[0], traces[1]
+
+
 PHASES = ("forward", "backward", "grad_accumulation")
 
 
@@ -421,9 +545,11 @@ def _empty_totals():
                  "memory_ops": {}} for ph in PHASES}
 
 
-def model_totals(work):
+def model_totals(work, accumulate_share=1.0):
     """Per phase from `hetplan model-info --work`: forward; backward = input + weight gradients,
-    but for the add into the main gradients (grad_accumulation)."""
+    but for the add into the main gradients (grad_accumulation). `accumulate_share`: the share of
+    micro-batches the model's gradient add is for (plain PyTorch with 2 micro-batches: 1/2), by
+    which its bytes are divided to compare with one later micro-batch."""
     out = _empty_totals()
     phase = {"forward": "forward", "backward_input": "backward", "backward_weight": "backward"}
     for g in work["gemms"]:
@@ -431,9 +557,11 @@ def model_totals(work):
         t["gemm_flops"] += g["flops"]
         t["kernels"] += 1
     for m in work["memory_ops"]:
-        t = out["grad_accumulation" if m["kernel"] == "grad_accumulate" else phase[m["pass"]]]
-        t["memory_bytes"] += m["bytes"]
-        t["kernels"] += 1
+        accumulate = m["kernel"] == "grad_accumulate"
+        t = out["grad_accumulation" if accumulate else phase[m["pass"]]]
+        share = accumulate_share if accumulate else 1.0
+        t["memory_bytes"] += m["bytes"] / share
+        t["kernels"] += m.get("launches", 1) / share
         t["memory_ops"][m["kernel"]] = t["memory_ops"].get(m["kernel"], 0.0) + m["bytes"]
     for a in work["attention"]:
         t = out[phase[a["pass"]]]
@@ -457,20 +585,231 @@ def harness_totals(events):
     return out
 
 
-def compare(info_with_work, micro_batch, device="cpu", layers=None):
+def compare(info_with_work, micro_batch, device="cpu", layers=None, style="reference"):
     """Harness against model for each distinct layer: a list of
-    {"index", "name", "kind", "model": totals, "harness": totals}."""
+    {"index", "name", "kind", "model": totals, "harness": totals}. With style "pytorch" the
+    harness's layer is the plain-PyTorch one, traced at a micro-batch after the first (whose
+    gradients autograd adds into .grad); "first_micro_batch" holds the first one's totals (no
+    gradient add). The model's work must then be of `--framework pytorch --microbatches 2`."""
     if device == "cpu" or not hasattr(harness_model.F, "scaled_dot_product_attention"):
         standin = cuda_like_standins()
     else:
         standin = contextlib.nullcontext()
     results = []
+    share = 0.5 if style == "pytorch" else 1.0  # one of the two micro-batches adds
     with standin:
         for i in layers if layers is not None else distinct_layers(info_with_work):
             layer = info_with_work["layers"][i]
-            events = trace_layer(info_with_work, i, micro_batch, device=device)
-            results.append({"index": i, "name": layer["name"], "kind": layer["kind"],
-                            "model": model_totals(layer["work"]),
-                            "harness": harness_totals(events),
-                            "events": [e.as_dict() for e in events]})
+            entry = {"index": i, "name": layer["name"], "kind": layer["kind"],
+                     "model": model_totals(layer["work"], share)}
+            if style == "pytorch":
+                first, events = trace_layer_plain(info_with_work, i, micro_batch, device=device)
+                entry["first_micro_batch"] = harness_totals(first)
+            else:
+                events = trace_layer(info_with_work, i, micro_batch, device=device)
+            entry["harness"] = harness_totals(events)
+            entry["events"] = [e.as_dict() for e in events]
+            results.append(entry)
     return results
+
+
+# ---------------------------------------------------------------------------------------------
+# Op families (costmodel/framework.h: rmsnorm, rotary, swiglu, softmax, cross_entropy) as a style
+# of the harness runs them, traced alone: what a framework file's `ops` section says of them.
+
+
+def _saved_created(run, before):
+    """Runs `run` under saved-tensor hooks; returns the tensors autograd saved for backward that
+    `run` created (by storage, each once): not its inputs, parameters or tables (`before`)."""
+    seen = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else \
+            t.storage().data_ptr()
+        if ptr not in before and ptr not in seen:
+            seen[ptr] = t
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = run()
+    return out, list(seen.values())
+
+
+def _storage_ptr(t):
+    return t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else \
+        t.storage().data_ptr()
+
+
+def _values(events, elements):
+    """Launches and values per element ({act, fp32, bytes}) of `events`: 2-byte elements are
+    activation values (bf16), 4-byte ones fp32 (8-byte ones two), 1-byte ones single bytes."""
+    sizes = _merge(*(e.by_size for e in events))
+    # An 8-byte element is a complex64 (torchtitan's rotary): two fp32 values.
+    return {"launches": len(events), "act_values": sizes.get(2, 0.0) / 2 / elements,
+            "fp32_values": (sizes.get(4, 0.0) + sizes.get(8, 0.0)) / 4 / elements,
+            "bytes": sizes.get(1, 0.0) / elements}
+
+
+class _KeptByAttention(torch.autograd.Function):
+    """Stands for the attention that consumes rotary's Q and K: saves them, as SDPA does."""
+
+    @staticmethod
+    def forward(ctx, q, k):
+        ctx.save_for_backward(q, k)
+        return q.view_as(q), k.view_as(k)
+
+    @staticmethod
+    def backward(ctx, dq, dk):
+        return dq, dk
+
+
+def _family_runs(style, family, tokens, hidden, f, heads, kv, head_dim, vocab, seq):
+    """(forward callable of the inputs, inputs, element count, parameters) of one family."""
+    from . import plain
+    bf16 = torch.bfloat16
+    act_dtype = torch.float32 if style == "pytorch" else bf16  # the stream's type
+    gen = torch.Generator().manual_seed(0)
+
+    def leaf(*shape, dtype=bf16):
+        return torch.randn(*shape, generator=gen).to(dtype).requires_grad_()
+
+    if style == "torchtitan":
+        return _torchtitan_runs(family, leaf, gen, tokens, hidden, f, heads, kv, head_dim, vocab,
+                                seq)
+    if family == "rmsnorm":
+        x = leaf(tokens, hidden, dtype=act_dtype)
+        if style == "pytorch":
+            norm = plain.RMSNorm(hidden)
+            return (lambda: norm(x)), [x], tokens * hidden, [norm.weight]
+        w = torch.ones(hidden, dtype=bf16, requires_grad=True)
+        return (lambda: harness_model.RMSNormFunction.apply(x, w, 1e-5)), [x], tokens * hidden, [w]
+    if family == "swiglu":
+        x = leaf(tokens, 2 * f)
+        if style == "pytorch":
+            def run():
+                gate, up = x.chunk(2, dim=-1)
+                return F.silu(gate) * up
+            return run, [x], tokens * f, []
+        return (lambda: harness_model.SwiGLUFunction.apply(x)), [x], tokens * f, []
+    if family == "rotary":
+        b = tokens // seq
+        q, k = leaf(b, seq, heads, head_dim), leaf(b, seq, kv, head_dim)
+        if style == "pytorch":
+            rope = plain.Rope(seq, head_dim, "cpu", act_dtype)
+
+            def run():  # then SDPA's autocast casts the fp32 results back to bf16, and SDPA
+                rq, rk = plain.apply_rotary(q, k, rope)  # keeps those casts
+                return _KeptByAttention.apply(rq.to(bf16), rk.to(bf16))
+            return run, [q, k], tokens * (heads + kv) * head_dim, [rope.cos, rope.sin]
+        tables = harness_model.RopeTables(seq, head_dim, "cpu", bf16)
+        return (lambda: harness_model.RotaryFunction.apply(q, k, tables)), [q, k], \
+            tokens * (heads + kv) * head_dim, [tables.cos, tables.sin]
+    if family == "cross_entropy":
+        logits = leaf(tokens, vocab)
+        target = torch.randint(0, vocab, (tokens,), generator=gen)
+        if style == "pytorch":
+            return (lambda: F.cross_entropy(logits.float(), target)), [logits, target], \
+                tokens * vocab, []
+        return (lambda: harness_model.CrossEntropyFunction.apply(logits, target)), \
+            [logits, target], tokens * vocab, []
+    if family == "softmax":
+        b = tokens // seq
+        scores = leaf(b, heads, seq, seq)
+        mask = torch.ones(seq, seq, dtype=torch.bool).triu_(1)
+        if style == "pytorch":
+            def run():
+                masked = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+                return F.softmax(masked, dim=-1, dtype=torch.float32).to(bf16)
+            return run, [scores], b * heads * seq * seq, [mask]
+        return (lambda: torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)), \
+            [scores], b * heads * seq * seq, [mask]
+    raise ValueError(f"unknown op family {family!r}")
+
+
+def _torchtitan_runs(family, leaf, gen, tokens, hidden, f, heads, kv, head_dim, vocab, seq):
+    """The families as torchtitan's model code runs them in eager mode (torchtitan b5bcd76c66d0,
+    torchtitan/models/common: nn.RMSNorm, complex rotary, w2(silu(w1 x) * w3 x); the loss
+    F.cross_entropy(pred.float(), reduction="sum"), components/loss.py), on bf16 activations:
+    FSDP2's MixedPrecisionPolicy(param_dtype=bfloat16) gathers bf16 parameters, no autocast.
+    nn.RMSNorm is written out as ATen's composite rms_norm (aten/src/ATen/native/layer_norm.cpp:
+    upcast, pow, mean, add_, rsqrt, mul, type_as, the gain), which torch 1.13 lacks."""
+    bf16 = torch.bfloat16
+    if family == "rmsnorm":
+        x = leaf(tokens, hidden)
+        w = torch.ones(hidden, dtype=bf16, requires_grad=True)
+
+        def run():
+            up = x.float()
+            rstd = torch.rsqrt(up.pow(2).mean(-1, keepdim=True).add_(1e-6))
+            return up.mul(rstd).type_as(x).mul(w)
+        return run, [x], tokens * hidden, [w]
+    if family == "swiglu":
+        a, b = leaf(tokens, f), leaf(tokens, f)  # w1 x and w3 x: two GEMMs' outputs
+        return (lambda: F.silu(a) * b), [a, b], tokens * f, []
+    if family == "rotary":
+        q, k = leaf(tokens // seq, seq, heads, head_dim), leaf(tokens // seq, seq, kv, head_dim)
+        angles = torch.outer(torch.arange(seq, dtype=torch.float32),
+                             1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim)))
+        cis = torch.polar(torch.ones_like(angles), angles).view(1, seq, 1, head_dim // 2)
+
+        def run():
+            xq = torch.view_as_complex(q.float().reshape(*q.shape[:-1], -1, 2))
+            xk = torch.view_as_complex(k.float().reshape(*k.shape[:-1], -1, 2))
+            return (torch.view_as_real(xq * cis).flatten(-2).type_as(q),
+                    torch.view_as_real(xk * cis).flatten(-2).type_as(k))
+        return run, [q, k], tokens * (heads + kv) * head_dim, [cis]
+    if family == "cross_entropy":
+        logits = leaf(tokens, vocab)
+        target = torch.randint(0, vocab, (tokens,), generator=gen)
+        return (lambda: F.cross_entropy(logits.float(), target, reduction="sum")), \
+            [logits, target], tokens * vocab, []
+    raise ValueError(f"torchtitan runs no {family!r} of its own (its attention is fused)")
+
+
+FAMILIES = ("rmsnorm", "rotary", "swiglu", "softmax", "cross_entropy")
+STYLE_FAMILIES = {"pytorch": FAMILIES, "reference": FAMILIES,
+                  "torchtitan": ("rmsnorm", "rotary", "swiglu", "cross_entropy")}
+
+
+def family_recipe(style, family, tokens=2048, hidden=1024, f=96, heads=4, kv=2, head_dim=16,
+                  vocab=2048, seq=32):
+    """What `style` runs for `family`: per pass (forward, backward, and weight for a norm's gain)
+    its kernels and values moved per element, and what it keeps for backward beyond its inputs
+    (`kept`, per element). Traced alone on the CPU: forward under autocast for the pytorch style,
+    backward outside it, with the gain first frozen (its gradient's operators are what the
+    weight pass adds)."""
+    from . import plain
+    out = {}
+    for with_weight in (False, True):
+        run, inputs, elements, params = _family_runs(style, family, tokens, hidden, f, heads, kv,
+                                                     head_dim, vocab, seq)
+        for p in params:
+            if p.requires_grad:
+                p.requires_grad_(with_weight)
+        before = {_storage_ptr(t) for t in inputs + params}
+        ctx = plain.autocast("cpu") if style == "pytorch" else contextlib.nullcontext()
+        with tracing() as trace:
+            with ctx:
+                result, saved = _saved_created(run, before)
+            trace.phase = "backward"
+            results = result if isinstance(result, tuple) else (result,)
+            with trace.suspend():
+                grads = [torch.randn(r.shape).to(r.dtype) for r in results]
+            torch.autograd.backward(results, grads)
+        forward = [e for e in trace.events if e.phase == "forward"]
+        backward = [e for e in trace.events if e.phase == "backward"]
+        if not with_weight:
+            out["forward"] = _values(forward, elements)
+            out["backward"] = _values(backward, elements)
+            continue
+        # What it keeps with the gain trainable (a frozen gain's product keeps less).
+        kept = _merge(*(_by_size([t]) for t in saved))
+        out["kept"] = {"act_values": kept.get(2, 0.0) / 2 / elements,
+                       "fp32_values": kept.get(4, 0.0) / 4 / elements,
+                       "bytes": kept.get(1, 0.0) / elements}
+        if any(p.requires_grad for p in params):
+            # The weight pass: what the backward adds when the gain needs its gradient.
+            both = _values(backward, elements)
+            w = {k: both[k] - out["backward"][k] for k in both}
+            out["weight"] = w
+    return out

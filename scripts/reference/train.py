@@ -2,12 +2,16 @@
 training step with gradient accumulation, and the measurement (warm-up, timed iterations with CUDA
 events, peak memory, out-of-memory recorded as a result).
 
-Precision (costmodel/memory.h): bf16 parameters (2 B), fp32 main gradients (4 B) accumulated by
-post-accumulate-grad hooks into one flat buffer, fp32 master weights with AdamW's two moments
-(12 B) stepped by fused AdamW; 18 B per parameter, Megatron-LM's layout. The bf16 gradient of a
-parameter lives only until its hook has added it to the fp32 buffer.
+Two styles. `reference` (presets/frameworks/reference.yaml; costmodel/memory.h): bf16 parameters
+(2 B), fp32 main gradients (4 B) accumulated by post-accumulate-grad hooks into one flat buffer,
+fp32 master weights with AdamW's two moments (12 B) stepped by fused AdamW; 18 B per parameter,
+Megatron-LM's layout. The bf16 gradient of a parameter lives only until its hook has added it to
+the fp32 buffer. `pytorch` (presets/frameworks/pytorch.yaml; plain.py): fp32 parameters, each
+micro-batch's forward under torch.autocast(bfloat16), its backward outside it, .grad accumulated
+by autograd, torch.optim.AdamW(fused=True) on the fp32 parameters: 16 B per parameter.
 """
 
+import contextlib
 import gc
 import math
 import statistics
@@ -15,8 +19,10 @@ import time
 
 import torch
 
-from . import clocks, fused, spec
+from . import clocks, fused, plain, spec
 from .model import Model, init_weights
+
+STYLES = ("reference", "pytorch")
 
 
 class MixedPrecisionAdam:
@@ -195,7 +201,10 @@ def sdpa_context(flash):
 class Config:
     """One (model, strategy) to run: the model-info document, the strategy, names for the file."""
 
-    def __init__(self, info, strategy, model_name, cluster="", label=""):
+    def __init__(self, info, strategy, model_name, cluster="", label="", style="reference"):
+        if style not in STYLES:
+            raise ValueError(f"style: expected one of {', '.join(STYLES)}, found {style!r}")
+        self.style = style
         self.info = info
         self.strategy = strategy
         self.model_name = model_name
@@ -217,15 +226,21 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
     if cfg.cluster:
         result["cluster"] = cfg.cluster
     notes = []
+    pytorch = cfg.style == "pytorch"
     if s.get("grad_accumulation_fusion", True):
         # Eager PyTorch cannot make the weight-gradient GEMMs add into fp32 main gradients: the
         # harness adds them with kernels of their own, and says so in the strategy it ran.
         result["strategy"] = s = dict(s, grad_accumulation_fusion=False)
-        notes.append("gradients added into the fp32 main gradients by kernels of their own "
+        notes.append("gradients accumulated into fp32 .grad by autograd" if pytorch else
+                     "gradients added into the fp32 main gradients by kernels of their own "
                      "(grad_accumulation_fusion false)")
-    if any("rmsnorm" in (layer.get("norm"), layer.get("final_norm"))
-           or layer.get("activation") == "swiglu" or layer.get("rotary")
-           for layer in info["layers"]):
+    if pytorch:
+        notes.append("plain PyTorch: fp32 parameters, forward under torch.autocast(bfloat16), "
+                     "eager RMSNorm, SwiGLU and rotary, F.cross_entropy on fp32 logits, .grad "
+                     "accumulated by autograd")
+    elif any("rmsnorm" in (layer.get("norm"), layer.get("final_norm"))
+             or layer.get("activation") == "swiglu" or layer.get("rotary")
+             for layer in info["layers"]):
         notes.append(fused.implementation(device))
     model = opt = data = None
     gc.collect()
@@ -233,13 +248,15 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
     baseline = dev.allocated()
     try:
         torch.manual_seed(seed)
-        model = build_model(info, device, flash=s["flash_attention"], recompute=s["recompute"])
+        build = plain.build_model if pytorch else build_model
+        model = build(info, device, flash=s["flash_attention"], recompute=s["recompute"])
         built = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
         expected = expected_parameters(info, 1)
         if built != expected:
             raise RuntimeError(f"the harness built {built} parameters, hetplan counts {expected} "
                                "(with the padded vocabulary): not the model hetplan predicts")
-        opt = MixedPrecisionAdam(model)
+        opt = plain.AdamW(model) if pytorch else MixedPrecisionAdam(model)
+        forward_context = (lambda: plain.autocast(device)) if pytorch else contextlib.nullcontext
         model.train()
         m = spec.microbatches(s)
         vocab = info["layers"][0]["vocab"]
@@ -252,14 +269,16 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
 
         def step():
             for tokens, target in data:
-                loss = model(tokens, target) / m
+                with forward_context():
+                    loss = model(tokens, target) / m
                 loss.backward()
                 opt.after_backward()
                 if not first_loss:
                     first_loss.append(loss.detach() * m)
             opt.step()
 
-        ctx = sdpa_context(s["flash_attention"]) if dev.cuda else None
+        # Plain PyTorch leaves SDPA its own choice of backend.
+        ctx = sdpa_context(s["flash_attention"]) if dev.cuda and not pytorch else None
         if ctx is not None:
             ctx.__enter__()
         try:
@@ -311,9 +330,10 @@ def run_single_gpu(cfg, warmup, iters, budget_s, seed=0, log=print, device=None)
         notes += [f"reserved peak {reserved / 2**30:.2f} GiB",
                   f"wall-clock per iteration {wall_s * 1e3:.2f} ms",
                   f"first step {first_step_s:.2f} s", f"first loss {loss0:.3f}",
-                  f"{m} micro-batches", "fused AdamW" if opt.fused else "AdamW (not fused)",
-                  "fp32 main grads by post-accumulate hooks" if opt.use_hooks
-                  else "fp32 main grads added after each backward (torch < 2.1)"]
+                  f"{m} micro-batches", "fused AdamW" if opt.fused else "AdamW (not fused)"]
+        if not pytorch:
+            notes.append("fp32 main grads by post-accumulate hooks" if opt.use_hooks
+                         else "fp32 main grads added after each backward (torch < 2.1)")
         log(f"  {cfg.label}: {result['iteration_s']['median_s'] * 1e3:.1f} ms "
             f"(p10 {result['iteration_s']['p10_s'] * 1e3:.1f}, "
             f"p90 {result['iteration_s']['p90_s'] * 1e3:.1f}, {n} timed), "

@@ -17,6 +17,7 @@ LayerShape layer_shape(const Strategy& s, Dtype dtype, const FrameworkSpec& fram
   shape.dtype = dtype;
   shape.framework = &framework;
   shape.host_mode = s.host_mode;
+  if (framework.param_precision == ParamPrecision::kAutocast) shape.microbatches = s.microbatches();
   return shape;
 }
 
@@ -51,7 +52,8 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
   // Recomputed activations live while the layer's backward runs; gradients of the layer's input
   // and output are in flight (one rank's share under sequence parallelism).
   const double shard = s.sequence_parallel && s.tp > 1 ? static_cast<double>(s.tp) : 1.0;
-  c.transient = w.activation(Recompute::kNone) - c.activation + 2 * w.output_bytes / shard;
+  c.transient = w.activation(Recompute::kNone) - c.activation + 2 * w.output_bytes / shard +
+                w.transient_bytes;
   if (const auto* head = layer.head()) {
     // bf16 logits and their gradient exist next to the kept fp32 softmax.
     const double logits = static_cast<double>(s.micro_batch) * layer.seq_len * head->vocab / s.tp;
