@@ -21,7 +21,11 @@ Json capabilities_json(const Capabilities& c) {
           {"overlap_grad_reduce", c.overlap_grad_reduce},
           {"grad_accumulation_fusion", c.grad_accumulation_fusion},
           {"attention", c.attention},
-          {"host_modes", modes}};
+          {"host_modes", modes},
+          {"context_parallel", c.context_parallel},
+          {"expert_parallel", c.expert_parallel},
+          {"expert_tensor_parallel", c.expert_tensor_parallel},
+          {"precisions", c.precisions}};
 }
 
 Json framework_json(const FrameworkSpec& f) {
@@ -54,6 +58,12 @@ void print_framework(const FrameworkSpec& f) {
   for (HostMode m : c.host_modes) modes.push_back(to_string(m));
   fmt::print("  attention: {}  host modes: {}\n", fmt::join(c.attention, ", "),
              fmt::join(modes, ", "));
+  fmt::print("  context parallel: {}  expert parallel: {}{}  precisions: {}\n",
+             c.context_parallel.empty() ? std::string("no")
+                                        : fmt::format("{}", fmt::join(c.context_parallel, ", ")),
+             c.expert_parallel ? "yes" : "no",
+             c.expert_tensor_parallel ? " (with its own tensor width)" : "",
+             fmt::join(c.precisions, ", "));
   for (const auto& [key, source] : f.sources) fmt::print("  source of {}: {}\n", key, source);
 }
 

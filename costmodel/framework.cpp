@@ -134,6 +134,14 @@ Capabilities read_capabilities(ObjectReader r) {
     parse_host_mode(m, mode);
     c.host_modes.push_back(mode);
   }
+  // Newer keys: a file without them runs none of it (bf16 only).
+  if (r.has("context_parallel"))
+    c.context_parallel = choices(r, "context_parallel", {"p2p", "all_gather", "a2a", "a2a+p2p"});
+  c.expert_parallel = r.boolean_or("expert_parallel", false);
+  c.expert_tensor_parallel = r.boolean_or("expert_tensor_parallel", false);
+  if (r.has("precisions"))
+    c.precisions = choices(
+        r, "precisions", {"bf16", "fp8-delayed", "fp8-current", "fp8-blockwise", "mxfp8", "nvfp4"});
   r.finish();
   return c;
 }

@@ -117,6 +117,12 @@ struct Capabilities {
   std::vector<bool> grad_accumulation_fusion;  // the values it runs
   std::vector<std::string> attention;          // "fused" and/or "unfused"
   std::vector<HostMode> host_modes;
+  // Context parallelism's ways of moving keys and values it runs (--cp-comm-type: p2p,
+  // all_gather, a2a, a2a+p2p); empty: none.
+  std::vector<std::string> context_parallel;
+  bool expert_parallel = false;                    // routed experts over ep ranks
+  bool expert_tensor_parallel = false;             // an expert tensor width other than tp
+  std::vector<std::string> precisions = {"bf16"};  // low-precision recipes (costmodel/precision.h)
 };
 
 // The framework's own choice where a strategy does not say.

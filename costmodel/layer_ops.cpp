@@ -394,7 +394,7 @@ std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp) {
         return fmt::format("tp {} does not divide the {} heads of {}", tp, b->heads, l.name);
       if (b->kv_heads % tp)
         return fmt::format("tp {} does not divide the {} KV heads of {}", tp, b->kv_heads, l.name);
-      if (b->ffn_hidden % tp)
+      if (!b->is_moe() && b->ffn_hidden % tp)  // the experts' width is etp's (the ep rule)
         return fmt::format("tp {} does not divide the MLP width {} of {}", tp, b->ffn_hidden,
                            l.name);
     }

@@ -1,5 +1,7 @@
 #include "costmodel/memory.h"
 
+#include <algorithm>
+
 #include "costmodel/whole_number.h"
 
 namespace hetplan {
@@ -41,14 +43,22 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
   const MemoryLayout& layout = in.layout ? *in.layout : megatron_memory_layout();
   const StateBytes b = state_bytes(layout, in.dtype);
   const ShardedStates sh = sharded_states(layout, in.zero);
-  const double dp = static_cast<double>(in.dp > 0 ? in.dp : 1);
-  const auto share = [dp](bool sharded) { return sharded ? dp : 1.0; };
   MemoryBreakdown m;
-  m.weights = in.params * b.weights / share(sh.weights);
-  m.gradients = in.params * b.gradients / share(sh.gradients);
-  m.optimizer = sh.master == sh.optimizer
-                    ? in.params * (b.master + b.optimizer) / share(sh.master)
-                    : in.params * (b.master / share(sh.master) + b.optimizer / share(sh.optimizer));
+  // The dense parameters shard over dp, the routed experts over their own replicas.
+  const auto add_states = [&](double params, int64_t replicas) {
+    const double dp = static_cast<double>(replicas > 0 ? replicas : 1);
+    const auto share = [dp](bool sharded) { return sharded ? dp : 1.0; };
+    m.weights += params * b.weights / share(sh.weights);
+    m.gradients += params * b.gradients / share(sh.gradients);
+    m.optimizer += sh.master == sh.optimizer
+                       ? params * (b.master + b.optimizer) / share(sh.master)
+                       : params * (b.master / share(sh.master) + b.optimizer / share(sh.optimizer));
+  };
+  const double experts = std::clamp(in.expert_params, 0.0, in.params);
+  add_states(in.params - experts, in.dp);
+  add_states(experts, in.expert_dp);
+  const double dp = static_cast<double>(in.dp > 0 ? in.dp : 1);
+  m.weights += in.low_precision_weight_bytes / (sh.weights ? dp : 1.0);
   m.activations = in.activations;
   m.transient = in.transient;
   m.fragmentation = m.allocated() * layout.fragmentation;

@@ -16,8 +16,15 @@ namespace hetplan {
 inline constexpr double kDefaultReserveBytes = 1.0 * (1ull << 30);
 
 struct MemoryInput {
-  double params = 0;           // parameters held by this device (its tensor-parallel shard)
-  int64_t dp = 1;              // data-parallel degree (ZeRO shards over it)
+  double params = 0;  // parameters held by this device (its tensor-parallel shard)
+  int64_t dp = 1;     // data-parallel degree (ZeRO shards over it)
+  // Of `params`, the routed experts' (expert parallelism), whose states ZeRO shards over their own
+  // data-parallel replicas, `expert_dp` of them (Megatron-Core's expert data-parallel group).
+  double expert_params = 0;
+  int64_t expert_dp = 1;
+  // fp8 / fp4 copies of the weights a low-precision recipe keeps beside them (sharded with the
+  // weights under ZeRO-3).
+  double low_precision_weight_bytes = 0;
   int zero = 0;                // 0 (none) .. 3
   Dtype dtype = Dtype::kBf16;  // training precision of weights and activations
   double activations = 0;      // activation bytes held at the pipeline's peak

@@ -45,11 +45,16 @@ Evaluator::Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const C
 
 const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_nodes,
                                                      const Strategy& s) const {
+  const bool moe = model_.is_moe();
   const CacheKey key{
       group,
       tp_nodes,
       s.micro_batch,
       s.tp,
+      s.cp,
+      moe ? s.ep : 1,
+      moe ? s.expert_tp() : s.tp,
+      s.cp_comm == CpComm::kA2aP2p ? s.cp_a2a : 0,
       s.sequence_parallel && s.tp > 1,
       static_cast<int>(s.recompute),
       s.flash_attention,
@@ -57,6 +62,10 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
       s.grad_accumulation_fusion,
       s.tp_comm_overlap,
       static_cast<int>(s.host_mode),
+      s.cp > 1 ? static_cast<int>(s.cp_comm) : 0,
+      moe ? static_cast<int>(s.moe_dispatcher) : 0,
+      static_cast<int>(s.precision),
+      moe ? s.moe_imbalance : 1.0,
       framework_.param_precision == ParamPrecision::kAutocast ? s.microbatches() : 0};
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
@@ -67,23 +76,13 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
   const NodeGroup& ng = cluster_.groups[group];
   const GpuSpec& gpu = ng.node.gpu;
   const Dtype dtype = cost_.compute_dtype(gpu, model_.dtype);
-  // A representative tensor-parallel group on this node kind: tp devices over tp_nodes nodes.
-  int64_t first = 0;
-  for (int64_t g = 0; g < group; ++g)
-    first += cluster_.groups[g].count * cluster_.groups[g].node.gpus;
-  std::vector<int64_t> tp_devices;
-  const int64_t per_node = (s.tp + tp_nodes - 1) / tp_nodes;
-  if (tp_nodes > ng.count || per_node > ng.node.gpus)
-    throw std::logic_error(fmt::format("layer_costs: tp {} over {} nodes does not fit {} x {}",
-                                       s.tp, tp_nodes, ng.count, ng.node.name));
-  for (int64_t i = 0; i < s.tp; ++i)
-    tp_devices.push_back(first + (i / per_node) * ng.node.gpus + i % per_node);
-  const CommGroup tp = make_comm_group(cluster_, devices_, tp_devices);
+  const LayerGroups groups = representative_groups(group, tp_nodes, s);
   auto costs = std::make_unique<std::vector<LayerCost>>(model_.layers.size());
   for (size_t i = 0; i < model_.layers.size(); ++i) {
     const size_t c = static_cast<size_t>(canonical_layer_[i]);
-    (*costs)[i] = c < i ? (*costs)[c]
-                        : eval::cost_layer(model_.layers[i], s, gpu, tp, cost_, dtype, framework_);
+    (*costs)[i] =
+        c < i ? (*costs)[c]
+              : eval::cost_layer(model_.layers[i], s, gpu, groups, cost_, dtype, framework_);
     // Coefficients read in range give finite times; this names the files if some did not.
     for (int p = 0; p < kNumPasses; ++p)
       if (const double t = (*costs)[i].times.pass_s[p]; !(std::isfinite(t) && t >= 0)) {
@@ -106,8 +105,38 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
   return *it->second;
 }
 
+LayerGroups Evaluator::representative_groups(int64_t group, int64_t tp_nodes,
+                                             const Strategy& s) const {
+  const NodeGroup& ng = cluster_.groups[group];
+  int64_t first = 0;
+  for (int64_t g = 0; g < group; ++g)
+    first += cluster_.groups[g].count * cluster_.groups[g].node.gpus;
+  // The tensor-parallel group: tp devices over tp_nodes nodes.
+  std::vector<int64_t> tp_devices;
+  const int64_t per_node = (s.tp + tp_nodes - 1) / tp_nodes;
+  if (tp_nodes > ng.count || per_node > ng.node.gpus)
+    throw std::logic_error(fmt::format("layer_costs: tp {} over {} nodes does not fit {} x {}",
+                                       s.tp, tp_nodes, ng.count, ng.node.name));
+  for (int64_t i = 0; i < s.tp; ++i)
+    tp_devices.push_back(first + (i / per_node) * ng.node.gpus + i % per_node);
+  LayerGroups groups(make_comm_group(cluster_, devices_, tp_devices));
+  // The others over a pipeline rank's devices laid out in a row on this node kind (tp fastest,
+  // then cp; for the experts etp fastest, then ep): `ranks` of them `stride` apart.
+  const int64_t kind_gpus = ng.count * ng.node.gpus;
+  const auto row = [&](int64_t ranks, int64_t stride) {
+    std::vector<int64_t> devices;
+    for (int64_t k = 0; k < ranks; ++k) devices.push_back(first + (k * stride) % kind_gpus);
+    return make_comm_group(cluster_, devices_, devices);
+  };
+  if (s.cp > 1) groups.context = row(s.cp, s.tp);
+  if (s.ep > 1) groups.expert = row(s.ep, s.expert_tp());
+  groups.expert_tensor = s.expert_tp() == s.tp ? groups.tensor : row(s.expert_tp(), 1);
+  return groups;
+}
+
 std::optional<RuleViolation> Evaluator::broken_rule(const Strategy& s) const {
-  return first_broken_rule({model_, framework_, static_cast<int64_t>(devices_.size())}, s);
+  return first_broken_rule({model_, framework_, static_cast<int64_t>(devices_.size()), &cluster_},
+                           s);
 }
 
 double Evaluator::host_s_per_kernel(const GpuSpec& gpu, HostMode mode) const {

@@ -21,9 +21,13 @@ namespace hetplan {
 // One layer on one node kind for one micro-batch, as the pipeline and the memory model need it.
 struct LayerCost {
   LayerTimes times;
-  double activation = 0;  // kept for backward under the strategy's recomputation
-  double transient = 0;   // working bytes while this layer runs
-  double params = 0;      // held on one rank
+  double activation = 0;     // kept for backward under the strategy's recomputation
+  double transient = 0;      // working bytes while this layer runs
+  double params = 0;         // held on one rank
+  double expert_params = 0;  // of those, the routed experts' (reduced over the expert replicas)
+  // fp8 / fp4 copies of the weights a low-precision recipe keeps, and the bytes its per-step
+  // quantisation of them moves (costmodel/layer_ops.h).
+  double low_precision_weight_bytes = 0, weight_quantize_bytes = 0;
   double output_bytes = 0;
   double kernels = 0;  // launched per micro-batch, recomputation included (costmodel/layer_ops.h)
   double total_s() const { return times.pass_s[0] + times.pass_s[1] + times.pass_s[2]; }
@@ -54,6 +58,10 @@ class Evaluator {
   const std::vector<LayerCost>& layer_costs(int64_t group, int64_t tp_nodes,
                                             const Strategy& s) const;
 
+  // The communicators a layer of node kind `group` uses: the tensor group over `tp_nodes` nodes,
+  // and the context, expert and expert-tensor groups of a pipeline rank laid out in a row there.
+  LayerGroups representative_groups(int64_t group, int64_t tp_nodes, const Strategy& s) const;
+
   // Per virtual stage: the most micro-batch activations of that stage the schedule holds at once
   // (from its pass order, which the times do not change). Cached by schedule, pp, micro-batches
   // and chunks.
@@ -75,11 +83,18 @@ class Evaluator {
   const CostModel& cost_;
   const FrameworkSpec framework_;
   std::vector<Device> devices_;
-  // Layer costs by (group, tp nodes, micro-batch, tp, sequence parallel, recompute, flash, ZeRO-3,
-  // gradient-accumulation fusion, tensor-parallel overlap, host mode, and under autocast the
-  // micro-batches: the first one's gradients are not added).
-  using CacheKey = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int, bool, bool, bool, bool,
-                              int, int64_t>;
+  // Layer costs by node kind, tp nodes and every strategy field a layer's cost depends on (under
+  // autocast the micro-batches too: the first one's gradients are not added).
+  struct CacheKey {
+    int64_t group, tp_nodes, micro_batch, tp, cp, ep, etp, cp_a2a;
+    bool sequence_parallel;
+    int recompute;
+    bool flash_attention, zero3, grad_accumulation_fusion, tp_comm_overlap;
+    int host_mode, cp_comm, dispatcher, precision;
+    double moe_imbalance;
+    int64_t autocast_microbatches;
+    auto operator<=>(const CacheKey&) const = default;
+  };
   mutable std::mutex cache_mutex_;
   mutable std::map<CacheKey, std::unique_ptr<std::vector<LayerCost>>> cache_;
   std::vector<int64_t> canonical_layer_;  // index of the first layer identical to each layer

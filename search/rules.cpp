@@ -24,7 +24,86 @@ std::string batch(const RuleContext&, const Strategy& s) {
 
 std::string devices(const RuleContext& c, const Strategy& s) {
   if (c.cluster_gpus == 0 || s.devices() <= c.cluster_gpus) return "";
-  return fmt::format("dp x tp x pp = {} GPUs, the cluster has {}", s.devices(), c.cluster_gpus);
+  return fmt::format("dp x cp x tp x pp = {} GPUs, the cluster has {}", s.devices(),
+                     c.cluster_gpus);
+}
+
+// Context parallelism (Megatron-Core): a way of moving keys and values the framework runs, fused
+// attention (Transformer Engine's kernels), sequences that split into 2 x cp chunks for causal
+// load balancing, heads that split over an all-to-all group.
+std::string context_parallel(const RuleContext& c, const Strategy& s) {
+  if (s.cp == 1) return "";
+  const std::string comm(to_string(s.cp_comm));
+  if (!contains(c.framework.can_run.context_parallel, comm))
+    return c.framework.can_run.context_parallel.empty()
+               ? fmt::format("{} has no context parallelism: cp must be 1", c.framework.name)
+               : fmt::format("{} runs context parallelism by {}, not {}", c.framework.name,
+                             fmt::join(c.framework.can_run.context_parallel, ", "), comm);
+  if (!s.flash_attention)
+    return "context parallelism runs fused attention (Transformer Engine's kernels with CP): "
+           "flash_attention must be true";
+  return context_parallel_problem(c.model, s.cp, s.tp, s.cp_comm, s.cp_a2a);
+}
+
+// Expert parallelism: a model with routed experts, a framework that runs it, widths that divide
+// the experts and their MLPs, and ep x etp groups carved out of the rank's dp x cp x tp devices.
+std::string expert_parallel(const RuleContext& c, const Strategy& s) {
+  const bool own_width = s.expert_tp() != s.tp;
+  if (!c.model.is_moe())
+    return s.ep == 1 && !own_width
+               ? ""
+               : fmt::format("{} has no routed experts: ep must be 1 and etp tp", c.model.name);
+  if (s.ep > 1 && !c.framework.can_run.expert_parallel)
+    return fmt::format("{} has no expert parallelism: ep must be 1", c.framework.name);
+  if (own_width && !c.framework.can_run.expert_tensor_parallel)
+    return fmt::format("{} runs the experts at the tensor width: etp must be tp", c.framework.name);
+  if (std::string why = expert_parallel_problem(c.model, s.ep, s.expert_tp()); !why.empty())
+    return why;
+  if (s.rank_devices() % (s.ep * s.expert_tp()) != 0)
+    return fmt::format("ep x etp = {} x {} does not divide dp x cp x tp = {}", s.ep, s.expert_tp(),
+                       s.rank_devices());
+  return "";
+}
+
+// The shared experts are one tensor-parallel MLP (as wide as all of them).
+std::string shared_experts(const RuleContext& c, const Strategy& s) {
+  for (const LayerSpec& l : c.model.layers)
+    if (const auto* b = l.block();
+        b && b->is_moe() && (b->shared_experts * b->shared_ffn_hidden) % s.tp)
+      return fmt::format("tp {} does not divide the shared experts' MLP width {} of {}", s.tp,
+                         b->shared_experts * b->shared_ffn_hidden, l.name);
+  return "";
+}
+
+// Megatron-Core's MoE layer with tp > 1 leaves the tensor-parallel region (all-gather dispatcher
+// at ep 1 and etp tp) only under sequence parallelism.
+std::string moe_sequence_parallel(const RuleContext& c, const Strategy& s) {
+  if (!c.model.is_moe() || s.tp == 1 || s.sequence_parallel) return "";
+  if (s.ep == 1 && s.expert_tp() == s.tp && s.moe_dispatcher == MoeDispatcher::kAllGather)
+    return "";
+  return "expert parallelism, an expert tensor width other than tp or the all-to-all dispatcher "
+         "at tp > 1 needs sequence parallelism, as Megatron-Core requires";
+}
+
+// A low-precision recipe the framework runs, on GPUs that have its GEMMs: fp8 from Hopper (and
+// Ada), MXFP8 and NVFP4's block scaling on Blackwell (the GPUs with fp4 tensor cores).
+std::string precision(const RuleContext& c, const Strategy& s) {
+  if (s.precision == Precision::kBf16) return "";
+  const std::string name(to_string(s.precision));
+  if (!contains(c.framework.can_run.precisions, name))
+    return fmt::format("{} runs the precisions {}, not {}", c.framework.name,
+                       fmt::join(c.framework.can_run.precisions, ", "), name);
+  if (c.cluster == nullptr) return "";
+  const bool block_scaled = s.precision == Precision::kMxfp8 || s.precision == Precision::kNvfp4;
+  for (const NodeGroup& g : c.cluster->groups) {
+    const GpuSpec& gpu = g.node.gpu;
+    if (!gpu.supports(Dtype::kFp8))
+      return fmt::format("{} has no fp8 tensor cores: precision {} needs them", gpu.name, name);
+    if (block_scaled && !gpu.supports(Dtype::kFp4))
+      return fmt::format("{} has no block-scaled (Blackwell) tensor cores: precision {} needs them",
+                         gpu.name, name);
+  }
+  return "";
 }
 
 std::string tensor_width(const RuleContext& c, const Strategy& s) {
@@ -120,6 +199,11 @@ const std::vector<StrategyRule>& strategy_rules() {
       {"devices", "dp", devices},
       {"tp", "tp", tensor_width},
       {"tp", "tp", tensor_parallel},
+      {"cp", "cp", context_parallel},
+      {"tp", "tp", shared_experts},
+      {"ep", "ep", expert_parallel},
+      {"ep", "sequence_parallel", moe_sequence_parallel},
+      {"precision", "precision", precision},
       {"chunks", "chunks", chunks},
       {"pp", "pp", stages},
       {"zero", "zero", zero},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "costmodel/framework.h"
+#include "costmodel/hardware.h"
 #include "costmodel/model.h"
 #include "search/strategy.h"
 
@@ -21,6 +22,7 @@ struct RuleContext {
   const ModelSpec& model;
   const FrameworkSpec& framework;
   int64_t cluster_gpus = 0;
+  const ClusterSpec* cluster = nullptr;  // nullptr: no rule about its GPUs
 };
 
 struct StrategyRule {

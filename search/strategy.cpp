@@ -36,7 +36,7 @@ int64_t Strategy::rank_of_stage(size_t i) const {
 }
 
 std::string stage_devices_problem(const Strategy& s, size_t& stage) {
-  const int64_t per_rank = s.dp * s.tp;
+  const int64_t per_rank = s.rank_devices();
   const auto n = static_cast<int64_t>(s.stages.size());
   if (n != s.pp && n != s.pp * s.chunks_per_device()) return "";  // the count's own error
   std::vector<int64_t> first_stage(s.pp, -1);  // of each rank that lists its devices
@@ -47,8 +47,8 @@ std::string stage_devices_problem(const Strategy& s, size_t& stage) {
     if (devices.empty()) continue;
     const int64_t rank = s.rank_of_stage(i);
     if (static_cast<int64_t>(devices.size()) != per_rank)
-      return fmt::format("expected dp x tp = {} x {} = {} device indices, found {}", s.dp, s.tp,
-                         per_rank, devices.size());
+      return fmt::format("expected dp x cp x tp = {} x {} x {} = {} device indices, found {}", s.dp,
+                         s.cp, s.tp, per_rank, devices.size());
     if (const int64_t other = first_stage[rank]; other >= 0) {
       if (devices != s.stages[other].devices)
         return fmt::format(
@@ -76,14 +76,45 @@ std::string framework_switches(const Strategy& s) {
   if (s.tp_comm_overlap) words += " tp-comm-overlap";
   if (!s.fp32_grad_reduce) words += " half-grad-reduce";
   if (s.host_mode != HostMode::kEager) words += fmt::format(" {}", to_string(s.host_mode));
+  if (s.precision != Precision::kBf16) words += fmt::format(" {}", to_string(s.precision));
   return words;
 }
+
+namespace {
+
+// The keys of context and expert parallelism and of the low-precision recipe.
+void read_context_and_experts(ObjectReader& r, Strategy& s) {
+  s.cp = r.integer_in_or("cp", 1, kMaxParallelDegree, 1);
+  parse_cp_comm(r.choice_or("cp_comm", {"p2p", "all_gather", "a2a", "a2a+p2p"}, "p2p"), s.cp_comm);
+  s.cp_a2a = r.integer_in_or("cp_a2a", 2, kMaxParallelDegree, 2);
+  s.ep = r.integer_in_or("ep", 1, kMaxParallelDegree, 1);
+  s.etp = r.integer_in_or("etp", 1, kMaxParallelDegree, s.tp);
+  if (s.etp == s.tp) s.etp = 0;  // follows tp
+  parse_moe_dispatcher(r.choice_or("moe_dispatcher", {"alltoall", "allgather"}, "alltoall"),
+                       s.moe_dispatcher);
+  s.moe_imbalance = r.number_in_or("moe_imbalance", 1, 64, 1);
+  parse_precision(
+      r.choice_or("precision",
+                  {"bf16", "fp8-delayed", "fp8-current", "fp8-blockwise", "mxfp8", "nvfp4"},
+                  "bf16"),
+      s.precision);
+}
+
+}  // namespace
 
 Json to_json(const Strategy& s) {
   Json j;
   j["dp"] = s.dp;
   j["tp"] = s.tp;
   j["pp"] = s.pp;
+  j["cp"] = s.cp;
+  j["cp_comm"] = to_string(s.cp_comm);
+  if (s.cp_comm == CpComm::kA2aP2p) j["cp_a2a"] = s.cp_a2a;
+  j["ep"] = s.ep;
+  j["etp"] = s.expert_tp();
+  j["moe_dispatcher"] = to_string(s.moe_dispatcher);
+  j["moe_imbalance"] = s.moe_imbalance;
+  j["precision"] = to_string(s.precision);
   j["micro_batch"] = s.micro_batch;
   j["global_batch"] = s.global_batch;
   j["schedule"] = s.schedule;
@@ -113,6 +144,7 @@ Strategy strategy_from_json(ObjectReader r) {
   s.dp = r.integer_in("dp", 1, kMaxParallelDegree);
   s.tp = r.integer_in("tp", 1, kMaxParallelDegree);
   s.pp = r.integer_in("pp", 1, kMaxParallelDegree);
+  read_context_and_experts(r, s);
   s.micro_batch = r.integer_in("micro_batch", 1, kMaxBatchSamples);
   s.global_batch = r.integer_in("global_batch", 1, kMaxBatchSamples);
   s.schedule = r.string_or("schedule", "1f1b");

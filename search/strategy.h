@@ -29,7 +29,7 @@ inline constexpr int64_t kMaxBatchSamples = int64_t{1} << 20;
 struct StageSpec {
   int64_t first_layer = -1, last_layer = -1;  // -1: chosen by the layer partition
   std::string gpu_type;
-  std::vector<int64_t> devices;  // global device indices, dp x tp of them (tp fastest)
+  std::vector<int64_t> devices;  // global device indices, dp x cp x tp of them (tp fastest)
 };
 
 // The switches a strategy file set itself (Strategy::given); the others take the framework's
@@ -45,6 +45,20 @@ enum GivenSwitch : uint32_t {
 
 struct Strategy {
   int64_t dp = 1, tp = 1, pp = 1;
+  // Context parallelism: each sequence split over cp ranks (world size dp x cp x tp x pp, as
+  // Megatron-Core counts it; each pipeline rank's devices are tp fastest, then cp, then dp).
+  int64_t cp = 1;
+  CpComm cp_comm = CpComm::kP2p;  // Megatron-Core's --cp-comm-type
+  int64_t cp_a2a = 2;             // a2a+p2p: ranks of each all-to-all group
+  // Expert parallelism: the MoE layers' routed experts over ep ranks at expert tensor width etp
+  // (0: tp), carved out of the dp x cp x tp ranks of a pipeline rank (etp fastest, then ep, then
+  // the expert data-parallel replicas: Megatron-Core's expert layout).
+  int64_t ep = 1, etp = 0;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  // The busiest expert's tokens over the mean (costmodel/layer_ops.h, LayerShape::moe_imbalance).
+  double moe_imbalance = 1;
+  // The linear layers' low-precision recipe (costmodel/precision.h).
+  Precision precision = Precision::kBf16;
   int64_t micro_batch = 1, global_batch = 1;
   std::string schedule = "1f1b";
   Recompute recompute = Recompute::kNone;
@@ -73,7 +87,14 @@ struct Strategy {
   uint32_t given = 0;             // GivenSwitch bits of the switches the strategy set itself
   std::vector<StageSpec> stages;  // empty: the default placement and a balanced partition
 
-  int64_t devices() const { return dp * tp * pp; }
+  int64_t devices() const { return dp * cp * tp * pp; }
+  // Devices of one pipeline rank: dp x cp x tp.
+  int64_t rank_devices() const { return dp * cp * tp; }
+  // Ranks the dense parameters' gradients are reduced over (and ZeRO shards them over): dp x cp.
+  int64_t grad_replicas() const { return dp * cp; }
+  int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  // Ranks the routed experts' gradients are reduced over: dp x cp x tp / (ep x etp).
+  int64_t expert_dp() const { return rank_devices() / (ep * expert_tp()); }
   // Micro-batches per iteration on each pipeline (0 when the global batch does not divide).
   int64_t microbatches() const;
   // Model chunks per device the schedule runs: 1 for one-chunk schedules, else `chunks`, or the

@@ -14,8 +14,13 @@ STRATEGY_KEYS = {
     "dp", "tp", "pp", "micro_batch", "global_batch", "schedule", "recompute", "zero",
     "sequence_parallel", "chunks", "flash_attention", "stages", "predicted", "model", "cluster",
     "grad_accumulation_fusion", "overlap_grad_reduce", "tp_comm_overlap", "fp32_grad_reduce",
-    "host_mode", "framework",
+    "host_mode", "framework", "cp", "cp_comm", "cp_a2a", "ep", "etp", "moe_dispatcher",
+    "moe_imbalance", "precision",
 }
+
+# Strategy keys the harness reads but runs at one value only: context and expert parallelism and
+# the low-precision recipes are hetplan's to predict, not the harness's to run.
+SINGLE_VALUE_KEYS = {"cp": 1, "ep": 1, "precision": "bf16"}
 
 
 class SpecError(ValueError):
@@ -88,6 +93,12 @@ def check_strategy(s, origin="strategy"):
     unknown = set(s) - STRATEGY_KEYS
     if unknown:
         raise SpecError(f"{origin}: {sorted(unknown)[0]}: unknown key")
+    for key, only in SINGLE_VALUE_KEYS.items():
+        if key in s and s[key] != only:
+            raise SpecError(f"{origin}: {key}: the harness runs {only!r} only, found {s[key]!r}")
+    if "etp" in s and s["etp"] != s.get("tp"):
+        raise SpecError(f"{origin}: etp: the harness runs the experts at the tensor width "
+                        f"({s.get('tp')!r}), found {s['etp']!r}")
     out = dict(s)
     out.pop("predicted", None)
     out.pop("model", None)

@@ -37,7 +37,7 @@ HostFloor host_floor(const Evaluator& ev, const Strategy& s, const Placement& p,
   }
   HostFloor floor;
   for (size_t d = 0; d < ranks.size(); ++d) {
-    kernels[d] += optimizer_kernels(t.params[d] / (s.zero >= 1 ? s.dp : 1));
+    kernels[d] += optimizer_kernels(optimizer_params(s, t, d));
     const double host_s = kernels[d] * ev.host_s_per_kernel(*ranks[d].gpu, s.host_mode);
     if (host_s > floor.host_s || (floor.host_s == 0 && kernels[d] > floor.kernels)) {
       floor.host_s = host_s;

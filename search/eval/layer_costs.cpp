@@ -17,6 +17,14 @@ LayerShape layer_shape(const Strategy& s, Dtype dtype, const FrameworkSpec& fram
   shape.dtype = dtype;
   shape.framework = &framework;
   shape.host_mode = s.host_mode;
+  shape.cp = s.cp;
+  shape.cp_comm = s.cp_comm;
+  shape.cp_a2a = s.cp_a2a;
+  shape.ep = s.ep;
+  shape.etp = s.etp;
+  shape.dispatcher = s.moe_dispatcher;
+  shape.moe_imbalance = s.moe_imbalance;
+  shape.precision = s.precision;
   if (framework.param_precision == ParamPrecision::kAutocast) shape.microbatches = s.microbatches();
   return shape;
 }
@@ -39,24 +47,29 @@ void overlap_tp_comm(const GpuSpec& gpu, const LayerWork& w, const CostModel& co
 }  // namespace
 
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
-                     const CommGroup& tp, const CostModel& cost, Dtype dtype,
+                     const LayerGroups& groups, const CostModel& cost, Dtype dtype,
                      const FrameworkSpec& framework) {
   const LayerWork w = layer_work(layer, layer_shape(s, dtype, framework));
   LayerCost c;
-  c.times = cost.layer_times(gpu, w, s.recompute, tp, dtype);
+  c.times = cost.layer_times(gpu, w, s.recompute, groups, dtype);
   if (s.tp_comm_overlap) overlap_tp_comm(gpu, w, cost, dtype, c.times);
   c.activation = w.activation(s.recompute);
   c.params = static_cast<double>(w.params);
+  c.expert_params = static_cast<double>(w.expert_params);
+  c.low_precision_weight_bytes = w.low_precision_weight_bytes;
+  c.weight_quantize_bytes = w.weight_quantize_bytes;
   c.output_bytes = w.output_bytes;
   c.kernels = static_cast<double>(layer_kernels(w, s.recompute).total());
   // Recomputed activations live while the layer's backward runs; gradients of the layer's input
   // and output are in flight (one rank's share under sequence parallelism).
   const double shard = s.sequence_parallel && s.tp > 1 ? static_cast<double>(s.tp) : 1.0;
+  // (Under context parallelism the layer's tensors are of its seq / cp tokens already.)
   c.transient = w.activation(Recompute::kNone) - c.activation + 2 * w.output_bytes / shard +
                 w.transient_bytes;
   if (const auto* head = layer.head()) {
     // bf16 logits and their gradient exist next to the kept fp32 softmax.
-    const double logits = static_cast<double>(s.micro_batch) * layer.seq_len * head->vocab / s.tp;
+    const double logits =
+        static_cast<double>(s.micro_batch) * (layer.seq_len / s.cp) * head->vocab / s.tp;
     c.transient += 2 * logits * dtype_bytes(dtype);
   }
   if (s.zero >= 3) c.transient += 2 * c.params * dtype_bytes(dtype);  // gathered weights

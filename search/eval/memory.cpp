@@ -23,21 +23,31 @@ std::string overflow_reason(int64_t d, const GpuSpec& gpu, const MemoryBreakdown
 
 }  // namespace
 
+MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype, double params,
+                             double expert_params, double low_precision_bytes) {
+  MemoryInput mem;
+  mem.params = params;
+  mem.dp = s.grad_replicas();
+  mem.expert_params = expert_params;
+  mem.expert_dp = s.expert_dp();
+  mem.low_precision_weight_bytes = low_precision_bytes;
+  mem.zero = s.zero;
+  mem.dtype = dtype;
+  mem.layout = &ev.framework().memory;
+  return mem;
+}
+
 std::vector<MemoryBreakdown> rank_memory(const Evaluator& ev, const Strategy& s,
                                          const std::vector<Rank>& ranks, const StageTimes& t,
                                          const pipeline::PipelineResult& pipe, Prediction& out) {
   std::vector<MemoryBreakdown> memory(ranks.size());
   for (size_t d = 0; d < ranks.size(); ++d) {
     const GpuSpec& gpu = *ranks[d].mem_gpu;
-    MemoryInput mem;
-    mem.params = t.params[d];
-    mem.dp = s.dp;
-    mem.zero = s.zero;
-    mem.dtype = ranks[d].dtype;
+    MemoryInput mem = parameter_states(ev, s, ranks[d].dtype, t.params[d], t.expert_params[d],
+                                       t.low_precision_bytes[d]);
     mem.activations = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
     mem.transient = t.transient[d];
     mem.reserve = reserve_bytes(ev, s, gpu);
-    mem.layout = &ev.framework().memory;
     memory[d] = device_memory(mem);
     out.peak_memory_bytes.push_back(memory[d].total());
     if (out.feasible && memory[d].total() > gpu.memory_bytes) {

@@ -12,13 +12,13 @@ namespace hetplan::eval {
 namespace {
 
 // Device groups: given per pipeline rank, or per virtual stage (then the same for the chunks of
-// one rank), dp x tp each, no device in two: what the strategy alone says is checked as a strategy
-// file is read, and again here for strategies built in code. Ranks the strategy leaves open take
-// free devices of their wanted GPU type in cluster order. Returns the problem when the cluster
-// lacks them.
+// one rank), dp x cp x tp each, no device in two: what the strategy alone says is checked as a
+// strategy file is read, and again here for strategies built in code. Ranks the strategy leaves
+// open take free devices of their wanted GPU type in cluster order. Returns the problem when the
+// cluster lacks them.
 std::string device_groups(const Evaluator& ev, const Strategy& s,
                           std::vector<std::vector<int64_t>>& groups) {
-  const int64_t P = s.pp, per_stage = s.dp * s.tp;
+  const int64_t P = s.pp, per_stage = s.rank_devices();
   const auto& devices = ev.devices();
   const ClusterSpec& cluster = ev.cluster();
   groups.assign(P, {});
@@ -52,7 +52,7 @@ std::string device_groups(const Evaluator& ev, const Strategy& s,
       return fmt::format("pipeline rank {} needs {} free {}GPUs, the cluster has fewer", d,
                          per_stage, want_type[d].empty() ? "" : want_type[d] + " ");
   }
-  // Every group now holds dp x tp devices and none is in two: what is left to check needs the
+  // Every group now holds dp x cp x tp devices and none is in two: what is left to check needs the
   // cluster. A rank may span GPU types (data-parallel replicas on different GPUs): its gpu_type
   // names them all, joined by "+" in name order.
   for (int64_t d = 0; d < P; ++d) {

@@ -121,7 +121,7 @@ double reserve_bytes(const Evaluator& ev, const Strategy& s, const GpuSpec& gpu)
   const double context = measured > 0               ? measured
                          : layout.context_bytes > 0 ? layout.context_bytes
                                                     : kDefaultReserveBytes;
-  const int communicators = (s.dp > 1) + (s.tp > 1) + (s.pp > 1);
+  const int communicators = (s.dp > 1) + (s.tp > 1) + (s.pp > 1) + (s.cp > 1) + (s.ep > 1);
   return context + communicators * layout.communicator_bytes;
 }
 

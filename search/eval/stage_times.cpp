@@ -38,6 +38,9 @@ void sum_stages(const Evaluator& ev, const Placement& p, const std::vector<Rank>
       activation += c.activation;
       t.transient[d] = std::max(t.transient[d], c.transient);
       t.params[d] += c.params;
+      t.expert_params[d] += c.expert_params;
+      t.low_precision_bytes[d] += c.low_precision_weight_bytes;
+      t.weight_quantize_bytes[d] += c.weight_quantize_bytes;
     }
     if (j + 1 < S) {
       const double bytes = costs[sp.stage.last_layer].output_bytes;
@@ -82,12 +85,10 @@ void share_tied_table(const Evaluator& ev, const Strategy& s, const Placement& p
 void gather_zero3_weights(const Evaluator& ev, const Strategy& s, const Placement& p,
                           const std::vector<Rank>& ranks, const std::vector<LayerRange>& ranges,
                           StageTimes& t) {
-  if (!(s.zero >= 3 && s.dp > 1)) return;
+  if (!(s.zero >= 3 && s.grad_replicas() > 1)) return;
   for (size_t j = 0; j < p.rank_of_stage.size(); ++j) {
     const int64_t d = p.rank_of_stage[j];
-    std::vector<int64_t> dp_devices;
-    for (int64_t r = 0; r < s.dp; ++r) dp_devices.push_back(p.groups[d][r * s.tp]);
-    const CommGroup g = make_comm_group(ev.cluster(), ev.devices(), dp_devices, s.tp);
+    const CommGroup g = grad_group(ev, s, p.groups[d]);
     double stage_params = 0;
     for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
       stage_params += ranks[d].costs()[i].params;
@@ -125,7 +126,10 @@ StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& 
   StageTimes t;
   t.problem = base;
   t.params.assign(ranks.size(), 0);
+  t.expert_params.assign(ranks.size(), 0);
   t.transient.assign(ranks.size(), 0);
+  t.low_precision_bytes.assign(ranks.size(), 0);
+  t.weight_quantize_bytes.assign(ranks.size(), 0);
   sum_stages(ev, p, ranks, ranges, t);
   share_tied_table(ev, s, p, ranks, t);
   gather_zero3_weights(ev, s, p, ranks, ranges, t);

@@ -53,7 +53,7 @@ Placement place(const Evaluator& ev, const Strategy& s, std::string& problem);
 // Step 5, per layer (Evaluator::layer_costs caches it): a layer's passes, activation, transients
 // and kernels on `gpu` with tensor-parallel group `tp`.
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
-                     const CommGroup& tp, const CostModel& cost, Dtype dtype,
+                     const LayerGroups& groups, const CostModel& cost, Dtype dtype,
                      const FrameworkSpec& framework);
 
 // Step 3. One pipeline rank as the cost model sees it. A rank whose data-parallel replicas run on
@@ -97,12 +97,31 @@ PartitionOutcome partition(const Evaluator& ev, const Strategy& s, const Placeme
 struct StageTimes {
   std::vector<StagePrediction> stages;
   pipeline::PipelineProblem problem;
-  std::vector<double> params;     // per rank
-  std::vector<double> transient;  // per rank, bytes
+  std::vector<double> params;         // per rank
+  std::vector<double> expert_params;  // per rank, of `params` the routed experts'
+  std::vector<double> transient;      // per rank, bytes
+  // Per rank: a low-precision recipe's weight copies, and the bytes their quantisation moves once
+  // per step.
+  std::vector<double> low_precision_bytes, weight_quantize_bytes;
 };
 StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& p,
                        const std::vector<Rank>& ranks, const std::vector<LayerRange>& ranges,
                        const pipeline::PipelineProblem& base);
+
+// The communicators of a pipeline rank's gradients, over its `devices` (dp x cp x tp, tp fastest,
+// then cp): the dense parameters' dp x cp replicas (tp apart) and the routed experts' expert_dp
+// replicas (ep x etp apart, Megatron-Core's expert layout), each from the rank's first device.
+CommGroup grad_group(const Evaluator& ev, const Strategy& s, const std::vector<int64_t>& devices);
+CommGroup expert_grad_group(const Evaluator& ev, const Strategy& s,
+                            const std::vector<int64_t>& devices);
+
+// The parameter states of `params` (of them `expert_params` routed experts') and a recipe's weight
+// copies under the strategy's sharding: MemoryInput's first part.
+MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype, double params,
+                             double expert_params, double low_precision_bytes);
+
+// The parameters rank d's optimizer steps on each of its devices (its ZeRO shard).
+double optimizer_params(const Strategy& s, const StageTimes& t, size_t d);
 
 // Step 7. Per rank: gradient synchronisation (all of it, and what the backward does not hide) and
 // the optimizer step; the rank whose tail after the pipeline is longest.

@@ -19,15 +19,20 @@ double tied_sum_s(const Evaluator& ev, const Strategy& s, const Placement& p) {
                       {p.groups[dev.front()][0], p.groups[dev.back()][0]}));
 }
 
+// `ranks` devices of a pipeline rank's `devices`, `stride` apart from the first; `sharing` such
+// groups use each node's network at once.
+CommGroup strided_group(const Evaluator& ev, const std::vector<int64_t>& devices, int64_t ranks,
+                        int64_t stride, int64_t sharing) {
+  std::vector<int64_t> members;
+  for (int64_t k = 0; k < ranks; ++k) members.push_back(devices[k * stride]);
+  return make_comm_group(ev.cluster(), ev.devices(), members, sharing);
+}
+
 // The gradient reduction (all-reduce, or reduce-scatter under ZeRO) and the parameter gather after
-// the step (ZeRO 1 and 2) of rank d's data-parallel group.
+// the step (ZeRO 1 and 2) of `params` over the replicas `g`.
 std::pair<double, double> dp_collectives_s(const Evaluator& ev, const Strategy& s,
-                                           const std::vector<int64_t>& group, const Rank& r,
-                                           double params) {
-  if (s.dp <= 1) return {0, 0};
-  std::vector<int64_t> dp_devices;
-  for (int64_t k = 0; k < s.dp; ++k) dp_devices.push_back(group[k * s.tp]);
-  const CommGroup g = make_comm_group(ev.cluster(), ev.devices(), dp_devices, s.tp);
+                                           const CommGroup& g, const Rank& r, double params) {
+  if (g.size <= 1 || params <= 0) return {0, 0};
   const double grad_bytes = params * (s.fp32_grad_reduce ? 4 : dtype_bytes(r.dtype));
   if (s.zero == 0) return {ev.cost().collective_s(CollectiveKind::kAllReduce, grad_bytes, g), 0};
   const double reduce = ev.cost().collective_s(CollectiveKind::kReduceScatter, grad_bytes, g);
@@ -38,6 +43,23 @@ std::pair<double, double> dp_collectives_s(const Evaluator& ev, const Strategy& 
 }
 
 }  // namespace
+
+CommGroup grad_group(const Evaluator& ev, const Strategy& s, const std::vector<int64_t>& devices) {
+  return strided_group(ev, devices, s.grad_replicas(), s.tp, s.tp);
+}
+
+CommGroup expert_grad_group(const Evaluator& ev, const Strategy& s,
+                            const std::vector<int64_t>& devices) {
+  const int64_t stride = s.ep * s.expert_tp();
+  return strided_group(ev, devices, s.expert_dp(), stride, stride);
+}
+
+double optimizer_params(const Strategy& s, const StageTimes& t, size_t d) {
+  if (s.zero < 1) return t.params[d];
+  const double experts = t.expert_params[d];
+  return (t.params[d] - experts) / static_cast<double>(s.grad_replicas()) +
+         experts / static_cast<double>(s.expert_dp());
+}
 
 Synchronisation synchronise(const Evaluator& ev, const Strategy& s, const Placement& p,
                             const std::vector<Rank>& ranks, const StageTimes& t) {
@@ -52,7 +74,12 @@ Synchronisation synchronise(const Evaluator& ev, const Strategy& s, const Placem
   out.exposed_s.assign(P, 0);
   out.optimizer_s.assign(P, 0);
   for (size_t d = 0; d < P; ++d) {
-    const auto [reduce, gather] = dp_collectives_s(ev, s, p.groups[d], ranks[d], t.params[d]);
+    const double experts = t.expert_params[d];
+    const auto [dense_reduce, dense_gather] =
+        dp_collectives_s(ev, s, grad_group(ev, s, p.groups[d]), ranks[d], t.params[d] - experts);
+    const auto [expert_reduce, expert_gather] =
+        dp_collectives_s(ev, s, expert_grad_group(ev, s, p.groups[d]), ranks[d], experts);
+    const double reduce = dense_reduce + expert_reduce, gather = dense_gather + expert_gather;
     // Gradient buckets are reduced while the last micro-batch's backward still runs (PyTorch DDP,
     // Megatron-LM --overlap-grad-reduce), or after it (overlap_grad_reduce false). The tied
     // embeddings' sum follows the data-parallel reduction in every framework (Megatron-LM's
@@ -64,8 +91,12 @@ Synchronisation synchronise(const Evaluator& ev, const Strategy& s, const Placem
     out.sync_s[d] = reduce + tied + gather;
     out.exposed_s[d] =
         (s.overlap_grad_reduce ? std::max(0.0, reduce - backward[d]) : reduce) + tied + gather;
+    // The optimizer steps this device's shard; a low-precision recipe then quantises the weights
+    // again (once per step: the copies serve every micro-batch), counted with the step.
+    const double quantize = t.weight_quantize_bytes[d];
     out.optimizer_s[d] =
-        ev.cost().optimizer_s(*ranks[d].gpu, t.params[d] / (s.zero >= 1 ? s.dp : 1));
+        ev.cost().optimizer_s(*ranks[d].gpu, optimizer_params(s, t, d)) +
+        (quantize > 0 ? ev.cost().memory_op_s(*ranks[d].gpu, "quantize_weights", quantize) : 0.0);
     if (out.exposed_s[d] + out.optimizer_s[d] > out.tail_s) {
       out.tail_s = out.exposed_s[d] + out.optimizer_s[d];
       out.tail_rank = static_cast<int64_t>(d);
