@@ -23,8 +23,9 @@ namespace {
 
 struct SearchCliOptions {
   std::string model, cluster, json, framework, host_mode;
-  std::vector<std::string> calibration, schedules, recompute;
-  std::vector<int64_t> micro_batches, tensor_widths;
+  std::vector<std::string> calibration, schedules, recompute, precisions;
+  std::vector<int64_t> micro_batches, tensor_widths, context_widths, expert_widths;
+  std::vector<int64_t> expert_tensor_widths;
   int64_t global_batch = 0, seq_len = 0, top = 10;
   double time_limit_s = 0;
   int threads = 1;
@@ -40,21 +41,28 @@ struct SearchCliOptions {
 };
 
 void print_table(const std::vector<RankedStrategy>& rows) {
-  fmt::print(
-      "{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} {:>10} {:>10} {:>6} {:>9}  {}\n",
-      "rank", "dp", "tp", "pp", "mb", "schedule", "recompute", "zero", "sp", "iteration",
-      "samples/s", "MFU", "peak mem", "layers per stage");
+  // Context and expert widths and the recipe show where a row has them.
+  bool wide = false;
+  for (const auto& r : rows)
+    wide |= r.strategy.cp > 1 || r.strategy.ep > 1 || r.strategy.expert_tp() != r.strategy.tp ||
+            r.strategy.precision != Precision::kBf16;
+  fmt::print("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} ", "rank", "dp", "tp", "pp",
+             "mb", "schedule", "recompute", "zero", "sp");
+  if (wide) fmt::print("{:>3} {:>3} {:>3} {:<13} ", "cp", "ep", "etp", "precision");
+  fmt::print("{:>10} {:>10} {:>6} {:>9}  {}\n", "iteration", "samples/s", "MFU", "peak mem",
+             "layers per stage");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Strategy& s = rows[i].strategy;
     const Prediction& p = rows[i].predicted;
     double peak = 0;
     for (double b : p.peak_memory_bytes) peak = std::max(peak, b);
-    fmt::print(
-        "{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} {:>10} {:>10.2f} {:>5.1f}% {:>9}  "
-        "{}\n",
-        i + 1, s.dp, s.tp, s.pp, s.micro_batch, s.schedule, to_string(s.recompute), s.zero,
-        s.sequence_parallel ? "yes" : "no", format_seconds(p.iteration_s), p.samples_per_s,
-        100 * p.mfu, format_gib(peak), stage_layers_summary(p.stages));
+    fmt::print("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} ", i + 1, s.dp, s.tp, s.pp,
+               s.micro_batch, s.schedule, to_string(s.recompute), s.zero,
+               s.sequence_parallel ? "yes" : "no");
+    if (wide)
+      fmt::print("{:>3} {:>3} {:>3} {:<13} ", s.cp, s.ep, s.expert_tp(), to_string(s.precision));
+    fmt::print("{:>10} {:>10.2f} {:>5.1f}% {:>9}  {}\n", format_seconds(p.iteration_s),
+               p.samples_per_s, 100 * p.mfu, format_gib(peak), stage_layers_summary(p.stages));
   }
 }
 
@@ -103,6 +111,27 @@ CommandRunner declare_search(CLI::App& app) {
                  "Tensor-parallel widths to consider (default: powers of two up to 2 nodes)")
       ->delimiter(',')
       ->check(kPositive);
+  app.add_option("--context-widths", o->context_widths,
+                 "Context-parallel widths to consider (default: powers of two keeping 4096 "
+                 "tokens per rank, where the framework runs CP)")
+      ->delimiter(',')
+      ->check(kPositive);
+  app.add_option("--expert-widths", o->expert_widths,
+                 "Expert-parallel widths to consider (default for MoE models: powers of two "
+                 "dividing the experts, up to 64)")
+      ->delimiter(',')
+      ->check(kPositive);
+  app.add_option("--expert-tensor-widths", o->expert_tensor_widths,
+                 "Expert tensor widths to consider besides tp (default: 1, where the framework "
+                 "runs it)")
+      ->delimiter(',')
+      ->check(kPositive);
+  app.add_option("--precision", o->precisions,
+                 "Low-precision recipes to consider: bf16, fp8-delayed, fp8-current, "
+                 "fp8-blockwise, mxfp8, nvfp4 (default: bf16)")
+      ->delimiter(',')
+      ->check(
+          CLI::IsMember({"bf16", "fp8-delayed", "fp8-current", "fp8-blockwise", "mxfp8", "nvfp4"}));
   app.add_option("--max-zero", o->max_zero, "Highest ZeRO stage to consider (0-3, default 3)")
       ->check(CLI::Range(0, 3));
   app.add_flag("--exhaustive", o->exhaustive, "Cost every valid candidate (no bound pruning)");
@@ -173,6 +202,14 @@ CommandRunner declare_search(CLI::App& app) {
     opts.schedules = o->schedules;
     opts.micro_batches = o->micro_batches;
     opts.tensor_widths = o->tensor_widths;
+    opts.context_widths = o->context_widths;
+    opts.expert_widths = o->expert_widths;
+    opts.expert_tensor_widths = o->expert_tensor_widths;
+    for (const auto& name : o->precisions) {
+      Precision p;
+      parse_precision(name, p);
+      opts.precisions.push_back(p);
+    }
     opts.max_zero = o->max_zero;
     opts.time_limit_s = o->time_limit_s;
     ProgressLine progress(!o->quiet);

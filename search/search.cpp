@@ -164,105 +164,183 @@ class TrainingSearch {
   // The points of the space that run on `groups` (indices into the cluster's groups).
   void generate(const std::vector<int64_t>& groups, int64_t& id) {
     const ClusterSpec& cluster = ev_.cluster();
-    const ModelSpec& model = ev_.model();
     int64_t N = 0;
     for (int64_t g : groups) N += cluster.groups[g].count * cluster.groups[g].node.gpus;
     const int64_t B = o_.global_batch;
-    const int64_t L = static_cast<int64_t>(model.layers.size());
     int64_t max_node = 0;
     for (int64_t g : groups) max_node = std::max(max_node, cluster.groups[g].node.gpus);
     std::vector<int64_t> tps = o_.tensor_widths;
     if (tps.empty())
       for (int64_t t = 1; t <= std::min(2 * max_node, N); t *= 2) tps.push_back(t);
+    const std::vector<int64_t> cps = context_widths(N);
     const std::vector<int64_t> mbs = o_.micro_batches.empty() ? divisors(B, 64) : o_.micro_batches;
     const auto orders = node_group_orders(cluster, groups);
-    // The (tp, pp) shapes, counted for the progress.
+    // The (tp, cp, pp) shapes, counted for the progress.
     int64_t shapes_total = 0, shapes_done = 0;
     for (int64_t tp : tps)
-      if (N % tp == 0) shapes_total += static_cast<int64_t>(divisors(N / tp, N).size());
-    for (int64_t tp : tps) {
-      if (N % tp) continue;
-      const std::string tp_problem = tensor_parallel_problem(model, tp);
-      for (int64_t pp : divisors(N / tp, N)) {
+      for (int64_t cp : cps)
+        if (N % (tp * cp) == 0)
+          shapes_total += static_cast<int64_t>(divisors(N / (tp * cp), N).size());
+    for (int64_t tp : tps)
+      for (int64_t cp : cps) {
+        if (N % (tp * cp) == 0)
+          generate_shapes(N, tp, cp, mbs, orders, shapes_done, shapes_total, id);
         if (out_of_time()) return;
-        if (o_.progress) o_.progress(shapes_done++, shapes_total, 0, true);
-        const int64_t dp = N / (tp * pp);
-        // Placements of this shape, one per distinct order of node kinds.
-        std::vector<size_t> shapes;
-        for (const auto& order : orders) {
-          auto stages = place_stages(cluster, order, dp, tp, pp);
-          if (!stages) continue;
-          bool duplicate = false;
-          for (size_t k : shapes) {
-            bool same = placements_[k].stages.size() == stages->size();
-            for (size_t s = 0; same && s < stages->size(); ++s)
-              same = placements_[k].stages[s].devices == (*stages)[s].devices;
-            duplicate |= same;
-          }
-          if (duplicate) continue;
-          shapes.push_back(add_placement(dp, tp, pp, std::move(*stages)));
-        }
-        const bool sp_runs = o_.sequence_parallel && ev_.framework().can_run.sequence_parallel;
-        const std::vector<bool> sp_choices =
-            tp > 1 && sp_runs ? std::vector<bool>{false, true} : std::vector<bool>{false};
-        const int64_t per_shape = static_cast<int64_t>(mbs.size() * recompute_.size()) *
-                                  (o_.max_zero + 1) * static_cast<int64_t>(sp_choices.size()) *
-                                  static_cast<int64_t>(schedules_.size());
-        result_.stats.candidates +=
-            per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size()));
-        if (!tp_problem.empty()) {
-          prune("tp", per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size())));
-          continue;
-        }
-        if (pp > L) {
-          prune("pp", per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size())));
-          continue;
-        }
-        if (shapes.empty()) {
-          prune("placement", per_shape);
-          continue;
-        }
-        for (size_t shape : shapes)
-          for (int64_t mb : mbs)
-            for (Recompute rc : recompute_)
-              for (int zero = 0; zero <= o_.max_zero; ++zero)
-                for (bool sp : sp_choices)
-                  for (const auto& sched : schedules_) {
-                    Candidate c;
-                    c.id = id++;
-                    c.placement = shape;
-                    Strategy& s = c.strategy;
-                    s.dp = dp;
-                    s.tp = tp;
-                    s.pp = pp;
-                    s.micro_batch = mb;
-                    s.global_batch = B;
-                    s.recompute = rc;
-                    s.zero = zero;
-                    s.sequence_parallel = sp;
-                    s.schedule = sched;
-                    s.chunks = s.chunks_per_device();
-                    s.flash_attention = switches_.flash_attention;
-                    s.grad_accumulation_fusion = switches_.grad_accumulation_fusion;
-                    s.overlap_grad_reduce = switches_.overlap_grad_reduce;
-                    s.tp_comm_overlap = switches_.tp_comm_overlap && sp;
-                    s.host_mode = switches_.host_mode;
-                    s.fp32_grad_reduce = switches_.fp32_grad_reduce;
-                    s.framework = framework_;
-                    if (auto broken = ev_.broken_rule(s)) {
-                      prune(broken->code);
-                    } else if ((pp == 1 && sched != single_stage_schedule_) ||
-                               (rc == Recompute::kSelective && s.flash_attention) ||
-                               (zero > 0 && dp == 1)) {
-                      prune("equivalent");  // same plan as another candidate
-                    } else if (!o_.exhaustive && memory_bound_fails(s, placements_[shape])) {
-                      prune("memory_bound");
-                    } else {
-                      candidates_.push_back(std::move(c));
-                    }
-                  }
       }
+  }
+
+  // The context widths tried: the options', else powers of two that keep kMinContextChunkTokens
+  // per rank and split the sequence into 2 x cp chunks, where the framework runs CP.
+  std::vector<int64_t> context_widths(int64_t N) const {
+    if (!o_.context_widths.empty()) return o_.context_widths;
+    std::vector<int64_t> cps = {1};
+    if (ev_.framework().can_run.context_parallel.empty()) return cps;
+    int64_t seq = 0;
+    for (const auto& l : ev_.model().layers) seq = std::max(seq, l.seq_len);
+    for (int64_t cp = 2; cp <= N && seq / cp >= kMinContextChunkTokens && seq % (2 * cp) == 0;
+         cp *= 2)
+      cps.push_back(cp);
+    return cps;
+  }
+
+  // The expert widths tried: the options', else for an MoE model powers of two dividing its
+  // routed experts up to kMaxSearchedExpertWidth, where the framework runs expert parallelism.
+  std::vector<int64_t> expert_widths() const {
+    if (!o_.expert_widths.empty()) return o_.expert_widths;
+    std::vector<int64_t> eps = {1};
+    if (!ev_.model().is_moe() || !ev_.framework().can_run.expert_parallel) return eps;
+    int64_t experts = 0;
+    for (const auto& l : ev_.model().layers)
+      if (const auto* b = l.block(); b && b->is_moe()) experts = b->experts;
+    for (int64_t ep = 2; ep <= std::min(experts, kMaxSearchedExpertWidth) && experts % ep == 0;
+         ep *= 2)
+      eps.push_back(ep);
+    return eps;
+  }
+
+  // The expert tensor widths tried at tensor width tp (0 stands for tp itself).
+  std::vector<int64_t> expert_tensor_widths(int64_t tp) const {
+    std::vector<int64_t> out = {0};
+    if (!ev_.model().is_moe()) return out;
+    if (!o_.expert_tensor_widths.empty()) {
+      for (int64_t etp : o_.expert_tensor_widths)
+        if (etp != 0 && etp != tp) out.push_back(etp);
+      return out;
     }
+    if (tp > 1 && ev_.framework().can_run.expert_tensor_parallel) out.push_back(1);
+    return out;
+  }
+
+  // The placements and candidates of one (tp, cp) on N GPUs (node kinds in `orders`), every pp.
+  void generate_shapes(int64_t N, int64_t tp, int64_t cp, const std::vector<int64_t>& mbs,
+                       const std::vector<std::vector<int64_t>>& orders, int64_t& shapes_done,
+                       int64_t shapes_total, int64_t& id) {
+    const ClusterSpec& cluster = ev_.cluster();
+    const ModelSpec& model = ev_.model();
+    const int64_t L = static_cast<int64_t>(model.layers.size());
+    const std::string tp_problem = tensor_parallel_problem(model, tp);
+    const std::vector<int64_t> eps = expert_widths();
+    const std::vector<int64_t> etps = expert_tensor_widths(tp);
+    const std::vector<Precision> precisions =
+        o_.precisions.empty() ? std::vector<Precision>{Precision::kBf16} : o_.precisions;
+    for (int64_t pp : divisors(N / (tp * cp), N)) {
+      if (out_of_time()) return;
+      if (o_.progress) o_.progress(shapes_done++, shapes_total, 0, true);
+      const int64_t dp = N / (tp * cp * pp);
+      // Placements of this shape, one per distinct order of node kinds.
+      std::vector<size_t> shapes;
+      for (const auto& order : orders) {
+        auto stages = place_stages(cluster, order, dp * cp, tp, pp);
+        if (!stages) continue;
+        bool duplicate = false;
+        for (size_t k : shapes) {
+          bool same = placements_[k].stages.size() == stages->size();
+          for (size_t s = 0; same && s < stages->size(); ++s)
+            same = placements_[k].stages[s].devices == (*stages)[s].devices;
+          duplicate |= same;
+        }
+        if (duplicate) continue;
+        shapes.push_back(add_placement(dp, tp, pp, std::move(*stages)));
+      }
+      const bool sp_runs = o_.sequence_parallel && ev_.framework().can_run.sequence_parallel;
+      const std::vector<bool> sp_choices =
+          tp > 1 && sp_runs ? std::vector<bool>{false, true} : std::vector<bool>{false};
+      const int64_t per_shape = static_cast<int64_t>(mbs.size() * recompute_.size()) *
+                                (o_.max_zero + 1) * static_cast<int64_t>(sp_choices.size()) *
+                                static_cast<int64_t>(schedules_.size()) *
+                                static_cast<int64_t>(eps.size() * etps.size() * precisions.size());
+      result_.stats.candidates +=
+          per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size()));
+      if (!tp_problem.empty()) {
+        prune("tp", per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size())));
+        continue;
+      }
+      if (pp > L) {
+        prune("pp", per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size())));
+        continue;
+      }
+      if (shapes.empty()) {
+        prune("placement", per_shape);
+        continue;
+      }
+      Strategy base;
+      base.dp = dp;
+      base.tp = tp;
+      base.cp = cp;
+      base.pp = pp;
+      for (size_t shape : shapes)
+        for (int64_t ep : eps)
+          for (int64_t etp : etps)
+            for (Precision precision : precisions) {
+              base.ep = ep;
+              base.etp = etp;
+              base.precision = precision;
+              add_candidates(base, shape, mbs, sp_choices, id);
+            }
+    }
+  }
+
+  // Every micro-batch, recomputation, ZeRO stage, sequence-parallel choice and schedule of one
+  // placed shape (`base` holds its widths and precision).
+  void add_candidates(const Strategy& base, size_t shape, const std::vector<int64_t>& mbs,
+                      const std::vector<bool>& sp_choices, int64_t& id) {
+    const int64_t B = o_.global_batch, pp = base.pp;
+    for (int64_t mb : mbs)
+      for (Recompute rc : recompute_)
+        for (int zero = 0; zero <= o_.max_zero; ++zero)
+          for (bool sp : sp_choices)
+            for (const auto& sched : schedules_) {
+              Candidate c;
+              c.id = id++;
+              c.placement = shape;
+              Strategy& s = c.strategy;
+              s = base;
+              s.micro_batch = mb;
+              s.global_batch = B;
+              s.recompute = rc;
+              s.zero = zero;
+              s.sequence_parallel = sp;
+              s.schedule = sched;
+              s.chunks = s.chunks_per_device();
+              s.flash_attention = switches_.flash_attention;
+              s.grad_accumulation_fusion = switches_.grad_accumulation_fusion;
+              s.overlap_grad_reduce = switches_.overlap_grad_reduce;
+              s.tp_comm_overlap = switches_.tp_comm_overlap && sp;
+              s.host_mode = switches_.host_mode;
+              s.fp32_grad_reduce = switches_.fp32_grad_reduce;
+              s.framework = framework_;
+              if (auto broken = ev_.broken_rule(s)) {
+                prune(broken->code);
+              } else if ((pp == 1 && sched != single_stage_schedule_) ||
+                         (rc == Recompute::kSelective && s.flash_attention) ||
+                         (zero > 0 && s.grad_replicas() == 1)) {
+                prune("equivalent");  // same plan as another candidate
+              } else if (!o_.exhaustive && memory_bound_fails(s, placements_[shape])) {
+                prune("memory_bound");
+              } else {
+                candidates_.push_back(std::move(c));
+              }
+            }
   }
 
   size_t add_placement(int64_t dp, int64_t tp, int64_t pp, std::vector<StageSpec> stages) {
@@ -284,11 +362,16 @@ class TrainingSearch {
 
   // Weights, gradients and optimizer state alone exceed the largest device on average.
   bool memory_bound_fails(const Strategy& s, const Placement& p) {
-    double params = 0;
-    for (const auto& layer : ev_.model().layers) params += layer_parameters(layer, s.tp, false);
+    double params = 0, experts = 0;
+    for (const auto& layer : ev_.model().layers) {
+      params += layer_parameters(layer, s.tp, false, s.ep, s.expert_tp());
+      experts += expert_parameters(layer, s.ep, s.expert_tp());
+    }
     MemoryInput states;
     states.params = params / static_cast<double>(s.pp);
-    states.dp = s.dp;
+    states.expert_params = experts / static_cast<double>(s.pp);
+    states.dp = s.grad_replicas();
+    states.expert_dp = s.expert_dp();
     states.zero = s.zero;
     states.dtype = ev_.model().dtype;
     states.layout = &ev_.framework().memory;
@@ -525,6 +608,11 @@ void check_framework_runs(const FrameworkSpec& f, const SearchOptions& o) {
       std::find(can.attention.begin(), can.attention.end(), kernel) == can.attention.end())
     throw InputError(fmt::format("flash_attention: {} runs {} attention only", f.name,
                                  fmt::join(can.attention, " or ")));
+  for (Precision p : o.precisions)
+    if (std::find(can.precisions.begin(), can.precisions.end(), std::string(to_string(p))) ==
+        can.precisions.end())
+      throw InputError(fmt::format("precision: {} runs {}, not {}", f.name,
+                                   fmt::join(can.precisions, ", "), to_string(p)));
   if (o.tp_comm_overlap.value_or(false) && !can.tp_comm_overlap)
     throw InputError(
         fmt::format("tp_comm_overlap: {} does not overlap tensor-parallel "
@@ -542,10 +630,16 @@ SearchResult search_training(const Evaluator& evaluator, const SearchOptions& op
     if (mb <= 0 || mb > kMaxBatchSamples)
       throw InputError(
           fmt::format("micro-batches: expected sizes from 1 to {}, got {}", kMaxBatchSamples, mb));
-  for (int64_t tp : options.tensor_widths)
-    if (tp <= 0 || tp > kMaxParallelDegree)
-      throw InputError(fmt::format("tensor widths: expected widths from 1 to {}, got {}",
-                                   kMaxParallelDegree, tp));
+  const auto check_widths = [](const char* what, const std::vector<int64_t>& widths, int64_t lo) {
+    for (int64_t w : widths)
+      if (w < lo || w > kMaxParallelDegree)
+        throw InputError(fmt::format("{}: expected widths from {} to {}, got {}", what, lo,
+                                     kMaxParallelDegree, w));
+  };
+  check_widths("tensor widths", options.tensor_widths, 1);
+  check_widths("context widths", options.context_widths, 1);
+  check_widths("expert widths", options.expert_widths, 1);
+  check_widths("expert tensor widths", options.expert_tensor_widths, 0);
   if (options.global_batch <= 0 || options.global_batch > kMaxBatchSamples)
     throw InputError(fmt::format("global batch: expected 1 to {} samples, got {}", kMaxBatchSamples,
                                  options.global_batch));

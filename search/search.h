@@ -23,6 +23,13 @@ namespace hetplan {
 // the full space can finish in minutes on 2 cores; a larger cluster is refused up front.
 inline constexpr int64_t kMaxSearchGpus = int64_t{1} << 17;
 
+// The search's default context widths keep at least this many tokens of a sequence per rank: the
+// published runs use CP 2 for Llama 3.1 405B at 8,192 tokens (Megatron-Bridge's summary, issue 37)
+// and CP 2-32 only for longer sequences. A pruning heuristic of the search, not a cost.
+inline constexpr int64_t kMinContextChunkTokens = 4096;
+// The published MoE runs use EP 8-64 (issue 37); wider expert groups are searched when asked.
+inline constexpr int64_t kMaxSearchedExpertWidth = 64;
+
 struct SearchOptions {
   int64_t global_batch = 0;
   int threads = 1;
@@ -36,6 +43,19 @@ struct SearchOptions {
   std::vector<int64_t> micro_batches;  // empty: the global batch's divisors up to 64 (each
                                        // candidate keeps those dividing its per-replica batch)
   std::vector<int64_t> tensor_widths;  // empty: powers of two up to twice a node's GPUs
+  // Context-parallel widths. Empty: powers of two while each rank keeps at least
+  // kMinContextChunkTokens of a sequence (1 alone below 8,192 tokens), where the framework runs
+  // context parallelism.
+  std::vector<int64_t> context_widths;
+  // Expert-parallel widths of an MoE model. Empty: powers of two dividing the routed experts, up
+  // to kMaxSearchedExpertWidth (dense models: 1).
+  std::vector<int64_t> expert_widths;
+  // Expert tensor widths tried besides tp (0 in the list: tp itself). Empty: tp, and 1 where the
+  // framework runs an expert tensor width of its own.
+  std::vector<int64_t> expert_tensor_widths;
+  // Low-precision recipes tried. Empty: bf16 alone (a recipe changes the numerics: the user
+  // chooses it, the search does not).
+  std::vector<Precision> precisions;
   // Switches every candidate takes; unset: the framework's default (FrameworkSpec::defaults).
   std::optional<bool> flash_attention;
   std::optional<bool> grad_accumulation_fusion;  // as Strategy::grad_accumulation_fusion
