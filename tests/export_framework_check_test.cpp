@@ -603,5 +603,94 @@ TEST(ExportFrameworkCheck, EveryFlagAndKeyOfABroadMatrixIsOneTheFrameworkAccepts
     EXPECT_TRUE(seen.torchtitan.count(expected)) << expected;
 }
 
+// Issue 37: context and expert parallelism and the low-precision recipes of 2026's runs, through
+// every exporter, checked as the matrix above: DeepSeek-V3 (MLA, dense first layers, shared
+// experts, MTP), Qwen3-30B-A3B (q/k norms, 128 experts), Llama 3.1 405B, GPT-OSS-120B.
+TEST(ExportFrameworkCheck, ContextExpertParallelismAndPrecisionsAreFlagsTheFrameworksAccept) {
+  std::vector<ModelSpec> models;
+  for (const char* name : {"deepseek-v3", "qwen3-30b-a3b", "llama3.1-405b", "gpt-oss-120b"})
+    models.push_back(load_model(name));
+  const Precision kPrecisions[] = {Precision::kBf16,       Precision::kFp8Delayed,
+                                   Precision::kFp8Current, Precision::kFp8Blockwise,
+                                   Precision::kMxfp8,      Precision::kNvfp4};
+  const CpComm kComms[] = {CpComm::kP2p, CpComm::kAllGather, CpComm::kA2a, CpComm::kA2aP2p};
+  Findings findings;
+  Seen seen;
+  int64_t i = 0, megatron_expressed = 0;
+  for (const auto& m : models)
+    for (int64_t cp : {1, 2, 4})
+      for (int64_t ep : {1, 8})
+        for (int64_t etp : {0, 1}) {
+          if (!m.is_moe() && (ep > 1 || etp == 1)) continue;
+          Strategy s;
+          s.dp = 8, s.tp = 2, s.pp = 2, s.cp = cp, s.ep = ep, s.etp = etp;
+          s.cp_comm = kComms[i % 4];
+          s.cp_a2a = 2;
+          s.precision = kPrecisions[i % 6];
+          s.moe_dispatcher = i % 2 ? MoeDispatcher::kAllToAll : MoeDispatcher::kAllGather;
+          s.sequence_parallel = true;
+          s.micro_batch = 1;
+          s.global_batch = 8 * 16;
+          s.zero = 1;
+          const Case c{fmt::format("{} {} #{}", m.name, to_json(s).dump(), i), &m, s, false};
+          ++i;
+          const ExportResult mg = export_megatron(m, s, {});
+          findings.add(testing::megatron_problems(mg.text, megatron()), c, mg.text);
+          if (mg.unsupported.empty()) ++megatron_expressed;
+          for (const auto& [flag, value] : testing::megatron_options(mg.text)) {
+            seen.megatron.insert(flag);
+            seen.megatron.insert(flag + " " + value);
+          }
+          const ExportResult ds = export_deepspeed(m, s, {});
+          findings.add(testing::deepspeed_problems(ds.text, deepspeed(), kDeepSpeedExtensions), c,
+                       ds.text);
+          const ExportResult tt = export_torchtitan(m, s, {});
+          check_torchtitan(tt, testing::torchtitan_python(tt.text, torchtitan()), torchtitan(),
+                           "ParallelismConfig.", c, findings);
+          seen.lines(tt.text, seen.torchtitan, {"context_parallel_degree", "expert_parallel"});
+          ExportOptions toml;
+          toml.torchtitan_toml = true;
+          const ExportResult old = export_torchtitan(m, s, toml);
+          check_torchtitan(old, testing::torchtitan_toml(old.text, torchtitan_toml()),
+                           torchtitan_toml(), "parallelism.", c, findings);
+          seen.lines(old.text, seen.torchtitan, {"context_parallel", "expert_"});
+        }
+  EXPECT_TRUE(findings.first_case.empty()) << findings.report();
+  EXPECT_EQ(i, 39);  // 3 MoE models x 3 cp x 2 ep x 2 etp, and Llama's 3 cp
+  EXPECT_GT(megatron_expressed, 0);
+  for (const char* expected : {"--context-parallel-size 2",
+                               "--cp-comm-type p2p",
+                               "--cp-comm-type all_gather",
+                               "--cp-comm-type a2a",
+                               "--hierarchical-context-parallel-sizes",
+                               "--expert-model-parallel-size 8",
+                               "--expert-tensor-parallel-size 1",
+                               "--fp8-format hybrid",
+                               "--fp8-recipe delayed",
+                               "--fp8-recipe tensorwise",
+                               "--fp8-recipe blockwise",
+                               "--fp8-recipe mxfp8",
+                               "--fp4-format e2m1",
+                               "--fp4-recipe nvfp4",
+                               "--moe-token-dispatcher-type alltoall",
+                               "--moe-token-dispatcher-type allgather",
+                               "--moe-grouped-gemm",
+                               "--moe-ffn-hidden-size",
+                               "--moe-shared-expert-intermediate-size",
+                               "--moe-layer-freq",
+                               "--mtp-num-layers 1",
+                               "--multi-latent-attention",
+                               "--kv-lora-rank 512",
+                               "--q-lora-rank 1536",
+                               "--qk-layernorm",
+                               "--num-layers 61",
+                               "--num-experts 256"})
+    EXPECT_TRUE(seen.megatron.count(expected)) << expected;
+  for (const char* expected :
+       {"context_parallel_degree=2,", "expert_parallel_degree=8,", "context_parallel_degree = 2",
+        "expert_parallel_degree = 8", "expert_tensor_parallel_degree = 1"})
+    EXPECT_TRUE(seen.torchtitan.count(expected)) << expected;
+}
+
 }  // namespace
 }  // namespace hetplan

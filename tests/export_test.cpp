@@ -748,8 +748,9 @@ TEST(StrategyDevices, EachRankListsItsOwnDpTimesTpDevices) {
                 .devices,
             (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(problem(R"(, "stages": [{"devices": [0, 1]}, {}])"), "accepted");  // one left open
-  EXPECT_EQ(problem(R"(, "stages": [{"devices": [0, 1]}, {"devices": [2]}])"),
-            "s.json: stages[1].devices: expected dp x tp = 2 x 1 = 2 device indices, found 1");
+  EXPECT_EQ(
+      problem(R"(, "stages": [{"devices": [0, 1]}, {"devices": [2]}])"),
+      "s.json: stages[1].devices: expected dp x cp x tp = 2 x 1 x 1 = 2 device indices, found 1");
   EXPECT_EQ(problem(R"(, "stages": [{"devices": [0, 1]}, {"devices": [1, 2]}])"),
             "s.json: stages[1].devices: device 1 is pipeline rank 0's too (stage 0)");
   EXPECT_EQ(problem(R"(, "stages": [{"devices": [0, 0]}, {"devices": [1, 2]}])"),

@@ -205,6 +205,40 @@ Json pipeline_module(const ModelSpec& model, const Strategy& s, const LayerSpec*
   return m;
 }
 
+// DeepSpeed's MoE takes its expert-parallel size in the model code (deepspeed.moe.layer.MoE's
+// ep_size), its Ulysses sequence parallelism likewise (DistributedAttention over a sequence
+// group); neither is a config key, and the rest cannot be said at all.
+void context_and_expert_notes(const ModelSpec& model, const Strategy& s, ExportResult& out) {
+  const TransformerLayer* moe = nullptr;
+  for (const auto& l : model.layers)
+    if (const auto* b = l.block(); b && b->is_moe() && !moe) moe = b;
+  if (s.ep > 1 && moe)
+    out.instructions.push_back(fmt::format(
+        "build each MoE layer as deepspeed.moe.layer.MoE(..., num_experts={}, ep_size={}, k={}): "
+        "DeepSpeed takes expert parallelism in the model code, not the config",
+        moe->experts, s.ep, moe->top_k));
+  if (s.expert_tp() != s.tp)
+    out.unsupported.push_back(fmt::format(
+        "expert tensor width {}: DeepSpeed's experts are not tensor-parallel on their own",
+        s.expert_tp()));
+  if (s.cp > 1) {
+    if (s.cp_comm == CpComm::kA2a)
+      out.instructions.push_back(fmt::format(
+          "context parallelism {} as DeepSpeed-Ulysses: wrap attention in "
+          "deepspeed.sequence.layer.DistributedAttention over a sequence-parallel group of {} "
+          "ranks (model code, not the config)",
+          s.cp, s.cp));
+    else
+      out.unsupported.push_back(fmt::format(
+          "context parallelism by {}: DeepSpeed's sequence parallelism is Ulysses' all-to-all "
+          "(cp_comm a2a)",
+          to_string(s.cp_comm)));
+  }
+  if (s.precision != Precision::kBf16)
+    out.unsupported.push_back(fmt::format(
+        "precision {}: DeepSpeed's engine has no fp8 or fp4 recipe", to_string(s.precision)));
+}
+
 }  // namespace
 
 ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const ExportOptions& o) {
@@ -217,6 +251,7 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
   if (model.dtype == Dtype::kFp8) out.unsupported.push_back("training in fp8");
   zero_keys(s, j, out);
   tensor_parallel_keys(s, j, out);
+  context_and_expert_notes(model, s, out);
   recompute_keys(s, j, out);
   if (s.pp > 1) j["hetplan_pipeline_module"] = pipeline_module(model, s, layer, out);
   if (!s.flash_attention)

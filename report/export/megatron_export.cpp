@@ -17,15 +17,175 @@ struct Args {
   }
 };
 
-void model_args(const ModelSpec& model, const LayerSpec& layer, Args& a, ExportResult& out) {
+// The blocks as Megatron-Core builds them: the decoder's (dense and MoE, --moe-layer-freq's
+// pattern) and the multi-token-prediction modules after them (--mtp-num-layers), which
+// --num-layers does not count.
+struct MegatronBlocks {
+  std::vector<const TransformerLayer*> decoder;
+  int64_t mtp = 0;
+  const TransformerLayer* dense = nullptr;  // the first dense block, if any
+  const TransformerLayer* moe = nullptr;    // the first MoE block, if any
+};
+
+MegatronBlocks megatron_blocks(const ModelSpec& model) {
+  MegatronBlocks m;
+  for (const auto& l : model.layers)
+    if (const auto* b = l.block()) {
+      if (b->mtp_vocab > 0) {
+        ++m.mtp;
+        continue;
+      }
+      m.decoder.push_back(b);
+      if (b->is_moe() && !m.moe) m.moe = b;
+      if (!b->is_moe() && !m.dense) m.dense = b;
+    }
+  return m;
+}
+
+// Megatron-Core's MoE flags: experts, router, the experts' and the shared experts' widths, the
+// pattern of dense and MoE layers, the dispatcher and grouped GEMMs.
+void moe_args(const MegatronBlocks& m, const Strategy& s, Args& a, ExportResult& out) {
+  const TransformerLayer& e = *m.moe;
+  a.add("--num-experts", e.experts);
+  a.add("--moe-router-topk", e.top_k);
+  a.add("--moe-ffn-hidden-size", e.ffn_hidden);
+  if (e.shared_experts > 0)
+    a.add("--moe-shared-expert-intermediate-size", e.shared_experts * e.shared_ffn_hidden);
+  if (e.shared_expert_gate) a.add("--moe-shared-expert-gate");
+  if (m.dense) {
+    std::vector<int> pattern;  // 1: an MoE layer, 0: dense, in decoder order
+    for (const auto* b : m.decoder) pattern.push_back(b->is_moe() ? 1 : 0);
+    a.add("--moe-layer-freq", fmt::format("\"[{}]\"", fmt::join(pattern, ",")));
+  }
+  a.add("--moe-token-dispatcher-type", to_string(s.moe_dispatcher));
+  a.add("--moe-grouped-gemm");
+  if (s.moe_imbalance > 1)
+    out.approximations.push_back(fmt::format(
+        "hetplan planned for routing {:.2f}x the mean tokens onto the busiest expert; Megatron-LM "
+        "routes dropless by default (--moe-expert-capacity-factor drops tokens past a capacity)",
+        s.moe_imbalance));
+  else
+    out.approximations.push_back(
+        "hetplan planned for balanced routing (every expert the mean of the tokens), as NVIDIA's "
+        "published MoE benchmarks force it (--moe-router-force-load-balancing, a benchmark-only "
+        "flag); real routing is less even");
+}
+
+// Megatron-Core's multi-latent attention (DeepSeek-V2/V3).
+void mla_args(const TransformerLayer& b, Args& a) {
+  a.add("--multi-latent-attention");
+  if (b.mla.q_lora_rank > 0) a.add("--q-lora-rank", b.mla.q_lora_rank);
+  a.add("--kv-lora-rank", b.mla.kv_lora_rank);
+  a.add("--qk-head-dim", b.mla.qk_nope_head_dim);
+  a.add("--qk-pos-emb-head-dim", b.mla.qk_rope_head_dim);
+  a.add("--v-head-dim", b.mla.v_head_dim);
+}
+
+// Context parallelism, expert parallelism and the low-precision recipe of the strategy.
+void parallel_and_precision_args(const ModelSpec& model, const Strategy& s, Args& a,
+                                 ExportResult& out) {
+  if (s.cp > 1) {
+    a.add("--context-parallel-size", s.cp);
+    // Megatron-LM passes --cp-comm-type to Transformer Engine, whose values these are.
+    a.add("--cp-comm-type", to_string(s.cp_comm));
+    if (s.cp_comm == CpComm::kA2aP2p)
+      a.add("--hierarchical-context-parallel-sizes",
+            fmt::format("{} {}", s.cp_a2a, s.cp / s.cp_a2a));
+  }
+  if (s.ep > 1) a.add("--expert-model-parallel-size", s.ep);
+  if (s.expert_tp() != s.tp) a.add("--expert-tensor-parallel-size", s.expert_tp());
+  switch (s.precision) {
+    case Precision::kBf16:
+      break;
+    case Precision::kFp8Delayed:
+      a.add("--fp8-format", "hybrid");
+      a.add("--fp8-recipe", "delayed");
+      break;
+    case Precision::kFp8Current:
+      a.add("--fp8-format", "hybrid");
+      a.add("--fp8-recipe", "tensorwise");
+      break;
+    case Precision::kFp8Blockwise:
+      a.add("--fp8-format", "e4m3");
+      a.add("--fp8-recipe", "blockwise");
+      break;
+    case Precision::kMxfp8:
+      a.add("--fp8-format", "e4m3");
+      a.add("--fp8-recipe", "mxfp8");
+      break;
+    case Precision::kNvfp4:
+      a.add("--fp4-format", "e2m1");
+      a.add("--fp4-recipe", "nvfp4");
+      break;
+  }
+  if (s.precision != Precision::kBf16 && model.dtype != Dtype::kBf16)
+    out.unsupported.push_back(
+        fmt::format("precision {} over {} training: Transformer Engine's "
+                    "recipes run over bf16",
+                    to_string(s.precision), to_string(model.dtype)));
+}
+
+// The block Megatron-LM's flags describe: the first decoder block, when every decoder block has its
+// attention and norms, every dense block its MLP, and every MoE block its experts (Megatron-Core
+// builds dense and MoE layers by --moe-layer-freq); nullptr, with the reason, otherwise.
+const LayerSpec* megatron_block(const ModelSpec& model, ExportResult& out) {
+  if (const std::string problem = layer_structure_problem(model); !problem.empty()) {
+    out.unsupported.push_back(problem);
+    return nullptr;
+  }
+  const LayerSpec* first = nullptr;
+  const TransformerLayer *dense = nullptr, *moe = nullptr;
+  for (const auto& l : model.layers) {
+    const TransformerLayer* b = l.block();
+    if (!b) continue;
+    if (!first) first = &l;
+    const TransformerLayer& f = *first->block();
+    const TransformerLayer*& kind = b->is_moe() ? moe : dense;
+    if (!kind) kind = b;
+    const bool same_attention = l.hidden == first->hidden && l.seq_len == first->seq_len &&
+                                b->heads == f.heads && b->kv_heads == f.kv_heads &&
+                                b->head_dim == f.head_dim && b->mla == f.mla && b->norm == f.norm &&
+                                b->activation == f.activation;
+    const bool same_mlp = b->ffn_hidden == kind->ffn_hidden && b->experts == kind->experts &&
+                          b->top_k == kind->top_k && b->shared_experts == kind->shared_experts &&
+                          b->shared_ffn_hidden == kind->shared_ffn_hidden;
+    if (!same_attention || !same_mlp) {
+      out.unsupported.push_back(fmt::format(
+          "model {}: layer {} differs in shape from the other {} blocks; Megatron-LM builds one "
+          "attention for every layer and one MLP per kind (dense, MoE)",
+          model.name, l.name, b->is_moe() ? "MoE" : "dense"));
+      break;
+    }
+  }
+  return first;
+}
+
+void model_args(const ModelSpec& model, const LayerSpec& layer, const Strategy& s, Args& a,
+                ExportResult& out) {
   const TransformerLayer& b = *layer.block();
   const EmbeddingLayer& emb = *model.layers.front().embedding();
   const LmHeadLayer& head = *model.layers.back().head();
-  a.add("--num-layers", model.num_blocks());
+  const MegatronBlocks blocks = megatron_blocks(model);
+  a.add("--num-layers", static_cast<int64_t>(blocks.decoder.size()));
+  if (blocks.mtp > 0) a.add("--mtp-num-layers", blocks.mtp);
+  if (blocks.mtp > 0 && s.pp > 1)
+    out.approximations.push_back(
+        "Megatron-LM builds the multi-token-prediction layers on the last pipeline stage, beside "
+        "its share of --num-layers; the partition flags count decoder layers only");
+  if (blocks.moe) moe_args(blocks, s, a, out);
   a.add("--hidden-size", layer.hidden);
-  a.add("--ffn-hidden-size", b.ffn_hidden);
+  a.add("--ffn-hidden-size", blocks.dense ? blocks.dense->ffn_hidden : b.ffn_hidden);
   a.add("--num-attention-heads", b.heads);
-  if (b.head_dim * b.heads != layer.hidden) a.add("--kv-channels", b.head_dim);
+  if (b.mla.enabled())
+    mla_args(b, a);
+  else if (b.head_dim * b.heads != layer.hidden)
+    a.add("--kv-channels", b.head_dim);
+  if (b.qk_norm) a.add("--qk-layernorm");
+  if (b.window > 0)
+    out.unsupported.push_back(fmt::format(
+        "sliding-window attention ({} keys): --window-size takes Transformer Engine's (left, "
+        "right) pair and hetplan does not write it",
+        b.window));
   if (b.kv_heads != b.heads) {
     a.add("--group-query-attention");
     a.add("--num-query-groups", b.kv_heads);
@@ -51,10 +211,7 @@ void model_args(const ModelSpec& model, const LayerSpec& layer, Args& a, ExportR
   if (!head.tied) a.add("--untie-embeddings-and-output-weights");
   a.add("--hidden-dropout", b.dropout);
   a.add("--attention-dropout", b.dropout);
-  if (b.experts > 1) {
-    a.add("--num-experts", b.experts);
-    a.add("--moe-router-topk", b.top_k);
-  }
+
   if (!b.causal || head.transform || emb.token_types > 0 || emb.norm != NormKind::kNone)
     out.unsupported.push_back(
         fmt::format("model {} is not a GPT-style decoder (pretrain_gpt.py); BERT-style models take "
@@ -222,13 +379,19 @@ std::string environment_text(const Strategy& s, ExportResult& out) {
     return "# Megatron-FSDP requires CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 (validate_args)\n"
            "unset CUDA_DEVICE_MAX_CONNECTIONS\n";
   }
-  if (s.tp <= 1) return "";
+  if (s.tp <= 1 && s.cp <= 1) return "";
   out.instructions.push_back(
       "run the file in the shell that starts torchrun: it exports CUDA_DEVICE_MAX_CONNECTIONS=1, "
-      "without which Megatron-LM's validate_args stops tensor parallelism before Blackwell");
-  return "# tensor parallelism: validate_args requires CUDA_DEVICE_MAX_CONNECTIONS=1 before "
-         "Blackwell (compute capability < 10); later GPUs accept it\n"
-         "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+      "without which Megatron-LM's validate_args stops tensor and context parallelism before "
+      "Blackwell");
+  const char* what = s.cp <= 1   ? "tensor parallelism"
+                     : s.tp <= 1 ? "context parallelism"
+                                 : "tensor and context parallelism";
+  return fmt::format(
+      "# {}: validate_args requires CUDA_DEVICE_MAX_CONNECTIONS=1 before Blackwell (compute "
+      "capability < 10); later GPUs accept it\n"
+      "export CUDA_DEVICE_MAX_CONNECTIONS=1\n",
+      what);
 }
 
 }  // namespace
@@ -236,10 +399,11 @@ std::string environment_text(const Strategy& s, ExportResult& out) {
 ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const ExportOptions& o) {
   ExportResult out;
   Args a;
-  const LayerSpec* layer = export_detail::uniform_block(model, out);
-  if (layer) model_args(model, *layer, a, out);
+  const LayerSpec* layer = megatron_block(model, out);
+  if (layer) model_args(model, *layer, s, a, out);
   a.add("--tensor-model-parallel-size", s.tp);
   a.add("--pipeline-model-parallel-size", s.pp);
+  parallel_and_precision_args(model, s, a, out);
   if (s.pp > 1) {
     if (s.schedule == "gpipe")
       out.approximations.push_back(

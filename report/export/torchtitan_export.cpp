@@ -114,6 +114,9 @@ std::string parallelism_lines(const ModelSpec& model, const Strategy& s, const L
   if (s.tp > 1) p.put("enable_sequence_parallel", s.sequence_parallel);
   p.put("pipeline_parallel_degree", s.pp);
   if (s.pp > 1) pipeline_args(model, s, layer, p, out);
+  if (s.cp > 1) p.put("context_parallel_degree", s.cp);
+  if (s.ep > 1) p.put("expert_parallel_degree", s.ep);
+  export_detail::torchtitan::python_config_notes(model, s, out);
   return p.text("config.parallelism", "ParallelismConfig");
 }
 

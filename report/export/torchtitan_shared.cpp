@@ -56,6 +56,50 @@ std::vector<std::string> stage_modules(const StageBlocks& b, std::string_view he
   return names;
 }
 
+void python_config_notes(const ModelSpec& model, const Strategy& s, ExportResult& out) {
+  if (s.cp > 1 && s.cp_comm != CpComm::kAllGather)
+    out.unsupported.push_back(fmt::format(
+        "context parallelism by {}: torchtitan's context_parallel gathers keys and values "
+        "(all_gather); the TOML releases also rotated them all-to-all",
+        to_string(s.cp_comm)));
+  if (s.expert_tp() != s.tp)
+    out.unsupported.push_back(fmt::format(
+        "expert tensor width {} (tp {}): ParallelismConfig has no expert_tensor_parallel_degree "
+        "(--torchtitan-toml writes the TOML releases' one)",
+        s.expert_tp(), s.tp));
+  const char* linear = nullptr;
+  const char* experts = nullptr;
+  switch (s.precision) {
+    case Precision::kBf16:
+      return;
+    case Precision::kFp8Current:
+      linear = "Float8LinearConverter.Config(recipe_name=\"rowwise\", filter_fqns=[\"output\"])";
+      experts = "Float8GroupedExpertsConverter.Config()";
+      out.approximations.push_back(
+          "fp8-current: torchtitan's float8 scales each row dynamically (recipe rowwise), where "
+          "hetplan costed current scaling per tensor");
+      break;
+    case Precision::kMxfp8:
+      linear = "MXFP8LinearConverter.Config()";
+      experts = "MXFP8GroupedExpertsConverter.Config()";
+      break;
+    case Precision::kNvfp4:
+      linear = "NVFP4LinearConverter.Config()";
+      break;
+    default:
+      out.unsupported.push_back(
+          fmt::format("precision {}: torchtitan's converters are float8 (rowwise), mxfp8 and nvfp4",
+                      to_string(s.precision)));
+      return;
+  }
+  const bool moe = model.is_moe() && experts;
+  out.instructions.push_back(fmt::format(
+      "torchtitan applies the low-precision recipe where the model registry builds the model: "
+      "pass quantization=[{}{}{}] (from torchtitan.components.quantization) in the config "
+      "function HETPLAN_BASE_CONFIG names",
+      linear, moe ? ", " : "", moe ? experts : ""));
+}
+
 void common_notes(const Strategy& s, ExportResult& out) {
   if (s.recompute == Recompute::kSelective)
     out.approximations.push_back(

@@ -27,6 +27,10 @@ std::vector<std::string> stage_modules(const StageBlocks& b, std::string_view he
 // The notes both forms add for what torchtitan runs differently from hetplan's prediction
 // (selective recomputation, unfused attention, gradient reduction, gradient accumulation).
 void common_notes(const Strategy& s, ExportResult& out);
+// What the current Trainer.Config cannot say of context and expert parallelism, and the
+// low-precision recipe, which torchtitan applies where the model registry builds the model
+// (quantization=[...Converter.Config()]): instructions with the converters to name there.
+void python_config_notes(const ModelSpec& model, const Strategy& s, ExportResult& out);
 
 // The model shape to pick in torchtitan, which defines shapes in code: "24 layers, hidden 1024, 16
 // heads", and a remark when the model has no rotary embeddings (torchtitan's models do).

@@ -41,6 +41,29 @@ struct Toml {
   }
 };
 
+// Context and expert parallelism as the TOML releases' [parallelism] keys; the recipe is the
+// model's converters there, which this file does not write.
+void context_and_expert_keys(const Strategy& s, Toml& t, ExportResult& out) {
+  if (s.cp > 1) {
+    t.put("context_parallel_degree", s.cp);
+    if (s.cp_comm == CpComm::kAllGather || s.cp_comm == CpComm::kP2p)
+      t.put("context_parallel_rotate_method",
+            std::string(s.cp_comm == CpComm::kAllGather ? "allgather" : "alltoall"));
+    else
+      out.unsupported.push_back(fmt::format(
+          "context parallelism by {}: torchtitan rotates keys and values by allgather or "
+          "alltoall (a ring)",
+          to_string(s.cp_comm)));
+  }
+  if (s.ep > 1) t.put("expert_parallel_degree", s.ep);
+  if (s.expert_tp() != s.tp) t.put("expert_tensor_parallel_degree", s.expert_tp());
+  if (s.precision != Precision::kBf16)
+    out.instructions.push_back(fmt::format(
+        "precision {}: enable the float8 or mx converter of your torchtitan release in the "
+        "[model] converters and its [quantize] section (this file does not write them)",
+        to_string(s.precision)));
+}
+
 }  // namespace
 
 ExportResult export_torchtitan_toml(const ModelSpec& model, const Strategy& s,
@@ -86,6 +109,7 @@ ExportResult export_torchtitan_toml(const ModelSpec& model, const Strategy& s,
     out.approximations.push_back(
         "torchtitan's tensor parallelism always shards the sequence "
         "(sequence parallel)");
+  context_and_expert_keys(s, t, out);
   t.put("pipeline_parallel_degree", s.pp);
   if (s.pp > 1) {
     const std::string schedule = tt::schedule_name(s, out);
