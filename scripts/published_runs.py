@@ -6,18 +6,26 @@ summary of NeMo containers 25.09 to 26.06, NeMo 24.07's DGX-H100 FP8 summary, to
 3.1 benchmarks on H100; the README gives their provenance) become hetplan models, clusters and
 strategies (scripts/published_sources.py says how, row by row); each is predicted with `hetplan
 predict` (the H100 rows with the shipped H100 calibration, the B200 rows with the datasheet
-priors) and its predicted tokens/s per GPU set beside the published one. For a representative
-subset (`--search`), `hetplan search` looks for the best strategy for the same model, GPUs and
-batch, and the published strategy's prediction is set beside the best it finds.
+priors) and its predicted tokens/s per GPU set beside the published one. For every predicted row
+(or one per model, cluster and sequence length of a source: `--search representative`), `hetplan
+search` looks for the best strategy for the same model, GPUs, batch, sequence, framework and
+precision, and the published strategy's prediction is set beside the best it finds (all 99 take
+about 90 s on the 2-core dev VM).
 
-  python3 scripts/published_runs.py --out-dir DIR [--only ID...] [--search representative|all|none]
-      [--search-time-limit S] [--jobs N] [--calibration FILE]... [--json FILE]
+  python3 scripts/published_runs.py --out-dir DIR [--only ID...] [--models NAME...]
+      [--set KEY=VALUE]... [--search all|representative|none] [--search-time-limit S] [--jobs N]
+      [--calibration FILE]... [--json FILE]
 
 Writes DIR/runs.json (every row: inputs, strategy, predicted, measured, error, status and reason;
 the summary) and DIR/runs.csv (the same rows, flat), with the strategies, predictions and searches
 under DIR/strategies, DIR/predictions, DIR/search; prints every targeted row and the summary:
 coverage (the rows hetplan cannot express, with the reason), median and p90 |error| overall, by
 source, GPU and model, the worst rows, and the search agreement.
+
+--set changes one strategy key of every row (a JSON value: `--set flash_attention=false`), for the
+sensitivity of the figures to what the rows do not say; tp_comm_overlap is set only where sequence
+parallelism runs (Megatron-Core refuses it elsewhere). --models keeps the rows of the published
+model names given (`--models "GPT OSS 120B"`).
 
 Needs the hetplan binary (HETPLAN_BINARY, default build/cli/hetplan). Exit status 2 for bad input.
 """
@@ -127,6 +135,20 @@ def grouped(runs, key):
     return {k: error_stats(v) for k, v in sorted(groups.items())}
 
 
+def search_summary(runs, searched):
+    """How many published strategies come within TARGETS["search"] of the best found; also over
+    the rows whose published strategy hetplan deems to fit (the search keeps only those that
+    fit, so a published strategy over memory can beat its best)."""
+    fits = [r for r in searched if r["feasible"]]
+
+    def within(rows):
+        return sum(r["search_ratio"] >= 1 - TARGETS["search"] for r in rows)
+    return {"rows": len(searched), "within": within(searched), "fitting_rows": len(fits),
+            "fitting_within": within(fits),
+            "no_result": [r["id"] for r in runs if r.get("search_error")],
+            "ids": [r["id"] for r in searched]}
+
+
 def summarize(runs):
     targets = [r for r in runs if r["target"]]
     rows = compared(runs)
@@ -146,9 +168,7 @@ def summarize(runs):
         "by_gpu": grouped(rows, lambda r: r["gpu"]),
         "by_model": grouped(rows, lambda r: f"{r['source']} {r['model_published']}"),
         "worst": [r["id"] for r in sorted(rows, key=lambda r: -abs(r["error"]))[:8]],
-        "search": {"rows": len(searched),
-                   "within": sum(r["search_ratio"] >= 1 - TARGETS["search"] for r in searched),
-                   "ids": [r["id"] for r in searched]},
+        "search": search_summary(runs, searched),
     }
     summary["targets_met"] = {
         "coverage": not missing,
@@ -246,6 +266,13 @@ def write_csv(path, runs):
             w.writerow(dict(r, assumptions="; ".join(r["assumptions"])))
 
 
+def label(s):
+    """A strategy in a few words: dp, tp, pp, cp, ep, micro-batch, schedule."""
+    sched = s["schedule"] + (f"x{s['chunks']}" if (s.get("chunks") or 1) > 1 else "")
+    return (f"dp{s['dp']} tp{s['tp']} pp{s['pp']} cp{s.get('cp') or 1} ep{s.get('ep') or 1} "
+            f"mb{s['micro_batch']} {sched} {s['recompute']} zero{s['zero']}")
+
+
 def breakdown_text(run):
     """The prediction's iteration breakdown, largest first, as shares of the iteration."""
     b, total = run["breakdown"], run.get("iteration_s") or 0
@@ -295,16 +322,46 @@ def print_report(runs, summary):
     s = summary["search"]
     if s["rows"]:
         print(f"search: the published strategy within {100 * TARGETS['search']:.0f}% of the best "
-              f"found for {s['within']} of {s['rows']} rows")
+              f"found for {s['within']} of {s['rows']} rows ({s['fitting_within']} of the "
+              f"{s['fitting_rows']} whose published strategy hetplan deems to fit)")
         for r in runs:
             if r.get("search_ratio") is not None:
                 print(f"  {r['id']:<20} {r['model_published'][:16]:<16} published/best "
-                      f"{r['search_ratio']:.3f} ({r['search_precision']}) best {r['search_best']}")
+                      f"{r['search_ratio']:.3f} ({r['search_precision']}"
+                      f"{'' if r['feasible'] else ', published over memory'}) best "
+                      f"{label(r['search_best'])}")
     for r in runs:
         if r.get("search_error"):
             print(f"  {r['id']}: search: {' '.join(r['search_error'])}")
     print("targets met: " + ", ".join(f"{k} {'yes' if v else 'no'}"
                                       for k, v in summary["targets_met"].items()))
+
+
+def parse_set(items):
+    """--set KEY=VALUE pairs, each VALUE read as JSON (a bare word as a string)."""
+    out = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set: expected KEY=VALUE, found {item!r}")
+        try:
+            out[key] = json.loads(text)
+        except ValueError:
+            out[key] = text
+    return out
+
+
+def apply_set(runs, changes):
+    for r in runs:
+        s = r["strategy"]
+        if s is None:
+            continue
+        for key, value in changes.items():
+            if key == "tp_comm_overlap" and not s["sequence_parallel"]:
+                continue
+            s[key] = value
+        if changes:
+            r["assumptions"].append("--set " + json.dumps(changes, sort_keys=True))
 
 
 def main():
@@ -313,8 +370,10 @@ def main():
                     "predictions, search")
     ap.add_argument("--only", nargs="+", default=[],
                     help="run ids (table:line, as runs.csv gives them) to predict")
-    ap.add_argument("--search", choices=("representative", "all", "none"),
-                    default="representative")
+    ap.add_argument("--models", nargs="+", default=[], help="published model names to keep")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a strategy key changed in every row (repeatable)")
+    ap.add_argument("--search", choices=("all", "representative", "none"), default="all")
     ap.add_argument("--search-time-limit", type=float, default=60)
     ap.add_argument("--jobs", type=int, default=2, help="hetplan processes at a time")
     ap.add_argument("--calibration", action="append", default=[],
@@ -323,6 +382,7 @@ def main():
     args = ap.parse_args()
     try:
         runs = sources.all_runs()
+        changes = parse_set(args.set)
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -332,6 +392,9 @@ def main():
             print(f"error: --only: no run {unknown[0]}", file=sys.stderr)
             return 2
         runs = [r for r in runs if r["id"] in args.only]
+    if args.models:
+        runs = [r for r in runs if r["model_published"] in args.models]
+    apply_set(runs, changes)
     for sub in ("strategies", "predictions", "search"):
         os.makedirs(os.path.join(args.out_dir, sub), exist_ok=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:

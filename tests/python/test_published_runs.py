@@ -170,6 +170,7 @@ class Statistics(unittest.TestCase):
         self.assertAlmostEqual(s["by_source"]["b"]["median_ape"], 0.20)
         self.assertEqual(s["worst"][:2], ["b:5", "b:3"])
         self.assertEqual((s["search"]["rows"], s["search"]["within"]), (2, 1))
+        self.assertEqual((s["search"]["fitting_rows"], s["search"]["fitting_within"]), (2, 1))
         self.assertEqual(s["targets_met"], {"coverage": False, "median": True, "p90": False,
                                             "search": False})
 
@@ -180,6 +181,21 @@ class Statistics(unittest.TestCase):
                          ["a:1", "a:3"])
         self.assertEqual(len(pr.search_subset(runs, "all")), 3)
         self.assertEqual(pr.search_subset(runs, "none"), [])
+
+
+class Overrides(unittest.TestCase):
+    def test_set_changes_every_strategy_and_tp_overlap_only_with_sequence_parallelism(self):
+        self.assertEqual(pr.parse_set(["flash_attention=false", "recompute=full", "x=7"]),
+                         {"flash_attention": False, "recompute": "full", "x": 7})
+        with self.assertRaises(ValueError):
+            pr.parse_set(["flash_attention"])
+        runs = by_id()
+        rows = [runs["megatron-bridge:7"], runs["megatron-bridge:13"], runs["megatron-bridge:4"]]
+        pr.apply_set(rows, {"tp_comm_overlap": True})
+        self.assertTrue(rows[0]["strategy"]["tp_comm_overlap"])  # tp 4 with sequence parallelism
+        self.assertNotIn("tp_comm_overlap", rows[1]["strategy"])  # tp 1
+        self.assertIsNone(rows[2]["strategy"])  # not expressible: left alone
+        self.assertIn('--set {"tp_comm_overlap": true}', rows[0]["assumptions"])
 
 
 class BadTables(unittest.TestCase):
@@ -228,8 +244,8 @@ class EndToEnd(unittest.TestCase):
             self.skipTest(f"{HETPLAN} predates the strategy keys cp, ep and precision")
         ids = ["nemo-24.07:30", "megatron-bridge:13", "torchtitan:4", "megatron-bridge:4"]
         with tempfile.TemporaryDirectory() as out:
-            r = subprocess.run([sys.executable, "-B", SCRIPT, "--out-dir", out, "--only"] + ids +
-                               ["--search", "none"], capture_output=True, text=True,
+            r = subprocess.run([sys.executable, "-B", SCRIPT, "--out-dir", out, "--only"] + ids,
+                               capture_output=True, text=True,
                                env={**os.environ, "HETPLAN_BINARY": HETPLAN})
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             with open(os.path.join(out, "runs.json")) as f:
@@ -253,6 +269,18 @@ class EndToEnd(unittest.TestCase):
             with open(os.path.join(out, "runs.csv")) as f:
                 self.assertEqual(len(f.read().strip().splitlines()), 1 + 4)
             self.assertIn("coverage: 3 of 4 targeted rows expressible", r.stdout)
+            # A guard on the dense H100 model, outside today's error (LLaMA-2 7B on 8 GPUs under
+            # NeMo 24.07: +4.4%; docs/benchmarks.md).
+            self.assertLess(abs(runs["nemo-24.07:30"]["error"]), 0.15)
+            # The search ran for the three predicted rows, under their framework and precision.
+            self.assertEqual(doc["summary"]["search"]["rows"], 3)
+            for i in ids[:3]:
+                x = runs[i]
+                self.assertEqual(x["search_precision"], x["strategy"]["precision"])
+                self.assertAlmostEqual(x["search_ratio"], x["predicted_tokens_per_s_per_gpu"] /
+                                       x["search_best_tokens_per_s_per_gpu"])
+                with open(os.path.join(out, "search", i.replace(":", "-") + ".json")) as f:
+                    self.assertEqual(json.load(f)["framework"], x["strategy"]["framework"])
 
 
 if __name__ == "__main__":
