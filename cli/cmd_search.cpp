@@ -60,7 +60,9 @@ void print_table(const std::vector<RankedStrategy>& rows) {
                s.micro_batch, s.schedule, to_string(s.recompute), s.zero,
                s.sequence_parallel ? "yes" : "no");
     if (wide)
-      fmt::print("{:>3} {:>3} {:>3} {:<13} ", s.cp, s.ep, s.expert_tp(), to_string(s.precision));
+      fmt::print("{:>3} {:>3} {:>3} {:<13} ", s.cp, s.ep,
+                 s.ep > 1 || s.etp > 0 ? fmt::format("{}", s.expert_tp()) : std::string("-"),
+                 to_string(s.precision));
     fmt::print("{:>10} {:>10.2f} {:>5.1f}% {:>9}  {}\n", format_seconds(p.iteration_s),
                p.samples_per_s, 100 * p.mfu, format_gib(peak), stage_layers_summary(p.stages));
   }

@@ -134,6 +134,20 @@ LayerGroups Evaluator::representative_groups(int64_t group, int64_t tp_nodes,
   return groups;
 }
 
+CommGroup Evaluator::strided_group(int64_t first, int64_t ranks, int64_t stride,
+                                   int64_t sharing) const {
+  const auto key = std::make_tuple(first, ranks, stride, sharing);
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (auto it = strided_groups_.find(key); it != strided_groups_.end()) return it->second;
+  }
+  std::vector<int64_t> members;
+  for (int64_t k = 0; k < ranks; ++k) members.push_back(first + k * stride);
+  const CommGroup g = make_comm_group(cluster_, devices_, members, sharing);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  return strided_groups_.emplace(key, g).first->second;
+}
+
 std::optional<RuleViolation> Evaluator::broken_rule(const Strategy& s) const {
   return first_broken_rule({model_, framework_, static_cast<int64_t>(devices_.size()), &cluster_},
                            s);
@@ -181,7 +195,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
     return infeasible(Infeasible::kRule, broken->reason, broken->code);
   const Strategy& s = input;
   std::string problem;
-  const eval::Placement placement = eval::place(*this, s, problem);
+  const eval::Placement placement = eval::place(*this, s, options.placement_checked, problem);
   if (!problem.empty()) return infeasible(Infeasible::kPlacement, problem);
   eval::Notes notes;
   const std::vector<eval::Rank> ranks = eval::resolve_ranks(*this, s, placement, notes);

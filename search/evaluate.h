@@ -37,6 +37,9 @@ struct PredictOptions {
   // Return at once (infeasible kNoPartition, with its overflow) when no layer partition fits,
   // instead of predicting a time-balanced partition that does not fit (the search's fast path).
   bool skip_unfit = false;
+  // The strategy's stages list well-formed device groups (the search's placements, built by
+  // place_stages): they are not checked again, which costs O(devices log devices) a prediction.
+  bool placement_checked = false;
 };
 
 class Evaluator {
@@ -61,6 +64,11 @@ class Evaluator {
   // The communicators a layer of node kind `group` uses: the tensor group over `tp_nodes` nodes,
   // and the context, expert and expert-tensor groups of a pipeline rank laid out in a row there.
   LayerGroups representative_groups(int64_t group, int64_t tp_nodes, const Strategy& s) const;
+
+  // The communicator of `ranks` devices `stride` apart from device `first` (a rank's gradient
+  // replicas in the default placement), `sharing` such groups to a node's network. Cached: the
+  // search predicts many candidates on the same placement.
+  CommGroup strided_group(int64_t first, int64_t ranks, int64_t stride, int64_t sharing) const;
 
   // Per virtual stage: the most micro-batch activations of that stage the schedule holds at once
   // (from its pass order, which the times do not change). Cached by schedule, pp, micro-batches
@@ -99,6 +107,7 @@ class Evaluator {
   mutable std::map<CacheKey, std::unique_ptr<std::vector<LayerCost>>> cache_;
   std::vector<int64_t> canonical_layer_;  // index of the first layer identical to each layer
   mutable std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, std::vector<double>> peaks_;
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, CommGroup> strided_groups_;
 };
 
 }  // namespace hetplan

@@ -203,6 +203,16 @@ class TrainingSearch {
     return cps;
   }
 
+  // How the candidates' context parallelism moves keys and values: the ring (p2p, Megatron-Core's
+  // default) where the framework runs it, else the framework's first way.
+  CpComm context_comm() const {
+    const auto& ways = ev_.framework().can_run.context_parallel;
+    CpComm c = CpComm::kP2p;
+    if (!ways.empty() && std::find(ways.begin(), ways.end(), "p2p") == ways.end())
+      parse_cp_comm(ways.front(), c);
+    return c;
+  }
+
   // The expert widths tried: the options', else for an MoE model powers of two dividing its
   // routed experts up to kMaxSearchedExpertWidth, where the framework runs expert parallelism.
   std::vector<int64_t> expert_widths() const {
@@ -287,6 +297,7 @@ class TrainingSearch {
       base.dp = dp;
       base.tp = tp;
       base.cp = cp;
+      base.cp_comm = context_comm();
       base.pp = pp;
       for (size_t shape : shapes)
         for (int64_t ep : eps)
@@ -425,6 +436,7 @@ class TrainingSearch {
     out.evaluated = true;
     PredictOptions po;
     po.skip_unfit = !force;
+    po.placement_checked = true;  // place_stages built it
     out.result.predicted = ev_.predict(s, po);
     if (!force && out.result.predicted.kind == Infeasible::kNoPartition) {
       out.fits = false;

@@ -33,7 +33,8 @@ struct Planned {
   ClusterSpec cluster;
   CostModel cost;
   Evaluator ev;
-  Planned(const std::string& m, const std::string& c, const std::string& framework = "megatron-core")
+  Planned(const std::string& m, const std::string& c,
+          const std::string& framework = "megatron-core")
       : model(load_model(m)),
         cluster(load_cluster(c)),
         cost(load_profile_inputs({default_calibration_dir().string()}), cluster),
@@ -264,6 +265,16 @@ TEST(ParallelSearch, ContextWidthsFollowTheSequence) {
   for (const auto& t : r.top) cps.insert(t.strategy.cp);
   EXPECT_TRUE(cps.count(2) || cps.count(4)) << r.top.size();
   EXPECT_FALSE(cps.count(8));  // 16384 / 8 = 2048 tokens per rank: not tried by default
+  // A framework without the ring takes its own way: torchtitan gathers keys and values.
+  const Evaluator tt(long_model, x.cluster, x.cost, load_framework("torchtitan"));
+  o.max_zero = 3;
+  const SearchResult t = search_training(tt, o);
+  bool context = false;
+  for (const auto& r : t.top) {
+    context |= r.strategy.cp > 1;
+    if (r.strategy.cp > 1) EXPECT_EQ(r.strategy.cp_comm, CpComm::kAllGather);
+  }
+  EXPECT_TRUE(context);
 }
 
 }  // namespace

@@ -16,15 +16,16 @@ namespace {
 // strategy file is read, and again here for strategies built in code. Ranks the strategy leaves
 // open take free devices of their wanted GPU type in cluster order. Returns the problem when the
 // cluster lacks them.
-std::string device_groups(const Evaluator& ev, const Strategy& s,
+std::string device_groups(const Evaluator& ev, const Strategy& s, bool checked,
                           std::vector<std::vector<int64_t>>& groups) {
   const int64_t P = s.pp, per_stage = s.rank_devices();
   const auto& devices = ev.devices();
   const ClusterSpec& cluster = ev.cluster();
   groups.assign(P, {});
   size_t stage = 0;
-  if (std::string problem = stage_devices_problem(s, stage); !problem.empty())
-    throw InputError(fmt::format("stage {}: {}", stage, problem));
+  if (!checked)
+    if (std::string problem = stage_devices_problem(s, stage); !problem.empty())
+      throw InputError(fmt::format("stage {}: {}", stage, problem));
   std::vector<std::string> want_type(P);
   for (size_t i = 0; i < s.stages.size(); ++i) {
     const int64_t d = s.rank_of_stage(i);
@@ -35,8 +36,10 @@ std::string device_groups(const Evaluator& ev, const Strategy& s,
   if (s.stages.empty())
     for (int64_t d = 0; d < P; ++d)
       for (int64_t i = 0; i < per_stage; ++i) groups[d].push_back(d * per_stage + i);
+  // Ranks left open take free devices (the used ones are gathered only when some rank is open).
   std::set<int64_t> used;
-  for (const auto& g : groups) used.insert(g.begin(), g.end());
+  if (std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.empty(); }))
+    for (const auto& g : groups) used.insert(g.begin(), g.end());
   for (int64_t d = 0; d < P; ++d) {
     auto& g = groups[d];
     if (!g.empty()) continue;
@@ -56,15 +59,18 @@ std::string device_groups(const Evaluator& ev, const Strategy& s,
   // cluster. A rank may span GPU types (data-parallel replicas on different GPUs): its gpu_type
   // names them all, joined by "+" in name order.
   for (int64_t d = 0; d < P; ++d) {
-    std::set<std::string> types;
+    std::vector<int64_t> kinds;  // node groups of the rank's devices (few)
     for (int64_t dev : groups[d]) {
       if (dev < 0 || dev >= static_cast<int64_t>(devices.size()))
         throw InputError(
             fmt::format("pipeline rank {} uses device {}; the cluster has {} devices "
                         "(0-{})",
                         d, dev, devices.size(), devices.size() - 1));
-      types.insert(cluster.groups[devices[dev].group].node.gpu.name);
+      if (std::find(kinds.begin(), kinds.end(), devices[dev].group) == kinds.end())
+        kinds.push_back(devices[dev].group);
     }
+    std::set<std::string> types;
+    for (int64_t k : kinds) types.insert(cluster.groups[k].node.gpu.name);
     std::string joined;
     for (const auto& t : types) joined += (joined.empty() ? "" : "+") + t;
     if (!want_type[d].empty() && want_type[d] != joined)
@@ -105,7 +111,7 @@ std::vector<LayerRange> given_ranges(const Strategy& s, int64_t layers) {
 
 }  // namespace
 
-Placement place(const Evaluator& ev, const Strategy& s, std::string& problem) {
+Placement place(const Evaluator& ev, const Strategy& s, bool checked, std::string& problem) {
   const int64_t P = s.pp, v = s.chunks_per_device(), S = P * v;
   const size_t given = s.stages.size();
   if (given != 0 && given != static_cast<size_t>(P) && given != static_cast<size_t>(S))
@@ -113,7 +119,7 @@ Placement place(const Evaluator& ev, const Strategy& s, std::string& problem) {
                                  v > 1 ? fmt::format(" or {} (one per virtual stage)", S) : "",
                                  given));
   Placement p;
-  problem = device_groups(ev, s, p.groups);
+  problem = device_groups(ev, s, checked, p.groups);
   if (!problem.empty()) return p;
   p.ranges = given_ranges(s, static_cast<int64_t>(ev.model().layers.size()));
   for (int64_t j = 0; j < S; ++j) p.rank_of_stage.push_back(s.rank_of_virtual_stage(j));

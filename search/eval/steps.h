@@ -47,8 +47,9 @@ struct Placement {
   std::vector<int64_t> rank_of_stage;
 };
 // Throws InputError for a malformed placement; returns the problem in `problem` when the cluster
-// cannot hold it (not enough free GPUs of a type).
-Placement place(const Evaluator& ev, const Strategy& s, std::string& problem);
+// cannot hold it (not enough free GPUs of a type). `checked`: the stages' devices are known to be
+// well formed (the search's placements), so stage_devices_problem is not run again.
+Placement place(const Evaluator& ev, const Strategy& s, bool checked, std::string& problem);
 
 // Step 5, per layer (Evaluator::layer_costs caches it): a layer's passes, activation, transients
 // and kernels on `gpu` with tensor-parallel group `tp`.

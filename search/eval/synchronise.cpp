@@ -23,6 +23,12 @@ double tied_sum_s(const Evaluator& ev, const Strategy& s, const Placement& p) {
 // groups use each node's network at once.
 CommGroup strided_group(const Evaluator& ev, const std::vector<int64_t>& devices, int64_t ranks,
                         int64_t stride, int64_t sharing) {
+  // Consecutive devices (the default placement's, the search's): the evaluator's cached group.
+  const int64_t first = devices.front();
+  bool consecutive = true;
+  for (size_t i = 0; consecutive && i < devices.size(); ++i)
+    consecutive = devices[i] == first + static_cast<int64_t>(i);
+  if (consecutive) return ev.strided_group(first, ranks, stride, sharing);
   std::vector<int64_t> members;
   for (int64_t k = 0; k < ranks; ++k) members.push_back(devices[k * stride]);
   return make_comm_group(ev.cluster(), ev.devices(), members, sharing);
