@@ -37,7 +37,7 @@ Projected standard_projections(const TransformerLayer& b, const BlockSizes& z, B
   // Q, K and V are views of the projection's output; their gradients are joined again (a copy
   // kernel), in PyTorch as in Megatron-LM.
   B.memory("qkv_grad_concat", Pass::kBackwardInput, 2.0 * T * qkv_width * act);
-  B.keep(z.Tr * z.h * act);  // QKV input (the norm output; sharded under SP and re-gathered)
+  B.keep(z.Tr * z.h * B.linear_input());  // QKV input (the norm output; sharded under SP)
   if (b.qk_norm) {
     // RMSNorm over each head's queries and keys (one gain of head_dim each): rows of head_dim.
     B.kept_norm(NormKind::kRmsNorm, static_cast<double>(T) * heads, hd);
@@ -69,7 +69,7 @@ Projected mla_projections(const TransformerLayer& b, const BlockSizes& z, Builde
   const int64_t heads = p.heads;
   const int64_t kv_latent = m.kv_lora_rank + m.qk_rope_head_dim;
   const int64_t latent = m.q_lora_rank + kv_latent;
-  B.keep(z.Tr * z.h * act);  // the down-projections' input
+  B.keep(z.Tr * z.h * B.linear_input());  // the down-projections' input
   B.autocast_input(z.Tr * z.h);
   if (m.q_lora_rank > 0) B.linear("q_down", rank_tokens, z.h, m.q_lora_rank);
   B.linear("kv_down", rank_tokens, z.h, kv_latent);
@@ -273,13 +273,12 @@ void residual(const TransformerLayer& b, const BlockSizes& z, bool bias, Builder
 void attention_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z,
                     Builder& B) {
   (void)layer;
-  const double act = B.act();
   B.norm(b.norm, z.Tr, z.h);
   B.keep_norm(b.norm, z.Tr, z.h);  // norm input and statistics
   const Projected p = b.mla.enabled() ? mla_projections(b, z, B) : standard_projections(b, z, B);
   context_exchange(z, p, B);
   core(b, z, p, B);
-  const double out_in_bytes = static_cast<double>(z.T) * p.heads * p.v_dim * act;
+  const double out_in_bytes = static_cast<double>(z.T) * p.heads * p.v_dim * B.linear_input();
   B.linear("attn_out", z.T, p.heads * p.v_dim, z.h);
   B.keep(out_in_bytes);
   B.leave_tp_region("attn", z.x_bytes);

@@ -249,6 +249,11 @@ class Builder {
   void keep_full(double bytes) { w_.activation_bytes[2] += bytes; }
 
   double act() const { return act_; }
+  // Bytes per element a quantisable linear layer's input is kept in: the recipe's quantised copy
+  // (costmodel/precision.h), else the activations' dtype.
+  double linear_input() const {
+    return is_quantized(s_.precision) ? saved_input_bytes_per_element(s_.precision) : act_;
+  }
   // The residual stream's, the norms' and the embedding's values: fp32 under autocast.
   double stream() const { return stream_; }
   bool autocast() const { return autocast_; }

@@ -39,7 +39,7 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
   }
   B.keep(act_elems * act * (gated ? 2 : 1));  // activation input
   if (b.activation == MlpActivation::kSwiglu) B.keep(B.kept("swiglu", act_elems));
-  B.keep(act_elems * act);  // fc2 input (activation output)
+  B.keep(act_elems * B.linear_input());  // fc2 input (activation output)
   B.linear(prefix + "fc2", tokens, f, h, {.batch = experts, .flop_fraction = flop_fraction});
 }
 
@@ -91,7 +91,6 @@ CommScope expert_tensor_scope(const LayerShape& s) {
 // tensor-parallel region gathers the tokens, every rank routes all of them and runs its shard
 // of every expert (hetplan's MoE before 2026-12, and at these widths still).
 void moe_tensor_region(const TransformerLayer& b, const BlockSizes& z, Builder& B) {
-  const double act = B.act();
   const int64_t T = z.T, h = z.h;
   B.enter_tp_region("mlp", z.x_bytes);
   B.linear("router", T, h, b.experts, {.quantizable = false});
@@ -99,7 +98,7 @@ void moe_tensor_region(const TransformerLayer& b, const BlockSizes& z, Builder& 
   const double copies = static_cast<double>(T) * b.top_k;
   permute(copies, h, B);
   const auto [tokens, fraction] = expert_tokens(T * b.top_k, b.experts, B.shape().moe_imbalance);
-  B.keep(copies * h * act);  // dispatched expert inputs
+  B.keep(copies * h * B.linear_input());  // dispatched expert inputs
   mlp_gemms(b, h, tokens, b.ffn_hidden / B.shape().tp, b.experts, fraction, "", B);
   unpermute(copies, static_cast<double>(T), h, B);
   shared_experts(b, h, T, B);
@@ -151,7 +150,7 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
     }
   }
   const auto [tokens, fraction] = expert_tokens(routed, local, s.moe_imbalance);
-  B.keep(static_cast<double>(routed) * h * act);  // the experts' inputs
+  B.keep(static_cast<double>(routed) * h * B.linear_input());  // the experts' inputs
   mlp_gemms(b, h, tokens, b.ffn_hidden / etp, local, fraction, "", B);
   if (s.dispatcher == MoeDispatcher::kAllGather) {
     unpermute(static_cast<double>(routed), static_cast<double>(N) * etp * ep, h, B);
@@ -202,7 +201,6 @@ void check_moe_widths(const LayerSpec& layer, const TransformerLayer& b, const L
 
 void mlp_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z, Builder& B) {
   const LayerShape& s = B.shape();
-  const double act = B.act();
   B.norm(b.norm, z.Tr, z.h);
   B.keep_norm(b.norm, z.Tr, z.h);
   B.autocast_input(z.Tr * z.h);
@@ -223,7 +221,7 @@ void mlp_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSize
     }
   } else {
     B.enter_tp_region("mlp", z.x_bytes);
-    B.keep(z.Tr * z.h * act);  // fc1 input
+    B.keep(z.Tr * z.h * B.linear_input());  // fc1 input
     mlp_gemms(b, z.h, z.T, b.ffn_hidden / s.tp, 1, 1, "", B);
     B.leave_tp_region("mlp", z.x_bytes);
   }

@@ -66,6 +66,23 @@ double quantize_bytes_per_element(Precision p, double in) {
   return 0;
 }
 
+double saved_input_bytes_per_element(Precision p) {
+  switch (p) {
+    case Precision::kBf16:
+      return 0;
+    case Precision::kFp8Delayed:
+    case Precision::kFp8Current:
+      return 1.0;
+    case Precision::kFp8Blockwise:
+      return 1.0 + 4.0 / 128;  // 1x128 blocks of activations, an fp32 scale each
+    case Precision::kMxfp8:
+      return 1.0 + 1.0 / 32;  // an E8M0 scale per 32 elements
+    case Precision::kNvfp4:
+      return 0.5 + 1.0 / 16;  // an E4M3 scale per 16 elements
+  }
+  return 0;
+}
+
 double weight_copy_bytes_per_element(Precision p) {
   switch (p) {
     case Precision::kBf16:

@@ -48,5 +48,10 @@ double quantize_bytes_per_element(Precision p, double input_bytes = 2);
 // scales), kept from the step's first micro-batch to its last (TE caches them; Megatron-Core
 // passes is_first_microbatch).
 double weight_copy_bytes_per_element(Precision p);
+// Bytes per element of a quantised linear layer's input as it is kept for the weight gradient:
+// Transformer Engine saves the quantised copy its forward made (one orientation, with its
+// scales; transformer_engine/pytorch/module/linear.py and layernorm_linear.py save the quantised
+// inputmat / ln_out for backward), not the bf16 tensor. 0 for bf16 (the caller keeps its own).
+double saved_input_bytes_per_element(Precision p);
 
 }  // namespace hetplan

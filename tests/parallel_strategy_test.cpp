@@ -208,8 +208,8 @@ TEST(ParallelStrategy, DeviceMemoryShardsExpertsOverTheirReplicas) {
   EXPECT_DOUBLE_EQ(z3.weights, 4 * 2 / 4.0 + 6 * 2 / 2.0 + 5 / 4.0);
 }
 
-// An fp8 recipe runs the blocks' GEMMs at the fp8 rate (faster on the H100) and keeps fp8 copies
-// of their weights beside the bf16 ones.
+// An fp8 recipe runs the blocks' GEMMs at the fp8 rate (faster on the H100), keeps fp8 copies of
+// their weights beside the bf16 ones, and keeps their inputs for backward in fp8.
 TEST(ParallelStrategy, Fp8IsFasterAndKeepsWeightCopies) {
   const Planned x("llama3-8b", "dgx-h100:1");
   Strategy s = read(R"({"dp": 4, "tp": 2, "pp": 1, "micro_batch": 1, "global_batch": 64,
@@ -221,6 +221,9 @@ TEST(ParallelStrategy, Fp8IsFasterAndKeepsWeightCopies) {
   EXPECT_LT(b.iteration_s, 0.95 * a.iteration_s);
   EXPECT_GT(b.stages[0].memory.weights, a.stages[0].memory.weights);
   EXPECT_GT(b.stages[0].optimizer_s, a.stages[0].optimizer_s);  // the weights quantised again
+  // The linear layers' inputs are kept as their fp8 copies (1 B an element, not 2).
+  EXPECT_LT(b.stages[0].memory.activations, 0.9 * a.stages[0].memory.activations);
+  EXPECT_GT(b.stages[0].memory.activations, 0.5 * a.stages[0].memory.activations);
 }
 
 // The search spreads an MoE model's experts where the framework can, tries the recipes asked
@@ -272,7 +275,9 @@ TEST(ParallelSearch, ContextWidthsFollowTheSequence) {
   bool context = false;
   for (const auto& r : t.top) {
     context |= r.strategy.cp > 1;
-    if (r.strategy.cp > 1) EXPECT_EQ(r.strategy.cp_comm, CpComm::kAllGather);
+    if (r.strategy.cp > 1) {
+      EXPECT_EQ(r.strategy.cp_comm, CpComm::kAllGather);
+    }
   }
   EXPECT_TRUE(context);
 }
