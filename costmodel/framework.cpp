@@ -174,6 +174,7 @@ FrameworkDefaults read_defaults(ObjectReader r, const Capabilities& c) {
   if (d.tp_comm_overlap && !c.tp_comm_overlap)
     r.fail("tp_comm_overlap", "expected false: can_run.tp_comm_overlap is false");
   d.fp32_grad_reduce = r.boolean("fp32_grad_reduce");
+  d.low_precision_params = r.boolean_or("low_precision_params", false);
   d.host_mode = host_mode(r, "host_mode");
   if (!contains(c.host_modes, d.host_mode))
     r.fail("host_mode", "expected a mode listed in can_run.host_modes");

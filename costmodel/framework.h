@@ -132,6 +132,9 @@ struct FrameworkDefaults {
   bool overlap_grad_reduce = true;
   bool tp_comm_overlap = false;
   bool fp32_grad_reduce = true;  // gradients reduced in fp32, else in the training dtype
+  // Under a low-precision recipe the quantised layers' weights are held in it alone (Megatron's
+  // --fp8-param-gather / --fp4-param-gather: no bf16 copy beside the fp32 master weights).
+  bool low_precision_params = false;
   HostMode host_mode = HostMode::kEager;
 };
 

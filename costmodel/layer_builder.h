@@ -69,6 +69,7 @@ class Builder {
         const double copy = weight_copy_bytes_per_element(s_.precision);
         w_.weight_quantize_bytes += weights * (act_ + amax + copy);
         w_.low_precision_weight_bytes += weights * copy;
+        w_.quantized_weight_params += in * out * b;
       }
     }
     if (o.shared_weight) return;

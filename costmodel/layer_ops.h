@@ -208,6 +208,7 @@ struct LayerWork {
   // on the rank (both orientations and their scales) for the memory model to add.
   double weight_quantize_bytes = 0;
   double low_precision_weight_bytes = 0;
+  int64_t quantized_weight_params = 0;  // the parameters of those weights
 
   double activation(Recompute r) const { return activation_bytes[static_cast<int>(r)]; }
 };

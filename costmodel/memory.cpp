@@ -58,7 +58,9 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
   add_states(in.params - experts, in.dp);
   add_states(experts, in.expert_dp);
   const double dp = static_cast<double>(in.dp > 0 ? in.dp : 1);
-  m.weights += in.low_precision_weight_bytes / (sh.weights ? dp : 1.0);
+  m.weights += (in.low_precision_weight_bytes -
+                std::clamp(in.low_precision_only_params, 0.0, in.params) * b.weights) /
+               (sh.weights ? dp : 1.0);
   m.activations = in.activations;
   m.transient = in.transient;
   m.fragmentation = m.allocated() * layout.fragmentation;

@@ -25,6 +25,9 @@ struct MemoryInput {
   // fp8 / fp4 copies of the weights a low-precision recipe keeps beside them (sharded with the
   // weights under ZeRO-3).
   double low_precision_weight_bytes = 0;
+  // Of `params`, those held in the recipe's copies alone (no half-precision weight: Megatron's
+  // --fp8-param-gather).
+  double low_precision_only_params = 0;
   int zero = 0;                // 0 (none) .. 3
   Dtype dtype = Dtype::kBf16;  // training precision of weights and activations
   double activations = 0;      // activation bytes held at the pipeline's peak

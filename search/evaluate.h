@@ -28,6 +28,7 @@ struct LayerCost {
   // fp8 / fp4 copies of the weights a low-precision recipe keeps, and the bytes its per-step
   // quantisation of them moves (costmodel/layer_ops.h).
   double low_precision_weight_bytes = 0, weight_quantize_bytes = 0;
+  double quantized_params = 0;  // the parameters of those weights
   double output_bytes = 0;
   double kernels = 0;  // launched per micro-batch, recomputation included (costmodel/layer_ops.h)
   double total_s() const { return times.pass_s[0] + times.pass_s[1] + times.pass_s[2]; }

@@ -255,6 +255,7 @@ Strategy with_framework_defaults(Strategy s, const FrameworkSpec& framework) {
     s.tp_comm_overlap = d.tp_comm_overlap && s.sequence_parallel && s.tp > 1;
   if (!(s.given & kGivenHostMode)) s.host_mode = d.host_mode;
   if (!(s.given & kGivenFp32GradReduce)) s.fp32_grad_reduce = d.fp32_grad_reduce;
+  if (!(s.given & kGivenLowPrecisionParams)) s.low_precision_params = d.low_precision_params;
   s.framework = framework_reference(framework);
   return s;
 }

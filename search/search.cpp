@@ -339,6 +339,7 @@ class TrainingSearch {
               s.tp_comm_overlap = switches_.tp_comm_overlap && sp;
               s.host_mode = switches_.host_mode;
               s.fp32_grad_reduce = switches_.fp32_grad_reduce;
+              s.low_precision_params = ev_.framework().defaults.low_precision_params;
               s.framework = framework_;
               if (auto broken = ev_.broken_rule(s)) {
                 prune(broken->code);

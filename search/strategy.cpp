@@ -115,6 +115,7 @@ Json to_json(const Strategy& s) {
   j["moe_dispatcher"] = to_string(s.moe_dispatcher);
   j["moe_imbalance"] = s.moe_imbalance;
   j["precision"] = to_string(s.precision);
+  j["low_precision_params"] = s.low_precision_params;
   j["micro_batch"] = s.micro_batch;
   j["global_batch"] = s.global_batch;
   j["schedule"] = s.schedule;
@@ -188,6 +189,7 @@ Strategy strategy_from_json(ObjectReader r) {
   s.overlap_grad_reduce = switch_or("overlap_grad_reduce", true, kGivenOverlapGradReduce);
   s.tp_comm_overlap = switch_or("tp_comm_overlap", false, kGivenTpCommOverlap);
   s.fp32_grad_reduce = switch_or("fp32_grad_reduce", true, kGivenFp32GradReduce);
+  s.low_precision_params = switch_or("low_precision_params", false, kGivenLowPrecisionParams);
   if (s.tp_comm_overlap && !(s.sequence_parallel && s.tp > 1))
     r.fail("tp_comm_overlap",
            "tensor-parallel communication overlap runs with sequence parallelism: it needs "

@@ -41,6 +41,7 @@ enum GivenSwitch : uint32_t {
   kGivenTpCommOverlap = 8,
   kGivenHostMode = 16,
   kGivenFp32GradReduce = 32,
+  kGivenLowPrecisionParams = 64,
 };
 
 struct Strategy {
@@ -59,6 +60,9 @@ struct Strategy {
   double moe_imbalance = 1;
   // The linear layers' low-precision recipe (costmodel/precision.h).
   Precision precision = Precision::kBf16;
+  // Under a recipe other than bf16: the quantised layers' weights are held only in it (no bf16
+  // copy), as Megatron-LM's --fp8-param-gather / --fp4-param-gather keep them.
+  bool low_precision_params = false;
   int64_t micro_batch = 1, global_batch = 1;
   std::string schedule = "1f1b";
   Recompute recompute = Recompute::kNone;

@@ -13,6 +13,7 @@
 #include "costmodel/model.h"
 #include "costmodel/profile.h"
 #include "search/evaluate.h"
+#include "search/rules.h"
 #include "search/search.h"
 #include "search/strategy.h"
 #include "test_util.h"
@@ -206,6 +207,10 @@ TEST(ParallelStrategy, DeviceMemoryShardsExpertsOverTheirReplicas) {
   in.zero = 3;
   const MemoryBreakdown z3 = device_memory(in);
   EXPECT_DOUBLE_EQ(z3.weights, 4 * 2 / 4.0 + 6 * 2 / 2.0 + 5 / 4.0);
+  // Weights held in the recipe alone (--fp8-param-gather): 3 parameters without their 2 B.
+  in.zero = 1;
+  in.low_precision_only_params = 3;
+  EXPECT_DOUBLE_EQ(device_memory(in).weights, 2 * 10 + 5 - 3 * 2);
 }
 
 // An fp8 recipe runs the blocks' GEMMs at the fp8 rate (faster on the H100), keeps fp8 copies of
@@ -216,11 +221,22 @@ TEST(ParallelStrategy, Fp8IsFasterAndKeepsWeightCopies) {
                         "zero": 1, "sequence_parallel": true})");
   Strategy f = s;
   f.precision = Precision::kFp8Current;
+  f = with_framework_defaults(f, x.ev.framework());
+  s = with_framework_defaults(s, x.ev.framework());
   const Prediction a = x.ev.predict(s), b = x.ev.predict(f);
   ASSERT_TRUE(a.feasible && b.feasible) << a.reason << b.reason;
   EXPECT_LT(b.iteration_s, 0.95 * a.iteration_s);
-  EXPECT_GT(b.stages[0].memory.weights, a.stages[0].memory.weights);
+  // Held in fp8 alone, a weight and its transpose take Hopper the 2 B its bf16 weight did.
+  EXPECT_NEAR(b.stages[0].memory.weights, a.stages[0].memory.weights,
+              1e-6 * a.stages[0].memory.weights);
   EXPECT_GT(b.stages[0].optimizer_s, a.stages[0].optimizer_s);  // the weights quantised again
+  // Megatron-Bridge's fp8 recipes hold those weights in fp8 alone (fp8_param_gather): the
+  // framework's default; without it the bf16 weights stay beside their copies.
+  EXPECT_TRUE(f.low_precision_params);
+  Strategy both = f;
+  both.low_precision_params = false;
+  const Prediction c = x.ev.predict(both);
+  EXPECT_GT(c.stages[0].memory.weights, 1.5 * b.stages[0].memory.weights);
   // The linear layers' inputs are kept as their fp8 copies (1 B an element, not 2).
   EXPECT_LT(b.stages[0].memory.activations, 0.9 * a.stages[0].memory.activations);
   EXPECT_GT(b.stages[0].memory.activations, 0.5 * a.stages[0].memory.activations);

@@ -118,6 +118,8 @@ void parallel_and_precision_args(const ModelSpec& model, const Strategy& s, Args
       a.add("--fp4-recipe", "nvfp4");
       break;
   }
+  if (s.low_precision_params && s.precision != Precision::kBf16)
+    a.add(s.precision == Precision::kNvfp4 ? "--fp4-param-gather" : "--fp8-param-gather");
   if (s.precision != Precision::kBf16 && model.dtype != Dtype::kBf16)
     out.unsupported.push_back(
         fmt::format("precision {} over {} training: Transformer Engine's "

@@ -24,13 +24,16 @@ std::string overflow_reason(int64_t d, const GpuSpec& gpu, const MemoryBreakdown
 }  // namespace
 
 MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype, double params,
-                             double expert_params, double low_precision_bytes) {
+                             double expert_params, double low_precision_bytes,
+                             double quantized_params) {
   MemoryInput mem;
   mem.params = params;
   mem.dp = s.grad_replicas();
   mem.expert_params = expert_params;
   mem.expert_dp = s.expert_dp();
   mem.low_precision_weight_bytes = low_precision_bytes;
+  if (s.low_precision_params && is_quantized(s.precision))
+    mem.low_precision_only_params = quantized_params;
   mem.zero = s.zero;
   mem.dtype = dtype;
   mem.layout = &ev.framework().memory;
@@ -44,7 +47,7 @@ std::vector<MemoryBreakdown> rank_memory(const Evaluator& ev, const Strategy& s,
   for (size_t d = 0; d < ranks.size(); ++d) {
     const GpuSpec& gpu = *ranks[d].mem_gpu;
     MemoryInput mem = parameter_states(ev, s, ranks[d].dtype, t.params[d], t.expert_params[d],
-                                       t.low_precision_bytes[d]);
+                                       t.low_precision_bytes[d], t.quantized_params[d]);
     mem.activations = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
     mem.transient = t.transient[d];
     mem.reserve = reserve_bytes(ev, s, gpu);

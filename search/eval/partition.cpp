@@ -100,8 +100,8 @@ PartitionInput partition_input(const Evaluator& ev, const Strategy& s, const Pla
     std::vector<double> t, stat, act, tr;
     for (const auto& c : r.costs()) {
       t.push_back(c.total_s());
-      const MemoryInput states =
-          parameter_states(ev, s, r.dtype, c.params, c.expert_params, c.low_precision_weight_bytes);
+      const MemoryInput states = parameter_states(ev, s, r.dtype, c.params, c.expert_params,
+                                                  c.low_precision_weight_bytes, c.quantized_params);
       stat.push_back(device_memory(states).allocated());
       act.push_back(c.activation);
       tr.push_back(c.transient);

@@ -104,6 +104,7 @@ struct StageTimes {
   // Per rank: a low-precision recipe's weight copies, and the bytes their quantisation moves once
   // per step.
   std::vector<double> low_precision_bytes, weight_quantize_bytes;
+  std::vector<double> quantized_params;  // per rank, the parameters of those weights
 };
 StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& p,
                        const std::vector<Rank>& ranks, const std::vector<LayerRange>& ranges,
@@ -119,7 +120,8 @@ CommGroup expert_grad_group(const Evaluator& ev, const Strategy& s,
 // The parameter states of `params` (of them `expert_params` routed experts') and a recipe's weight
 // copies under the strategy's sharding: MemoryInput's first part.
 MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype, double params,
-                             double expert_params, double low_precision_bytes);
+                             double expert_params, double low_precision_bytes,
+                             double quantized_params);
 
 // The parameters rank d's optimizer steps on each of its devices (its ZeRO shard).
 double optimizer_params(const Strategy& s, const StageTimes& t, size_t d);
