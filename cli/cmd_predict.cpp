@@ -111,6 +111,8 @@ CommandRunner declare_predict(CLI::App& app) {
     }
     if (!o->json.empty()) {
       Json out;
+      out["format"] = "hetplan-prediction";
+      out["schema_version"] = 1;
       out["context"] = run_context("predict", profile);
       add_input_sources(out["context"], o->model, o->cluster, model.seq_len);
       out["model"] = model.name;

@@ -115,6 +115,8 @@ CommandRunner declare_provision(CLI::App& app) {
                      : std::string("the last mix searched in part"));
     if (!o->json.empty()) {
       Json out;
+      out["format"] = "hetplan-provision";
+      out["schema_version"] = 1;
       out["context"] = run_context("provision", profile);
       out["model"] = model.name;
       out["global_batch"] = o->global_batch;

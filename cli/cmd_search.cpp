@@ -276,6 +276,8 @@ CommandRunner declare_search(CLI::App& app) {
     }
     if (!o->json.empty()) {
       Json out;
+      out["format"] = "hetplan-search";
+      out["schema_version"] = 1;
       out["context"] = run_context("search", profile);
       add_input_sources(out["context"], o->model, o->cluster, model.seq_len);
       out["model"] = model.name;

@@ -269,6 +269,8 @@ Json to_json(const Prediction& p) {
                       {"backward_input_s", s.backward_input_s},
                       {"backward_weight_s", s.backward_weight_s},
                       {"tp_comm_s", s.tp_comm_s},
+                      {"cp_comm_s", s.cp_comm_s},
+                      {"ep_comm_s", s.ep_comm_s},
                       {"recompute_s", s.recompute_s},
                       {"p2p_s", s.p2p_s},
                       {"dp_sync_s", s.dp_sync_s},

@@ -135,9 +135,11 @@ struct StagePrediction {
   StageSpec stage;
   double forward_s = 0, backward_input_s = 0, backward_weight_s = 0;  // one micro-batch
   double tp_comm_s = 0;                                               // inside those three
-  double recompute_s = 0;                                             // inside backward_input_s
-  double p2p_s = 0;      // one activation to the next stage
-  double dp_sync_s = 0;  // gradient synchronisation (total, before overlap)
+  double cp_comm_s = 0;    // context parallelism's exchange, where the attention does not hide it
+  double ep_comm_s = 0;    // the experts' dispatch and combine (expert and expert-tensor groups)
+  double recompute_s = 0;  // inside backward_input_s
+  double p2p_s = 0;        // one activation to the next stage
+  double dp_sync_s = 0;    // gradient synchronisation (total, before overlap)
   double optimizer_s = 0;
   int64_t in_flight = 0;  // micro-batch activations held at the peak
   MemoryBreakdown memory;

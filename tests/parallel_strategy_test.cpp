@@ -188,6 +188,18 @@ TEST(ParallelStrategy, ExpertsAreShardedOverEpAndReducedOverTheirReplicas) {
   EXPECT_NEAR(a.stages[0].memory.weights, 2 * all, 0.01 * 2 * all);
   // The experts' gradients are not reduced at ep 16: far less to synchronise.
   EXPECT_LT(b.stages[0].dp_sync_s, 0.2 * a.stages[0].dp_sync_s);
+  // Their dispatch and combine cross the two nodes: a part of the breakdown of its own.
+  const auto part = [](const Prediction& p, const std::string& name) {
+    for (const auto& [key, s] : p.breakdown)
+      if (key == name) return s;
+    return -1.0;
+  };
+  EXPECT_GT(part(b, "ep_comm"), 0.05 * b.iteration_s);
+  EXPECT_EQ(part(b, "cp_comm"), 0.0);
+  EXPECT_GT(b.stages[0].ep_comm_s, 0.0);
+  double sum = 0;
+  for (const auto& [key, s] : b.breakdown) sum += s;
+  EXPECT_NEAR(sum, b.iteration_s, 1e-9 * b.iteration_s);
 }
 
 // ZeRO shards the dense parameters' states over dp and the experts' over their own replicas; a

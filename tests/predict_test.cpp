@@ -342,10 +342,13 @@ TEST(PredictCli, PrintsTheContractFields) {
         "reason", "reason_code", "breakdown", "bubble_rate", "stages", "notes"})
     EXPECT_TRUE(p.contains(key)) << key;
   EXPECT_TRUE(p["feasible"].get<bool>());
+  EXPECT_EQ(j["format"], "hetplan-prediction");
+  EXPECT_EQ(j["schema_version"], 1);
   // docs/cli.md shows reason_code "" for a feasible prediction (it was left out).
   EXPECT_EQ(p.value("reason_code", "absent"), "");
   EXPECT_EQ(p["peak_memory_bytes"].size(), 4u);
-  for (const char* key : {"compute", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer"})
+  for (const char* key :
+       {"compute", "tp_comm", "cp_comm", "ep_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer"})
     EXPECT_TRUE(p["breakdown"].contains(key)) << key;
   EXPECT_EQ(j["strategy"]["tp"], 2);
   EXPECT_NE(r.output.find("strategy (megatron-core): dp 2 tp 2 pp 4 micro-batch 2 global batch 32 "

@@ -46,6 +46,8 @@ std::vector<LayerCost> slowest_of(const std::vector<Kind>& kinds, size_t slowest
       for (int p = 0; p < kNumPasses; ++p) {
         t.pass_s[p] = std::max(t.pass_s[p], o.pass_s[p]);
         t.tp_comm_s[p] = std::max(t.tp_comm_s[p], o.tp_comm_s[p]);
+        for (int c = 0; c < kNumCommScopes; ++c)
+          t.comm_s[c][p] = std::max(t.comm_s[c][p], o.comm_s[c][p]);
       }
       t.recompute_s = std::max(t.recompute_s, o.recompute_s);
     }

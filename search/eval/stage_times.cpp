@@ -34,6 +34,12 @@ void sum_stages(const Evaluator& ev, const Placement& p, const std::vector<Rank>
       sp.backward_input_s += c.times.pass_s[1];
       sp.backward_weight_s += c.times.pass_s[2];
       sp.tp_comm_s += c.times.tp_comm_s[0] + c.times.tp_comm_s[1] + c.times.tp_comm_s[2];
+      for (int pass = 0; pass < kNumPasses; ++pass) {
+        const auto& scope = c.times.comm_s;
+        sp.cp_comm_s += scope[static_cast<int>(CommScope::kContext)][pass];
+        sp.ep_comm_s += scope[static_cast<int>(CommScope::kExpert)][pass] +
+                        scope[static_cast<int>(CommScope::kExpertTensor)][pass];
+      }
       sp.recompute_s += c.times.recompute_s;
       activation += c.activation;
       t.transient[d] = std::max(t.transient[d], c.transient);
