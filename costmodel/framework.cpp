@@ -139,6 +139,7 @@ Capabilities read_capabilities(ObjectReader r) {
     c.context_parallel = choices(r, "context_parallel", {"p2p", "all_gather", "a2a", "a2a+p2p"});
   c.expert_parallel = r.boolean_or("expert_parallel", false);
   c.expert_tensor_parallel = r.boolean_or("expert_tensor_parallel", false);
+  c.ep_comm_overlap = r.boolean_or("ep_comm_overlap", false);
   if (r.has("precisions"))
     c.precisions = choices(
         r, "precisions", {"bf16", "fp8-delayed", "fp8-current", "fp8-blockwise", "mxfp8", "nvfp4"});
@@ -175,6 +176,9 @@ FrameworkDefaults read_defaults(ObjectReader r, const Capabilities& c) {
     r.fail("tp_comm_overlap", "expected false: can_run.tp_comm_overlap is false");
   d.fp32_grad_reduce = r.boolean("fp32_grad_reduce");
   d.low_precision_params = r.boolean_or("low_precision_params", false);
+  d.ep_comm_overlap = r.boolean_or("ep_comm_overlap", false);
+  if (d.ep_comm_overlap && !c.ep_comm_overlap)
+    r.fail("ep_comm_overlap", "expected false: can_run.ep_comm_overlap is false");
   d.host_mode = host_mode(r, "host_mode");
   if (!contains(c.host_modes, d.host_mode))
     r.fail("host_mode", "expected a mode listed in can_run.host_modes");

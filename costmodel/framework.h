@@ -120,8 +120,11 @@ struct Capabilities {
   // Context parallelism's ways of moving keys and values it runs (--cp-comm-type: p2p,
   // all_gather, a2a, a2a+p2p); empty: none.
   std::vector<std::string> context_parallel;
-  bool expert_parallel = false;                    // routed experts over ep ranks
-  bool expert_tensor_parallel = false;             // an expert tensor width other than tp
+  bool expert_parallel = false;         // routed experts over ep ranks
+  bool expert_tensor_parallel = false;  // an expert tensor width other than tp
+  // The experts' all-to-alls of one micro-batch run beside another's compute (Megatron-Core's
+  // --overlap-moe-expert-parallel-comm, batch-level overlap in the 1F1B steady state).
+  bool ep_comm_overlap = false;
   std::vector<std::string> precisions = {"bf16"};  // low-precision recipes (costmodel/precision.h)
 };
 
@@ -135,6 +138,7 @@ struct FrameworkDefaults {
   // Under a low-precision recipe the quantised layers' weights are held in it alone (Megatron's
   // --fp8-param-gather / --fp4-param-gather: no bf16 copy beside the fp32 master weights).
   bool low_precision_params = false;
+  bool ep_comm_overlap = false;  // where the strategy allows it (search/rules.h)
   HostMode host_mode = HostMode::kEager;
 };
 

@@ -61,6 +61,7 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
       s.zero >= 3,
       s.grad_accumulation_fusion,
       s.tp_comm_overlap,
+      moe && s.ep_comm_overlap,
       static_cast<int>(s.host_mode),
       s.cp > 1 ? static_cast<int>(s.cp_comm) : 0,
       moe ? static_cast<int>(s.moe_dispatcher) : 0,

@@ -163,6 +163,16 @@ std::string tp_comm_overlap(const RuleContext& c, const Strategy& s) {
   return "";
 }
 
+std::string ep_comm_overlap(const RuleContext& c, const Strategy& s) {
+  if (!s.ep_comm_overlap) return "";
+  if (!c.framework.can_run.ep_comm_overlap)
+    return fmt::format("{} does not overlap the experts' all-to-alls", c.framework.name);
+  if (!ep_comm_overlap_fits(s))
+    return "the experts' all-to-all overlap needs ep > 1, the alltoall dispatcher, no full "
+           "recomputation and, with a pipeline, virtual stages (Megatron-Core's assertions)";
+  return "";
+}
+
 std::string overlap_grad_reduce(const RuleContext& c, const Strategy& s) {
   if (s.dp == 1 || contains(c.framework.can_run.overlap_grad_reduce, s.overlap_grad_reduce))
     return "";
@@ -211,6 +221,7 @@ const std::vector<StrategyRule>& strategy_rules() {
       {"recompute", "recompute", recompute},
       {"sequence_parallel", "sequence_parallel", sequence_parallel},
       {"tp_comm_overlap", "tp_comm_overlap", tp_comm_overlap},
+      {"ep_comm_overlap", "ep_comm_overlap", ep_comm_overlap},
       {"overlap_grad_reduce", "overlap_grad_reduce", overlap_grad_reduce},
       {"grad_accumulation_fusion", "grad_accumulation_fusion", grad_accumulation_fusion},
       {"attention", "flash_attention", attention},
@@ -241,6 +252,11 @@ std::string framework_problem(const FrameworkSpec& framework) {
   return "";
 }
 
+bool ep_comm_overlap_fits(const Strategy& s) {
+  return s.ep > 1 && s.moe_dispatcher == MoeDispatcher::kAllToAll &&
+         s.recompute != Recompute::kFull && (s.pp == 1 || s.chunks_per_device() > 1);
+}
+
 std::string framework_reference(const FrameworkSpec& framework) {
   return framework.origin.rfind("presets/", 0) == 0 ? framework.name : framework.origin;
 }
@@ -256,6 +272,8 @@ Strategy with_framework_defaults(Strategy s, const FrameworkSpec& framework) {
   if (!(s.given & kGivenHostMode)) s.host_mode = d.host_mode;
   if (!(s.given & kGivenFp32GradReduce)) s.fp32_grad_reduce = d.fp32_grad_reduce;
   if (!(s.given & kGivenLowPrecisionParams)) s.low_precision_params = d.low_precision_params;
+  if (!(s.given & kGivenEpCommOverlap))
+    s.ep_comm_overlap = d.ep_comm_overlap && ep_comm_overlap_fits(s);
   s.framework = framework_reference(framework);
   return s;
 }

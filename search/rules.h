@@ -37,6 +37,11 @@ const std::vector<StrategyRule>& strategy_rules();
 struct RuleViolation {
   std::string code, key, reason;
 };
+// Whether the strategy's shape lets the experts' all-to-alls overlap (Megatron-Core's assertions
+// for --overlap-moe-expert-parallel-comm: ep > 1, the all-to-all dispatcher, no full
+// recomputation, virtual stages with a pipeline).
+bool ep_comm_overlap_fits(const Strategy& s);
+
 // The first rule `s` breaks, if any. `only_model` checks the rules that need neither the cluster
 // nor the framework (hetplan measure's, before a harness run).
 std::optional<RuleViolation> first_broken_rule(const RuleContext& context, const Strategy& s);

@@ -340,6 +340,8 @@ class TrainingSearch {
               s.host_mode = switches_.host_mode;
               s.fp32_grad_reduce = switches_.fp32_grad_reduce;
               s.low_precision_params = ev_.framework().defaults.low_precision_params;
+              s.ep_comm_overlap =
+                  ev_.framework().defaults.ep_comm_overlap && ep_comm_overlap_fits(s);
               s.framework = framework_;
               if (auto broken = ev_.broken_rule(s)) {
                 prune(broken->code);

@@ -74,6 +74,7 @@ std::string framework_switches(const Strategy& s) {
   if (!s.grad_accumulation_fusion) words += " unfused-grad-add";
   if (!s.overlap_grad_reduce) words += " serial-grad-reduce";
   if (s.tp_comm_overlap) words += " tp-comm-overlap";
+  if (s.ep_comm_overlap) words += " ep-comm-overlap";
   if (!s.fp32_grad_reduce) words += " half-grad-reduce";
   if (s.host_mode != HostMode::kEager) words += fmt::format(" {}", to_string(s.host_mode));
   if (s.precision != Precision::kBf16) words += fmt::format(" {}", to_string(s.precision));
@@ -114,6 +115,7 @@ Json to_json(const Strategy& s) {
   j["etp"] = s.expert_tp();
   j["moe_dispatcher"] = to_string(s.moe_dispatcher);
   j["moe_imbalance"] = s.moe_imbalance;
+  j["ep_comm_overlap"] = s.ep_comm_overlap;
   j["precision"] = to_string(s.precision);
   j["low_precision_params"] = s.low_precision_params;
   j["micro_batch"] = s.micro_batch;
@@ -190,6 +192,7 @@ Strategy strategy_from_json(ObjectReader r) {
   s.tp_comm_overlap = switch_or("tp_comm_overlap", false, kGivenTpCommOverlap);
   s.fp32_grad_reduce = switch_or("fp32_grad_reduce", true, kGivenFp32GradReduce);
   s.low_precision_params = switch_or("low_precision_params", false, kGivenLowPrecisionParams);
+  s.ep_comm_overlap = switch_or("ep_comm_overlap", false, kGivenEpCommOverlap);
   if (s.tp_comm_overlap && !(s.sequence_parallel && s.tp > 1))
     r.fail("tp_comm_overlap",
            "tensor-parallel communication overlap runs with sequence parallelism: it needs "

@@ -42,6 +42,7 @@ enum GivenSwitch : uint32_t {
   kGivenHostMode = 16,
   kGivenFp32GradReduce = 32,
   kGivenLowPrecisionParams = 64,
+  kGivenEpCommOverlap = 128,
 };
 
 struct Strategy {
@@ -58,6 +59,9 @@ struct Strategy {
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   // The busiest expert's tokens over the mean (costmodel/layer_ops.h, LayerShape::moe_imbalance).
   double moe_imbalance = 1;
+  // The experts' all-to-alls hidden behind another micro-batch's compute where they can be
+  // (Megatron-Core's --overlap-moe-expert-parallel-comm).
+  bool ep_comm_overlap = false;
   // The linear layers' low-precision recipe (costmodel/precision.h).
   Precision precision = Precision::kBf16;
   // Under a recipe other than bf16: the quantised layers' weights are held only in it (no bf16

@@ -200,6 +200,23 @@ TEST(ParallelStrategy, ExpertsAreShardedOverEpAndReducedOverTheirReplicas) {
   double sum = 0;
   for (const auto& [key, s] : b.breakdown) sum += s;
   EXPECT_NEAR(sum, b.iteration_s, 1e-9 * b.iteration_s);
+  // Megatron-Core's batch-level overlap hides the all-to-alls behind another micro-batch's
+  // compute: only what the layer's compute cannot cover stays.
+  Strategy o = e;
+  o.ep_comm_overlap = true;
+  const Prediction c = x.ev.predict(o);
+  ASSERT_TRUE(c.feasible) << c.reason;
+  EXPECT_LT(part(c, "ep_comm"), part(b, "ep_comm"));
+  EXPECT_NEAR(b.iteration_s - c.iteration_s, part(b, "ep_comm") - part(c, "ep_comm"),
+              1e-6 * b.iteration_s);
+  EXPECT_NEAR(part(c, "compute"), part(b, "compute"), 1e-6 * b.iteration_s);
+  // It needs virtual stages with a pipeline (Megatron-Core asserts it).
+  Strategy piped = o;
+  piped.dp = 8;
+  piped.pp = 2;
+  piped.ep = 8;
+  const Prediction refused = x.ev.predict(piped);
+  EXPECT_EQ(refused.rule, "ep_comm_overlap") << refused.reason;
 }
 
 // ZeRO shards the dense parameters' states over dp and the experts' over their own replicas; a

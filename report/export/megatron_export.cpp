@@ -59,6 +59,12 @@ void moe_args(const MegatronBlocks& m, const Strategy& s, Args& a, ExportResult&
   }
   a.add("--moe-token-dispatcher-type", to_string(s.moe_dispatcher));
   a.add("--moe-grouped-gemm");
+  if (s.ep_comm_overlap) {
+    // Megatron-Bridge's _set_moe_a2a_overlap_overrides pairs the overlap with the delayed weight
+    // gradient.
+    a.add("--overlap-moe-expert-parallel-comm");
+    a.add("--delay-wgrad-compute");
+  }
   if (s.moe_imbalance > 1)
     out.approximations.push_back(fmt::format(
         "hetplan planned for routing {:.2f}x the mean tokens onto the busiest expert; Megatron-LM "

@@ -15,7 +15,7 @@ STRATEGY_KEYS = {
     "sequence_parallel", "chunks", "flash_attention", "stages", "predicted", "model", "cluster",
     "grad_accumulation_fusion", "overlap_grad_reduce", "tp_comm_overlap", "fp32_grad_reduce",
     "host_mode", "framework", "cp", "cp_comm", "cp_a2a", "ep", "etp", "moe_dispatcher",
-    "moe_imbalance", "precision", "low_precision_params",
+    "moe_imbalance", "precision", "low_precision_params", "ep_comm_overlap",
 }
 
 # Strategy keys the harness reads but runs at one value only: context and expert parallelism and

@@ -44,6 +44,29 @@ void overlap_tp_comm(const GpuSpec& gpu, const LayerWork& w, const CostModel& co
   }
 }
 
+// Megatron-Core's batch-level overlap of the experts' all-to-alls: in the 1F1B steady state one
+// micro-batch's dispatch and combine run beside another's compute of the same layer, so of the
+// layer's expert communication only what its compute cannot cover is exposed (each pass keeps
+// its share of what is left).
+void overlap_ep_comm(LayerTimes& t) {
+  const int e = static_cast<int>(CommScope::kExpert);
+  const int et = static_cast<int>(CommScope::kExpertTensor);
+  double comm = 0, busy = 0;
+  for (int p = 0; p < kNumPasses; ++p) {
+    comm += t.comm_s[e][p] + t.comm_s[et][p];
+    busy += t.pass_s[p];
+  }
+  if (comm <= 0) return;
+  const double exposed = std::max(0.0, comm - (busy - comm));
+  const double keep = exposed / comm;
+  for (int p = 0; p < kNumPasses; ++p) {
+    const double hidden = (t.comm_s[e][p] + t.comm_s[et][p]) * (1 - keep);
+    t.pass_s[p] -= hidden;
+    t.comm_s[e][p] *= keep;
+    t.comm_s[et][p] *= keep;
+  }
+}
+
 }  // namespace
 
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
@@ -53,6 +76,7 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
   LayerCost c;
   c.times = cost.layer_times(gpu, w, s.recompute, groups, dtype);
   if (s.tp_comm_overlap) overlap_tp_comm(gpu, w, cost, dtype, c.times);
+  if (s.ep_comm_overlap) overlap_ep_comm(c.times);
   c.activation = w.activation(s.recompute);
   c.params = static_cast<double>(w.params);
   c.expert_params = static_cast<double>(w.expert_params);
