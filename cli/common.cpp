@@ -77,8 +77,12 @@ std::string format_gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / 
 
 std::string breakdown_text(const Prediction& p) {
   std::string text;
+  // The parts a strategy may not have show only where they take time (the JSON has them all).
+  const auto optional = [](const std::string& name) {
+    return name == "host_wait" || name == "cp_comm" || name == "ep_comm";
+  };
   for (const auto& [name, sec] : p.breakdown)
-    if (name != "host_wait" || sec > 0) text += fmt::format("  {} {}", name, format_seconds(sec));
+    if (!optional(name) || sec > 0) text += fmt::format("  {} {}", name, format_seconds(sec));
   return text;
 }
 
