@@ -21,16 +21,17 @@ namespace hetplan {
 // One layer on one node kind for one micro-batch, as the pipeline and the memory model need it.
 struct LayerCost {
   LayerTimes times;
-  double activation = 0;     // kept for backward under the strategy's recomputation
-  double transient = 0;      // working bytes while this layer runs
-  double params = 0;         // held on one rank
-  double expert_params = 0;  // of those, the routed experts' (reduced over the expert replicas)
+  double activation_bytes = 0;    // kept for backward under the strategy's recomputation
+  double transient_bytes = 0;     // working bytes while this layer runs
+  double param_count = 0;         // parameters held on one rank
+  double expert_param_count = 0;  // of those, the routed experts' (reduced over their replicas)
   // fp8 / fp4 copies of the weights a low-precision recipe keeps, and the bytes its per-step
   // quantisation of them moves (costmodel/layer_ops.h).
   double low_precision_weight_bytes = 0, weight_quantize_bytes = 0;
-  double quantized_params = 0;  // the parameters of those weights
+  double quantized_param_count = 0;  // the parameters of those weights
   double output_bytes = 0;
-  double kernels = 0;  // launched per micro-batch, recomputation included (costmodel/layer_ops.h)
+  // Kernels launched per micro-batch, recomputation included (costmodel/layer_ops.h).
+  double kernel_launches = 0;
   double total_s() const { return times.pass_s[0] + times.pass_s[1] + times.pass_s[2]; }
 };
 

@@ -33,7 +33,7 @@ HostFloor host_floor(const Evaluator& ev, const Strategy& s, const Placement& p,
   for (size_t j = 0; j < p.rank_of_stage.size(); ++j) {
     const int64_t d = p.rank_of_stage[j];
     for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
-      kernels[d] += m * ranks[d].costs()[i].kernels;
+      kernels[d] += m * ranks[d].costs()[i].kernel_launches;
   }
   HostFloor floor;
   for (size_t d = 0; d < ranks.size(); ++d) {

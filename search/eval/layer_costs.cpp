@@ -77,30 +77,31 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
   c.times = cost.layer_times(gpu, w, s.recompute, groups, dtype);
   if (s.tp_comm_overlap) overlap_tp_comm(gpu, w, cost, dtype, c.times);
   if (s.ep_comm_overlap) overlap_ep_comm(c.times);
-  c.activation = w.activation(s.recompute);
-  c.params = static_cast<double>(w.params);
-  c.expert_params = static_cast<double>(w.expert_params);
+  c.activation_bytes = w.activation(s.recompute);
+  c.param_count = static_cast<double>(w.params);
+  c.expert_param_count = static_cast<double>(w.expert_params);
   c.low_precision_weight_bytes = w.low_precision_weight_bytes;
   c.weight_quantize_bytes = w.weight_quantize_bytes;
-  c.quantized_params = static_cast<double>(w.quantized_weight_params);
+  c.quantized_param_count = static_cast<double>(w.quantized_weight_params);
   c.output_bytes = w.output_bytes;
-  c.kernels = static_cast<double>(layer_kernels(w, s.recompute).total());
+  c.kernel_launches = static_cast<double>(layer_kernels(w, s.recompute).total());
   // Recomputed activations live while the layer's backward runs; gradients of the layer's input
   // and output are in flight (one rank's share under sequence parallelism).
   const double shard = s.sequence_parallel && s.tp > 1 ? static_cast<double>(s.tp) : 1.0;
   // (Under context parallelism the layer's tensors are of its seq / cp tokens already.)
-  c.transient = w.activation(Recompute::kNone) - c.activation + 2 * w.output_bytes / shard +
-                w.transient_bytes;
+  c.transient_bytes = w.activation(Recompute::kNone) - c.activation_bytes +
+                      2 * w.output_bytes / shard + w.transient_bytes;
   if (const auto* head = layer.head()) {
     // bf16 logits and their gradient exist next to the kept fp32 softmax.
     const double logits =
         static_cast<double>(s.micro_batch) * (layer.seq_len / s.cp) * head->vocab / s.tp;
-    c.transient += 2 * logits * dtype_bytes(dtype);
+    c.transient_bytes += 2 * logits * dtype_bytes(dtype);
   }
-  if (s.zero >= 3) c.transient += 2 * c.params * dtype_bytes(dtype);  // gathered weights
+  if (s.zero >= 3) c.transient_bytes += 2 * c.param_count * dtype_bytes(dtype);  // gathered weights
   // Weights cast to half precision for each forward are kept for its backward (autocast over
   // fp32 parameters), except where the forward is recomputed.
-  if (s.recompute != Recompute::kFull) c.activation += c.params * framework.memory.cast_copy_bytes;
+  if (s.recompute != Recompute::kFull)
+    c.activation_bytes += c.param_count * framework.memory.cast_copy_bytes;
   return c;
 }
 

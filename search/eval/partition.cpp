@@ -100,11 +100,12 @@ PartitionInput partition_input(const Evaluator& ev, const Strategy& s, const Pla
     std::vector<double> t, stat, act, tr;
     for (const auto& c : r.costs()) {
       t.push_back(c.total_s());
-      const MemoryInput states = parameter_states(ev, s, r.dtype, c.params, c.expert_params,
-                                                  c.low_precision_weight_bytes, c.quantized_params);
+      const MemoryInput states =
+          parameter_states(ev, s, r.dtype, c.param_count, c.expert_param_count,
+                           c.low_precision_weight_bytes, c.quantized_param_count);
       stat.push_back(device_memory(states).allocated());
-      act.push_back(c.activation);
-      tr.push_back(c.transient);
+      act.push_back(c.activation_bytes);
+      tr.push_back(c.transient_bytes);
     }
     in.time_s.push_back(std::move(t));
     in.static_bytes.push_back(std::move(stat));

@@ -41,13 +41,13 @@ void sum_stages(const Evaluator& ev, const Placement& p, const std::vector<Rank>
                         scope[static_cast<int>(CommScope::kExpertTensor)][pass];
       }
       sp.recompute_s += c.times.recompute_s;
-      activation += c.activation;
-      t.transient[d] = std::max(t.transient[d], c.transient);
-      t.params[d] += c.params;
-      t.expert_params[d] += c.expert_params;
+      activation += c.activation_bytes;
+      t.transient[d] = std::max(t.transient[d], c.transient_bytes);
+      t.params[d] += c.param_count;
+      t.expert_params[d] += c.expert_param_count;
       t.low_precision_bytes[d] += c.low_precision_weight_bytes;
       t.weight_quantize_bytes[d] += c.weight_quantize_bytes;
-      t.quantized_params[d] += c.quantized_params;
+      t.quantized_params[d] += c.quantized_param_count;
     }
     if (j + 1 < S) {
       const double bytes = costs[sp.stage.last_layer].output_bytes;
@@ -98,7 +98,7 @@ void gather_zero3_weights(const Evaluator& ev, const Strategy& s, const Placemen
     const CommGroup g = grad_group(ev, s, p.groups[d]);
     double stage_params = 0;
     for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
-      stage_params += ranks[d].costs()[i].params;
+      stage_params += ranks[d].costs()[i].param_count;
     const double gather = ev.cost().collective_s(CollectiveKind::kAllGather,
                                                  stage_params * dtype_bytes(ranks[d].dtype), g);
     t.stages[j].forward_s += gather;
