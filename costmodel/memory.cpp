@@ -54,17 +54,17 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
                        ? params * (b.master + b.optimizer) / share(sh.master)
                        : params * (b.master / share(sh.master) + b.optimizer / share(sh.optimizer));
   };
-  const double experts = std::clamp(in.expert_params, 0.0, in.params);
-  add_states(in.params - experts, in.dp);
+  const double experts = std::clamp(in.expert_param_count, 0.0, in.param_count);
+  add_states(in.param_count - experts, in.dp);
   add_states(experts, in.expert_dp);
   const double dp = static_cast<double>(in.dp > 0 ? in.dp : 1);
   m.weights += (in.low_precision_weight_bytes -
-                std::clamp(in.low_precision_only_params, 0.0, in.params) * b.weights) /
+                std::clamp(in.low_precision_only_param_count, 0.0, in.param_count) * b.weights) /
                (sh.weights ? dp : 1.0);
-  m.activations = in.activations;
-  m.transient = in.transient;
+  m.activations = in.activation_bytes;
+  m.transient = in.transient_bytes;
   m.fragmentation = m.allocated() * layout.fragmentation;
-  m.reserve = in.reserve;
+  m.reserve = in.reserve_bytes;
   return m;
 }
 

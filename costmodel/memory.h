@@ -16,24 +16,25 @@ namespace hetplan {
 inline constexpr double kDefaultReserveBytes = 1.0 * (1ull << 30);
 
 struct MemoryInput {
-  double params = 0;  // parameters held by this device (its tensor-parallel shard)
-  int64_t dp = 1;     // data-parallel degree (ZeRO shards over it)
-  // Of `params`, the routed experts' (expert parallelism), whose states ZeRO shards over their own
-  // data-parallel replicas, `expert_dp` of them (Megatron-Core's expert data-parallel group).
-  double expert_params = 0;
+  double param_count = 0;  // parameters held by this device (its tensor-parallel shard)
+  int64_t dp = 1;          // data-parallel degree (ZeRO shards over it)
+  // Of `param_count`, the routed experts' (expert parallelism), whose states ZeRO shards over
+  // their own data-parallel replicas, `expert_dp` of them (Megatron-Core's expert data-parallel
+  // group).
+  double expert_param_count = 0;
   int64_t expert_dp = 1;
   // fp8 / fp4 copies of the weights a low-precision recipe keeps beside them (sharded with the
   // weights under ZeRO-3).
   double low_precision_weight_bytes = 0;
-  // Of `params`, those held in the recipe's copies alone (no half-precision weight: Megatron's
-  // --fp8-param-gather).
-  double low_precision_only_params = 0;
-  int zero = 0;                // 0 (none) .. 3
-  Dtype dtype = Dtype::kBf16;  // training precision of weights and activations
-  double activations = 0;      // activation bytes held at the pipeline's peak
-  double transient = 0;        // working buffers of the layer being run (recomputed activations,
-                               // gradients in flight, logits, p2p buffers, ZeRO-3 gathers)
-  double reserve = kDefaultReserveBytes;  // CUDA context, libraries, NCCL buffers
+  // Of `param_count`, those held in the recipe's copies alone (no half-precision weight:
+  // Megatron's --fp8-param-gather).
+  double low_precision_only_param_count = 0;
+  int zero = 0;                 // 0 (none) .. 3
+  Dtype dtype = Dtype::kBf16;   // training precision of weights and activations
+  double activation_bytes = 0;  // held at the pipeline's peak
+  double transient_bytes = 0;   // working buffers of the layer being run (recomputed activations,
+                                // gradients in flight, logits, p2p buffers, ZeRO-3 gathers)
+  double reserve_bytes = kDefaultReserveBytes;  // CUDA context, libraries, NCCL buffers
   // The framework's layout of the parameter states and its allocator's fragmentation; nullptr:
   // Megatron-LM's (18 B per parameter, no fragmentation).
   const MemoryLayout* layout = nullptr;

@@ -382,8 +382,8 @@ class TrainingSearch {
       experts += expert_parameters(layer, s.ep, s.expert_tp());
     }
     MemoryInput states;
-    states.params = params / static_cast<double>(s.pp);
-    states.expert_params = experts / static_cast<double>(s.pp);
+    states.param_count = params / static_cast<double>(s.pp);
+    states.expert_param_count = experts / static_cast<double>(s.pp);
     states.dp = s.grad_replicas();
     states.expert_dp = s.expert_dp();
     states.zero = s.zero;

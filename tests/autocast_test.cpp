@@ -137,7 +137,7 @@ TEST(Autocast, TheLossHoldsTwoFp32GradientsOfTheLogits) {
 TEST(Autocast, TwoBytesFewerPerParameterThanMegatron) {
   // fp32 weights and .grad, two fp32 moments, no master copy: 16 B per parameter, not 18.
   MemoryInput in;
-  in.params = 1e9;
+  in.param_count = 1e9;
   in.layout = &pytorch().memory;
   const MemoryBreakdown m = device_memory(in);
   EXPECT_DOUBLE_EQ(m.weights + m.gradients + m.optimizer, 16e9);

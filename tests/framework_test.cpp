@@ -111,11 +111,11 @@ TEST(DeviceMemory, TheZeroPapersFiguresAndMegatronsEighteenBytes) {
   const double psi = 7.5e9, nd = 64;  // the paper's 7.5B model on 64 GPUs
   auto states = [&](const FrameworkSpec& f, int zero, Dtype dtype) {
     MemoryInput in;
-    in.params = psi;
+    in.param_count = psi;
     in.dp = static_cast<int64_t>(nd);
     in.zero = zero;
     in.dtype = dtype;
-    in.reserve = 0;
+    in.reserve_bytes = 0;
     in.layout = &f.memory;
     const MemoryBreakdown m = device_memory(in);
     return m.weights + m.gradients + m.optimizer;
@@ -132,8 +132,8 @@ TEST(DeviceMemory, TheZeroPapersFiguresAndMegatronsEighteenBytes) {
   EXPECT_DOUBLE_EQ(states(mc, 0, Dtype::kFp32), 16 * psi);
   // Megatron-LM's layout, the default without a framework, is the 18 bytes too.
   MemoryInput plain;
-  plain.params = psi;
-  plain.reserve = 0;
+  plain.param_count = psi;
+  plain.reserve_bytes = 0;
   EXPECT_DOUBLE_EQ(device_memory(plain).total(), 18 * psi);
 }
 
@@ -141,10 +141,10 @@ TEST(DeviceMemory, AllocatedReservedAndDevice) {
   MemoryLayout layout = megatron_memory_layout();
   layout.fragmentation = 0.05;
   MemoryInput in;
-  in.params = 1e9;
-  in.activations = 2e9;
-  in.transient = 1e9;
-  in.reserve = 1.5e9;
+  in.param_count = 1e9;
+  in.activation_bytes = 2e9;
+  in.transient_bytes = 1e9;
+  in.reserve_bytes = 1.5e9;
   in.layout = &layout;
   const MemoryBreakdown m = device_memory(in);
   EXPECT_DOUBLE_EQ(m.allocated(), 18e9 + 2e9 + 1e9);

@@ -223,8 +223,8 @@ TEST(ParallelStrategy, ExpertsAreShardedOverEpAndReducedOverTheirReplicas) {
 // recipe's weight copies join the weights. Megatron's layout (2 + 4 + 12 B per parameter).
 TEST(ParallelStrategy, DeviceMemoryShardsExpertsOverTheirReplicas) {
   MemoryInput in;
-  in.params = 10;
-  in.expert_params = 6;
+  in.param_count = 10;
+  in.expert_param_count = 6;
   in.dp = 4;
   in.expert_dp = 2;
   in.zero = 1;
@@ -238,7 +238,7 @@ TEST(ParallelStrategy, DeviceMemoryShardsExpertsOverTheirReplicas) {
   EXPECT_DOUBLE_EQ(z3.weights, 4 * 2 / 4.0 + 6 * 2 / 2.0 + 5 / 4.0);
   // Weights held in the recipe alone (--fp8-param-gather): 3 parameters without their 2 B.
   in.zero = 1;
-  in.low_precision_only_params = 3;
+  in.low_precision_only_param_count = 3;
   EXPECT_DOUBLE_EQ(device_memory(in).weights, 2 * 10 + 5 - 3 * 2);
 }
 

@@ -27,13 +27,13 @@ MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype
                              double expert_params, double low_precision_bytes,
                              double quantized_params) {
   MemoryInput mem;
-  mem.params = params;
+  mem.param_count = params;
   mem.dp = s.grad_replicas();
-  mem.expert_params = expert_params;
+  mem.expert_param_count = expert_params;
   mem.expert_dp = s.expert_dp();
   mem.low_precision_weight_bytes = low_precision_bytes;
   if (s.low_precision_params && is_quantized(s.precision))
-    mem.low_precision_only_params = quantized_params;
+    mem.low_precision_only_param_count = quantized_params;
   mem.zero = s.zero;
   mem.dtype = dtype;
   mem.layout = &ev.framework().memory;
@@ -48,9 +48,9 @@ std::vector<MemoryBreakdown> rank_memory(const Evaluator& ev, const Strategy& s,
     const GpuSpec& gpu = *ranks[d].mem_gpu;
     MemoryInput mem = parameter_states(ev, s, ranks[d].dtype, t.params[d], t.expert_params[d],
                                        t.low_precision_bytes[d], t.quantized_params[d]);
-    mem.activations = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
-    mem.transient = t.transient[d];
-    mem.reserve = reserve_bytes(ev, s, gpu);
+    mem.activation_bytes = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
+    mem.transient_bytes = t.transient[d];
+    mem.reserve_bytes = reserve_bytes(ev, s, gpu);
     memory[d] = device_memory(mem);
     out.peak_memory_bytes.push_back(memory[d].total());
     if (out.feasible && memory[d].total() > gpu.memory_bytes) {
