@@ -15,6 +15,7 @@
 #include "cli/validators.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
+#include "costmodel/utc_time.h"
 #include "costmodel/version.h"
 #include "serve/cost_layer_time.h"
 #include "serve/helix_capacity.h"
@@ -52,12 +53,7 @@ struct ServeCliOptions {
   double trace_duration_s = 1800;
 };
 
-std::string now_utc() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return date;
-}
+std::string now_utc() { return utc_now_iso8601(); }
 
 ServeCluster load_cluster_for_serving(const ServeCliOptions& o) {
   if (!o.machine_profiles.empty()) {

@@ -12,6 +12,7 @@
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "costmodel/topology.h"
+#include "costmodel/utc_time.h"
 #include "costmodel/version.h"
 
 namespace hetplan::cli {
@@ -54,9 +55,7 @@ FrameworkSpec load_run_framework(const std::string& flag, const std::string& rec
 }
 
 Json run_context(const std::string& command, const Profile& profile) {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const std::string date = utc_now_iso8601();
   Json sources = Json::object();
   for (const auto& [type, fit] : profile.gpus) sources[type] = fit.source;
   return {{"hetplan_version", version()},

@@ -17,6 +17,7 @@
 #include "costmodel/layer_correction.h"
 #include "costmodel/measurements.h"
 #include "costmodel/profile.h"
+#include "costmodel/utc_time.h"
 #include "costmodel/version.h"
 #include "costmodel/whole_number.h"
 #include "report/matching.h"
@@ -29,12 +30,7 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string now_utc() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return date;
-}
+std::string now_utc() { return utc_now_iso8601(); }
 
 Json or_null(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 

@@ -4,18 +4,12 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/utc_time.h"
 #include "costmodel/version.h"
 
 namespace hetplan::profiler {
 
-std::string utc_now_iso() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string utc_now_iso() { return utc_now_iso8601(); }
 
 Provenance base_provenance(const CalibrateOptions& options, const std::string& host) {
   Provenance p;
