@@ -45,7 +45,7 @@ struct ServeCliOptions {
   int64_t requests = 1000;
   double rate = 0;
   double prompt_tokens = 750, output_tokens = 240;
-  double kv_reserve = 0.48;
+  double kv_reserve = CapacityParams{}.kv_reserve_fraction;  // one default: serve/capacity.h
   bool exact_boundaries = false, partial_inference = false;
   bool no_milp = false, no_simulation = false, quiet = false;
   bool optimistic_batching = false;
@@ -248,7 +248,8 @@ CommandRunner declare_serve(CLI::App& app) {
   app.add_option("--output-tokens", o->output_tokens, "Mean output length (default 240)")
       ->check(kPositive);
   app.add_option("--kv-reserve", o->kv_reserve,
-                 "Share of VRAM weights must leave free for KV cache (default 0.48)")
+                 fmt::format("Share of VRAM weights must leave free for KV cache (default {})",
+                             CapacityParams{}.kv_reserve_fraction))
       ->check(CLI::Range(0.0, 0.95));
   auto* exact = app.add_flag("--exact-boundaries", o->exact_boundaries,
                              "Requests go from machine i to j only when j starts where i ends "
