@@ -206,9 +206,7 @@ void mlp_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSize
   B.autocast_input(z.Tr * z.h);
   if (b.is_moe()) {
     check_moe_widths(layer, b, s);
-    const bool tensor_region =
-        s.ep == 1 && s.expert_tp() == s.tp && s.dispatcher == MoeDispatcher::kAllGather;
-    if (tensor_region) {
+    if (moe_in_tensor_region(s.ep, s.expert_tp(), s.tp, s.dispatcher)) {
       moe_tensor_region(b, z, B);
     } else {
       if (s.tp > 1 && !s.sequence_parallel)

@@ -41,6 +41,14 @@ enum class MoeDispatcher { kAllGather, kAllToAll };
 std::string_view to_string(MoeDispatcher d);
 bool parse_moe_dispatcher(std::string_view text, MoeDispatcher& out);
 
+// Whether an MoE layer runs inside the tensor-parallel region (every rank all of the experts'
+// tokens at the tensor width: no expert parallelism, the expert width tp, the all-gather
+// dispatcher); otherwise Megatron-Core leaves the region, which needs sequence parallelism at
+// tp > 1. The layer decomposition and the strategy rules ask the same question.
+inline bool moe_in_tensor_region(int64_t ep, int64_t expert_tp, int64_t tp, MoeDispatcher d) {
+  return ep == 1 && expert_tp == tp && d == MoeDispatcher::kAllGather;
+}
+
 // How a layer runs: micro-batch, tensor width, options.
 struct LayerShape {
   int64_t micro_batch = 1;

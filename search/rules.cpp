@@ -79,8 +79,7 @@ std::string shared_experts(const RuleContext& c, const Strategy& s) {
 // at ep 1 and etp tp) only under sequence parallelism.
 std::string moe_sequence_parallel(const RuleContext& c, const Strategy& s) {
   if (!c.model.is_moe() || s.tp == 1 || s.sequence_parallel) return "";
-  if (s.ep == 1 && s.expert_tp() == s.tp && s.moe_dispatcher == MoeDispatcher::kAllGather)
-    return "";
+  if (moe_in_tensor_region(s.ep, s.expert_tp(), s.tp, s.moe_dispatcher)) return "";
   return "expert parallelism, an expert tensor width other than tp or the all-to-all dispatcher "
          "at tp > 1 needs sequence parallelism, as Megatron-Core requires";
 }

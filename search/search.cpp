@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "costmodel/errors.h"
+#include "search/eval/steps.h"
 #include "search/partition.h"
 #include "search/pipeline/schedule.h"
 #include "search/placement.h"
@@ -381,14 +382,10 @@ class TrainingSearch {
       params += layer_parameters(layer, s.tp, false, s.ep, s.expert_tp());
       experts += expert_parameters(layer, s.ep, s.expert_tp());
     }
-    MemoryInput states;
-    states.param_count = params / static_cast<double>(s.pp);
-    states.expert_param_count = experts / static_cast<double>(s.pp);
-    states.dp = s.grad_replicas();
-    states.expert_dp = s.expert_dp();
-    states.zero = s.zero;
-    states.dtype = ev_.model().dtype;
-    states.layout = &ev_.framework().memory;
+    // The evaluator's own states (without a recipe's weight copies: a lower bound).
+    const MemoryInput states =
+        eval::parameter_states(ev_, s, ev_.model().dtype, params / static_cast<double>(s.pp),
+                               experts / static_cast<double>(s.pp), 0, 0);
     const double per_stage = device_memory(states).allocated();
     if (per_stage <= p.max_memory_bytes) return false;
     if (result_.min_static_bytes == 0 || per_stage < result_.min_static_bytes) {
