@@ -142,6 +142,9 @@ LayerTimes CostModel::layer_times_from_ops(const GpuSpec& gpu, const LayerWork& 
 double CostModel::comm_op_s(const CommOp& op, const LayerGroups& groups) const {
   const CommGroup& g = groups.of(op.scope);
   const CommGroup& on = op.group_ranks > 0 ? inner_group(g, op.group_ranks) : g;
+  if (op.kind == CollectiveKind::kAllToAll && op.dedup_experts > 0)
+    return static_cast<double>(op.repeats) *
+           deduplicated_all_to_all_s(op.bytes, on, {op.dedup_experts, op.dedup_top_k});
   return static_cast<double>(op.repeats) * collective_s(op.kind, op.bytes, on);
 }
 
@@ -264,6 +267,8 @@ double CostModel::collective_s(CollectiveKind kind, double bytes, const CommGrou
     return ring_steps(kind, n) * g.intra_latency_s +
            array_bytes * bus_bandwidth_factor(kind, n) / bw;
   };
+  if (kind == CollectiveKind::kAllToAll)
+    return flat_all_to_all_s(all_to_all_traffic(bytes, g, nullptr), g);
   if (g.nodes <= 1) return intra(g.size, bytes);
   // Across nodes (hierarchical: inside the nodes, then between them). Every byte of the
   // cross-node part goes through each node's network, shared by `sharing` concurrent groups.
@@ -278,9 +283,7 @@ double CostModel::collective_s(CollectiveKind kind, double bytes, const CommGrou
     case CollectiveKind::kReduceScatter:
       nic_bytes = (k - 1) / k * bytes;
       break;
-    case CollectiveKind::kAllToAll:
-      nic_bytes = double(g.per_node) * (k - 1) / k * bytes;
-      break;
+    case CollectiveKind::kAllToAll:  // flat_all_to_all_s
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kSendRecv:
       nic_bytes = bytes;
@@ -288,6 +291,65 @@ double CostModel::collective_s(CollectiveKind kind, double bytes, const CommGrou
   }
   const double inter = ring_steps(kind, g.nodes) * g.inter_latency_s + nic_bytes / nic;
   return intra(g.per_node, bytes) + inter;
+}
+
+double touched_groups(const TokenRouting& r, int64_t groups) {
+  if (groups <= 1) return 1;
+  const double experts = static_cast<double>(r.experts);
+  const double per_group = experts / static_cast<double>(groups);
+  double none = 1;  // a given group holds none of a token's picks
+  for (int64_t i = 0; i < r.top_k; ++i)
+    none *= std::max(
+        0.0, (experts - per_group - static_cast<double>(i)) / (experts - static_cast<double>(i)));
+  return static_cast<double>(groups) * (1 - none);
+}
+
+AllToAllTraffic all_to_all_traffic(double bytes, const CommGroup& g, const TokenRouting* dedup) {
+  const double n = static_cast<double>(g.size);
+  const double p = static_cast<double>(std::min(g.per_node, g.size));
+  const double k = static_cast<double>(g.nodes);
+  AllToAllTraffic t;
+  if (dedup == nullptr) {
+    // Each rank's bytes go evenly to the n ranks (its own share stays).
+    t.gpu_link_bytes = bytes * (p - 1) / n;
+    t.node_network_bytes = g.nodes > 1 ? p * bytes * (n - p) / n : 0;
+    return t;
+  }
+  // One copy of a token per destination: per node over the network (then forwarded over the
+  // node's links), per GPU inside a node (the share of a token's destination GPUs that are not
+  // where it entered the node).
+  const double token_bytes = bytes / static_cast<double>(std::max<int64_t>(1, dedup->top_k));
+  const double gpus = touched_groups(*dedup, g.size);
+  t.gpu_link_bytes = token_bytes * gpus * (p - 1) / p;
+  if (g.nodes > 1) {
+    const double nodes = touched_groups(*dedup, g.nodes);
+    t.node_network_bytes = p * token_bytes * nodes * (k - 1) / k;
+  }
+  return t;
+}
+
+double CostModel::flat_all_to_all_s(const AllToAllTraffic& t, const CommGroup& g) const {
+  const double link = g.intra_GBps * link_efficiency(g.fabric) * 1e9;
+  const double intra_s = g.per_node > 1 ? g.intra_latency_s + t.gpu_link_bytes / link : 0.0;
+  if (g.nodes <= 1) return intra_s;
+  const double nic = g.inter_GBps * priors_.network_efficiency * 1e9 / double(g.sharing);
+  const double inter_s = ring_steps(CollectiveKind::kAllToAll, g.nodes) * g.inter_latency_s +
+                         t.node_network_bytes / nic;
+  return std::max(intra_s, inter_s);
+}
+
+double CostModel::deduplicated_all_to_all_s(double bytes, const CommGroup& g,
+                                            const TokenRouting& routing) const {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  const AllToAllTraffic plain = all_to_all_traffic(bytes, g, nullptr);
+  const AllToAllTraffic dedup = all_to_all_traffic(bytes, g, &routing);
+  if (measured_collective_s(CollectiveKind::kAllToAll, bytes, g)) {
+    // A measured all-to-all at the bytes its busiest resource then carries.
+    const double ratio = g.nodes > 1 ? dedup.node_network_bytes / plain.node_network_bytes
+                                     : dedup.gpu_link_bytes / plain.gpu_link_bytes;
+    return *measured_collective_s(CollectiveKind::kAllToAll, bytes * ratio, g);
+  }
+  return flat_all_to_all_s(dedup, g);
 }
 
 double CostModel::p2p_s(double bytes, const Link& link) const {

@@ -43,9 +43,29 @@ struct LayerTimes {
   // where it outlasts the attention it hides behind); [kTensor] is tp_comm_s.
   double comm_s[kNumCommScopes][kNumPasses] = {};
   double recompute_s = 0;  // forward work re-run inside B
+  // In F: the device waiting for its host after the layer's host syncs (LayerWork::host_syncs).
+  double host_sync_s = 0;
   // The whole-layer timings that scaled the ops (nullptr: none matched this layer).
   const LayerCorrection* correction = nullptr;
 };
+
+// How routed tokens pick their experts: each token `top_k` of `experts` (spread evenly over the
+// ranks of the group that exchanges them).
+struct TokenRouting {
+  int64_t experts = 0, top_k = 0;
+};
+// The expected number of `groups` equal groups of experts that a token's picks touch (drawn
+// without replacement, as a router's top-k is): groups x (1 - C(E - E/groups, k) / C(E, k)).
+double touched_groups(const TokenRouting& routing, int64_t groups);
+
+// What an all-to-all moves over each resource: bytes each GPU sends over its links to the other
+// GPUs of its node, and bytes each node sends over its network. All peers at once (NCCL's
+// all-to-all posts every send together), so the busier resource bounds it. `dedup`: one copy of a
+// token per destination node and GPU (DeepEP, HybridEP), else each rank's `bytes` spread evenly.
+struct AllToAllTraffic {
+  double gpu_link_bytes = 0, node_network_bytes = 0;
+};
+AllToAllTraffic all_to_all_traffic(double bytes, const CommGroup& g, const TokenRouting* dedup);
 
 class CostModel {
  public:
@@ -118,6 +138,10 @@ class CostModel {
   std::optional<double> measured_collective_s(CollectiveKind kind, double bytes,
                                               const CommGroup& group) const;
   double link_efficiency(Fabric fabric) const;
+  // The priors' all-to-all: the slower of the GPUs' links and the node's network.
+  double flat_all_to_all_s(const AllToAllTraffic& traffic, const CommGroup& group) const;
+  double deduplicated_all_to_all_s(double bytes, const CommGroup& group,
+                                   const TokenRouting& routing) const;
   LayerTimes grouped_layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
                                  const LayerGroups& groups, Dtype dtype, bool correct) const;
   LayerTimes scaled_layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,

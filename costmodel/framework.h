@@ -122,6 +122,9 @@ struct Capabilities {
   std::vector<std::string> context_parallel;
   bool expert_parallel = false;         // routed experts over ep ranks
   bool expert_tensor_parallel = false;  // an expert tensor width other than tp
+  // The token dispatchers it runs (costmodel/layer_ops.h MoeDispatcher: allgather, alltoall,
+  // flex).
+  std::vector<std::string> moe_dispatchers = {"allgather", "alltoall"};
   // The experts' all-to-alls of one micro-batch run beside another's compute (Megatron-Core's
   // --overlap-moe-expert-parallel-comm, batch-level overlap in the 1F1B steady state).
   bool ep_comm_overlap = false;

@@ -220,6 +220,22 @@ class Builder {
       w_.comms.push_back({name, pass, kind, bytes, scope, overlap, repeats, group_ranks});
   }
 
+  // The host reads a device value back before it can issue what follows (LayerWork::host_syncs).
+  void host_sync() { ++w_.host_syncs; }
+
+  // The all-to-all of routed token copies over the expert group; the flex dispatcher sends a
+  // token once per destination node and GPU (CommOp::dedup_experts).
+  void routed_all_to_all(const std::string& name, Pass pass, double bytes, int64_t experts,
+                         int64_t top_k) {
+    if (!spans(CommScope::kExpert)) return;
+    CommOp op{name, pass, CollectiveKind::kAllToAll, bytes, CommScope::kExpert};
+    if (s_.dispatcher == MoeDispatcher::kFlex) {
+      op.dedup_experts = experts;
+      op.dedup_top_k = top_k;
+    }
+    w_.comms.push_back(op);
+  }
+
   // The Megatron "g" (forward reduce) and "f" (backward reduce) around a tensor-parallel region of
   // `bytes` (whole activation): all-reduce, or with sequence parallelism all-gather +
   // reduce-scatter.

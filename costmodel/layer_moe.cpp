@@ -58,6 +58,14 @@ void shared_experts(const TransformerLayer& b, int64_t h, int64_t tokens, Builde
   B.memory("moe_shared_add", Pass::kForward, 3.0 * tokens * h * B.act());
 }
 
+// The experts' token counts reach the host before their grouped GEMMs can be issued (one sync a
+// layer, in the forward; backward reuses them): Megatron-Core's alltoall dispatcher synchronises at
+// its cuda_sync_point ("before_ep_alltoall" with ep or tp > 1) for the all-to-all's split sizes,
+// and the experts' eager path calls tokens_per_expert.tolist() for the grouped GEMM's splits
+// (megatron/core/transformer/moe/token_dispatcher.py, experts.py at d98e8a64dd). DeepEP's and
+// HybridEP's dispatch return the received counts to the host the same way.
+void experts_token_counts(Builder& B) { B.host_sync(); }
+
 // Tokens each local expert's GEMMs run: the mean `routed / local` of the routed copies the rank
 // holds, times the imbalance (rounded up); and the share of them that are routed tokens (model
 // FLOPs count those).
@@ -98,6 +106,7 @@ void moe_tensor_region(const TransformerLayer& b, const BlockSizes& z, Builder& 
   const double copies = static_cast<double>(T) * b.top_k;
   permute(copies, h, B);
   const auto [tokens, fraction] = expert_tokens(T * b.top_k, b.experts, B.shape().moe_imbalance);
+  experts_token_counts(B);
   B.keep(copies * h * B.linear_input());  // dispatched expert inputs
   mlp_gemms(b, h, tokens, b.ffn_hidden / B.shape().tp, b.experts, fraction, "", B);
   unpermute(copies, static_cast<double>(T), h, B);
@@ -119,6 +128,7 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
   const Pass F = Pass::kForward, Bi = Pass::kBackwardInput;
   B.linear("router", N, h, E, {.quantizable = false});
   B.memory("router_topk", F, static_cast<double>(N) * E * 4);
+  experts_token_counts(B);
   int64_t routed = 0;  // routed copies this rank's experts receive
   if (s.dispatcher == MoeDispatcher::kAllGather) {
     // Gather the hidden states of the expert-tensor and expert groups (hierarchically: etp,
@@ -135,11 +145,12 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
   } else {
     // All-to-all: permute this rank's copies, send them to their experts' ranks, gather them
     // over the expert tensor group, and sort them by local expert (Megatron-Core's
-    // sort_chunks_by_idxs); the same back after the experts.
+    // sort_chunks_by_idxs); the same back after the experts. The flex dispatcher moves the
+    // same copies, a token once per destination node and GPU (the copies made there).
     const double sent = static_cast<double>(N) * k * h * act;
     permute(static_cast<double>(N) * k, h, B);
-    B.comm("moe_dispatch_a2a", F, CollectiveKind::kAllToAll, sent, CommScope::kExpert);
-    B.comm("moe_dispatch_a2a_grad", Bi, CollectiveKind::kAllToAll, sent, CommScope::kExpert);
+    B.routed_all_to_all("moe_dispatch_a2a", F, sent, E, k);
+    B.routed_all_to_all("moe_dispatch_a2a_grad", Bi, sent, E, k);
     B.comm("moe_dispatch_allgather_etp", F, CollectiveKind::kAllGather, sent * etp, et);
     B.comm("moe_dispatch_reducescatter_etp_grad", Bi, CollectiveKind::kReduceScatter, sent * etp,
            et);
@@ -169,8 +180,8 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
     }
     B.comm("moe_combine_reducescatter_etp", F, CollectiveKind::kReduceScatter, sent * etp, et);
     B.comm("moe_combine_allgather_etp_grad", Bi, CollectiveKind::kAllGather, sent * etp, et);
-    B.comm("moe_combine_a2a", F, CollectiveKind::kAllToAll, sent, CommScope::kExpert);
-    B.comm("moe_combine_a2a_grad", Bi, CollectiveKind::kAllToAll, sent, CommScope::kExpert);
+    B.routed_all_to_all("moe_combine_a2a", F, sent, E, k);
+    B.routed_all_to_all("moe_combine_a2a_grad", Bi, sent, E, k);
     unpermute(static_cast<double>(N) * k, static_cast<double>(N), h, B);
   }
   if (b.shared_experts > 0) {

@@ -38,11 +38,20 @@ bool parse_cp_comm(std::string_view text, CpComm& out) {
 }
 
 std::string_view to_string(MoeDispatcher d) {
-  return d == MoeDispatcher::kAllGather ? "allgather" : "alltoall";
+  switch (d) {
+    case MoeDispatcher::kAllGather:
+      return "allgather";
+    case MoeDispatcher::kAllToAll:
+      return "alltoall";
+    case MoeDispatcher::kFlex:
+      return "flex";
+  }
+  return "alltoall";
 }
 
 bool parse_moe_dispatcher(std::string_view text, MoeDispatcher& out) {
-  for (MoeDispatcher d : {MoeDispatcher::kAllGather, MoeDispatcher::kAllToAll})
+  for (MoeDispatcher d :
+       {MoeDispatcher::kAllGather, MoeDispatcher::kAllToAll, MoeDispatcher::kFlex})
     if (text == to_string(d)) {
       out = d;
       return true;

@@ -36,8 +36,12 @@ bool parse_cp_comm(std::string_view text, CpComm& out);
 
 // Megatron-Core's --moe-token-dispatcher-type. allgather (its default): every rank gathers the
 // tokens of its expert-parallel x expert-tensor group and runs its local experts on those routed to
-// them; alltoall: each rank sends its routed tokens to the experts' ranks and back.
-enum class MoeDispatcher { kAllGather, kAllToAll };
+// them; alltoall: each rank sends its routed tokens to the experts' ranks and back, one copy per
+// routed expert; flex (with --moe-flex-dispatcher-backend deepep or hybridep): the same exchange
+// through DeepEP's or HybridEP's kernels, which send a token once to each node and each GPU that
+// holds any of its experts and copy it to the experts there (DeepEP's README: "intranode and
+// internode" dispatch with NVLink forwarding inside the destination node).
+enum class MoeDispatcher { kAllGather, kAllToAll, kFlex };
 std::string_view to_string(MoeDispatcher d);
 bool parse_moe_dispatcher(std::string_view text, MoeDispatcher& out);
 
@@ -158,6 +162,10 @@ struct CommOp {
   CommOverlap overlap = CommOverlap::kNone;
   int64_t repeats = 1;      // transfers of `bytes` (a ring's cp - 1 steps)
   int64_t group_ranks = 0;  // 0: the scope's whole group; else groups of this many of its ranks
+  // An all-to-all of routed token copies (`bytes` = every copy) that sends a token once per
+  // destination node and GPU (the flex dispatcher): each token picked `top_k` of `experts`
+  // spread evenly over the group's ranks. 0: every copy is sent.
+  int64_t dedup_experts = 0, dedup_top_k = 0;
 };
 
 // What makes two layers the same for whole-layer timings (costmodel/layer_correction.h): the kind
@@ -217,6 +225,10 @@ struct LayerWork {
   double weight_quantize_bytes = 0;
   double low_precision_weight_bytes = 0;
   int64_t quantized_weight_params = 0;  // the parameters of those weights
+  // Points in the forward where the host waits for the device (a token count read back to size
+  // the next kernels): the device's queue runs dry there, and the host issues what follows while
+  // the device waits (search/eval/layer_costs.cpp host_sync_stall).
+  int64_t host_syncs = 0;
 
   double activation(Recompute r) const { return activation_bytes[static_cast<int>(r)]; }
 };

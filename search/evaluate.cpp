@@ -81,9 +81,9 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
   auto costs = std::make_unique<std::vector<LayerCost>>(model_.layers.size());
   for (size_t i = 0; i < model_.layers.size(); ++i) {
     const size_t c = static_cast<size_t>(canonical_layer_[i]);
-    (*costs)[i] =
-        c < i ? (*costs)[c]
-              : eval::cost_layer(model_.layers[i], s, gpu, groups, cost_, dtype, framework_);
+    (*costs)[i] = c < i ? (*costs)[c]
+                        : eval::cost_layer(model_.layers[i], s, gpu, groups, cost_, dtype,
+                                           framework_, host_s_per_kernel(gpu, s.host_mode));
     // Coefficients read in range give finite times; this names the files if some did not.
     for (int p = 0; p < kNumPasses; ++p)
       if (const double t = (*costs)[i].times.pass_s[p]; !(std::isfinite(t) && t >= 0)) {

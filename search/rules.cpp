@@ -65,6 +65,15 @@ std::string expert_parallel(const RuleContext& c, const Strategy& s) {
   return "";
 }
 
+// The token dispatcher: one the framework runs (only an MoE model's strategy is asked).
+std::string moe_dispatcher(const RuleContext& c, const Strategy& s) {
+  if (!c.model.is_moe()) return "";
+  const std::string name(to_string(s.moe_dispatcher));
+  if (contains(c.framework.can_run.moe_dispatchers, name)) return "";
+  return fmt::format("{} dispatches tokens by {}, not {}", c.framework.name,
+                     fmt::join(c.framework.can_run.moe_dispatchers, ", "), name);
+}
+
 // The shared experts are one tensor-parallel MLP (as wide as all of them).
 std::string shared_experts(const RuleContext& c, const Strategy& s) {
   for (const LayerSpec& l : c.model.layers)
@@ -167,7 +176,7 @@ std::string ep_comm_overlap(const RuleContext& c, const Strategy& s) {
   if (!c.framework.can_run.ep_comm_overlap)
     return fmt::format("{} does not overlap the experts' all-to-alls", c.framework.name);
   if (!ep_comm_overlap_fits(s))
-    return "the experts' all-to-all overlap needs ep > 1, the alltoall dispatcher, no full "
+    return "the experts' all-to-all overlap needs ep > 1, the alltoall or flex dispatcher, no full "
            "recomputation and, with a pipeline, virtual stages (Megatron-Core's assertions)";
   return "";
 }
@@ -212,6 +221,7 @@ const std::vector<StrategyRule>& strategy_rules() {
       {"tp", "tp", shared_experts},
       {"ep", "ep", expert_parallel},
       {"ep", "sequence_parallel", moe_sequence_parallel},
+      {"moe_dispatcher", "moe_dispatcher", moe_dispatcher},
       {"precision", "precision", precision},
       {"chunks", "chunks", chunks},
       {"pp", "pp", stages},
@@ -252,7 +262,7 @@ std::string framework_problem(const FrameworkSpec& framework) {
 }
 
 bool ep_comm_overlap_fits(const Strategy& s) {
-  return s.ep > 1 && s.moe_dispatcher == MoeDispatcher::kAllToAll &&
+  return s.ep > 1 && s.moe_dispatcher != MoeDispatcher::kAllGather &&
          s.recompute != Recompute::kFull && (s.pp == 1 || s.chunks_per_device() > 1);
 }
 

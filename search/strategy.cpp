@@ -91,7 +91,7 @@ void read_context_and_experts(ObjectReader& r, Strategy& s) {
   s.ep = r.integer_in_or("ep", 1, kMaxParallelDegree, 1);
   s.etp = r.integer_in_or("etp", 1, kMaxParallelDegree, s.tp);
   if (s.etp == s.tp) s.etp = 0;  // follows tp
-  parse_moe_dispatcher(r.choice_or("moe_dispatcher", {"alltoall", "allgather"}, "alltoall"),
+  parse_moe_dispatcher(r.choice_or("moe_dispatcher", {"alltoall", "allgather", "flex"}, "alltoall"),
                        s.moe_dispatcher);
   s.moe_imbalance = r.number_in_or("moe_imbalance", 1, 64, 1);
   parse_precision(

@@ -142,6 +142,7 @@ struct StagePrediction {
   double cp_comm_s = 0;    // context parallelism's exchange, where the attention does not hide it
   double ep_comm_s = 0;    // the experts' dispatch and combine (expert and expert-tensor groups)
   double recompute_s = 0;  // inside backward_input_s
+  double host_sync_s = 0;  // inside forward_s: waiting for the host after its syncs
   double p2p_s = 0;        // one activation to the next stage
   double dp_sync_s = 0;    // gradient synchronisation (total, before overlap)
   double optimizer_s = 0;

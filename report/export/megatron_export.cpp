@@ -58,6 +58,14 @@ void moe_args(const MegatronBlocks& m, const Strategy& s, Args& a, ExportResult&
     a.add("--moe-layer-freq", fmt::format("\"[{}]\"", fmt::join(pattern, ",")));
   }
   a.add("--moe-token-dispatcher-type", to_string(s.moe_dispatcher));
+  if (s.moe_dispatcher == MoeDispatcher::kFlex) {
+    // hetplan's flex sends a token once per destination node and GPU, as both of Megatron-Core's
+    // node-aware backends do; HybridEP is the one Megatron-Bridge's perf recipes run.
+    a.add("--moe-flex-dispatcher-backend", "hybridep");
+    out.approximations.push_back(
+        "flex dispatcher: DeepEP or HybridEP must be installed (--moe-flex-dispatcher-backend "
+        "deepep works the same way in hetplan's model)");
+  }
   a.add("--moe-grouped-gemm");
   if (s.ep_comm_overlap) {
     // Megatron-Bridge's _set_moe_a2a_overlap_overrides pairs the overlap with the delayed weight

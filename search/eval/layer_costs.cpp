@@ -69,14 +69,29 @@ void overlap_ep_comm(LayerTimes& t) {
 
 }  // namespace
 
+// After a host sync the device has nothing queued: the layer's forward takes as long as its host
+// takes to issue the kernels from there on, where that is longer than the device's own work.
+// Between one layer's sync and the next layer's are about one layer's forward kernels, so the
+// forward is max(device, host) with the host's time of all its forward kernels (one sync a layer;
+// the host's and device's lead before the sync is lost at it).
+void host_sync_stall(const LayerWork& w, Recompute recompute, double host_s_per_kernel,
+                     LayerTimes& t) {
+  if (w.host_syncs == 0 || host_s_per_kernel <= 0) return;
+  constexpr int kF = static_cast<int>(Pass::kForward);
+  const double host_s = layer_kernels(w, recompute).pass[kF] * host_s_per_kernel;
+  t.host_sync_s = std::max(0.0, host_s - t.pass_s[kF]);
+  t.pass_s[kF] += t.host_sync_s;
+}
+
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
                      const LayerGroups& groups, const CostModel& cost, Dtype dtype,
-                     const FrameworkSpec& framework) {
+                     const FrameworkSpec& framework, double host_s_per_kernel) {
   const LayerWork w = layer_work(layer, layer_shape(s, dtype, framework));
   LayerCost c;
   c.times = cost.layer_times(gpu, w, s.recompute, groups, dtype);
   if (s.tp_comm_overlap) overlap_tp_comm(gpu, w, cost, dtype, c.times);
   if (s.ep_comm_overlap) overlap_ep_comm(c.times);
+  host_sync_stall(w, s.recompute, host_s_per_kernel, c.times);
   c.activation_bytes = w.activation(s.recompute);
   c.param_count = static_cast<double>(w.params);
   c.expert_param_count = static_cast<double>(w.expert_params);

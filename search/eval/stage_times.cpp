@@ -41,6 +41,7 @@ void sum_stages(const Evaluator& ev, const Placement& p, const std::vector<Rank>
                         scope[static_cast<int>(CommScope::kExpertTensor)][pass];
       }
       sp.recompute_s += c.times.recompute_s;
+      sp.host_sync_s += c.times.host_sync_s;
       activation += c.activation_bytes;
       t.transient[d] = std::max(t.transient[d], c.transient_bytes);
       t.params[d] += c.param_count;

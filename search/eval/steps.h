@@ -53,9 +53,14 @@ Placement place(const Evaluator& ev, const Strategy& s, bool checked, std::strin
 
 // Step 5, per layer (Evaluator::layer_costs caches it): a layer's passes, activation, transients
 // and kernels on `gpu` with tensor-parallel group `tp`.
+// After a host sync (LayerWork::host_syncs) the device has nothing queued: the layer's forward
+// takes at least its host's time to issue the forward's kernels at `host_s_per_kernel` each; the
+// excess over the device's own forward goes into t.pass_s[F] and t.host_sync_s.
+void host_sync_stall(const LayerWork& w, Recompute recompute, double host_s_per_kernel,
+                     LayerTimes& t);
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
                      const LayerGroups& groups, const CostModel& cost, Dtype dtype,
-                     const FrameworkSpec& framework);
+                     const FrameworkSpec& framework, double host_s_per_kernel);
 
 // Step 3. One pipeline rank as the cost model sees it. A rank whose data-parallel replicas run on
 // several node kinds takes, per layer and pass, the slowest kind's time (the replicas meet at

@@ -36,7 +36,7 @@ void summarise(const Evaluator& ev, const Strategy& s, const Placement& p, const
   out.bubble_rate = pipe.bubble_rate;
   // The busiest device bounds the makespan; what is left is pipeline fill, drain and waiting.
   const size_t P = p.groups.size();
-  std::vector<double> busy(P, 0), comm(P, 0), cp_comm(P, 0), ep_comm(P, 0);
+  std::vector<double> busy(P, 0), comm(P, 0), cp_comm(P, 0), ep_comm(P, 0), host_sync(P, 0);
   for (size_t j = 0; j < p.rank_of_stage.size(); ++j) {
     const StagePrediction& st = t.stages[j];
     const int64_t d = p.rank_of_stage[j];
@@ -44,6 +44,7 @@ void summarise(const Evaluator& ev, const Strategy& s, const Placement& p, const
     comm[d] += st.tp_comm_s;
     cp_comm[d] += st.cp_comm_s;
     ep_comm[d] += st.ep_comm_s;
+    host_sync[d] += st.host_sync_s;
   }
   const size_t crit = std::max_element(busy.begin(), busy.end()) - busy.begin();
   double p2p = 0;
@@ -52,7 +53,7 @@ void summarise(const Evaluator& ev, const Strategy& s, const Placement& p, const
   p2p = std::min(p2p, idle);
   const int64_t tail = sync.tail_rank;
   out.breakdown = {
-      {"compute", m * (busy[crit] - comm[crit] - cp_comm[crit] - ep_comm[crit])},
+      {"compute", m * (busy[crit] - comm[crit] - cp_comm[crit] - ep_comm[crit] - host_sync[crit])},
       {"tp_comm", m * comm[crit]},
       {"cp_comm", m * cp_comm[crit]},  // context parallelism's exposed exchange
       {"ep_comm", m * ep_comm[crit]},  // the experts' all-to-alls or gathers
@@ -60,6 +61,7 @@ void summarise(const Evaluator& ev, const Strategy& s, const Placement& p, const
       {"pp_bubble", idle - p2p},  // >= 0: rounding can put the makespan a hair below m x busy
       {"dp_sync", sync.exposed_s[tail]},
       {"optimizer", sync.optimizer_s[tail]},
+      {"host_sync", m * host_sync[crit]},  // the device waiting for its host after host syncs
       {"host_wait", host_wait},  // the device idle for its host beyond its own work (host floor)
   };
 }
