@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "costmodel/calibration_gpu_type.h"
 #include "costmodel/clocks.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
@@ -35,28 +36,9 @@ std::string pct(double x) { return fmt::format("{:.2f}%", 100 * x); }
 // or a preset: fit needs the GPU's datasheet (peaks, bandwidth) to fit its measurements.
 std::map<std::string, GpuSpec> checked_gpu_types(const std::vector<CalibrationFile>& files,
                                                  const std::string& cluster_spec) {
-  std::map<std::string, GpuSpec> defined;
-  if (!cluster_spec.empty()) defined = load_cluster(cluster_spec).gpu_types;
-  std::string cluster_names;
-  for (const auto& [name, gpu] : defined) cluster_names += ", " + name;
-  for (const auto& f : files) {
-    const std::string& type = f.context.gpu_type;
-    if (per_gpu_records(f).empty() || is_gpu_preset(type) || defined.count(type)) continue;
-    throw InputError(
-        f.origin, "context.gpu_type",
-        fmt::format("expected a GPU preset ({}){}, found \"{}\": fit needs the GPU's datasheet "
-                    "(peaks, bandwidth) to fit its measurements{}",
-                    gpu_preset_names(),
-                    cluster_spec.empty()
-                        ? std::string()
-                        : fmt::format(" or a GPU type --cluster {} defines ({})", cluster_spec,
-                                      defined.empty() ? "none" : cluster_names.substr(2)),
-                    type,
-                    cluster_spec.empty() ? "; give the cluster file that defines it (gpu_types) "
-                                           "as --cluster FILE"
-                                         : ""));
-  }
-  return defined;
+  const ClusterSpec cluster = cluster_spec.empty() ? ClusterSpec{} : load_cluster(cluster_spec);
+  require_known_gpu_types(files, cluster);
+  return cluster.gpu_types;
 }
 
 // The shipped datasheet priors of the GPU types the inputs calibrate, as the lowest-ranked

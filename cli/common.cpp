@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "costmodel/calibration.h"
+#include "costmodel/calibration_gpu_type.h"
 #include "costmodel/errors.h"
 #include "costmodel/topology.h"
 #include "costmodel/utc_time.h"
@@ -33,18 +34,7 @@ Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpe
   // it is read once (its layer records would otherwise count twice).
   const ProfileInputs in = read_profile_inputs(paths);
   for (const auto& r : in.repeated) fmt::print(stderr, "note: {}: read once\n", describe(r));
-  // A GPU type that is no preset may be one the cluster defines; any other is likely a typo.
-  for (const auto& f : in.calibrations) {
-    const std::string& type = f.context.gpu_type;
-    if (per_gpu_records(f).empty() || is_gpu_preset(type)) continue;
-    bool in_cluster = false;
-    for (const auto& g : cluster.groups) in_cluster = in_cluster || g.node.gpu.name == type;
-    if (!in_cluster)
-      fmt::print(stderr,
-                 "warning: {}: context.gpu_type \"{}\" is neither a GPU preset ({}) nor a GPU "
-                 "type of the cluster: its measurements are not used\n",
-                 f.origin, type, gpu_preset_names());
-  }
+  require_known_gpu_types(in.calibrations, cluster);
   return merge_fitted(in.calibrations, in.profiles, cluster.gpu_types);
 }
 

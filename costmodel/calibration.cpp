@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/calibration_gpu_type.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/whole_number.h"
@@ -476,30 +477,6 @@ Json priors_to_json(const DatasheetPriors& p) {
   return j;
 }
 
-// Measurements of a GPU need its type: without one, or with a preset's name in other letters,
-// `fit` and the cost model would drop them without a word. A type that is no preset may be one a
-// cluster file defines (gpu_types); commands that know the cluster judge it (docs/formats.md).
-void check_gpu_type(const CalibrationFile& f) {
-  const std::string records = per_gpu_records(f);
-  if (records.empty()) return;
-  const std::string& type = f.context.gpu_type;
-  if (type.empty())
-    throw InputError(f.origin, "context.gpu_type",
-                     fmt::format("missing: the file holds {} measurements, which belong to one GPU "
-                                 "type; expected a GPU type ({}, or one a cluster file defines in "
-                                 "gpu_types)",
-                                 records, gpu_preset_names()));
-  if (is_gpu_preset(type)) return;
-  for (const auto& p : hardware_presets()) {
-    if (p.kind != "gpu" || p.name.size() != type.size()) continue;
-    if (std::equal(type.begin(), type.end(), p.name.begin(),
-                   [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
-      throw InputError(
-          f.origin, "context.gpu_type",
-          fmt::format("expected \"{}\" (GPU types are lower case), found \"{}\"", p.name, type));
-  }
-}
-
 double fraction(ObjectReader& r, std::string_view key) {
   const double v = r.positive(key);
   if (v > 1) r.fail(key, fmt::format("expected a fraction in (0, 1], found {}", v));
@@ -587,7 +564,7 @@ CalibrationFile calibration_from_document(const Document& doc) {
     item.finish();
   }
   r.finish();
-  check_gpu_type(f);
+  check_gpu_type_form(f);
   return f;
 }
 
