@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "costmodel/atomic_file.h"
 #include "costmodel/calibration.h"
 #include "costmodel/calibration_gpu_type.h"
 #include "costmodel/errors.h"
