@@ -1,8 +1,6 @@
 // hetplan fit: calibration files into a profile, with the fit's quality on held-out data.
 #include <algorithm>
-#include <filesystem>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,6 +13,7 @@
 #include "costmodel/hardware.h"
 #include "costmodel/profile.h"
 #include "costmodel/profile_quality.h"
+#include "costmodel/profile_sources.h"
 #include "profiler/common/gemm_plan.h"
 
 namespace hetplan::cli {
@@ -39,29 +38,6 @@ std::map<std::string, GpuSpec> checked_gpu_types(const std::vector<CalibrationFi
   const ClusterSpec cluster = cluster_spec.empty() ? ClusterSpec{} : load_cluster(cluster_spec);
   require_known_gpu_types(files, cluster);
   return cluster.gpu_types;
-}
-
-// The shipped datasheet priors of the GPU types the inputs calibrate, as the lowest-ranked
-// sources: what a measured file leaves out (say, attention when --kernels did not run) then keeps
-// its prior instead of a generic default.
-std::vector<CalibrationFile> shipped_priors(const std::vector<CalibrationFile>& inputs) {
-  std::set<std::string> types;
-  for (const auto& f : inputs)
-    if (!f.context.gpu_type.empty()) types.insert(f.context.gpu_type);
-  const auto dir = default_calibration_dir();
-  if (types.empty() || !std::filesystem::is_directory(dir)) return {};
-  std::vector<std::filesystem::path> given;
-  for (const auto& f : inputs) given.push_back(f.origin);
-  std::vector<CalibrationFile> out;
-  for (auto& f : read_profile_inputs({dir.string()}).calibrations) {
-    if (f.context.source != "datasheet" || !types.count(f.context.gpu_type)) continue;
-    // A prior given as an input too is fitted once, as the input.
-    std::vector<std::filesystem::path> paths = given;
-    paths.push_back(f.origin);
-    const auto repeats = repeated_inputs(paths);
-    if (repeats.empty() || repeats.back().index != given.size()) out.push_back(f);
-  }
-  return out;
 }
 
 // Every dtype with measured GEMMs has a held-out score that meets the targets; none scored (no

@@ -11,8 +11,8 @@
 
 #include "costmodel/atomic_file.h"
 #include "costmodel/calibration.h"
-#include "costmodel/calibration_gpu_type.h"
 #include "costmodel/errors.h"
+#include "costmodel/profile_sources.h"
 #include "costmodel/topology.h"
 #include "costmodel/utc_time.h"
 #include "costmodel/version.h"
@@ -21,22 +21,9 @@ namespace hetplan::cli {
 
 Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpec& cluster,
                          bool no_default) {
-  std::vector<std::string> paths;
-  if (!no_default) {
-    const auto dir = default_calibration_dir();
-    // The shipped folder counts only when it holds files (HETPLAN_CALIBRATION_DIR may name an
-    // empty one); a folder given by --calibration must hold some.
-    if (std::filesystem::is_directory(dir) && !json_files_under(dir).empty())
-      paths.push_back(dir.string());
-  }
-  paths.insert(paths.end(), cluster.calibration.begin(), cluster.calibration.end());
-  paths.insert(paths.end(), extra.begin(), extra.end());
-  // The shipped folder, the cluster file's own files and --calibration may name a file twice:
-  // it is read once (its layer records would otherwise count twice).
-  const ProfileInputs in = read_profile_inputs(paths);
-  for (const auto& r : in.repeated) fmt::print(stderr, "note: {}: read once\n", describe(r));
-  require_known_gpu_types(in.calibrations, cluster);
-  return merge_fitted(in.calibrations, in.profiles, cluster.gpu_types);
+  const RunProfile run = run_profile(extra, cluster, no_default);
+  for (const auto& r : run.repeated) fmt::print(stderr, "note: {}: read once\n", describe(r));
+  return run.profile;
 }
 
 FrameworkSpec load_run_framework(const std::string& flag, const std::string& recorded) {
