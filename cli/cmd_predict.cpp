@@ -1,7 +1,5 @@
 // hetplan predict: one strategy's iteration time, throughput, MFU and memory per device.
 #include <map>
-#include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,6 +12,7 @@
 #include "costmodel/model.h"
 #include "report/predictions.h"
 #include "search/evaluate.h"
+#include "search/stage_gpu_types.h"
 
 namespace hetplan::cli {
 namespace {
@@ -88,16 +87,8 @@ CommandRunner declare_predict(CLI::App& app) {
     // merely skips such candidates); one that does not fit in memory is a prediction: infeasible.
     if (const auto broken = evaluator.broken_rule(strategy))
       throw InputError(o->strategy, broken->key, broken->reason);
-    std::set<std::string> types;
-    for (const auto& g : cluster.groups) types.insert(g.node.gpu.name);
-    for (size_t i = 0; i < strategy.stages.size(); ++i) {
-      std::stringstream joined(strategy.stages[i].gpu_type);
-      for (std::string t; std::getline(joined, t, '+');)
-        if (!t.empty() && !types.count(t))
-          throw InputError(o->strategy, fmt::format("stages[{}].gpu_type", i),
-                           fmt::format("a GPU type of cluster {} ({}), found \"{}\"", cluster.name,
-                                       fmt::join(types, ", "), t));
-    }
+    if (const auto wrong = stage_gpu_type_problem(strategy, cluster))
+      throw InputError(o->strategy, wrong->key, wrong->reason);
     // The stages' devices and layers are checked as the strategy is placed: name the file.
     const Prediction p =
         naming_input(o->strategy, "stages", [&] { return evaluator.predict(strategy); });
