@@ -10,7 +10,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
-#include "report/predictions.h"
+#include "report/run_documents.h"
 #include "search/evaluate.h"
 #include "search/stage_gpu_types.h"
 
@@ -101,17 +101,9 @@ CommandRunner declare_predict(CLI::App& app) {
                    cluster.num_gpus(), idle_groups_text(cluster, strategy));
     }
     if (!o->json.empty()) {
-      Json out;
-      out["format"] = "hetplan-prediction";
-      out["schema_version"] = 1;
-      out["context"] = run_context("predict", profile);
-      add_input_sources(out["context"], o->model, o->cluster, model.seq_len);
-      out["model"] = model.name;
-      out["cluster"] = cluster.name;
-      out["framework"] = framework.name;
-      out["strategy"] = to_json(strategy);
-      out["predicted"] = to_json(p);
-      write_json_output(out, o->json);
+      const RunDocumentInputs in{
+          run_context("predict", profile), o->model, o->cluster, model, cluster, framework};
+      write_json_output(prediction_document(in, strategy, p), o->json);
     }
     return 0;
   };
