@@ -1,19 +1,19 @@
 // hetplan fit: calibration files into a profile, with the fit's quality on held-out data.
 #include <algorithm>
-#include <filesystem>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "costmodel/calibration_gpu_type.h"
 #include "costmodel/clocks.h"
 #include "costmodel/errors.h"
 #include "costmodel/hardware.h"
 #include "costmodel/profile.h"
 #include "costmodel/profile_quality.h"
+#include "costmodel/profile_sources.h"
 #include "profiler/common/gemm_plan.h"
 
 namespace hetplan::cli {
@@ -35,51 +35,9 @@ std::string pct(double x) { return fmt::format("{:.2f}%", 100 * x); }
 // or a preset: fit needs the GPU's datasheet (peaks, bandwidth) to fit its measurements.
 std::map<std::string, GpuSpec> checked_gpu_types(const std::vector<CalibrationFile>& files,
                                                  const std::string& cluster_spec) {
-  std::map<std::string, GpuSpec> defined;
-  if (!cluster_spec.empty()) defined = load_cluster(cluster_spec).gpu_types;
-  std::string cluster_names;
-  for (const auto& [name, gpu] : defined) cluster_names += ", " + name;
-  for (const auto& f : files) {
-    const std::string& type = f.context.gpu_type;
-    if (per_gpu_records(f).empty() || is_gpu_preset(type) || defined.count(type)) continue;
-    throw InputError(
-        f.origin, "context.gpu_type",
-        fmt::format("expected a GPU preset ({}){}, found \"{}\": fit needs the GPU's datasheet "
-                    "(peaks, bandwidth) to fit its measurements{}",
-                    gpu_preset_names(),
-                    cluster_spec.empty()
-                        ? std::string()
-                        : fmt::format(" or a GPU type --cluster {} defines ({})", cluster_spec,
-                                      defined.empty() ? "none" : cluster_names.substr(2)),
-                    type,
-                    cluster_spec.empty() ? "; give the cluster file that defines it (gpu_types) "
-                                           "as --cluster FILE"
-                                         : ""));
-  }
-  return defined;
-}
-
-// The shipped datasheet priors of the GPU types the inputs calibrate, as the lowest-ranked
-// sources: what a measured file leaves out (say, attention when --kernels did not run) then keeps
-// its prior instead of a generic default.
-std::vector<CalibrationFile> shipped_priors(const std::vector<CalibrationFile>& inputs) {
-  std::set<std::string> types;
-  for (const auto& f : inputs)
-    if (!f.context.gpu_type.empty()) types.insert(f.context.gpu_type);
-  const auto dir = default_calibration_dir();
-  if (types.empty() || !std::filesystem::is_directory(dir)) return {};
-  std::vector<std::filesystem::path> given;
-  for (const auto& f : inputs) given.push_back(f.origin);
-  std::vector<CalibrationFile> out;
-  for (auto& f : read_profile_inputs({dir.string()}).calibrations) {
-    if (f.context.source != "datasheet" || !types.count(f.context.gpu_type)) continue;
-    // A prior given as an input too is fitted once, as the input.
-    std::vector<std::filesystem::path> paths = given;
-    paths.push_back(f.origin);
-    const auto repeats = repeated_inputs(paths);
-    if (repeats.empty() || repeats.back().index != given.size()) out.push_back(f);
-  }
-  return out;
+  const ClusterSpec cluster = cluster_spec.empty() ? ClusterSpec{} : load_cluster(cluster_spec);
+  require_known_gpu_types(files, cluster);
+  return cluster.gpu_types;
 }
 
 // Every dtype with measured GEMMs has a held-out score that meets the targets; none scored (no

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "costmodel/atomic_file.h"
 #include "costmodel/calibration_merge.h"
 #include "costmodel/fit_collectives.h"
 #include "costmodel/profile.h"

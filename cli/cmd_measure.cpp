@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/validators.h"
+#include "costmodel/atomic_file.h"
 #include "costmodel/document.h"
 #include "costmodel/errors.h"
 #include "costmodel/install_paths.h"

@@ -1,7 +1,5 @@
 // hetplan predict: one strategy's iteration time, throughput, MFU and memory per device.
 #include <map>
-#include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,8 +10,9 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
-#include "report/predictions.h"
+#include "report/run_documents.h"
 #include "search/evaluate.h"
+#include "search/stage_gpu_types.h"
 
 namespace hetplan::cli {
 namespace {
@@ -88,16 +87,8 @@ CommandRunner declare_predict(CLI::App& app) {
     // merely skips such candidates); one that does not fit in memory is a prediction: infeasible.
     if (const auto broken = evaluator.broken_rule(strategy))
       throw InputError(o->strategy, broken->key, broken->reason);
-    std::set<std::string> types;
-    for (const auto& g : cluster.groups) types.insert(g.node.gpu.name);
-    for (size_t i = 0; i < strategy.stages.size(); ++i) {
-      std::stringstream joined(strategy.stages[i].gpu_type);
-      for (std::string t; std::getline(joined, t, '+');)
-        if (!t.empty() && !types.count(t))
-          throw InputError(o->strategy, fmt::format("stages[{}].gpu_type", i),
-                           fmt::format("a GPU type of cluster {} ({}), found \"{}\"", cluster.name,
-                                       fmt::join(types, ", "), t));
-    }
+    if (const auto wrong = stage_gpu_type_problem(strategy, cluster))
+      throw InputError(o->strategy, wrong->key, wrong->reason);
     // The stages' devices and layers are checked as the strategy is placed: name the file.
     const Prediction p =
         naming_input(o->strategy, "stages", [&] { return evaluator.predict(strategy); });
@@ -110,17 +101,9 @@ CommandRunner declare_predict(CLI::App& app) {
                    cluster.num_gpus(), idle_groups_text(cluster, strategy));
     }
     if (!o->json.empty()) {
-      Json out;
-      out["format"] = "hetplan-prediction";
-      out["schema_version"] = 1;
-      out["context"] = run_context("predict", profile);
-      add_input_sources(out["context"], o->model, o->cluster, model.seq_len);
-      out["model"] = model.name;
-      out["cluster"] = cluster.name;
-      out["framework"] = framework.name;
-      out["strategy"] = to_json(strategy);
-      out["predicted"] = to_json(p);
-      write_json_output(out, o->json);
+      const RunDocumentInputs in{
+          run_context("predict", profile), o->model, o->cluster, model, cluster, framework};
+      write_json_output(prediction_document(in, strategy, p), o->json);
     }
     return 0;
   };

@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/validators.h"
+#include "costmodel/atomic_file.h"
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "report/html.h"

@@ -14,7 +14,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
-#include "report/predictions.h"
+#include "report/run_documents.h"
 #include "search/pipeline/schedule.h"
 #include "search/search.h"
 
@@ -66,12 +66,6 @@ void print_table(const std::vector<RankedStrategy>& rows) {
     fmt::print("{:>10} {:>10.2f} {:>5.1f}% {:>9}  {}\n", format_seconds(p.iteration_s),
                p.samples_per_s, 100 * p.mfu, format_gib(peak), stage_layers_summary(p.stages));
   }
-}
-
-Json ranked_json(const RankedStrategy& r) {
-  Json j = to_json(r.strategy);
-  j["predicted"] = to_json(r.predicted);
-  return j;
 }
 
 }  // namespace
@@ -275,28 +269,9 @@ CommandRunner declare_search(CLI::App& app) {
             format_seconds(o->time_limit_s), r.stats.evaluated);
     }
     if (!o->json.empty()) {
-      Json out;
-      out["format"] = "hetplan-search";
-      out["schema_version"] = 1;
-      out["context"] = run_context("search", profile);
-      add_input_sources(out["context"], o->model, o->cluster, model.seq_len);
-      out["model"] = model.name;
-      out["cluster"] = cluster.name;
-      out["global_batch"] = o->global_batch;
-      out["framework"] = framework.name;
-      Json list = Json::array();
-      for (const auto& s : r.top) list.push_back(ranked_json(s));
-      out["strategies"] = list;
-      Json near = Json::array();
-      for (const auto& s : r.closest_infeasible) near.push_back(ranked_json(s));
-      out["closest_infeasible"] = near;
-      if (r.top.empty() && r.min_static_bytes > 0)
-        out["why_none"] = fmt::format(
-            "weights, gradients and optimizer state alone need at least {:.1f} GiB per GPU; the "
-            "largest GPU has {:.1f} GiB",
-            r.min_static_bytes / (1ull << 30), r.static_limit_bytes / (1ull << 30));
-      out["stats"] = to_json(r.stats);
-      write_json_output(out, o->json);
+      const RunDocumentInputs in{
+          run_context("search", profile), o->model, o->cluster, model, cluster, framework};
+      write_json_output(search_document(in, o->global_batch, r), o->json);
     }
     return 0;
   };

@@ -9,8 +9,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "costmodel/atomic_file.h"
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
+#include "costmodel/profile_sources.h"
 #include "costmodel/topology.h"
 #include "costmodel/utc_time.h"
 #include "costmodel/version.h"
@@ -19,33 +21,9 @@ namespace hetplan::cli {
 
 Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpec& cluster,
                          bool no_default) {
-  std::vector<std::string> paths;
-  if (!no_default) {
-    const auto dir = default_calibration_dir();
-    // The shipped folder counts only when it holds files (HETPLAN_CALIBRATION_DIR may name an
-    // empty one); a folder given by --calibration must hold some.
-    if (std::filesystem::is_directory(dir) && !json_files_under(dir).empty())
-      paths.push_back(dir.string());
-  }
-  paths.insert(paths.end(), cluster.calibration.begin(), cluster.calibration.end());
-  paths.insert(paths.end(), extra.begin(), extra.end());
-  // The shipped folder, the cluster file's own files and --calibration may name a file twice:
-  // it is read once (its layer records would otherwise count twice).
-  const ProfileInputs in = read_profile_inputs(paths);
-  for (const auto& r : in.repeated) fmt::print(stderr, "note: {}: read once\n", describe(r));
-  // A GPU type that is no preset may be one the cluster defines; any other is likely a typo.
-  for (const auto& f : in.calibrations) {
-    const std::string& type = f.context.gpu_type;
-    if (per_gpu_records(f).empty() || is_gpu_preset(type)) continue;
-    bool in_cluster = false;
-    for (const auto& g : cluster.groups) in_cluster = in_cluster || g.node.gpu.name == type;
-    if (!in_cluster)
-      fmt::print(stderr,
-                 "warning: {}: context.gpu_type \"{}\" is neither a GPU preset ({}) nor a GPU "
-                 "type of the cluster: its measurements are not used\n",
-                 f.origin, type, gpu_preset_names());
-  }
-  return merge_fitted(in.calibrations, in.profiles, cluster.gpu_types);
+  const RunProfile run = run_profile(extra, cluster, no_default);
+  for (const auto& r : run.repeated) fmt::print(stderr, "note: {}: read once\n", describe(r));
+  return run.profile;
 }
 
 FrameworkSpec load_run_framework(const std::string& flag, const std::string& recorded) {

@@ -14,8 +14,8 @@
 
 namespace hetplan::cli {
 
-// The profile for a run: the shipped calibration data (unless `no_default`), the cluster file's
-// own calibration files, then `extra` paths (files or directories), better sources winning.
+// The profile for a run (costmodel/profile_sources.h, run_profile), with a note on stderr for
+// each input read once though named twice.
 Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpec& cluster,
                          bool no_default);
 

@@ -123,4 +123,36 @@ CalibrationFile merge_calibration_files(const std::vector<CalibrationFile>& file
   return out;
 }
 
+void tag_measurements_with_gpu_kind(CalibrationFile& file) {
+  const std::string kind = context_gpu_kind(file.context);
+  if (kind.empty()) return;
+  auto tag = [&](auto& list) {
+    for (auto& m : list)
+      if (m.gpus.empty()) m.gpus = {kind};
+  };
+  tag(file.collectives);
+  tag(file.p2p);
+  tag(file.host_device);
+}
+
+void merge_calibration(CalibrationFile& into, const CalibrationFile& other_in) {
+  auto append = [](auto& a, const auto& b) { a.insert(a.end(), b.begin(), b.end()); };
+  CalibrationFile other = other_in;
+  tag_measurements_with_gpu_kind(other);
+  append(into.gemm, other.gemm);
+  append(into.kernels, other.kernels);
+  append(into.layers, other.layers);
+  append(into.collectives, other.collectives);
+  append(into.p2p, other.p2p);
+  append(into.host_device, other.host_device);
+  append(into.layer_forward, other.layer_forward);
+  append(into.serving_layer, other.serving_layer);
+  append(into.host, other.host);
+  append(into.failures, other.failures);
+  const std::string note = fmt::format(
+      "merged {} (source {}, host {}, date {})", other.origin.empty() ? "a file" : other.origin,
+      other.context.source, other.context.host, other.context.date);
+  into.context.add_note(note);
+}
+
 }  // namespace hetplan

@@ -8,6 +8,15 @@
 
 namespace hetplan {
 
+// Appends `other`'s measurements to `into` (for merging ranks' or nodes' files). Provenance of
+// `into` is kept; `other`'s is recorded in `into.context.notes`. `other`'s communication
+// measurements without `gpus` are tagged with its GPU kind, so node kinds stay apart (tag `into`'s
+// own with tag_measurements_with_gpu_kind before the first merge).
+void merge_calibration(CalibrationFile& into, const CalibrationFile& other);
+// Tags every collective, p2p and host-device measurement of `file` that has no `gpus` with its
+// context's GPU kind (no-op when the context names none).
+void tag_measurements_with_gpu_kind(CalibrationFile& file);
+
 // Merges `files` in order. Communication measurements are tagged with their file's GPU kind first;
 // of two measurements with the same key a successful one replaces a failed one, otherwise the later
 // file's wins (a re-measurement replaces the old one). GEMM, kernel and layer measurements are

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/atomic_file.h"
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "costmodel/whole_number.h"

@@ -1,6 +1,7 @@
 // JSON form of the fitted profile (docs/formats.md).
 #include <fmt/format.h>
 
+#include "costmodel/atomic_file.h"
 #include "costmodel/errors.h"
 #include "costmodel/profile.h"
 #include "costmodel/whole_number.h"

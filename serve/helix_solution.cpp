@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/atomic_file.h"
 #include "costmodel/calibration.h"
 #include "costmodel/errors.h"
 #include "serve/ini_file.h"

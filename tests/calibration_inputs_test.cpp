@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -34,6 +37,21 @@ std::string sample_with_gpu_type(const fs::path& dir, const char* type) {
   const fs::path out = dir / (std::string(type ? type : "none") + ".json");
   std::ofstream(out) << j.dump(1);
   return out.string();
+}
+
+// What require_known_gpu_types says of "h900" without a cluster, and with cluster `name` that
+// defines no GPU type of its own.
+const std::string kPresets =
+    "a100-40gb, a100-80gb, b200, b300, gb200, gb300, h100-sxm, h200, l4, t4, v100";
+const std::string kNoClusterError =
+    "expected a GPU preset (" + kPresets +
+    "), found \"h900\": its measurements need the GPU's datasheet (peaks, bandwidth); a GPU type a "
+    "cluster file defines (gpu_types) is known only with that cluster file as the command's "
+    "cluster (--cluster FILE)";
+std::string cluster_error(const std::string& name) {
+  return "expected a GPU preset (" + kPresets + ") or a GPU type the cluster " + name +
+         " defines (none), found \"h900\": its measurements need the GPU's datasheet (peaks, "
+         "bandwidth)";
 }
 
 // QA: these were fitted into `gpus: {}` (the GEMMs dropped without a word).
@@ -84,29 +102,19 @@ TEST(CalibrationFormat, AFormatThatIsNoStringIsBadInput) {
 
 // A GPU type no preset has may be one a cluster file defines: fit fits it with the cluster given as
 // --cluster (its datasheet from gpu_types) and refuses it without; predict with that cluster takes
-// it, predict with another cluster warns that it is not used.
+// it, predict with another cluster refuses it as fit does.
 TEST(CalibrationGpuType, UnknownTypeIsFittedWithItsClusterAndJudgedByTheCluster) {
   const auto dir = temp_dir("cal_gpu_custom");
   const std::string h900 = sample_with_gpu_type(dir, "h900");
   const std::string profile = (dir / "p.json").string();
   auto r = run_hetplan("fit " + h900 + " --out " + profile);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, h900 +
-                                     ": context.gpu_type: expected a GPU preset (a100-40gb, "
-                                     "a100-80gb, b200, b300, gb200, gb300, h100-sxm, h200, l4, t4, "
-                                     "v100), found \"h900\": fit "
-                                     "needs the GPU's datasheet (peaks, bandwidth) to fit its "
-                                     "measurements; give the cluster file that defines it "
-                                     "(gpu_types) as --cluster FILE"))
-      << r.output;
+  EXPECT_TRUE(contains(r.output, h900 + ": context.gpu_type: " + kNoClusterError)) << r.output;
   EXPECT_FALSE(fs::exists(profile));
   // A cluster that does not define it: the known types named, the cluster's (none) among them.
   r = run_hetplan("fit " + h900 + " --out " + profile + " --cluster p4d.24xlarge:1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, h900 + ": context.gpu_type: expected a GPU preset (a100-40gb, "
-                                        "a100-80gb, b200, b300, gb200, gb300, h100-sxm, h200, "
-                                        "l4, t4, v100) or a GPU type "
-                                        "--cluster p4d.24xlarge:1 defines (none), found \"h900\""))
+  EXPECT_TRUE(contains(r.output, h900 + ": context.gpu_type: " + cluster_error("p4d.24xlarge:1")))
       << r.output;
   EXPECT_FALSE(fs::exists(profile));
 
@@ -142,13 +150,37 @@ nodes:
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(contains(r.output, "warning")) << r.output;
   r = run_hetplan(predict + "p4d.24xlarge:1");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "warning: " + h900 +
-                                     ": context.gpu_type \"h900\" is neither a GPU preset "
-                                     "(a100-40gb, a100-80gb, b200, b300, gb200, gb300, h100-sxm, "
-                                     "h200, l4, t4, v100) nor a GPU "
-                                     "type of the cluster: its measurements are not used"))
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, h900 + ": context.gpu_type: " + cluster_error("p4d.24xlarge:1")))
       << r.output;
+  fs::remove_all(dir);
+}
+
+// One answer for a GPU type that is neither a preset nor the cluster's, whichever command reads
+// the file: exit 2 at context.gpu_type, naming the known types (QA: search and predict warned and
+// dropped the file's measurements, fit refused it). The cluster a command has is named with its
+// own GPU types (a preset cluster defines none).
+TEST(CalibrationGpuType, UnknownTypeIsTheSameInputErrorForEveryCommand) {
+  const auto dir = temp_dir("cal_gpu_every");
+  const std::string h900 = sample_with_gpu_type(dir, "h900");
+  const std::string cal = " --calibration " + h900;
+  const std::string with_cluster = h900 + ": context.gpu_type: " + cluster_error("g4dn.12xlarge:1");
+  const std::string without = h900 + ": context.gpu_type: " + kNoClusterError;
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"fit " + h900 + " --out " + (dir / "p.json").string(), without},
+      {"fit " + h900 + " --out " + (dir / "p.json").string() + " --cluster g4dn.12xlarge:1",
+       with_cluster},
+      {"search --model gpt2-medium --cluster g4dn.12xlarge:1 --global-batch 8 --quiet" + cal,
+       with_cluster},
+      {"serve --model llama1-30b --cluster g4dn.12xlarge:2 --quiet" + cal,
+       h900 + ": context.gpu_type: " + cluster_error("g4dn.12xlarge:2")},
+      {"provision --model gpt2-medium --nodes g4dn.12xlarge --global-batch 8" + cal, without},
+  };
+  for (const auto& [command, error] : runs) {
+    const auto r = run_hetplan(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, error)) << command << "\n" << r.output;
+  }
   fs::remove_all(dir);
 }
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
+#include "costmodel/atomic_file.h"
 #include "costmodel/calibration.h"
 #include "costmodel/document.h"
 #include "costmodel/input_files.h"
