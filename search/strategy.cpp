@@ -274,6 +274,7 @@ Json to_json(const Prediction& p) {
                       {"tp_comm_s", s.tp_comm_s},
                       {"cp_comm_s", s.cp_comm_s},
                       {"ep_comm_s", s.ep_comm_s},
+                      {"host_sync_s", s.host_sync_s},
                       {"recompute_s", s.recompute_s},
                       {"p2p_s", s.p2p_s},
                       {"dp_sync_s", s.dp_sync_s},

@@ -627,7 +627,9 @@ TEST(ExportFrameworkCheck, ContextExpertParallelismAndPrecisionsAreFlagsTheFrame
           s.cp_comm = kComms[i % 4];
           s.cp_a2a = 2;
           s.precision = kPrecisions[i % 6];
-          s.moe_dispatcher = i % 2 ? MoeDispatcher::kAllToAll : MoeDispatcher::kAllGather;
+          constexpr MoeDispatcher kDispatchers[] = {MoeDispatcher::kAllGather,
+                                                    MoeDispatcher::kAllToAll, MoeDispatcher::kFlex};
+          s.moe_dispatcher = kDispatchers[i % 3];
           s.sequence_parallel = true;
           s.micro_batch = 1;
           s.global_batch = 8 * 16;

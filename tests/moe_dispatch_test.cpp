@@ -61,8 +61,7 @@ TEST(MoeDispatch, AllToAllAcrossNodesIsTheBusierResourceNotTheSum) {
   const CommGroup across = make_comm_group(cluster, devices, range(0, 16));
   // The network: one step of 5 us and 4 GB through 3200 Gb/s (400 GB/s) x 0.85; the NVLink part,
   // 2 us and 4.375e8 B at 450 GB/s x 0.8 (1.2 ms), runs beside it.
-  EXPECT_NEAR(cost.collective_s(CollectiveKind::kAllToAll, 1e9, across), 5e-6 + 4e9 / 340e9,
-              1e-12);
+  EXPECT_NEAR(cost.collective_s(CollectiveKind::kAllToAll, 1e9, across), 5e-6 + 4e9 / 340e9, 1e-12);
   // Inside one node: 7/8 of 1 GB over the GPU's NVLink.
   const CommGroup inside = make_comm_group(cluster, devices, range(0, 8));
   EXPECT_NEAR(cost.collective_s(CollectiveKind::kAllToAll, 1e9, inside), 2e-6 + 0.875e9 / 360e9,
