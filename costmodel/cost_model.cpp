@@ -266,26 +266,12 @@ double CostModel::collective_s(CollectiveKind kind, double bytes, const CommGrou
   };
   if (g.nodes <= 1) return intra(g.size, bytes);
   // Across nodes (hierarchical: inside the nodes, then between them). Every byte of the
-  // cross-node part goes through each node's network, shared by `sharing` concurrent groups.
-  const double k = double(g.nodes);
+  // cross-node part goes through each node's network, shared by `sharing` concurrent groups: the
+  // bus bytes of a collective over the nodes (nccl-tests' factor), for all-to-all those of each of
+  // the node's ranks.
   const double nic = g.inter_GBps * priors_.network_efficiency * 1e9 / double(g.sharing);
-  double nic_bytes = 0;
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      nic_bytes = 2 * (k - 1) / k * bytes;
-      break;
-    case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter:
-      nic_bytes = (k - 1) / k * bytes;
-      break;
-    case CollectiveKind::kAllToAll:
-      nic_bytes = double(g.per_node) * (k - 1) / k * bytes;
-      break;
-    case CollectiveKind::kBroadcast:
-    case CollectiveKind::kSendRecv:
-      nic_bytes = bytes;
-      break;
-  }
+  const double ranks_per_nic = kind == CollectiveKind::kAllToAll ? double(g.per_node) : 1.0;
+  const double nic_bytes = ranks_per_nic * bus_bandwidth_factor(kind, g.nodes) * bytes;
   const double inter = ring_steps(kind, g.nodes) * g.inter_latency_s + nic_bytes / nic;
   return intra(g.per_node, bytes) + inter;
 }
