@@ -271,24 +271,10 @@ double CostModel::collective_s(CollectiveKind kind, double bytes, const CommGrou
     return flat_all_to_all_s(all_to_all_traffic(bytes, g, nullptr), g);
   if (g.nodes <= 1) return intra(g.size, bytes);
   // Across nodes (hierarchical: inside the nodes, then between them). Every byte of the
-  // cross-node part goes through each node's network, shared by `sharing` concurrent groups.
-  const double k = double(g.nodes);
+  // cross-node part goes through each node's network, shared by `sharing` concurrent groups: the
+  // bus bytes of a collective over the nodes (nccl-tests' factor).
   const double nic = g.inter_GBps * priors_.network_efficiency * 1e9 / double(g.sharing);
-  double nic_bytes = 0;
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      nic_bytes = 2 * (k - 1) / k * bytes;
-      break;
-    case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter:
-      nic_bytes = (k - 1) / k * bytes;
-      break;
-    case CollectiveKind::kAllToAll:  // flat_all_to_all_s
-    case CollectiveKind::kBroadcast:
-    case CollectiveKind::kSendRecv:
-      nic_bytes = bytes;
-      break;
-  }
+  const double nic_bytes = bus_bandwidth_factor(kind, g.nodes) * bytes;
   const double inter = ring_steps(kind, g.nodes) * g.inter_latency_s + nic_bytes / nic;
   return intra(g.per_node, bytes) + inter;
 }

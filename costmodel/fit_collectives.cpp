@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/linear_fit.h"
+
 namespace hetplan {
 namespace {
 
-// Slowest per-byte cost we accept (1e6 GB/s): keeps a flat noisy series from giving an infinite
-// or negative bandwidth.
 constexpr double kHuberK = 1.345;  // 95% efficiency under Gaussian noise
 
 double median_of(std::vector<double> v) {
@@ -21,56 +21,14 @@ double median_of(std::vector<double> v) {
   return percentile_sorted(v, 0.5);
 }
 
-// Weighted least squares of a + b x ~ t on relative residuals (a + b x - t) / t, with a, b >= 0.
-// Sizes are scaled by `scale` so that the 2x2 system stays well conditioned over 1 KiB .. 1 GiB.
+// Latency a and seconds per byte b of a + b x ~ t, by the one fixed + slope fit
+// (costmodel/linear_fit.h: relative residuals, a, b >= 0), each point at its Huber weight.
 std::pair<double, double> weighted_line(const std::vector<SizeTime>& pts,
                                         const std::vector<double>& w) {
-  double scale = 0;
-  for (const auto& p : pts) scale = std::max(scale, p.bytes);
-  if (scale <= 0) scale = 1;
-  double suu = 0, suux = 0, suuxx = 0, su = 0, sux = 0;
-  for (size_t i = 0; i < pts.size(); ++i) {
-    const double u = 1.0 / pts[i].time_s, x = pts[i].bytes / scale;
-    suu += w[i] * u * u;
-    suux += w[i] * u * u * x;
-    suuxx += w[i] * u * u * x * x;
-    su += w[i] * u;
-    sux += w[i] * u * x;
-  }
-  // Normal equations of sum w (a u + b x u - 1)^2.
-  const double det = suu * suuxx - suux * suux;
-  double a = 0, b = 0;
-  if (det > 1e-12 * suu * suuxx) {
-    a = (su * suuxx - suux * sux) / det;
-    b = (suu * sux - suux * su) / det;
-  }
-  if (det <= 1e-12 * suu * suuxx || a < 0 || b < 0) {
-    // Constrained: try latency only and bandwidth only, keep the better.
-    const double a_only = su / suu;
-    const double b_only = suuxx > 0 ? sux / suuxx : 0;
-    auto cost = [&](double aa, double bb) {
-      double c = 0;
-      for (size_t i = 0; i < pts.size(); ++i) {
-        const double r = (aa + bb * pts[i].bytes / scale) / pts[i].time_s - 1;
-        c += w[i] * r * r;
-      }
-      return c;
-    };
-    if (a < 0 && b > 0) {
-      a = 0;
-      b = b_only;
-    } else if (b < 0 && a > 0) {
-      a = a_only;
-      b = 0;
-    } else if (cost(a_only, 0) <= cost(0, b_only)) {
-      a = a_only;
-      b = 0;
-    } else {
-      a = 0;
-      b = b_only;
-    }
-  }
-  return {std::max(a, 0.0), std::max(b / scale, 0.0)};
+  std::vector<FitPoint> points;
+  for (size_t i = 0; i < pts.size(); ++i) points.push_back({pts[i].bytes, pts[i].time_s, w[i]});
+  const FixedSlopeFit line = fit_fixed_plus_slope(points);
+  return {line.fixed, line.slope};
 }
 
 double relative_residual(const LatencyBandwidth& f, const SizeTime& p) {
@@ -160,9 +118,10 @@ TwoRegimeFit fit_two_regimes(std::vector<SizeTime> points, const FitOptions& opt
     }
   }
   // Bayesian information criterion: 2 parameters for one line, 5 for two lines and a breakpoint.
+  // Relative residuals under 1e-12 are rounding, not a better fit: the sum is floored there.
   auto bic = [&](double sse, int k) {
     const double nd = static_cast<double>(n);
-    return nd * std::log(std::max(sse, 1e-30) / nd) + k * std::log(nd);
+    return nd * std::log(std::max(sse, nd * 1e-24) / nd) + k * std::log(nd);
   };
   if (best_split > 0 && bic(best_sse, 5) < bic(sse_one, 2)) {
     best.small = best_small;

@@ -9,6 +9,7 @@
 
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
+#include "costmodel/linear_fit.h"
 #include "costmodel/stats.h"
 
 namespace hetplan {
@@ -294,34 +295,26 @@ std::optional<FixedRate> fit_fixed_rate(const std::vector<std::pair<double, doub
     why = "one predicted op time: timed at one micro-batch and tensor width";
     return std::nullopt;
   }
-  double lo = points.front().first, hi = lo;
-  for (const auto& [x, y] : points) {
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-  }
-  if (!(lo > 0) || hi < kFixedRateMinSpread * lo) {
+  std::vector<FitPoint> fit_points;
+  for (const auto& [predicted_s, measured_s] : points)
+    fit_points.push_back({predicted_s, measured_s});
+  const FixedSlopeFit line = fit_fixed_plus_slope(fit_points);
+  if (!line.fixed_identifiable()) {
     why = fmt::format(
         "its predicted op times span {:.2f}x (under {}x): a fixed cost cannot be told from a rate",
-        lo > 0 ? hi / lo : 0.0, kFixedRateMinSpread);
+        line.x_spread, kFixedTermMinSpread);
     return std::nullopt;
   }
-  // Weighted by 1 / y^2: every point's relative residual counts alike, small or large.
-  const LineFit line = fit_line(points, LineWeights::kRelative);
-  double ymax = 0;
-  for (const auto& [x, y] : points) ymax = std::max(ymax, y);
-  FixedRate f;
-  f.rate = line.slope;
-  f.fixed_s = line.intercept;
-  if (std::abs(f.fixed_s) < 1e-9 * ymax) f.fixed_s = 0;  // rounding of an exact proportion
-  if (!(f.rate > 0)) {
-    why = fmt::format("the fit's rate is {:.3f}: the timings do not grow with the op time", f.rate);
+  if (!(line.free_slope > 0)) {
+    why = fmt::format("the fit's rate is {:.3f}: the timings do not grow with the op time",
+                      line.free_slope);
     return std::nullopt;
   }
-  if (f.fixed_s < 0) {
-    why = fmt::format("the fit's fixed term is negative ({:.3f} ms)", f.fixed_s * 1e3);
+  if (line.free_fixed < 0) {
+    why = fmt::format("the fit's fixed term is negative ({:.3f} ms)", line.free_fixed * 1e3);
     return std::nullopt;
   }
-  return f;
+  return FixedRate{line.fixed, line.slope};
 }
 
 namespace {

@@ -146,14 +146,14 @@ inline constexpr int64_t kUntimedWidthReach = 2;
 // sources cover a width, the profiler's is taken, as its timings replace imported ones.
 std::vector<LayerCorrection> untimed_width_corrections(const std::vector<LayerCorrection>& timed);
 
-// Fits `measured = fixed + rate x predicted` to points (predicted, measured) by least squares
-// weighted by 1 / measured^2 (relative residuals). nullopt, with the reason, where the points span
-// less than kFixedRateMinSpread in predicted time, or the fit gives rate <= 0 or fixed < 0.
+// Fits `measured = fixed + rate x predicted` to points (predicted, measured) by the one fixed +
+// slope fit (costmodel/linear_fit.h: relative residuals). nullopt, with the reason, where the
+// points span less than its kFixedTermMinSpread in predicted time (a fixed cost cannot be told
+// from a rate), or the free line gives rate <= 0 or fixed < 0 (the ratios serve better there).
 struct FixedRate {
   double fixed_s = 0;
   double rate = 1;
 };
-inline constexpr double kFixedRateMinSpread = 1.25;  // largest / smallest predicted op time
 std::optional<FixedRate> fit_fixed_rate(const std::vector<std::pair<double, double>>& points,
                                         std::string& why);
 

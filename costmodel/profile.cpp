@@ -16,6 +16,7 @@
 #include "costmodel/input_files.h"
 #include "costmodel/install_paths.h"
 #include "costmodel/layer_correction.h"
+#include "costmodel/linear_fit.h"
 #include "costmodel/stats.h"
 
 namespace hetplan {
@@ -31,33 +32,18 @@ int source_rank(const std::string& source) {
   return 0;
 }
 
-// time = overhead + bytes / bw, least squares weighted by 1/time^2 (relative error).
+// time = overhead + bytes / bandwidth (costmodel/linear_fit.h). A kernel always has a bandwidth:
+// where its times do not grow with the bytes, the slope through the origin.
 KernelFit fit_kernel(const std::vector<std::pair<double, double>>& bytes_time) {
+  std::vector<FitPoint> points;
+  for (auto [bytes, time_s] : bytes_time) points.push_back({bytes, time_s});
+  FixedSlopeFit line = fit_fixed_plus_slope(points);
+  if (line.form == FitForm::kConstant) line = fit_through_origin(points);
   KernelFit f;
   f.points = static_cast<int64_t>(bytes_time.size());
-  double slope = 0, intercept = 0;
-  double lo = bytes_time.front().first, hi = lo;
-  for (auto [x, y] : bytes_time) lo = std::min(lo, x), hi = std::max(hi, x);
-  if (hi < 2 * lo) {
-    // Sizes too close to separate a launch overhead from the bandwidth (shapes of equal bytes):
-    // the bandwidth of all points together, no overhead.
-    double sx = 0, sy = 0;
-    for (auto [x, y] : bytes_time) sx += x, sy += y;
-    slope = sy / sx;
-  } else if (const LineFit line = fit_line(bytes_time, LineWeights::kRelative); line.sxx > 0) {
-    slope = line.slope;
-    intercept = line.intercept;
-  }
-  if (slope <= 0) {  // one point, or noise: bandwidth from the largest point alone
-    auto largest = *std::max_element(bytes_time.begin(), bytes_time.end());
-    slope = largest.second / largest.first;
-    intercept = 0;
-  }
-  f.GBps = 1 / slope / 1e9;
-  f.overhead_s = std::max(0.0, intercept);
-  std::vector<double> errs;
-  for (auto [x, y] : bytes_time) errs.push_back(std::abs(f.overhead_s + x * slope - y) / y);
-  f.median_rel_error = summarize(errs).median;
+  f.GBps = 1 / line.slope / 1e9;
+  f.overhead_s = line.fixed;
+  f.median_rel_error = line.median_rel_residual;
   return f;
 }
 

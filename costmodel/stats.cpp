@@ -55,23 +55,31 @@ double LineFit::r2() const {
 }
 
 LineFit fit_line(const std::vector<std::pair<double, double>>& points, LineWeights weights) {
-  auto weight = [&](double y) { return weights == LineWeights::kRelative ? 1 / (y * y) : 1.0; };
+  std::vector<double> w;
+  w.reserve(points.size());
+  for (const auto& [x, y] : points)
+    w.push_back(weights == LineWeights::kRelative ? 1 / (y * y) : 1.0);
+  return fit_line(points, w);
+}
+
+LineFit fit_line(const std::vector<std::pair<double, double>>& points,
+                 const std::vector<double>& weights) {
   double w_sum = 0, mx = 0, my = 0;
-  for (const auto& [x, y] : points) {
-    const double w = weight(y);
-    w_sum += w;
-    mx += w * x;
-    my += w * y;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto [x, y] = points[i];
+    w_sum += weights[i];
+    mx += weights[i] * x;
+    my += weights[i] * y;
   }
   LineFit line;
   if (!(w_sum > 0)) return line;
   mx /= w_sum;
   my /= w_sum;
-  for (const auto& [x, y] : points) {
-    const double w = weight(y);
-    line.sxx += w * (x - mx) * (x - mx);
-    line.syy += w * (y - my) * (y - my);
-    line.sxy += w * (x - mx) * (y - my);
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto [x, y] = points[i];
+    line.sxx += weights[i] * (x - mx) * (x - mx);
+    line.syy += weights[i] * (y - my) * (y - my);
+    line.sxy += weights[i] * (x - mx) * (y - my);
   }
   line.slope = line.sxx > 0 ? line.sxy / line.sxx : 0;
   line.intercept = my - line.slope * mx;

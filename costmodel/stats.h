@@ -58,6 +58,9 @@ enum class LineWeights { kEqual, kRelative };
 // are no points) the slope is 0 and the intercept is y's weighted mean; kRelative needs y != 0.
 LineFit fit_line(const std::vector<std::pair<double, double>>& points,
                  LineWeights weights = LineWeights::kEqual);
+// The same with a weight of each point's own (weights[i] >= 0 for points[i]).
+LineFit fit_line(const std::vector<std::pair<double, double>>& points,
+                 const std::vector<double>& weights);
 
 // The longest a measured time is read as, in seconds: a day. Every time hetplan measures or
 // imports (a kernel, a layer, a training step) is far shorter; a longer one is a unit slip or a
