@@ -27,6 +27,8 @@ CommandRunner declare_clusters(CLI::App& app) {
           j["memory_GBps"] = g.memory_GBps;
           j["sm_count"] = g.sm_count;
           j["l2_bytes"] = whole_number_json(g.l2_bytes);
+          j["vendor"] = g.vendor;
+          j["calibration"] = g.calibratable() ? "cuda" : "priors only";
         } else if (p.kind == "node") {
           const NodeSpec n = load_node(p.name);
           j["gpu"] = n.gpu.name;
@@ -56,6 +58,11 @@ CommandRunner declare_clusters(CLI::App& app) {
       const double tf = std::max(g.peak_flops(Dtype::kBf16), g.peak_flops(Dtype::kFp16)) / 1e12;
       fmt::print("{:<12} {:>6.0f} TF {:>6.0f} GB {:>5.0f} GB/s {:>4}  {}\n", g.name, tf,
                  g.memory_bytes / (1ull << 30), g.memory_GBps, g.sm_count, g.description);
+      if (!g.calibratable())
+        fmt::print(
+            "{:<12} ({} GPU: hetplan's calibration kernels are CUDA-only, so only its "
+            "datasheet priors apply)\n",
+            "", g.vendor);
     }
     fmt::print(
         "\nNode types (use as --cluster NODE:COUNT,NODE:COUNT)\n{:<15} {:<14} {:>9} {:>11} "

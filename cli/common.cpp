@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -16,6 +17,22 @@
 #include "costmodel/version.h"
 
 namespace hetplan::cli {
+
+namespace {
+
+// A GPU that hetplan's CUDA kernels cannot calibrate is predicted from its datasheet priors.
+void note_uncalibratable_gpus(const ClusterSpec& cluster) {
+  std::set<std::string> noted;
+  for (const auto& g : cluster.groups)
+    if (!g.node.gpu.calibratable() && noted.insert(g.node.gpu.name).second)
+      fmt::print(stderr,
+                 "note: {} is a {} GPU: hetplan's calibration kernels are CUDA-only, so its "
+                 "predictions use datasheet priors (calibration_data/datasheet) or imported "
+                 "measurements\n",
+                 g.node.gpu.name, g.node.gpu.vendor);
+}
+
+}  // namespace
 
 Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpec& cluster,
                          bool no_default) {
@@ -45,6 +62,7 @@ Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpe
                  "type of the cluster: its measurements are not used\n",
                  f.origin, type, gpu_preset_names());
   }
+  note_uncalibratable_gpus(cluster);
   return merge_fitted(in.calibrations, in.profiles, cluster.gpu_types);
 }
 

@@ -56,6 +56,7 @@ GpuSpec parse_gpu(ObjectReader r, const std::string& name) {
   g.memory_GBps = r.positive("memory_GBps");
   g.sm_count = r.positive_integer("sm_count");
   g.l2_bytes = r.positive("l2_mib") * (1 << 20);
+  g.vendor = r.choice_or("vendor", {"nvidia", "amd"}, "nvidia");
   read_citations(r, g.citations);
   r.finish();
   return g;

@@ -23,8 +23,13 @@ struct GpuSpec {
   double memory_GBps = 0;               // device memory bandwidth
   int64_t sm_count = 0;
   double l2_bytes = 0;
+  // Who makes it: "nvidia" (the default) or "amd". hetplan's calibration kernels are CUDA, so
+  // another vendor's GPU has datasheet priors only (calibration_data/datasheet).
+  std::string vendor = "nvidia";
   std::map<std::string, std::string> citations;
 
+  // Whether hetplan's CUDA calibration kernels can run on it.
+  bool calibratable() const { return vendor == "nvidia"; }
   // Peak for `dtype`; 0 when the GPU has no unit for it (bf16 on T4 and V100).
   double peak_flops(Dtype dtype) const;
   bool supports(Dtype dtype) const { return peak_flops(dtype) > 0; }
