@@ -37,6 +37,13 @@ CommandRunner declare_clusters(CLI::App& app) {
           j["intra_GBps"] = n.intra_GBps;
           j["network_gbit"] = n.network_gbit;
           j["price_per_hour"] = n.price_per_hour;
+        } else if (p.kind == "network") {
+          const CloudNetwork n = load_network(p.name);
+          for (const auto& [key, link] : {std::pair{"between_zones", n.between_zones},
+                                          {"between_regions", n.between_regions}})
+            j[key] = {{"network_fraction", link.network_fraction},
+                      {"latency_s", link.latency_s},
+                      {"price_per_GB", link.price_per_GB}};
         } else if (p.kind == "cluster") {
           const ClusterSpec c = load_cluster(p.name);
           j["gpus"] = c.num_gpus();
@@ -74,6 +81,18 @@ CommandRunner declare_clusters(CLI::App& app) {
       fmt::print("{:<15} {:<14} {:>9} {:>11.1f} {:>7.0f} Gb {:>8.2f}\n", n.name,
                  fmt::format("{}x {}", n.gpus, n.gpu.name), to_string(n.fabric), n.intra_GBps,
                  n.network_gbit, n.price_per_hour);
+    }
+    fmt::print(
+        "\nNetworks (cluster files' network.cloud, provision --network)\n{:<8} {:>22} {:>22}\n",
+        "name", "between zones", "between regions");
+    for (const auto& p : presets) {
+      if (p.kind != "network") continue;
+      const CloudNetwork n = load_network(p.name);
+      const auto cell = [](const ZoneLink& l) {
+        return fmt::format("{:.0f}% {:.0f} ms ${:.3f}/GB", l.network_fraction * 100,
+                           l.latency_s * 1e3, l.price_per_GB);
+      };
+      fmt::print("{:<8} {:>22} {:>22}\n", n.name, cell(n.between_zones), cell(n.between_regions));
     }
     fmt::print("\nCluster presets\n");
     for (const auto& p : presets) {

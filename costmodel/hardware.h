@@ -12,6 +12,7 @@
 
 #include "costmodel/document.h"
 #include "costmodel/dtype.h"
+#include "costmodel/network.h"
 
 namespace hetplan {
 
@@ -53,10 +54,11 @@ struct NodeSpec {
   std::map<std::string, std::string> citations;
 };
 
-// `count` nodes of one kind.
+// `count` nodes of one kind, in one zone.
 struct NodeGroup {
   NodeSpec node;
   int64_t count = 0;
+  std::string zone;  // a zone of the cluster's network.zones; "" when the cluster names none
 };
 
 // Bandwidth and latency between two node kinds (per node pair), where it differs from the default
@@ -74,12 +76,21 @@ struct ClusterSpec {
   std::vector<NetworkLink> links;
   std::vector<std::string> calibration;      // calibration files the cluster points to
   std::map<std::string, GpuSpec> gpu_types;  // the GPU types the cluster file defines
+  std::optional<CloudNetwork> cloud;         // the zone and region links, when nodes name zones
+  std::map<std::string, std::string> zone_region;  // zone -> its region
 
   int64_t num_gpus() const;
   int64_t num_nodes() const;
   // Network between one node of kind `a` and one of kind `b`: bandwidth (GB/s) and latency.
   double network_GBps(const std::string& a, const std::string& b) const;
   double network_latency_s(const std::string& a, const std::string& b) const;
+  // The zone or region link between a node of group `a` and one of group `b` (indices into
+  // groups); nullptr when they are in one zone.
+  const ZoneLink* zone_link(size_t a, size_t b) const;
+  // Network between a node of group `a` and one of group `b`: the node kinds' figures above,
+  // over a zone link its share of the bandwidth and the larger of the two latencies.
+  double group_network_GBps(size_t a, size_t b) const;
+  double group_network_latency_s(size_t a, size_t b) const;
   bool is_homogeneous() const { return groups.size() == 1; }
 };
 
@@ -100,7 +111,7 @@ ClusterSpec parse_cluster(const Document& doc);
 void validate_cluster(const ClusterSpec& cluster);
 
 struct HardwarePresetInfo {
-  std::string kind;  // "gpu", "node", "cluster"
+  std::string kind;  // "gpu", "node", "cluster", "network"
   std::string name;
   std::string description;
 };
