@@ -9,8 +9,7 @@ namespace {
 void add_send(const ClusterSpec& c, const Device& a, const Device& b, double bytes,
               TransferPerStep& out) {
   if (a.node == b.node || bytes <= 0) return;
-  const ZoneLink* link =
-      c.zone_link(static_cast<size_t>(a.group), static_cast<size_t>(b.group));
+  const ZoneLink* link = c.zone_link(static_cast<size_t>(a.group), static_cast<size_t>(b.group));
   if (!link) return;
   const bool regions = link == &c.cloud->between_regions;
   (regions ? out.bytes_between_regions : out.bytes_between_zones) += bytes;
@@ -26,7 +25,9 @@ double ring_edge_bytes(const Strategy& s, Dtype dtype, double params, int64_t ra
   const double weights = params * dtype_bytes(dtype);
   // ZeRO 0: all-reduce (2 passes of the gradients); 1 and 2: reduce-scatter, then the updated
   // weights gathered; 3: reduce-scatter, and the weights gathered for forward and backward.
-  const double passes = s.zero == 0 ? 2 * grads : s.zero < 3 ? grads + weights : grads + 2 * weights;
+  const double passes = s.zero == 0  ? 2 * grads
+                        : s.zero < 3 ? grads + weights
+                                     : grads + 2 * weights;
   return share * passes;
 }
 
@@ -59,8 +60,7 @@ void add_stage_rings(const Evaluator& ev, const std::vector<int64_t>& devices, i
 }  // namespace
 
 void add_ring_crossings(const ClusterSpec& cluster, const std::vector<Device>& devices,
-                        const std::vector<int64_t>& ring, double edge_bytes,
-                        TransferPerStep& out) {
+                        const std::vector<int64_t>& ring, double edge_bytes, TransferPerStep& out) {
   if (ring.size() < 2) return;
   for (size_t i = 0; i < ring.size(); ++i)
     add_send(cluster, devices[ring[i]], devices[ring[(i + 1) % ring.size()]], edge_bytes, out);

@@ -79,9 +79,9 @@ TEST(MoreGpus, CloudAndSuperchipNodes) {
   const NodeSpec gh = load_node("gh200-superchip-4");
   EXPECT_EQ(gh.gpus, 4);
   EXPECT_EQ(gh.fabric, Fabric::kNvlink);
-  EXPECT_DOUBLE_EQ(gh.intra_GBps, 450);     // 900 GB/s both directions, per direction
-  EXPECT_DOUBLE_EQ(gh.network_gbit, 800);   // 4 x 200 Gbit/s Slingshot 11
-  EXPECT_DOUBLE_EQ(gh.price_per_hour, 0);   // not rented by the hour
+  EXPECT_DOUBLE_EQ(gh.intra_GBps, 450);    // 900 GB/s both directions, per direction
+  EXPECT_DOUBLE_EQ(gh.network_gbit, 800);  // 4 x 200 Gbit/s Slingshot 11
+  EXPECT_DOUBLE_EQ(gh.price_per_hour, 0);  // not rented by the hour
   EXPECT_EQ(load_node("p5e.48xlarge").gpu.name, "h200");
   EXPECT_EQ(load_node("p4de.24xlarge").gpu.name, "a100-80gb");
   EXPECT_EQ(load_node("g5.48xlarge").gpus, 8);

@@ -10,10 +10,10 @@
 #include "costmodel/hardware.h"
 #include "costmodel/profile.h"
 #include "costmodel/topology.h"
-#include "tests/framework_fixture.h"
 #include "search/evaluate.h"
 #include "search/transfer.h"
 #include "test_util.h"
+#include "tests/framework_fixture.h"
 
 namespace hetplan {
 namespace {
