@@ -27,6 +27,8 @@ CommandRunner declare_clusters(CLI::App& app) {
           j["memory_GBps"] = g.memory_GBps;
           j["sm_count"] = g.sm_count;
           j["l2_bytes"] = whole_number_json(g.l2_bytes);
+          j["vendor"] = g.vendor;
+          j["calibration"] = g.calibratable() ? "cuda" : "priors only";
         } else if (p.kind == "node") {
           const NodeSpec n = load_node(p.name);
           j["gpu"] = n.gpu.name;
@@ -35,6 +37,13 @@ CommandRunner declare_clusters(CLI::App& app) {
           j["intra_GBps"] = n.intra_GBps;
           j["network_gbit"] = n.network_gbit;
           j["price_per_hour"] = n.price_per_hour;
+        } else if (p.kind == "network") {
+          const CloudNetwork n = load_network(p.name);
+          for (const auto& [key, link] : {std::pair{"between_zones", n.between_zones},
+                                          {"between_regions", n.between_regions}})
+            j[key] = {{"network_fraction", link.network_fraction},
+                      {"latency_s", link.latency_s},
+                      {"price_per_GB", link.price_per_GB}};
         } else if (p.kind == "cluster") {
           const ClusterSpec c = load_cluster(p.name);
           j["gpus"] = c.num_gpus();
@@ -56,6 +65,11 @@ CommandRunner declare_clusters(CLI::App& app) {
       const double tf = std::max(g.peak_flops(Dtype::kBf16), g.peak_flops(Dtype::kFp16)) / 1e12;
       fmt::print("{:<12} {:>6.0f} TF {:>6.0f} GB {:>5.0f} GB/s {:>4}  {}\n", g.name, tf,
                  g.memory_bytes / (1ull << 30), g.memory_GBps, g.sm_count, g.description);
+      if (!g.calibratable())
+        fmt::print(
+            "{:<12} ({} GPU: hetplan's calibration kernels are CUDA-only, so only its "
+            "datasheet priors apply)\n",
+            "", g.vendor);
     }
     fmt::print(
         "\nNode types (use as --cluster NODE:COUNT,NODE:COUNT)\n{:<15} {:<14} {:>9} {:>11} "
@@ -67,6 +81,18 @@ CommandRunner declare_clusters(CLI::App& app) {
       fmt::print("{:<15} {:<14} {:>9} {:>11.1f} {:>7.0f} Gb {:>8.2f}\n", n.name,
                  fmt::format("{}x {}", n.gpus, n.gpu.name), to_string(n.fabric), n.intra_GBps,
                  n.network_gbit, n.price_per_hour);
+    }
+    fmt::print(
+        "\nNetworks (cluster files' network.cloud, provision --network)\n{:<8} {:>22} {:>22}\n",
+        "name", "between zones", "between regions");
+    for (const auto& p : presets) {
+      if (p.kind != "network") continue;
+      const CloudNetwork n = load_network(p.name);
+      const auto cell = [](const ZoneLink& l) {
+        return fmt::format("{:.0f}% {:.0f} ms ${:.3f}/GB", l.network_fraction * 100,
+                           l.latency_s * 1e3, l.price_per_GB);
+      };
+      fmt::print("{:<8} {:>22} {:>22}\n", n.name, cell(n.between_zones), cell(n.between_regions));
     }
     fmt::print("\nCluster presets\n");
     for (const auto& p : presets) {

@@ -16,7 +16,7 @@ namespace hetplan::cli {
 
 CommandRunner declare_provision(CLI::App& app) {
   struct Options {
-    std::string model, json, framework;
+    std::string model, json, framework, network, spread = "one-zone";
     std::vector<std::string> nodes, calibration;
     int64_t global_batch = 0, seq_len = 0, max_nodes = 16, max_types = 2, top = 15;
     double budget = 0, time_limit_s = 0;
@@ -41,6 +41,13 @@ CommandRunner declare_provision(CLI::App& app) {
       ->check(kPositive);
   app.add_option("--budget", o->budget, "Largest price per hour in dollars (0: none)")
       ->check(kNonNegative);
+  app.add_option("--network", o->network,
+                 "Zone and region links with their price per GB (a network preset: aws, gcp; or "
+                 "a file)");
+  app.add_option("--spread", o->spread,
+                 "Where each mix's node types run: one-zone (default), zones (each type in a "
+                 "zone of its own, one region) or regions (each in a region of its own)")
+      ->check(CLI::IsMember({"one-zone", "zones", "regions"}));
   app.add_option("--top", o->top, "Rows to print")->check(kPositive);
   app.add_option("--threads", o->threads, "Worker threads for each search")->check(kThreadCount);
   app.add_option("--calibration", o->calibration, "Calibration files, profiles or directories");
@@ -62,6 +69,10 @@ CommandRunner declare_provision(CLI::App& app) {
     po.max_nodes_per_type = o->max_nodes;
     po.max_types = o->max_types;
     po.max_price_per_hour = o->budget;
+    po.spread = o->spread == "zones"     ? Spread::kZones
+                : o->spread == "regions" ? Spread::kRegions
+                                         : Spread::kOneZone;
+    if (!o->network.empty()) po.network = load_network(o->network);
     po.search.global_batch = o->global_batch;
     po.search.threads = o->threads;
     po.framework = load_run_framework(o->framework);
@@ -84,17 +95,19 @@ CommandRunner declare_provision(CLI::App& app) {
     FILE* table = o->json == "-" ? stderr : stdout;
     fmt::print(table, "{} (global batch {}): {} node mixes in {}\n", model.name, o->global_batch,
                r.mixes_tried, format_seconds(r.elapsed_s));
-    fmt::print(table, "{:<40} {:>6} {:>9} {:>12} {:>10} {:>7}  {}\n", "nodes", "GPUs", "$/hour",
-               "tokens/s", "$/M tok", "pareto", "best strategy");
+    fmt::print(table, "{:<40} {:>6} {:>9} {:>12} {:>10} {:>10} {:>7}  {}\n", "nodes", "GPUs",
+               "$/hour", "tokens/s", "$/M tok", "xfer $/M", "pareto", "best strategy");
     int64_t shown = 0;
     for (const auto& m : r.mixes) {
       if (!m.feasible || shown++ >= o->top) continue;
       const Strategy& s = m.best.strategy;
       fmt::print(table,
-                 "{:<40} {:>6} {:>9.2f} {:>12.0f} {:>10.3f} {:>7}  dp {} tp {} pp {} mb {} {} {}\n",
-                 m.cluster.name, m.cluster.num_gpus(), m.price_per_hour, m.tokens_per_s,
-                 m.dollars_per_million_tokens, m.pareto ? "yes" : "", s.dp, s.tp, s.pp,
-                 s.micro_batch, s.schedule, to_string(s.recompute));
+                 "{:<40} {:>6} {:>9.2f} {:>12.0f} {:>10.3f} {:>10.4f} {:>7}  dp {} tp {} pp {} mb "
+                 "{} {} {}\n",
+                 m.cluster.name, m.cluster.num_gpus(), m.total_dollars_per_hour(), m.tokens_per_s,
+                 m.dollars_per_million_tokens, m.transfer_dollars_per_million_tokens,
+                 m.pareto ? "yes" : "", s.dp, s.tp, s.pp, s.micro_batch, s.schedule,
+                 to_string(s.recompute));
     }
     const auto infeasible = std::count_if(r.mixes.begin(), r.mixes.end(),
                                           [](const ProvisionedMix& m) { return !m.feasible; });
@@ -121,6 +134,8 @@ CommandRunner declare_provision(CLI::App& app) {
       out["model"] = model.name;
       out["global_batch"] = o->global_batch;
       out["framework"] = po.framework.name;
+      out["network"] = po.network ? Json(po.network->name) : Json(nullptr);
+      out["spread"] = o->spread;
       Json list = Json::array();
       for (const auto& m : r.mixes) {
         Json j = {{"nodes", m.cluster.name},
@@ -131,6 +146,14 @@ CommandRunner declare_provision(CLI::App& app) {
         if (m.feasible) {
           j["tokens_per_s"] = m.tokens_per_s;
           j["dollars_per_million_tokens"] = m.dollars_per_million_tokens;
+          j["total_dollars_per_hour"] = m.total_dollars_per_hour();
+          j["transfer"] = {{"bytes_between_zones", m.transfer.bytes_between_zones},
+                           {"bytes_between_regions", m.transfer.bytes_between_regions},
+                           {"gradient_bytes", m.transfer.gradient_bytes},
+                           {"pipeline_bytes", m.transfer.pipeline_bytes},
+                           {"dollars_per_step", m.transfer.dollars},
+                           {"dollars_per_hour", m.transfer_dollars_per_hour},
+                           {"dollars_per_million_tokens", m.transfer_dollars_per_million_tokens}};
           Json s = to_json(m.best.strategy);
           s["predicted"] = to_json(m.best.predicted);
           j["strategy"] = s;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -19,10 +20,27 @@
 
 namespace hetplan::cli {
 
+namespace {
+
+// A GPU that hetplan's CUDA kernels cannot calibrate is predicted from its datasheet priors.
+void note_uncalibratable_gpus(const ClusterSpec& cluster) {
+  std::set<std::string> noted;
+  for (const auto& g : cluster.groups)
+    if (!g.node.gpu.calibratable() && noted.insert(g.node.gpu.name).second)
+      fmt::print(stderr,
+                 "note: {} is a {} GPU: hetplan's calibration kernels are CUDA-only, so its "
+                 "predictions use datasheet priors (calibration_data/datasheet) or imported "
+                 "measurements\n",
+                 g.node.gpu.name, g.node.gpu.vendor);
+}
+
+}  // namespace
+
 Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpec& cluster,
                          bool no_default) {
   const RunProfile run = run_profile(extra, cluster, no_default);
   for (const auto& r : run.repeated) fmt::print(stderr, "note: {}: read once\n", describe(r));
+  note_uncalibratable_gpus(cluster);
   return run.profile;
 }
 

@@ -56,6 +56,7 @@ GpuSpec parse_gpu(ObjectReader r, const std::string& name) {
   g.memory_GBps = r.positive("memory_GBps");
   g.sm_count = r.positive_integer("sm_count");
   g.l2_bytes = r.positive("l2_mib") * (1 << 20);
+  g.vendor = r.choice_or("vendor", {"nvidia", "amd"}, "nvidia");
   read_citations(r, g.citations);
   r.finish();
   return g;
@@ -159,6 +160,25 @@ double ClusterSpec::network_latency_s(const std::string& a, const std::string& b
   return std::max(node_of(*this, a).network_latency_s, node_of(*this, b).network_latency_s);
 }
 
+const ZoneLink* ClusterSpec::zone_link(size_t a, size_t b) const {
+  const std::string& za = groups.at(a).zone;
+  const std::string& zb = groups.at(b).zone;
+  if (!cloud || za == zb) return nullptr;
+  return zone_region.at(za) == zone_region.at(zb) ? &cloud->between_zones : &cloud->between_regions;
+}
+
+double ClusterSpec::group_network_GBps(size_t a, size_t b) const {
+  const double GBps = network_GBps(groups.at(a).node.name, groups.at(b).node.name);
+  const ZoneLink* z = zone_link(a, b);
+  return z ? GBps * z->network_fraction : GBps;
+}
+
+double ClusterSpec::group_network_latency_s(size_t a, size_t b) const {
+  const double s = network_latency_s(groups.at(a).node.name, groups.at(b).node.name);
+  const ZoneLink* z = zone_link(a, b);
+  return z ? std::max(s, z->latency_s) : s;
+}
+
 void validate_cluster(const ClusterSpec& c) {
   // Bounded before num_gpus() multiplies them (2^20 x 1024 GPUs fit an int64_t).
   int64_t gpus = 0;
@@ -180,11 +200,40 @@ void validate_cluster(const ClusterSpec& c) {
                      "GPUs cannot run anything)");
   for (size_t i = 0; i < c.groups.size(); ++i)
     for (size_t j = i + 1; j < c.groups.size(); ++j)
-      if (c.groups[i].node.name == c.groups[j].node.name)
+      if (c.groups[i].node.name == c.groups[j].node.name && c.groups[i].zone == c.groups[j].zone)
         throw InputError(
             c.origin, fmt::format("nodes[{}]", j),
-            fmt::format("node type \"{}\" listed twice; give one count", c.groups[j].node.name));
+            fmt::format("node type \"{}\" listed twice{}; give one count", c.groups[j].node.name,
+                        c.groups[j].zone.empty() ? "" : " in zone " + c.groups[j].zone));
 }
+
+namespace {
+
+// network.cloud (a network preset or file) and network.zones (zone: region).
+void read_zones(ObjectReader& net, ClusterSpec& c) {
+  if (auto cloud = net.optional_string("cloud")) c.cloud = load_network(*cloud);
+  if (auto zones = net.optional_object("zones")) {
+    for (const auto& zone : zones->keys()) c.zone_region[zone] = zones->string(zone);
+    if (!c.cloud) net.fail("zones", "expected network.cloud too (a network preset or file)");
+  }
+}
+
+// Every node group names a zone of network.zones, or none does.
+void check_zones(ObjectReader& r, const ClusterSpec& c) {
+  size_t named = 0;
+  for (size_t i = 0; i < c.groups.size(); ++i) {
+    const std::string& zone = c.groups[i].zone;
+    if (zone.empty()) continue;
+    ++named;
+    if (!c.zone_region.count(zone))
+      throw InputError(c.origin, fmt::format("nodes[{}].zone", i),
+                       fmt::format("expected a zone of network.zones, found \"{}\"", zone));
+  }
+  if (named != 0 && named != c.groups.size())
+    r.fail("nodes", "expected a zone on every node entry or on none");
+}
+
+}  // namespace
 
 ClusterSpec parse_cluster(const Document& doc) {
   ObjectReader r(doc);
@@ -219,10 +268,12 @@ ClusterSpec parse_cluster(const Document& doc) {
                       nodes.empty() ? "" : ", or one of the file's node_types", type));
     }
     g.count = item.positive_integer("count");
+    g.zone = item.string_or("zone", "");
     item.finish();
     c.groups.push_back(std::move(g));
   }
   if (auto net = r.optional_object("network")) {
+    read_zones(*net, c);
     for (auto& l : net->objects_or_empty("links")) {
       auto between = l.strings("between");
       if (between.size() != 2) l.fail("between", "expected two node types");
@@ -238,6 +289,7 @@ ClusterSpec parse_cluster(const Document& doc) {
     }
     net->finish();
   }
+  check_zones(r, c);
   if (r.has("calibration")) {
     const auto base = std::filesystem::path(doc.origin).parent_path();
     for (const auto& p : r.strings("calibration")) {
@@ -276,7 +328,7 @@ ClusterSpec parse_cluster_list(const std::string& spec) {
       throw InputError(c.origin, item,
                        fmt::format("unknown node type \"{}\": expected one of {}", type,
                                    hardware_preset_names("nodes")));
-    c.groups.push_back({load_node(type), count});
+    c.groups.push_back({load_node(type), count, ""});
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -314,9 +366,13 @@ std::string hardware_preset_names(std::string_view kind) {
 std::vector<HardwarePresetInfo> hardware_presets() {
   std::vector<HardwarePresetInfo> out;
   for (const auto& p : embedded_presets()) {
-    if (p.kind != "gpus" && p.kind != "nodes" && p.kind != "clusters") continue;
+    if (p.kind != "gpus" && p.kind != "nodes" && p.kind != "clusters" && p.kind != "networks")
+      continue;
     Document doc = preset_document(p);
-    const std::string kind = p.kind == "gpus" ? "gpu" : p.kind == "nodes" ? "node" : "cluster";
+    const std::string kind = p.kind == "gpus"       ? "gpu"
+                             : p.kind == "nodes"    ? "node"
+                             : p.kind == "networks" ? "network"
+                                                    : "cluster";
     std::string description = doc.root.value("description", "");
     out.push_back({kind, std::string(p.name), description});
   }

@@ -12,6 +12,7 @@
 
 #include "costmodel/document.h"
 #include "costmodel/dtype.h"
+#include "costmodel/network.h"
 
 namespace hetplan {
 
@@ -23,8 +24,13 @@ struct GpuSpec {
   double memory_GBps = 0;               // device memory bandwidth
   int64_t sm_count = 0;
   double l2_bytes = 0;
+  // Who makes it: "nvidia" (the default) or "amd". hetplan's calibration kernels are CUDA, so
+  // another vendor's GPU has datasheet priors only (calibration_data/datasheet).
+  std::string vendor = "nvidia";
   std::map<std::string, std::string> citations;
 
+  // Whether hetplan's CUDA calibration kernels can run on it.
+  bool calibratable() const { return vendor == "nvidia"; }
   // Peak for `dtype`; 0 when the GPU has no unit for it (bf16 on T4 and V100).
   double peak_flops(Dtype dtype) const;
   bool supports(Dtype dtype) const { return peak_flops(dtype) > 0; }
@@ -48,10 +54,11 @@ struct NodeSpec {
   std::map<std::string, std::string> citations;
 };
 
-// `count` nodes of one kind.
+// `count` nodes of one kind, in one zone.
 struct NodeGroup {
   NodeSpec node;
   int64_t count = 0;
+  std::string zone;  // a zone of the cluster's network.zones; "" when the cluster names none
 };
 
 // Bandwidth and latency between two node kinds (per node pair), where it differs from the default
@@ -69,12 +76,21 @@ struct ClusterSpec {
   std::vector<NetworkLink> links;
   std::vector<std::string> calibration;      // calibration files the cluster points to
   std::map<std::string, GpuSpec> gpu_types;  // the GPU types the cluster file defines
+  std::optional<CloudNetwork> cloud;         // the zone and region links, when nodes name zones
+  std::map<std::string, std::string> zone_region;  // zone -> its region
 
   int64_t num_gpus() const;
   int64_t num_nodes() const;
   // Network between one node of kind `a` and one of kind `b`: bandwidth (GB/s) and latency.
   double network_GBps(const std::string& a, const std::string& b) const;
   double network_latency_s(const std::string& a, const std::string& b) const;
+  // The zone or region link between a node of group `a` and one of group `b` (indices into
+  // groups); nullptr when they are in one zone.
+  const ZoneLink* zone_link(size_t a, size_t b) const;
+  // Network between a node of group `a` and one of group `b`: the node kinds' figures above,
+  // over a zone link its share of the bandwidth and the larger of the two latencies.
+  double group_network_GBps(size_t a, size_t b) const;
+  double group_network_latency_s(size_t a, size_t b) const;
   bool is_homogeneous() const { return groups.size() == 1; }
 };
 
@@ -95,7 +111,7 @@ ClusterSpec parse_cluster(const Document& doc);
 void validate_cluster(const ClusterSpec& cluster);
 
 struct HardwarePresetInfo {
-  std::string kind;  // "gpu", "node", "cluster"
+  std::string kind;  // "gpu", "node", "cluster", "network"
   std::string name;
   std::string description;
 };

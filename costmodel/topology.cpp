@@ -54,10 +54,8 @@ CommGroup make_comm_group(const ClusterSpec& cluster, const std::vector<Device>&
     kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
     for (int64_t a : kinds)
       for (int64_t b : kinds) {
-        const auto& na = cluster.groups[a].node.name;
-        const auto& nb = cluster.groups[b].node.name;
-        g.inter_GBps = std::min(g.inter_GBps, cluster.network_GBps(na, nb));
-        g.inter_latency_s = std::max(g.inter_latency_s, cluster.network_latency_s(na, nb));
+        g.inter_GBps = std::min(g.inter_GBps, cluster.group_network_GBps(a, b));
+        g.inter_latency_s = std::max(g.inter_latency_s, cluster.group_network_latency_s(a, b));
       }
   }
   return g;
@@ -77,9 +75,8 @@ Link link_between(const ClusterSpec& cluster, const Device& a, const Device& b) 
     const NodeSpec& n = cluster.groups[a.group].node;
     return {n.intra_GBps, n.intra_latency_s, true};
   }
-  const auto& na = cluster.groups[a.group].node.name;
-  const auto& nb = cluster.groups[b.group].node.name;
-  return {cluster.network_GBps(na, nb), cluster.network_latency_s(na, nb), false};
+  const auto ga = static_cast<size_t>(a.group), gb = static_cast<size_t>(b.group);
+  return {cluster.group_network_GBps(ga, gb), cluster.group_network_latency_s(ga, gb), false};
 }
 
 }  // namespace hetplan

@@ -33,12 +33,37 @@ void enumerate(const std::vector<NodeSpec>& nodes, const std::vector<int64_t>& c
   }
 }
 
+// Puts each node type of a mix in a zone of its own (in one region, or each in its own region).
+void spread_groups(const ProvisionOptions& o, ClusterSpec& c) {
+  if (o.spread == Spread::kOneZone) return;
+  c.cloud = o.network;
+  for (size_t i = 0; i < c.groups.size(); ++i) {
+    const std::string zone = fmt::format("zone-{}", i + 1);
+    c.groups[i].zone = zone;
+    c.zone_region[zone] =
+        o.spread == Spread::kZones ? std::string("region-1") : fmt::format("region-{}", i + 1);
+  }
+}
+
 }  // namespace
+
+void price_mix(const Evaluator& ev, ProvisionedMix& m) {
+  const Prediction& p = m.best.predicted;
+  m.tokens_per_s = p.tokens_per_s;
+  m.transfer = transfer_per_step(ev, m.best.strategy, p);
+  if (p.iteration_s > 0) m.transfer_dollars_per_hour = m.transfer.dollars * 3600 / p.iteration_s;
+  const double tokens_per_hour = m.tokens_per_s * 3600;
+  if (tokens_per_hour <= 0) return;
+  m.dollars_per_million_tokens = m.total_dollars_per_hour() / tokens_per_hour * 1e6;
+  m.transfer_dollars_per_million_tokens = m.transfer_dollars_per_hour / tokens_per_hour * 1e6;
+}
 
 ProvisionResult provision(const ModelSpec& model, const Profile& profile,
                           const ProvisionOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.node_types.empty()) throw InputError("--nodes: expected at least one node type");
+  if (o.spread != Spread::kOneZone && !o.network)
+    throw InputError("--spread: expected --network too (the links between zones and their price)");
   if (o.time_limit_s < 0)
     throw InputError(fmt::format("--time-limit: expected >= 0 seconds, got {}", o.time_limit_s));
   std::vector<NodeSpec> nodes;
@@ -92,7 +117,7 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
     std::string name;
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (mixes[k][i] == 0) continue;
-      cluster.groups.push_back({nodes[i], mixes[k][i]});
+      cluster.groups.push_back({nodes[i], mixes[k][i], ""});
       price += nodes[i].price_per_hour * static_cast<double>(mixes[k][i]);
       name += fmt::format("{}{}:{}", name.empty() ? "" : ",", nodes[i].name, mixes[k][i]);
     }
@@ -105,6 +130,7 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
     }
     cluster.name = name;
     cluster.origin = "provision " + name;
+    spread_groups(o, cluster);
     ++result.mixes_tried;
     const CostModel cost(profile, cluster);
     const Evaluator ev(model, cluster, cost, o.framework);
@@ -120,8 +146,7 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
     if (!r.top.empty()) {
       mix.feasible = true;
       mix.best = std::move(r.top.front());
-      mix.tokens_per_s = mix.best.predicted.tokens_per_s;
-      if (price > 0) mix.dollars_per_million_tokens = price / 3600.0 / mix.tokens_per_s * 1e6;
+      price_mix(ev, mix);
     }
     result.mixes.push_back(std::move(mix));
   }
@@ -134,9 +159,9 @@ ProvisionResult provision(const ModelSpec& model, const Profile& profile,
   for (auto& m : result.mixes) {
     if (!m.feasible) continue;
     m.pareto = std::none_of(result.mixes.begin(), result.mixes.end(), [&](const ProvisionedMix& x) {
-      return x.feasible && &x != &m && x.price_per_hour <= m.price_per_hour &&
-             x.tokens_per_s >= m.tokens_per_s &&
-             (x.price_per_hour < m.price_per_hour || x.tokens_per_s > m.tokens_per_s);
+      const double xp = x.total_dollars_per_hour(), mp = m.total_dollars_per_hour();
+      return x.feasible && &x != &m && xp <= mp && x.tokens_per_s >= m.tokens_per_s &&
+             (xp < mp || x.tokens_per_s > m.tokens_per_s);
     });
   }
   result.elapsed_s = elapsed_s();

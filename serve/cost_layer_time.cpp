@@ -29,7 +29,7 @@ class CostLayerModel : public LayerTimeModel {
                  double prompt_tokens, double context_tokens)
       : prompt_tokens_(std::max(1.0, prompt_tokens)), context_tokens_(context_tokens) {
     cluster_.name = fmt::format("{}x{}", node.gpu.name, gpus);
-    cluster_.groups.push_back({node, 1});
+    cluster_.groups.push_back({node, 1, ""});
     cost_ = std::make_unique<CostModel>(profile, cluster_);
     std::vector<int64_t> devices;
     for (int64_t i = 0; i < gpus; ++i) devices.push_back(i);

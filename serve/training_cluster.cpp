@@ -94,10 +94,9 @@ ServingCluster serving_cluster_from(const ClusterSpec& cluster) {
     serving.set_link(i, kSink, client);
     for (int j = 0; j < n; ++j) {
       if (j == i) continue;
-      const std::string& other = cluster.groups[group_of[j]].node.name;
+      const size_t gi = group_of[i], gj = group_of[j];
       serving.set_link(
-          i, j,
-          {cluster.network_GBps(node.name, other), cluster.network_latency_s(node.name, other)});
+          i, j, {cluster.group_network_GBps(gi, gj), cluster.group_network_latency_s(gi, gj)});
     }
   }
   return serving;

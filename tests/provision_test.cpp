@@ -61,6 +61,42 @@ TEST(Provision, BudgetExcludesExpensiveMixes) {
   EXPECT_DOUBLE_EQ(r.cheapest_over_price, 12.24);
 }
 
+// Each type in a zone of its own (aws, $0.02/GB): the transfer term is the best strategy's priced
+// bytes per step at the predicted step time, added to the nodes' price; one-type mixes pay none.
+TEST(Provision, ZonesAddATransferTerm) {
+  ProvisionOptions o;
+  o.node_types = {"g4dn.12xlarge", "p3.8xlarge"};
+  o.max_nodes_per_type = 1;
+  o.search.global_batch = 16;
+  o.spread = Spread::kZones;
+  o.network = load_network("aws");
+  const ProvisionResult r = provision(load_model("gpt2-medium"),
+                                      load_profile_inputs({default_calibration_dir().string()}), o);
+  ASSERT_EQ(r.mixes.size(), 3u);
+  for (const auto& m : r.mixes) {
+    ASSERT_TRUE(m.feasible) << m.cluster.name;
+    EXPECT_NEAR(m.transfer.dollars, m.transfer.bytes() / 1e9 * 0.02, 1e-12);
+    const double step_s = m.best.predicted.iteration_s;
+    EXPECT_NEAR(m.transfer_dollars_per_hour, m.transfer.dollars * 3600 / step_s, 1e-9);
+    const double per_token_h = 3600 * m.tokens_per_s / 1e6;
+    EXPECT_NEAR(m.dollars_per_million_tokens,
+                (m.price_per_hour + m.transfer_dollars_per_hour) / per_token_h, 1e-9);
+    EXPECT_NEAR(m.transfer_dollars_per_million_tokens, m.transfer_dollars_per_hour / per_token_h,
+                1e-12);
+    if (m.cluster.groups.size() == 1) {
+      EXPECT_DOUBLE_EQ(m.transfer.bytes(), 0);
+    }
+    if (m.cluster.groups.size() == 2) {
+      EXPECT_EQ(m.cluster.groups[0].zone, "zone-1");
+      EXPECT_EQ(m.cluster.zone_region.at("zone-2"), "region-1");
+    }
+  }
+  o.network.reset();
+  EXPECT_THROW(provision(load_model("gpt2-medium"),
+                         load_profile_inputs({default_calibration_dir().string()}), o),
+               InputError);
+}
+
 TEST(Provision, ANodeTypeListedTwiceIsAnInputError) {
   ProvisionOptions o;
   o.node_types = {"g4dn.12xlarge", "g4dn.12xlarge"};
