@@ -2,6 +2,7 @@
 // together).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -149,8 +150,8 @@ CommandRunner declare_provision(CLI::App& app) {
           j["total_dollars_per_hour"] = m.total_dollars_per_hour();
           j["transfer"] = {{"bytes_between_zones", m.transfer.bytes_between_zones},
                            {"bytes_between_regions", m.transfer.bytes_between_regions},
-                           {"gradient_bytes", m.transfer.gradient_bytes},
-                           {"pipeline_bytes", m.transfer.pipeline_bytes},
+                           {"gradient_bytes", std::llround(m.transfer.gradient_bytes)},
+                           {"pipeline_bytes", std::llround(m.transfer.pipeline_bytes)},
                            {"dollars_per_step", m.transfer.dollars},
                            {"dollars_per_hour", m.transfer_dollars_per_hour},
                            {"dollars_per_million_tokens", m.transfer_dollars_per_million_tokens}};

@@ -41,8 +41,11 @@ std::string sample_with_gpu_type(const fs::path& dir, const char* type) {
 
 // What require_known_gpu_types says of "h900" without a cluster, and with cluster `name` that
 // defines no GPU type of its own.
+// Every GPU preset, in the loader's order.
 const std::string kPresets =
-    "a100-40gb, a100-80gb, b200, b300, gb200, gb300, h100-sxm, h200, l4, t4, v100";
+    "a100-40gb, a100-80gb, a100-pcie-40gb, a100-pcie-80gb, a10g, b200, b300, gb200, gb300, "
+    "gh200-144gb, gh200-96gb, h100-sxm, h200, l4, l40s, mi300x, rtx-2080ti, rtx-3090, rtx-4090, "
+    "t4, titan-rtx, v100";
 const std::string kNoClusterError =
     "expected a GPU preset (" + kPresets +
     "), found \"h900\": its measurements need the GPU's datasheet (peaks, bandwidth); a GPU type a "
@@ -58,12 +61,11 @@ std::string cluster_error(const std::string& name) {
 TEST(CalibrationGpuType, MissingOrMiscasedIsBadInputForEveryReader) {
   const auto dir = temp_dir("cal_gpu_type");
   const std::string none = sample_with_gpu_type(dir, nullptr);
-  EXPECT_EQ(
-      error_of([&] { load_calibration(none); }),
-      none +
-          ": context.gpu_type: missing: the file holds 8 GEMM measurements, which belong "
-          "to one GPU type; expected a GPU type (a100-40gb, a100-80gb, b200, b300, gb200, gb300, "
-          "h100-sxm, h200, l4, t4, v100, or one a cluster file defines in gpu_types)");
+  EXPECT_EQ(error_of([&] { load_calibration(none); }),
+            none +
+                ": context.gpu_type: missing: the file holds 8 GEMM measurements, which belong "
+                "to one GPU type; expected a GPU type (" +
+                kPresets + ", or one a cluster file defines in gpu_types)");
   const std::string upper = sample_with_gpu_type(dir, "A100-40GB");
   EXPECT_EQ(error_of([&] { load_calibration(upper); }),
             upper +

@@ -227,8 +227,8 @@ TEST(ReportData, CalibrationFoldersSkipProfilesAndEmptyFiles) {
   const Json data = build_report_data(in);
   EXPECT_EQ(data["calibration"]["gemm"].size(), 1u);
   EXPECT_EQ(data["calibration"]["collectives"].size(), 2u);
-  // The sample and the eleven datasheet files (four Blackwell GPUs added 2026-12).
-  EXPECT_EQ(data["inputs"]["calibration"].size(), 12u);
+  // The sample and one datasheet file per GPU preset (22).
+  EXPECT_EQ(data["inputs"]["calibration"].size(), 23u);
 }
 
 // QA: the bus-bandwidth chart drew one-GPU ("self") communicators beside real groups and put the
