@@ -229,6 +229,20 @@ class TrainingSearch {
     return eps;
   }
 
+  // The token dispatchers tried at expert width ep: with experts over ranks, the framework's
+  // all-to-all ones (alltoall, and flex where it runs it: a token once per node and GPU); at ep 1
+  // the strategy's default (nothing crosses ranks to choose between).
+  std::vector<MoeDispatcher> dispatchers(int64_t ep) const {
+    const MoeDispatcher fallback = Strategy{}.moe_dispatcher;
+    if (ep == 1 || !ev_.model().is_moe()) return {fallback};
+    std::vector<MoeDispatcher> out;
+    for (const auto& name : ev_.framework().can_run.moe_dispatchers)
+      if (MoeDispatcher d; parse_moe_dispatcher(name, d) && d != MoeDispatcher::kAllGather)
+        out.push_back(d);
+    if (out.empty()) out.push_back(fallback);
+    return out;
+  }
+
   // The expert tensor widths tried at tensor width tp (0 stands for tp itself).
   std::vector<int64_t> expert_tensor_widths(int64_t tp) const {
     std::vector<int64_t> out = {0};
@@ -276,10 +290,12 @@ class TrainingSearch {
       const bool sp_runs = o_.sequence_parallel && ev_.framework().can_run.sequence_parallel;
       const std::vector<bool> sp_choices =
           tp > 1 && sp_runs ? std::vector<bool>{false, true} : std::vector<bool>{false};
+      int64_t expert_choices = 0;  // (ep, dispatcher) pairs
+      for (int64_t ep : eps) expert_choices += static_cast<int64_t>(dispatchers(ep).size());
       const int64_t per_shape = static_cast<int64_t>(mbs.size() * recompute_.size()) *
                                 (o_.max_zero + 1) * static_cast<int64_t>(sp_choices.size()) *
-                                static_cast<int64_t>(schedules_.size()) *
-                                static_cast<int64_t>(eps.size() * etps.size() * precisions.size());
+                                static_cast<int64_t>(schedules_.size()) * expert_choices *
+                                static_cast<int64_t>(etps.size() * precisions.size());
       result_.stats.candidates +=
           per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size()));
       if (!tp_problem.empty()) {
@@ -302,13 +318,15 @@ class TrainingSearch {
       base.pp = pp;
       for (size_t shape : shapes)
         for (int64_t ep : eps)
-          for (int64_t etp : etps)
-            for (Precision precision : precisions) {
-              base.ep = ep;
-              base.etp = etp;
-              base.precision = precision;
-              add_candidates(base, shape, mbs, sp_choices, id);
-            }
+          for (MoeDispatcher dispatcher : dispatchers(ep))
+            for (int64_t etp : etps)
+              for (Precision precision : precisions) {
+                base.ep = ep;
+                base.moe_dispatcher = dispatcher;
+                base.etp = etp;
+                base.precision = precision;
+                add_candidates(base, shape, mbs, sp_choices, id);
+              }
     }
   }
 
