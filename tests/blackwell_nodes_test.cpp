@@ -6,15 +6,12 @@
 #include "costmodel/hardware.h"
 #include "costmodel/profile.h"
 #include "costmodel/topology.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
 
-std::vector<int64_t> range(int64_t from, int64_t to) {
-  std::vector<int64_t> out;
-  for (int64_t i = from; i < to; ++i) out.push_back(i);
-  return out;
-}
+using testing::range;
 
 TEST(Blackwell, GpuPresetsCarryTheirDatasheetPeaks) {
   const GpuSpec b200 = load_gpu("b200");

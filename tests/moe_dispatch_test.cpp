@@ -10,15 +10,12 @@
 #include "costmodel/profile.h"
 #include "costmodel/topology.h"
 #include "search/eval/steps.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
 
-std::vector<int64_t> range(int64_t from, int64_t to) {
-  std::vector<int64_t> out;
-  for (int64_t i = from; i < to; ++i) out.push_back(i);
-  return out;
-}
+using testing::range;
 
 TEST(MoeDispatch, TouchedGroupsOfATokensTopK) {
   // 8 experts in 2 groups of 4, top-2: a group holds neither pick with probability

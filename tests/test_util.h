@@ -1,8 +1,11 @@
-// Small helpers shared by tests: substring checks, and the message of the InputError a call throws.
+// Small helpers shared by tests: substring checks, the message of the InputError a call throws,
+// and runs of device indices.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "costmodel/errors.h"
 
@@ -21,6 +24,13 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+// The integers from `from` up to `to` (not included): a run of device indices.
+inline std::vector<int64_t> range(int64_t from, int64_t to) {
+  std::vector<int64_t> out;
+  for (int64_t i = from; i < to; ++i) out.push_back(i);
+  return out;
 }
 
 }  // namespace hetplan::testing
