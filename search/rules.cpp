@@ -1,6 +1,7 @@
 #include "search/rules.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -245,6 +246,17 @@ std::optional<RuleViolation> first_broken_rule(const RuleContext& context, const
     if (std::string why = rule.broken(context, s); !why.empty())
       return RuleViolation{std::string(rule.code), std::string(rule.key), std::move(why)};
   return std::nullopt;
+}
+
+std::string rule_problem(std::string_view code, const RuleContext& context, const Strategy& s) {
+  bool known = false;
+  for (const StrategyRule& rule : strategy_rules()) {
+    if (rule.code != code) continue;
+    known = true;
+    if (std::string why = rule.broken(context, s); !why.empty()) return why;
+  }
+  if (!known) throw std::logic_error(fmt::format("rule_problem: no rule {}", code));
+  return "";
 }
 
 std::string framework_problem(const FrameworkSpec& framework) {

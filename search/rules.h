@@ -46,6 +46,10 @@ bool ep_comm_overlap_fits(const Strategy& s);
 // nor the framework (hetplan measure's, before a harness run).
 std::optional<RuleViolation> first_broken_rule(const RuleContext& context, const Strategy& s);
 
+// Why `s` breaks the rule of code `code` ("" when it keeps it): for asking one rule of a probe
+// strategy, e.g. whether a search option is one the framework runs, in the rule's own words.
+std::string rule_problem(std::string_view code, const RuleContext& context, const Strategy& s);
+
 // What the framework file asks for that hetplan does not know (a schedule it does not simulate);
 // "" when nothing. Checked once where a framework is used.
 std::string framework_problem(const FrameworkSpec& framework);

@@ -20,6 +20,7 @@
 #include "search/partition.h"
 #include "search/pipeline/schedule.h"
 #include "search/placement.h"
+#include "search/rules.h"
 
 namespace hetplan {
 namespace {
@@ -101,8 +102,6 @@ class TrainingSearch {
       if (std::find(f.can_run.recompute.begin(), f.can_run.recompute.end(),
                     std::string(to_string(rc))) != f.can_run.recompute.end())
         recompute_.push_back(rc);
-    switches_ = switches(o, f);
-    framework_ = framework_reference(f);
     // With one stage every schedule is plain gradient accumulation over the micro-batches, except
     // that GPipe keeps all of their activations; 1F1B (one in flight) stands for them all.
     single_stage_schedule_ = schedules_.front();
@@ -292,9 +291,10 @@ class TrainingSearch {
           tp > 1 && sp_runs ? std::vector<bool>{false, true} : std::vector<bool>{false};
       int64_t expert_choices = 0;  // (ep, dispatcher) pairs
       for (int64_t ep : eps) expert_choices += static_cast<int64_t>(dispatchers(ep).size());
+      const std::vector<ScheduleChoice> schedules = schedule_choices(pp);
       const int64_t per_shape = static_cast<int64_t>(mbs.size() * recompute_.size()) *
                                 (o_.max_zero + 1) * static_cast<int64_t>(sp_choices.size()) *
-                                static_cast<int64_t>(schedules_.size()) * expert_choices *
+                                static_cast<int64_t>(schedules.size()) * expert_choices *
                                 static_cast<int64_t>(etps.size() * precisions.size());
       result_.stats.candidates +=
           per_shape * static_cast<int64_t>(std::max<size_t>(1, shapes.size()));
@@ -325,21 +325,45 @@ class TrainingSearch {
                 base.moe_dispatcher = dispatcher;
                 base.etp = etp;
                 base.precision = precision;
-                add_candidates(base, shape, mbs, sp_choices, id);
+                add_candidates(base, shape, mbs, sp_choices, schedules, id);
               }
     }
+  }
+
+  struct ScheduleChoice {
+    std::string schedule;
+    int64_t chunks;
+  };
+  // The schedules tried at pp stages, each with its chunks per device: its own count, and for a
+  // schedule that runs any (interleaved) also every count up to kMaxSearchedChunks that splits the
+  // blocks evenly over pp x chunks, with or without the embedding and the loss counted as a layer
+  // each (Megatron-Core's even --num-layers-per-virtual-pipeline-stage split and its
+  // --account-for-embedding/loss-in-pipeline-split; the recipes run 2 to 24).
+  std::vector<ScheduleChoice> schedule_choices(int64_t pp) const {
+    const int64_t blocks = ev_.model().num_blocks();
+    const int64_t layers = static_cast<int64_t>(ev_.model().layers.size());
+    std::vector<ScheduleChoice> out;
+    for (const auto& name : schedules_) {
+      const pipeline::ScheduleInfo& info = pipeline::schedule_info(name);
+      out.push_back({name, info.default_chunks});
+      if (!info.any_chunks || pp == 1) continue;
+      for (int64_t v = info.default_chunks + 1; v <= kMaxSearchedChunks && pp * v <= layers; ++v)
+        if (blocks % (pp * v) == 0 || (blocks + 2) % (pp * v) == 0) out.push_back({name, v});
+    }
+    return out;
   }
 
   // Every micro-batch, recomputation, ZeRO stage, sequence-parallel choice and schedule of one
   // placed shape (`base` holds its widths and precision).
   void add_candidates(const Strategy& base, size_t shape, const std::vector<int64_t>& mbs,
-                      const std::vector<bool>& sp_choices, int64_t& id) {
+                      const std::vector<bool>& sp_choices,
+                      const std::vector<ScheduleChoice>& schedules, int64_t& id) {
     const int64_t B = o_.global_batch, pp = base.pp;
     for (int64_t mb : mbs)
       for (Recompute rc : recompute_)
         for (int zero = 0; zero <= o_.max_zero; ++zero)
           for (bool sp : sp_choices)
-            for (const auto& sched : schedules_) {
+            for (const auto& [sched, chunks] : schedules) {
               Candidate c;
               c.id = id++;
               c.placement = shape;
@@ -351,17 +375,8 @@ class TrainingSearch {
               s.zero = zero;
               s.sequence_parallel = sp;
               s.schedule = sched;
-              s.chunks = s.chunks_per_device();
-              s.flash_attention = switches_.flash_attention;
-              s.grad_accumulation_fusion = switches_.grad_accumulation_fusion;
-              s.overlap_grad_reduce = switches_.overlap_grad_reduce;
-              s.tp_comm_overlap = switches_.tp_comm_overlap && sp;
-              s.host_mode = switches_.host_mode;
-              s.fp32_grad_reduce = switches_.fp32_grad_reduce;
-              s.low_precision_params = ev_.framework().defaults.low_precision_params;
-              s.ep_comm_overlap =
-                  ev_.framework().defaults.ep_comm_overlap && ep_comm_overlap_fits(s);
-              s.framework = framework_;
+              s.chunks = chunks;
+              s = with_switches(std::move(s));
               if (auto broken = ev_.broken_rule(s)) {
                 prune(broken->code);
               } else if ((pp == 1 && sched != single_stage_schedule_) ||
@@ -401,9 +416,10 @@ class TrainingSearch {
       experts += expert_parameters(layer, s.ep, s.expert_tp());
     }
     // The evaluator's own states (without a recipe's weight copies: a lower bound).
-    const MemoryInput states =
-        eval::parameter_states(ev_, s, ev_.model().dtype, params / static_cast<double>(s.pp),
-                               experts / static_cast<double>(s.pp), 0, 0);
+    eval::HeldParameters held;
+    held.params = params / static_cast<double>(s.pp);
+    held.expert_params = experts / static_cast<double>(s.pp);
+    const MemoryInput states = eval::parameter_states(ev_, s, ev_.model().dtype, held);
     const double per_stage = device_memory(states).allocated();
     if (per_stage <= p.max_memory_bytes) return false;
     if (result_.min_static_bytes == 0 || per_stage < result_.min_static_bytes) {
@@ -585,28 +601,30 @@ class TrainingSearch {
 
   size_t index_of(const Candidate& c) const { return static_cast<size_t>(&c - candidates_.data()); }
 
-  // The switches every candidate takes: the options', else the framework's defaults.
-  struct Switches {
-    bool flash_attention, grad_accumulation_fusion, overlap_grad_reduce, tp_comm_overlap;
-    bool fp32_grad_reduce;
-    HostMode host_mode;
-  };
-  static Switches switches(const SearchOptions& o, const FrameworkSpec& f) {
-    const FrameworkDefaults& d = f.defaults;
-    return {o.flash_attention.value_or(d.flash_attention),
-            o.grad_accumulation_fusion.value_or(d.grad_accumulation_fusion),
-            o.overlap_grad_reduce.value_or(d.overlap_grad_reduce),
-            o.tp_comm_overlap.value_or(d.tp_comm_overlap),
-            o.fp32_grad_reduce.value_or(d.fp32_grad_reduce),
-            o.host_mode.value_or(d.host_mode)};
+  // A candidate's switches: the options' where given, the framework's defaults for the rest (the
+  // one place those defaults are applied: with_framework_defaults, as predict and export do).
+  Strategy with_switches(Strategy s) const {
+    const auto given = [&s](const auto& option, auto& field, uint32_t bit) {
+      if (!option) return;
+      field = *option;
+      s.given |= bit;
+    };
+    given(o_.flash_attention, s.flash_attention, kGivenFlashAttention);
+    given(o_.grad_accumulation_fusion, s.grad_accumulation_fusion, kGivenGradAccumulationFusion);
+    given(o_.overlap_grad_reduce, s.overlap_grad_reduce, kGivenOverlapGradReduce);
+    given(o_.tp_comm_overlap, s.tp_comm_overlap, kGivenTpCommOverlap);
+    given(o_.fp32_grad_reduce, s.fp32_grad_reduce, kGivenFp32GradReduce);
+    given(o_.host_mode, s.host_mode, kGivenHostMode);
+    s.tp_comm_overlap = s.tp_comm_overlap && s.sequence_parallel;
+    s = with_framework_defaults(std::move(s), ev_.framework());
+    s.given = 0;  // a searched strategy sets every switch
+    return s;
   }
 
   const Evaluator& ev_;
   const SearchOptions& o_;
   std::vector<std::string> schedules_;
-  std::vector<Recompute> recompute_;  // the options' that the framework runs
-  Switches switches_;
-  std::string framework_;              // what each candidate records as its framework
+  std::vector<Recompute> recompute_;   // the options' that the framework runs
   std::string single_stage_schedule_;  // the one schedule tried with pp 1
   std::vector<Placement> placements_;
   std::vector<Candidate> candidates_;
@@ -617,40 +635,40 @@ class TrainingSearch {
   const double start_s_ = now_s();
 };
 
-// Options that ask for what the framework cannot run are bad input, not an empty search.
-void check_framework_runs(const FrameworkSpec& f, const SearchOptions& o) {
-  const Capabilities& can = f.can_run;
-  for (const auto& name : o.schedules)
-    if (!f.can_run_schedule(name))
-      throw InputError(fmt::format("schedules: {} runs the pipeline schedules {}, not {}", f.name,
-                                   fmt::join(can.schedules, ", "), name));
-  const auto runs = [](const std::vector<bool>& values, const std::optional<bool>& v) {
-    return !v || std::find(values.begin(), values.end(), *v) != values.end();
+// Options that ask for what the framework cannot run are bad input, not an empty search: each is
+// put to the framework's rule (search/rules.h) on a strategy that holds it, in the rule's words.
+void check_framework_runs(const Evaluator& ev, const SearchOptions& o) {
+  const RuleContext context{ev.model(), ev.framework()};
+  const auto check = [&](std::string_view key, std::string_view code, const Strategy& probe) {
+    if (std::string why = rule_problem(code, context, probe); !why.empty())
+      throw InputError(fmt::format("{}: {}", key, why));
   };
-  if (!runs(can.overlap_grad_reduce, o.overlap_grad_reduce))
-    throw InputError(fmt::format("overlap_grad_reduce: {} cannot reduce gradients {} the backward",
-                                 f.name, *o.overlap_grad_reduce ? "during" : "after"));
-  if (!runs(can.grad_accumulation_fusion, o.grad_accumulation_fusion))
-    throw InputError(fmt::format("grad_accumulation_fusion: {} cannot run it {}", f.name,
-                                 *o.grad_accumulation_fusion ? "on" : "off"));
-  const std::string kernel = o.flash_attention.value_or(true) ? "fused" : "unfused";
-  if (o.flash_attention &&
-      std::find(can.attention.begin(), can.attention.end(), kernel) == can.attention.end())
-    throw InputError(fmt::format("flash_attention: {} runs {} attention only", f.name,
-                                 fmt::join(can.attention, " or ")));
-  for (Precision p : o.precisions)
-    if (std::find(can.precisions.begin(), can.precisions.end(), std::string(to_string(p))) ==
-        can.precisions.end())
-      throw InputError(fmt::format("precision: {} runs {}, not {}", f.name,
-                                   fmt::join(can.precisions, ", "), to_string(p)));
-  if (o.tp_comm_overlap.value_or(false) && !can.tp_comm_overlap)
-    throw InputError(
-        fmt::format("tp_comm_overlap: {} does not overlap tensor-parallel "
-                    "communication",
-                    f.name));
-  if (o.host_mode &&
-      std::find(can.host_modes.begin(), can.host_modes.end(), *o.host_mode) == can.host_modes.end())
-    throw InputError(fmt::format("host_mode: {} cannot run {}", f.name, to_string(*o.host_mode)));
+  Strategy probe;  // widths at which every switch's rule applies
+  probe.dp = probe.tp = probe.pp = 2;
+  probe.sequence_parallel = true;
+  for (const auto& name : o.schedules) {
+    probe.schedule = name;
+    check("schedules", "schedule", probe);
+  }
+  probe.schedule = "1f1b";
+  const auto with = [&probe](auto field, auto value) {
+    Strategy s = probe;
+    s.*field = value;
+    return s;
+  };
+  if (o.overlap_grad_reduce)
+    check("overlap_grad_reduce", "overlap_grad_reduce",
+          with(&Strategy::overlap_grad_reduce, *o.overlap_grad_reduce));
+  if (o.grad_accumulation_fusion)
+    check("grad_accumulation_fusion", "grad_accumulation_fusion",
+          with(&Strategy::grad_accumulation_fusion, *o.grad_accumulation_fusion));
+  if (o.flash_attention)
+    check("flash_attention", "attention", with(&Strategy::flash_attention, *o.flash_attention));
+  for (Precision p : o.precisions) check("precision", "precision", with(&Strategy::precision, p));
+  if (o.tp_comm_overlap)
+    check("tp_comm_overlap", "tp_comm_overlap",
+          with(&Strategy::tp_comm_overlap, *o.tp_comm_overlap));
+  if (o.host_mode) check("host_mode", "host_mode", with(&Strategy::host_mode, *o.host_mode));
 }
 
 }  // namespace
@@ -683,7 +701,7 @@ SearchResult search_training(const Evaluator& evaluator, const SearchOptions& op
                                  "the time and memory it takes grow with the GPUs beyond what a "
                                  "search can finish: docs/search.md, \"Limits\")",
                                  cluster.num_gpus(), kMaxSearchGpus));
-  check_framework_runs(evaluator.framework(), options);
+  check_framework_runs(evaluator, options);
   return TrainingSearch(evaluator, options).run();
 }
 

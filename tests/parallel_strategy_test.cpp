@@ -295,7 +295,7 @@ TEST(ParallelSearch, ExpertWidthsAndRecipesAreSearched) {
   bad.global_batch = 64;
   bad.precisions = {Precision::kFp8Current};
   EXPECT_TRUE(contains(error_of([&] { search_training(ds.ev, bad); }),
-                       "precision: deepspeed runs bf16, not fp8-current"));
+                       "precision: deepspeed runs the precisions bf16, not fp8-current"));
 }
 
 // Context widths by default only where each rank keeps 4096 tokens or more.

@@ -1,12 +1,12 @@
-// The stage column of `hetplan search`'s table (cli/search_table.h): one format for every
+// The stage column of `hetplan search`'s table (report/run_text.h): one format for every
 // pipeline, short or long.
 #include <regex>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
-#include "cli/search_table.h"
 #include "cli_test_util.h"
+#include "report/run_text.h"
 
 namespace hetplan {
 namespace {
@@ -30,7 +30,6 @@ std::vector<StagePrediction> stages_of(const std::vector<int64_t>& layers,
 // QA: the column switched from "0-13 a100-40gb | 14-14 t4 | ..." to "layers/stage 5,5,4,1" (no
 // GPU types) once the first form passed 60 characters.
 TEST(SearchTable, LayersPerStageByGpuTypeWhateverTheLength) {
-  using cli::stage_layers_summary;
   EXPECT_EQ(stage_layers_summary(stages_of({26}, {"t4"})), "t4 26");
   EXPECT_EQ(stage_layers_summary(stages_of({14, 1, 1, 10}, {"a100-40gb", "t4", "t4", "a100-40gb"})),
             "a100-40gb 14 | t4 1,1 | a100-40gb 10");
@@ -61,7 +60,7 @@ TEST(SearchTable, LayersPerStageByGpuTypeWhateverTheLength) {
 }
 
 // Every row of a real search prints the column in that one format, and its counts add up to the
-// model's 26 layers (gpt2-medium: embedding, 24 blocks, head).
+// model's 26 layers (gpt2-medium: embedding, 24 blocks, head) where the list is whole.
 TEST(SearchTable, EveryRowOfASearchHasTheOneFormat) {
   const auto r = testing::run_hetplan(
       "search --model gpt2-medium --cluster amp-hetero --global-batch 64 --top 20");
@@ -75,7 +74,11 @@ TEST(SearchTable, EveryRowOfASearchHasTheOneFormat) {
     const size_t at = line.find("  ", line.find("GiB"));
     if (line.find("layers per stage") != std::string::npos) header = true;
     if (!header || line.find("GiB") == std::string::npos || at == std::string::npos) continue;
-    const std::string column = line.substr(at + 2);
+    std::string column = line.substr(at + 2);
+    // A list cut short ends "... +N stages" (the interleaved rows of 3 chunks and more).
+    const std::regex cut(R"( \.\.\. \+\d+ stages$)");
+    const bool whole = !std::regex_search(column, cut);
+    column = std::regex_replace(column, cut, "");
     int64_t layers = 0;
     std::string rebuilt;
     for (auto it = std::sregex_iterator(column.begin(), column.end(), item);
@@ -90,7 +93,10 @@ TEST(SearchTable, EveryRowOfASearchHasTheOneFormat) {
       }
     }
     EXPECT_EQ(rebuilt, column) << line;
-    EXPECT_EQ(layers, 26) << line;
+    if (whole)
+      EXPECT_EQ(layers, 26) << line;
+    else
+      EXPECT_LT(layers, 26) << line;
     ++rows;
   }
   EXPECT_EQ(rows, 20) << r.output;

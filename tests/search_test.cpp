@@ -153,6 +153,27 @@ TEST(Search, SameResultForAnyThreadCount) {
   EXPECT_EQ(a.stats.pruned, b.stats.pruned);
 }
 
+// Interleaved runs its own 2 chunks per device, and every count that splits GPT-2 medium's 24
+// blocks evenly over pp x chunks, or its 26 layers with the embedding and loss counted: at pp 2
+// 3, 4, 6, 12 (24 = 2 x 12) and 13 (26 = 2 x 13); at pp 4 3 and 6; at pp 8 3.
+TEST(Search, InterleavedTriesEveryChunkCountThatSplitsTheBlocksEvenly) {
+  Problem s("gpt2-medium", "g4dn.12xlarge:4");
+  SearchOptions o = options(64, 1000);
+  o.schedules = {"interleaved"};
+  o.micro_batches = {1};
+  o.tensor_widths = {1};
+  o.recompute = {Recompute::kNone};
+  o.max_zero = 0;
+  o.exhaustive = true;
+  const SearchResult r = search_training(s.ev, o);
+  std::map<int64_t, std::set<int64_t>> chunks;  // pp -> chunks per device
+  for (const auto& t : r.top)
+    if (t.strategy.pp > 1) chunks[t.strategy.pp].insert(t.strategy.chunks);
+  EXPECT_EQ(chunks[2], (std::set<int64_t>{2, 3, 4, 6, 12, 13}));
+  EXPECT_EQ(chunks[4], (std::set<int64_t>{2, 3, 6}));
+  EXPECT_EQ(chunks[8], (std::set<int64_t>{2, 3}));
+}
+
 TEST(Search, CountsEveryCandidateOnce) {
   Problem s("gpt2-medium", "g4dn.12xlarge:4");
   const SearchResult r = search_training(s.ev, options(32));

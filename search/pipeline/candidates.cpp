@@ -75,7 +75,7 @@ const std::vector<Entry>& table() {
       {{"interleaved",
         "Megatron-LM interleaved 1F1B over --chunks virtual stages per device (stage j on device "
         "j mod p)",
-        2, false},
+        2, false, true},
        Family::kInterleaved,
        own_interleaved},
       {{"zb-h1",

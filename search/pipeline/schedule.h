@@ -57,6 +57,7 @@ struct ScheduleInfo {
   std::string name, description;
   int default_chunks;
   bool splits_backward;
+  bool any_chunks = false;  // runs any count of chunks per device from 2 (--chunks): interleaved
 };
 
 // The schedule table (gpipe, 1f1b, interleaved, zb-h1, zb-h2, v-min, v-half, v-zb); --help and
