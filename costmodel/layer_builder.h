@@ -31,6 +31,7 @@ struct LinearOptions {
   double flop_fraction = 1;
   bool shared_weight = false;
   bool quantizable = true;
+  bool routed_expert = false;  // a routed expert's weights (LayerWork's expert_ parts)
 };
 
 class Builder {
@@ -70,6 +71,10 @@ class Builder {
         w_.weight_quantize_bytes += weights * (act_ + amax + copy);
         w_.low_precision_weight_bytes += weights * copy;
         w_.quantized_weight_params += in * out * b;
+        if (o.routed_expert) {
+          w_.expert_low_precision_weight_bytes += weights * copy;
+          w_.expert_quantized_weight_params += in * out * b;
+        }
       }
     }
     if (o.shared_weight) return;

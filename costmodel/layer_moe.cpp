@@ -13,13 +13,14 @@ namespace hetplan::layer_detail {
 namespace {
 
 // fc1, the activation and fc2 of `experts` batched MLPs (a grouped GEMM for experts) of width
-// `f` per rank over `tokens` rows each, with what they keep.
+// `f` per rank over `tokens` rows each, with what they keep; `routed`: the routed experts'.
 void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, int64_t experts,
-               double flop_fraction, const std::string& prefix, Builder& B) {
+               double flop_fraction, const std::string& prefix, bool routed, Builder& B) {
   const double act = B.act();
   const bool gated = is_gated(b.activation);
   const int64_t up = gated ? 2 * f : f;
-  B.linear(prefix + "fc1", tokens, h, up, {.batch = experts, .flop_fraction = flop_fraction});
+  B.linear(prefix + "fc1", tokens, h, up,
+           {.batch = experts, .flop_fraction = flop_fraction, .routed_expert = routed});
   const double rows = static_cast<double>(tokens) * experts;
   if (b.mlp_bias) B.bias_grad(rows, static_cast<double>(up));
   const double act_elems = rows * f;
@@ -40,7 +41,8 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
   B.keep(act_elems * act * (gated ? 2 : 1));  // activation input
   if (b.activation == MlpActivation::kSwiglu) B.keep(B.kept("swiglu", act_elems));
   B.keep(act_elems * B.linear_input());  // fc2 input (activation output)
-  B.linear(prefix + "fc2", tokens, f, h, {.batch = experts, .flop_fraction = flop_fraction});
+  B.linear(prefix + "fc2", tokens, f, h,
+           {.batch = experts, .flop_fraction = flop_fraction, .routed_expert = routed});
 }
 
 // Shared experts (one MLP of shared_experts x shared_ffn_hidden, tensor-parallel like a dense
@@ -48,7 +50,7 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
 void shared_experts(const TransformerLayer& b, int64_t h, int64_t tokens, Builder& B) {
   if (b.shared_experts <= 0) return;
   const int64_t f = b.shared_experts * b.shared_ffn_hidden / B.shape().tp;
-  mlp_gemms(b, h, tokens, f, 1, 1, "shared_", B);
+  mlp_gemms(b, h, tokens, f, 1, 1, "shared_", false, B);
   if (b.shared_expert_gate) {
     // Qwen2-MoE: sigmoid(x W_g) scales the shared experts' output (hidden -> 1).
     B.linear("shared_gate", tokens, h, 1, {.quantizable = false});
@@ -108,7 +110,7 @@ void moe_tensor_region(const TransformerLayer& b, const BlockSizes& z, Builder& 
   const auto [tokens, fraction] = expert_tokens(T * b.top_k, b.experts, B.shape().moe_imbalance);
   experts_token_counts(B);
   B.keep(copies * h * B.linear_input());  // dispatched expert inputs
-  mlp_gemms(b, h, tokens, b.ffn_hidden / B.shape().tp, b.experts, fraction, "", B);
+  mlp_gemms(b, h, tokens, b.ffn_hidden / B.shape().tp, b.experts, fraction, "", true, B);
   unpermute(copies, static_cast<double>(T), h, B);
   shared_experts(b, h, T, B);
   B.leave_tp_region("mlp", z.x_bytes);
@@ -162,7 +164,7 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
   }
   const auto [tokens, fraction] = expert_tokens(routed, local, s.moe_imbalance);
   B.keep(static_cast<double>(routed) * h * B.linear_input());  // the experts' inputs
-  mlp_gemms(b, h, tokens, b.ffn_hidden / etp, local, fraction, "", B);
+  mlp_gemms(b, h, tokens, b.ffn_hidden / etp, local, fraction, "", true, B);
   if (s.dispatcher == MoeDispatcher::kAllGather) {
     unpermute(static_cast<double>(routed), static_cast<double>(N) * etp * ep, h, B);
     const double gathered_etp = static_cast<double>(N) * etp * h * act;
@@ -231,7 +233,7 @@ void mlp_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSize
   } else {
     B.enter_tp_region("mlp", z.x_bytes);
     B.keep(z.Tr * z.h * B.linear_input());  // fc1 input
-    mlp_gemms(b, z.h, z.T, b.ffn_hidden / s.tp, 1, 1, "", B);
+    mlp_gemms(b, z.h, z.T, b.ffn_hidden / s.tp, 1, 1, "", false, B);
     B.leave_tp_region("mlp", z.x_bytes);
   }
   if (b.post_norms) B.kept_norm(b.norm, z.Tr, z.h);  // Gemma's post_feedforward_layernorm

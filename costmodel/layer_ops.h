@@ -225,6 +225,9 @@ struct LayerWork {
   double weight_quantize_bytes = 0;
   double low_precision_weight_bytes = 0;
   int64_t quantized_weight_params = 0;  // the parameters of those weights
+  // Of those, the routed experts' (sharded with the experts' states, over expert_dp).
+  double expert_low_precision_weight_bytes = 0;
+  int64_t expert_quantized_weight_params = 0;
   // Points in the forward where the host waits for the device (a token count read back to size
   // the next kernels): the device's queue runs dry there, and the host issues what follows while
   // the device waits (search/eval/layer_costs.cpp host_sync_stall).

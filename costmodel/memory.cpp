@@ -57,10 +57,18 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
   const double experts = std::clamp(in.expert_param_count, 0.0, in.param_count);
   add_states(in.param_count - experts, in.dp);
   add_states(experts, in.expert_dp);
-  const double dp = static_cast<double>(in.dp > 0 ? in.dp : 1);
-  m.weights += (in.low_precision_weight_bytes -
-                std::clamp(in.low_precision_only_param_count, 0.0, in.param_count) * b.weights) /
-               (sh.weights ? dp : 1.0);
+  // A recipe's weight copies beside (or, for the copies-only parameters, instead of) the
+  // half-precision weights, sharded as those are.
+  const auto add_copies = [&](double copy_bytes, double only_params, int64_t replicas) {
+    const double dp = static_cast<double>(replicas > 0 ? replicas : 1);
+    m.weights += (copy_bytes - only_params * b.weights) / (sh.weights ? dp : 1.0);
+  };
+  const double only = std::clamp(in.low_precision_only_param_count, 0.0, in.param_count);
+  const double expert_only = std::clamp(in.expert_low_precision_only_param_count, 0.0, only);
+  const double expert_copies =
+      std::clamp(in.expert_low_precision_weight_bytes, 0.0, in.low_precision_weight_bytes);
+  add_copies(in.low_precision_weight_bytes - expert_copies, only - expert_only, in.dp);
+  add_copies(expert_copies, expert_only, in.expert_dp);
   m.activations = in.activation_bytes;
   m.transient = in.transient_bytes;
   m.fragmentation = m.allocated() * layout.fragmentation;

@@ -29,6 +29,10 @@ struct MemoryInput {
   // Of `param_count`, those held in the recipe's copies alone (no half-precision weight:
   // Megatron's --fp8-param-gather).
   double low_precision_only_param_count = 0;
+  // Of the two above, the routed experts' (sharded over expert_dp under ZeRO-3, with the
+  // experts' own weights).
+  double expert_low_precision_weight_bytes = 0;
+  double expert_low_precision_only_param_count = 0;
   int zero = 0;                 // 0 (none) .. 3
   Dtype dtype = Dtype::kBf16;   // training precision of weights and activations
   double activation_bytes = 0;  // held at the pipeline's peak

@@ -29,6 +29,8 @@ struct LayerCost {
   // quantisation of them moves (costmodel/layer_ops.h).
   double low_precision_weight_bytes = 0, weight_quantize_bytes = 0;
   double quantized_param_count = 0;  // the parameters of those weights
+  // Of the copies and their parameters, the routed experts'.
+  double expert_low_precision_weight_bytes = 0, expert_quantized_param_count = 0;
   double output_bytes = 0;
   // Kernels launched per micro-batch, recomputation included (costmodel/layer_ops.h).
   double kernel_launches = 0;
@@ -68,9 +70,11 @@ class Evaluator {
   LayerGroups representative_groups(int64_t group, int64_t tp_nodes, const Strategy& s) const;
 
   // The communicator of `ranks` devices `stride` apart from device `first` (a rank's gradient
-  // replicas in the default placement), `sharing` such groups to a node's network. Cached: the
-  // search predicts many candidates on the same placement.
-  CommGroup strided_group(int64_t first, int64_t ranks, int64_t stride, int64_t sharing) const;
+  // replicas in the default placement), `sharing` such groups to a node's network; with `span` >
+  // 0 the offsets wrap around within the `span` devices from `first` (a row laid out on one node
+  // kind). Cached: the search predicts many candidates on the same placement.
+  CommGroup strided_group(int64_t first, int64_t ranks, int64_t stride, int64_t sharing,
+                          int64_t span = 0) const;
 
   // Per virtual stage: the most micro-batch activations of that stage the schedule holds at once
   // (from its pass order, which the times do not change). Cached by schedule, pp, micro-batches
@@ -109,7 +113,8 @@ class Evaluator {
   mutable std::map<CacheKey, std::unique_ptr<std::vector<LayerCost>>> cache_;
   std::vector<int64_t> canonical_layer_;  // index of the first layer identical to each layer
   mutable std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, std::vector<double>> peaks_;
-  mutable std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, CommGroup> strided_groups_;
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, CommGroup>
+      strided_groups_;
 };
 
 }  // namespace hetplan

@@ -138,5 +138,26 @@ TEST(DeviceMemoryZero, ExpertsShardOverTheirOwnReplicas) {
   EXPECT_DOUBLE_EQ(device_memory(in).total(), 18e9);
 }
 
+TEST(DeviceMemoryZero, ExpertsWeightCopiesShardWithTheExperts) {
+  // fp8 under ZeRO-3: 1e9 parameters of which 6e8 routed experts, a 1-byte copy of each. The
+  // dense weights and copies over dp = 8, the experts' over expert_dp = 2:
+  // (2 + 1) x 4e8 / 8 + (2 + 1) x 6e8 / 2.
+  MemoryInput in;
+  in.param_count = 1e9;
+  in.expert_param_count = 6e8;
+  in.dp = 8;
+  in.expert_dp = 2;
+  in.zero = 3;
+  in.dtype = Dtype::kFp8;
+  in.reserve_bytes = 0;
+  in.low_precision_weight_bytes = 1e9;
+  in.expert_low_precision_weight_bytes = 6e8;
+  EXPECT_DOUBLE_EQ(device_memory(in).weights, 3 * 4e8 / 8 + 3 * 6e8 / 2);
+  // Held in fp8 alone: no bf16 copy of either part, each sharded as its copies are.
+  in.low_precision_only_param_count = 1e9;
+  in.expert_low_precision_only_param_count = 6e8;
+  EXPECT_DOUBLE_EQ(device_memory(in).weights, 4e8 / 8 + 6e8 / 2);
+}
+
 }  // namespace
 }  // namespace hetplan

@@ -98,6 +98,8 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
   c.low_precision_weight_bytes = w.low_precision_weight_bytes;
   c.weight_quantize_bytes = w.weight_quantize_bytes;
   c.quantized_param_count = static_cast<double>(w.quantized_weight_params);
+  c.expert_low_precision_weight_bytes = w.expert_low_precision_weight_bytes;
+  c.expert_quantized_param_count = static_cast<double>(w.expert_quantized_weight_params);
   c.output_bytes = w.output_bytes;
   c.kernel_launches = static_cast<double>(layer_kernels(w, s.recompute).total());
   // Recomputed activations live while the layer's backward runs; gradients of the layer's input

@@ -23,17 +23,37 @@ std::string overflow_reason(int64_t d, const GpuSpec& gpu, const MemoryBreakdown
 
 }  // namespace
 
-MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype, double params,
-                             double expert_params, double low_precision_bytes,
-                             double quantized_params) {
+HeldParameters held_by(const LayerCost& c) {
+  return {c.param_count,
+          c.expert_param_count,
+          c.low_precision_weight_bytes,
+          c.expert_low_precision_weight_bytes,
+          c.quantized_param_count,
+          c.expert_quantized_param_count};
+}
+
+HeldParameters held_by(const StageTimes& t, size_t d) {
+  return {t.params[d],
+          t.expert_params[d],
+          t.low_precision_bytes[d],
+          t.expert_low_precision_bytes[d],
+          t.quantized_params[d],
+          t.expert_quantized_params[d]};
+}
+
+MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype,
+                             const HeldParameters& held) {
   MemoryInput mem;
-  mem.param_count = params;
+  mem.param_count = held.params;
   mem.dp = s.grad_replicas();
-  mem.expert_param_count = expert_params;
+  mem.expert_param_count = held.expert_params;
   mem.expert_dp = s.expert_dp();
-  mem.low_precision_weight_bytes = low_precision_bytes;
-  if (s.low_precision_params && is_quantized(s.precision))
-    mem.low_precision_only_param_count = quantized_params;
+  mem.low_precision_weight_bytes = held.low_precision_bytes;
+  mem.expert_low_precision_weight_bytes = held.expert_low_precision_bytes;
+  if (s.low_precision_params && is_quantized(s.precision)) {
+    mem.low_precision_only_param_count = held.quantized_params;
+    mem.expert_low_precision_only_param_count = held.expert_quantized_params;
+  }
   mem.zero = s.zero;
   mem.dtype = dtype;
   mem.layout = &ev.framework().memory;
@@ -46,8 +66,7 @@ std::vector<MemoryBreakdown> rank_memory(const Evaluator& ev, const Strategy& s,
   std::vector<MemoryBreakdown> memory(ranks.size());
   for (size_t d = 0; d < ranks.size(); ++d) {
     const GpuSpec& gpu = *ranks[d].mem_gpu;
-    MemoryInput mem = parameter_states(ev, s, ranks[d].dtype, t.params[d], t.expert_params[d],
-                                       t.low_precision_bytes[d], t.quantized_params[d]);
+    MemoryInput mem = parameter_states(ev, s, ranks[d].dtype, held_by(t, d));
     mem.activation_bytes = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
     mem.transient_bytes = t.transient[d];
     mem.reserve_bytes = reserve_bytes(ev, s, gpu);

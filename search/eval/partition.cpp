@@ -100,9 +100,7 @@ PartitionInput partition_input(const Evaluator& ev, const Strategy& s, const Pla
     std::vector<double> t, stat, act, tr;
     for (const auto& c : r.costs()) {
       t.push_back(c.total_s());
-      const MemoryInput states =
-          parameter_states(ev, s, r.dtype, c.param_count, c.expert_param_count,
-                           c.low_precision_weight_bytes, c.quantized_param_count);
+      const MemoryInput states = parameter_states(ev, s, r.dtype, held_by(c));
       stat.push_back(device_memory(states).allocated());
       act.push_back(c.activation_bytes);
       tr.push_back(c.transient_bytes);

@@ -49,6 +49,8 @@ void sum_stages(const Evaluator& ev, const Placement& p, const std::vector<Rank>
       t.low_precision_bytes[d] += c.low_precision_weight_bytes;
       t.weight_quantize_bytes[d] += c.weight_quantize_bytes;
       t.quantized_params[d] += c.quantized_param_count;
+      t.expert_low_precision_bytes[d] += c.expert_low_precision_weight_bytes;
+      t.expert_quantized_params[d] += c.expert_quantized_param_count;
     }
     if (j + 1 < S) {
       const double bytes = costs[sp.stage.last_layer].output_bytes;
@@ -139,6 +141,8 @@ StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& 
   t.low_precision_bytes.assign(ranks.size(), 0);
   t.weight_quantize_bytes.assign(ranks.size(), 0);
   t.quantized_params.assign(ranks.size(), 0);
+  t.expert_low_precision_bytes.assign(ranks.size(), 0);
+  t.expert_quantized_params.assign(ranks.size(), 0);
   sum_stages(ev, p, ranks, ranges, t);
   share_tied_table(ev, s, p, ranks, t);
   gather_zero3_weights(ev, s, p, ranks, ranges, t);

@@ -110,6 +110,8 @@ struct StageTimes {
   // per step.
   std::vector<double> low_precision_bytes, weight_quantize_bytes;
   std::vector<double> quantized_params;  // per rank, the parameters of those weights
+  // Per rank, of the copies and their parameters the routed experts'.
+  std::vector<double> expert_low_precision_bytes, expert_quantized_params;
 };
 StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& p,
                        const std::vector<Rank>& ranks, const std::vector<LayerRange>& ranges,
@@ -122,11 +124,19 @@ CommGroup grad_group(const Evaluator& ev, const Strategy& s, const std::vector<i
 CommGroup expert_grad_group(const Evaluator& ev, const Strategy& s,
                             const std::vector<int64_t>& devices);
 
-// The parameter states of `params` (of them `expert_params` routed experts') and a recipe's weight
-// copies under the strategy's sharding: MemoryInput's first part.
-MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype, double params,
-                             double expert_params, double low_precision_bytes,
-                             double quantized_params);
+// What a rank (or one layer) holds: its parameters and a recipe's weight copies of them, each
+// with the routed experts' share.
+struct HeldParameters {
+  double params = 0, expert_params = 0;
+  double low_precision_bytes = 0, expert_low_precision_bytes = 0;
+  double quantized_params = 0, expert_quantized_params = 0;  // the parameters of those copies
+};
+HeldParameters held_by(const LayerCost& c);
+HeldParameters held_by(const StageTimes& t, size_t rank);
+
+// The parameter states of `held` under the strategy's sharding: MemoryInput's first part.
+MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype,
+                             const HeldParameters& held);
 
 // The parameters rank d's optimizer steps on each of its devices (its ZeRO shard).
 double optimizer_params(const Strategy& s, const StageTimes& t, size_t d);
