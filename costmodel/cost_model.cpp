@@ -329,12 +329,11 @@ double CostModel::deduplicated_all_to_all_s(double bytes, const CommGroup& g,
   if (g.size <= 1 || bytes <= 0) return 0;
   const AllToAllTraffic plain = all_to_all_traffic(bytes, g, nullptr);
   const AllToAllTraffic dedup = all_to_all_traffic(bytes, g, &routing);
-  if (measured_collective_s(CollectiveKind::kAllToAll, bytes, g)) {
-    // A measured all-to-all at the bytes its busiest resource then carries.
-    const double ratio = g.nodes > 1 ? dedup.node_network_bytes / plain.node_network_bytes
-                                     : dedup.gpu_link_bytes / plain.gpu_link_bytes;
-    return *measured_collective_s(CollectiveKind::kAllToAll, bytes * ratio, g);
-  }
+  // Measured: the all-to-all at the bytes its busiest resource then carries.
+  const double ratio = g.nodes > 1 ? dedup.node_network_bytes / plain.node_network_bytes
+                                   : dedup.gpu_link_bytes / plain.gpu_link_bytes;
+  if (auto measured = measured_collective_s(CollectiveKind::kAllToAll, bytes * ratio, g))
+    return *measured;
   return flat_all_to_all_s(dedup, g);
 }
 

@@ -125,9 +125,7 @@ LayerGroups Evaluator::representative_groups(int64_t group, int64_t tp_nodes,
   // then cp; for the experts etp fastest, then ep): `ranks` of them `stride` apart.
   const int64_t kind_gpus = ng.count * ng.node.gpus;
   const auto row = [&](int64_t ranks, int64_t stride) {
-    std::vector<int64_t> devices;
-    for (int64_t k = 0; k < ranks; ++k) devices.push_back(first + (k * stride) % kind_gpus);
-    return make_comm_group(cluster_, devices_, devices);
+    return strided_group(first, ranks, stride, 1, kind_gpus);
   };
   if (s.cp > 1) groups.context = row(s.cp, s.tp);
   if (s.ep > 1) groups.expert = row(s.ep, s.expert_tp());
@@ -135,15 +133,16 @@ LayerGroups Evaluator::representative_groups(int64_t group, int64_t tp_nodes,
   return groups;
 }
 
-CommGroup Evaluator::strided_group(int64_t first, int64_t ranks, int64_t stride,
-                                   int64_t sharing) const {
-  const auto key = std::make_tuple(first, ranks, stride, sharing);
+CommGroup Evaluator::strided_group(int64_t first, int64_t ranks, int64_t stride, int64_t sharing,
+                                   int64_t span) const {
+  const auto key = std::make_tuple(first, ranks, stride, sharing, span);
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (auto it = strided_groups_.find(key); it != strided_groups_.end()) return it->second;
   }
   std::vector<int64_t> members;
-  for (int64_t k = 0; k < ranks; ++k) members.push_back(first + k * stride);
+  for (int64_t k = 0; k < ranks; ++k)
+    members.push_back(first + (span > 0 ? (k * stride) % span : k * stride));
   const CommGroup g = make_comm_group(cluster_, devices_, members, sharing);
   std::lock_guard<std::mutex> lock(cache_mutex_);
   return strided_groups_.emplace(key, g).first->second;
