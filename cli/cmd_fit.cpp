@@ -15,6 +15,7 @@
 #include "costmodel/profile_quality.h"
 #include "costmodel/profile_sources.h"
 #include "profiler/common/gemm_plan.h"
+#include "report/run_documents.h"
 
 namespace hetplan::cli {
 namespace {

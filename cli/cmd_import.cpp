@@ -9,6 +9,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/input_files.h"
 #include "report/import/importers.h"
+#include "report/run_documents.h"
 
 namespace hetplan::cli {
 namespace {

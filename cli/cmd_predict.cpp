@@ -1,5 +1,4 @@
 // hetplan predict: one strategy's iteration time, throughput, MFU and memory per device.
-#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,6 +10,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
 #include "report/run_documents.h"
+#include "report/run_text.h"
 #include "search/evaluate.h"
 #include "search/stage_gpu_types.h"
 
@@ -23,34 +23,6 @@ struct PredictOptions {
   int64_t seq_len = 0;
   bool no_default_calibration = false;
 };
-
-void print_prediction(const Strategy& s, const Prediction& p) {
-  fmt::print(
-      "strategy ({}): dp {} tp {} pp {} micro-batch {} global batch {} schedule {}{} recompute {} "
-      "zero {}{}{}\n",
-      s.framework, s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule,
-      s.chunks > 1 ? fmt::format(" x{}", s.chunks) : "", to_string(s.recompute), s.zero,
-      s.sequence_parallel ? " sequence-parallel" : "", framework_switches(s));
-  if (!p.feasible) fmt::print("INFEASIBLE ({}): {}\n", p.reason_code(), p.reason);
-  if (p.iteration_s <= 0) return;
-  fmt::print(
-      "iteration {}  |  {:.2f} samples/s  {:.0f} tokens/s  |  MFU {:.1f}%  |  bubble "
-      "{:.1f}%\n",
-      format_seconds(p.iteration_s), p.samples_per_s, p.tokens_per_s, 100 * p.mfu,
-      100 * p.bubble_rate);
-  fmt::print("breakdown:{}", breakdown_text(p));
-  fmt::print("\n\n{:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10}\n", "stage",
-             "layers", "gpu", "F", "B", "W", "p2p", "dp sync", "in flight", "memory");
-  for (size_t i = 0; i < p.stages.size(); ++i) {
-    const auto& st = p.stages[i];
-    fmt::print("{:>5} {:>4}-{:<4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10}\n", i,
-               st.stage.first_layer, st.stage.last_layer, st.stage.gpu_type,
-               format_seconds(st.forward_s), format_seconds(st.backward_input_s),
-               format_seconds(st.backward_weight_s), format_seconds(st.p2p_s),
-               format_seconds(st.dp_sync_s), st.in_flight, format_gib(st.memory.total()));
-  }
-  for (const auto& note : p.notes) fmt::print("note: {}\n", note);
-}
 
 }  // namespace
 
@@ -92,19 +64,18 @@ CommandRunner declare_predict(CLI::App& app) {
     // The stages' devices and layers are checked as the strategy is placed: name the file.
     const Prediction p =
         naming_input(o->strategy, "stages", [&] { return evaluator.predict(strategy); });
+    const RunDocumentInputs in{
+        run_context("predict", profile), o->model, o->cluster, model, cluster, framework};
+    const Json document = prediction_document(in, strategy, p);
     if (o->json != "-") {
       fmt::print("model {} ({:.2f}B parameters, sequence {}) on {} ({} GPUs)\n", model.name,
                  model.parameters() / 1e9, model.seq_len, cluster.name, cluster.num_gpus());
-      print_prediction(strategy, p);
+      fmt::print("{}", prediction_text(document));
       if (!strategy.stages.empty() && strategy.devices() < cluster.num_gpus())
         fmt::print("note: the strategy uses {} of the {} GPUs; {}\n", strategy.devices(),
                    cluster.num_gpus(), idle_groups_text(cluster, strategy));
     }
-    if (!o->json.empty()) {
-      const RunDocumentInputs in{
-          run_context("predict", profile), o->model, o->cluster, model, cluster, framework};
-      write_json_output(prediction_document(in, strategy, p), o->json);
-    }
+    if (!o->json.empty()) write_json_output(document, o->json);
     return 0;
   };
 }

@@ -11,6 +11,7 @@
 #include "cli/progress_line.h"
 #include "cli/validators.h"
 #include "costmodel/model.h"
+#include "report/run_documents.h"
 #include "search/provision.h"
 
 namespace hetplan::cli {

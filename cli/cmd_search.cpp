@@ -9,12 +9,12 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/progress_line.h"
-#include "cli/search_table.h"
 #include "cli/validators.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
 #include "report/run_documents.h"
+#include "report/run_text.h"
 #include "search/pipeline/schedule.h"
 #include "search/search.h"
 
@@ -39,34 +39,6 @@ struct SearchCliOptions {
   bool tp_comm_overlap = false;
   bool half_grad_reduce = false;
 };
-
-void print_table(const std::vector<RankedStrategy>& rows) {
-  // Context and expert widths and the recipe show where a row has them.
-  bool wide = false;
-  for (const auto& r : rows)
-    wide |= r.strategy.cp > 1 || r.strategy.ep > 1 || r.strategy.expert_tp() != r.strategy.tp ||
-            r.strategy.precision != Precision::kBf16;
-  fmt::print("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} ", "rank", "dp", "tp", "pp",
-             "mb", "schedule", "recompute", "zero", "sp");
-  if (wide) fmt::print("{:>3} {:>3} {:>3} {:<13} ", "cp", "ep", "etp", "precision");
-  fmt::print("{:>10} {:>10} {:>6} {:>9}  {}\n", "iteration", "samples/s", "MFU", "peak mem",
-             "layers per stage");
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Strategy& s = rows[i].strategy;
-    const Prediction& p = rows[i].predicted;
-    double peak = 0;
-    for (double b : p.peak_memory_bytes) peak = std::max(peak, b);
-    fmt::print("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} ", i + 1, s.dp, s.tp, s.pp,
-               s.micro_batch, s.schedule, to_string(s.recompute), s.zero,
-               s.sequence_parallel ? "yes" : "no");
-    if (wide)
-      fmt::print("{:>3} {:>3} {:>3} {:<13} ", s.cp, s.ep,
-                 s.ep > 1 || s.etp > 0 ? fmt::format("{}", s.expert_tp()) : std::string("-"),
-                 to_string(s.precision));
-    fmt::print("{:>10} {:>10.2f} {:>5.1f}% {:>9}  {}\n", format_seconds(p.iteration_s),
-               p.samples_per_s, 100 * p.mfu, format_gib(peak), stage_layers_summary(p.stages));
-  }
-}
 
 }  // namespace
 
@@ -224,55 +196,23 @@ CommandRunner declare_search(CLI::App& app) {
       };
     const SearchResult r = search_training(evaluator, opts);
     progress.finish();
-    const bool to_stdout = o->json == "-";
-    if (!to_stdout) {
+    const RunDocumentInputs in{
+        run_context("search", profile), o->model, o->cluster, model, cluster, framework};
+    const Json document = search_document(in, o->global_batch, r);
+    if (o->json != "-") {
       fmt::print("{} ({:.2f}B parameters, sequence {}, global batch {}) on {} ({} GPUs) under {}\n",
                  model.name, model.parameters() / 1e9, model.seq_len, o->global_batch, cluster.name,
                  cluster.num_gpus(), framework.name);
+      fmt::print("{}", search_table_text(document));
       if (!r.top.empty()) {
-        print_table(r.top);
-        const Prediction& best = r.top.front().predicted;
-        fmt::print("\nbest: {:.0f} tokens/s; breakdown:{}\n", best.tokens_per_s,
-                   breakdown_text(best));
-        for (const auto& note : best.notes) fmt::print("note: {}\n", note);
         const Strategy& bs = r.top.front().strategy;
         if (bs.devices() < cluster.num_gpus())
           fmt::print("note: the best plan uses {} of the {} GPUs; {}\n", bs.devices(),
                      cluster.num_gpus(), idle_groups_text(cluster, bs));
-      } else {
-        fmt::print("no feasible strategy.\n");
-        if (r.min_static_bytes > 0)
-          fmt::print(
-              "  weights, gradients and optimizer state alone need at least {} per GPU in "
-              "every candidate (spread over all {} GPUs with the best ZeRO stage); the "
-              "largest GPU has {}\n",
-              format_gib(r.min_static_bytes), cluster.num_gpus(), format_gib(r.static_limit_bytes));
-        for (const auto& near : r.closest_infeasible)
-          fmt::print("  closest: dp {} tp {} pp {} mb {} {} recompute {} zero {}: {}\n",
-                     near.strategy.dp, near.strategy.tp, near.strategy.pp,
-                     near.strategy.micro_batch, near.strategy.schedule,
-                     to_string(near.strategy.recompute), near.strategy.zero, near.predicted.reason);
       }
-      std::string pruned, infeasible;
-      for (const auto& [k, v] : r.stats.pruned) pruned += fmt::format(" {} {}", k, v);
-      for (const auto& [k, v] : r.stats.infeasible) infeasible += fmt::format(" {} {}", k, v);
-      fmt::print(
-          "\n{} candidates, {} costed ({} feasible) in {} ({:.0f} candidates/s)\npruned:{}\n"
-          "infeasible:{}\n",
-          r.stats.candidates, r.stats.evaluated, r.stats.feasible,
-          format_seconds(r.stats.elapsed_s), r.stats.candidates_per_s,
-          pruned.empty() ? " none" : pruned, infeasible.empty() ? " none" : infeasible);
-      if (r.stats.time_limit_reached)
-        fmt::print(
-            "time limit reached ({}): the best of the {} candidates costed in time, not "
-            "necessarily the best of the space\n",
-            format_seconds(o->time_limit_s), r.stats.evaluated);
+      fmt::print("{}", search_counts_text(document));
     }
-    if (!o->json.empty()) {
-      const RunDocumentInputs in{
-          run_context("search", profile), o->model, o->cluster, model, cluster, framework};
-      write_json_output(search_document(in, o->global_batch, r), o->json);
-    }
+    if (!o->json.empty()) write_json_output(document, o->json);
     return 0;
   };
 }

@@ -53,8 +53,6 @@ struct ServeCliOptions {
   double trace_duration_s = 1800;
 };
 
-std::string now_utc() { return utc_now_iso8601(); }
-
 ServeCluster load_cluster_for_serving(const ServeCliOptions& o) {
   if (!o.machine_profiles.empty()) {
     if (fs::path(o.cluster).extension() != ".ini")
@@ -319,7 +317,7 @@ CommandRunner declare_serve(CLI::App& app) {
     report.problem = &problem;
     report.context = {{"hetplan_version", version()},
                       {"command", own_command_line()},
-                      {"date", now_utc()},
+                      {"date", utc_now_iso8601()},
                       {"model", o->model},
                       {"cluster", o->cluster},
                       {"profiles", o->profiles.empty() ? Json("cost model") : Json(o->profiles)},

@@ -1,7 +1,5 @@
 #include "cli/common.h"
 
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -15,8 +13,6 @@
 #include "costmodel/errors.h"
 #include "costmodel/profile_sources.h"
 #include "costmodel/topology.h"
-#include "costmodel/utc_time.h"
-#include "costmodel/version.h"
 
 namespace hetplan::cli {
 
@@ -48,37 +44,6 @@ FrameworkSpec load_run_framework(const std::string& flag, const std::string& rec
   return load_framework(!flag.empty()       ? flag
                         : !recorded.empty() ? recorded
                                             : std::string(kDefaultFramework));
-}
-
-Json run_context(const std::string& command, const Profile& profile) {
-  const std::string date = utc_now_iso8601();
-  Json sources = Json::object();
-  for (const auto& [type, fit] : profile.gpus) sources[type] = fit.source;
-  return {{"hetplan_version", version()},
-          {"hetplan_commit", commit()},
-          {"command", command},
-          {"date", date},
-          {"calibration", profile.origins},
-          {"gpu_sources", sources}};
-}
-
-std::string format_seconds(double s) {
-  if (s >= 1) return fmt::format("{:.3f} s", s);
-  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
-  return fmt::format("{:.1f} us", s * 1e6);
-}
-
-std::string format_gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1ull << 30)); }
-
-std::string breakdown_text(const Prediction& p) {
-  std::string text;
-  // The parts a strategy may not have show only where they take time (the JSON has them all).
-  const auto optional = [](const std::string& name) {
-    return name == "host_wait" || name == "cp_comm" || name == "ep_comm";
-  };
-  for (const auto& [name, sec] : p.breakdown)
-    if (!optional(name) || sec > 0) text += fmt::format("  {} {}", name, format_seconds(sec));
-  return text;
 }
 
 void write_json_output(const Json& j, const std::string& path) {

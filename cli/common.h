@@ -1,5 +1,5 @@
-// Pieces shared by the commands: loading the profile that backs the cost model, run context for
-// JSON outputs, and small formatting helpers.
+// Pieces shared by the commands: loading the profile that backs the cost model and the framework,
+// checking outputs, and small formatting helpers.
 #pragma once
 
 #include <string>
@@ -10,6 +10,7 @@
 #include "costmodel/framework.h"
 #include "costmodel/hardware.h"
 #include "costmodel/profile.h"
+#include "report/run_text.h"
 #include "search/strategy.h"
 
 namespace hetplan::cli {
@@ -27,23 +28,11 @@ inline constexpr const char* kFrameworkHelp =
     "Framework the strategy runs under: a preset (hetplan frameworks) or a framework file "
     "(default megatron-core)";
 
-// {"hetplan_version", "command", "date", "calibration": [origins]} for a JSON output.
-Json run_context(const std::string& command, const Profile& profile);
-
 // The node groups a strategy with explicit stages leaves idle: "idle: p3.16xlarge x32 (256 GPUs)".
 std::string idle_groups_text(const ClusterSpec& cluster, const Strategy& s);
 
 // The command line as typed (Linux /proc/self/cmdline), for a file's provenance.
 std::string own_command_line();
-
-// "1.23 s", "45.6 ms", "7.8 us".
-std::string format_seconds(double s);
-// "12.3 GiB".
-std::string format_gib(double bytes);
-// A prediction's breakdown as "  compute 12.09 s  tp_comm 783.77 ms ...". host_wait is left out
-// while it is 0 (no shipped profile has a `host` record, and without one there is no host
-// floor); --json keeps every key.
-std::string breakdown_text(const Prediction& p);
 
 // Writes JSON to a file (atomically) or, for "-", to stdout.
 void write_json_output(const Json& j, const std::string& path);

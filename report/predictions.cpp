@@ -1,5 +1,6 @@
 #include "report/predictions.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -90,8 +91,16 @@ Prediction prediction_from_json(ObjectReader r) {
   p.tokens_per_s = r.number_or("tokens_per_s", 0);
   p.mfu = r.number_or("mfu", 0);
   if (r.has("peak_memory_bytes")) p.peak_memory_bytes = r.numbers("peak_memory_bytes");
-  if (auto b = r.optional_object("breakdown"))
+  if (auto b = r.optional_object("breakdown")) {
     for (const auto& key : b->keys()) p.breakdown.emplace_back(key, b->number(key));
+    // In the evaluator's order; a part it does not know (a newer version's) after them.
+    const auto rank = [](const std::string& name) {
+      const auto* it = std::find(kBreakdownParts.begin(), kBreakdownParts.end(), name);
+      return it - kBreakdownParts.begin();
+    };
+    std::stable_sort(p.breakdown.begin(), p.breakdown.end(),
+                     [&](const auto& x, const auto& y) { return rank(x.first) < rank(y.first); });
+  }
   p.bubble_rate = r.number_or("bubble_rate", 0);
   p.kernels_per_iteration = r.number_or("kernels_per_iteration", 0);
   p.host_s = r.number_or("host_s", 0);

@@ -30,8 +30,6 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string now_utc() { return utc_now_iso8601(); }
-
 Json or_null(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
 // Statistics of no pairs are null, not 0 (a 0% error would read as a perfect prediction).
@@ -341,7 +339,7 @@ Json build_report_data(const ReportInputs& in) {
   data["format"] = kReportFormat;
   data["schema_version"] = kReportSchemaVersion;
   data["title"] = in.title;
-  data["generated"] = now_utc();
+  data["generated"] = utc_now_iso8601();
   data["hetplan_version"] = version();
   data["command"] = in.command;
   // A file given twice would count its pairs (or its calibration points) twice.

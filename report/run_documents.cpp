@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/utc_time.h"
+#include "costmodel/version.h"
 #include "report/predictions.h"
 
 namespace hetplan {
@@ -16,6 +18,7 @@ Json document_head(const char* format, const RunDocumentInputs& in) {
   add_input_sources(out["context"], in.model_arg, in.cluster_arg, in.model.seq_len);
   out["model"] = in.model.name;
   out["cluster"] = in.cluster.name;
+  out["cluster_gpus"] = in.cluster.num_gpus();
   return out;
 }
 
@@ -30,6 +33,14 @@ Json ranked_list(const std::vector<RankedStrategy>& ranked) {
 }
 
 }  // namespace
+
+Json run_context(const std::string& command, const Profile& profile) {
+  Json sources = Json::object();
+  for (const auto& [type, fit] : profile.gpus) sources[type] = fit.source;
+  return {
+      {"hetplan_version", version()}, {"hetplan_commit", commit()},     {"command", command},
+      {"date", utc_now_iso8601()},    {"calibration", profile.origins}, {"gpu_sources", sources}};
+}
 
 Json prediction_document(const RunDocumentInputs& in, const Strategy& strategy,
                          const Prediction& predicted) {
@@ -46,11 +57,14 @@ Json search_document(const RunDocumentInputs& in, int64_t global_batch, const Se
   out["framework"] = in.framework.name;
   out["strategies"] = ranked_list(r.top);
   out["closest_infeasible"] = ranked_list(r.closest_infeasible);
-  if (r.top.empty() && r.min_static_bytes > 0)
+  if (r.top.empty() && r.min_static_bytes > 0) {
+    out["min_static_bytes"] = r.min_static_bytes;
+    out["static_limit_bytes"] = r.static_limit_bytes;
     out["why_none"] = fmt::format(
         "weights, gradients and optimizer state alone need at least {:.1f} GiB per GPU; the "
         "largest GPU has {:.1f} GiB",
         r.min_static_bytes / (1ull << 30), r.static_limit_bytes / (1ull << 30));
+  }
   out["stats"] = to_json(r.stats);
   return out;
 }

@@ -9,10 +9,16 @@
 #include "costmodel/framework.h"
 #include "costmodel/hardware.h"
 #include "costmodel/model.h"
+#include "costmodel/profile.h"
 #include "search/search.h"
 #include "search/strategy.h"
 
 namespace hetplan {
+
+// The context block of a command's JSON output: {"hetplan_version", "hetplan_commit", "command",
+// "date" (UTC, ISO 8601), "calibration": [the profile's origins], "gpu_sources": {GPU type: the
+// source of its figures}}.
+Json run_context(const std::string& command, const Profile& profile);
 
 // What both documents record of a run besides its result.
 struct RunDocumentInputs {
@@ -23,13 +29,14 @@ struct RunDocumentInputs {
   const FrameworkSpec& framework;
 };
 
-// {"format": "hetplan-prediction", "context", "model", "cluster", "framework", "strategy",
-// "predicted"}.
+// {"format": "hetplan-prediction", "context", "model", "cluster", "cluster_gpus", "framework",
+// "strategy", "predicted"}.
 Json prediction_document(const RunDocumentInputs& in, const Strategy& strategy,
                          const Prediction& predicted);
 
-// {"format": "hetplan-search", "context", "model", "cluster", "global_batch", "framework",
-// "strategies", "closest_infeasible", "why_none" (when nothing fits for memory), "stats"}.
+// {"format": "hetplan-search", "context", "model", "cluster", "cluster_gpus", "global_batch",
+// "framework", "strategies", "closest_infeasible", "why_none", "min_static_bytes" and
+// "static_limit_bytes" (when nothing fits for memory), "stats"}.
 Json search_document(const RunDocumentInputs& in, int64_t global_batch, const SearchResult& r);
 
 }  // namespace hetplan

@@ -1,8 +1,9 @@
-#include "cli/search_table.h"
+// The stage column of `hetplan search`'s table (report/run_text.h, stage_layers_summary).
+#include "report/run_text.h"
 
 #include <fmt/format.h>
 
-namespace hetplan::cli {
+namespace hetplan {
 namespace {
 
 // One item of the column: a GPU type's name before its first stage, then a count or a run.
@@ -56,4 +57,4 @@ std::string stage_layers_summary(const std::vector<StagePrediction>& stages, siz
   return out;
 }
 
-}  // namespace hetplan::cli
+}  // namespace hetplan

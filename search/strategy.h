@@ -1,8 +1,10 @@
 // A training strategy (the JSON contract of docs/cli.md) and its predicted performance.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -156,6 +158,12 @@ struct StagePrediction {
 // search's fast path stops there, with how far off the average device is).
 enum class Infeasible { kNone, kRule, kPlacement, kSchedule, kMemory, kNoPartition };
 
+// The parts of Prediction::breakdown in the order the evaluator reports them
+// (search/eval/summarise.cpp) and the printed breakdown lists them (a JSON object keeps no order).
+inline constexpr std::array<std::string_view, 10> kBreakdownParts = {
+    "compute",   "tp_comm", "cp_comm",   "ep_comm",   "pp_p2p",
+    "pp_bubble", "dp_sync", "optimizer", "host_sync", "host_wait"};
+
 struct Prediction {
   bool feasible = true;
   std::string reason;  // why not, when infeasible
@@ -170,7 +178,8 @@ struct Prediction {
   }
   double iteration_s = 0, samples_per_s = 0, tokens_per_s = 0, mfu = 0;
   std::vector<double> peak_memory_bytes;  // per pipeline rank (every device of a rank alike)
-  std::vector<std::pair<std::string, double>> breakdown;  // named seconds summing to iteration_s
+  // Named seconds summing to iteration_s, in the order of kBreakdownParts.
+  std::vector<std::pair<std::string, double>> breakdown;
   double bubble_rate = 0;
   // The host floor (search/evaluate.cpp): the most kernels one device's host issues per iteration,
   // and the time it takes them at the profile's host_s_per_kernel (0 when not measured).

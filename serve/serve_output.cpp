@@ -111,7 +111,9 @@ Json serve_json(const ServeReport& report) {
   const ServingProblem& problem = *report.problem;
   const EvaluatedPlacement& chosen = report.chosen.evaluated;
   Json out;
-  out["schema"] = "hetplan.serve/1";
+  out["format"] = "hetplan-serve";
+  out["schema_version"] = 1;
+  out["schema"] = "hetplan.serve/1";  // the key before format and schema_version (kept for readers)
   out["context"] = report.context;
   out["model"] = {
       {"name", problem.model.name},

@@ -3,10 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <ctime>
 
+#include "costmodel/utc_time.h"
 #include "kernels/cuda_check.h"
 
 namespace hetplan::kernels::bench {
@@ -30,9 +29,6 @@ nlohmann::json device_context(int argc, char** argv) {
   HETPLAN_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
-  const std::time_t now = std::time(nullptr);
-  char date[64];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::string command;
   for (int i = 0; i < argc; ++i) {
     if (i) command += ' ';
@@ -46,7 +42,7 @@ nlohmann::json device_context(int argc, char** argv) {
           {"driver_version", driver},
           {"runtime_version", runtime},
           {"host", host},
-          {"date", date},
+          {"date", hetplan::utc_now_iso8601()},
           {"command", command},
           {"source", "measured"}};
 }
