@@ -338,7 +338,7 @@ class TrainingSearch {
   // schedule that runs any (interleaved) also every count up to kMaxSearchedChunks that splits the
   // blocks evenly over pp x chunks, with or without the embedding and the loss counted as a layer
   // each (Megatron-Core's even --num-layers-per-virtual-pipeline-stage split and its
-  // --account-for-embedding/loss-in-pipeline-split; the recipes run 2 to 24).
+  // --account-for-embedding/loss-in-pipeline-split).
   std::vector<ScheduleChoice> schedule_choices(int64_t pp) const {
     const int64_t blocks = ev_.model().num_blocks();
     const int64_t layers = static_cast<int64_t>(ev_.model().layers.size());
