@@ -24,6 +24,25 @@ struct PredictOptions {
   bool no_default_calibration = false;
 };
 
+// Per stage and replica group (strategies with replicas): what each group runs.
+void print_groups(const Prediction& p) {
+  if (p.groups.empty()) return;
+  fmt::print(
+      "\n{:>5} {:>5} {:>10} {:>8} {:>3} {:>3} {:>7} {:>5} {:>10} {:>10} {:>10} {:>9} {:>10} "
+      "{:>9} {:>9} {:>9} {:>10}\n",
+      "stage", "group", "gpu", "replicas", "tp", "mb", "samples", "m", "F", "B", "W", "p2p",
+      "pipeline", "group sync", "reshard", "cross", "memory");
+  for (const GroupPrediction& g : p.groups)
+    fmt::print(
+        "{:>5} {:>5} {:>10} {:>8} {:>3} {:>3} {:>7} {:>5} {:>10} {:>10} {:>10} {:>9} {:>10} "
+        "{:>9} {:>9} {:>9} {:>10}\n",
+        g.stage, g.group, g.spec.gpu_type, g.spec.replicas(), g.spec.tp, g.spec.micro_batch,
+        g.spec.samples, g.microbatches, format_seconds(g.forward_s),
+        format_seconds(g.backward_input_s), format_seconds(g.backward_weight_s),
+        format_seconds(g.p2p_s), format_seconds(g.pipeline_s), format_seconds(g.group_sync_s),
+        format_seconds(g.reshard_s), format_seconds(g.cross_sync_s), format_gib(g.memory.total()));
+}
+
 void print_prediction(const Strategy& s, const Prediction& p) {
   fmt::print(
       "strategy ({}): dp {} tp {} pp {} micro-batch {} global batch {} schedule {}{} recompute {} "
@@ -49,6 +68,7 @@ void print_prediction(const Strategy& s, const Prediction& p) {
                format_seconds(st.backward_weight_s), format_seconds(st.p2p_s),
                format_seconds(st.dp_sync_s), st.in_flight, format_gib(st.memory.total()));
   }
+  print_groups(p);
   for (const auto& note : p.notes) fmt::print("note: {}\n", note);
 }
 
