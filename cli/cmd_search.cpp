@@ -16,6 +16,7 @@
 #include "costmodel/model.h"
 #include "report/run_documents.h"
 #include "search/pipeline/schedule.h"
+#include "search/replica_search.h"
 #include "search/search.h"
 
 namespace hetplan::cli {
@@ -32,6 +33,7 @@ struct SearchCliOptions {
   int max_zero = 3;
   bool exhaustive = false, no_default_calibration = false, quiet = false;
   bool allow_idle_nodes = false;
+  bool mixed_replicas = false;
   bool no_grad_accumulation_fusion = false;
   bool no_overlap_grad_reduce = false;
   bool no_sequence_parallel = false;
@@ -66,6 +68,63 @@ void print_table(const std::vector<RankedStrategy>& rows) {
     fmt::print("{:>10} {:>10.2f} {:>5.1f}% {:>9}  {}\n", format_seconds(p.iteration_s),
                p.samples_per_s, 100 * p.mfu, format_gib(peak), stage_layers_summary(p.stages));
   }
+}
+
+// The replica search's base: the best uniform plan's switches, on what replica groups run (one
+// chunk, plain data parallelism).
+Strategy replica_base(const Strategy& best) {
+  Strategy s = best;
+  if (s.chunks_per_device() != 1) s.schedule = "1f1b", s.chunks = 1;
+  s.zero = 0;
+  s.cp = 1;
+  s.ep = 1;
+  s.etp = 0;
+  s.sequence_parallel = false;
+  s.tp_comm_overlap = false;
+  return s;
+}
+
+// `search --mixed-replicas`: the best plan with replica groups of several GPU types next to the
+// best uniform one, printed and as the JSON's "mixed_replicas".
+Json mixed_replicas(const Evaluator& ev, int64_t global_batch, const SearchResult& r, bool print) {
+  Json out = Json::object();
+  if (r.top.empty()) return out;
+  ReplicaSearchOptions ro;
+  ro.global_batch = global_batch;
+  ro.base = replica_base(r.top.front().strategy);
+  const ReplicaSearchResult m = search_replicas(ev, ro);
+  const double uniform_s = r.top.front().predicted.iteration_s;
+  out["evaluated"] = m.evaluated;
+  out["feasible"] = m.feasible;
+  out["elapsed_s"] = m.elapsed_s;
+  out["best_uniform_iteration_s"] = uniform_s;
+  if (m.best) {
+    const double gain = uniform_s / m.best->predicted.iteration_s - 1;
+    Json strategy = to_json(m.best->strategy);
+    strategy["predicted"] = to_json(m.best->predicted);
+    out["strategy"] = strategy;
+    out["gain_over_uniform"] = gain;
+  }
+  if (!print) return out;
+  if (!m.best) {
+    fmt::print("\nmixed replicas: no feasible plan with replica groups ({} predictions in {})\n",
+               m.evaluated, format_seconds(m.elapsed_s));
+    return out;
+  }
+  const Strategy& s = m.best->strategy;
+  const Prediction& p = m.best->predicted;
+  fmt::print(
+      "\nmixed replicas: best {} ({:.2f} samples/s, pp {}) vs best uniform {}: {:+.1f}% "
+      "throughput ({} predictions in {})\n",
+      format_seconds(p.iteration_s), p.samples_per_s, s.pp, format_seconds(uniform_s),
+      100 * (uniform_s / p.iteration_s - 1), m.evaluated, format_seconds(m.elapsed_s));
+  for (const GroupPrediction& g : p.groups)
+    fmt::print(
+        "  stage {} group {}: {} x {} at tp {}, micro-batch {}, {} samples ({} "
+        "micro-batches), pipeline {}\n",
+        g.stage, g.group, g.spec.replicas(), g.spec.gpu_type, g.spec.tp, g.spec.micro_batch,
+        g.spec.samples, g.microbatches, format_seconds(g.pipeline_s));
+  return out;
 }
 
 }  // namespace
@@ -156,6 +215,10 @@ CommandRunner declare_search(CLI::App& app) {
   app.add_option("--time-limit", o->time_limit_s,
                  "Seconds the search may take (default: none); then the best found so far")
       ->check(kNonNegative);
+  app.add_flag("--mixed-replicas", o->mixed_replicas,
+               "Also search plans whose stages hold replica groups of several GPU types, each "
+               "at its own tp and micro-batch, the batch split by speed; report the gain over "
+               "the best uniform plan");
   app.add_flag("--quiet", o->quiet, "No progress on stderr (shown only on a terminal)");
   return [o]() {
     std::vector<std::string> inputs = {o->model, o->cluster};
@@ -268,10 +331,14 @@ CommandRunner declare_search(CLI::App& app) {
             "necessarily the best of the space\n",
             format_seconds(o->time_limit_s), r.stats.evaluated);
     }
+    const Json mixed =
+        o->mixed_replicas ? mixed_replicas(evaluator, o->global_batch, r, !to_stdout) : Json();
     if (!o->json.empty()) {
       const RunDocumentInputs in{
           run_context("search", profile), o->model, o->cluster, model, cluster, framework};
-      write_json_output(search_document(in, o->global_batch, r), o->json);
+      Json doc = search_document(in, o->global_batch, r);
+      if (o->mixed_replicas) doc["mixed_replicas"] = mixed;
+      write_json_output(doc, o->json);
     }
     return 0;
   };

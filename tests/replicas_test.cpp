@@ -1,13 +1,17 @@
 // Replica groups inside a pipeline stage (search/replicas.h, search/eval/replicas.cpp): the
 // strategy key's rules, the split of samples by speed, and the cost of a step that waits for its
 // slowest group and reduces gradients across groups over the slowest link.
+#include <fstream>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "cli_test_util.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/document.h"
 #include "costmodel/profile.h"
 #include "search/evaluate.h"
+#include "search/replica_search.h"
 #include "search/replicas.h"
 #include "tests/framework_fixture.h"
 #include "tests/test_util.h"
@@ -192,6 +196,52 @@ TEST_F(ReplicaCost, TheFirstVersionRefusesWhatItDoesNotCost) {
   EXPECT_FALSE(q.feasible);
   EXPECT_EQ(q.reason_code(), "tp");
   EXPECT_TRUE(contains(q.reason, "stage 0 group 1")) << q.reason;
+}
+
+TEST_F(ReplicaCost, SearchSplitsTheBatchBetweenTypesByTheirSpeed) {
+  const ClusterSpec cluster = load_cluster("p4d.24xlarge:1,p3.8xlarge:1");
+  const CostModel cost(profile_, cluster);
+  const Evaluator ev(model_, cluster, cost, testing::fixture_framework());
+  ReplicaSearchOptions o;
+  o.global_batch = 64;
+  const ReplicaSearchResult r = search_replicas(ev, o);
+  ASSERT_TRUE(r.best.has_value());
+  const Strategy& s = r.best->strategy;
+  ASSERT_EQ(s.stages.front().replicas.size(), 2u);  // an A100 pipeline and a V100 one
+  const auto& groups = r.best->predicted.groups;
+  EXPECT_EQ(groups[0].spec.samples + groups[1].spec.samples, 64);
+  // The A100s take more of the batch than the V100s.
+  EXPECT_GT(groups[0].spec.samples, groups[1].spec.samples);
+  EXPECT_TRUE(r.best->predicted.feasible);
+  EXPECT_GE(r.evaluated, r.feasible);
+}
+
+// Sailor's OPT-350M plan on its A100 + V100 cluster (examples/): predict writes every group's
+// figures; no export format runs it.
+TEST(ReplicaCli, PredictWritesTheGroupsAndExportRefuses) {
+  const std::string src = HETPLAN_SOURCE_DIR;
+  const auto dir = testing::temp_dir("replicas_cli");
+  const std::string json = (dir / "p.json").string();
+  const std::string inputs = fmt::format(
+      "--model {0}/examples/models/opt-350m.yaml --cluster {0}/examples/clusters/"
+      "a100-v100-cloud.yaml --strategy {0}/examples/strategies/opt-350m-sailor-replicas.json",
+      src);
+  const auto r = testing::run_hetplan("predict " + inputs + " --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "group sync")) << r.output;
+  nlohmann::json j;
+  std::ifstream(json) >> j;
+  const auto& groups = j["predicted"]["replica_groups"];
+  ASSERT_EQ(groups.size(), 4u) << j.dump();
+  EXPECT_EQ(groups[1]["gpu_type"], "v100");
+  EXPECT_EQ(groups[1]["tp"], 4);
+  EXPECT_EQ(groups[1]["replicas"], 24);
+  EXPECT_EQ(groups[1]["microbatches"], 38);  // 904 samples over 24 replicas: 16 run 38
+  EXPECT_EQ(testing::fractional_bytes(j), std::vector<std::string>{});
+  const auto e = testing::run_hetplan("export --strategy " + json + " --format megatron");
+  EXPECT_EQ(e.exit_code, 2) << e.output;
+  EXPECT_TRUE(contains(e.output, "replica groups")) << e.output;
+  EXPECT_TRUE(contains(e.output, "eth-easl/sailor")) << e.output;
 }
 
 }  // namespace
