@@ -65,6 +65,7 @@ std::vector<std::pair<int64_t, int64_t>> balanced_ranges(const std::vector<Layer
 struct TypeShape {
   size_t type = 0;
   int64_t tp = 1, micro_batch = 1, replicas = 0;
+  Recompute recompute = Recompute::kNone;
   double samples_per_s = 0;
 };
 
@@ -82,6 +83,7 @@ Strategy type_alone(const ReplicaSearchOptions& o, const TypeDevices& t, const T
   s.tp = shape.tp;
   s.pp = static_cast<int64_t>(ranges.size());
   s.micro_batch = shape.micro_batch;
+  s.recompute = shape.recompute;
   const auto per_step = shape.replicas * shape.micro_batch;
   const auto m = std::max<int64_t>(
       1, static_cast<int64_t>(share * static_cast<double>(o.global_batch) / per_step));
@@ -100,20 +102,25 @@ std::vector<std::optional<TypeShape>> fastest_shapes(
   int64_t all = 0;
   for (const auto& t : types) all += static_cast<int64_t>(t.devices.size());
   std::vector<std::optional<TypeShape>> out(types.size());
+  // The base's recomputation, then more of it where that is what lets a type fit.
+  std::vector<Recompute> recompute = {o.base.recompute};
+  for (Recompute r : {Recompute::kSelective, Recompute::kFull})
+    if (r > o.base.recompute) recompute.push_back(r);
   for (size_t i = 0; i < types.size(); ++i)
-    for (int64_t tp : o.tensor_widths)
-      for (int64_t mb : o.micro_batches) {
-        TypeShape shape{i, tp, mb, static_cast<int64_t>(types[i].devices.size()) / (pp * tp)};
-        if (tp > types[i].node_gpus || shape.replicas < 1) continue;
-        const double share = static_cast<double>(types[i].devices.size()) / all;
-        const Strategy s = type_alone(o, types[i], shape, ranges, share);
-        if (ev.broken_rule(s)) continue;
-        ++evaluated;
-        const Prediction p = ev.predict(s);
-        if (!p.feasible) continue;
-        shape.samples_per_s = p.samples_per_s;
-        if (!out[i] || shape.samples_per_s > out[i]->samples_per_s) out[i] = shape;
-      }
+    for (Recompute rc : recompute)
+      for (int64_t tp : o.tensor_widths)
+        for (int64_t mb : o.micro_batches) {
+          TypeShape shape{i, tp, mb, static_cast<int64_t>(types[i].devices.size()) / (pp * tp), rc};
+          if (tp > types[i].node_gpus || shape.replicas < 1) continue;
+          const double share = static_cast<double>(types[i].devices.size()) / all;
+          const Strategy s = type_alone(o, types[i], shape, ranges, share);
+          if (ev.broken_rule(s)) continue;
+          ++evaluated;
+          const Prediction p = ev.predict(s);
+          if (!p.feasible) continue;
+          shape.samples_per_s = p.samples_per_s;
+          if (!out[i] || shape.samples_per_s > out[i]->samples_per_s) out[i] = shape;
+        }
   return out;
 }
 
@@ -141,6 +148,8 @@ std::optional<Strategy> mixed_strategy(const ReplicaSearchOptions& o,
   }
   s.tp = chosen[0].tp;
   s.micro_batch = chosen[0].micro_batch;
+  // One recomputation for the strategy: the most any chosen type needs.
+  for (const TypeShape& c : chosen) s.recompute = std::max(s.recompute, c.recompute);
   s.stages.clear();
   for (int64_t k = 0; k < s.pp; ++k) {
     StageSpec st{ranges[k].first, ranges[k].second, "", {}, {}};
