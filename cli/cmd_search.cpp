@@ -16,6 +16,7 @@
 #include "report/run_documents.h"
 #include "report/run_text.h"
 #include "search/pipeline/schedule.h"
+#include "search/replica_search.h"
 #include "search/search.h"
 
 namespace hetplan::cli {
@@ -32,6 +33,7 @@ struct SearchCliOptions {
   int max_zero = 3;
   bool exhaustive = false, no_default_calibration = false, quiet = false;
   bool allow_idle_nodes = false;
+  bool mixed_replicas = false;
   bool no_grad_accumulation_fusion = false;
   bool no_overlap_grad_reduce = false;
   bool no_sequence_parallel = false;
@@ -128,6 +130,10 @@ CommandRunner declare_search(CLI::App& app) {
   app.add_option("--time-limit", o->time_limit_s,
                  "Seconds the search may take (default: none); then the best found so far")
       ->check(kNonNegative);
+  app.add_flag("--mixed-replicas", o->mixed_replicas,
+               "Also search plans whose stages hold replica groups of several GPU types, each "
+               "at its own tp and micro-batch, the batch split by speed; report the gain over "
+               "the best uniform plan");
   app.add_flag("--quiet", o->quiet, "No progress on stderr (shown only on a terminal)");
   return [o]() {
     std::vector<std::string> inputs = {o->model, o->cluster};
@@ -198,7 +204,9 @@ CommandRunner declare_search(CLI::App& app) {
     progress.finish();
     const RunDocumentInputs in{
         run_context("search", profile), o->model, o->cluster, model, cluster, framework};
-    const Json document = search_document(in, o->global_batch, r);
+    Json document = search_document(in, o->global_batch, r);
+    if (o->mixed_replicas)
+      document["mixed_replicas"] = mixed_replicas_json(evaluator, o->global_batch, r);
     if (o->json != "-") {
       fmt::print("{} ({:.2f}B parameters, sequence {}, global batch {}) on {} ({} GPUs) under {}\n",
                  model.name, model.parameters() / 1e9, model.seq_len, o->global_batch, cluster.name,
@@ -211,6 +219,7 @@ CommandRunner declare_search(CLI::App& app) {
                      cluster.num_gpus(), idle_groups_text(cluster, bs));
       }
       fmt::print("{}", search_counts_text(document));
+      fmt::print("{}", mixed_replicas_text(document));
     }
     if (!o->json.empty()) write_json_output(document, o->json);
     return 0;

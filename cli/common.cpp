@@ -136,9 +136,13 @@ std::string own_command_line() {
 std::string idle_groups_text(const ClusterSpec& cluster, const Strategy& s) {
   const std::vector<Device> devices = cluster_devices(cluster);
   std::vector<bool> used(cluster.groups.size(), false);
-  for (const auto& st : s.stages)
-    for (int64_t d : st.devices)
-      used[static_cast<size_t>(devices[static_cast<size_t>(d)].group)] = true;
+  const auto use = [&](const std::vector<int64_t>& list) {
+    for (int64_t d : list) used[static_cast<size_t>(devices[static_cast<size_t>(d)].group)] = true;
+  };
+  for (const auto& st : s.stages) {
+    use(st.devices);
+    for (const auto& r : st.replicas) use(r.devices);
+  }
   std::string out;
   for (size_t g = 0; g < cluster.groups.size(); ++g) {
     const NodeGroup& group = cluster.groups[g];

@@ -59,7 +59,9 @@ PredictedStrategy read_one(ObjectReader strategy, std::optional<ObjectReader> pr
   // The prediction knows the partition and placement the strategy may have left open: its stages
   // are the virtual stages (pp x chunks, model order).
   Strategy& s = p.strategy;
-  if (p.predicted && static_cast<int64_t>(p.predicted->stages.size()) == s.pp * s.chunks) {
+  // A strategy with replica groups places every group itself (its stages name no devices).
+  if (p.predicted && !s.has_replicas() &&
+      static_cast<int64_t>(p.predicted->stages.size()) == s.pp * s.chunks) {
     const auto& predicted_stages = p.predicted->stages;
     const bool open = s.stages.empty() || s.stages.front().first_layer < 0;
     if (open && predicted_stages.front().stage.first_layer >= 0) {

@@ -39,6 +39,30 @@ std::string stage_table(const Prediction& p) {
   return out;
 }
 
+// Per stage and replica group (strategies with replicas): what each group runs.
+std::string groups_table(const Json& predicted) {
+  if (!predicted.contains("replica_groups")) return "";
+  const auto seconds = [](const Json& g, const char* key) {
+    return format_seconds(g[key].get<double>());
+  };
+  std::string out = fmt::format(
+      "\n{:>5} {:>5} {:>10} {:>8} {:>3} {:>3} {:>7} {:>5} {:>10} {:>10} {:>10} {:>9} {:>10} {:>9} "
+      "{:>9} {:>9} {:>10}\n",
+      "stage", "group", "gpu", "replicas", "tp", "mb", "samples", "m", "F", "B", "W", "p2p",
+      "pipeline", "group sync", "reshard", "cross", "memory");
+  for (const Json& g : predicted["replica_groups"])
+    out += fmt::format(
+        "{:>5} {:>5} {:>10} {:>8} {:>3} {:>3} {:>7} {:>5} {:>10} {:>10} {:>10} {:>9} {:>10} {:>9} "
+        "{:>9} {:>9} {:>10}\n",
+        g["stage"].get<int64_t>(), g["group"].get<int64_t>(), g["gpu_type"].get<std::string>(),
+        g["replicas"].get<int64_t>(), g["tp"].get<int64_t>(), g["micro_batch"].get<int64_t>(),
+        g["samples"].get<int64_t>(), g["microbatches"].get<int64_t>(), seconds(g, "forward_s"),
+        seconds(g, "backward_input_s"), seconds(g, "backward_weight_s"), seconds(g, "p2p_s"),
+        seconds(g, "pipeline_s"), seconds(g, "group_sync_s"), seconds(g, "reshard_s"),
+        seconds(g, "cross_sync_s"), format_gib(g["peak_memory_bytes"].get<double>()));
+  return out;
+}
+
 std::string notes_text(const Prediction& p) {
   std::string out;
   for (const auto& note : p.notes) out += fmt::format("note: {}\n", note);
@@ -52,7 +76,8 @@ struct Ranked {
 
 std::vector<Ranked> ranked_of(const Json& list) {
   std::vector<Ranked> out;
-  for (const Json& item : list) out.push_back({strategy_of(item), prediction_of(item["predicted"])});
+  for (const Json& item : list)
+    out.push_back({strategy_of(item), prediction_of(item["predicted"])});
   return out;
 }
 
@@ -77,8 +102,8 @@ std::string ranked_table(const std::vector<Ranked>& rows) {
   std::string out = fmt::format("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} ", "rank",
                                 "dp", "tp", "pp", "mb", "schedule", "recompute", "zero", "sp");
   if (wide) out += fmt::format("{:>3} {:>3} {:>3} {:<13} ", "cp", "ep", "etp", "precision");
-  out += fmt::format("{:>10} {:>10} {:>6} {:>9}  {}\n", "iteration", "samples/s", "MFU",
-                     "peak mem", "layers per stage");
+  out += fmt::format("{:>10} {:>10} {:>6} {:>9}  {}\n", "iteration", "samples/s", "MFU", "peak mem",
+                     "layers per stage");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Strategy& s = rows[i].strategy;
     const Prediction& p = rows[i].predicted;
@@ -91,9 +116,9 @@ std::string ranked_table(const std::vector<Ranked>& rows) {
       out += fmt::format("{:>3} {:>3} {:>3} {:<13} ", s.cp, s.ep,
                          s.ep > 1 || s.etp > 0 ? fmt::format("{}", s.expert_tp()) : "-",
                          to_string(s.precision));
-    out += fmt::format("{:>10} {:>10.2f} {:>5.1f}% {:>9}  {}\n", format_seconds(p.iteration_s),
-                       p.samples_per_s, 100 * p.mfu, format_gib(peak),
-                       stage_layers_summary(p.stages));
+    out +=
+        fmt::format("{:>10} {:>10.2f} {:>5.1f}% {:>9}  {}\n", format_seconds(p.iteration_s),
+                    p.samples_per_s, 100 * p.mfu, format_gib(peak), stage_layers_summary(p.stages));
   }
   return out;
 }
@@ -168,7 +193,7 @@ std::string prediction_text(const Json& document) {
       format_seconds(p.iteration_s), p.samples_per_s, p.tokens_per_s, 100 * p.mfu,
       100 * p.bubble_rate);
   out += fmt::format("breakdown:{}\n\n", breakdown_text(p));
-  return out + stage_table(p) + notes_text(p);
+  return out + stage_table(p) + groups_table(document["predicted"]) + notes_text(p);
 }
 
 std::string search_table_text(const Json& document) {
@@ -182,5 +207,32 @@ std::string search_table_text(const Json& document) {
 }
 
 std::string search_counts_text(const Json& document) { return counts_text(document["stats"]); }
+
+std::string mixed_replicas_text(const Json& document) {
+  if (!document.contains("mixed_replicas") || document["mixed_replicas"].empty()) return "";
+  const Json& m = document["mixed_replicas"];
+  const std::string costed = fmt::format("{} predictions in {}", m["evaluated"].get<int64_t>(),
+                                         format_seconds(m["elapsed_s"].get<double>()));
+  if (!m.contains("strategy"))
+    return fmt::format("\nmixed replicas: no feasible plan with replica groups ({})\n", costed);
+  const Json& predicted = m["strategy"]["predicted"];
+  const double uniform_s = m["best_uniform_iteration_s"].get<double>();
+  const double mixed_s = predicted["iteration_s"].get<double>();
+  std::string out = fmt::format(
+      "\nmixed replicas: best {} ({:.2f} samples/s, pp {}) vs best uniform {}: {:+.1f}% "
+      "throughput ({})\n",
+      format_seconds(mixed_s), predicted["samples_per_s"].get<double>(),
+      m["strategy"]["pp"].get<int64_t>(), format_seconds(uniform_s),
+      100 * (uniform_s / mixed_s - 1), costed);
+  for (const Json& g : predicted["replica_groups"])
+    out += fmt::format(
+        "  stage {} group {}: {} x {} at tp {}, micro-batch {}, {} samples ({} micro-batches), "
+        "pipeline {}\n",
+        g["stage"].get<int64_t>(), g["group"].get<int64_t>(), g["replicas"].get<int64_t>(),
+        g["gpu_type"].get<std::string>(), g["tp"].get<int64_t>(), g["micro_batch"].get<int64_t>(),
+        g["samples"].get<int64_t>(), g["microbatches"].get<int64_t>(),
+        format_seconds(g["pipeline_s"].get<double>()));
+  return out;
+}
 
 }  // namespace hetplan

@@ -39,5 +39,8 @@ std::string prediction_text(const Json& document);
 std::string search_table_text(const Json& document);
 // ... and the search's counts: candidates, costed, pruned and infeasible by reason, time limit.
 std::string search_counts_text(const Json& document);
+// ... and, where the document has one (`search --mixed-replicas`), the best plan with replica
+// groups against the best uniform plan, group by group; "" otherwise.
+std::string mixed_replicas_text(const Json& document);
 
 }  // namespace hetplan

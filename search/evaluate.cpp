@@ -193,6 +193,7 @@ std::vector<double> Evaluator::stage_peaks(const Strategy& s) const {
 Prediction Evaluator::predict(const Strategy& input, const PredictOptions& options) const {
   if (const auto broken = broken_rule(input))
     return infeasible(Infeasible::kRule, broken->reason, broken->code);
+  if (input.has_replicas()) return eval::predict_replicas(*this, input, options);
   const Strategy& s = input;
   std::string problem;
   const eval::Placement placement = eval::place(*this, s, options.placement_checked, problem);

@@ -8,6 +8,7 @@
 
 #include "costmodel/layer_ops.h"
 #include "search/pipeline/schedule.h"
+#include "search/replicas.h"
 
 namespace hetplan {
 namespace {
@@ -240,8 +241,38 @@ const std::vector<StrategyRule>& strategy_rules() {
   return kRules;
 }
 
+namespace {
+
+// With replica groups (search/replicas.h): what the first version runs, then every rule for each
+// group as the uniform strategy it is costed as, the key naming the group.
+std::optional<RuleViolation> first_broken_replica_rule(const RuleContext& context,
+                                                       const Strategy& s) {
+  if (std::string why = replicas_limit(s); !why.empty())
+    return RuleViolation{"replicas", "stages", std::move(why)};
+  for (size_t k = 0; k < s.stages.size(); ++k)
+    for (size_t g = 0; g < s.stages[k].replicas.size(); ++g) {
+      const Strategy v = group_strategy(s, k, g);
+      for (const StrategyRule& rule : strategy_rules()) {
+        // The group's devices are its own list (placed and checked against the cluster then),
+        // not dp x tp x pp of its uniform strategy.
+        if (rule.code == "devices") continue;
+        if (std::string why = rule.broken(context, v); !why.empty()) {
+          return RuleViolation{
+              std::string(rule.code), fmt::format("stages[{}].replicas[{}].{}", k, g, rule.key),
+              fmt::format("stage {} group {} ({} x {} at tp {}, micro_batch {}): "
+                          "{}",
+                          k, g, v.dp, s.stages[k].replicas[g].gpu_type, v.tp, v.micro_batch, why)};
+        }
+      }
+    }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<RuleViolation> first_broken_rule(const RuleContext& context, const Strategy& s) {
   pipeline::schedule_info(s.schedule);  // throws InputError naming the known schedules
+  if (s.has_replicas()) return first_broken_replica_rule(context, s);
   for (const StrategyRule& rule : strategy_rules())
     if (std::string why = rule.broken(context, s); !why.empty())
       return RuleViolation{std::string(rule.code), std::string(rule.key), std::move(why)};

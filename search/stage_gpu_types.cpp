@@ -19,6 +19,11 @@ std::optional<RuleViolation> stage_gpu_type_problem(const Strategy& s, const Clu
         return RuleViolation{"gpu_type", fmt::format("stages[{}].gpu_type", i),
                              fmt::format("a GPU type of cluster {} ({}), found \"{}\"",
                                          cluster.name, fmt::join(types, ", "), t)};
+    for (size_t g = 0; g < s.stages[i].replicas.size(); ++g)
+      if (const std::string& t = s.stages[i].replicas[g].gpu_type; !types.count(t))
+        return RuleViolation{"gpu_type", fmt::format("stages[{}].replicas[{}].gpu_type", i, g),
+                             fmt::format("a GPU type of cluster {} ({}), found \"{}\"",
+                                         cluster.name, fmt::join(types, ", "), t)};
   }
   return std::nullopt;
 }

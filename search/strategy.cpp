@@ -8,6 +8,7 @@
 #include "costmodel/errors.h"
 #include "costmodel/whole_number.h"
 #include "search/pipeline/schedule.h"
+#include "search/replicas.h"
 
 namespace hetplan {
 
@@ -101,6 +102,35 @@ void read_context_and_experts(ObjectReader& r, Strategy& s) {
       s.precision);
 }
 
+Json replicas_json(const std::vector<ReplicaGroup>& groups) {
+  Json out = Json::array();
+  for (const ReplicaGroup& g : groups)
+    out.push_back({{"gpu_type", g.gpu_type},
+                   {"devices", g.devices},
+                   {"tp", g.tp},
+                   {"micro_batch", g.micro_batch},
+                   {"samples", g.samples}});
+  return out;
+}
+
+// A stage's replica groups (the rules that need the other stages are checked after).
+std::vector<ReplicaGroup> read_replicas(std::vector<ObjectReader>& readers) {
+  std::vector<ReplicaGroup> groups;
+  for (ObjectReader& g : readers) {
+    ReplicaGroup r;
+    r.gpu_type = g.string("gpu_type");
+    r.devices = g.integers("devices");
+    for (int64_t d : r.devices)
+      if (d < 0) g.fail("devices", fmt::format("expected device indices >= 0, found {}", d));
+    r.tp = g.integer_in("tp", 1, kMaxParallelDegree);
+    r.micro_batch = g.integer_in("micro_batch", 1, kMaxBatchSamples);
+    r.samples = g.integer_in("samples", 1, kMaxBatchSamples);
+    g.finish();
+    groups.push_back(std::move(r));
+  }
+  return groups;
+}
+
 }  // namespace
 
 Json to_json(const Strategy& s) {
@@ -134,7 +164,13 @@ Json to_json(const Strategy& s) {
   if (!s.framework.empty()) j["framework"] = s.framework;
   Json stages = Json::array();
   for (const auto& st : s.stages) {
-    Json sj = {{"gpu_type", st.gpu_type}, {"devices", st.devices}};
+    Json sj = Json::object();
+    if (st.replicas.empty()) {
+      sj["gpu_type"] = st.gpu_type;
+      sj["devices"] = st.devices;
+    } else {
+      sj["replicas"] = replicas_json(st.replicas);
+    }
     if (st.first_layer >= 0) sj["layers"] = {st.first_layer, st.last_layer};
     stages.push_back(sj);
   }
@@ -203,6 +239,7 @@ Strategy strategy_from_json(ObjectReader r) {
   }
   s.framework = r.string_or("framework", "");
   std::vector<ObjectReader> stage_readers = r.objects_or_empty("stages");
+  std::vector<std::vector<ObjectReader>> group_readers;
   for (auto& st : stage_readers) {
     StageSpec spec;
     if (st.has("layers")) {
@@ -216,6 +253,8 @@ Strategy strategy_from_json(ObjectReader r) {
     if (st.has("devices")) spec.devices = st.integers("devices");
     for (int64_t d : spec.devices)
       if (d < 0) st.fail("devices", fmt::format("expected device indices >= 0, found {}", d));
+    group_readers.push_back(st.objects_or_empty("replicas"));
+    spec.replicas = read_replicas(group_readers.back());
     st.finish();
     s.stages.push_back(std::move(spec));
   }
@@ -233,6 +272,13 @@ Strategy strategy_from_json(ObjectReader r) {
   size_t stage = 0;
   if (std::string problem = stage_devices_problem(s, stage); !problem.empty())
     stage_readers[stage].fail("devices", problem);
+  if (const auto problem = replicas_problem(s)) {
+    const ObjectReader& where = problem->stage < 0 ? r
+                                : problem->group < 0
+                                    ? stage_readers[problem->stage]
+                                    : group_readers[problem->stage][problem->group];
+    where.fail(problem->key, problem->reason);
+  }
   return s;
 }
 
@@ -283,6 +329,32 @@ Json to_json(const Prediction& p) {
                       {"memory", to_json(s.memory)}});
   }
   j["stages"] = stages;
+  if (!p.groups.empty()) {
+    Json groups = Json::array();
+    for (const GroupPrediction& g : p.groups)
+      groups.push_back({{"stage", g.stage},
+                        {"group", g.group},
+                        {"gpu_type", g.spec.gpu_type},
+                        {"devices", g.spec.devices},
+                        {"replicas", g.spec.replicas()},
+                        {"tp", g.spec.tp},
+                        {"micro_batch", g.spec.micro_batch},
+                        {"samples", g.spec.samples},
+                        {"microbatches", g.microbatches},
+                        {"forward_s", g.forward_s},
+                        {"backward_input_s", g.backward_input_s},
+                        {"backward_weight_s", g.backward_weight_s},
+                        {"p2p_s", g.p2p_s},
+                        {"pipeline_s", g.pipeline_s},
+                        {"group_sync_s", g.group_sync_s},
+                        {"reshard_s", g.reshard_s},
+                        {"cross_sync_s", g.cross_sync_s},
+                        {"optimizer_s", g.optimizer_s},
+                        {"in_flight_microbatches", g.in_flight},
+                        {"peak_memory_bytes", whole_number_json(g.memory.total())},
+                        {"memory", to_json(g.memory)}});
+    j["replica_groups"] = groups;
+  }
   j["notes"] = p.notes;
   return j;
 }

@@ -27,11 +27,29 @@ inline constexpr int64_t kMaxParallelDegree = int64_t{1} << 20;
 // transformer run we know of (65,536 sequences: BERT with LAMB, You et al., ICLR 2020).
 inline constexpr int64_t kMaxBatchSamples = int64_t{1} << 20;
 
+// One group of a stage's data-parallel replicas (issue 38, as Sailor, Metis and Cephalo plan
+// them): replicas on one GPU type at their own tensor width and micro-batch, taking `samples` of
+// the global batch each step. Group g of every stage forms pipeline g (search/replicas.h).
+struct ReplicaGroup {
+  std::string gpu_type;
+  std::vector<int64_t> devices;  // replicas x tp global device indices, tp fastest
+  int64_t tp = 1, micro_batch = 1;
+  int64_t samples = 0;  // of the global batch, per step, over all the group's replicas
+  int64_t replicas() const { return tp > 0 ? static_cast<int64_t>(devices.size()) / tp : 0; }
+  // Micro-batches the busiest replica runs per step: the group's samples / micro_batch spread
+  // over its replicas, some running one more (0 when the samples are not whole micro-batches, at
+  // least one per replica).
+  int64_t microbatches() const;
+};
+
 // A pipeline stage: the layers it holds (inclusive, model order) and where it runs.
 struct StageSpec {
   int64_t first_layer = -1, last_layer = -1;  // -1: chosen by the layer partition
   std::string gpu_type;
   std::vector<int64_t> devices;  // global device indices, dp x cp x tp of them (tp fastest)
+  // Replica groups in place of gpu_type and devices (then the strategy's tp and micro_batch are
+  // the first group's); empty: one group at the strategy's tp and micro_batch, as before.
+  std::vector<ReplicaGroup> replicas;
 };
 
 // The switches a strategy file set itself (Strategy::given); the others take the framework's
@@ -97,7 +115,19 @@ struct Strategy {
   uint32_t given = 0;             // GivenSwitch bits of the switches the strategy set itself
   std::vector<StageSpec> stages;  // empty: the default placement and a balanced partition
 
-  int64_t devices() const { return dp * cp * tp * pp; }
+  // Some stage lists replica groups (search/replicas.h: the rules and the cost's other path).
+  bool has_replicas() const {
+    for (const auto& st : stages)
+      if (!st.replicas.empty()) return true;
+    return false;
+  }
+  // Devices it uses: every replica group's where it has them.
+  int64_t devices() const {
+    int64_t n = 0;
+    for (const auto& st : stages)
+      for (const auto& r : st.replicas) n += static_cast<int64_t>(r.devices.size());
+    return n > 0 ? n : dp * cp * tp * pp;
+  }
   // Devices of one pipeline rank: dp x cp x tp.
   int64_t rank_devices() const { return dp * cp * tp; }
   // Ranks the dense parameters' gradients are reduced over (and ZeRO shards them over): dp x cp.
@@ -152,6 +182,23 @@ struct StagePrediction {
   MemoryBreakdown memory;
 };
 
+// Per replica group of a strategy with replicas (search/replicas.h): what the group runs. Its
+// gradient synchronisation is the stage's, in three parts (docs/costmodel.md, "Replica groups").
+struct GroupPrediction {
+  int64_t stage = 0, group = 0;  // group g of every stage is pipeline g
+  ReplicaGroup spec;
+  int64_t microbatches = 0;                                           // per replica and step
+  double forward_s = 0, backward_input_s = 0, backward_weight_s = 0;  // one micro-batch
+  double p2p_s = 0;         // one activation to group g of the next stage
+  double pipeline_s = 0;    // pipeline g's makespan (its micro-batches through every stage)
+  double group_sync_s = 0;  // the group's own replicas' all-reduce of their shard
+  double reshard_s = 0;     // gathering its tp shards to the stage's narrowest width
+  double cross_sync_s = 0;  // the stage's all-reduce between its groups
+  double optimizer_s = 0;
+  int64_t in_flight = 0;  // micro-batch activations held at the peak
+  MemoryBreakdown memory;
+};
+
 // What makes a strategy infeasible: a rule it breaks (search/rules.h, with the rule's code), a
 // placement the cluster cannot hold, a schedule that cannot be built, a pipeline rank over its
 // device's memory (the prediction is complete otherwise), or no layer partition that fits (the
@@ -186,6 +233,7 @@ struct Prediction {
   double kernels_per_iteration = 0;
   double host_s = 0;
   std::vector<StagePrediction> stages;  // per virtual stage, in model order
+  std::vector<GroupPrediction> groups;  // per stage and replica group (strategies with replicas)
   std::vector<std::string> notes;       // e.g. "bf16 runs as fp16 on v100"
 };
 

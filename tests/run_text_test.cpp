@@ -34,14 +34,20 @@ TEST(RunText, PredictionPrintsTheDocumentsFiguresInTheEvaluatorsOrder) {
   const Prediction p = ev.predict(s);
   ASSERT_TRUE(p.feasible) << p.reason;
   ASSERT_EQ(p.breakdown.size(), kBreakdownParts.size());
-  for (size_t i = 0; i < p.breakdown.size(); ++i) EXPECT_EQ(p.breakdown[i].first, kBreakdownParts[i]);
+  for (size_t i = 0; i < p.breakdown.size(); ++i)
+    EXPECT_EQ(p.breakdown[i].first, kBreakdownParts[i]);
 
-  const RunDocumentInputs in{run_context("predict", Profile{}), "gpt2-medium", "p4d.24xlarge:1",
-                             model, cluster, ev.framework()};
+  const RunDocumentInputs in{run_context("predict", Profile{}),
+                             "gpt2-medium",
+                             "p4d.24xlarge:1",
+                             model,
+                             cluster,
+                             ev.framework()};
   const Json doc = prediction_document(in, s, p);
   EXPECT_EQ(doc["cluster_gpus"], 8);
   const std::string text = prediction_text(doc);
-  EXPECT_NE(text.find(fmt::format("iteration {}", format_seconds(p.iteration_s))), std::string::npos)
+  EXPECT_NE(text.find(fmt::format("iteration {}", format_seconds(p.iteration_s))),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find(fmt::format("{:.0f} tokens/s", p.tokens_per_s)), std::string::npos);
   // The JSON object sorts its keys; the text lists the parts as the evaluator does.
@@ -64,8 +70,12 @@ TEST(RunText, SearchWithNothingThatFitsSaysWhyFromTheDocument) {
   const SearchResult r = search_training(ev, o);
   ASSERT_TRUE(r.top.empty());
   ASSERT_GT(r.min_static_bytes, 0);
-  const RunDocumentInputs in{run_context("search", Profile{}), "gpt3-175b", "p4d.24xlarge:1",
-                             model, cluster, ev.framework()};
+  const RunDocumentInputs in{run_context("search", Profile{}),
+                             "gpt3-175b",
+                             "p4d.24xlarge:1",
+                             model,
+                             cluster,
+                             ev.framework()};
   const Json doc = search_document(in, 8, r);
   const std::string table = search_table_text(doc);
   EXPECT_EQ(table.rfind("no feasible strategy.\n", 0), 0u) << table;

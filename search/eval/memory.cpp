@@ -60,23 +60,33 @@ MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype
   return mem;
 }
 
+MemoryBreakdown rank_memory_of(const Evaluator& ev, const Strategy& s, const Rank& rank,
+                               const StageTimes& t, const pipeline::PipelineResult& pipe, size_t d,
+                               std::string& overflow) {
+  const GpuSpec& gpu = *rank.mem_gpu;
+  MemoryInput mem = parameter_states(ev, s, rank.dtype, held_by(t, d));
+  mem.activation_bytes = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
+  mem.transient_bytes = t.transient[d];
+  mem.reserve_bytes = reserve_bytes(ev, s, gpu);
+  const MemoryBreakdown memory = device_memory(mem);
+  overflow.clear();
+  if (memory.total() > gpu.memory_bytes)
+    overflow = overflow_reason(static_cast<int64_t>(d), gpu, memory, pipe.peak_activation[d]);
+  return memory;
+}
+
 std::vector<MemoryBreakdown> rank_memory(const Evaluator& ev, const Strategy& s,
                                          const std::vector<Rank>& ranks, const StageTimes& t,
                                          const pipeline::PipelineResult& pipe, Prediction& out) {
   std::vector<MemoryBreakdown> memory(ranks.size());
+  std::string overflow;
   for (size_t d = 0; d < ranks.size(); ++d) {
-    const GpuSpec& gpu = *ranks[d].mem_gpu;
-    MemoryInput mem = parameter_states(ev, s, ranks[d].dtype, held_by(t, d));
-    mem.activation_bytes = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
-    mem.transient_bytes = t.transient[d];
-    mem.reserve_bytes = reserve_bytes(ev, s, gpu);
-    memory[d] = device_memory(mem);
+    memory[d] = rank_memory_of(ev, s, ranks[d], t, pipe, d, overflow);
     out.peak_memory_bytes.push_back(memory[d].total());
-    if (out.feasible && memory[d].total() > gpu.memory_bytes) {
+    if (out.feasible && !overflow.empty()) {
       out.feasible = false;
       out.kind = Infeasible::kMemory;
-      out.reason =
-          overflow_reason(static_cast<int64_t>(d), gpu, memory[d], pipe.peak_activation[d]);
+      out.reason = overflow;
     }
   }
   return memory;

@@ -80,7 +80,8 @@ std::string device_groups(const Evaluator& ev, const Strategy& s, bool checked,
   return "";
 }
 
-// Layer ranges: given ones (one per virtual stage) must tile the model; none given: empty.
+}  // namespace
+
 std::vector<LayerRange> given_ranges(const Strategy& s, int64_t layers) {
   const auto has_layers = [](const StageSpec& st) { return st.first_layer >= 0; };
   if (!std::any_of(s.stages.begin(), s.stages.end(), has_layers)) return {};
@@ -108,8 +109,6 @@ std::vector<LayerRange> given_ranges(const Strategy& s, int64_t layers) {
         fmt::format("the stages end at layer {}; the model has layers 0-{}", next - 1, layers - 1));
   return ranges;
 }
-
-}  // namespace
 
 Placement place(const Evaluator& ev, const Strategy& s, bool checked, std::string& problem) {
   const int64_t P = s.pp, v = s.chunks_per_device(), S = P * v;

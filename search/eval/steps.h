@@ -50,6 +50,9 @@ struct Placement {
 // cannot hold it (not enough free GPUs of a type). `checked`: the stages' devices are known to be
 // well formed (the search's placements), so stage_devices_problem is not run again.
 Placement place(const Evaluator& ev, const Strategy& s, bool checked, std::string& problem);
+// The layer range of every virtual stage the strategy gives (they must tile the model; InputError
+// otherwise), or empty when it gives none.
+std::vector<LayerRange> given_ranges(const Strategy& s, int64_t layers);
 
 // Step 5, per layer (Evaluator::layer_costs caches it): a layer's passes, activation, transients
 // and kernels on `gpu` with tensor-parallel group `tp`.
@@ -153,6 +156,11 @@ Synchronisation synchronise(const Evaluator& ev, const Strategy& s, const Placem
 
 // Step 8. Memory of each rank's devices at the pipeline's peak; the first rank that does not fit
 // makes the prediction infeasible (out.feasible, reason, kind kMemory).
+// The memory of rank d's devices (`rank`) at the pipeline's peak, and why it does not fit its GPU
+// ("" when it does).
+MemoryBreakdown rank_memory_of(const Evaluator& ev, const Strategy& s, const Rank& rank,
+                               const StageTimes& t, const pipeline::PipelineResult& pipe, size_t d,
+                               std::string& overflow);
 std::vector<MemoryBreakdown> rank_memory(const Evaluator& ev, const Strategy& s,
                                          const std::vector<Rank>& ranks, const StageTimes& t,
                                          const pipeline::PipelineResult& pipe, Prediction& out);
@@ -170,5 +178,10 @@ HostFloor host_floor(const Evaluator& ev, const Strategy& s, const Placement& p,
 void summarise(const Evaluator& ev, const Strategy& s, const Placement& p, const StageTimes& t,
                const pipeline::PipelineResult& pipe, const Synchronisation& sync,
                const HostFloor& host, Prediction& out);
+
+// All ten steps for a strategy whose stages hold replica groups (search/replicas.h, replicas.cpp):
+// each pipeline through the steps above at its own widths, the step waiting for the slowest, the
+// stages' gradients reduced over all their groups.
+Prediction predict_replicas(const Evaluator& ev, const Strategy& s, const PredictOptions& options);
 
 }  // namespace hetplan::eval

@@ -1,0 +1,249 @@
+#include "search/replica_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "search/replicas.h"
+
+namespace hetplan {
+namespace {
+
+// Splits of a mixed plan's batch tried: by the types' own speeds, then by its pipelines' speeds.
+constexpr int kSplitRefinements = 4;
+
+// One GPU type's devices in cluster order and the GPUs of its node.
+struct TypeDevices {
+  std::string name;
+  int64_t group = 0;  // a node group of this type (for its layer costs)
+  int64_t node_gpus = 0;
+  std::vector<int64_t> devices;
+};
+
+std::vector<TypeDevices> devices_by_type(const Evaluator& ev) {
+  std::map<std::string, size_t> index;
+  std::vector<TypeDevices> out;
+  for (const Device& d : ev.devices()) {
+    const NodeSpec& node = ev.cluster().groups[d.group].node;
+    auto [it, fresh] = index.emplace(node.gpu.name, out.size());
+    if (fresh) out.push_back({node.gpu.name, d.group, node.gpus, {}});
+    out[it->second].devices.push_back(d.index);
+  }
+  return out;
+}
+
+// Contiguous layer ranges of `pp` stages minimising the slowest one's summed time (a small
+// dynamic program over the layers).
+std::vector<std::pair<int64_t, int64_t>> balanced_ranges(const std::vector<LayerCost>& costs,
+                                                         int64_t pp) {
+  const auto L = static_cast<int64_t>(costs.size());
+  std::vector<double> prefix(L + 1, 0);
+  for (int64_t i = 0; i < L; ++i) prefix[i + 1] = prefix[i] + costs[i].total_s();
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[k][i]: the slowest stage of the first i layers in k stages; cut[k][i]: where the last
+  // stage starts.
+  std::vector<std::vector<double>> best(pp + 1, std::vector<double>(L + 1, inf));
+  std::vector<std::vector<int64_t>> cut(pp + 1, std::vector<int64_t>(L + 1, 0));
+  best[0][0] = 0;
+  for (int64_t k = 1; k <= pp; ++k)
+    for (int64_t i = k; i <= L; ++i)
+      for (int64_t j = k - 1; j < i; ++j) {
+        const double slowest = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        if (slowest < best[k][i]) best[k][i] = slowest, cut[k][i] = j;
+      }
+  std::vector<std::pair<int64_t, int64_t>> ranges(pp);
+  for (int64_t k = pp, i = L; k >= 1; --k) {
+    ranges[k - 1] = {cut[k][i], i - 1};
+    i = cut[k][i];
+  }
+  return ranges;
+}
+
+// A type's pipelines at one width and micro-batch: replicas, and its devices of each stage.
+struct TypeShape {
+  size_t type = 0;
+  int64_t tp = 1, micro_batch = 1, replicas = 0;
+  Recompute recompute = Recompute::kNone;
+  double samples_per_s = 0;
+};
+
+std::vector<int64_t> stage_devices(const TypeDevices& t, const TypeShape& shape, int64_t k) {
+  const int64_t n = shape.replicas * shape.tp;
+  return {t.devices.begin() + k * n, t.devices.begin() + (k + 1) * n};
+}
+
+// The type alone as a uniform strategy at this shape, with about its share of the global batch by
+// devices: its samples per second.
+Strategy type_alone(const ReplicaSearchOptions& o, const TypeDevices& t, const TypeShape& shape,
+                    const std::vector<std::pair<int64_t, int64_t>>& ranges, double share) {
+  Strategy s = o.base;
+  s.dp = shape.replicas;
+  s.tp = shape.tp;
+  s.pp = static_cast<int64_t>(ranges.size());
+  s.micro_batch = shape.micro_batch;
+  s.recompute = shape.recompute;
+  const auto per_step = shape.replicas * shape.micro_batch;
+  const auto m = std::max<int64_t>(
+      1, static_cast<int64_t>(share * static_cast<double>(o.global_batch) / per_step));
+  s.global_batch = m * per_step;
+  s.stages.clear();
+  for (int64_t k = 0; k < s.pp; ++k)
+    s.stages.push_back({ranges[k].first, ranges[k].second, t.name, stage_devices(t, shape, k), {}});
+  return s;
+}
+
+// Each type's fastest shape (none when no shape of it fits).
+std::vector<std::optional<TypeShape>> fastest_shapes(
+    const Evaluator& ev, const ReplicaSearchOptions& o, const std::vector<TypeDevices>& types,
+    const std::vector<std::pair<int64_t, int64_t>>& ranges, int64_t& evaluated) {
+  const auto pp = static_cast<int64_t>(ranges.size());
+  int64_t all = 0;
+  for (const auto& t : types) all += static_cast<int64_t>(t.devices.size());
+  std::vector<std::optional<TypeShape>> out(types.size());
+  // The base's recomputation, then more of it where that is what lets a type fit.
+  std::vector<Recompute> recompute = {o.base.recompute};
+  for (Recompute r : {Recompute::kSelective, Recompute::kFull})
+    if (r > o.base.recompute) recompute.push_back(r);
+  for (size_t i = 0; i < types.size(); ++i)
+    for (Recompute rc : recompute)
+      for (int64_t tp : o.tensor_widths)
+        for (int64_t mb : o.micro_batches) {
+          TypeShape shape{i, tp, mb, static_cast<int64_t>(types[i].devices.size()) / (pp * tp), rc};
+          if (tp > types[i].node_gpus || shape.replicas < 1) continue;
+          const double share = static_cast<double>(types[i].devices.size()) / all;
+          const Strategy s = type_alone(o, types[i], shape, ranges, share);
+          if (ev.broken_rule(s)) continue;
+          ++evaluated;
+          const Prediction p = ev.predict(s);
+          if (!p.feasible) continue;
+          shape.samples_per_s = p.samples_per_s;
+          if (!out[i] || shape.samples_per_s > out[i]->samples_per_s) out[i] = shape;
+        }
+  return out;
+}
+
+// The strategy with one pipeline per type of `chosen`, the batch split by their speeds; none when
+// the split leaves a replica without a micro-batch.
+std::optional<Strategy> mixed_strategy(const ReplicaSearchOptions& o,
+                                       const std::vector<TypeDevices>& types,
+                                       const std::vector<TypeShape>& chosen,
+                                       const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  std::vector<double> speeds;
+  std::vector<int64_t> granules;
+  for (const TypeShape& c : chosen) {
+    speeds.push_back(c.samples_per_s);
+    granules.push_back(c.micro_batch);
+  }
+  const std::vector<int64_t> samples = split_samples(speeds, granules, o.global_batch);
+  if (samples.empty()) return std::nullopt;
+  Strategy s = o.base;
+  s.pp = static_cast<int64_t>(ranges.size());
+  s.global_batch = o.global_batch;
+  s.dp = 0;
+  for (size_t g = 0; g < chosen.size(); ++g) {
+    if (samples[g] < chosen[g].replicas * chosen[g].micro_batch) return std::nullopt;
+    s.dp += chosen[g].replicas;
+  }
+  s.tp = chosen[0].tp;
+  s.micro_batch = chosen[0].micro_batch;
+  // One recomputation for the strategy: the most any chosen type needs.
+  for (const TypeShape& c : chosen) s.recompute = std::max(s.recompute, c.recompute);
+  s.stages.clear();
+  for (int64_t k = 0; k < s.pp; ++k) {
+    StageSpec st{ranges[k].first, ranges[k].second, "", {}, {}};
+    for (size_t g = 0; g < chosen.size(); ++g) {
+      const TypeShape& c = chosen[g];
+      st.replicas.push_back({types[c.type].name, stage_devices(types[c.type], c, k), c.tp,
+                             c.micro_batch, samples[g]});
+    }
+    s.stages.push_back(std::move(st));
+  }
+  return s;
+}
+
+}  // namespace
+
+ReplicaSearchResult search_replicas(const Evaluator& ev, const ReplicaSearchOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
+  ReplicaSearchResult out;
+  const std::vector<TypeDevices> types = devices_by_type(ev);
+  const auto layers = static_cast<int64_t>(ev.model().layers.size());
+  // Layer ranges balanced on the type with the most devices at tp 1 and micro-batch 1.
+  size_t widest = 0;
+  for (size_t i = 1; i < types.size(); ++i)
+    if (types[i].devices.size() > types[widest].devices.size()) widest = i;
+  Strategy probe = o.base;
+  probe.global_batch = o.global_batch;
+  probe.micro_batch = 1;
+  probe.tp = 1;
+  probe.dp = o.global_batch;
+  const std::vector<LayerCost>& costs = ev.layer_costs(types[widest].group, 1, probe);
+  for (int64_t pp : o.pipeline_depths) {
+    if (pp > layers) continue;
+    const auto ranges = balanced_ranges(costs, pp);
+    const auto shapes = fastest_shapes(ev, o, types, ranges, out.evaluated);
+    // Every subset of the types with a shape that fits, two types or more (one is a uniform plan).
+    for (uint32_t mask = 1; mask < (1u << types.size()); ++mask) {
+      std::vector<TypeShape> chosen;
+      for (size_t i = 0; i < types.size(); ++i)
+        if ((mask >> i & 1u) && shapes[i]) chosen.push_back(*shapes[i]);
+      if (chosen.size() < 2 || chosen.size() != static_cast<size_t>(__builtin_popcount(mask)))
+        continue;
+      // The split by each type's speed alone, then again by the pipelines' own speeds in the
+      // mixed plan (their micro-batch counts change their bubbles) while that helps.
+      for (int refine = 0; refine < kSplitRefinements; ++refine) {
+        const std::optional<Strategy> s = mixed_strategy(o, types, chosen, ranges);
+        if (!s || ev.broken_rule(*s)) break;
+        ++out.evaluated;
+        Prediction p = ev.predict(*s);
+        if (!p.feasible) break;
+        ++out.feasible;
+        for (size_t g = 0; g < chosen.size(); ++g)
+          chosen[g].samples_per_s =
+              static_cast<double>(p.groups[g].spec.samples) / p.groups[g].pipeline_s;
+        const bool better = !out.best || p.iteration_s < out.best->predicted.iteration_s;
+        if (better) out.best = RankedStrategy{*s, std::move(p)};
+        if (!better && refine > 0) break;
+      }
+    }
+  }
+  out.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return out;
+}
+
+Strategy replica_base(const Strategy& best) {
+  Strategy s = best;
+  if (s.chunks_per_device() != 1) s.schedule = "1f1b", s.chunks = 1;
+  s.zero = 0;
+  s.cp = 1;
+  s.ep = 1;
+  s.etp = 0;
+  s.sequence_parallel = false;
+  s.tp_comm_overlap = false;
+  return s;
+}
+
+Json mixed_replicas_json(const Evaluator& ev, int64_t global_batch, const SearchResult& r) {
+  Json out = Json::object();
+  if (r.top.empty()) return out;
+  ReplicaSearchOptions ro;
+  ro.global_batch = global_batch;
+  ro.base = replica_base(r.top.front().strategy);
+  const ReplicaSearchResult m = search_replicas(ev, ro);
+  const double uniform_s = r.top.front().predicted.iteration_s;
+  out["evaluated"] = m.evaluated;
+  out["feasible"] = m.feasible;
+  out["elapsed_s"] = m.elapsed_s;
+  out["best_uniform_iteration_s"] = uniform_s;
+  if (m.best) {
+    Json strategy = to_json(m.best->strategy);
+    strategy["predicted"] = to_json(m.best->predicted);
+    out["strategy"] = strategy;
+    out["gain_over_uniform"] = uniform_s / m.best->predicted.iteration_s - 1;
+  }
+  return out;
+}
+
+}  // namespace hetplan
