@@ -8,9 +8,11 @@
 
 #include "kernels/attention.h"
 #include "kernels/attention_backward_kernels.h"
-#include "kernels/attention_hopper.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/cuda_check.h"
+#if defined(HETPLAN_HOPPER_ATTENTION)
+#include "kernels/experimental/attention_hopper.h"
+#endif
 
 namespace hetplan::kernels {
 namespace {
@@ -60,10 +62,12 @@ void check_aligned(std::initializer_list<const void*> pointers) {
       throw std::invalid_argument("attention: tensors must be 16-byte aligned");
 }
 
-// Which kernels run on compute capability 9.0, per head_dim and pass: whichever was faster on the
-// H100 (run 2, 2026-11-22, docs/benchmarks.md): wgmma everywhere except the d = 64 backward, where
-// the mma.sync kernel ran at 165 TFLOP/s and the wgmma one at 142. HETPLAN_ATTENTION_KERNEL=mma
-// forces the mma.sync kernels and =wgmma the wgmma ones (for comparison).
+#if defined(HETPLAN_HOPPER_ATTENTION)
+// With the experimental kernels (HETPLAN_EXPERIMENTAL_KERNELS), which ones run on compute
+// capability 9.0, per head_dim and pass: whichever was faster on the H100 (docs/benchmarks.md):
+// wgmma everywhere except the d = 64 backward, where the mma.sync kernel is faster.
+// HETPLAN_ATTENTION_KERNEL=mma forces the mma.sync kernels and =wgmma the wgmma ones (for
+// comparison).
 enum class KernelChoice { kMeasured, kMma, kWgmma };
 KernelChoice kernel_choice() {
   static const KernelChoice choice = [] {
@@ -79,6 +83,7 @@ bool use_hopper(int head_dim, bool backward) {
   if (c == KernelChoice::kMma || !hopper_attention_available()) return false;
   return c == KernelChoice::kWgmma || !(backward && head_dim == 64);
 }
+#endif
 
 template <class T, int kD>
 void launch_forward(const AttentionParams<T>& p, cudaStream_t stream) {
@@ -98,11 +103,12 @@ void launch_backward(const AttentionParams<T>& p, cudaStream_t stream) {
   const LaunchShape pre = attention_rows_shape(rows, kD);
   attention_preprocess_kernel<T, kD><<<grid_of(pre), pre.block, 0, stream>>>(p);
   HETPLAN_CHECK_LAUNCH();
-  if (use_hopper(kD, true)) {
+  bool hopper = false;
 #if defined(HETPLAN_HOPPER_ATTENTION)
-    attention_backward_hopper<T>(p, kD, stream);
+  hopper = use_hopper(kD, true);
+  if (hopper) attention_backward_hopper<T>(p, kD, stream);
 #endif
-  } else {
+  if (!hopper) {
     const size_t smem = attention_backward_smem_bytes<T, kD>();
     allow_dynamic_smem(reinterpret_cast<const void*>(&attention_backward_kernel<T, kD>), smem);
     const dim3 grid(static_cast<unsigned>(ceil_div(p.seq, kAttnTile)), p.heads, p.batch);
@@ -115,26 +121,8 @@ void launch_backward(const AttentionParams<T>& p, cudaStream_t stream) {
 
 }  // namespace
 
-// sm_90a code runs on compute capability 9.0 exactly.
-bool hopper_attention_available() {
-#if defined(HETPLAN_HOPPER_ATTENTION)
-  int device = 0, major = 0, minor = 0;
-  HETPLAN_CUDA_CHECK(cudaGetDevice(&device));
-  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major == 9 && minor == 0;
-#else
-  return false;
-#endif
-}
-
 #if !defined(HETPLAN_HOPPER_ATTENTION)
-std::vector<float> wgmma_selftest_run(int) {
-  throw std::invalid_argument("wgmma self-test: the sm_90a kernels were not built");
-}
-std::vector<float> bulk_selftest_run() {
-  throw std::invalid_argument("bulk-copy self-test: the sm_90a kernels were not built");
-}
+bool hopper_attention_available() { return false; }  // the experimental kernels were not built
 #endif
 
 float AttentionShape::softmax_scale() const {

@@ -35,6 +35,11 @@ struct AttentionShape {
 // needs more than its 64 KB of shared memory per block).
 std::string attention_support(DType dtype, int head_dim);
 
+// Whether the experimental Hopper (wgmma) attention kernels were built
+// (HETPLAN_EXPERIMENTAL_KERNELS) and the current device runs them (compute capability 9.0); the
+// entry points below then dispatch to them. Always false in the default build.
+bool hopper_attention_available();
+
 // o = softmax(scale q k^T) v, lse saved.
 template <class T>
 void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse,

@@ -128,6 +128,41 @@ HETPLAN_DEVICE void sync_warp() {
 #endif
 }
 
+// ---- named barriers ----
+// bar.sync kId, count: waits until `count` threads (a multiple of 32; the warps that take part)
+// have arrived at named barrier kId (1 .. 15; 0 is __syncthreads). Orders shared memory as
+// __syncthreads does, among those threads only.
+template <int kId>
+HETPLAN_DEVICE void named_barrier_sync(int count) {
+  static_assert(kId >= 1 && kId <= 15, "named barrier ids are 1 .. 15");
+#if defined(__CUDACC__)
+  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "r"(count) : "memory");
+#else
+  emu::named_barrier_sync(kId, count);
+#endif
+}
+
+// bar.sync id, count with the id in a register (1 .. 15): for a barrier chosen per warpgroup,
+// without a branch around it.
+HETPLAN_DEVICE void named_barrier_sync(int id, int count) {
+#if defined(__CUDACC__)
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#else
+  emu::named_barrier_sync(id, count);
+#endif
+}
+
+// bar.arrive id, count: counts the calling threads towards barrier id's current round (of
+// `count` threads, the bar.sync-ing ones included) without waiting. Used to order execution (the
+// ping-pong forward's turns), not to pass data: nothing here relies on what it orders in memory.
+HETPLAN_DEVICE void named_barrier_arrive(int id, int count) {
+#if defined(__CUDACC__)
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#else
+  emu::named_barrier_arrive(id, count);
+#endif
+}
+
 // ---- math: the fast hardware forms on the GPU ----
 #if defined(__CUDACC__)
 // ex2.approx.ftz: one MUFU.EX2. exp2f adds a range test and two multiplies per call to keep

@@ -23,6 +23,8 @@
 # build/). Build for the H100 alone first (sm_90; a third of the device code of the default
 # three architectures):
 #   HETPLAN_BUILD_DIR=build-h100 nice bash scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES=90
+# adding -DHETPLAN_EXPERIMENTAL_KERNELS=ON for the session's wgmma steps and Hopper self-tests
+# (docs/kernels.md, "Experimental kernels"; without it those steps run the mma.sync kernels).
 # Exit status 1 when a binary is missing, a library cannot be resolved, or the archive exceeds
 # HETPLAN_BUNDLE_MAX_MIB (default 40: the device tool carries 64 MiB in all, the repository's
 # tracked files and earlier calls' results included).

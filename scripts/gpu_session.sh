@@ -316,14 +316,15 @@ part_a() {
   else
     say "[skipped] attention_vs_sdpa: the kernel bench wrote no kernel_bench.json"
   fi
-  # Extras: attention on each path alone (mma.sync: the sm_80 kernels; wgmma: Hopper's).
+  # Extras: attention on each path alone (mma.sync: the sm_80 kernels; wgmma: Hopper's). The
+  # wgmma steps need a bundle built with HETPLAN_EXPERIMENTAL_KERNELS=ON (scripts/gpu_bundle.sh).
   for path in mma wgmma; do
     step "attention_$path" 60 10 env HETPLAN_ATTENTION_KERNEL="$path" "$bin/hetplan_kernel_bench" \
       --filter attention --json "$work/kernel_bench_$path.json" &&
       excerpt "$work/logs/attention_$path.log" '^attention[^ ]* .*%' 12
   done
-  # The opt-in d = 128 backward that adds dQ with bulk reduces (docs/kernels.md, "Hopper
-  # attention" item 2): checked against the reference by the bench, timed next to attention_wgmma.
+  # The opt-in d = 128 backward that adds dQ with bulk reduces (docs/kernels.md, "dQ by bulk
+  # reduce"): checked against the reference by the bench, timed next to attention_wgmma.
   step attention_wgmma_dq_bulk 60 10 env HETPLAN_ATTENTION_KERNEL=wgmma HETPLAN_ATTENTION_DQ=bulk \
     "$bin/hetplan_kernel_bench" --filter attention --json "$work/kernel_bench_wgmma_dq_bulk.json" &&
     excerpt "$work/logs/attention_wgmma_dq_bulk.log" '^attention[^ ]* .*%|  (incorrect|error)' 12

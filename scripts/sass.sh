@@ -3,12 +3,14 @@
 # --loops summarises each kernel's loops (scripts/sass_loops.py: instructions per trip, branches,
 # MUFU under a branch, spills, instructions per HGMMA).
 #
-#   scripts/sass.sh kernels/sm90a/attention_hopper.cu [ARCH] [--loops [--kernel SUBSTRING]] > out
+#   scripts/sass.sh kernels/experimental/sm90a/attention_hopper.cu [ARCH] \
+#     [--loops [--kernel SUBSTRING]] > out
 #
-# ARCH: 90a (default for kernels/sm90a/), 90, 80 or 75. The CUDA toolkit on the build machine
-# has nvcc and ptxas but no cuobjdump or nvdisasm. Where $HETPLAN_NVDISASM or the toolkit's own
-# nvdisasm is missing, this takes nvdisasm from Debian's nvidia-cuda-toolkit package (bookworm
-# non-free, CUDA 11.8; downloaded once, about 84 MB, into ${XDG_CACHE_HOME:-~/.cache}/hetplan).
+# ARCH: 90a (default for kernels/experimental/sm90a/), 90, 80 or 75. The CUDA toolkit on the
+# build machine has nvcc and ptxas but no cuobjdump or nvdisasm. Where $HETPLAN_NVDISASM or the
+# toolkit's own nvdisasm is missing, this takes nvdisasm from Debian's nvidia-cuda-toolkit package
+# (bookworm non-free, CUDA 11.8; downloaded once, about 84 MB, into
+# ${XDG_CACHE_HOME:-~/.cache}/hetplan).
 # That nvdisasm knows sm_90's instructions (HGMMA, SYNCS, UBLKCP included) but neither the ELF
 # header CUDA 12.8+ writes nor VIADD, which it silently leaves out: scripts/disasm_cubin.py
 # bridges both (header rewritten on a copy; VIADD decoded there), and prints UNDECODED with the
@@ -18,7 +20,7 @@ cd "$(dirname "$0")/.."
 src=${1:?usage: $0 kernels/FILE.cu [ARCH] [--loops [--kernel SUBSTRING]]}
 shift
 arch=90
-case "$src" in kernels/sm90a/*) arch=90a ;; esac
+case "$src" in kernels/experimental/sm90a/*) arch=90a ;; esac
 if [ $# -gt 0 ] && [[ $1 != --* ]]; then
   arch=$1
   shift

@@ -141,12 +141,10 @@ Case attention_case(bool backward) {
   c.name = std::string(backward ? "attention_bwd_" : "attention_fwd_") +
            std::string(dtype_name(c.dtype));
   c.note = backward ? "FlashAttention-2 backward: D = rowsum(dO O), recompute P per tile, dQ by "
-                      "fp32 atomics, then dQ conversion; "
-                      "wgmma kernels (128 keys x 64 queries) on compute capability 9.0, mma.sync "
-                      "(64 x 64) elsewhere"
-                    : "flash forward, online softmax, writes O and lse; wgmma kernels (128 x 128 "
-                      "tiles, softmax overlapped "
-                      "with P V) on compute capability 9.0, mma.sync (64 x 64) elsewhere";
+                      "fp32 atomics, then dQ conversion; mma.sync (64 x 64 tiles), or on "
+                      "compute capability 9.0 the experimental wgmma kernels where built"
+                    : "flash forward, online softmax, writes O and lse; mma.sync (64 x 64 tiles), "
+                      "or on compute capability 9.0 the experimental wgmma kernels where built";
   c.dims = {"batch", "heads", "seq", "head_dim", "causal"};
   c.test_shapes = {{1, 2, 100, 64, 1}, {2, 1, 130, 64, 0},  {1, 1, 128, 128, 1},
                    {1, 2, 37, 128, 0}, {2, 3, 257, 128, 1}, {1, 1, 1, 64, 1}};

@@ -15,9 +15,10 @@
 namespace hetplan::kernels::emu {
 namespace {
 
-// kReleased: the thread completed an mbarrier phase and waits until every other warp has had its
-// turn of the current pass (yield_after_release).
-enum class State { kReady, kBlockBarrier, kNamedBarrier, kWarp, kMbarrier, kReleased, kDone };
+// kWaiting: in block_until, until its condition holds. kReleased: the thread released others
+// (a barrier's last arrival) and waits until every other warp has had its turn of the current
+// pass (yield_after_release).
+enum class State { kReady, kBlockBarrier, kNamedBarrier, kWarp, kWaiting, kReleased, kDone };
 
 struct PendingCopy {
   unsigned char* dst;
@@ -34,12 +35,9 @@ struct Fiber {
   std::vector<PendingCopy> copies;
   int next_group = 0;
   int warp_op = -1;
-  uint32_t mbar_offset = 0;  // while kMbarrier: the barrier and the parity waited for
-  int mbar_parity = 0;
+  std::function<bool()> ready;  // while kWaiting: the condition waited for, and what it is
+  std::function<std::string()> waiting;
   int named_id = 0;  // while kNamedBarrier: the barrier
-  // Shared-memory bytes this thread wrote through the generic proxy (ordinary stores, cp.async)
-  // since its last fence.proxy.async: [offset, offset + bytes).
-  std::vector<std::pair<uint32_t, uint32_t>> unfenced;
 };
 
 struct WarpState {
@@ -64,14 +62,10 @@ struct Run {
   std::vector<Fiber> fibers;
   std::vector<WarpState> warps;
   NamedBarrier named[16];
-  std::vector<int> warp_registers;  // per warp: the last setmaxnreg count, 0 if none
   int current = 0;
   int at_barrier = 0;
   int done = 0;
   std::vector<unsigned char> smem;
-  // Per byte of shared memory: 1 + the thread that last wrote it through the generic proxy and
-  // has not yet executed fence.proxy.async since, or 0. The async proxy (wgmma) must not read it.
-  std::vector<int16_t> unfenced_writer;
   Dim3 block_idx, block_dim, grid_dim;
   const std::function<void()>* body = nullptr;
   bool eager_copies = false;
@@ -81,6 +75,11 @@ struct Run {
 Run* g_run = nullptr;
 uint64_t g_block_serial = 0;
 std::vector<std::pair<uintptr_t, uintptr_t>> g_globals;
+
+std::vector<Extension*>& extensions() {
+  static std::vector<Extension*> all;
+  return all;
+}
 
 Run& run() {
   if (!g_run) throw std::logic_error("emu: called outside emu::launch");
@@ -101,15 +100,9 @@ void release_block_barrier_if_complete(Run& r) {
   r.at_barrier = 0;
 }
 
-void mark_generic_write(Run& r, Fiber& f, const unsigned char* p, size_t bytes) {
+void mark_generic_write(const Run& r, const unsigned char* p, size_t bytes) {
   const auto offset = static_cast<uint32_t>(p - r.smem.data());
-  bulk_check_generic_write(offset, bytes);
-  for (size_t i = 0; i < bytes; ++i)
-    r.unfenced_writer[offset + i] = static_cast<int16_t>(f.linear + 1);
-  if (!f.unfenced.empty() && f.unfenced.back().first + f.unfenced.back().second == offset)
-    f.unfenced.back().second += static_cast<uint32_t>(bytes);
-  else
-    f.unfenced.emplace_back(offset, static_cast<uint32_t>(bytes));
+  for (Extension* e : extensions()) e->generic_smem_write(offset, bytes);
 }
 
 void apply_copies(Fiber& f, int newest_group_to_apply) {
@@ -118,7 +111,7 @@ void apply_copies(Fiber& f, int newest_group_to_apply) {
   });
   for (auto it = keep; it != f.copies.end(); ++it) {
     std::memcpy(it->dst, it->data, 16);
-    mark_generic_write(run(), f, it->dst, 16);  // cp.async writes through the generic proxy
+    mark_generic_write(run(), it->dst, 16);  // cp.async writes through the generic proxy
   }
   f.copies.erase(keep, f.copies.end());
 }
@@ -130,7 +123,7 @@ void fiber_main() {
     (*r.body)();
     if (!f.copies.empty())
       throw std::runtime_error("thread exited with cp.async copies never waited for");
-    bulk_thread_exit_check();
+    for (Extension* e : extensions()) e->thread_exit();
   } catch (const std::exception& e) {
     if (r.error.empty()) r.error = e.what();
   }
@@ -142,12 +135,13 @@ void fiber_main() {
 
 std::string describe(const Run& r) {
   std::string s;
-  // Threads at an mbarrier first: one usually says why the others wait at __syncthreads.
+  // Threads in block_until (at an mbarrier) first: one usually says why the others wait at
+  // __syncthreads.
   std::vector<const Fiber*> order;
   for (const Fiber& f : r.fibers)
-    if (f.state == State::kMbarrier) order.push_back(&f);
+    if (f.state == State::kWaiting) order.push_back(&f);
   for (const Fiber& f : r.fibers)
-    if (f.state != State::kMbarrier) order.push_back(&f);
+    if (f.state != State::kWaiting) order.push_back(&f);
   for (const Fiber* fp : order) {
     const Fiber& f = *fp;
     if (f.state == State::kDone) continue;
@@ -157,21 +151,18 @@ std::string describe(const Run& r) {
               ? ":bar.sync " + std::to_string(f.named_id) + " (" +
                     std::to_string(r.named[f.named_id].arrived) + " of " +
                     std::to_string(r.named[f.named_id].count) + " arrived)"
-          : f.state == State::kMbarrier
-              ? ":mbarrier wait for parity " + std::to_string(f.mbar_parity) + " (" +
-                    mbarrier_describe(f.mbar_offset) + ")"
-              : ":warp-op" + std::to_string(f.warp_op));
+          : f.state == State::kWaiting ? ":" + f.waiting()
+                                       : ":warp-op" + std::to_string(f.warp_op));
     if (s.size() > 300) return s + " ...";
   }
   return s;
 }
 
-// Whether fiber i can run now; a thread waiting on an mbarrier becomes ready when the phase it
-// waits for has completed (tested just before it would run, so nothing changes in between).
+// Whether fiber i can run now; a thread in block_until becomes ready when its condition holds
+// (tested just before it would run, so nothing changes in between).
 bool runnable(Run& r, int i) {
   Fiber& f = r.fibers[static_cast<size_t>(i)];
-  if (f.state == State::kMbarrier && mbarrier_phase_done(f.mbar_offset, f.mbar_parity))
-    f.state = State::kReady;
+  if (f.state == State::kWaiting && f.ready()) f.state = State::kReady;
   return f.state == State::kReady;
 }
 
@@ -181,7 +172,6 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
     Fiber& f = r.fibers[static_cast<size_t>(i)];
     f.state = State::kReady;
     f.copies.clear();
-    f.unfenced.clear();
     f.next_group = 0;
     f.warp_op = -1;
     getcontext(&f.context);
@@ -192,8 +182,6 @@ void run_block(Run& r, size_t stack_bytes, std::mt19937_64* shuffle) {
   }
   for (WarpState& w : r.warps) w = WarpState{};
   for (NamedBarrier& b : r.named) b = NamedBarrier{};
-  std::fill(r.warp_registers.begin(), r.warp_registers.end(), 0);
-  std::fill(r.unfenced_writer.begin(), r.unfenced_writer.end(), int16_t{0});
   r.at_barrier = 0;
   r.done = 0;
   auto run_fiber = [&](int i) {
@@ -271,9 +259,7 @@ void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
   r.grid_dim = grid;
   r.fibers.resize(n);
   r.warps.resize((n + 31) / 32);
-  r.warp_registers.resize((n + 31) / 32);
   r.smem.resize(dynamic_smem_bytes);
-  r.unfenced_writer.assign(dynamic_smem_bytes, 0);
   for (unsigned i = 0; i < n; ++i) {
     Fiber& f = r.fibers[i];
     f.stack = std::make_unique<unsigned char[]>(options.stack_bytes);
@@ -292,7 +278,7 @@ void launch(Dim3 grid, Dim3 block, size_t dynamic_smem_bytes,
         if (r.error.empty()) {
           try {
             named_barrier_block_end_check(r);
-            bulk_block_end_check();
+            for (Extension* e : extensions()) e->block_end();
           } catch (const std::exception& e) {
             r.error = e.what();
           }
@@ -400,37 +386,6 @@ void named_barrier_arrival(int id, int count, bool wait) {
 
 void named_barrier_sync(int id, int count) { named_barrier_arrival(id, count, true); }
 void named_barrier_arrive(int id, int count) { named_barrier_arrival(id, count, false); }
-
-void setmaxnreg(int registers, bool increase) {
-  Run& r = run();
-  const int n = static_cast<int>(r.fibers.size());
-  const char* op = increase ? "setmaxnreg.inc" : "setmaxnreg.dec";
-  if (registers < 24 || registers > 256 || registers % 8 != 0)
-    throw std::runtime_error(std::string(op) + ": " + std::to_string(registers) +
-                             " registers is not one of 24 .. 256 in steps of 8");
-  if (n % 128 != 0)
-    throw std::runtime_error(std::string(op) + " in a block of " + std::to_string(n) +
-                             " threads, not whole warpgroups");
-  Payload mine{};
-  warp_exchange(mine, 5000 + 2 * registers + (increase ? 1 : 0), [&](int first_lane) {
-    const int warp = first_lane / 32;
-    for (int w = warp / 4 * 4; w < warp / 4 * 4 + 4; ++w)
-      if (r.warp_registers[static_cast<size_t>(w)] != 0 &&
-          r.warp_registers[static_cast<size_t>(w)] != registers)
-        throw std::runtime_error(std::string(op) + ": warp " + std::to_string(warp) + " asks for " +
-                                 std::to_string(registers) + " registers, warp " +
-                                 std::to_string(w) + " of its warpgroup for " +
-                                 std::to_string(r.warp_registers[static_cast<size_t>(w)]));
-    r.warp_registers[static_cast<size_t>(warp)] = registers;
-    int total = 0;
-    for (const int regs : r.warp_registers) total += 32 * regs;
-    if (total > 65536)
-      throw std::runtime_error(std::string(op) + ": the block's warps ask for " +
-                               std::to_string(total) +
-                               " registers in all, more than the SM's 65536 (an .inc would "
-                               "wait forever)");
-  });
-}
 
 const Payload* warp_exchange(const Payload& mine, int op,
                              const std::function<void(int first_lane_linear)>& on_complete) {
@@ -565,7 +520,7 @@ void cp_async16(void* smem_dst, const void* global_src, int src_bytes) {
   }
   if (run().eager_copies) {
     std::memcpy(c.dst, c.data, 16);
-    mark_generic_write(run(), me(), c.dst, 16);
+    mark_generic_write(run(), c.dst, 16);
     return;
   }
   me().copies.push_back(c);
@@ -585,44 +540,24 @@ void cp_async_wait(int groups_left_pending) {
 
 void note_generic_smem_write(const void* p, size_t bytes) {
   check_shared(p, bytes, 1);
-  mark_generic_write(run(), me(), static_cast<const unsigned char*>(p), bytes);
+  mark_generic_write(run(), static_cast<const unsigned char*>(p), bytes);
 }
 
-void fence_proxy_async() {
-  Run& r = run();
-  Fiber& f = me();
-  for (const auto& [offset, bytes] : f.unfenced)
-    for (uint32_t i = offset; i < offset + bytes; ++i)
-      if (r.unfenced_writer[i] == f.linear + 1) r.unfenced_writer[i] = 0;
-  f.unfenced.clear();
-}
-
-void check_async_proxy_read(uint32_t offset, size_t bytes) {
-  check_async_proxy_access(offset, bytes, "wgmma reads");
-}
-
-void check_async_proxy_access(uint32_t offset, size_t bytes, const char* access) {
-  const Run& r = run();
-  for (size_t i = 0; i < bytes; ++i)
-    if (const int writer = r.unfenced_writer.at(offset + i); writer != 0)
-      throw std::runtime_error(std::string(access) + " shared memory at offset " +
-                               std::to_string(offset + i) + " that thread " +
-                               std::to_string(writer - 1) +
-                               " wrote through the generic proxy (st.shared, cp.async, "
-                               "mbarrier.init) without a fence.proxy.async after it");
-}
+void add_extension(Extension* e) { extensions().push_back(e); }
 
 void yield_after_release() {
   me().state = State::kReleased;
   yield();
 }
 
-void block_on_mbarrier(uint32_t offset, int parity) {
+void block_until(std::function<bool()> ready, std::function<std::string()> waiting) {
   Fiber& f = me();
-  f.state = State::kMbarrier;
-  f.mbar_offset = offset;
-  f.mbar_parity = parity;
+  f.state = State::kWaiting;
+  f.ready = std::move(ready);
+  f.waiting = std::move(waiting);
   yield();
+  f.ready = nullptr;
+  f.waiting = nullptr;
 }
 
 void register_global(const void* p, size_t bytes) {

@@ -10,16 +10,13 @@
 #include <stdexcept>
 
 #include "kernels/attention.h"
-#include "kernels/attention_hopper.h"
 #include "kernels/bandwidth.h"
-#include "kernels/bulk_selftest.h"
 #include "kernels/device_buffer.h"
 #include "kernels/elementwise.h"
 #include "kernels/norms.h"
 #include "kernels/reference/attention_reference.h"
 #include "kernels/reference/compare.h"
 #include "kernels/reference/numeric.h"
-#include "kernels/wgmma_selftest.h"
 
 namespace hetplan::kernels {
 namespace {
@@ -43,44 +40,6 @@ template <class T>
 bool same_bits(const DeviceBuffer<T>& a, const DeviceBuffer<T>& b) {
   const auto x = a.download(), y = b.download();
   return std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
-}
-
-// The three wgmma operand forms of the Hopper attention kernels on the hardware, against the
-// answer worked out in kernels/wgmma_selftest.h (the emulator passes the same test). Variant 3
-// issues them as the kernels do (cp.async-filled tiles, one commit group per form) and must give
-// the known product; a failure names the form whose descriptor the hardware reads otherwise than
-// the emulator's model. The other variants (ordinary-store fill, one group for all three forms)
-// are printed for the record: the first GPU run's harness was variant 0 with byte stores.
-TEST(KernelProperties, WgmmaOperandFormsGiveTheKnownProduct) {
-  REQUIRE_GPU();
-  if (!hopper_attention_available()) GTEST_SKIP() << "no sm_90a kernels for this device";
-  for (int variant = 0; variant < kWgmmaSelftestVariants; ++variant) {
-    const WgmmaSelftestReport r = wgmma_selftest_check(wgmma_selftest_run(variant));
-    std::printf(
-        "wgmma self-test variant %d (%s fill, %s): wrong %d / %d / %d, shared memory %s%s\n",
-        variant, variant & kSelftestAsyncFill ? "cp.async" : "st.shared",
-        variant & kSelftestGroupPerForm ? "group per form" : "one group", r.wrong[0], r.wrong[1],
-        r.wrong[2], r.image_wrong == 0 ? "as written" : "DIFFERS", r.detail.c_str());
-    if (variant == kSelftestAsyncFill + kSelftestGroupPerForm) {
-      EXPECT_EQ(r.image_wrong, 0) << r.detail;
-      for (int form = 0; form < kWgmmaSelftestForms; ++form)
-        EXPECT_EQ(r.wrong[form], 0) << "form " << form << ":" << r.detail;
-    }
-  }
-}
-
-// The mbarrier ring (bulk copies into 3 stages over 8 tiles, full/empty barriers, both parities)
-// and the bulk reduce of 4 blocks into one buffer (kernels/bulk_selftest.h) on the hardware,
-// against exact sums; the emulator passes the same code (BulkEmulated.SelftestGivesTheKnownSums).
-// A disagreement about the primitives' semantics shows as wrong sums or as a hang (a phase that
-// never completes: the test then runs into the GPU session's step limit).
-TEST(KernelProperties, BulkCopyRingAndReduceGiveTheKnownSums) {
-  REQUIRE_GPU();
-  if (!hopper_attention_available()) GTEST_SKIP() << "no sm_90a kernels for this device";
-  const BulkSelftestReport r = bulk_selftest_check(bulk_selftest_run());
-  std::printf("bulk-copy self-test: %d of %d wrong%s\n", r.wrong, kBulkSelftestOutFloats,
-              r.detail.c_str());
-  EXPECT_EQ(r.wrong, 0) << r.detail;
 }
 
 TEST(KernelProperties, DropoutMaskIsAFunctionOfSeedOffsetAndIndex) {

@@ -23,8 +23,8 @@
 //       "wgmma pipeline crossing function boundary"), and a trap in the warp-specialised
 //       backward made it serialise them for lack of registers (C7512) and spill ~900 bytes.
 //   2   print the barrier's shared address, the parity, the block and the thread, then trap (an
-//       out-of-line call): for kernels without wgmma (kernels/sm90a/bulk_selftest.cu), or a
-//       debugging build of the others (their timings then mean nothing).
+//       out-of-line call): for kernels without wgmma (kernels/experimental/sm90a/bulk_selftest.cu),
+//       or a debugging build of the others (their timings then mean nothing).
 // The emulator (CPU) never uses this: it reports a phase that never completes as a deadlock.
 #pragma once
 

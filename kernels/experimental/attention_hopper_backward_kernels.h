@@ -1,14 +1,14 @@
 // Attention backward for Hopper (sm_90a); the algorithm is summarised in
 // attention_hopper_kernels.h, which includes this file. dK, dV bit-reproducible; dQ by fp32
 // atomics (16-byte reductions) into p.dq_accum, converted by attention_dq_convert_block.
-// kBulkDq (d = 128, opt-in: HETPLAN_ATTENTION_DQ=bulk, docs/kernels.md item 2): each warp writes
-// its 16 rows of the dQ tile to shared memory and 16 of its lanes add one row each to p.dq_accum
-// with a bulk reduce (cp.reduce.async.bulk .add.f32), instead of 8 red.global.add.v4.f32 per
-// thread and tile.
+// kBulkDq (d = 128, opt-in: HETPLAN_ATTENTION_DQ=bulk, docs/kernels.md "dQ by bulk reduce"): each
+// warp writes its 16 rows of the dQ tile to shared memory and 16 of its lanes add one row each to
+// p.dq_accum with a bulk reduce (cp.reduce.async.bulk .add.f32), instead of 8 red.global.add.v4.f32
+// per thread and tile.
 #pragma once
 
-#include "kernels/attention_hopper_kernels.h"
-#include "kernels/simt_bulk.h"
+#include "kernels/experimental/attention_hopper_kernels.h"
+#include "kernels/experimental/simt_bulk.h"
 
 namespace hetplan::kernels {
 

@@ -1,7 +1,7 @@
-// A known-answer test of the mbarrier and bulk-copy primitives (kernels/simt_bulk.h), run under
-// the emulator (tests/kernels/bulk_emulated_test.cpp) and on an sm_90a GPU
-// (kernels/sm90a/bulk_selftest.cu, tests/gpu/kernel_properties_test.cpp
-// KernelProperties.BulkCopyRingAndReduceGiveTheKnownSums). If the hardware and the emulator's
+// A known-answer test of the mbarrier and bulk-copy primitives (kernels/experimental/simt_bulk.h),
+// run under the emulator (tests/experimental/bulk_emulated_test.cpp) and on an sm_90a GPU
+// (kernels/experimental/sm90a/bulk_selftest.cu, tests/gpu/kernel_properties_test.cpp
+// HopperKernelProperties.BulkCopyRingAndReduceGiveTheKnownSums). If the hardware and the emulator's
 // model disagree about a primitive, the sums differ or the GPU hangs (a phase that never
 // completes) where the emulator passed.
 //
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/simt_bulk.h"
+#include "kernels/experimental/simt_bulk.h"
 
 namespace hetplan::kernels {
 

@@ -1,5 +1,5 @@
 // Warp-specialised variant of the Hopper attention backward, d = 128 (opt-in:
-// HETPLAN_ATTENTION_BWD=ws; docs/kernels.md "Hopper attention", item 1, and "Warp-specialised
+// HETPLAN_ATTENTION_BWD=ws; docs/kernels.md "Warp-specialised
 // backward"). The products and the elementwise work are attention_backward_hopper_block's; what
 // changes is who loads the query tiles and how the warps wait for them:
 //
@@ -32,8 +32,8 @@
 // additions into the accumulator (from the blocks of different key tiles) in another order.
 #pragma once
 
-#include "kernels/attention_hopper_kernels.h"
-#include "kernels/simt_bulk.h"
+#include "kernels/experimental/attention_hopper_kernels.h"
+#include "kernels/experimental/simt_bulk.h"
 
 namespace hetplan::kernels {
 

@@ -1,6 +1,6 @@
 // mbarrier objects, cp.async.bulk (global -> shared, completing on an mbarrier) and
 // cp.reduce.async.bulk (.add.f32, shared -> global, bulk groups) under the emulator; the rules
-// are listed in simt_emulator.h. Definitions from the PTX ISA: an mbarrier tracks its current
+// are listed in simt_sm90.h. Definitions from the PTX ISA: an mbarrier tracks its current
 // phase, the arrivals pending in it (reset to the count given at init when a phase completes)
 // and a tx-count that arrive.expect_tx raises and complete_tx (a bulk copy's bytes landing)
 // lowers; the phase completes when both are zero. try_wait.parity P returns true once the phase
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/emulator/simt_emulator.h"
+#include "kernels/experimental/emulator/simt_sm90.h"
 
 namespace hetplan::kernels::emu {
 namespace {
@@ -136,6 +136,70 @@ void apply_reduce(BlockState& s, const PendingReduce& r) {
   for (uint32_t i = r.src; i < r.src + r.bytes; ++i) --s.being_read[i];
 }
 
+bool mbarrier_phase_done(uint32_t offset, int parity) {
+  const auto it = block().barriers.find(offset);
+  return it != block().barriers.end() && (it->second.phase & 1) != parity;
+}
+
+std::string mbarrier_describe(uint32_t offset) {
+  const auto it = block().barriers.find(offset);
+  if (it == block().barriers.end()) return at(offset) + ", not initialised";
+  const Barrier& b = it->second;
+  return at(offset) + ", phase " + std::to_string(b.phase) + ": " + std::to_string(b.pending) +
+         " of " + std::to_string(b.count) + " arrivals pending, tx-count " + std::to_string(b.tx) +
+         " bytes outstanding";
+}
+
+void thread_exit_check() {
+  if (g_serial != block_serial()) return;
+  const ThreadState& t = g_block.threads.at(static_cast<size_t>(linear_thread()));
+  if (!t.reduces.empty())
+    throw std::runtime_error(
+        "thread exited with " + std::to_string(t.reduces.size()) +
+        " cp.reduce.async.bulk never waited for (cp.async.bulk.wait_group.read); the first reads "
+        "shared offset " +
+        std::to_string(t.reduces.front().src));
+}
+
+void block_end_check() {
+  if (g_serial != block_serial()) return;
+  for (const auto& [offset, b] : g_block.barriers) {
+    if (!b.landing.empty())
+      throw std::runtime_error("block ended with a bulk copy into shared offset " +
+                               std::to_string(b.landing.front().dst) + " (" + at(offset) +
+                               ", phase " + std::to_string(b.landing.front().phase) +
+                               ") that no mbarrier wait observed");
+    if (b.tx < 0)
+      throw std::runtime_error("block ended with " + at(offset) + " phase " +
+                               std::to_string(b.phase) + " at tx-count " + std::to_string(b.tx) +
+                               ": bulk copies brought more bytes than arrive.expect_tx announced");
+  }
+}
+
+void check_generic_write(uint32_t offset, size_t bytes) {
+  if (g_serial != block_serial()) return;
+  const std::vector<uint16_t>& r = g_block.being_read;
+  for (size_t i = offset; i < offset + bytes && i < r.size(); ++i)
+    if (r[i] != 0)
+      throw std::runtime_error(
+          "generic write to shared offset " + std::to_string(i) +
+          " while a cp.reduce.async.bulk still reads it (no cp.async.bulk.wait_group.read by its "
+          "issuing thread since the issue)");
+}
+
+class Bulk : public Extension {
+ public:
+  void generic_smem_write(uint32_t offset, size_t bytes) override {
+    check_generic_write(offset, bytes);
+  }
+  void thread_exit() override { thread_exit_check(); }
+  void block_end() override { block_end_check(); }
+};
+
+Bulk g_bulk;
+// Registered when this file is linked in (a kernel or test using mbarriers), before any launch.
+[[maybe_unused]] const bool g_registered = (add_extension(&g_bulk), true);
+
 }  // namespace
 
 void mbarrier_init(const void* bar, int arrivals) {
@@ -182,7 +246,11 @@ void mbarrier_wait_parity(const void* bar, int parity) {
     seen = b.phase - 1;  // completed already (-1: the phase before the first)
   } else {
     const int64_t wanted = b.phase;
-    block_on_mbarrier(offset, parity);
+    block_until([offset, parity] { return mbarrier_phase_done(offset, parity); },
+                [offset, parity] {
+                  return "mbarrier wait for parity " + std::to_string(parity) + " (" +
+                         mbarrier_describe(offset) + ")";
+                });
     if (b.phase != wanted + 1)
       throw std::runtime_error(std::string(op) + " on " + at(offset) + ": phases " +
                                std::to_string(wanted) + " and " + std::to_string(wanted + 1) +
@@ -205,20 +273,6 @@ void mbarrier_wait_parity(const void* bar, int parity) {
   }
   t.observed[offset] = seen;
   land(b, seen);
-}
-
-bool mbarrier_phase_done(uint32_t offset, int parity) {
-  const auto it = block().barriers.find(offset);
-  return it != block().barriers.end() && (it->second.phase & 1) != parity;
-}
-
-std::string mbarrier_describe(uint32_t offset) {
-  const auto it = block().barriers.find(offset);
-  if (it == block().barriers.end()) return at(offset) + ", not initialised";
-  const Barrier& b = it->second;
-  return at(offset) + ", phase " + std::to_string(b.phase) + ": " + std::to_string(b.pending) +
-         " of " + std::to_string(b.count) + " arrivals pending, tx-count " + std::to_string(b.tx) +
-         " bytes outstanding";
 }
 
 void bulk_copy_g2s(void* smem_dst, const void* global_src, uint32_t bytes, const void* bar) {
@@ -280,43 +334,6 @@ void bulk_wait_read(int groups_left_pending) {
       keep.push_back(r);
   }
   t.reduces.swap(keep);
-}
-
-void bulk_thread_exit_check() {
-  if (g_serial != block_serial()) return;
-  const ThreadState& t = g_block.threads.at(static_cast<size_t>(linear_thread()));
-  if (!t.reduces.empty())
-    throw std::runtime_error(
-        "thread exited with " + std::to_string(t.reduces.size()) +
-        " cp.reduce.async.bulk never waited for (cp.async.bulk.wait_group.read); the first reads "
-        "shared offset " +
-        std::to_string(t.reduces.front().src));
-}
-
-void bulk_block_end_check() {
-  if (g_serial != block_serial()) return;
-  for (const auto& [offset, b] : g_block.barriers) {
-    if (!b.landing.empty())
-      throw std::runtime_error("block ended with a bulk copy into shared offset " +
-                               std::to_string(b.landing.front().dst) + " (" + at(offset) +
-                               ", phase " + std::to_string(b.landing.front().phase) +
-                               ") that no mbarrier wait observed");
-    if (b.tx < 0)
-      throw std::runtime_error("block ended with " + at(offset) + " phase " +
-                               std::to_string(b.phase) + " at tx-count " + std::to_string(b.tx) +
-                               ": bulk copies brought more bytes than arrive.expect_tx announced");
-  }
-}
-
-void bulk_check_generic_write(uint32_t offset, size_t bytes) {
-  if (g_serial != block_serial()) return;
-  const std::vector<uint16_t>& r = g_block.being_read;
-  for (size_t i = offset; i < offset + bytes && i < r.size(); ++i)
-    if (r[i] != 0)
-      throw std::runtime_error(
-          "generic write to shared offset " + std::to_string(i) +
-          " while a cp.reduce.async.bulk still reads it (no cp.async.bulk.wait_group.read by its "
-          "issuing thread since the issue)");
 }
 
 }  // namespace hetplan::kernels::emu

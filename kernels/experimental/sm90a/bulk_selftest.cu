@@ -1,12 +1,13 @@
-// The mbarrier / bulk-copy known-answer test (kernels/bulk_selftest.h) on the GPU, sm_90a only.
-// No wgmma here, so a wait that gives up may print which barrier it was (mbarrier_watchdog.h).
+// The mbarrier / bulk-copy known-answer test (kernels/experimental/bulk_selftest.h) on the GPU,
+// sm_90a only. No wgmma here, so a wait that gives up may print which barrier it was
+// (mbarrier_watchdog.h).
 #define HETPLAN_MBARRIER_WATCHDOG 2
 #include <vector>
 
-#include "kernels/attention_hopper.h"
-#include "kernels/bulk_selftest.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
+#include "kernels/experimental/attention_hopper.h"
+#include "kernels/experimental/bulk_selftest.h"
 
 namespace hetplan::kernels {
 namespace {

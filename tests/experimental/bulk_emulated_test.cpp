@@ -1,8 +1,8 @@
-// The emulator's mbarrier and bulk-copy model (kernels/emulator/simt_bulk.cpp) through the
-// primitives of kernels/simt_bulk.h: one test per rule, then the known-answer test of
-// kernels/bulk_selftest.h (which the GPU test
-// KernelProperties.BulkCopyRingAndReduceGiveTheKnownSums runs on the hardware) and its mutations,
-// each of which must be caught.
+// The emulator's mbarrier and bulk-copy model (kernels/experimental/emulator/simt_bulk.cpp) through
+// the primitives of kernels/experimental/simt_bulk.h: one test per rule, then the known-answer test
+// of kernels/experimental/bulk_selftest.h (which the GPU test
+// HopperKernelProperties.BulkCopyRingAndReduceGiveTheKnownSums runs on the hardware) and its
+// mutations, each of which must be caught.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/bulk_selftest.h"
-#include "kernels/emulator/simt_emulator.h"
-#include "kernels/simt_bulk.h"
+#include "kernels/experimental/bulk_selftest.h"
+#include "kernels/experimental/emulator/simt_sm90.h"
+#include "kernels/experimental/simt_bulk.h"
 #include "tests/kernels/emulated.h"
 
 namespace hetplan::kernels {
@@ -354,51 +354,7 @@ TEST(BulkEmulated, ReduceSizeRule) {
   EXPECT_ERROR_HAS(error, "not a positive multiple of 16");
 }
 
-// ---- named barriers (bar.sync id, count) and setmaxnreg ----
-
-// Warps 0-3 exchange a value through shared memory behind bar.sync 1, 128 while warps 4-5 never
-// take part: every reader sees its partner's value, in index order and shuffled.
-TEST(BulkEmulated, NamedBarrierOrdersItsParticipantsOnly) {
-  for (const uint64_t seed : {uint64_t{0}, uint64_t{3}, uint64_t{4}}) {
-    std::vector<float> out(128, -1.0f);
-    emu::GlobalScope scope;
-    scope.add(out.data(), out.size());
-    const std::string error = run_block(
-        192, 512,
-        [&] {
-          const int t = simt::thread_x();
-          if (t >= 128) return;
-          float* buf = reinterpret_cast<float*>(simt::dynamic_smem());
-          buf[t] = static_cast<float>(t);
-          simt::named_barrier_sync<1>(128);
-          out[static_cast<size_t>(t)] = buf[127 - t];
-        },
-        seed);
-    EXPECT_EQ(error, "");
-    for (int t = 0; t < 128; ++t) EXPECT_EQ(out[static_cast<size_t>(t)], 127.0f - t) << t;
-  }
-}
-
-// A count below the threads that take part releases them in groups that order nothing between
-// each other: the second round releases other warps than the first.
-TEST(BulkEmulated, NamedBarrierCountBelowTheParticipantsThrows) {
-  const std::string error = run_block(256, 64, [] { simt::named_barrier_sync<2>(128); });
-  EXPECT_ERROR_HAS(error, "does not match the threads that take part");
-}
-
-// A count above them never completes: a deadlock report naming the barrier.
-TEST(BulkEmulated, NamedBarrierCountAboveTheParticipantsDeadlocks) {
-  const std::string error = run_block(128, 64, [] {
-    if (simt::warp() < 2) simt::named_barrier_sync<3>(128);
-  });
-  EXPECT_ERROR_HAS(error, "bar.sync 3 (64 of 128 arrived)");
-}
-
-TEST(BulkEmulated, NamedBarrierArrivalsWithDifferentCountsThrow) {
-  const std::string error =
-      run_block(128, 64, [] { simt::named_barrier_sync<1>(simt::warp() == 0 ? 64 : 128); });
-  EXPECT_ERROR_HAS(error, "arrives with count");
-}
+// ---- setmaxnreg ----
 
 // setmaxnreg: 24 / 240 for one producer and two consumer warpgroups fits 65536 registers;
 // 248 for the consumers does not (an .inc that waits forever on the GPU), a block of 288

@@ -27,7 +27,7 @@
 // products, summed in fp32 in another order (two partials of 64 keys each).
 #pragma once
 
-#include "kernels/attention_hopper_backward_ws_kernels.h"
+#include "kernels/experimental/attention_hopper_backward_ws_kernels.h"
 
 namespace hetplan::kernels {
 

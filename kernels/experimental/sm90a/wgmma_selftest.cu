@@ -1,10 +1,10 @@
-// The wgmma known-answer test (kernels/wgmma_selftest.h) on the GPU, sm_90a only.
+// The wgmma known-answer test (kernels/experimental/wgmma_selftest.h) on the GPU, sm_90a only.
 #include <vector>
 
-#include "kernels/attention_hopper.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
-#include "kernels/wgmma_selftest.h"
+#include "kernels/experimental/attention_hopper.h"
+#include "kernels/experimental/wgmma_selftest.h"
 
 namespace hetplan::kernels {
 namespace {

@@ -1,16 +1,15 @@
 // mbarrier and bulk-copy primitives (sm_90) in the simt.h dialect: inline PTX on an sm_90a GPU
-// (the Hopper object library, kernels/sm90a/), the emulator's model on the CPU
-// (kernels/emulator/simt_bulk.cpp: the rules it checks are listed in simt_emulator.h), a trap
-// elsewhere (other GPU targets never launch the kernels that use them).
+// (the Hopper object library, kernels/experimental/sm90a/), the emulator's model on the CPU
+// (kernels/experimental/emulator/simt_bulk.cpp: the rules it checks are listed in
+// emulator/simt_sm90.h), a trap elsewhere (other GPU targets never launch the kernels that use
+// them).
 //
 //   mbarrier_init / _arrive / _arrive_expect_tx / _wait   a barrier of 8 bytes of shared memory
 //   bulk_copy_g2s       cp.async.bulk global -> shared, completing its bytes on an mbarrier
 //   bulk_reduce_add_f32 cp.reduce.async.bulk shared -> global, .add.f32, in bulk groups
 //   bulk_commit, bulk_wait_read<N>                        the bulk groups of this thread
 //   fence_proxy_async (simt_wgmma.h)   generic-proxy shared writes -> the bulk ops (async proxy)
-//   named_barrier_sync<kId>(count)      bar.sync id, count: a barrier among `count` threads
-//   named_barrier_sync(id, count)       the same with the id in a register
-//   named_barrier_arrive(id, count)     bar.arrive id, count: counts towards it without waiting
+//   named_barrier_sync, named_barrier_arrive   bar.sync / bar.arrive id, count (kernels/simt.h)
 //   setmaxnreg<kRegisters, kIncrease>   setmaxnreg.{inc,dec}: a warpgroup's registers per thread
 //
 // The usual producer / consumer ring (PTX ISA "mbarrier"; the pattern CUTLASS's pipelines use):
@@ -23,9 +22,9 @@
 
 #include <cstdint>
 
-#include "kernels/mbarrier_watchdog.h"
+#include "kernels/experimental/mbarrier_watchdog.h"
+#include "kernels/experimental/simt_wgmma.h"
 #include "kernels/simt.h"
-#include "kernels/simt_wgmma.h"
 
 #if defined(__CUDACC__) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HETPLAN_BULK 1
@@ -174,40 +173,6 @@ HETPLAN_DEVICE void bulk_wait_read() {
   bulk_unavailable();
 #else
   emu::bulk_wait_read(kPending);
-#endif
-}
-
-// bar.sync kId, count: waits until `count` threads (a multiple of 32; the warps that take part)
-// have arrived at named barrier kId (1 .. 15; 0 is __syncthreads). Orders shared memory as
-// __syncthreads does, among those threads only.
-template <int kId>
-HETPLAN_DEVICE void named_barrier_sync(int count) {
-  static_assert(kId >= 1 && kId <= 15, "named barrier ids are 1 .. 15");
-#if defined(__CUDACC__)
-  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "r"(count) : "memory");
-#else
-  emu::named_barrier_sync(kId, count);
-#endif
-}
-
-// bar.sync id, count with the id in a register (1 .. 15): for a barrier chosen per warpgroup,
-// without a branch around it.
-HETPLAN_DEVICE void named_barrier_sync(int id, int count) {
-#if defined(__CUDACC__)
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-#else
-  emu::named_barrier_sync(id, count);
-#endif
-}
-
-// bar.arrive id, count: counts the calling threads towards barrier id's current round (of
-// `count` threads, the bar.sync-ing ones included) without waiting. Used to order execution (the
-// ping-pong forward's turns), not to pass data: nothing here relies on what it orders in memory.
-HETPLAN_DEVICE void named_barrier_arrive(int id, int count) {
-#if defined(__CUDACC__)
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-#else
-  emu::named_barrier_arrive(id, count);
 #endif
 }
 

@@ -1,7 +1,7 @@
 // The opt-in ping-pong forward (HETPLAN_ATTENTION_FWD=pingpong / pingpong-cpasync,
-// kernels/attention_hopper_forward_pingpong_kernels.h) under the CPU emulator: O and lse against
-// the double-precision reference, and bit for bit against the default wgmma forward (same
-// products and softmax in the same order per row). Plus the emulator's bar.arrive, which the
+// kernels/experimental/attention_hopper_forward_pingpong_kernels.h) under the CPU emulator: O and
+// lse against the double-precision reference, and bit for bit against the default wgmma forward
+// (same products and softmax in the same order per row). Plus the emulator's bar.arrive, which the
 // ping-pong turns use.
 #include <gtest/gtest.h>
 
@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention_hopper_forward_pingpong_kernels.h"
-#include "kernels/attention_hopper_kernels.h"
-#include "kernels/emulator/simt_emulator.h"
+#include "kernels/experimental/attention_hopper_forward_pingpong_kernels.h"
+#include "kernels/experimental/attention_hopper_kernels.h"
+#include "kernels/experimental/emulator/simt_sm90.h"
+#include "kernels/experimental/simt_bulk.h"
 #include "kernels/reference/attention_reference.h"
-#include "kernels/simt_bulk.h"
 #include "tests/kernels/attention_emulated.h"
 #include "tests/kernels/emulated.h"
 

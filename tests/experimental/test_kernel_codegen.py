@@ -4,7 +4,7 @@ nvdisasm is at hand (scripts/sass.sh's cache or $HETPLAN_NVDISASM), no exponenti
 branch of its own in the backward and no exp2f range test in the forward, as the SASS of
 2026-11-23 had (75 branches and 68 range tests per tile then). No GPU needed.
 
-Run: python3 -m unittest tests/python/test_kernel_codegen.py
+Run: python3 -m unittest tests/experimental/test_kernel_codegen.py
 """
 
 import itertools
@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import sass_loops  # noqa: E402
 
 NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
-SOURCE = "kernels/sm90a/attention_hopper.cu"
+SOURCE = "kernels/experimental/sm90a/attention_hopper.cu"
 CACHED_NVDISASM = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
                                "hetplan", "nvdisasm-11.8", "usr", "bin", "nvdisasm")
 DEFAULT_KERNELS = ("attention_backward_hopper_kernel<", "attention_forward_hopper_kernel<")

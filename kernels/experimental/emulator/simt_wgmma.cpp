@@ -1,6 +1,7 @@
-// wgmma (warpgroup MMA, sm_90a) under the emulator: matrix descriptors with the 128-byte swizzle,
-// A from shared memory or registers, B from shared memory, K-major or MN-major (transposed), and
-// the asynchronous completion by commit and wait groups. Definitions from the PTX ISA
+// wgmma (warpgroup MMA, sm_90a) and setmaxnreg under the emulator: matrix descriptors with the
+// 128-byte swizzle, A from shared memory or registers, B from shared memory, K-major or MN-major
+// (transposed), and the asynchronous completion by commit and wait groups. Definitions from the PTX
+// ISA
 // ("Asynchronous Warpgroup Level Matrix Multiply-Accumulate": matrix descriptor format, the
 // canonical layouts, the register fragments of m64nNk16), restated in the comments below.
 #include <cmath>
@@ -12,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/emulator/simt_emulator.h"
+#include "kernels/experimental/emulator/simt_sm90.h"
 #include "kernels/reference/numeric.h"
 
 namespace hetplan::kernels::emu {
@@ -39,14 +40,20 @@ struct ThreadState {
 };
 
 std::vector<ThreadState> g_threads;
+std::vector<int> g_warp_registers;  // per warp: the last setmaxnreg count, 0 if none
 uint64_t g_serial = ~uint64_t{0};
 std::function<void(int)> g_issue_hook;
 
-ThreadState& state(int linear) {
+void reset_if_new_block() {
   if (g_serial != block_serial()) {
     g_threads.assign(1024, ThreadState{});
+    g_warp_registers.assign(32, 0);
     g_serial = block_serial();
   }
+}
+
+ThreadState& state(int linear) {
+  reset_if_new_block();
   return g_threads.at(static_cast<size_t>(linear));
 }
 
@@ -207,6 +214,38 @@ void wgmma_wait(int groups_left_pending) {
       }
       t.pending.swap(keep);
     }
+  });
+}
+
+void setmaxnreg(int registers, bool increase) {
+  const Dim3& b = block_dim();
+  const int n = static_cast<int>(b.x * b.y * b.z);
+  const char* op = increase ? "setmaxnreg.inc" : "setmaxnreg.dec";
+  if (registers < 24 || registers > 256 || registers % 8 != 0)
+    throw std::runtime_error(std::string(op) + ": " + std::to_string(registers) +
+                             " registers is not one of 24 .. 256 in steps of 8");
+  if (n % 128 != 0)
+    throw std::runtime_error(std::string(op) + " in a block of " + std::to_string(n) +
+                             " threads, not whole warpgroups");
+  reset_if_new_block();
+  Payload mine{};
+  warp_exchange(mine, 5000 + 2 * registers + (increase ? 1 : 0), [&](int first_lane) {
+    std::vector<int>& regs = g_warp_registers;
+    const int warp = first_lane / 32;
+    for (int w = warp / 4 * 4; w < warp / 4 * 4 + 4; ++w)
+      if (regs[static_cast<size_t>(w)] != 0 && regs[static_cast<size_t>(w)] != registers)
+        throw std::runtime_error(std::string(op) + ": warp " + std::to_string(warp) + " asks for " +
+                                 std::to_string(registers) + " registers, warp " +
+                                 std::to_string(w) + " of its warpgroup for " +
+                                 std::to_string(regs[static_cast<size_t>(w)]));
+    regs[static_cast<size_t>(warp)] = registers;
+    int total = 0;
+    for (const int r : regs) total += 32 * r;
+    if (total > 65536)
+      throw std::runtime_error(std::string(op) + ": the block's warps ask for " +
+                               std::to_string(total) +
+                               " registers in all, more than the SM's 65536 (an .inc would "
+                               "wait forever)");
   });
 }
 

@@ -1,6 +1,6 @@
 // Hopper warpgroup MMA (wgmma, sm_90a) in the simt.h dialect: PTX on an sm_90a GPU, the
-// emulator's definitions on the CPU (kernels/emulator/simt_wgmma.cpp), a trap elsewhere (other
-// GPU targets compile the Hopper kernels as stubs the launcher never starts).
+// emulator's definitions on the CPU (kernels/experimental/emulator/simt_wgmma.cpp), a trap
+// elsewhere (other GPU targets compile the Hopper kernels as stubs the launcher never starts).
 //
 //   wgmma_desc         shared-memory matrix descriptor, 128-byte swizzle
 //   wgmma_ss / _rs     wgmma.mma_async m64nNk16, fp32 accumulate, A from shared memory / registers
@@ -17,9 +17,12 @@
 #include <type_traits>
 
 #include "kernels/simt.h"
+#if !defined(__CUDACC__)
+#include "kernels/experimental/emulator/simt_sm90.h"
+#endif
 #if defined(__CUDACC__) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HETPLAN_WGMMA 1
-#include "kernels/simt_wgmma_ptx.h"
+#include "kernels/experimental/simt_wgmma_ptx.h"
 #endif
 
 namespace hetplan::kernels::simt {

@@ -1,7 +1,8 @@
 // A known-answer test of the three wgmma operand forms the Hopper attention kernels use, run by
-// one warpgroup: under the emulator (tests/kernels/attention_hopper_emulated_test.cpp) and on an
-// sm_90a GPU (kernels/sm90a/wgmma_selftest.cu, tests/gpu/kernel_properties_test.cpp). If the
-// hardware read a descriptor differently from the emulator's model, this names the form.
+// one warpgroup: under the emulator (tests/experimental/attention_hopper_emulated_test.cpp) and on
+// an sm_90a GPU (kernels/experimental/sm90a/wgmma_selftest.cu,
+// tests/gpu/kernel_properties_test.cpp). If the hardware read a descriptor differently from the
+// emulator's model, this names the form.
 //   form 0: A and B K-major from shared memory, N = 64        (S = Q K^T, S^T = K Q^T, dP^T)
 //   form 1: A from registers, B MN-major over two 64-column blocks (LBO), N = 128   (P V, dV, dK)
 //   form 2: A MN-major and B MN-major from shared memory, N = 64   (dQ = dS K)
@@ -28,9 +29,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/experimental/simt_wgmma.h"
 #include "kernels/reference/numeric.h"
 #include "kernels/simt_tensor.h"
-#include "kernels/simt_wgmma.h"
 
 namespace hetplan::kernels {
 

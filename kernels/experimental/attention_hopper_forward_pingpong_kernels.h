@@ -21,8 +21,8 @@
 //     (no arrival is left over when the block ends).
 #pragma once
 
-#include "kernels/attention_hopper_kernels.h"
-#include "kernels/simt_bulk.h"
+#include "kernels/experimental/attention_hopper_kernels.h"
+#include "kernels/experimental/simt_bulk.h"
 
 namespace hetplan::kernels {
 

@@ -5,7 +5,7 @@
 // online softmax in registers, causal tiles skipped), without its producer warp, TMA and
 // ping-pong schedule: the two warpgroups of a block load their tiles with cp.async themselves.
 // Device code in the simt.h dialect: the CPU tests run it under the emulator, which models wgmma
-// from the PTX ISA (kernels/emulator/simt_wgmma.cpp). Launchers: attention_hopper.cu.
+// from the PTX ISA (kernels/experimental/emulator/simt_wgmma.cpp). Launchers: attention_hopper.cu.
 //
 // Forward, one block of 2 warpgroups per (128 queries, head, batch), warpgroup w owning queries
 // 64 w .. 64 w + 63; for each 128-key tile (causal: up to the diagonal):
@@ -30,7 +30,7 @@
 #include <cmath>
 
 #include "kernels/attention_kernels.h"
-#include "kernels/simt_wgmma.h"
+#include "kernels/experimental/simt_wgmma.h"
 
 namespace hetplan::kernels {
 
@@ -321,4 +321,4 @@ HETPLAN_DEVICE void attention_forward_hopper_block(const AttentionParams<T>& p) 
 
 }  // namespace hetplan::kernels
 
-#include "kernels/attention_hopper_backward_kernels.h"
+#include "kernels/experimental/attention_hopper_backward_kernels.h"

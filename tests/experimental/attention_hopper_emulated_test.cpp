@@ -9,13 +9,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/attention_hopper_backward_ws_drift_kernels.h"
-#include "kernels/attention_hopper_backward_ws_kernels.h"
-#include "kernels/attention_hopper_kernels.h"
-#include "kernels/emulator/simt_emulator.h"
+#include "kernels/experimental/attention_hopper_backward_ws_drift_kernels.h"
+#include "kernels/experimental/attention_hopper_backward_ws_kernels.h"
+#include "kernels/experimental/attention_hopper_kernels.h"
+#include "kernels/experimental/emulator/simt_sm90.h"
+#include "kernels/experimental/simt_wgmma.h"
+#include "kernels/experimental/wgmma_selftest.h"
 #include "kernels/reference/attention_reference.h"
-#include "kernels/simt_wgmma.h"
-#include "kernels/wgmma_selftest.h"
 #include "tests/kernels/attention_emulated.h"
 #include "tests/kernels/emulated.h"
 
@@ -28,7 +28,7 @@ using testing::emulate;
 template <class T, int kD, bool kBulkDq = false, int kWarpgroups = 2>
 void check_hopper(int batch, int heads, int seq, bool causal, bool bshd, uint64_t schedule = 0,
                   bool eager = false) {
-  testing::AttentionFamily<T> f;  // as kernels/sm90a/attention_hopper.cu launches
+  testing::AttentionFamily<T> f;  // as kernels/experimental/sm90a/attention_hopper.cu launches
   f.tile = kHopperTile;
   f.threads = kHopperThreads;
   f.backward_tile = 64 * kWarpgroups;
@@ -87,7 +87,8 @@ TEST(AttentionHopperEmulated, Fp16OneWarpgroupHeadDim128Full) {
 }
 TEST(AttentionHopperEmulated, OneWarpgroupBackwardFitsThreeOrTwoBlocksPerSm) {
   // 58 KB (d = 64) and 106 KB (d = 128) per block, with the H100's 1 KB reserved per block,
-  // in its 228 KB per SM: three and two blocks (kernels/sm90a/attention_hopper.cu's bounds).
+  // in its 228 KB per SM: three and two blocks (kernels/experimental/sm90a/attention_hopper.cu's
+  // bounds).
   EXPECT_EQ((attention_backward_hopper_smem_bytes<bf16, 64, false, 64>()), 59392u);
   EXPECT_EQ((attention_backward_hopper_smem_bytes<bf16, 128, false, 64>()), 108544u);
   EXPECT_LE(3 * (attention_backward_hopper_smem_bytes<bf16, 64, false, 64>() + 1024), 233472u);
@@ -112,7 +113,7 @@ TEST(AttentionHopperEmulated, Fp16HeadDim128BulkDqFullBhsdShuffled) {
 template <class T, bool kBulkLoads = true, bool kDqWriter = false>
 void check_hopper_ws(int batch, int heads, int seq, bool causal, bool bshd, uint64_t schedule = 0,
                      bool eager = false) {
-  testing::AttentionFamily<T> f;  // as kernels/sm90a/attention_hopper.cu launches
+  testing::AttentionFamily<T> f;  // as kernels/experimental/sm90a/attention_hopper.cu launches
   f.tile = kHopperTile;
   f.threads = kHopperThreads;
   f.backward_threads = kHopperWsThreads;
@@ -171,7 +172,7 @@ TEST(AttentionHopperEmulated, Bf16WarpSpecialisedDqWriterCausalPartialShuffledEa
 template <class T, int kD>
 void check_hopper_ws_drift(int batch, int heads, int seq, bool causal, bool bshd,
                            uint64_t schedule = 0, bool eager = false) {
-  testing::AttentionFamily<T> f;  // as kernels/sm90a/attention_hopper.cu launches
+  testing::AttentionFamily<T> f;  // as kernels/experimental/sm90a/attention_hopper.cu launches
   f.tile = kHopperTile;
   f.threads = kHopperThreads;
   f.backward_threads = kHopperWsThreads;
@@ -215,9 +216,9 @@ TEST(AttentionHopperEmulated, Fp16WsDriftHeadDim64CausalShuffledEager) {
   check_hopper_ws_drift<fp16, 64>(1, 1, 320, true, false, 25, true);
 }
 
-// The emulator's wgmma itself on the known-answer test of kernels/wgmma_selftest.h, every
-// variant (the GPU test KernelProperties.WgmmaOperandFormsGiveTheKnownProduct runs the same code
-// on the hardware).
+// The emulator's wgmma itself on the known-answer test of kernels/experimental/wgmma_selftest.h,
+// every variant (the GPU test HopperKernelProperties.WgmmaOperandFormsGiveTheKnownProduct runs the
+// same code on the hardware).
 template <int kVariant>
 void run_selftest(bool eager) {
   SCOPED_TRACE(::testing::Message() << "variant " << kVariant << (eager ? " eager" : ""));

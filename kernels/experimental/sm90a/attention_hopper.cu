@@ -1,15 +1,16 @@
 // The Hopper attention kernels (attention_hopper_kernels.h), compiled for sm_90a only (wgmma
-// exists nowhere else; kernels/CMakeLists.txt builds this folder as its own object library with
-// CUDA_ARCHITECTURES 90a). attention.cu calls these launchers on compute capability 9.0.
+// exists nowhere else; kernels/experimental/CMakeLists.txt builds this folder as its own object
+// library with CUDA_ARCHITECTURES 90a). attention.cu calls these launchers on compute capability
+// 9.0.
 #include <cstdlib>
 #include <cstring>
 
-#include "kernels/attention_hopper.h"
-#include "kernels/attention_hopper_backward_ws_drift_kernels.h"
-#include "kernels/attention_hopper_backward_ws_kernels.h"
-#include "kernels/attention_hopper_forward_pingpong_kernels.h"
-#include "kernels/attention_hopper_kernels.h"
 #include "kernels/cuda_check.h"
+#include "kernels/experimental/attention_hopper.h"
+#include "kernels/experimental/attention_hopper_backward_ws_drift_kernels.h"
+#include "kernels/experimental/attention_hopper_backward_ws_kernels.h"
+#include "kernels/experimental/attention_hopper_forward_pingpong_kernels.h"
+#include "kernels/experimental/attention_hopper_kernels.h"
 
 namespace hetplan::kernels {
 namespace {
@@ -101,7 +102,7 @@ PingpongForward pingpong_forward() {
 }
 
 // HETPLAN_ATTENTION_DQ=bulk: the d = 128 backward adds dQ with bulk reduces (docs/kernels.md,
-// "Hopper attention" item 2) instead of red.global.add.v4.f32; not the default until a GPU has
+// "dQ by bulk reduce") instead of red.global.add.v4.f32; not the default until a GPU has
 // measured it.
 bool bulk_dq() {
   static const bool bulk = [] {
@@ -213,5 +214,14 @@ template void attention_forward_hopper<bf16>(const AttentionParams<bf16>&, int, 
 template void attention_forward_hopper<fp16>(const AttentionParams<fp16>&, int, cudaStream_t);
 template void attention_backward_hopper<bf16>(const AttentionParams<bf16>&, int, cudaStream_t);
 template void attention_backward_hopper<fp16>(const AttentionParams<fp16>&, int, cudaStream_t);
+
+// sm_90a code runs on compute capability 9.0 exactly.
+bool hopper_attention_available() {
+  int device = 0, major = 0, minor = 0;
+  HETPLAN_CUDA_CHECK(cudaGetDevice(&device));
+  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  HETPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
+}
 
 }  // namespace hetplan::kernels
