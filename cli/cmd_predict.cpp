@@ -29,7 +29,7 @@ void print_prediction(const Strategy& s, const Prediction& p) {
       "strategy ({}): dp {} tp {} pp {} micro-batch {} global batch {} schedule {}{} recompute {} "
       "zero {}{}{}\n",
       s.framework, s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule,
-      s.chunks > 1 ? fmt::format(" x{}", s.chunks) : "", to_string(s.recompute), s.zero,
+      s.chunks > 1 ? fmt::format(" x{}", s.chunks) : "", s.recompute_label(), s.zero,
       s.sequence_parallel ? " sequence-parallel" : "", framework_switches(s));
   if (!p.feasible) fmt::print("INFEASIBLE ({}): {}\n", p.reason_code(), p.reason);
   if (p.iteration_s <= 0) return;

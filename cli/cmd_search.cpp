@@ -57,7 +57,7 @@ void print_table(const std::vector<RankedStrategy>& rows) {
     double peak = 0;
     for (double b : p.peak_memory_bytes) peak = std::max(peak, b);
     fmt::print("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} ", i + 1, s.dp, s.tp, s.pp,
-               s.micro_batch, s.schedule, to_string(s.recompute), s.zero,
+               s.micro_batch, s.schedule, s.recompute_label(), s.zero,
                s.sequence_parallel ? "yes" : "no");
     if (wide)
       fmt::print("{:>3} {:>3} {:>3} {:<13} ", s.cp, s.ep,
@@ -251,7 +251,7 @@ CommandRunner declare_search(CLI::App& app) {
           fmt::print("  closest: dp {} tp {} pp {} mb {} {} recompute {} zero {}: {}\n",
                      near.strategy.dp, near.strategy.tp, near.strategy.pp,
                      near.strategy.micro_batch, near.strategy.schedule,
-                     to_string(near.strategy.recompute), near.strategy.zero, near.predicted.reason);
+                     near.strategy.recompute_label(), near.strategy.zero, near.predicted.reason);
       }
       std::string pruned, infeasible;
       for (const auto& [k, v] : r.stats.pruned) pruned += fmt::format(" {} {}", k, v);

@@ -100,7 +100,7 @@ class TrainingSearch {
     for (Recompute rc : o.recompute)
       if (std::find(f.can_run.recompute.begin(), f.can_run.recompute.end(),
                     std::string(to_string(rc))) != f.can_run.recompute.end())
-        recompute_.push_back(rc);
+        recompute_.emplace_back(rc);
     switches_ = switches(o, f);
     framework_ = framework_reference(f);
     // With one stage every schedule is plain gradient accumulation over the micro-batches, except
@@ -336,7 +336,7 @@ class TrainingSearch {
                       const std::vector<bool>& sp_choices, int64_t& id) {
     const int64_t B = o_.global_batch, pp = base.pp;
     for (int64_t mb : mbs)
-      for (Recompute rc : recompute_)
+      for (const Recomputation& rc : recompute_)
         for (int zero = 0; zero <= o_.max_zero; ++zero)
           for (bool sp : sp_choices)
             for (const auto& sched : schedules_) {
@@ -347,7 +347,9 @@ class TrainingSearch {
               s = base;
               s.micro_batch = mb;
               s.global_batch = B;
-              s.recompute = rc;
+              s.recompute = rc.granularity;
+              s.recompute_modules =
+                  rc == Recomputation(rc.granularity) ? OpGroup::kDefault : rc.modules;
               s.zero = zero;
               s.sequence_parallel = sp;
               s.schedule = sched;
@@ -365,7 +367,7 @@ class TrainingSearch {
               if (auto broken = ev_.broken_rule(s)) {
                 prune(broken->code);
               } else if ((pp == 1 && sched != single_stage_schedule_) ||
-                         (rc == Recompute::kSelective && s.flash_attention) ||
+                         (rc == Recomputation(Recompute::kSelective) && s.flash_attention) ||
                          (zero > 0 && s.grad_replicas() == 1)) {
                 prune("equivalent");  // same plan as another candidate
               } else if (!o_.exhaustive && memory_bound_fails(s, placements_[shape])) {
@@ -604,7 +606,7 @@ class TrainingSearch {
   const Evaluator& ev_;
   const SearchOptions& o_;
   std::vector<std::string> schedules_;
-  std::vector<Recompute> recompute_;  // the options' that the framework runs
+  std::vector<Recomputation> recompute_;  // the options' that the framework runs, with modules
   Switches switches_;
   std::string framework_;              // what each candidate records as its framework
   std::string single_stage_schedule_;  // the one schedule tried with pp 1
