@@ -13,6 +13,7 @@ Json capabilities_json(const Capabilities& c) {
   for (HostMode m : c.host_modes) modes.emplace_back(to_string(m));
   return {{"schedules", c.schedules},
           {"recompute", c.recompute},
+          {"recompute_modules", c.recompute_modules},
           {"zero", c.zero},
           {"zero_with_pipeline", c.zero_with_pipeline},
           {"tensor_parallel", c.tensor_parallel},

@@ -117,7 +117,7 @@ Json work_json(const LayerWork& w) {
     j.update({{"name", g.name},
               {"pass", to_string(g.pass)},
               {"flops", g.shape.flops()},
-              {"core_attention", g.group == OpGroup::kCoreAttention}});
+              {"core_attention", intersects(g.group, OpGroup::kCoreAttention)}});
     gemms.push_back(std::move(j));
   }
   for (const auto& m : w.memory_ops)
@@ -130,7 +130,7 @@ Json work_json(const LayerWork& w) {
          {"launches", m.kernel == "grad_accumulate"
                           ? static_cast<double>(w.accumulated_tensors) * w.accumulate_share
                           : static_cast<double>(m.launches)},
-         {"core_attention", m.group == OpGroup::kCoreAttention}});
+         {"core_attention", intersects(m.group, OpGroup::kCoreAttention)}});
   for (const auto& a : w.attention)
     attention.push_back({{"pass", to_string(a.pass)},
                          {"batch", a.batch},

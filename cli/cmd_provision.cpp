@@ -109,7 +109,7 @@ CommandRunner declare_provision(CLI::App& app) {
                  m.cluster.name, m.cluster.num_gpus(), m.total_dollars_per_hour(), m.tokens_per_s,
                  m.dollars_per_million_tokens, m.transfer_dollars_per_million_tokens,
                  m.pareto ? "yes" : "", s.dp, s.tp, s.pp, s.micro_batch, s.schedule,
-                 to_string(s.recompute));
+                 s.recompute_label());
     }
     const auto infeasible = std::count_if(r.mixes.begin(), r.mixes.end(),
                                           [](const ProvisionedMix& m) { return !m.feasible; });

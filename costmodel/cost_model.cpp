@@ -118,7 +118,7 @@ const CommGroup& LayerGroups::of(CommScope scope) const {
 }
 
 LayerTimes CostModel::grouped_layer_times(const GpuSpec& gpu, const LayerWork& work,
-                                          Recompute recompute, const LayerGroups& groups,
+                                          const Recomputation& recompute, const LayerGroups& groups,
                                           Dtype dtype, bool correct) const {
   if (!correct) return scaled_layer_times(gpu, work, recompute, groups, dtype, PassScale{});
   const LayerCorrection* c = layer_correction(gpu, work.key, compute_dtype(gpu, dtype));
@@ -128,13 +128,14 @@ LayerTimes CostModel::grouped_layer_times(const GpuSpec& gpu, const LayerWork& w
   return t;
 }
 
-LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
-                                  const CommGroup& tp, Dtype dtype) const {
+LayerTimes CostModel::layer_times(const GpuSpec& gpu, const LayerWork& work,
+                                  const Recomputation& recompute, const CommGroup& tp,
+                                  Dtype dtype) const {
   return grouped_layer_times(gpu, work, recompute, LayerGroups(tp), dtype, /*correct=*/true);
 }
 
 LayerTimes CostModel::layer_times_from_ops(const GpuSpec& gpu, const LayerWork& work,
-                                           Recompute recompute, const CommGroup& tp,
+                                           const Recomputation& recompute, const CommGroup& tp,
                                            Dtype dtype) const {
   return grouped_layer_times(gpu, work, recompute, LayerGroups(tp), dtype, /*correct=*/false);
 }
@@ -164,7 +165,7 @@ const std::vector<LayerTiming>& CostModel::layer_timings(const GpuSpec& gpu) con
 // fixed time that their ops are of the forward's (all of it for full recomputation).
 // Communication is not scaled.
 LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& work,
-                                         Recompute recompute, const LayerGroups& groups,
+                                         const Recomputation& recompute, const LayerGroups& groups,
                                          Dtype dtype, const PassScale& scale) const {
   LayerTimes t;
   double recomputed_ops = 0;                        // forward ops re-run inside B
@@ -207,7 +208,7 @@ LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& wo
     t.pass_s[p] += s;
     t.comm_s[scope][p] += s;
     if (c.scope == CommScope::kTensor) t.tp_comm_s[p] += s;
-    if (recompute == Recompute::kFull && c.pass == Pass::kForward) {
+    if (hetplan::recomputed(recompute, c.pass, c.group)) {
       recomputed += s;
       constexpr int kB = static_cast<int>(Pass::kBackwardInput);
       t.comm_s[scope][kB] += s;

@@ -88,22 +88,21 @@ class CostModel {
   template <typename Groups>
   requires std::same_as<Groups, LayerGroups> LayerTimes layer_times(const GpuSpec& gpu,
                                                                     const LayerWork& work,
-                                                                    Recompute recompute,
+                                                                    const Recomputation& recompute,
                                                                     const Groups& groups,
                                                                     Dtype dtype)
   const { return grouped_layer_times(gpu, work, recompute, groups, dtype, /*correct=*/true); }
-  LayerTimes layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
+  LayerTimes layer_times(const GpuSpec& gpu, const LayerWork& work, const Recomputation& recompute,
                          const CommGroup& tp, Dtype dtype) const;
   // The sum of its ops alone (what the whole-layer timings are compared with).
   template <typename Groups>
-  requires std::same_as<Groups, LayerGroups> LayerTimes layer_times_from_ops(const GpuSpec& gpu,
-                                                                             const LayerWork& work,
-                                                                             Recompute recompute,
-                                                                             const Groups& groups,
-                                                                             Dtype dtype)
+  requires std::same_as<Groups, LayerGroups> LayerTimes
+  layer_times_from_ops(const GpuSpec& gpu, const LayerWork& work, const Recomputation& recompute,
+                       const Groups& groups, Dtype dtype)
   const { return grouped_layer_times(gpu, work, recompute, groups, dtype, /*correct=*/false); }
-  LayerTimes layer_times_from_ops(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
-                                  const CommGroup& tp, Dtype dtype) const;
+  LayerTimes layer_times_from_ops(const GpuSpec& gpu, const LayerWork& work,
+                                  const Recomputation& recompute, const CommGroup& tp,
+                                  Dtype dtype) const;
   // One of a layer's collectives over its group, `repeats` transfers included, before overlap.
   double comm_op_s(const CommOp& op, const LayerGroups& groups) const;
   // The correction for layers of `key` computed in `dtype` on `gpu`: its width's own, or at a
@@ -142,11 +141,12 @@ class CostModel {
   double flat_all_to_all_s(const AllToAllTraffic& traffic, const CommGroup& group) const;
   double deduplicated_all_to_all_s(double bytes, const CommGroup& group,
                                    const TokenRouting& routing) const;
-  LayerTimes grouped_layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
-                                 const LayerGroups& groups, Dtype dtype, bool correct) const;
-  LayerTimes scaled_layer_times(const GpuSpec& gpu, const LayerWork& work, Recompute recompute,
-                                const LayerGroups& groups, Dtype dtype,
-                                const PassScale& scale) const;
+  LayerTimes grouped_layer_times(const GpuSpec& gpu, const LayerWork& work,
+                                 const Recomputation& recompute, const LayerGroups& groups,
+                                 Dtype dtype, bool correct) const;
+  LayerTimes scaled_layer_times(const GpuSpec& gpu, const LayerWork& work,
+                                const Recomputation& recompute, const LayerGroups& groups,
+                                Dtype dtype, const PassScale& scale) const;
 
   Profile profile_;
   ClusterSpec cluster_;

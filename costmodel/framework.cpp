@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "costmodel/errors.h"
+#include "costmodel/layer_ops.h"
 #include "costmodel/preset_table.h"
 
 namespace hetplan {
@@ -113,6 +114,25 @@ std::vector<int> zero_stages(ObjectReader& r, std::string_view key) {
   return out;
 }
 
+void read_recompute_modules(ObjectReader& r, Capabilities& c) {
+  const bool selective =
+      std::find(c.recompute.begin(), c.recompute.end(), "selective") != c.recompute.end();
+  if (!r.has("recompute_modules")) {
+    if (selective) c.recompute_modules = {"core_attn"};
+    return;
+  }
+  c.recompute_modules = r.strings("recompute_modules");
+  for (const auto& name : c.recompute_modules) {
+    RecomputeModule m;
+    if (!parse_recompute_module(name, m))
+      r.fail("recompute_modules",
+             fmt::format("expected values of {}, found \"{}\"", recompute_module_names(), name));
+  }
+  if (!selective && !c.recompute_modules.empty())
+    r.fail("recompute_modules",
+           "modules are what selective recomputation re-runs: recompute lists no selective");
+}
+
 Capabilities read_capabilities(ObjectReader r) {
   Capabilities c;
   // Checked against the pipeline schedules hetplan simulates where a framework is used
@@ -120,6 +140,7 @@ Capabilities read_capabilities(ObjectReader r) {
   c.schedules = r.strings("schedules");
   if (c.schedules.empty()) r.fail("schedules", "expected the pipeline schedules it runs");
   c.recompute = choices(r, "recompute", kRecompute);
+  read_recompute_modules(r, c);
   c.zero = zero_stages(r, "zero");
   c.zero_with_pipeline = zero_stages(r, "zero_with_pipeline");
   c.tensor_parallel = r.boolean("tensor_parallel");

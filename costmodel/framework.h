@@ -103,8 +103,12 @@ struct MemoryLayout {
 
 // What a framework can run; a strategy asking for anything else is infeasible with the reason.
 struct Capabilities {
-  std::vector<std::string> schedules;   // pipeline schedules (any with one stage)
-  std::vector<std::string> recompute;   // none, selective, full
+  std::vector<std::string> schedules;  // pipeline schedules (any with one stage)
+  std::vector<std::string> recompute;  // none, selective, full
+  // The modules selective recomputation re-runs that it runs (Megatron-Core's --recompute-modules:
+  // costmodel/layer_ops.h RecomputeModule); a file without the key: core_attn where it runs
+  // selective (the attention core, as Korthikanti et al. 2022 recompute it).
+  std::vector<std::string> recompute_modules;
   std::vector<int> zero;                // sharding stages it runs without a pipeline
   std::vector<int> zero_with_pipeline;  // ... and with one
   bool tensor_parallel = true;

@@ -69,19 +69,27 @@ Projected mla_projections(const TransformerLayer& b, const BlockSizes& z, Builde
   const int64_t heads = p.heads;
   const int64_t kv_latent = m.kv_lora_rank + m.qk_rope_head_dim;
   const int64_t latent = m.q_lora_rank + kv_latent;
-  B.keep(z.Tr * z.h * B.linear_input());  // the down-projections' input
+  // The down-projections' input: the input norm's output, which recomputing the norm drops.
+  B.keep(z.Tr * z.h * B.linear_input(), module_group(RecomputeModule::kLayernorm));
   B.autocast_input(z.Tr * z.h);
   if (m.q_lora_rank > 0) B.linear("q_down", rank_tokens, z.h, m.q_lora_rank);
   B.linear("kv_down", rank_tokens, z.h, kv_latent);
   B.enter_tp_region("attn_latent",
                     static_cast<double>(T) * (m.q_lora_rank > 0 ? latent : kv_latent + z.h) * act);
+  // mla_up_proj checkpoints the latents' norms (fused into the up-projections, Transformer
+  // Engine's LayerNormColumnParallelLinear), the up-projections, rotary and the joins
+  // (qkv_up_proj_and_rope_apply in multi_latent_attention.py at d98e8a64dd): the latents are its
+  // inputs and stay; the queries, keys and values it gives, and what it keeps inside, drop.
+  if (m.q_lora_rank > 0) B.keep_norm(NormKind::kRmsNorm, static_cast<double>(T), m.q_lora_rank);
+  B.keep_norm(NormKind::kRmsNorm, static_cast<double>(T), m.kv_lora_rank);
+  Builder::ModuleScope up(B, RecomputeModule::kMlaUpProj);
   if (m.q_lora_rank > 0) {
-    B.kept_norm(NormKind::kRmsNorm, static_cast<double>(T), m.q_lora_rank);
+    B.norm(NormKind::kRmsNorm, static_cast<double>(T), m.q_lora_rank);
     B.linear("q_up", T, m.q_lora_rank, heads * p.qk_dim);
   } else {
     B.linear("q_proj", T, z.h, heads * p.qk_dim);
   }
-  B.kept_norm(NormKind::kRmsNorm, static_cast<double>(T), m.kv_lora_rank);
+  B.norm(NormKind::kRmsNorm, static_cast<double>(T), m.kv_lora_rank);
   B.linear("kv_up", T, m.kv_lora_rank, heads * (m.qk_nope_head_dim + m.v_head_dim));
   // The rotary part of the queries and the one shared key part, applied and joined to each head.
   const double rotated = static_cast<double>(T) * (heads + 1) * m.qk_rope_head_dim;
@@ -197,6 +205,7 @@ void core(const TransformerLayer& b, const BlockSizes& z, const Projected& p, Bu
       throw InputError(
           "context parallelism needs fused attention (Megatron-Core's CP runs "
           "Transformer Engine's fused kernels): unfused attention was asked for");
+    B.has(RecomputeModule::kCoreAttn);
     const OpGroup core_group = OpGroup::kCoreAttention;
     const int64_t hd = p.qk_dim;
     const int64_t bh = mb * heads;
@@ -207,7 +216,7 @@ void core(const TransformerLayer& b, const BlockSizes& z, const Projected& p, Bu
       // saved scores again), kept for backward.
       B.memory("softcap_fwd", Pass::kForward, 2 * scores * act, core_group);
       B.memory("softcap_bwd", Pass::kBackwardInput, 3 * scores * act);
-      B.keep(scores * act, true);
+      B.keep(scores * act, OpGroup::kCoreAttention);
     }
     B.op("softmax", &OpRecipe::forward, Pass::kForward, "softmax_fwd", scores, 2 * scores * act,
          core_group);
@@ -221,8 +230,8 @@ void core(const TransformerLayer& b, const BlockSizes& z, const Projected& p, Bu
     B.gemm("scores_dq", Pass::kBackwardInput, {hd, seq, seq, bh, false, false});
     B.gemm("scores_dk", Pass::kBackwardInput, {hd, seq, seq, bh, false, true});
     // Softmax output, dropout mask and dropout output (Korthikanti et al. 2022, 5as^2b/t).
-    B.keep(scores * act + B.kept("softmax", scores), true);
-    if (dropout) B.keep(scores * (1 + act), true);
+    B.keep(scores * act + B.kept("softmax", scores), OpGroup::kCoreAttention);
+    if (dropout) B.keep(scores * (1 + act), OpGroup::kCoreAttention);
   }
 }
 
@@ -273,7 +282,15 @@ void residual(const TransformerLayer& b, const BlockSizes& z, bool bias, Builder
 void attention_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z,
                     Builder& B) {
   (void)layer;
-  B.norm(b.norm, z.Tr, z.h);
+  // Megatron-Core's layer specs fuse the input norm into the QKV projection (Transformer Engine's
+  // LayerNormColumnParallelLinear) but keep MLA's apart (gpt_layer_specs.py at d98e8a64dd):
+  // recompute_modules layernorm re-runs only a norm apart (transformer_layer.py skips IdentityOp).
+  if (b.mla.enabled() && b.norm != NormKind::kNone) {
+    Builder::ModuleScope norm(B, RecomputeModule::kLayernorm);
+    B.norm(b.norm, z.Tr, z.h);
+  } else {
+    B.norm(b.norm, z.Tr, z.h);
+  }
   B.keep_norm(b.norm, z.Tr, z.h);  // norm input and statistics
   const Projected p = b.mla.enabled() ? mla_projections(b, z, B) : standard_projections(b, z, B);
   context_exchange(z, p, B);

@@ -2,6 +2,7 @@
 // into, with the conventions of costmodel/layer_ops.h.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -123,6 +124,7 @@ class Builder {
 
   void gemm(const std::string& name, Pass pass, GemmShape shape, OpGroup group = OpGroup::kDefault,
             double flop_fraction = 1, bool quantized = false) {
+    group = in_scope(group);
     w_.gemms.push_back({name, pass, shape, group, quantized,
                         quantized ? quantized_dtype(s_.precision) : s_.dtype});
     w_.model_flops[static_cast<int>(pass)] +=
@@ -131,7 +133,7 @@ class Builder {
 
   void memory(const std::string& kernel, Pass pass, double bytes, OpGroup group = OpGroup::kDefault,
               int64_t launches = 1) {
-    if (bytes > 0) w_.memory_ops.push_back({kernel, pass, bytes, group, launches});
+    if (bytes > 0) w_.memory_ops.push_back({kernel, pass, bytes, in_scope(group), launches});
   }
 
   // The framework's recipe for `family`, when it runs that family its own way (framework.h).
@@ -221,8 +223,10 @@ class Builder {
   void comm(const std::string& name, Pass pass, CollectiveKind kind, double bytes,
             CommScope scope = CommScope::kTensor, CommOverlap overlap = CommOverlap::kNone,
             int64_t repeats = 1, int64_t group_ranks = 0) {
-    if (spans(scope) && repeats > 0)
+    if (spans(scope) && repeats > 0) {
       w_.comms.push_back({name, pass, kind, bytes, scope, overlap, repeats, group_ranks});
+      w_.comms.back().group = in_scope(OpGroup::kDefault);
+    }
   }
 
   // The host reads a device value back before it can issue what follows (LayerWork::host_syncs).
@@ -234,6 +238,7 @@ class Builder {
                          int64_t top_k) {
     if (!spans(CommScope::kExpert)) return;
     CommOp op{name, pass, CollectiveKind::kAllToAll, bytes, CommScope::kExpert};
+    op.group = in_scope(OpGroup::kDefault);
     if (s_.dispatcher == MoeDispatcher::kFlex) {
       op.dedup_experts = experts;
       op.dedup_top_k = top_k;
@@ -263,12 +268,43 @@ class Builder {
     }
   }
 
-  // Activation bytes kept for backward under none / selective / full recomputation.
-  void keep(double bytes, bool core_attention = false) {
+  // Activation bytes kept for backward without recomputation; selective recomputation of any
+  // module of `dropped_by` (and of the modules in scope) drops them.
+  void keep(double bytes, OpGroup dropped_by = OpGroup::kDefault) {
+    dropped_by = in_scope(dropped_by);
     w_.activation_bytes[0] += bytes;
-    if (!core_attention) w_.activation_bytes[1] += bytes;
+    if (!intersects(dropped_by, OpGroup::kCoreAttention)) w_.activation_bytes[1] += bytes;
+    if (dropped_by != OpGroup::kDefault && bytes != 0) {
+      auto& d = w_.dropped_bytes;
+      auto it =
+          std::find_if(d.begin(), d.end(), [&](const auto& e) { return e.first == dropped_by; });
+      if (it == d.end())
+        d.emplace_back(dropped_by, bytes);
+      else
+        it->second += bytes;
+    }
   }
   void keep_full(double bytes) { w_.activation_bytes[2] += bytes; }
+
+  // The ops and kept tensors of a module of Megatron-Core's --recompute-modules, for as long as
+  // the scope lives: a checkpointed module's forward ops re-run and its kept tensors drop when it
+  // is recomputed (the tensors it keeps as its input are kept outside the scope).
+  class ModuleScope {
+   public:
+    ModuleScope(Builder& b, RecomputeModule m) : b_(b), outer_(b.scope_) {
+      b_.scope_ = b_.scope_ | module_group(m);
+      b_.w_.modules = b_.w_.modules | module_group(m);
+    }
+    ~ModuleScope() { b_.scope_ = outer_; }
+    ModuleScope(const ModuleScope&) = delete;
+    ModuleScope& operator=(const ModuleScope&) = delete;
+
+   private:
+    Builder& b_;
+    OpGroup outer_;
+  };
+  // Marks the layer as having module `m` (its recomputation changes something) without a scope.
+  void has(RecomputeModule m) { w_.modules = w_.modules | module_group(m); }
 
   double act() const { return act_; }
   // Bytes per element a quantisable linear layer's input is kept in: the recipe's quantised copy
@@ -288,6 +324,9 @@ class Builder {
   double act_ = 2;
   bool autocast_ = false;
   double stream_ = 2;
+  OpGroup scope_ = OpGroup::kDefault;
+
+  OpGroup in_scope(OpGroup group) const { return group | scope_; }
 };
 
 // A whole-block decomposition's common sizes on one rank.

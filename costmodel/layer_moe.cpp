@@ -3,6 +3,7 @@
 // allgather and alltoall dispatchers), grouped GEMMs at the tokens the busiest expert receives,
 // and shared experts.
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -13,9 +14,13 @@ namespace hetplan::layer_detail {
 namespace {
 
 // fc1, the activation and fc2 of `experts` batched MLPs (a grouped GEMM for experts) of width
-// `f` per rank over `tokens` rows each, with what they keep; `routed`: the routed experts'.
+// `f` per rank over `tokens` rows each, with what they keep.
+// `routed`: the routed experts' (TEGroupedMLP; their weights' low-precision copies shard with
+// them, LinearOptions::routed_expert), whose activation recompute_modules moe_act
+// re-runs: it drops the activation's output (fc2's kept input) and what the activation keeps
+// beyond its input (experts.py at d98e8a64dd: CheckpointWithoutOutput around bias_act_func).
 void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, int64_t experts,
-               double flop_fraction, const std::string& prefix, bool routed, Builder& B) {
+               double flop_fraction, const std::string& prefix, Builder& B, bool routed = false) {
   const double act = B.act();
   const bool gated = is_gated(b.activation);
   const int64_t up = gated ? 2 * f : f;
@@ -24,6 +29,9 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
   const double rows = static_cast<double>(tokens) * experts;
   if (b.mlp_bias) B.bias_grad(rows, static_cast<double>(up));
   const double act_elems = rows * f;
+  B.keep(act_elems * act * (gated ? 2 : 1));  // activation input
+  std::optional<Builder::ModuleScope> moe_act;
+  if (routed) moe_act.emplace(B, RecomputeModule::kMoeAct);
   switch (b.activation) {
     case MlpActivation::kSwiglu:
       B.elementwise("swiglu", act_elems, 2, 1, 2);
@@ -38,9 +46,9 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
       B.elementwise("relu", act_elems, 1, 1, 1);
       break;
   }
-  B.keep(act_elems * act * (gated ? 2 : 1));  // activation input
   if (b.activation == MlpActivation::kSwiglu) B.keep(B.kept("swiglu", act_elems));
   B.keep(act_elems * B.linear_input());  // fc2 input (activation output)
+  moe_act.reset();
   B.linear(prefix + "fc2", tokens, f, h,
            {.batch = experts, .flop_fraction = flop_fraction, .routed_expert = routed});
 }
@@ -49,8 +57,11 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
 // MLP, as Megatron-Core's SharedExpertMLP) over the `tokens` of a tensor-parallel region.
 void shared_experts(const TransformerLayer& b, int64_t h, int64_t tokens, Builder& B) {
   if (b.shared_experts <= 0) return;
+  // recompute_modules shared_experts checkpoints SharedExpertMLP (moe_layer.py at d98e8a64dd);
+  // its input, the norm's output, is kept by the MoE layer (mlp_part).
+  Builder::ModuleScope scope(B, RecomputeModule::kSharedExperts);
   const int64_t f = b.shared_experts * b.shared_ffn_hidden / B.shape().tp;
-  mlp_gemms(b, h, tokens, f, 1, 1, "shared_", false, B);
+  mlp_gemms(b, h, tokens, f, 1, 1, "shared_", B);
   if (b.shared_expert_gate) {
     // Qwen2-MoE: sigmoid(x W_g) scales the shared experts' output (hidden -> 1).
     B.linear("shared_gate", tokens, h, 1, {.quantizable = false});
@@ -110,7 +121,7 @@ void moe_tensor_region(const TransformerLayer& b, const BlockSizes& z, Builder& 
   const auto [tokens, fraction] = expert_tokens(T * b.top_k, b.experts, B.shape().moe_imbalance);
   experts_token_counts(B);
   B.keep(copies * h * B.linear_input());  // dispatched expert inputs
-  mlp_gemms(b, h, tokens, b.ffn_hidden / B.shape().tp, b.experts, fraction, "", true, B);
+  mlp_gemms(b, h, tokens, b.ffn_hidden / B.shape().tp, b.experts, fraction, "", B, true);
   unpermute(copies, static_cast<double>(T), h, B);
   shared_experts(b, h, T, B);
   B.leave_tp_region("mlp", z.x_bytes);
@@ -164,7 +175,7 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
   }
   const auto [tokens, fraction] = expert_tokens(routed, local, s.moe_imbalance);
   B.keep(static_cast<double>(routed) * h * B.linear_input());  // the experts' inputs
-  mlp_gemms(b, h, tokens, b.ffn_hidden / etp, local, fraction, "", true, B);
+  mlp_gemms(b, h, tokens, b.ffn_hidden / etp, local, fraction, "", B, true);
   if (s.dispatcher == MoeDispatcher::kAllGather) {
     unpermute(static_cast<double>(routed), static_cast<double>(N) * etp * ep, h, B);
     const double gathered_etp = static_cast<double>(N) * etp * h * act;
@@ -187,7 +198,9 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
     unpermute(static_cast<double>(N) * k, static_cast<double>(N), h, B);
   }
   if (b.shared_experts > 0) {
-    // Shared experts in a tensor-parallel region of their own.
+    // Shared experts in a tensor-parallel region of their own (their linear layers' gathers and
+    // reductions, re-run with them).
+    Builder::ModuleScope scope(B, RecomputeModule::kSharedExperts);
     B.enter_tp_region("shared", z.x_bytes);
     shared_experts(b, h, z.T, B);
     B.leave_tp_region("shared", z.x_bytes);
@@ -214,11 +227,25 @@ void check_moe_widths(const LayerSpec& layer, const TransformerLayer& b, const L
 
 void mlp_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z, Builder& B) {
   const LayerShape& s = B.shape();
-  B.norm(b.norm, z.Tr, z.h);
+  if (b.is_moe() && b.norm != NormKind::kNone) {
+    // Megatron-Core's MoE layers keep their pre-MLP norm apart (dense ones fuse it into fc1):
+    // recompute_modules layernorm re-runs it (gpt_layer_specs.py, transformer_layer.py at
+    // d98e8a64dd).
+    Builder::ModuleScope norm(B, RecomputeModule::kLayernorm);
+    B.norm(b.norm, z.Tr, z.h);
+  } else {
+    B.norm(b.norm, z.Tr, z.h);
+  }
   B.keep_norm(b.norm, z.Tr, z.h);
   B.autocast_input(z.Tr * z.h);
   if (b.is_moe()) {
     check_moe_widths(layer, b, s);
+    // The norm's output, which the router and the shared experts' fc1 keep (and recompute_modules
+    // moe keeps as its checkpoint's input); recomputing the norm drops it.
+    B.keep(z.Tr * z.h * B.act(), module_group(RecomputeModule::kLayernorm));
+    // recompute_modules moe checkpoints the whole MoE layer: router, dispatch, experts, combine
+    // and shared experts (MoELayer.forward, moe_layer.py at d98e8a64dd).
+    Builder::ModuleScope moe(B, RecomputeModule::kMoe);
     if (moe_in_tensor_region(s.ep, s.expert_tp(), s.tp, s.dispatcher)) {
       moe_tensor_region(b, z, B);
     } else {
@@ -231,9 +258,13 @@ void mlp_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSize
       moe_expert_parallel(b, z, B);
     }
   } else {
-    B.enter_tp_region("mlp", z.x_bytes);
+    // fc1's input, which recompute_modules mlp keeps as its checkpoint's input; the rest of the
+    // MLP (its gather and reduction with it) re-runs in backward (transformer_layer.py at
+    // d98e8a64dd: tensor_parallel.checkpoint of self.mlp, dense layers only).
     B.keep(z.Tr * z.h * B.linear_input());  // fc1 input
-    mlp_gemms(b, z.h, z.T, b.ffn_hidden / s.tp, 1, 1, "", false, B);
+    Builder::ModuleScope mlp(B, RecomputeModule::kMlp);
+    B.enter_tp_region("mlp", z.x_bytes);
+    mlp_gemms(b, z.h, z.T, b.ffn_hidden / s.tp, 1, 1, "", B);
     B.leave_tp_region("mlp", z.x_bytes);
   }
   if (b.post_norms) B.kept_norm(b.norm, z.Tr, z.h);  // Gemma's post_feedforward_layernorm

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "costmodel/errors.h"
 #include "costmodel/layer_builder.h"
@@ -105,6 +106,66 @@ bool parse_recompute(std::string_view text, Recompute& out) {
     }
   }
   return false;
+}
+
+namespace {
+// In the order of TransformerConfig.recompute_modules' docstring (d98e8a64dd).
+constexpr RecomputeModule kModuleOrder[] = {
+    RecomputeModule::kCoreAttn,     RecomputeModule::kMoeAct, RecomputeModule::kLayernorm,
+    RecomputeModule::kMlaUpProj,    RecomputeModule::kMlp,    RecomputeModule::kMoe,
+    RecomputeModule::kSharedExperts};
+}  // namespace
+
+std::string_view to_string(RecomputeModule m) {
+  switch (m) {
+    case RecomputeModule::kCoreAttn:
+      return "core_attn";
+    case RecomputeModule::kMlp:
+      return "mlp";
+    case RecomputeModule::kMoeAct:
+      return "moe_act";
+    case RecomputeModule::kLayernorm:
+      return "layernorm";
+    case RecomputeModule::kMlaUpProj:
+      return "mla_up_proj";
+    case RecomputeModule::kMoe:
+      return "moe";
+    case RecomputeModule::kSharedExperts:
+      return "shared_experts";
+  }
+  return "?";
+}
+
+bool parse_recompute_module(std::string_view text, RecomputeModule& out) {
+  for (RecomputeModule m : kModuleOrder) {
+    if (text == to_string(m)) {
+      out = m;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string recompute_module_names() {
+  std::vector<std::string_view> names;
+  for (RecomputeModule m : kModuleOrder) names.push_back(to_string(m));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::vector<RecomputeModule> modules_of(OpGroup set) {
+  std::vector<RecomputeModule> out;
+  for (RecomputeModule m : kModuleOrder)
+    if (has_module(set, m)) out.push_back(m);
+  return out;
+}
+
+double LayerWork::activation(const Recomputation& r) const {
+  if (r.granularity != Recompute::kSelective || r.modules == OpGroup::kCoreAttention)
+    return activation(r.granularity);
+  double bytes = activation_bytes[0];
+  for (const auto& [group, dropped] : dropped_bytes)
+    if (intersects(group, r.modules)) bytes -= dropped;
+  return std::max(0.0, bytes);
 }
 
 namespace layer_detail {
@@ -379,7 +440,7 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   return w;
 }
 
-LayerKernels layer_kernels(const LayerWork& w, Recompute mode) {
+LayerKernels layer_kernels(const LayerWork& w, const Recomputation& mode) {
   LayerKernels k;
   auto add = [&](Pass pass, OpGroup group, double n) {
     k.pass[static_cast<int>(pass)] += n;
@@ -392,7 +453,7 @@ LayerKernels layer_kernels(const LayerWork& w, Recompute mode) {
             ? static_cast<double>(w.accumulated_tensors) * w.accumulate_share
             : static_cast<double>(m.launches));
   for (const auto& a : w.attention) add(a.pass, OpGroup::kDefault, 1);
-  for (const auto& c : w.comms) add(c.pass, OpGroup::kDefault, static_cast<double>(c.repeats));
+  for (const auto& c : w.comms) add(c.pass, c.group, static_cast<double>(c.repeats));
   return k;
 }
 
@@ -442,6 +503,52 @@ std::string expert_parallel_problem(const ModelSpec& model, int64_t ep, int64_t 
     if (etp > 0 && b->ffn_hidden % etp != 0)
       return fmt::format("etp {} does not divide the experts' MLP width {} of {}", etp,
                          b->ffn_hidden, l.name);
+  }
+  return "";
+}
+
+OpGroup recompute_modules_of(const ModelSpec& model) {
+  OpGroup out = OpGroup::kCoreAttention;
+  const auto add = [&](RecomputeModule m) { out = out | module_group(m); };
+  for (const auto& l : model.layers) {
+    const auto* b = l.block();
+    if (b == nullptr) continue;
+    if (b->mla.enabled()) add(RecomputeModule::kMlaUpProj);
+    // The norms Megatron-Core keeps apart from a linear layer (layer_attention.cpp, layer_moe.cpp).
+    if ((b->mla.enabled() || b->is_moe()) && b->norm != NormKind::kNone)
+      add(RecomputeModule::kLayernorm);
+    if (b->is_moe()) {
+      add(RecomputeModule::kMoe);
+      add(RecomputeModule::kMoeAct);
+      if (b->shared_experts > 0) add(RecomputeModule::kSharedExperts);
+    } else {
+      add(RecomputeModule::kMlp);
+    }
+  }
+  return out;
+}
+
+std::string_view absent_module_reason(RecomputeModule m) {
+  switch (m) {
+    case RecomputeModule::kCoreAttn:
+      return "";
+    case RecomputeModule::kMlp:
+      return "the model has no dense MLP (Megatron-Core's mlp recomputes dense MLPs only; an MoE "
+             "layer's is moe)";
+    case RecomputeModule::kMoeAct:
+      return "the model has no MoE layer (Megatron-Core: moe_act is only supported with "
+             "moe_grouped_gemm)";
+    case RecomputeModule::kLayernorm:
+      return "the model has neither MoE layers nor MLA, whose norms Megatron-Core keeps apart; "
+             "its other norms are fused into the linear layer after them (Transformer Engine's "
+             "LayerNormLinear), where layernorm recomputes nothing";
+    case RecomputeModule::kMlaUpProj:
+      return "the model has no MLA attention (Megatron-Core: mla_up_proj is only supported with "
+             "multi_latent_attention)";
+    case RecomputeModule::kMoe:
+      return "the model has no MoE layer";
+    case RecomputeModule::kSharedExperts:
+      return "the model has no shared experts";
   }
   return "";
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/attention_model.h"
@@ -23,6 +24,59 @@ std::string_view to_string(Pass pass);
 enum class Recompute { kNone, kSelective, kFull };
 std::string_view to_string(Recompute r);
 bool parse_recompute(std::string_view text, Recompute& out);
+
+// Megatron-Core's --recompute-modules: the parts of a block selective recomputation re-runs
+// (TransformerConfig.recompute_modules, megatron/core/transformer/transformer_config.py at
+// d98e8a64dd). core_attn, mlp, moe and shared_experts checkpoint the module (its input kept, the
+// rest dropped and re-run in backward); layernorm, moe_act and mla_up_proj drop their output
+// and re-run the function before the backward that reads it (CheckpointWithoutOutput).
+enum class RecomputeModule {
+  kCoreAttn,
+  kMlp,
+  kMoeAct,
+  kLayernorm,
+  kMlaUpProj,
+  kMoe,
+  kSharedExperts
+};
+std::string_view to_string(RecomputeModule m);  // Megatron's name: "core_attn", "moe_act", ...
+bool parse_recompute_module(std::string_view text, RecomputeModule& out);
+std::string recompute_module_names();  // "core_attn, moe_act, ..." for messages
+
+// The modules an op or a kept tensor belongs to, as bits (1 << RecomputeModule): selective
+// recomputation of any of them re-runs a forward op in backward or drops a kept tensor.
+// kDefault: none (re-run only under full recomputation).
+enum class OpGroup : uint32_t { kDefault = 0, kCoreAttention = 1u << 0 };
+constexpr OpGroup module_group(RecomputeModule m) {
+  return static_cast<OpGroup>(1u << static_cast<int>(m));
+}
+constexpr OpGroup operator|(OpGroup a, OpGroup b) {
+  return static_cast<OpGroup>(static_cast<uint32_t>(a) | static_cast<uint32_t>(b));
+}
+constexpr bool intersects(OpGroup a, OpGroup b) {
+  return (static_cast<uint32_t>(a) & static_cast<uint32_t>(b)) != 0;
+}
+constexpr bool has_module(OpGroup set, RecomputeModule m) {
+  return intersects(set, module_group(m));
+}
+// The modules of `set` in Megatron's order of TransformerConfig's docstring.
+std::vector<RecomputeModule> modules_of(OpGroup set);
+
+// How a layer recomputes: the granularity, and under selective the modules re-run. A plain
+// Recompute converts as the strategy key `recompute` alone means it: selective = core_attn
+// (Megatron-Core's default recompute_modules).
+struct Recomputation {
+  Recompute granularity = Recompute::kNone;
+  OpGroup modules = OpGroup::kDefault;  // under kSelective only
+
+  constexpr Recomputation() = default;
+  constexpr Recomputation(Recompute g)  // NOLINT(google-explicit-constructor): the common case
+      : granularity(g),
+        modules(g == Recompute::kSelective ? OpGroup::kCoreAttention : OpGroup::kDefault) {}
+  constexpr Recomputation(Recompute g, OpGroup m)
+      : granularity(g), modules(g == Recompute::kSelective ? m : OpGroup::kDefault) {}
+  bool operator==(const Recomputation&) const = default;
+};
 
 // Megatron-Core's --cp-comm-type: how context parallelism moves keys and values. p2p: a ring of
 // cp - 1 point-to-point KV exchanges, each hidden behind a step of attention (Transformer
@@ -91,14 +145,12 @@ struct LayerShape {
   int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 };
 
-// Forward ops re-run in backward under selective recomputation (softmax, dropout, attention GEMMs).
-enum class OpGroup { kDefault, kCoreAttention };
-
-// Whether an op of `pass` and `group` runs again in backward under `mode`: every forward op under
-// full recomputation, the core-attention ones under selective.
-inline bool recomputed(Recompute mode, Pass pass, OpGroup group) {
-  return pass == Pass::kForward && (mode == Recompute::kFull || (mode == Recompute::kSelective &&
-                                                                 group == OpGroup::kCoreAttention));
+// Whether an op of `pass` and `group` runs again in backward under `r`: every forward op under
+// full recomputation, those of the recomputed modules under selective.
+inline bool recomputed(const Recomputation& r, Pass pass, OpGroup group) {
+  return pass == Pass::kForward &&
+         (r.granularity == Recompute::kFull ||
+          (r.granularity == Recompute::kSelective && intersects(group, r.modules)));
 }
 
 // A GEMM in cuBLAS's column-major terms, as PyTorch issues it: forward of a linear layer
@@ -166,6 +218,7 @@ struct CommOp {
   // destination node and GPU (the flex dispatcher): each token picked `top_k` of `experts`
   // spread evenly over the group's ranks. 0: every copy is sent.
   int64_t dedup_experts = 0, dedup_top_k = 0;
+  OpGroup group = OpGroup::kDefault;  // a recomputed module's forward collectives run again
 };
 
 // What makes two layers the same for whole-layer timings (costmodel/layer_correction.h): the kind
@@ -198,10 +251,16 @@ struct LayerWork {
   std::vector<MemoryOp> memory_ops;
   std::vector<AttentionOp> attention;
   std::vector<CommOp> comms;  // empty at tp = cp = ep = etp = 1
-  // Activation bytes kept for backward per micro-batch on one rank, by recomputation mode.
+  // Activation bytes kept for backward per micro-batch on one rank, by recomputation mode
+  // (selective: its default, core_attn).
   double activation_bytes[3] = {0, 0, 0};  // indexed by Recompute
-  double output_bytes = 0;                 // the activation handed to the next layer (whole tensor)
-  int64_t params = 0;                      // held on one rank (a tied head holds its copy)
+  // Of activation_bytes[kNone], the bytes selective recomputation drops, by the modules whose
+  // recomputation drops them (any one of them does).
+  std::vector<std::pair<OpGroup, double>> dropped_bytes;
+  // The modules this layer has (those whose recomputation changes anything).
+  OpGroup modules = OpGroup::kDefault;
+  double output_bytes = 0;         // the activation handed to the next layer (whole tensor)
+  int64_t params = 0;              // held on one rank (a tied head holds its copy)
   int64_t expert_params = 0;       // of those, the routed experts' (their gradients reduce over the
                                    // expert data-parallel group, dp x cp x tp / (ep x etp) ranks)
   int64_t gemm_weight_params = 0;  // of those, the weights of its GEMMs (linear layers)
@@ -234,6 +293,7 @@ struct LayerWork {
   int64_t host_syncs = 0;
 
   double activation(Recompute r) const { return activation_bytes[static_cast<int>(r)]; }
+  double activation(const Recomputation& r) const;
 };
 
 // Decomposes `layer` for one rank. Throws InputError when `shape.tp` does not divide the heads,
@@ -252,7 +312,7 @@ struct LayerKernels {
   double recompute = 0;
   double total() const { return pass[0] + pass[1] + pass[2] + recompute; }
 };
-LayerKernels layer_kernels(const LayerWork& work, Recompute mode);
+LayerKernels layer_kernels(const LayerWork& work, const Recomputation& mode);
 
 // Checks that tensor width `tp` divides every layer of `model`; returns the reason or "".
 std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp);
@@ -264,6 +324,13 @@ std::string context_parallel_problem(const ModelSpec& model, int64_t cp, int64_t
 // Checks expert parallelism: ep divides every MoE block's experts and the expert tensor width etp
 // (0: tp) their MLP width. Returns the reason or "".
 std::string expert_parallel_problem(const ModelSpec& model, int64_t ep, int64_t etp = 1);
+
+// The modules of Megatron-Core's --recompute-modules whose recomputation changes something in
+// `model` (core_attn always: it is the default).
+OpGroup recompute_modules_of(const ModelSpec& model);
+// Why recomputing `m` changes nothing in a model without it (Megatron-Core's assertions where
+// it has them); "" for core_attn.
+std::string_view absent_module_reason(RecomputeModule m);
 
 // Model FLOPs of one training step for `samples` samples (forward + backward, no recompute).
 double model_flops_per_sample(const ModelSpec& model);

@@ -47,7 +47,7 @@ std::string strategy_key(const Strategy& s) {
   Strategy switches = s;
   if (s.dp == 1) switches.overlap_grad_reduce = true;
   return fmt::format("dp{} tp{} pp{} mb{} gb{} {} {} zero{}{}{}", s.dp, s.tp, s.pp, s.micro_batch,
-                     s.global_batch, schedule, to_string(s.recompute), zero, sp ? " sp" : "",
+                     s.global_batch, schedule, s.recompute_label(), zero, sp ? " sp" : "",
                      framework_switches(switches));
 }
 

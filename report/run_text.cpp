@@ -20,7 +20,7 @@ std::string strategy_line(const Strategy& s) {
       "strategy ({}): dp {} tp {} pp {} micro-batch {} global batch {} schedule {}{} recompute {} "
       "zero {}{}{}\n",
       s.framework, s.dp, s.tp, s.pp, s.micro_batch, s.global_batch, s.schedule,
-      s.chunks > 1 ? fmt::format(" x{}", s.chunks) : "", to_string(s.recompute), s.zero,
+      s.chunks > 1 ? fmt::format(" x{}", s.chunks) : "", s.recompute_label(), s.zero,
       s.sequence_parallel ? " sequence-parallel" : "", framework_switches(s));
 }
 
@@ -110,7 +110,7 @@ std::string ranked_table(const std::vector<Ranked>& rows) {
     double peak = 0;
     for (double b : p.peak_memory_bytes) peak = std::max(peak, b);
     out += fmt::format("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} ", i + 1, s.dp, s.tp,
-                       s.pp, s.micro_batch, schedule_text(s), to_string(s.recompute), s.zero,
+                       s.pp, s.micro_batch, schedule_text(s), s.recompute_label(), s.zero,
                        s.sequence_parallel ? "yes" : "no");
     if (wide)
       out += fmt::format("{:>3} {:>3} {:>3} {:<13} ", s.cp, s.ep,
@@ -134,7 +134,7 @@ std::string none_fits_text(const Json& doc) {
   for (const auto& near : ranked_of(doc["closest_infeasible"])) {
     const Strategy& s = near.strategy;
     out += fmt::format("  closest: dp {} tp {} pp {} mb {} {} recompute {} zero {}: {}\n", s.dp,
-                       s.tp, s.pp, s.micro_batch, s.schedule, to_string(s.recompute), s.zero,
+                       s.tp, s.pp, s.micro_batch, s.schedule, s.recompute_label(), s.zero,
                        near.predicted.reason);
   }
   return out;

@@ -239,7 +239,8 @@ def search_run(run, out_dir, calibration, time_limit, help_text):
     top = best[0]
     run["search_best_tokens_per_s_per_gpu"] = top["predicted"]["tokens_per_s"] / run["num_gpus"]
     run["search_best"] = {k: top.get(k) for k in ("dp", "tp", "pp", "cp", "ep", "micro_batch",
-                                                  "schedule", "chunks", "recompute", "zero")}
+                                                  "schedule", "chunks", "recompute", "recompute_modules",
+                                                  "zero")}
     run["search_ratio"] = published / run["search_best_tokens_per_s_per_gpu"]
     return run
 

@@ -60,6 +60,50 @@ MODELS = {
     "Llama 3.1 405B": ("llama3.1-405b", False, None),
 }
 
+# Megatron-Bridge's performance recipes' selective recomputation (Megatron-Core's
+# --recompute-modules) per published model, GPU and hetplan precision (None: every precision),
+# with the recipe that sets it (src/megatron/bridge/perf_recipes/ at MBRIDGE_RECIPES). Qwen3's
+# recipes recompute nothing (recompute_granularity None); Llama's full recomputation of some
+# layers (recompute_method block) hetplan does not express, so those rows keep none.
+MBRIDGE_RECIPES = "067f987df03b8355b03192d88d70f1709fedf51a"
+MBRIDGE_RECOMPUTE = {
+    ("DeepSeekV3", "H100", None): (
+        ["mla_up_proj", "mlp"],
+        "deepseek/h100/deepseek_v3.py deepseek_v3_pretrain_1024gpu_h100_bf16_config and _fp8cs_ "
+        "(_fp8sc_ inherits it)"),
+    ("DeepSeekV3", "B200", "bf16"): (
+        ["mla_up_proj"], "deepseek/b200/deepseek_v3.py deepseek_v3_pretrain_256gpu_b200_bf16_config"),
+    ("DeepSeekV3", "B200", "fp8-current"): (
+        ["mla_up_proj"],
+        "deepseek/b200/deepseek_v3.py deepseek_v3_pretrain_256gpu_b200_fp8cs_config"),
+    ("DeepSeekV3", "B200", "mxfp8"): (
+        ["mla_up_proj", "mlp"],
+        "deepseek/b200/deepseek_v3.py deepseek_v3_pretrain_256gpu_b200_fp8mx_config"),
+    ("DeepSeekV3", "B200", "nvfp4"): (
+        ["mla_up_proj", "layernorm", "moe_act"],
+        "deepseek/b200/deepseek_v3.py deepseek_v3_pretrain_256gpu_b200_nvfp4_config"),
+    ("GPT OSS 120B", "H100", None): (
+        ["layernorm", "moe_act"],
+        "gpt_oss/h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config and _fp8cs_"),
+    ("GPT OSS 120B", "B200", None): (
+        ["layernorm", "moe_act"],
+        "gpt_oss/b200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b200_bf16_config and _fp8mx_"),
+}
+
+
+def mbridge_recompute(run):
+    """The recipe's recompute modules for a Megatron-Bridge row, and the assumption it makes."""
+    model, gpu = run["model_published"], run["gpu"]
+    found = (MBRIDGE_RECOMPUTE.get((model, gpu, run["precision"]))
+             or MBRIDGE_RECOMPUTE.get((model, gpu, None)))
+    if found is None:
+        return None, ""
+    modules, recipe = found
+    return modules, (f"recompute selective {', '.join(modules)} as Megatron-Bridge's recipe "
+                     f"sets it today ({recipe} under src/megatron/bridge/perf_recipes/ at "
+                     f"{MBRIDGE_RECIPES[:10]}); the release's own recipe may differ")
+
+
 MBRIDGE_COLUMNS = ("container", "task", "system", "gpu", "model", "model_note", "variant",
                    "num_gpus", "precision", "gbs", "mbs", "seq_len", "fsdp", "tp", "pp", "cp", "vp",
                    "ep", "tokens_per_s_per_gpu")
@@ -186,6 +230,10 @@ def mbridge_runs(path=None):
             run["reason"] = f"precision {run['precision_published']!r} is not mapped"
         else:
             add_megatron_strategy(run)
+            modules, note = mbridge_recompute(run)
+            if modules:
+                run["strategy"].update({"recompute": "selective", "recompute_modules": modules})
+                run["assumptions"].append(note)
         if row["model_note"] in ("tokendrop", "dropless"):
             run["assumptions"].append(f"{row['model_note']}: hetplan routes every token to its "
                                       "experts, balanced (the benchmarks force-balance them)")

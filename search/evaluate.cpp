@@ -57,6 +57,7 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
       s.cp_comm == CpComm::kA2aP2p ? s.cp_a2a : 0,
       s.sequence_parallel && s.tp > 1,
       static_cast<int>(s.recompute),
+      static_cast<uint32_t>(s.recomputation().modules),
       s.flash_attention,
       s.zero >= 3,
       s.grad_accumulation_fusion,

@@ -103,6 +103,7 @@ class Evaluator {
     int64_t group, tp_nodes, micro_batch, tp, cp, ep, etp, cp_a2a;
     bool sequence_parallel;
     int recompute;
+    uint32_t recompute_modules;
     bool flash_attention, zero3, grad_accumulation_fusion, tp_comm_overlap, ep_comm_overlap;
     int host_mode, cp_comm, dispatcher, precision;
     double moe_imbalance;

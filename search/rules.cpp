@@ -151,6 +151,21 @@ std::string recompute(const RuleContext& c, const Strategy& s) {
                      fmt::join(c.framework.can_run.recompute, ", "), mode);
 }
 
+// Megatron-Core's --recompute-modules: ones the framework runs, and that the model has.
+std::string recompute_modules(const RuleContext& c, const Strategy& s) {
+  if (s.recompute != Recompute::kSelective) return "";
+  const std::vector<RecomputeModule> asked = modules_of(s.recomputation().modules);
+  for (RecomputeModule m : asked)
+    if (!contains(c.framework.can_run.recompute_modules, std::string(to_string(m))))
+      return fmt::format("{} recomputes the modules {} selectively, not {}", c.framework.name,
+                         fmt::join(c.framework.can_run.recompute_modules, ", "), to_string(m));
+  const OpGroup has = recompute_modules_of(c.model);
+  for (RecomputeModule m : asked)
+    if (!has_module(has, m))
+      return fmt::format("recompute_modules {}: {}", to_string(m), absent_module_reason(m));
+  return "";
+}
+
 std::string zero(const RuleContext& c, const Strategy& s) {
   const Capabilities& can = c.framework.can_run;
   const auto& stages = s.pp > 1 ? can.zero_with_pipeline : can.zero;
@@ -230,6 +245,7 @@ const std::vector<StrategyRule>& strategy_rules() {
       {"zero", "zero", zero},
       {"schedule", "schedule", schedule},
       {"recompute", "recompute", recompute},
+      {"recompute", "recompute_modules", recompute_modules},
       {"sequence_parallel", "sequence_parallel", sequence_parallel},
       {"tp_comm_overlap", "tp_comm_overlap", tp_comm_overlap},
       {"ep_comm_overlap", "ep_comm_overlap", ep_comm_overlap},

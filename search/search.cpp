@@ -86,6 +86,41 @@ std::vector<int64_t> divisors(int64_t n, int64_t cap) {
   return out;
 }
 
+// The module sets of Megatron-Core's --recompute-modules that Megatron-Bridge's performance
+// recipes run (src/megatron/bridge/perf_recipes at 067f987df0), most memory saved first. The search
+// tries the first one the framework runs and the model has, besides selective alone (core_attn):
+// each set more would add a recomputation choice to every candidate (DeepSeek-V3 on 2,048 H100s:
+// 358,176 candidates before, 835,744 with four sets), and the sets after the first save less
+// memory for little less recomputation (memory-bound kernels and the small up-projections).
+const std::vector<std::vector<RecomputeModule>>& recipe_module_sets() {
+  using M = RecomputeModule;
+  static const std::vector<std::vector<M>> kSets = {
+      {M::kMlaUpProj, M::kLayernorm, M::kMoeAct},  // deepseek/b200 nvfp4, deepseek/common.py
+      {M::kLayernorm, M::kMoeAct},                 // gpt_oss/h100, b200; deepseek/h100 64 GPUs
+      {M::kMlaUpProj},                             // deepseek/b200/deepseek_v3.py bf16, fp8cs
+  };
+  return kSets;
+}
+
+// The first of those sets that `framework` runs and `model` has, as a selective recomputation
+// (none where no set fits).
+std::vector<Recomputation> module_recomputations(const FrameworkSpec& framework,
+                                                 const ModelSpec& model) {
+  const OpGroup has = recompute_modules_of(model);
+  const auto& runs = framework.can_run.recompute_modules;
+  for (const auto& set : recipe_module_sets()) {
+    OpGroup modules = OpGroup::kDefault;
+    bool fits = true;
+    for (RecomputeModule m : set) {
+      fits = fits && has_module(has, m) &&
+             std::find(runs.begin(), runs.end(), to_string(m)) != runs.end();
+      modules = modules | module_group(m);
+    }
+    if (fits) return {Recomputation(Recompute::kSelective, modules)};
+  }
+  return {};
+}
+
 // Ranks feasible results: faster first, then the earlier candidate.
 bool better(const RankedStrategy& a, int64_t ida, const RankedStrategy& b, int64_t idb) {
   if (a.predicted.iteration_s != b.predicted.iteration_s)
@@ -100,8 +135,12 @@ class TrainingSearch {
     schedules_ = o.schedules.empty() ? f.can_run.schedules : o.schedules;
     for (Recompute rc : o.recompute)
       if (std::find(f.can_run.recompute.begin(), f.can_run.recompute.end(),
-                    std::string(to_string(rc))) != f.can_run.recompute.end())
-        recompute_.push_back(rc);
+                    std::string(to_string(rc))) != f.can_run.recompute.end()) {
+        recompute_.emplace_back(rc);
+        if (rc == Recompute::kSelective)
+          for (const Recomputation& r : module_recomputations(f, ev.model()))
+            recompute_.push_back(r);
+      }
     // With one stage every schedule is plain gradient accumulation over the micro-batches, except
     // that GPipe keeps all of their activations; 1F1B (one in flight) stands for them all.
     single_stage_schedule_ = schedules_.front();
@@ -360,7 +399,7 @@ class TrainingSearch {
                       const std::vector<ScheduleChoice>& schedules, int64_t& id) {
     const int64_t B = o_.global_batch, pp = base.pp;
     for (int64_t mb : mbs)
-      for (Recompute rc : recompute_)
+      for (const Recomputation& rc : recompute_)
         for (int zero = 0; zero <= o_.max_zero; ++zero)
           for (bool sp : sp_choices)
             for (const auto& [sched, chunks] : schedules) {
@@ -371,7 +410,9 @@ class TrainingSearch {
               s = base;
               s.micro_batch = mb;
               s.global_batch = B;
-              s.recompute = rc;
+              s.recompute = rc.granularity;
+              s.recompute_modules =
+                  rc == Recomputation(rc.granularity) ? OpGroup::kDefault : rc.modules;
               s.zero = zero;
               s.sequence_parallel = sp;
               s.schedule = sched;
@@ -380,7 +421,7 @@ class TrainingSearch {
               if (auto broken = ev_.broken_rule(s)) {
                 prune(broken->code);
               } else if ((pp == 1 && sched != single_stage_schedule_) ||
-                         (rc == Recompute::kSelective && s.flash_attention) ||
+                         (rc == Recomputation(Recompute::kSelective) && s.flash_attention) ||
                          (zero > 0 && s.grad_replicas() == 1)) {
                 prune("equivalent");  // same plan as another candidate
               } else if (!o_.exhaustive && memory_bound_fails(s, placements_[shape])) {
@@ -624,8 +665,8 @@ class TrainingSearch {
   const Evaluator& ev_;
   const SearchOptions& o_;
   std::vector<std::string> schedules_;
-  std::vector<Recompute> recompute_;   // the options' that the framework runs
-  std::string single_stage_schedule_;  // the one schedule tried with pp 1
+  std::vector<Recomputation> recompute_;  // the options' that the framework runs, with modules
+  std::string single_stage_schedule_;     // the one schedule tried with pp 1
   std::vector<Placement> placements_;
   std::vector<Candidate> candidates_;
   std::vector<std::pair<int64_t, RankedStrategy>> top_;  // (candidate id, result), best first

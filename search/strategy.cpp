@@ -152,6 +152,12 @@ Json to_json(const Strategy& s) {
   j["global_batch"] = s.global_batch;
   j["schedule"] = s.schedule;
   j["recompute"] = to_string(s.recompute);
+  if (const Recomputation r = s.recomputation();
+      r.granularity == Recompute::kSelective && r.modules != OpGroup::kCoreAttention) {
+    Json modules = Json::array();
+    for (RecomputeModule m : modules_of(r.modules)) modules.push_back(to_string(m));
+    j["recompute_modules"] = modules;
+  }
   j["zero"] = s.zero;
   j["sequence_parallel"] = s.sequence_parallel;
   j["chunks"] = s.chunks;
@@ -178,6 +184,37 @@ Json to_json(const Strategy& s) {
   return j;
 }
 
+// Megatron-Core's --recompute-modules, which it reads under --recompute-granularity selective
+// only (TransformerConfig.__post_init__ at d98e8a64dd).
+std::string Strategy::recompute_label() const {
+  const Recomputation r = recomputation();
+  if (r.granularity != Recompute::kSelective || r.modules == OpGroup::kCoreAttention)
+    return std::string(to_string(recompute));
+  std::vector<std::string_view> names;
+  for (RecomputeModule m : modules_of(r.modules)) names.push_back(to_string(m));
+  return fmt::format("selective({})", fmt::join(names, ","));
+}
+
+static void read_recompute_modules(ObjectReader& r, Strategy& s) {
+  const std::string expected =
+      fmt::format("expected a list of one or more of {}", recompute_module_names());
+  const std::vector<std::string> names = r.strings("recompute_modules");
+  if (names.empty()) r.fail("recompute_modules", expected);
+  if (s.recompute != Recompute::kSelective)
+    r.fail("recompute_modules",
+           fmt::format("the modules selective recomputation re-runs: it needs recompute "
+                       "\"selective\", found \"{}\"",
+                       to_string(s.recompute)));
+  OpGroup modules = OpGroup::kDefault;
+  for (const auto& name : names) {
+    RecomputeModule m;
+    if (!parse_recompute_module(name, m))
+      r.fail("recompute_modules", fmt::format("{}, found \"{}\"", expected, name));
+    modules = modules | module_group(m);
+  }
+  s.recompute_modules = modules;
+}
+
 Strategy strategy_from_json(ObjectReader r) {
   Strategy s;
   s.dp = r.integer_in("dp", 1, kMaxParallelDegree);
@@ -189,6 +226,7 @@ Strategy strategy_from_json(ObjectReader r) {
   s.schedule = r.string_or("schedule", "1f1b");
   const std::string rc = r.choice_or("recompute", {"none", "selective", "full"}, "none");
   parse_recompute(rc, s.recompute);
+  if (r.has("recompute_modules")) read_recompute_modules(r, s);
   const int64_t zero = r.integer_or("zero", 0);
   if (zero < 0 || zero > 3)
     r.fail("zero", fmt::format("expected a ZeRO stage 0-3, found {}", zero));

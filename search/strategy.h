@@ -90,6 +90,9 @@ struct Strategy {
   int64_t micro_batch = 1, global_batch = 1;
   std::string schedule = "1f1b";
   Recompute recompute = Recompute::kNone;
+  // Under selective: the modules re-run (Megatron-Core's --recompute-modules); kDefault: its
+  // default, core_attn.
+  OpGroup recompute_modules = OpGroup::kDefault;
   int zero = 0;
   bool sequence_parallel = false;
   int64_t chunks = 1;  // model chunks per device (interleaved and V schedules)
@@ -133,6 +136,14 @@ struct Strategy {
   // Ranks the dense parameters' gradients are reduced over (and ZeRO shards them over): dp x cp.
   int64_t grad_replicas() const { return dp * cp; }
   int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  // "none", "full", "selective", or with modules other than the default
+  // "selective(mla_up_proj,mlp)".
+  std::string recompute_label() const;
+  // The recomputation as the cost model takes it (selective without modules: core_attn).
+  Recomputation recomputation() const {
+    return recompute_modules == OpGroup::kDefault ? Recomputation(recompute)
+                                                  : Recomputation(recompute, recompute_modules);
+  }
   // Ranks the routed experts' gradients are reduced over: dp x cp x tp / (ep x etp).
   int64_t expert_dp() const { return rank_devices() / (ep * expert_tp()); }
   // Micro-batches per iteration on each pipeline (0 when the global batch does not divide).

@@ -81,7 +81,7 @@ std::string strategy_summary(const Strategy& s) {
       "dp {} x tp {} x pp {} = {} GPUs, micro-batch {}, global batch {}, {}{}, "
       "recompute {}, ZeRO {}{}",
       s.dp, s.tp, s.pp, s.devices(), s.micro_batch, s.global_batch, s.schedule,
-      s.chunks > 1 ? fmt::format(" x {} chunks", s.chunks) : "", to_string(s.recompute), s.zero,
+      s.chunks > 1 ? fmt::format(" x {} chunks", s.chunks) : "", s.recompute_label(), s.zero,
       s.sequence_parallel ? ", sequence parallel" : "");
 }
 

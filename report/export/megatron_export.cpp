@@ -449,6 +449,12 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
   if (s.sequence_parallel && s.tp > 1) a.add("--sequence-parallel");
   if (s.recompute == Recompute::kSelective) {
     a.add("--recompute-granularity", "selective");
+    // Megatron-Core's default --recompute-modules is core_attn: other sets are spelled out.
+    if (const Recomputation r = s.recomputation(); r.modules != OpGroup::kCoreAttention) {
+      std::vector<std::string_view> names;
+      for (RecomputeModule m : modules_of(r.modules)) names.push_back(to_string(m));
+      a.add("--recompute-modules", fmt::format("{}", fmt::join(names, " ")));
+    }
   } else if (s.recompute == Recompute::kFull) {
     a.add("--recompute-granularity", "full");
     a.add("--recompute-method", "uniform");

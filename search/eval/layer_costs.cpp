@@ -74,7 +74,7 @@ void overlap_ep_comm(LayerTimes& t) {
 // Between one layer's sync and the next layer's are about one layer's forward kernels, so the
 // forward is max(device, host) with the host's time of all its forward kernels (one sync a layer;
 // the host's and device's lead before the sync is lost at it).
-void host_sync_stall(const LayerWork& w, Recompute recompute, double host_s_per_kernel,
+void host_sync_stall(const LayerWork& w, const Recomputation& recompute, double host_s_per_kernel,
                      LayerTimes& t) {
   if (w.host_syncs == 0 || host_s_per_kernel <= 0) return;
   constexpr int kF = static_cast<int>(Pass::kForward);
@@ -88,11 +88,11 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
                      const FrameworkSpec& framework, double host_s_per_kernel) {
   const LayerWork w = layer_work(layer, layer_shape(s, dtype, framework));
   LayerCost c;
-  c.times = cost.layer_times(gpu, w, s.recompute, groups, dtype);
+  c.times = cost.layer_times(gpu, w, s.recomputation(), groups, dtype);
   if (s.tp_comm_overlap) overlap_tp_comm(gpu, w, cost, dtype, c.times);
   if (s.ep_comm_overlap) overlap_ep_comm(c.times);
-  host_sync_stall(w, s.recompute, host_s_per_kernel, c.times);
-  c.activation_bytes = w.activation(s.recompute);
+  host_sync_stall(w, s.recomputation(), host_s_per_kernel, c.times);
+  c.activation_bytes = w.activation(s.recomputation());
   c.param_count = static_cast<double>(w.params);
   c.expert_param_count = static_cast<double>(w.expert_params);
   c.low_precision_weight_bytes = w.low_precision_weight_bytes;
@@ -101,7 +101,7 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
   c.expert_low_precision_weight_bytes = w.expert_low_precision_weight_bytes;
   c.expert_quantized_param_count = static_cast<double>(w.expert_quantized_weight_params);
   c.output_bytes = w.output_bytes;
-  c.kernel_launches = static_cast<double>(layer_kernels(w, s.recompute).total());
+  c.kernel_launches = static_cast<double>(layer_kernels(w, s.recomputation()).total());
   // Recomputed activations live while the layer's backward runs; gradients of the layer's input
   // and output are in flight (one rank's share under sequence parallelism).
   const double shard = s.sequence_parallel && s.tp > 1 ? static_cast<double>(s.tp) : 1.0;

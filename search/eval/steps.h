@@ -59,7 +59,7 @@ std::vector<LayerRange> given_ranges(const Strategy& s, int64_t layers);
 // After a host sync (LayerWork::host_syncs) the device has nothing queued: the layer's forward
 // takes at least its host's time to issue the forward's kernels at `host_s_per_kernel` each; the
 // excess over the device's own forward goes into t.pass_s[F] and t.host_sync_s.
-void host_sync_stall(const LayerWork& w, Recompute recompute, double host_s_per_kernel,
+void host_sync_stall(const LayerWork& w, const Recomputation& recompute, double host_s_per_kernel,
                      LayerTimes& t);
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
                      const LayerGroups& groups, const CostModel& cost, Dtype dtype,

@@ -60,6 +60,21 @@ class Mapping(unittest.TestCase):
                          ("dgx-b200:32", "deepseek-v3", "mxfp8"))
         self.assertEqual((r["strategy"]["dp"], r["strategy"]["ep"]), (32, 32))
 
+    def test_megatron_bridge_recipes_recompute_modules(self):
+        # deepseek/b200/deepseek_v3.py deepseek_v3_pretrain_256gpu_b200_fp8mx_config and
+        # gpt_oss/h100/gpt_oss.py (perf_recipes at 067f987df0); Llama and Qwen3 recompute nothing.
+        s = self.runs["megatron-bridge:9"]["strategy"]
+        self.assertEqual((s["recompute"], s["recompute_modules"]),
+                         ("selective", ["mla_up_proj", "mlp"]))
+        r = self.runs["megatron-bridge:11"]
+        self.assertEqual((r["model_published"], r["gpu"]), ("GPT OSS 120B", "H100"))
+        self.assertEqual(r["strategy"]["recompute_modules"], ["layernorm", "moe_act"])
+        self.assertIn("067f987df0", r["assumptions"][-1])
+        self.assertEqual(self.runs["megatron-bridge:65"]["strategy"]["recompute_modules"],
+                         ["mla_up_proj"])  # 25.09 B200 FP8-CS: the fp8cs recipe
+        self.assertNotIn("recompute_modules", self.runs["megatron-bridge:7"]["strategy"])
+        self.assertNotIn("recompute_modules", self.runs["megatron-bridge:15"]["strategy"])
+
     def test_megatron_bridge_precisions_fsdp_and_25_09(self):
         r = self.runs["megatron-bridge:55"]  # 25.11 H100 LLAMA3_8B FP8-CS, FSDP 8
         self.assertEqual((r["strategy"]["zero"], r["strategy"]["precision"]), (3, "fp8-current"))
