@@ -99,8 +99,13 @@ bool wide_table(const std::vector<Ranked>& rows) {
 
 std::string ranked_table(const std::vector<Ranked>& rows) {
   const bool wide = wide_table(rows);
-  std::string out = fmt::format("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} ", "rank",
-                                "dp", "tp", "pp", "mb", "schedule", "recompute", "zero", "sp");
+  // The recompute column widens for module lists ("selective(mla_up_proj,mlp)").
+  size_t recompute_width = 9;
+  for (const auto& r : rows)
+    recompute_width = std::max(recompute_width, r.strategy.recompute_label().size());
+  std::string out =
+      fmt::format("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<{}} {:>4} {:>3} ", "rank", "dp", "tp",
+                  "pp", "mb", "schedule", "recompute", recompute_width, "zero", "sp");
   if (wide) out += fmt::format("{:>3} {:>3} {:>3} {:<13} ", "cp", "ep", "etp", "precision");
   out += fmt::format("{:>10} {:>10} {:>6} {:>9}  {}\n", "iteration", "samples/s", "MFU", "peak mem",
                      "layers per stage");
@@ -109,9 +114,9 @@ std::string ranked_table(const std::vector<Ranked>& rows) {
     const Prediction& p = rows[i].predicted;
     double peak = 0;
     for (double b : p.peak_memory_bytes) peak = std::max(peak, b);
-    out += fmt::format("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<9} {:>4} {:>3} ", i + 1, s.dp, s.tp,
-                       s.pp, s.micro_batch, schedule_text(s), s.recompute_label(), s.zero,
-                       s.sequence_parallel ? "yes" : "no");
+    out += fmt::format("{:>4} {:>4} {:>3} {:>4} {:>4} {:<9} {:<{}} {:>4} {:>3} ", i + 1, s.dp, s.tp,
+                       s.pp, s.micro_batch, schedule_text(s), s.recompute_label(), recompute_width,
+                       s.zero, s.sequence_parallel ? "yes" : "no");
     if (wide)
       out += fmt::format("{:>3} {:>3} {:>3} {:<13} ", s.cp, s.ep,
                          s.ep > 1 || s.etp > 0 ? fmt::format("{}", s.expert_tp()) : "-",
