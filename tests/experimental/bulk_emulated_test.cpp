@@ -21,25 +21,7 @@ namespace hetplan::kernels {
 namespace {
 
 using testing::emulate;
-
-// Runs `body` as one block of `threads` threads with `smem` bytes and returns the error the
-// emulator throws ("" if none).
-std::string run_block(int threads, size_t smem, const std::function<void()>& body,
-                      uint64_t seed = 0) {
-  LaunchShape one;
-  one.block = threads;
-  one.smem = smem;
-  try {
-    emulate(one, body, seed);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_ERROR_HAS(error, text)              \
-  EXPECT_NE((error).find(text), std::string::npos) \
-      << "error: " << ((error).empty() ? "(none)" : (error))
+using testing::run_block;
 
 // A block of 32 threads: barrier at offset 1024, a 256-byte buffer at offset 0, `src` of 64
 // floats 0 .. 63 in global memory. Thread 0 sets the barrier up (count 1).

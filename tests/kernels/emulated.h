@@ -7,6 +7,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/emulator/simt_emulator.h"
@@ -28,6 +30,25 @@ inline void emulate(const LaunchShape& s, const std::function<void()>& body, uin
                static_cast<unsigned>(s.grid_z)},
               {static_cast<unsigned>(s.block), 1, 1}, s.smem, body, o);
 }
+
+// Runs `body` as one block of `threads` threads with `smem` bytes and returns the error the
+// emulator throws ("" if none).
+inline std::string run_block(int threads, size_t smem, const std::function<void()>& body,
+                             uint64_t seed = 0) {
+  LaunchShape one;
+  one.block = threads;
+  one.smem = smem;
+  try {
+    emulate(one, body, seed);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_ERROR_HAS(error, text)              \
+  EXPECT_NE((error).find(text), std::string::npos) \
+      << "error: " << ((error).empty() ? "(none)" : (error))
 
 // An output buffer filled with NaN, as GPU checks poison theirs.
 template <class T>

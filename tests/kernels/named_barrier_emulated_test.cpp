@@ -17,25 +17,7 @@ namespace hetplan::kernels {
 namespace {
 
 using testing::emulate;
-
-// Runs `body` as one block of `threads` threads with `smem` bytes and returns the error the
-// emulator throws ("" if none).
-std::string run_block(int threads, size_t smem, const std::function<void()>& body,
-                      uint64_t seed = 0) {
-  LaunchShape one;
-  one.block = threads;
-  one.smem = smem;
-  try {
-    emulate(one, body, seed);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_ERROR_HAS(error, text)              \
-  EXPECT_NE((error).find(text), std::string::npos) \
-      << "error: " << ((error).empty() ? "(none)" : (error))
+using testing::run_block;
 
 // Warps 0-3 exchange a value through shared memory behind bar.sync 1, 128 while warps 4-5 never
 // take part: every reader sees its partner's value, in index order and shuffled.
