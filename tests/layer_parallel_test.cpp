@@ -10,23 +10,13 @@
 #include "costmodel/layer_ops.h"
 #include "costmodel/model.h"
 #include "costmodel/profile.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
 
-// A LLaMA-style block: h 1024, 16 heads of 64 (4 KV heads), SwiGLU 2816, sequence 4096.
-LayerSpec llama_block(int64_t seq = 4096) {
-  TransformerLayer b;
-  b.heads = 16;
-  b.kv_heads = 4;
-  b.head_dim = 64;
-  b.ffn_hidden = 2816;
-  b.activation = MlpActivation::kSwiglu;
-  b.norm = NormKind::kRmsNorm;
-  b.bias = b.mlp_bias = false;
-  b.rotary = true;
-  return {"block0", 1024, seq, b};
-}
+// A LLaMA-style block, over 4096 tokens unless said (testing::llama_block).
+LayerSpec llama_block(int64_t seq = 4096) { return testing::llama_block(seq); }
 
 // A MoE block: h 1024, 8 experts of SwiGLU 512, top-2, sequence 1024.
 LayerSpec moe_block() {

@@ -6,23 +6,13 @@
 #include "costmodel/layer_ops.h"
 #include "costmodel/precision.h"
 #include "costmodel/profile.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
 
-// h 1024, 16 heads of 64 (4 KV heads), SwiGLU 2816, 1024 tokens.
-LayerSpec block() {
-  TransformerLayer b;
-  b.heads = 16;
-  b.kv_heads = 4;
-  b.head_dim = 64;
-  b.ffn_hidden = 2816;
-  b.activation = MlpActivation::kSwiglu;
-  b.norm = NormKind::kRmsNorm;
-  b.bias = b.mlp_bias = false;
-  b.rotary = true;
-  return {"block0", 1024, 1024, b};
-}
+// A LLaMA-style block over 1024 tokens (testing::llama_block).
+LayerSpec block() { return testing::llama_block(1024); }
 
 double memory_bytes(const LayerWork& w, const std::string& kernel) {
   double b = 0;

@@ -17,19 +17,8 @@ using testing::contains;
 using testing::error_of;
 using M = RecomputeModule;
 
-// A LLaMA-style block: h 1024, 16 heads of 64 (4 KV heads), SwiGLU 2816, sequence 1024.
-LayerSpec dense_block() {
-  TransformerLayer b;
-  b.heads = 16;
-  b.kv_heads = 4;
-  b.head_dim = 64;
-  b.ffn_hidden = 2816;
-  b.activation = MlpActivation::kSwiglu;
-  b.norm = NormKind::kRmsNorm;
-  b.bias = b.mlp_bias = false;
-  b.rotary = true;
-  return {"block0", 1024, 1024, b};
-}
+// A LLaMA-style block over 1024 tokens (testing::llama_block).
+LayerSpec dense_block() { return testing::llama_block(1024); }
 
 // The same attention with 8 experts of SwiGLU 512, top-2.
 LayerSpec moe_block() {

@@ -1,5 +1,5 @@
 // Small helpers shared by tests: substring checks, the message of the InputError a call throws,
-// and runs of device indices.
+// runs of device indices, and a LLaMA-style block to cost.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "costmodel/errors.h"
+#include "costmodel/model.h"
 
 namespace hetplan::testing {
 
@@ -31,6 +32,21 @@ inline std::vector<int64_t> range(int64_t from, int64_t to) {
   std::vector<int64_t> out;
   for (int64_t i = from; i < to; ++i) out.push_back(i);
   return out;
+}
+
+// A LLaMA-style block: hidden 1024, 16 heads of 64 (4 KV heads), SwiGLU 2816, RMSNorm, rotary, no
+// biases, over `seq` tokens.
+inline LayerSpec llama_block(int64_t seq) {
+  TransformerLayer b;
+  b.heads = 16;
+  b.kv_heads = 4;
+  b.head_dim = 64;
+  b.ffn_hidden = 2816;
+  b.activation = MlpActivation::kSwiglu;
+  b.norm = NormKind::kRmsNorm;
+  b.bias = b.mlp_bias = false;
+  b.rotary = true;
+  return {"block0", 1024, seq, b};
 }
 
 }  // namespace hetplan::testing
