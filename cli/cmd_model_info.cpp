@@ -118,6 +118,7 @@ Json work_json(const LayerWork& w) {
               {"pass", to_string(g.pass)},
               {"flops", g.shape.flops()},
               {"core_attention", intersects(g.group, OpGroup::kCoreAttention)}});
+    if (g.streams > 0) j["streams"] = g.streams;  // per-expert GEMMs: batch kernels of their own
     gemms.push_back(std::move(j));
   }
   for (const auto& m : w.memory_ops)

@@ -86,6 +86,21 @@ double CostModel::gemm_s(const GpuSpec& gpu, Dtype dtype, const GemmShape& shape
   return it->second.time_s(shape);
 }
 
+// Per-expert GEMMs: `batch` kernels of one copy each, issued round-robin over `streams` streams.
+// They take no less than the one batched kernel (every copy's tiles packed over the SMs, one
+// launch) and no less than the streams running their copies side by side: the copies' own times
+// over the streams, where each copy is too small to fill the GPU alone.
+double CostModel::gemm_op_s(const GpuSpec& gpu, Dtype dtype, const GemmOp& op) const {
+  const Dtype d = op.quantized ? op.dtype : dtype;
+  const double batched_s = gemm_s(gpu, d, op.shape);
+  if (op.streams <= 0 || op.shape.batch <= 1) return batched_s;
+  GemmShape one = op.shape;
+  one.batch = 1;
+  const auto copies = static_cast<double>(op.shape.batch);
+  const double side_by_side = std::min(static_cast<double>(op.streams), copies);
+  return std::max(batched_s, copies * gemm_s(gpu, d, one) / side_by_side);
+}
+
 double CostModel::memory_op_s(const GpuSpec& gpu, const std::string& kernel, double bytes) const {
   const GpuFit& f = cost(gpu).fit;
   if (auto it = f.kernels.find(kernel); it != f.kernels.end())
@@ -171,8 +186,7 @@ LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& wo
   double recomputed_ops = 0;                        // forward ops re-run inside B
   double attention_pass_s[kNumPasses] = {0, 0, 0};  // what ring attention's exchange hides behind
   for (const auto& g : work.gemms) {
-    const double s =
-        scale.rate[static_cast<int>(g.pass)] * gemm_s(gpu, g.quantized ? g.dtype : dtype, g.shape);
+    const double s = scale.rate[static_cast<int>(g.pass)] * gemm_op_s(gpu, dtype, g);
     t.pass_s[static_cast<int>(g.pass)] += s;
     if (recomputed(recompute, g.pass, g.group)) recomputed_ops += s;
   }

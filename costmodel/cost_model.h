@@ -76,6 +76,9 @@ class CostModel {
   Dtype compute_dtype(const GpuSpec& gpu, Dtype requested) const;
 
   double gemm_s(const GpuSpec& gpu, Dtype dtype, const GemmShape& shape) const;
+  // A layer's GEMM (in its own dtype where quantised, else `dtype`): one kernel for its batch, or
+  // per-expert GEMMs (GemmOp::streams) side by side on their streams.
+  double gemm_op_s(const GpuSpec& gpu, Dtype dtype, const GemmOp& op) const;
   double memory_op_s(const GpuSpec& gpu, const std::string& kernel, double bytes) const;
   double attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp& op) const;
   // One layer's passes on `gpu` with its tensor-parallel group `tp`: the sum of its ops, corrected

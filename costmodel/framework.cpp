@@ -329,6 +329,17 @@ MemoryLayout read_memory(ObjectReader r) {
   return m;
 }
 
+// expert_gemms: {kernels: grouped} or {kernels: per_expert, streams: N}.
+ExpertGemms read_expert_gemms(ObjectReader r) {
+  ExpertGemms e;
+  if (r.choice("kernels", {"grouped", "per_expert"}) == "per_expert") {
+    e.kernels = ExpertGemmKernels::kPerExpert;
+    e.streams = r.integer_in("streams", 1, 64);
+  }
+  r.finish();
+  return e;
+}
+
 // Every value the file sets needs a source: an entry under `sources` for its key path or for one
 // of the sections above it ("memory" covers "memory.states.bf16.weights").
 void check_sources(const Json& root, const std::map<std::string, std::string>& sources,
@@ -352,8 +363,8 @@ void check_sources(const Json& root, const std::map<std::string, std::string>& s
                                    "measurement) for {} or a section above it",
                                    path));
   };
-  for (const char* section :
-       {"can_run", "defaults", "precision", "ops", "compiled_ops", "host_s_per_kernel", "memory"})
+  for (const char* section : {"can_run", "defaults", "precision", "ops", "compiled_ops",
+                              "host_s_per_kernel", "expert_gemms", "memory"})
     if (root.contains(section)) check(section, root.at(section));
   for (const auto& [key, text] : sources)
     if (text.empty()) throw InputError(origin, "sources." + key, "a non-empty source");
@@ -380,6 +391,7 @@ FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
   if (auto ops = r.optional_object("ops")) f.ops = read_ops(*ops);
   if (auto ops = r.optional_object("compiled_ops")) f.compiled_ops = read_ops(*ops);
   f.host_s_per_kernel = read_host(r.object("host_s_per_kernel"), f.can_run);
+  if (auto e = r.optional_object("expert_gemms")) f.expert_gemms = read_expert_gemms(*e);
   f.memory = read_memory(r.object("memory"));
   ObjectReader sources = r.object("sources");
   for (const auto& key : sources.keys()) f.sources[key] = sources.string(key);

@@ -149,6 +149,16 @@ struct FrameworkDefaults {
   HostMode host_mode = HostMode::kEager;
 };
 
+// How the routed experts' GEMMs of an MoE layer run on one rank: one grouped kernel over every
+// local expert (torch._grouped_mm, a CUTLASS or cuBLASLt grouped GEMM), or one GEMM per local
+// expert issued round-robin over `streams` CUDA streams (Transformer Engine's GroupedLinear: 4; an
+// eager loop over expert modules: 1). Per expert, each GEMM is a kernel the host issues.
+enum class ExpertGemmKernels { kGrouped, kPerExpert };
+struct ExpertGemms {
+  ExpertGemmKernels kernels = ExpertGemmKernels::kGrouped;
+  int64_t streams = 1;  // per_expert only
+};
+
 struct FrameworkSpec {
   std::string name;
   std::string description;
@@ -163,6 +173,7 @@ struct FrameworkSpec {
   std::map<std::string, OpRecipe> ops;           // eager (and CUDA-graph) kernels, by family
   std::map<std::string, OpRecipe> compiled_ops;  // under torch.compile
   std::map<HostMode, double> host_s_per_kernel;
+  ExpertGemms expert_gemms;
   MemoryLayout memory;
   std::string export_format;  // "megatron", "deepspeed", "torchtitan", or "" (none)
   std::map<std::string, std::string> sources;  // key path -> the file and commit, or measurement

@@ -54,11 +54,14 @@ class Builder {
     const bool low = o.quantizable && is_quantized(s_.precision);
     const Pass Bi = Pass::kBackwardInput, W = Pass::kBackwardWeight;
     const int64_t b = o.batch;
+    const int64_t streams = expert_gemm_streams(o);
     gemm(name, Pass::kForward, {out, tokens, in, b, true, false}, OpGroup::kDefault,
-         o.flop_fraction, low);
+         o.flop_fraction, low, streams);
     if (o.input_gradient)
-      gemm(name, Bi, {in, tokens, out, b, false, false}, OpGroup::kDefault, o.flop_fraction, low);
-    gemm(name, W, {in, out, tokens, b, false, true}, OpGroup::kDefault, o.flop_fraction, low);
+      gemm(name, Bi, {in, tokens, out, b, false, false}, OpGroup::kDefault, o.flop_fraction, low,
+           streams);
+    gemm(name, W, {in, out, tokens, b, false, true}, OpGroup::kDefault, o.flop_fraction, low,
+         streams);
     if (low) {
       const double per = quantize_bytes_per_element(s_.precision, act_);
       const double rows = static_cast<double>(tokens) * b;
@@ -89,6 +92,14 @@ class Builder {
     w_.gemm_weight_params += in * out * b;
     w_.param_tensors += b;
     w_.gemm_weight_tensors += b;
+  }
+
+  // GemmOp::streams of a linear layer: the framework's per-expert GEMMs for routed experts (one
+  // kernel for all of them otherwise, and for every other batched GEMM).
+  int64_t expert_gemm_streams(const LinearOptions& o) const {
+    if (!o.routed_expert || o.batch <= 1 || !s_.framework) return 0;
+    const ExpertGemms& e = s_.framework->expert_gemms;
+    return e.kernels == ExpertGemmKernels::kPerExpert ? e.streams : 0;
   }
 
   // A bias's gradient: column sums of the output gradient over `rows` x `cols` (a reduction
@@ -123,10 +134,10 @@ class Builder {
   }
 
   void gemm(const std::string& name, Pass pass, GemmShape shape, OpGroup group = OpGroup::kDefault,
-            double flop_fraction = 1, bool quantized = false) {
+            double flop_fraction = 1, bool quantized = false, int64_t streams = 0) {
     group = in_scope(group);
     w_.gemms.push_back({name, pass, shape, group, quantized,
-                        quantized ? quantized_dtype(s_.precision) : s_.dtype});
+                        quantized ? quantized_dtype(s_.precision) : s_.dtype, streams});
     w_.model_flops[static_cast<int>(pass)] +=
         flop_fraction == 1 ? shape.flops() : shape.flops() * flop_fraction;
   }

@@ -446,7 +446,8 @@ LayerKernels layer_kernels(const LayerWork& w, const Recomputation& mode) {
     k.pass[static_cast<int>(pass)] += n;
     if (recomputed(mode, pass, group)) k.recompute += n;
   };
-  for (const auto& g : w.gemms) add(g.pass, g.group, 1);
+  for (const auto& g : w.gemms)
+    add(g.pass, g.group, g.streams > 0 ? static_cast<double>(g.shape.batch) : 1.0);
   for (const auto& m : w.memory_ops)
     add(m.pass, m.group,
         m.kernel == "grad_accumulate"

@@ -165,6 +165,10 @@ struct GemmOp {
   OpGroup group = OpGroup::kDefault;
   bool quantized = false;
   Dtype dtype = Dtype::kBf16;
+  // 0: one kernel for all shape.batch copies (a batched or grouped GEMM); n >= 1: shape.batch
+  // GEMMs of their own, one kernel each, issued round-robin over n streams (a framework's
+  // per-expert GEMMs, FrameworkSpec::expert_gemms).
+  int64_t streams = 0;
 };
 
 // A memory-bound kernel; `kernel` names a kernels/ registry entry (layernorm_fwd, gelu_bwd, ...),
@@ -301,12 +305,12 @@ struct LayerWork {
 // per-rank heads under a2a), ep the experts or etp the experts' width.
 LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape);
 
-// Kernels one micro-batch of a layer launches on one rank: every GEMM, memory-bound op, fused
-// attention pass and collective is one launch, and gradient accumulation one per accumulated
-// tensor. `recompute` counts the forward launches re-run in backward under `mode`. The host's
-// time to issue them bounds the step of small configurations (search/evaluate.cpp).
-// Counts are per micro-batch, so fractional where a share of the micro-batches launches a kernel
-// (autocast's gradient accumulation).
+// Kernels one micro-batch of a layer launches on one rank: every GEMM (each copy of per-expert
+// GEMMs), memory-bound op, fused attention pass and collective is one launch, and gradient
+// accumulation one per accumulated tensor. `recompute` counts the forward launches re-run in
+// backward under `mode`. The host's time to issue them bounds the step of small configurations
+// (search/evaluate.cpp). Counts are per micro-batch, so fractional where a share of the
+// micro-batches launches a kernel (autocast's gradient accumulation).
 struct LayerKernels {
   double pass[kNumPasses] = {0, 0, 0};
   double recompute = 0;

@@ -76,9 +76,16 @@ std::vector<GemmCase> layer_gemm_cases(const ModelSpec& model,
         shape.dtype = d;
         for (const auto& group : groups) {
           for (const auto& g : layer_work(*group.layer, shape).gemms) {
-            out.push_back({d, g.shape,
-                           fmt::format("{}/{}/{}/{}/mb{}/tp{}", model.name, group.name, g.name,
-                                       pass_tag(g.pass), mb, tp)});
+            const std::string origin = fmt::format("{}/{}/{}/{}/mb{}/tp{}", model.name, group.name,
+                                                   g.name, pass_tag(g.pass), mb, tp);
+            out.push_back({d, g.shape, origin});
+            if (g.shape.batch > 1) {
+              // Experts' GEMMs also as the frameworks that run one GEMM per expert launch them
+              // (FrameworkSpec::expert_gemms: Transformer Engine's GroupedLinear).
+              GemmShape one = g.shape;
+              one.batch = 1;
+              out.push_back({d, one, origin + "/per_expert"});
+            }
           }
         }
       }

@@ -35,8 +35,7 @@ LayerShape layer_shape(const Strategy& s, Dtype dtype, const FrameworkSpec& fram
 void overlap_tp_comm(const GpuSpec& gpu, const LayerWork& w, const CostModel& cost, Dtype dtype,
                      LayerTimes& t) {
   double gemm_s[kNumPasses] = {0, 0, 0};
-  for (const GemmOp& g : w.gemms)
-    gemm_s[static_cast<int>(g.pass)] += cost.gemm_s(gpu, dtype, g.shape);
+  for (const GemmOp& g : w.gemms) gemm_s[static_cast<int>(g.pass)] += cost.gemm_op_s(gpu, dtype, g);
   for (int p = 0; p < kNumPasses; ++p) {
     const double exposed = std::max(0.0, t.tp_comm_s[p] - gemm_s[p]);
     t.pass_s[p] -= t.tp_comm_s[p] - exposed;
