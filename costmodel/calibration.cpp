@@ -20,6 +20,7 @@ Json priors_to_json(const DatasheetPriors& p) {
   j["memory_efficiency"] = p.memory_efficiency;
   j["kernel_launch_s"] = p.kernel_launch_s;
   j["attention_efficiency"] = p.attention_efficiency;
+  if (!p.gemm_curve_from.empty()) j["gemm_curve_from"] = p.gemm_curve_from;
   return j;
 }
 
@@ -44,6 +45,7 @@ DatasheetPriors priors_from_json(ObjectReader r) {
     r.fail("kernel_launch_s", fmt::format("expected a launch cost of at most {} s, found {}",
                                           kMaxLaunchS, p.kernel_launch_s));
   p.attention_efficiency = fraction(r, "attention_efficiency");
+  p.gemm_curve_from = r.string_or("gemm_curve_from", "");
   r.finish();
   return p;
 }

@@ -28,6 +28,10 @@ struct DatasheetPriors {
   double memory_efficiency = 0;  // fraction of datasheet HBM bandwidth reached by streaming kernels
   double kernel_launch_s = 0;    // fixed cost per kernel
   double attention_efficiency = 0;  // fused attention, fraction of the dense bf16 peak
+  // A GPU type whose fitted GEMM coefficients (efficiency, K ramp, tiles, waves, memory bound)
+  // this one takes for each dtype it has no GEMM measurements of and that one measured: the
+  // calibrated GPU the priors assume its kernels behave like ("" = none: the fractions above).
+  std::string gemm_curve_from;
 };
 
 struct CalibrationFile {

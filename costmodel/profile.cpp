@@ -235,6 +235,28 @@ void apply_priors(GpuFit& fit, const DatasheetPriors& p) {
   fit.launch_s = p.kernel_launch_s;
   for (bool forward : {true, false}) fit.set_attention(forward, {p.attention_efficiency, 0, 0});
   for (auto& [d, e] : fit.gemm) e.overhead_s = p.kernel_launch_s;
+  fit.gemm_curve_from = p.gemm_curve_from;
+}
+
+// A prior-only GPU type takes the fitted GEMM coefficients of the calibrated type its priors name
+// (gemm_curve_from) for each dtype it measured none of and that type measured: the whole curve of
+// the kernels it is assumed to behave like, at its own peaks, bandwidth and SMs, in place of one
+// fraction of peak. A named type the profile does not hold, or did not measure, leaves the priors.
+void inherit_gemm_curves(Profile& profile) {
+  for (auto& [type, fit] : profile.gpus) {
+    fit.gemm_curve_dtypes.clear();
+    if (fit.gemm_curve_from.empty() || fit.gemm_curve_from == type) continue;
+    auto from = profile.gpus.find(fit.gemm_curve_from);
+    if (from == profile.gpus.end()) continue;
+    for (const auto& [dtype, points] : from->second.gemm_points) {
+      if (points.empty() || !from->second.gemm.count(dtype)) continue;
+      if (auto own = fit.gemm_points.find(dtype);
+          own != fit.gemm_points.end() && !own->second.empty())
+        continue;
+      fit.gemm[dtype] = from->second.gemm.at(dtype);
+      fit.gemm_curve_dtypes.push_back(dtype);
+    }
+  }
 }
 
 // The SM clock `f.gemm[i]` ran at (`method.clocks.sm_mhz_median`), 0 where not recorded.
@@ -438,6 +460,7 @@ Profile fit_profile(const std::vector<CalibrationFile>& files,
     fit_gemms(fit, gpu);
     fit_attention_samples(fit, gpu);
   }
+  inherit_gemm_curves(profile);
   return profile;
 }
 
@@ -537,6 +560,7 @@ Profile merge_fitted(const std::vector<CalibrationFile>& calibrations,
                      const std::map<std::string, GpuSpec>& gpu_types) {
   Profile profile = fit_profile(calibrations, gpu_types);
   for (const auto& p : profiles) merge_profile(profile, p);
+  if (!profiles.empty()) inherit_gemm_curves(profile);  // from the merged profiles' GPUs too
   return profile;
 }
 

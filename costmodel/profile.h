@@ -44,6 +44,10 @@ struct GpuFit {
   // A dtype's companion: another dtype whose measured GEMMs join its correction
   // (costmodel/gemm_companion.h), chosen by cross-validation when the profile is fitted.
   std::map<Dtype, Dtype> gemm_companion;
+  // The calibrated GPU type the priors take GEMM coefficients from (DatasheetPriors::
+  // gemm_curve_from), and the dtypes they were taken for when the profile was fitted.
+  std::string gemm_curve_from;
+  std::vector<Dtype> gemm_curve_dtypes;
   double memory_efficiency = 0.85;  // of the datasheet bandwidth, for streaming kernels
   double launch_s = 5e-6;
   std::map<std::string, KernelFit> kernels;  // by kernels/ registry name
