@@ -115,7 +115,7 @@ double CostModel::attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp
   // Inside a training step attention runs among its layer's GEMMs: the in-layer context.
   const AttentionCoefficients c = f.attention(forward);
   return f.launch_s +
-         c.in_layer_factor * attention_time_s(c, attention_work(op), peak, gpu.sm_count);
+         c.in_layer_factor * attention_time_s(c, attention_work(op), peak, gpu.sm_count) / op.speed;
 }
 
 const CommGroup& LayerGroups::of(CommScope scope) const {

@@ -1,6 +1,8 @@
 #include "costmodel/framework.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <functional>
 
 #include <fmt/format.h>
@@ -340,6 +342,37 @@ ExpertGemms read_expert_gemms(ObjectReader r) {
   return e;
 }
 
+// speed_vs_flash2: {forward: {HEAD_DIM: SPEED, ...}, backward: {...}}.
+std::map<int64_t, double> read_speeds(ObjectReader r) {
+  std::map<int64_t, double> out;
+  for (const auto& key : r.keys()) {
+    int64_t head_dim = 0;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), head_dim);
+    if (ec != std::errc() || end != key.data() + key.size() || head_dim <= 0)
+      r.fail(key, "expected a head size (a whole number > 0) as the key");
+    out[head_dim] = r.number_in(key, 0.05, 20);
+  }
+  if (out.empty()) r.fail("", "expected the speed at one head size at least");
+  return out;
+}
+
+std::vector<AttentionKernel> read_attention_kernels(ObjectReader& parent) {
+  std::vector<AttentionKernel> out;
+  for (auto& r : parent.objects("attention_kernels")) {
+    AttentionKernel k;
+    k.min_compute_capability = r.number_in_or("min_compute_capability", 0, 20, 0);
+    k.max_compute_capability = r.number_in_or("max_compute_capability", 0, 20, 0);
+    k.kernel = r.string("kernel");
+    ObjectReader speeds = r.object("speed_vs_flash2");
+    k.forward_speed = read_speeds(speeds.object("forward"));
+    k.backward_speed = read_speeds(speeds.object("backward"));
+    speeds.finish();
+    r.finish();
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
 // Every value the file sets needs a source: an entry under `sources` for its key path or for one
 // of the sections above it ("memory" covers "memory.states.bf16.weights").
 void check_sources(const Json& root, const std::map<std::string, std::string>& sources,
@@ -364,7 +397,7 @@ void check_sources(const Json& root, const std::map<std::string, std::string>& s
                                    path));
   };
   for (const char* section : {"can_run", "defaults", "precision", "ops", "compiled_ops",
-                              "host_s_per_kernel", "expert_gemms", "memory"})
+                              "host_s_per_kernel", "expert_gemms", "attention_kernels", "memory"})
     if (root.contains(section)) check(section, root.at(section));
   for (const auto& [key, text] : sources)
     if (text.empty()) throw InputError(origin, "sources." + key, "a non-empty source");
@@ -392,6 +425,7 @@ FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
   if (auto ops = r.optional_object("compiled_ops")) f.compiled_ops = read_ops(*ops);
   f.host_s_per_kernel = read_host(r.object("host_s_per_kernel"), f.can_run);
   if (auto e = r.optional_object("expert_gemms")) f.expert_gemms = read_expert_gemms(*e);
+  if (r.has("attention_kernels")) f.attention_kernels = read_attention_kernels(r);
   f.memory = read_memory(r.object("memory"));
   ObjectReader sources = r.object("sources");
   for (const auto& key : sources.keys()) f.sources[key] = sources.string(key);
@@ -399,6 +433,26 @@ FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
   r.finish();
   check_sources(doc.root, f.sources, doc.origin);
   return f;
+}
+
+double AttentionKernel::speed(bool forward, int64_t head_dim) const {
+  const std::map<int64_t, double>& points = forward ? forward_speed : backward_speed;
+  if (points.empty()) return 1;
+  auto hi = points.lower_bound(head_dim);
+  if (hi == points.end()) return std::prev(hi)->second;
+  if (hi->first == head_dim || hi == points.begin()) return hi->second;
+  auto lo = std::prev(hi);
+  const double t = std::log(static_cast<double>(head_dim) / static_cast<double>(lo->first)) /
+                   std::log(static_cast<double>(hi->first) / static_cast<double>(lo->first));
+  return lo->second + t * (hi->second - lo->second);
+}
+
+const AttentionKernel* FrameworkSpec::attention_kernel(double cc) const {
+  for (const auto& k : attention_kernels)
+    if (cc >= k.min_compute_capability &&
+        (k.max_compute_capability == 0 || cc <= k.max_compute_capability))
+      return &k;
+  return nullptr;
 }
 
 FrameworkSpec load_framework(const std::string& name_or_path) {

@@ -159,6 +159,19 @@ struct ExpertGemms {
   int64_t streams = 1;  // per_expert only
 };
 
+// The fused attention kernel a framework runs on GPUs of compute capability from
+// `min_compute_capability` to `max_compute_capability`, and its
+// speed against FlashAttention-2's (the kernel hetplan's calibration times through torch SDPA and
+// its datasheet priors assume) by head size, forward and backward: interpolated in log head size
+// between the points given, the nearest point's outside them.
+struct AttentionKernel {
+  double min_compute_capability = 0;
+  double max_compute_capability = 0;  // 0: no upper end
+  std::string kernel;                 // "flash2" (the calibration's own: speed 1), "cudnn", ...
+  std::map<int64_t, double> forward_speed, backward_speed;
+  double speed(bool forward, int64_t head_dim) const;
+};
+
 struct FrameworkSpec {
   std::string name;
   std::string description;
@@ -174,6 +187,8 @@ struct FrameworkSpec {
   std::map<std::string, OpRecipe> compiled_ops;  // under torch.compile
   std::map<HostMode, double> host_s_per_kernel;
   ExpertGemms expert_gemms;
+  // First entry whose compute capability range holds the GPU's; none: FlashAttention-2.
+  std::vector<AttentionKernel> attention_kernels;
   MemoryLayout memory;
   std::string export_format;  // "megatron", "deepspeed", "torchtitan", or "" (none)
   std::map<std::string, std::string> sources;  // key path -> the file and commit, or measurement
@@ -183,6 +198,8 @@ struct FrameworkSpec {
   // compiled_ops: Inductor fuses a norm's or an activation's pointwise and reduction ops).
   const OpRecipe* recipe(std::string_view family, HostMode mode) const;
   bool can_run_schedule(std::string_view schedule) const;
+  // The attention kernel it runs on a GPU of compute capability `cc` (nullptr: FlashAttention-2).
+  const AttentionKernel* attention_kernel(double cc) const;
 };
 
 // The framework every strategy runs under unless it names another: Megatron-Core.

@@ -57,6 +57,7 @@ GpuSpec parse_gpu(ObjectReader r, const std::string& name) {
   g.sm_count = r.positive_integer("sm_count");
   g.l2_bytes = r.positive("l2_mib") * (1 << 20);
   g.vendor = r.choice_or("vendor", {"nvidia", "amd"}, "nvidia");
+  g.compute_capability = r.number_in_or("compute_capability", 1.0, 20.0, 0);
   read_citations(r, g.citations);
   r.finish();
   return g;

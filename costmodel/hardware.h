@@ -27,6 +27,10 @@ struct GpuSpec {
   // Who makes it: "nvidia" (the default) or "amd". hetplan's calibration kernels are CUDA, so
   // another vendor's GPU has datasheet priors only (calibration_data/datasheet).
   std::string vendor = "nvidia";
+  // CUDA compute capability (9.0 for Hopper, 10.0 for B200); 0 where not given (another vendor's
+  // GPU, a cluster file's own type that does not say). Frameworks pick kernels by it
+  // (FrameworkSpec::attention_kernels).
+  double compute_capability = 0;
   std::map<std::string, std::string> citations;
 
   // Whether hetplan's CUDA calibration kernels can run on it.

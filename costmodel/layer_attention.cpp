@@ -189,11 +189,13 @@ void core(const TransformerLayer& b, const BlockSizes& z, const Projected& p, Bu
     const int64_t keys = cp > 1 && !(ulysses && a2a_group == cp) ? seq : 0;
     AttentionOp f{Pass::kForward, mb,   run_heads, run_kv, queries, hd, b.causal,
                   executed / cp,  keys, window};
+    if (s.attention_kernel) f.speed = s.attention_kernel->speed(true, hd);
     w.attention.push_back(f);
     // Backward recomputes P and runs dV, dP, dQ, dK: 2.5x the forward GEMM work.
     AttentionOp bwd = f;
     bwd.pass = Pass::kBackwardInput;
     bwd.flops = 2.5 * f.flops;
+    if (s.attention_kernel) bwd.speed = s.attention_kernel->speed(false, hd);
     w.attention.push_back(bwd);
     w.model_flops[0] += model / cp;
     w.model_flops[1] += 2 * model / cp;

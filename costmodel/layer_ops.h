@@ -128,8 +128,11 @@ struct LayerShape {
   Precision precision = Precision::kBf16;
   bool sequence_parallel = false;
   bool flash_attention = true;  // fused attention (no s^2 tensors kept); false = unfused GEMMs
-  Dtype dtype = Dtype::kBf16;   // activations and GEMM operands
-  bool pad_vocab = true;        // pad the vocabulary as Megatron-LM does (128 x tp)
+  // The framework's fused attention kernel on this GPU where it is not the one the calibration
+  // timed (FlashAttention-2): its speed against that one scales the fused attention's time.
+  const AttentionKernel* attention_kernel = nullptr;
+  Dtype dtype = Dtype::kBf16;  // activations and GEMM operands
+  bool pad_vocab = true;       // pad the vocabulary as Megatron-LM does (128 x tp)
   // Weight-gradient GEMMs add into the fp32 main gradients themselves (Megatron-LM's default with
   // Transformer Engine or APEX); false: every gradient is added by a kernel of its own (plain
   // PyTorch, the reference harness).
@@ -190,6 +193,7 @@ struct AttentionOp {
   double flops = 0;  // executed: causal attention skips the masked half
   int64_t kv_seq_len = 0;
   int64_t window = 0;
+  double speed = 1;  // the framework's kernel against the calibrated one (LayerShape)
 };
 
 // Its work as the attention time model takes it (costmodel/attention_model.h).

@@ -41,9 +41,9 @@ TEST(GemmCurve, ShippedPriorsTakeTheH100sMeasuredCurve) {
 }
 
 TEST(GemmCurve, WithoutTheNamedCalibrationThePriorsStay) {
-  const Profile p = load_profile_inputs(
-      {(default_calibration_dir() / "datasheet" / "b200.json").string(),
-       (default_calibration_dir() / "datasheet" / "h100-sxm.json").string()});
+  const Profile p =
+      load_profile_inputs({(default_calibration_dir() / "datasheet" / "b200.json").string(),
+                           (default_calibration_dir() / "datasheet" / "h100-sxm.json").string()});
   // h100-sxm is there, from its datasheet only: no measured curve to take.
   const GpuFit& b200 = p.gpus.at("b200");
   EXPECT_TRUE(b200.gemm_curve_dtypes.empty());

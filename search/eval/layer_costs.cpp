@@ -7,6 +7,17 @@
 namespace hetplan::eval {
 namespace {
 
+// The framework's attention kernel on `gpu`, where the calibration's attention is FlashAttention-2
+// (torch SDPA's flash backend, or the priors, which assume it) and the framework runs another.
+const AttentionKernel* attention_kernel(const FrameworkSpec& framework, const GpuSpec& gpu,
+                                        const CostModel& cost) {
+  const AttentionKernel* k = framework.attention_kernel(gpu.compute_capability);
+  if (!k || k->kernel == "flash2") return nullptr;
+  const std::string& timed = cost.fit(gpu).attention_source;
+  const bool flash2 = timed == "prior" || timed == "torch sdpa, FLASH_ATTENTION backend";
+  return flash2 ? k : nullptr;
+}
+
 LayerShape layer_shape(const Strategy& s, Dtype dtype, const FrameworkSpec& framework) {
   LayerShape shape;
   shape.micro_batch = s.micro_batch;
@@ -85,7 +96,9 @@ void host_sync_stall(const LayerWork& w, const Recomputation& recompute, double 
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
                      const LayerGroups& groups, const CostModel& cost, Dtype dtype,
                      const FrameworkSpec& framework, double host_s_per_kernel) {
-  const LayerWork w = layer_work(layer, layer_shape(s, dtype, framework));
+  LayerShape shape = layer_shape(s, dtype, framework);
+  shape.attention_kernel = attention_kernel(framework, gpu, cost);
+  const LayerWork w = layer_work(layer, shape);
   LayerCost c;
   c.times = cost.layer_times(gpu, w, s.recomputation(), groups, dtype);
   if (s.tp_comm_overlap) overlap_tp_comm(gpu, w, cost, dtype, c.times);
