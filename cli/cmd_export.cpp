@@ -154,15 +154,15 @@ CommandRunner declare_export(CLI::App& app) {
                  "note: planned for {}, written for {}: what {} runs differently is listed "
                  "as approximations\n",
                  framework.name, exporter.format, exporter.format);
-    if (chosen.strategy.has_replicas())
+    if (chosen.strategy.has_replicas() && !exporter.replica_groups)
       throw InputError(chosen.origin, "stages",
                        fmt::format("{} cannot run this strategy: its stages hold replica groups "
                                    "of different GPU types, tensor widths or micro-batches, and "
                                    "Megatron-LM, DeepSpeed and torchtitan run one tp and one "
                                    "micro-batch for every data-parallel replica (Sailor's own "
                                    "training framework, github.com/eth-easl/sailor, a "
-                                   "Megatron-DeepSpeed fork, runs such plans; hetplan writes no "
-                                   "export for it: docs/exports.md, \"Replica groups\")",
+                                   "Megatron-DeepSpeed fork, runs a tp per replica: --format "
+                                   "sailor; docs/exports.md, \"Replica groups\")",
                                    exporter.format));
     const ModelSpec model = export_model(*o, chosen);
     const std::optional<ClusterSpec> cluster = export_cluster(*o, chosen);

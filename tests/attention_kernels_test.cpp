@@ -104,8 +104,8 @@ TEST(AttentionKernels, BadEntriesNameTheKey) {
     std::filesystem::remove(path);
     return e;
   };
-  const std::string head = error_with(
-      "{kernel: cudnn, speed_vs_flash2: {forward: {wide: 1.5}, backward: {128: 1.6}}}");
+  const std::string head =
+      error_with("{kernel: cudnn, speed_vs_flash2: {forward: {wide: 1.5}, backward: {128: 1.6}}}");
   EXPECT_TRUE(testing::contains(head, "speed_vs_flash2.forward.wide")) << head;
   EXPECT_TRUE(testing::contains(head, "head size")) << head;
   const std::string none = error_with("{kernel: cudnn}");

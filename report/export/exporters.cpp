@@ -16,6 +16,10 @@ const std::vector<ExporterSpec>& exporters() {
        "a torchtitan config (a Python module returning Trainer.Config; --torchtitan-toml: the "
        "TOML job config of releases before 2026-02)",
        export_torchtitan},
+      {"sailor",
+       "Sailor's dist_config.json (stages, replicas, ranks; a Megatron-DeepSpeed fork that runs a "
+       "stage's replicas at their own tensor widths) and its launch arguments",
+       export_sailor, /*replica_groups=*/true},
   };
   return kExporters;
 }

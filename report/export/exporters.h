@@ -39,9 +39,12 @@ struct ExportOptions {
 };
 
 struct ExporterSpec {
-  std::string_view format;  // "megatron", "deepspeed", "torchtitan"
+  std::string_view format;  // "megatron", "deepspeed", "torchtitan", "sailor"
   std::string_view writes;  // one line for --help
   ExportResult (*run)(const ModelSpec& model, const Strategy& s, const ExportOptions& options);
+  // Whether the framework it writes for runs a stage's replicas at their own tensor widths (replica
+  // groups, issue 38): only Sailor's fork of Megatron-DeepSpeed does.
+  bool replica_groups = false;
 };
 
 const std::vector<ExporterSpec>& exporters();
@@ -53,6 +56,8 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
 // The Python Trainer.Config module, or (options.torchtitan_toml or torchtitan_split_points) the
 // TOML job config of older releases.
 ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const ExportOptions& o);
+// Sailor's dist_config.json and the run_from_file.sh arguments of each replica's launch.
+ExportResult export_sailor(const ModelSpec& model, const Strategy& s, const ExportOptions& o);
 ExportResult export_torchtitan_toml(const ModelSpec& model, const Strategy& s,
                                     const ExportOptions& o);
 
