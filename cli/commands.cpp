@@ -55,7 +55,9 @@ const std::vector<CommandSpec>& all_commands() {
        declare_measure},
       {"import", "Import training logs (measurements) or other tools' profiles (calibration)",
        declare_import},
-      {"export", "Write a strategy as Megatron-LM arguments, a DeepSpeed or a torchtitan config",
+      {"export",
+       "Write a strategy as Megatron-LM arguments, a DeepSpeed or torchtitan config, or Sailor's "
+       "topology",
        declare_export},
       {"simulate", "Time one pipeline schedule with the event-driven simulator", declare_simulate},
       {"report", "Predicted against measured, as one self-contained HTML file", declare_report},

@@ -42,8 +42,9 @@ TEST(SailorExport, ReplicaGroupsBecomeStagesOfReplicasOfRanks) {
   EXPECT_TRUE(r.unsupported.empty()) << r.unsupported.front();
   // One agent per replica in stage order, tp fastest: agents of tp 1, 2, 1, 1.
   EXPECT_EQ(Json::parse(r.text), Json::parse("[[[0], [1, 2]], [[3], [4]]]"));
-  EXPECT_TRUE(has_line(r.instructions, "bash run_from_file.sh 4 a MASTER_ADDR MASTER_PORT 2 2 "
-                                       "NODE_TP 2 16 2"));
+  EXPECT_TRUE(has_line(r.instructions,
+                       "bash run_from_file.sh 4 a MASTER_ADDR MASTER_PORT 2 2 "
+                       "NODE_TP 2 16 2"));
   EXPECT_TRUE(has_line(r.instructions, "NODE_TP of agents 0..3: 1 2 1 1"));
   EXPECT_TRUE(has_line(r.instructions, "--layers-per-stage '[12, 12]'"));
   EXPECT_TRUE(has_line(r.instructions, "--num-layers 24 "));
@@ -78,8 +79,7 @@ TEST(SailorExport, WhatTheForkRunsOneOfIsSaid) {
   EXPECT_TRUE(contains(mb.unsupported.front(), "train_micro_batch_size_per_gpu"))
       << mb.unsupported.front();
   const ExportResult v = find_exporter("sailor").run(
-      model,
-      strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+      model, strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
                    "schedule": "interleaved", "chunks": 2})"),
       {});
   EXPECT_TRUE(has_line(v.unsupported, "runs 1F1B"));

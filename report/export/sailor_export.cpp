@@ -42,8 +42,8 @@ std::vector<std::vector<SailorReplica>> sailor_stage_replicas(const Strategy& s)
       for (int64_t r = 0; r < n; ++r) {
         std::vector<int64_t> devices(g.devices.begin() + r * g.tp,
                                      g.devices.begin() + (r + 1) * g.tp);
-        rs.push_back({static_cast<int64_t>(k), g.tp, g.micro_batch, g.samples / std::max<int64_t>(n, 1),
-                      g.gpu_type, std::move(devices)});
+        rs.push_back({static_cast<int64_t>(k), g.tp, g.micro_batch,
+                      g.samples / std::max<int64_t>(n, 1), g.gpu_type, std::move(devices)});
       }
     }
     stages.push_back(std::move(rs));
@@ -54,7 +54,8 @@ std::vector<std::vector<SailorReplica>> sailor_stage_replicas(const Strategy& s)
 // What the fork runs one value of for every replica: the micro-batch (ds_config.json's
 // train_micro_batch_size_per_gpu), the replicas per stage (the topology's data axis) and so each
 // replica's share of the batch (gradient_accumulation_steps = batch / (micro-batch x dp)).
-void sailor_check_uniform(const std::vector<std::vector<SailorReplica>>& stages, ExportResult& out) {
+void sailor_check_uniform(const std::vector<std::vector<SailorReplica>>& stages,
+                          ExportResult& out) {
   const SailorReplica& first = stages.front().front();
   for (const auto& rs : stages) {
     if (rs.size() != stages.front().size())
@@ -64,10 +65,10 @@ void sailor_check_uniform(const std::vector<std::vector<SailorReplica>>& stages,
           rs.front().stage, rs.size(), stages.front().size()));
     for (const auto& r : rs) {
       if (r.micro_batch != first.micro_batch) {
-        out.unsupported.push_back(fmt::format(
-            "stage {} runs micro-batch {} beside {}: run_from_file.sh writes one "
-            "train_micro_batch_size_per_gpu for every replica",
-            r.stage, r.micro_batch, first.micro_batch));
+        out.unsupported.push_back(
+            fmt::format("stage {} runs micro-batch {} beside {}: run_from_file.sh writes one "
+                        "train_micro_batch_size_per_gpu for every replica",
+                        r.stage, r.micro_batch, first.micro_batch));
         return;
       }
       if (r.samples != first.samples) {
@@ -82,7 +83,7 @@ void sailor_check_uniform(const std::vector<std::vector<SailorReplica>>& stages,
 }
 
 std::vector<int64_t> sailor_blocks_per_stage(const ModelSpec& model, const Strategy& s,
-                                      ExportResult& out) {
+                                             ExportResult& out) {
   std::vector<int64_t> counts;
   for (const StageBlocks& b : export_detail::pipeline_segments(model, s, out))
     counts.push_back(b.blocks);
@@ -103,8 +104,8 @@ ExportResult export_sailor(const ModelSpec& model, const Strategy& s, const Expo
   if (s.cp > 1 || s.ep > 1)
     out.unsupported.push_back("context and expert parallelism: Sailor's fork runs tp, pp and dp");
   if (s.zero > 1)
-    out.unsupported.push_back(fmt::format(
-        "ZeRO {}: DeepSpeed's pipeline engine runs ZeRO 0 or 1", s.zero));
+    out.unsupported.push_back(
+        fmt::format("ZeRO {}: DeepSpeed's pipeline engine runs ZeRO 0 or 1", s.zero));
   const auto stages = sailor_stage_replicas(s);
   if (stages.empty() || stages.front().empty()) {
     out.unsupported.push_back("no stage with a replica to export");
@@ -142,8 +143,8 @@ ExportResult export_sailor(const ModelSpec& model, const Strategy& s, const Expo
       "MASTER_PORT, DP_SIZE, PP_SIZE, NODE_TP_SIZE, MAX_TP_SIZE, GLOBAL_BATCH_SIZE, "
       "MICRO_BATCH_SIZE in that order; its usage line lists the last three in another)",
       agents, agents, dp, pp, max_tp, s.global_batch, mb));
-  out.instructions.push_back(fmt::format("NODE_TP of agents 0..{}: {}", agents - 1,
-                                         fmt::join(agent_tp, " ")));
+  out.instructions.push_back(
+      fmt::format("NODE_TP of agents 0..{}: {}", agents - 1, fmt::join(agent_tp, " ")));
   if (block) {
     const TransformerLayer& b = *block->block();
     out.instructions.push_back(fmt::format(
