@@ -129,8 +129,18 @@ std::string ranked_table(const std::vector<Ranked>& rows) {
 }
 
 std::string none_fits_text(const Json& doc) {
-  std::string out = "no feasible strategy.\n";
-  if (doc.contains("min_static_bytes"))
+  const bool stopped = doc.contains("stats") && doc["stats"].value("time_limit_reached", false);
+  // Stopped by the time limit, the candidates not costed are not known to be infeasible: say so,
+  // not that memory rules them all out.
+  std::string out =
+      stopped
+          ? fmt::format(
+                "no feasible strategy found before the time limit ({}): {} of {} candidates "
+                "costed, none feasible; a longer --time-limit costs the rest.\n",
+                format_seconds(doc["stats"]["time_limit_s"].get<double>()),
+                doc["stats"]["evaluated"].get<int64_t>(), doc["stats"]["candidates"].get<int64_t>())
+          : std::string("no feasible strategy.\n");
+  if (doc.contains("min_static_bytes") && !stopped)
     out += fmt::format(
         "  weights, gradients and optimizer state alone need at least {} per GPU in every "
         "candidate (spread over all {} GPUs with the best ZeRO stage); the largest GPU has {}\n",

@@ -89,6 +89,20 @@ TEST(RunText, SearchWithNothingThatFitsSaysWhyFromTheDocument) {
             std::string::npos)
       << counts;
   EXPECT_NE(counts.find("memory_bound"), std::string::npos) << counts;
+
+  // The same search stopped by its time limit: what was not costed is not called infeasible.
+  Json stopped = doc;
+  stopped["stats"]["time_limit_reached"] = true;
+  stopped["stats"]["time_limit_s"] = 0.5;
+  const std::string cut = search_table_text(stopped);
+  EXPECT_EQ(cut.rfind(fmt::format("no feasible strategy found before the time limit (500.00 ms): "
+                                  "{} of {} candidates costed, none feasible; a longer "
+                                  "--time-limit costs the rest.\n",
+                                  r.stats.evaluated, r.stats.candidates),
+                      0),
+            0u)
+      << cut;
+  EXPECT_EQ(cut.find("need at least"), std::string::npos) << cut;
 }
 
 }  // namespace
