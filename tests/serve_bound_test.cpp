@@ -198,7 +198,7 @@ TEST_P(ServeLinkBoundHelix, BoundsEveryPlacementFound) {
   // The evaluations end the search first; the limit is long so that the planner's share of it
   // for the link LP (a fifth: serve/planner.cpp) holds on a loaded machine too. At 20 s (4 s for
   // the LP) ThreeRegions24 failed now and then on the dev VM under several builds (2026-12-02);
-  // its LP takes about 0.6 s on a quiet one.
+  // the whole case takes 1.4 s on a quiet one.
   o.time_limit_s = 100;
   o.threads = 1;
   const PlanResult r = plan_serving(p, o);
