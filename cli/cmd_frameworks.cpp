@@ -29,6 +29,41 @@ Json capabilities_json(const Capabilities& c) {
           {"precisions", c.precisions}};
 }
 
+Json expert_gemms_json(const ExpertGemms& e) {
+  if (e.kernels == ExpertGemmKernels::kGrouped) return {{"kernels", "grouped"}};
+  return {{"kernels", "per_expert"}, {"streams", e.streams}};
+}
+
+Json attention_kernels_json(const std::vector<AttentionKernel>& kernels) {
+  Json out = Json::array();
+  for (const auto& k : kernels) {
+    Json forward = Json::object(), backward = Json::object();
+    for (const auto& [hd, v] : k.forward_speed) forward[std::to_string(hd)] = v;
+    for (const auto& [hd, v] : k.backward_speed) backward[std::to_string(hd)] = v;
+    out.push_back({{"kernel", k.kernel},
+                   {"min_compute_capability", k.min_compute_capability},
+                   {"max_compute_capability", k.max_compute_capability},
+                   {"speed_vs_flash2", {{"forward", forward}, {"backward", backward}}}});
+  }
+  return out;
+}
+
+// "cudnn on compute capability 9.0 to 9.0 (1.62x / 1.61x FlashAttention-2 at head size 128)".
+std::string attention_kernels_text(const std::vector<AttentionKernel>& kernels) {
+  if (kernels.empty()) return "FlashAttention-2 (the calibrated kernel)";
+  std::vector<std::string> parts;
+  for (const auto& k : kernels) {
+    const double lo = k.min_compute_capability, hi = k.max_compute_capability;
+    const std::string range = hi == lo ? fmt::format("{:.1f}", lo)
+                              : hi > 0 ? fmt::format("{:.1f} to {:.1f}", lo, hi)
+                                       : fmt::format("{:.1f} and up", lo);
+    parts.push_back(fmt::format(
+        "{} on compute capability {} ({:.2f}x / {:.2f}x FlashAttention-2 at head size 128)",
+        k.kernel, range, k.speed(true, 128), k.speed(false, 128)));
+  }
+  return fmt::format("{}; elsewhere FlashAttention-2", fmt::join(parts, "; "));
+}
+
 Json framework_json(const FrameworkSpec& f) {
   Json host = Json::object();
   for (const auto& [mode, s] : f.host_s_per_kernel) host[std::string(to_string(mode))] = s;
@@ -44,6 +79,8 @@ Json framework_json(const FrameworkSpec& f) {
           {"eager_op_families", ops},
           {"compiled_op_families", compiled},
           {"host_s_per_kernel", host},
+          {"expert_gemms", expert_gemms_json(f.expert_gemms)},
+          {"attention_kernels", attention_kernels_json(f.attention_kernels)},
           {"memory_reported_peak", to_string(f.memory.reported_peak)},
           {"sources", f.sources}};
 }
@@ -65,6 +102,13 @@ void print_framework(const FrameworkSpec& f) {
              c.expert_parallel ? "yes" : "no",
              c.expert_tensor_parallel ? " (with its own tensor width)" : "",
              fmt::join(c.precisions, ", "));
+  const ExpertGemms& e = f.expert_gemms;
+  const std::string experts = e.kernels == ExpertGemmKernels::kGrouped
+                                  ? std::string("one grouped kernel")
+                                  : fmt::format("one GEMM per local expert over {} stream{}",
+                                                e.streams, e.streams == 1 ? "" : "s");
+  fmt::print("  experts' GEMMs: {}\n", experts);
+  fmt::print("  fused attention: {}\n", attention_kernels_text(f.attention_kernels));
   for (const auto& [key, source] : f.sources) fmt::print("  source of {}: {}\n", key, source);
 }
 

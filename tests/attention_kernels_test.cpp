@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cli_test_util.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/framework.h"
 #include "costmodel/hardware.h"
@@ -89,6 +90,24 @@ TEST(AttentionKernels, TheLayerCostTakesTheFrameworksKernelOnItsGpu) {
   const double saved = fwd * (1 - 1 / mc.attention_kernel(9.0)->speed(true, hd));
   EXPECT_GT(saved, 0);
   EXPECT_NEAR(t.times.pass_s[0] - m.times.pass_s[0], saved, 1e-3 * saved);
+}
+
+TEST(AttentionKernels, FrameworksShowsTheKernelsAndTheExpertGemms) {
+  const auto mc = testing::run_hetplan("frameworks megatron-core");
+  ASSERT_EQ(mc.exit_code, 0) << mc.output;
+  EXPECT_TRUE(
+      testing::contains(mc.output, "  experts' GEMMs: one GEMM per local expert over 4 streams\n"))
+      << mc.output;
+  EXPECT_TRUE(testing::contains(mc.output,
+                                "  fused attention: cudnn on compute capability 9.0 (1.62x / "
+                                "1.61x FlashAttention-2 at head size 128); elsewhere "
+                                "FlashAttention-2\n"))
+      << mc.output;
+  const auto tt = testing::run_hetplan("frameworks torchtitan --json");
+  ASSERT_EQ(tt.exit_code, 0) << tt.output;
+  const Json j = Json::parse(tt.output);
+  EXPECT_EQ(j["expert_gemms"], Json::parse(R"({"kernels": "grouped"})"));
+  EXPECT_TRUE(j["attention_kernels"].empty());
 }
 
 TEST(AttentionKernels, BadEntriesNameTheKey) {
