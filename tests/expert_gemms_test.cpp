@@ -19,18 +19,10 @@ namespace {
 using testing::contains;
 using testing::error_of;
 
-// An MoE block of 16 experts, top-2, over 1024 tokens.
+// An MoE block of 16 experts, top-2, over 1024 tokens, with one shared expert.
 LayerSpec moe_block() {
-  TransformerLayer b;
-  b.heads = 16;
-  b.kv_heads = 4;
-  b.head_dim = 64;
-  b.ffn_hidden = 512;
-  b.activation = MlpActivation::kSwiglu;
-  b.norm = NormKind::kRmsNorm;
-  b.bias = b.mlp_bias = false;
-  b.experts = 16;
-  b.top_k = 2;
+  const LayerSpec l = testing::moe_block(16, 2);
+  TransformerLayer b = *l.block();
   b.shared_experts = 1;
   b.shared_ffn_hidden = 512;
   return {"block0", 1024, 1024, b};

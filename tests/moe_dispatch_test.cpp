@@ -66,17 +66,8 @@ TEST(MoeDispatch, AllToAllAcrossNodesIsTheBusierResourceNotTheSum) {
 }
 
 TEST(MoeDispatch, FlexSendsATokenOncePerDestination) {
-  TransformerLayer b;
-  b.heads = 16;
-  b.kv_heads = 4;
-  b.head_dim = 64;
-  b.ffn_hidden = 512;
-  b.activation = MlpActivation::kSwiglu;
-  b.norm = NormKind::kRmsNorm;
-  b.bias = b.mlp_bias = false;
-  b.experts = 8;
-  b.top_k = 2;
-  const LayerSpec moe{"block0", 1024, 1024, b};
+  const LayerSpec moe = testing::moe_block(8, 2);
+  TransformerLayer b = *moe.block();
   LayerShape s;
   s.ep = 4;
   s.dispatcher = MoeDispatcher::kAllToAll;

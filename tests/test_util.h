@@ -49,4 +49,14 @@ inline LayerSpec llama_block(int64_t seq) {
   return {"block0", 1024, seq, b};
 }
 
+// The same block with a mixture of `experts` MLPs of width 512, `top_k` of them a token.
+inline LayerSpec moe_block(int64_t experts, int64_t top_k, int64_t seq = 1024) {
+  LayerSpec l = llama_block(seq);
+  TransformerLayer b = *l.block();
+  b.ffn_hidden = 512;
+  b.experts = experts;
+  b.top_k = top_k;
+  return {"block0", 1024, seq, b};
+}
+
 }  // namespace hetplan::testing
