@@ -132,6 +132,9 @@ struct Capabilities {
   // The experts' all-to-alls of one micro-batch run beside another's compute (Megatron-Core's
   // --overlap-moe-expert-parallel-comm, batch-level overlap in the 1F1B steady state).
   bool ep_comm_overlap = false;
+  // Full recomputation of the first N blocks of each stage only (Megatron-Core's
+  // --recompute-method block --recompute-num-layers; Strategy::recompute_num_layers).
+  bool recompute_block = false;
   std::vector<std::string> precisions = {"bf16"};  // low-precision recipes (costmodel/precision.h)
 };
 

@@ -63,8 +63,9 @@ MODELS = {
 # Megatron-Bridge's performance recipes' selective recomputation (Megatron-Core's
 # --recompute-modules) per published model, GPU and hetplan precision (None: every precision),
 # with the recipe that sets it (src/megatron/bridge/perf_recipes/ at MBRIDGE_RECIPES). Qwen3's
-# recipes recompute nothing (recompute_granularity None); Llama's full recomputation of some
-# layers (recompute_method block) hetplan does not express, so those rows keep none.
+# recipes recompute nothing (recompute_granularity None). An entry whose modules are
+# ("block", N) is full recomputation of the first N layers of each stage (recompute_method
+# block, hetplan's recompute_num_layers).
 MBRIDGE_RECIPES = "067f987df03b8355b03192d88d70f1709fedf51a"
 MBRIDGE_RECOMPUTE = {
     ("DeepSeekV3", "H100", None): (
@@ -82,6 +83,8 @@ MBRIDGE_RECOMPUTE = {
     ("DeepSeekV3", "B200", "nvfp4"): (
         ["mla_up_proj", "layernorm", "moe_act"],
         "deepseek/b200/deepseek_v3.py deepseek_v3_pretrain_256gpu_b200_nvfp4_config"),
+    ("LLAMA3_8B", "H100", "fp8-current"): (
+        ("block", 5), "llama/h100/llama3.py llama3_8b_pretrain_8gpu_h100_fp8cs_config"),
     ("GPT OSS 120B", "H100", None): (
         ["layernorm", "moe_act"],
         "gpt_oss/h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config and _fp8cs_"),
@@ -99,9 +102,11 @@ def mbridge_recompute(run):
     if found is None:
         return None, ""
     modules, recipe = found
-    return modules, (f"recompute selective {', '.join(modules)} as Megatron-Bridge's recipe "
-                     f"sets it today ({recipe} under src/megatron/bridge/perf_recipes/ at "
-                     f"{MBRIDGE_RECIPES[:10]}); the release's own recipe may differ")
+    what = (f"recompute full of the first {modules[1]} layers of each stage (block method)"
+            if modules[0] == "block" else f"recompute selective {', '.join(modules)}")
+    return modules, (f"{what} as Megatron-Bridge's recipe sets it today ({recipe} under "
+                     f"src/megatron/bridge/perf_recipes/ at {MBRIDGE_RECIPES[:10]}); the "
+                     "release's own recipe may differ")
 
 
 MBRIDGE_COLUMNS = ("container", "task", "system", "gpu", "model", "model_note", "variant",
@@ -231,7 +236,10 @@ def mbridge_runs(path=None):
         else:
             add_megatron_strategy(run)
             modules, note = mbridge_recompute(run)
-            if modules:
+            if modules and modules[0] == "block":
+                run["strategy"].update({"recompute": "full", "recompute_num_layers": modules[1]})
+                run["assumptions"].append(note)
+            elif modules:
                 run["strategy"].update({"recompute": "selective", "recompute_modules": modules})
                 run["assumptions"].append(note)
         if row["model_note"] in ("tokendrop", "dropless"):

@@ -43,35 +43,89 @@ Evaluator::Evaluator(const ModelSpec& model, const ClusterSpec& cluster, const C
   }
 }
 
+namespace {
+
+// The share of each block that recomputes under full recomputation of the first N blocks of every
+// (virtual) stage: N of the blocks an even split gives a stage (1: every block).
+double recompute_share(const ModelSpec& model, const Strategy& s) {
+  if (s.recompute != Recompute::kFull || s.recompute_num_layers <= 0) return 1;
+  const int64_t stages = s.pp * s.chunks_per_device();
+  const int64_t per_stage = (model.num_blocks() + stages - 1) / std::max<int64_t>(stages, 1);
+  return std::min(1.0, static_cast<double>(s.recompute_num_layers) /
+                           static_cast<double>(std::max<int64_t>(per_stage, 1)));
+}
+
+// A block of which `share` recomputes in full and the rest keeps its activations: the stage's sum
+// over identical blocks is N recomputed ones and the rest plain, what Megatron-Core's block method
+// runs (exactly where the blocks are alike and the split is even).
+LayerCost blended(const LayerCost& full, const LayerCost& none, double share) {
+  const auto mix = [share](double a, double b) { return share * a + (1 - share) * b; };
+  LayerCost c = full;
+  for (int p = 0; p < kNumPasses; ++p) {
+    c.times.pass_s[p] = mix(full.times.pass_s[p], none.times.pass_s[p]);
+    c.times.tp_comm_s[p] = mix(full.times.tp_comm_s[p], none.times.tp_comm_s[p]);
+    for (int k = 0; k < kNumCommScopes; ++k)
+      c.times.comm_s[k][p] = mix(full.times.comm_s[k][p], none.times.comm_s[k][p]);
+  }
+  c.times.recompute_s = mix(full.times.recompute_s, none.times.recompute_s);
+  c.times.host_sync_s = mix(full.times.host_sync_s, none.times.host_sync_s);
+  c.activation_bytes = mix(full.activation_bytes, none.activation_bytes);
+  c.transient_bytes = std::max(full.transient_bytes, none.transient_bytes);
+  c.kernel_launches = mix(full.kernel_launches, none.kernel_launches);
+  return c;
+}
+
+}  // namespace
+
 const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_nodes,
                                                      const Strategy& s) const {
+  const double share = recompute_share(model_, s);
+  if (share >= 1 && s.recompute_num_layers > 0) {  // every block of a stage: plain full
+    Strategy all = s;
+    all.recompute_num_layers = 0;
+    return layer_costs(group, tp_nodes, all);
+  }
   const bool moe = model_.is_moe();
-  const CacheKey key{
-      group,
-      tp_nodes,
-      s.micro_batch,
-      s.tp,
-      s.cp,
-      moe ? s.ep : 1,
-      moe ? s.expert_tp() : s.tp,
-      s.cp_comm == CpComm::kA2aP2p ? s.cp_a2a : 0,
-      s.sequence_parallel && s.tp > 1,
-      static_cast<int>(s.recompute),
-      static_cast<uint32_t>(s.recomputation().modules),
-      s.flash_attention,
-      s.zero >= 3,
-      s.grad_accumulation_fusion,
-      s.tp_comm_overlap,
-      moe && s.ep_comm_overlap,
-      static_cast<int>(s.host_mode),
-      s.cp > 1 ? static_cast<int>(s.cp_comm) : 0,
-      moe ? static_cast<int>(s.moe_dispatcher) : 0,
-      static_cast<int>(s.precision),
-      moe ? s.moe_imbalance : 1.0,
-      framework_.param_precision == ParamPrecision::kAutocast ? s.microbatches() : 0};
+  const CacheKey key{group,
+                     tp_nodes,
+                     s.micro_batch,
+                     s.tp,
+                     s.cp,
+                     moe ? s.ep : 1,
+                     moe ? s.expert_tp() : s.tp,
+                     s.cp_comm == CpComm::kA2aP2p ? s.cp_a2a : 0,
+                     s.sequence_parallel && s.tp > 1,
+                     static_cast<int>(s.recompute),
+                     static_cast<uint32_t>(s.recomputation().modules),
+                     s.flash_attention,
+                     s.zero >= 3,
+                     s.grad_accumulation_fusion,
+                     s.tp_comm_overlap,
+                     moe && s.ep_comm_overlap,
+                     static_cast<int>(s.host_mode),
+                     s.cp > 1 ? static_cast<int>(s.cp_comm) : 0,
+                     moe ? static_cast<int>(s.moe_dispatcher) : 0,
+                     static_cast<int>(s.precision),
+                     moe ? s.moe_imbalance : 1.0,
+                     framework_.param_precision == ParamPrecision::kAutocast ? s.microbatches() : 0,
+                     share};
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
+  }
+  if (share < 1) {
+    Strategy full = s, none = s;
+    full.recompute_num_layers = 0;
+    none.recompute_num_layers = 0;
+    none.recompute = Recompute::kNone;
+    const std::vector<LayerCost>& f = layer_costs(group, tp_nodes, full);
+    const std::vector<LayerCost>& n = layer_costs(group, tp_nodes, none);
+    auto costs = std::make_unique<std::vector<LayerCost>>(f);
+    for (size_t i = 0; i < costs->size(); ++i)
+      if (model_.layers[i].block()) (*costs)[i] = blended(f[i], n[i], share);
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    auto [it, inserted] = cache_.emplace(key, std::move(costs));
+    return *it->second;
   }
   // Computed outside the lock; a second thread computing the same entry wastes a little time but
   // inserts an identical value, and the first insert wins.

@@ -108,6 +108,7 @@ class Evaluator {
     int host_mode, cp_comm, dispatcher, precision;
     double moe_imbalance;
     int64_t autocast_microbatches;
+    double recompute_share;  // of each block, under full recomputation of N blocks a stage
     auto operator<=>(const CacheKey&) const = default;
   };
   mutable std::mutex cache_mutex_;

@@ -151,6 +151,14 @@ std::string recompute(const RuleContext& c, const Strategy& s) {
                      fmt::join(c.framework.can_run.recompute, ", "), mode);
 }
 
+// Megatron-Core's --recompute-method block: the first N blocks of a stage only.
+std::string recompute_num_layers(const RuleContext& c, const Strategy& s) {
+  if (s.recompute_num_layers <= 0 || c.framework.can_run.recompute_block) return "";
+  return fmt::format(
+      "{} recomputes every block under full recomputation, not the first {} of each stage",
+      c.framework.name, s.recompute_num_layers);
+}
+
 // Megatron-Core's --recompute-modules: ones the framework runs, and that the model has.
 std::string recompute_modules(const RuleContext& c, const Strategy& s) {
   if (s.recompute != Recompute::kSelective) return "";
@@ -246,6 +254,7 @@ const std::vector<StrategyRule>& strategy_rules() {
       {"schedule", "schedule", schedule},
       {"recompute", "recompute", recompute},
       {"recompute", "recompute_modules", recompute_modules},
+      {"recompute", "recompute_num_layers", recompute_num_layers},
       {"sequence_parallel", "sequence_parallel", sequence_parallel},
       {"tp_comm_overlap", "tp_comm_overlap", tp_comm_overlap},
       {"ep_comm_overlap", "ep_comm_overlap", ep_comm_overlap},

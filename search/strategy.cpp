@@ -158,6 +158,7 @@ Json to_json(const Strategy& s) {
     for (RecomputeModule m : modules_of(r.modules)) modules.push_back(to_string(m));
     j["recompute_modules"] = modules;
   }
+  if (s.recompute_num_layers > 0) j["recompute_num_layers"] = s.recompute_num_layers;
   j["zero"] = s.zero;
   j["sequence_parallel"] = s.sequence_parallel;
   j["chunks"] = s.chunks;
@@ -188,6 +189,8 @@ Json to_json(const Strategy& s) {
 // only (TransformerConfig.__post_init__ at d98e8a64dd).
 std::string Strategy::recompute_label() const {
   const Recomputation r = recomputation();
+  if (recompute == Recompute::kFull && recompute_num_layers > 0)
+    return fmt::format("full({} a stage)", recompute_num_layers);
   if (r.granularity != Recompute::kSelective || r.modules == OpGroup::kCoreAttention)
     return std::string(to_string(recompute));
   std::vector<std::string_view> names;
@@ -227,6 +230,14 @@ Strategy strategy_from_json(ObjectReader r) {
   const std::string rc = r.choice_or("recompute", {"none", "selective", "full"}, "none");
   parse_recompute(rc, s.recompute);
   if (r.has("recompute_modules")) read_recompute_modules(r, s);
+  if (r.has("recompute_num_layers")) {
+    s.recompute_num_layers = r.integer_in("recompute_num_layers", 1, 1 << 20);
+    if (s.recompute != Recompute::kFull)
+      r.fail("recompute_num_layers",
+             fmt::format("the blocks of a stage full recomputation re-runs: it needs recompute "
+                         "\"full\", found \"{}\"",
+                         to_string(s.recompute)));
+  }
   const int64_t zero = r.integer_or("zero", 0);
   if (zero < 0 || zero > 3)
     r.fail("zero", fmt::format("expected a ZeRO stage 0-3, found {}", zero));

@@ -93,6 +93,10 @@ struct Strategy {
   // Under selective: the modules re-run (Megatron-Core's --recompute-modules); kDefault: its
   // default, core_attn.
   OpGroup recompute_modules = OpGroup::kDefault;
+  // Under full: the first N transformer blocks of each (virtual) stage recompute, the others keep
+  // their activations (Megatron-Core's --recompute-method block --recompute-num-layers N); 0:
+  // every block.
+  int64_t recompute_num_layers = 0;
   int zero = 0;
   bool sequence_parallel = false;
   int64_t chunks = 1;  // model chunks per device (interleaved and V schedules)

@@ -118,6 +118,11 @@ void tensor_parallel_keys(const Strategy& s, Json& j, ExportResult& out) {
 }
 
 void recompute_keys(const Strategy& s, Json& j, ExportResult& out) {
+  if (s.recompute_num_layers > 0)
+    out.unsupported.push_back(fmt::format(
+        "full recomputation of the first {} blocks of each stage: DeepSpeed's pipeline engine "
+        "checkpoints every activation_checkpoint_interval layers, all of them",
+        s.recompute_num_layers));
   if (s.recompute == Recompute::kFull) {
     j["activation_checkpointing"] = {
         {"partition_activations", false},           {"cpu_checkpointing", false},

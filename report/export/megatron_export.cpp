@@ -457,8 +457,13 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
     }
   } else if (s.recompute == Recompute::kFull) {
     a.add("--recompute-granularity", "full");
-    a.add("--recompute-method", "uniform");
-    a.add("--recompute-num-layers", 1);
+    if (s.recompute_num_layers > 0) {  // the first N blocks of each stage (TransformerConfig)
+      a.add("--recompute-method", "block");
+      a.add("--recompute-num-layers", s.recompute_num_layers);
+    } else {
+      a.add("--recompute-method", "uniform");
+      a.add("--recompute-num-layers", 1);
+    }
   }
   if (s.zero == 1) {
     a.add("--use-distributed-optimizer");

@@ -101,6 +101,11 @@ void python_config_notes(const ModelSpec& model, const Strategy& s, ExportResult
 }
 
 void common_notes(const Strategy& s, ExportResult& out) {
+  if (s.recompute_num_layers > 0)
+    out.unsupported.push_back(fmt::format(
+        "full recomputation of the first {} blocks of each stage: torchtitan's full activation "
+        "checkpointing wraps every block",
+        s.recompute_num_layers));
   if (s.recompute == Recompute::kSelective)
     out.approximations.push_back(
         "selective recomputation as torchtitan's op-level selective "

@@ -62,7 +62,8 @@ class Mapping(unittest.TestCase):
 
     def test_megatron_bridge_recipes_recompute_modules(self):
         # deepseek/b200/deepseek_v3.py deepseek_v3_pretrain_256gpu_b200_fp8mx_config and
-        # gpt_oss/h100/gpt_oss.py (perf_recipes at 067f987df0); Llama and Qwen3 recompute nothing.
+        # gpt_oss/h100/gpt_oss.py (perf_recipes at 067f987df0); Qwen3 recomputes nothing, Llama 3 8B
+        # on H100 in FP8-CS full 5 layers a stage (below), the other Llamas nothing.
         s = self.runs["megatron-bridge:9"]["strategy"]
         self.assertEqual((s["recompute"], s["recompute_modules"]),
                          ("selective", ["mla_up_proj", "mlp"]))
@@ -78,7 +79,12 @@ class Mapping(unittest.TestCase):
     def test_megatron_bridge_precisions_fsdp_and_25_09(self):
         r = self.runs["megatron-bridge:55"]  # 25.11 H100 LLAMA3_8B FP8-CS, FSDP 8
         self.assertEqual((r["strategy"]["zero"], r["strategy"]["precision"]), (3, "fp8-current"))
-        self.assertEqual(r["assumptions"], [])
+        # Its one assumption: the recipe's full recomputation of 5 layers a stage (block method;
+        # llama/h100/llama3.py llama3_8b_pretrain_8gpu_h100_fp8cs_config at 067f987df0).
+        self.assertEqual((r["strategy"]["recompute"], r["strategy"]["recompute_num_layers"]),
+                         ("full", 5))
+        self.assertEqual(len(r["assumptions"]), 1)
+        self.assertIn("block method", r["assumptions"][0])
         # 25.09 has no precision column: the primary number FP8-CS, the parenthesized one the
         # note's block scaling (H100: fp8-blockwise; B200: labelled FP8-MX in 25.11).
         self.assertEqual(self.runs["megatron-bridge:73"]["strategy"]["precision"], "fp8-current")
