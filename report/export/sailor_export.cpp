@@ -179,7 +179,13 @@ ExportResult export_sailor(const ModelSpec& model, const Strategy& s, const Expo
       }
       ++agent;
     }
-  if (s.recompute != Recompute::kNone)
+  if (s.recompute_num_layers > 0)
+    out.unsupported.push_back(fmt::format(
+        "full recomputation of the first {} blocks of each stage: the fork's pipeline runs "
+        "recompute_method uniform only (megatron/model/opt_model.py: \"deepspeed's pipeline "
+        "doesn't support the block recompute method\")",
+        s.recompute_num_layers));
+  else if (s.recompute != Recompute::kNone)
     out.approximations.push_back(fmt::format(
         "recompute {}: Sailor's fork checkpoints whole layers (--recompute-granularity full "
         "--recompute-method uniform); set them in the script",
