@@ -21,14 +21,7 @@ using M = RecomputeModule;
 LayerSpec dense_block() { return testing::llama_block(1024); }
 
 // The same attention with 8 experts of SwiGLU 512, top-2.
-LayerSpec moe_block() {
-  LayerSpec l = dense_block();
-  auto& b = std::get<TransformerLayer>(l.op);
-  b.ffn_hidden = 512;
-  b.experts = 8;
-  b.top_k = 2;
-  return l;
-}
+LayerSpec moe_block() { return testing::moe_block(8, 2); }
 
 Recomputation selective(std::initializer_list<M> modules) {
   OpGroup g = OpGroup::kDefault;
