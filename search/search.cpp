@@ -137,9 +137,18 @@ class TrainingSearch {
       if (std::find(f.can_run.recompute.begin(), f.can_run.recompute.end(),
                     std::string(to_string(rc))) != f.can_run.recompute.end()) {
         recompute_.emplace_back(rc);
+        half_stage_.push_back(false);
         if (rc == Recompute::kSelective)
-          for (const Recomputation& r : module_recomputations(f, ev.model()))
+          for (const Recomputation& r : module_recomputations(f, ev.model())) {
             recompute_.push_back(r);
+            half_stage_.push_back(false);
+          }
+        // Full recomputation of half of each stage's blocks too (Megatron-Core's block method):
+        // between none and full in time and in memory.
+        if (rc == Recompute::kFull && f.can_run.recompute_block) {
+          recompute_.emplace_back(rc);
+          half_stage_.push_back(true);
+        }
       }
     // With one stage every schedule is plain gradient accumulation over the micro-batches, except
     // that GPipe keeps all of their activations; 1F1B (one in flight) stands for them all.
@@ -399,7 +408,7 @@ class TrainingSearch {
                       const std::vector<ScheduleChoice>& schedules, int64_t& id) {
     const int64_t B = o_.global_batch, pp = base.pp;
     for (int64_t mb : mbs)
-      for (const Recomputation& rc : recompute_)
+      for (size_t r = 0; r < recompute_.size(); ++r)
         for (int zero = 0; zero <= o_.max_zero; ++zero)
           for (bool sp : sp_choices)
             for (const auto& [sched, chunks] : schedules) {
@@ -410,6 +419,7 @@ class TrainingSearch {
               s = base;
               s.micro_batch = mb;
               s.global_batch = B;
+              const Recomputation& rc = recompute_[r];
               s.recompute = rc.granularity;
               s.recompute_modules =
                   rc == Recomputation(rc.granularity) ? OpGroup::kDefault : rc.modules;
@@ -417,11 +427,15 @@ class TrainingSearch {
               s.sequence_parallel = sp;
               s.schedule = sched;
               s.chunks = chunks;
+              const int64_t stage_blocks =
+                  ev_.model().num_blocks() / std::max<int64_t>(1, pp * s.chunks_per_device());
+              if (half_stage_[r]) s.recompute_num_layers = std::max<int64_t>(1, stage_blocks / 2);
               s = with_switches(std::move(s));
               if (auto broken = ev_.broken_rule(s)) {
                 prune(broken->code);
               } else if ((pp == 1 && sched != single_stage_schedule_) ||
                          (rc == Recomputation(Recompute::kSelective) && s.flash_attention) ||
+                         (half_stage_[r] && stage_blocks < 2) ||
                          (zero > 0 && s.grad_replicas() == 1)) {
                 prune("equivalent");  // same plan as another candidate
               } else if (!o_.exhaustive && memory_bound_fails(s, placements_[shape])) {
@@ -666,7 +680,9 @@ class TrainingSearch {
   const SearchOptions& o_;
   std::vector<std::string> schedules_;
   std::vector<Recomputation> recompute_;  // the options' that the framework runs, with modules
-  std::string single_stage_schedule_;     // the one schedule tried with pp 1
+  // Per entry of recompute_: full recomputation of half of each stage's blocks.
+  std::vector<bool> half_stage_;
+  std::string single_stage_schedule_;  // the one schedule tried with pp 1
   std::vector<Placement> placements_;
   std::vector<Candidate> candidates_;
   std::vector<std::pair<int64_t, RankedStrategy>> top_;  // (candidate id, result), best first

@@ -1,6 +1,8 @@
 // Full recomputation of the first N blocks of each stage (Megatron-Core's --recompute-method block
 // --recompute-num-layers N; Strategy::recompute_num_layers): the strategy key, the rule, the
 // blocks' costs (N recomputed and the rest plain, as a share of each alike block), the export.
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "costmodel/cost_model.h"
@@ -9,6 +11,7 @@
 #include "report/export/exporters.h"
 #include "search/evaluate.h"
 #include "search/rules.h"
+#include "search/search.h"
 #include "search/strategy.h"
 #include "test_util.h"
 
@@ -114,6 +117,37 @@ TEST(RecomputeBlock, ExportsAsTheBlockMethod) {
   const ExportResult d = find_exporter("deepspeed").run(model, s, {});
   ASSERT_FALSE(d.unsupported.empty());
   EXPECT_TRUE(contains(d.unsupported.front(), "first 3 blocks")) << d.unsupported.front();
+}
+
+}  // namespace
+}  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// The search tries half of each stage's blocks recomputed where the framework runs the block
+// method: gpt2-medium's 24 blocks at pp 2 recompute 6 a stage.
+TEST(RecomputeBlock, TheSearchTriesHalfOfEachStage) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("p4d.24xlarge:1");
+  const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+  SearchOptions o;
+  o.global_batch = 16;
+  o.top_k = 100000;
+  const auto halves = [&](const FrameworkSpec& f) {
+    const Evaluator ev(model, cluster, cost, f);
+    std::set<int64_t> seen;
+    for (const auto& t : search_training(ev, o).top)
+      if (t.strategy.recompute_num_layers > 0) {
+        EXPECT_EQ(t.strategy.recompute, Recompute::kFull);
+        EXPECT_EQ(t.strategy.recompute_num_layers,
+                  24 / (t.strategy.pp * t.strategy.chunks_per_device()) / 2);
+        seen.insert(t.strategy.pp);
+      }
+    return seen;
+  };
+  EXPECT_TRUE(halves(load_framework("megatron-core")).count(2));
+  EXPECT_TRUE(halves(load_framework("deepspeed")).empty());
 }
 
 }  // namespace
