@@ -12,14 +12,12 @@
 #include "costmodel/model.h"
 #include "report/export/exporters.h"
 #include "report/megatron_layout.h"
+#include "test_util.h"
 
 namespace hetplan {
 namespace {
 
-Strategy strategy(const std::string& json) {
-  const Json j = Json::parse(json);
-  return strategy_from_json(ObjectReader(j, "s.json"));
-}
+using testing::read_strategy;
 
 const ModelSpec& gpt2() {
   static const ModelSpec m = load_model("gpt2-medium");
@@ -34,7 +32,7 @@ const char* kEmbeddingAlone = R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "
   "stages": [{"layers": [0, 0]}, {"layers": [1, 9]}, {"layers": [10, 18]}, {"layers": [19, 25]}]})";
 
 TEST(MegatronExport, UnevenFirstLastStages) {
-  const ExportResult r = export_megatron(gpt2(), strategy(kUneven), {});
+  const ExportResult r = export_megatron(gpt2(), read_strategy(kUneven), {});
   EXPECT_TRUE(r.unsupported.empty());
   EXPECT_TRUE(r.approximations.empty());
   EXPECT_EQ(r.text,
@@ -69,7 +67,7 @@ TEST(MegatronExport, UnevenFirstLastStages) {
 
 TEST(MegatronExport, ParallelismRecomputeAndOptimizerFlags) {
   const ExportResult r = export_megatron(
-      gpt2(), strategy(R"({"dp": 2, "tp": 2, "pp": 2, "micro_batch": 4, "global_batch": 64,
+      gpt2(), read_strategy(R"({"dp": 2, "tp": 2, "pp": 2, "micro_batch": 4, "global_batch": 64,
                           "recompute": "full", "zero": 1, "sequence_parallel": true,
                           "flash_attention": false, "grad_accumulation_fusion": false,
                           "overlap_grad_reduce": false,
@@ -106,7 +104,7 @@ TEST(MegatronExport, ParallelismRecomputeAndOptimizerFlags) {
 // GPU; with tp > 1 it only warns of the clash with tp's "1" (validate_args).
 TEST(MegatronExport, FsdpUnsetsTheConnectionLimit) {
   const ExportResult r = export_megatron(
-      gpt2(), strategy(R"({"dp": 4, "tp": 2, "pp": 1, "micro_batch": 1, "global_batch": 8,
+      gpt2(), read_strategy(R"({"dp": 4, "tp": 2, "pp": 1, "micro_batch": 1, "global_batch": 8,
                           "zero": 3})"),
       {});
   EXPECT_NE(r.text.find("# Megatron-FSDP requires CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 "
@@ -122,7 +120,7 @@ TEST(MegatronExport, FsdpUnsetsTheConnectionLimit) {
 }
 
 TEST(MegatronExport, LayoutWhereFirstLastCannotSayIt) {
-  const ExportResult r = export_megatron(gpt2(), strategy(kEmbeddingAlone), {});
+  const ExportResult r = export_megatron(gpt2(), read_strategy(kEmbeddingAlone), {});
   EXPECT_NE(r.text.find("  --pipeline-model-parallel-layout \"E|t*9|t*9|t*6L\"\n"),
             std::string::npos)
       << r.text;
@@ -133,12 +131,12 @@ TEST(MegatronExport, LayoutWhereFirstLastCannotSayIt) {
 
 TEST(MegatronExport, InterleavedAndUnsupportedSchedules) {
   const ExportResult inter = export_megatron(
-      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 8,
+      gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 8,
                           "schedule": "interleaved", "chunks": 2})"),
       {});
   EXPECT_NE(inter.text.find("  --num-layers-per-virtual-pipeline-stage 3\n"), std::string::npos);
   const ExportResult zb = export_megatron(
-      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 8,
+      gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 8,
                           "schedule": "zb-h1"})"),
       {});
   EXPECT_EQ(zb.unsupported,
@@ -148,13 +146,13 @@ TEST(MegatronExport, InterleavedAndUnsupportedSchedules) {
   // A funnel's blocks change width: Megatron-LM builds identical layers.
   const ExportResult funnel = export_megatron(
       load_model("funnel-uneven"),
-      strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1})"), {});
+      read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1})"), {});
   ASSERT_FALSE(funnel.unsupported.empty());
   EXPECT_NE(funnel.unsupported[0].find("differs in shape"), std::string::npos);
   // BERT is not a GPT-style decoder.
   const ExportResult bert = export_megatron(
       load_model("bert-large"),
-      strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1})"), {});
+      read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1})"), {});
   ASSERT_FALSE(bert.unsupported.empty());
   EXPECT_NE(bert.unsupported.back().find("not a GPT-style decoder"), std::string::npos);
   // Attention biases without MLP biases (an HF LLaMA with attention_bias): Megatron-LM has all
@@ -163,7 +161,8 @@ TEST(MegatronExport, InterleavedAndUnsupportedSchedules) {
   for (auto& layer : llama.layers)
     if (auto* b = std::get_if<TransformerLayer>(&layer.op)) b->bias = true;
   const ExportResult biased = export_megatron(
-      llama, strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1})"), {});
+      llama, read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1})"),
+      {});
   EXPECT_EQ(biased.unsupported,
             std::vector<std::string>{"biases on the attention projections only (Megatron-LM "
                                      "biases all four or none; QKV alone with --add-qkv-bias)"});
@@ -171,7 +170,7 @@ TEST(MegatronExport, InterleavedAndUnsupportedSchedules) {
 }
 
 TEST(DeepSpeedExport, ExplicitParts) {
-  const ExportResult r = export_deepspeed(gpt2(), strategy(kEmbeddingAlone), {});
+  const ExportResult r = export_deepspeed(gpt2(), read_strategy(kEmbeddingAlone), {});
   EXPECT_TRUE(r.unsupported.empty());
   // Stage boundaries in hetplan's layer list [embedding, 24 blocks, head] (26 layers).
   // PipelineModule takes the stages and partition as arguments (DeepSpeed reads no
@@ -193,7 +192,7 @@ TEST(DeepSpeedExport, ExplicitParts) {
   // Predicted with gradient-accumulation fusion, which DeepSpeed does not have.
   EXPECT_NE(r.approximations[1].find("\"grad_accumulation_fusion\": false"), std::string::npos);
   const ExportResult unfused = export_deepspeed(
-      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8,
+      gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8,
                           "grad_accumulation_fusion": false})"),
       {});
   EXPECT_TRUE(unfused.approximations.empty());
@@ -202,7 +201,7 @@ TEST(DeepSpeedExport, ExplicitParts) {
 TEST(DeepSpeedExport, UniformPartsZeroAndCheckpointing) {
   // 26 layers over 2 stages: DeepSpeed's partition_uniform gives [0, 13, 26].
   const ExportResult r = export_deepspeed(
-      gpt2(), strategy(R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 2, "global_batch": 64,
+      gpt2(), read_strategy(R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 2, "global_batch": 64,
                           "recompute": "full", "zero": 1,
                           "stages": [{"layers": [0, 12]}, {"layers": [13, 25]}]})"),
       {});
@@ -221,7 +220,7 @@ TEST(DeepSpeedExport, UniformPartsZeroAndCheckpointing) {
                                      "backward"),
             std::string::npos);
   const ExportResult z3 = export_deepspeed(
-      gpt2(), strategy(R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 2, "global_batch": 64,
+      gpt2(), read_strategy(R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 2, "global_batch": 64,
                           "zero": 3})"),
       {});
   EXPECT_EQ(z3.unsupported, std::vector<std::string>{"ZeRO-3 with pipeline parallelism "
@@ -235,7 +234,7 @@ TEST(DeepSpeedExport, UniformPartsZeroAndCheckpointing) {
 // PipeModelDataParallelTopology(pp, tp, dp), whose data axis, dp 2, is counted: 2 x 8 x 2 = 32.
 TEST(DeepSpeedExport, BatchAsDeepSpeedCountsItWithTensorParallelism) {
   const ExportResult autotp = export_deepspeed(
-      gpt2(), strategy(R"({"dp": 2, "tp": 2, "pp": 1, "micro_batch": 2, "global_batch": 32,
+      gpt2(), read_strategy(R"({"dp": 2, "tp": 2, "pp": 1, "micro_batch": 2, "global_batch": 32,
                           "grad_accumulation_fusion": false})"),
       {});
   const Json a = Json::parse(autotp.text);
@@ -250,7 +249,7 @@ TEST(DeepSpeedExport, BatchAsDeepSpeedCountsItWithTensorParallelism) {
             "AutoTP's 2 tensor-parallel ranks share each batch; with Megatron-DeepSpeed's mpu it "
             "counts dp 2 and train_batch_size is 32");
   const ExportResult piped = export_deepspeed(
-      gpt2(), strategy(R"({"dp": 2, "tp": 2, "pp": 2, "micro_batch": 2, "global_batch": 32,
+      gpt2(), read_strategy(R"({"dp": 2, "tp": 2, "pp": 2, "micro_batch": 2, "global_batch": 32,
                           "grad_accumulation_fusion": false,
                           "stages": [{"layers": [0, 12]}, {"layers": [13, 25]}]})"),
       {});
@@ -273,7 +272,7 @@ TEST(DeepSpeedExport, BatchAsDeepSpeedCountsItWithTensorParallelism) {
 TEST(TorchtitanExport, TomlModulePartsAndSplitPoints) {
   ExportOptions toml;
   toml.torchtitan_toml = true;
-  const ExportResult r = export_torchtitan(gpt2(), strategy(kUneven), toml);
+  const ExportResult r = export_torchtitan(gpt2(), read_strategy(kUneven), toml);
   const std::string parallelism = r.text.substr(r.text.find("[parallelism]"));
   EXPECT_EQ(parallelism,
             "[parallelism]\n"
@@ -303,13 +302,13 @@ TEST(TorchtitanExport, TomlModulePartsAndSplitPoints) {
             std::string::npos);
   ExportOptions legacy;
   legacy.torchtitan_split_points = true;
-  const ExportResult old = export_torchtitan(gpt2(), strategy(kUneven), legacy);
+  const ExportResult old = export_torchtitan(gpt2(), read_strategy(kUneven), legacy);
   EXPECT_NE(old.text.find("pipeline_parallel_split_points = [\"layers.5\", \"layers.12\", "
                           "\"layers.19\"]\n"),
             std::string::npos);
   // An embedding-only stage is a split point at layers.0; a head-only one has no block to name.
   const ExportResult head_alone = export_torchtitan(
-      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+      gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
                           "stages": [{"layers": [0, 24]}, {"layers": [25, 25]}]})"),
       legacy);
   EXPECT_EQ(head_alone.unsupported.size(), 1u);
@@ -322,7 +321,7 @@ TEST(TorchtitanExport, TomlModulePartsAndSplitPoints) {
 // dp 2 (ZeRO-0: replicated), pp 4 with blocks 5 | 7 | 7 | 5, micro-batch 2 of 1024 tokens, 64 a
 // step: 2048 tokens a micro-batch, 65,536 a step, 64 / (2 x 2) = 16 micro-batches a pipeline step.
 TEST(TorchtitanExport, PythonTrainerConfig) {
-  const ExportResult r = export_torchtitan(gpt2(), strategy(kUneven), {});
+  const ExportResult r = export_torchtitan(gpt2(), read_strategy(kUneven), {});
   EXPECT_TRUE(r.unsupported.empty());
   EXPECT_EQ(r.text.substr(r.text.find("import importlib")),
             "import importlib\n"
@@ -374,7 +373,7 @@ TEST(TorchtitanExport, PythonTrainerConfig) {
   // reshards after the forward, selective recomputation is SelectiveAC, tp without sequence
   // parallelism says so.
   const ExportResult flat = export_torchtitan(
-      gpt2(), strategy(R"({"dp": 8, "tp": 2, "pp": 1, "micro_batch": 4, "global_batch": 64,
+      gpt2(), read_strategy(R"({"dp": 8, "tp": 2, "pp": 1, "micro_batch": 4, "global_batch": 64,
                           "zero": 3, "recompute": "selective", "sequence_parallel": false})"),
       {});
   for (const char* line :
@@ -391,7 +390,8 @@ TEST(TorchtitanExport, PythonTrainerConfig) {
 
 TEST(TorchtitanExport, DataParallelSchedulesAndRecompute) {
   const ExportResult ddp = export_torchtitan(
-      gpt2(), strategy(R"({"dp": 8, "tp": 1, "pp": 1, "micro_batch": 4, "global_batch": 64})"), {});
+      gpt2(), read_strategy(R"({"dp": 8, "tp": 1, "pp": 1, "micro_batch": 4, "global_batch": 64})"),
+      {});
   EXPECT_NE(ddp.text.find("        data_parallel_replicate_degree=8,\n"
                           "        data_parallel_shard_degree=1,\n"
                           "        tensor_parallel_degree=1,\n"
@@ -399,7 +399,7 @@ TEST(TorchtitanExport, DataParallelSchedulesAndRecompute) {
             std::string::npos)
       << ddp.text;
   const ExportResult v = export_torchtitan(
-      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+      gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
                           "schedule": "v-zb", "chunks": 2, "recompute": "full", "zero": 3})"),
       {});
   EXPECT_TRUE(v.unsupported.empty());
@@ -408,7 +408,7 @@ TEST(TorchtitanExport, DataParallelSchedulesAndRecompute) {
   EXPECT_NE(v.text.find("from torchtitan.distributed.activation_checkpoint import FullAC\n"),
             std::string::npos);
   const ExportResult vmin = export_torchtitan(
-      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+      gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
                           "schedule": "v-min", "chunks": 2})"),
       {});
   ASSERT_EQ(vmin.unsupported.size(), 1u);
@@ -422,9 +422,9 @@ TEST(TorchtitanExport, DataParallelSchedulesAndRecompute) {
 // refused. Both forms say so; the command fails unless --allow-approximate.
 TEST(TorchtitanExport, MicroBatchCountsPytorchsSchedulesRefuse) {
   const auto interleaved = [](int64_t m) {
-    return strategy(fmt::format(R"({{"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
+    return read_strategy(fmt::format(R"({{"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
         "global_batch": {}, "schedule": "interleaved", "chunks": 2}})",
-                                m));
+                                     m));
   };
   ExportOptions toml;
   toml.torchtitan_toml = true;
@@ -436,16 +436,18 @@ TEST(TorchtitanExport, MicroBatchCountsPytorchsSchedulesRefuse) {
                   "that is no multiple of the rounds (9 mod 2 = 1)"});
     EXPECT_TRUE(export_torchtitan(gpt2(), interleaved(10), o).unsupported.empty());
     EXPECT_TRUE(export_torchtitan(gpt2(), interleaved(3), o).unsupported.empty());
-    EXPECT_EQ(export_torchtitan(gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
+    EXPECT_EQ(
+        export_torchtitan(gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
                                              "global_batch": 3})"),
-                                o)
-                  .unsupported,
-              std::vector<std::string>{
-                  "3 micro-batches over 4 pipeline ranks: torch.distributed.pipelining's "
-                  "Schedule1F1B refuses fewer micro-batches than stages"});
+                          o)
+            .unsupported,
+        std::vector<std::string>{
+            "3 micro-batches over 4 pipeline ranks: torch.distributed.pipelining's "
+            "Schedule1F1B refuses fewer micro-batches than stages"});
   }
   // GPipe takes any count (the 1F1B rule is Schedule1F1B's).
-  EXPECT_TRUE(export_torchtitan(gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
+  EXPECT_TRUE(export_torchtitan(gpt2(),
+                                read_strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
                                                       "global_batch": 3, "schedule": "gpipe"})"),
                                 {})
                   .unsupported.empty());
@@ -479,10 +481,10 @@ TEST(TorchtitanExport, MicroBatchCountsPytorchsSchedulesRefuse) {
 // framework says it its own way, or the export says where it cannot.
 TEST(Export, GradientReductionOverlapInEachFramework) {
   const auto dp = [](int zero, bool overlap) {
-    return strategy(fmt::format(R"({{"dp": 4, "tp": 1, "pp": 1, "micro_batch": 2,
+    return read_strategy(fmt::format(R"({{"dp": 4, "tp": 1, "pp": 1, "micro_batch": 2,
         "global_batch": 64, "zero": {}, "overlap_grad_reduce": {},
         "grad_accumulation_fusion": false}})",
-                                zero, overlap));
+                                     zero, overlap));
   };
   const auto has = [](const ExportResult& r, const std::string& text) {
     return r.text.find(text) != std::string::npos;
@@ -492,10 +494,11 @@ TEST(Export, GradientReductionOverlapInEachFramework) {
   EXPECT_TRUE(has(export_megatron(gpt2(), dp(0, true), {}), "  --overlap-grad-reduce\n"));
   EXPECT_TRUE(has(export_megatron(gpt2(), dp(1, true), {}), "  --overlap-grad-reduce\n"));
   EXPECT_FALSE(has(export_megatron(gpt2(), dp(0, false), {}), "--overlap-grad-reduce"));
-  EXPECT_FALSE(has(export_megatron(gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1,
+  EXPECT_FALSE(
+      has(export_megatron(gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1,
                                                 "global_batch": 8})"),
-                                   {}),
-                   "--overlap-grad-reduce"));
+                          {}),
+          "--overlap-grad-reduce"));
   // DeepSpeed: ZeRO 1-3's overlap_comm either way; ZeRO-0 reduces after the backward, which a
   // prediction of overlap is told.
   for (bool overlap : {true, false}) {
@@ -546,7 +549,7 @@ std::string megatron_tail(const ExportResult& r) {
 }
 
 TEST(MegatronExport, VirtualStagesOfTheStrategy) {
-  const ExportResult even = export_megatron(gpt2(), strategy(kInterleavedEven), {});
+  const ExportResult even = export_megatron(gpt2(), read_strategy(kInterleavedEven), {});
   EXPECT_TRUE(even.unsupported.empty());
   EXPECT_TRUE(even.approximations.empty());
   EXPECT_EQ(megatron_tail(even),
@@ -557,7 +560,7 @@ TEST(MegatronExport, VirtualStagesOfTheStrategy) {
             "  --global-batch-size 8\n"
             "  --attention-backend auto\n"
             ")\n");
-  const ExportResult fl = export_megatron(gpt2(), strategy(kInterleavedFirstLast), {});
+  const ExportResult fl = export_megatron(gpt2(), read_strategy(kInterleavedFirstLast), {});
   EXPECT_TRUE(fl.unsupported.empty());
   EXPECT_TRUE(fl.approximations.empty());
   EXPECT_NE(fl.text.find("  --pipeline-model-parallel-size 4\n"
@@ -569,7 +572,7 @@ TEST(MegatronExport, VirtualStagesOfTheStrategy) {
       << fl.text;
   // Blocks 3 3 3 3 | 3 3 2 4: not "uniform except the first and last rank".
   const ExportResult other = export_megatron(
-      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 8,
+      gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 8,
         "schedule": "interleaved", "chunks": 2,
         "stages": [{"layers": [0, 3]}, {"layers": [4, 6]}, {"layers": [7, 9]},
                    {"layers": [10, 12]}, {"layers": [13, 15]}, {"layers": [16, 18]},
@@ -593,9 +596,9 @@ TEST(MegatronExport, VirtualStagesOfTheStrategy) {
 // 0 < M mod N < pp, and needs M >= N >= pp (megatron/core/pipeline_parallel/schedules.py).
 TEST(MegatronExport, InterleavedMicroBatchesAsMegatronGroupsThem) {
   auto interleaved = [](int64_t global_batch) {
-    return strategy(fmt::format(R"({{"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
+    return read_strategy(fmt::format(R"({{"dp": 1, "tp": 1, "pp": 4, "micro_batch": 1,
         "global_batch": {}, "schedule": "interleaved", "chunks": 2}})",
-                                global_batch));
+                                     global_batch));
   };
   // 8 = 2 groups of 4: Megatron-LM's default.
   const ExportResult eight = export_megatron(gpt2(), interleaved(8), {});
@@ -629,7 +632,7 @@ TEST(MegatronExport, InterleavedMicroBatchesAsMegatronGroupsThem) {
 }
 
 TEST(MegatronExport, VScheduleAndRangesPerRankAreRefusedForTheirRealReason) {
-  const ExportResult v = export_megatron(gpt2(), strategy(kVzb), {});
+  const ExportResult v = export_megatron(gpt2(), read_strategy(kVzb), {});
   EXPECT_EQ(v.unsupported,
             std::vector<std::string>{
                 "schedule v-zb: Megatron-LM runs 1F1B and interleaved 1F1B only (its 2 chunks "
@@ -652,7 +655,7 @@ TEST(MegatronExport, VScheduleAndRangesPerRankAreRefusedForTheirRealReason) {
             "ranks");
   // One range per pipeline rank with 2 chunks: the chunks' ranges are missing.
   const ExportResult per_rank = export_megatron(
-      gpt2(), strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+      gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
         "schedule": "interleaved", "chunks": 2,
         "stages": [{"layers": [0, 12]}, {"layers": [13, 25]}]})"),
       {});
@@ -663,7 +666,7 @@ TEST(MegatronExport, VScheduleAndRangesPerRankAreRefusedForTheirRealReason) {
 }
 
 TEST(DeepSpeedExport, VirtualStagesAreMergedNotLeftToHetplan) {
-  const ExportResult r = export_deepspeed(gpt2(), strategy(kVzb), {});
+  const ExportResult r = export_deepspeed(gpt2(), read_strategy(kVzb), {});
   EXPECT_EQ(r.unsupported,
             std::vector<std::string>{"schedule v-zb: DeepSpeed's pipeline engine runs 1F1B only"});
   // Virtual stages [0-5], [6-12] | [13-19], [20-25] merged two at a time: parts [0, 13, 26], which
@@ -678,7 +681,7 @@ TEST(DeepSpeedExport, VirtualStagesAreMergedNotLeftToHetplan) {
 }
 
 TEST(TorchtitanExport, VirtualStagesOfTheStrategy) {
-  const ExportResult inter = export_torchtitan(gpt2(), strategy(kInterleavedFirstLast), {});
+  const ExportResult inter = export_torchtitan(gpt2(), read_strategy(kInterleavedFirstLast), {});
   EXPECT_TRUE(inter.unsupported.empty());
   EXPECT_NE(
       inter.text.find("        pipeline_parallel_schedule=\"Interleaved1F1B\",\n"
@@ -696,7 +699,7 @@ TEST(TorchtitanExport, VirtualStagesOfTheStrategy) {
       std::string::npos)
       << inter.text;
   // torchtitan's V style puts model parts r and 2pp-1-r on rank r, as hetplan's V does.
-  const ExportResult v = export_torchtitan(gpt2(), strategy(kVzb), {});
+  const ExportResult v = export_torchtitan(gpt2(), read_strategy(kVzb), {});
   EXPECT_TRUE(v.unsupported.empty());
   EXPECT_NE(v.text.find("pipeline_parallel_schedule=\"ZBVZeroBubble\",\n"), std::string::npos);
   EXPECT_NE(v.text.find("            [\"layers.19\", \"layers.20\", \"layers.21\", "
@@ -706,7 +709,7 @@ TEST(TorchtitanExport, VirtualStagesOfTheStrategy) {
   // The TOML releases name the output projection "output".
   ExportOptions toml;
   toml.torchtitan_toml = true;
-  EXPECT_NE(export_torchtitan(gpt2(), strategy(kVzb), toml)
+  EXPECT_NE(export_torchtitan(gpt2(), read_strategy(kVzb), toml)
                 .text.find("  [\"layers.19\", \"layers.20\", \"layers.21\", \"layers.22\", "
                            "\"layers.23\", \"norm\", \"output\"],\n]\n"),
             std::string::npos);
@@ -715,14 +718,14 @@ TEST(TorchtitanExport, VirtualStagesOfTheStrategy) {
 // search/strategy.cpp: without "chunks" a schedule runs its default, as predict simulates it.
 TEST(StrategyChunks, DefaultIsTheSchedulesAndInterleavedNeedsTwo) {
   const std::string base = R"("dp": 4, "tp": 1, "pp": 4, "micro_batch": 1, "global_batch": 32)";
-  EXPECT_EQ(strategy("{" + base + R"(, "schedule": "v-zb"})").chunks, 2);
-  EXPECT_EQ(strategy("{" + base + R"(, "schedule": "v-min"})").chunks, 2);
-  EXPECT_EQ(strategy("{" + base + R"(, "schedule": "interleaved"})").chunks, 2);
-  EXPECT_EQ(strategy("{" + base + R"(, "schedule": "interleaved", "chunks": 3})").chunks, 3);
-  EXPECT_EQ(strategy("{" + base + R"(, "schedule": "zb-h1"})").chunks, 1);
-  EXPECT_EQ(strategy("{" + base + "}").chunks, 1);
+  EXPECT_EQ(read_strategy("{" + base + R"(, "schedule": "v-zb"})").chunks, 2);
+  EXPECT_EQ(read_strategy("{" + base + R"(, "schedule": "v-min"})").chunks, 2);
+  EXPECT_EQ(read_strategy("{" + base + R"(, "schedule": "interleaved"})").chunks, 2);
+  EXPECT_EQ(read_strategy("{" + base + R"(, "schedule": "interleaved", "chunks": 3})").chunks, 3);
+  EXPECT_EQ(read_strategy("{" + base + R"(, "schedule": "zb-h1"})").chunks, 1);
+  EXPECT_EQ(read_strategy("{" + base + "}").chunks, 1);
   try {
-    strategy("{" + base + R"(, "schedule": "interleaved", "chunks": 1})");
+    read_strategy("{" + base + R"(, "schedule": "interleaved", "chunks": 1})");
     FAIL() << "interleaved with 1 chunk was accepted";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),
@@ -737,13 +740,13 @@ TEST(StrategyDevices, EachRankListsItsOwnDpTimesTpDevices) {
   const std::string base = R"("dp": 2, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8)";
   const auto problem = [&](const std::string& rest) {
     try {
-      strategy("{" + base + rest + "}");
+      read_strategy("{" + base + rest + "}");
       return std::string("accepted");
     } catch (const InputError& e) {
       return std::string(e.what());
     }
   };
-  EXPECT_EQ(strategy("{" + base + R"(, "stages": [{"devices": [2, 3]}, {"devices": [0, 1]}]})")
+  EXPECT_EQ(read_strategy("{" + base + R"(, "stages": [{"devices": [2, 3]}, {"devices": [0, 1]}]})")
                 .stages[1]
                 .devices,
             (std::vector<int64_t>{0, 1}));
@@ -788,7 +791,7 @@ const ClusterSpec& amp_hetero() {
 TEST(ExportPlacement, NodeOrderOfAMixedCluster) {
   ExportOptions o;
   o.cluster = &amp_hetero();
-  const ExportResult mt = export_megatron(gpt2(), strategy(kT4First), o);
+  const ExportResult mt = export_megatron(gpt2(), read_strategy(kT4First), o);
   const std::vector<std::string> nodes = {
       "  node 3 (g4dn.12xlarge, t4): ranks 0-3 (pipeline rank 0) on GPUs 0-3",
       "  node 0 (p3.8xlarge, v100): ranks 4-7 (pipeline rank 1) on GPUs 0-3",
@@ -819,7 +822,7 @@ TEST(ExportPlacement, NodeOrderOfAMixedCluster) {
             std::string::npos)
       << mt.text;
 
-  const ExportResult tt = export_torchtitan(gpt2(), strategy(kT4First), o);
+  const ExportResult tt = export_torchtitan(gpt2(), read_strategy(kT4First), o);
   EXPECT_EQ(tt.placement.size(), 6u);
   EXPECT_NE(tt.text.find("# hetplan_rank_devices = [12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, "
                          "10, 11]  # hetplan device of rank r\n"
@@ -828,7 +831,7 @@ TEST(ExportPlacement, NodeOrderOfAMixedCluster) {
             std::string::npos)
       << tt.text;
 
-  const ExportResult ds = export_deepspeed(gpt2(), strategy(kT4First), o);
+  const ExportResult ds = export_deepspeed(gpt2(), read_strategy(kT4First), o);
   expected[0] =
       "DeepSpeed numbers ranks tensor-parallel fastest, then data-parallel, then pipeline rank; "
       "hetplan's plan runs them on these nodes (numbered in cluster order):";
@@ -848,7 +851,7 @@ TEST(ExportPlacement, NodeOrderOfAMixedCluster) {
 TEST(ExportPlacement, PartNodesGapsAndNoCluster) {
   using export_detail::Launcher;
   // Pipeline rank 0 on GPUs 2 and 3 of node 0, rank 1 on the T4 node; nodes 1 and 2 idle.
-  const Strategy part = strategy(R"({"dp": 1, "tp": 2, "pp": 2, "micro_batch": 1,
+  const Strategy part = read_strategy(R"({"dp": 1, "tp": 2, "pp": 2, "micro_batch": 1,
     "global_batch": 8, "stages": [{"devices": [2, 3]}, {"devices": [12, 13]}]})");
   auto p = export_detail::rank_placement(part, &amp_hetero());
   EXPECT_EQ(export_detail::node_ranks(p), (std::vector<int64_t>{0, -1, -1, 1}));
@@ -866,7 +869,7 @@ TEST(ExportPlacement, PartNodesGapsAndNoCluster) {
                 "same --master-addr and --master-port on every node; with --rdzv-backend c10d "
                 "torchrun ignores --node-rank)"}));
   // Node 0 holds ranks 0-1 and 4-5: no node order starts them so.
-  const Strategy gap = strategy(R"({"dp": 1, "tp": 2, "pp": 3, "micro_batch": 1,
+  const Strategy gap = read_strategy(R"({"dp": 1, "tp": 2, "pp": 3, "micro_batch": 1,
     "global_batch": 8, "stages": [{"devices": [0, 1]}, {"devices": [4, 5]},
     {"devices": [2, 3]}]})");
   p = export_detail::rank_placement(gap, &amp_hetero());
@@ -881,9 +884,9 @@ TEST(ExportPlacement, PartNodesGapsAndNoCluster) {
             "start each rank yourself on its node and GPU (RANK, LOCAL_RANK, WORLD_SIZE, "
             "MASTER_ADDR, MASTER_PORT and CUDA_VISIBLE_DEVICES set per process)");
   // Without the cluster: hetplan device indices and the GPU types the strategy names.
-  p = export_detail::rank_placement(strategy(kT4First), nullptr);
+  p = export_detail::rank_placement(read_strategy(kT4First), nullptr);
   EXPECT_EQ(
-      export_detail::placement_lines(strategy(kT4First), p, "DeepSpeed", Launcher::kDeepSpeed),
+      export_detail::placement_lines(read_strategy(kT4First), p, "DeepSpeed", Launcher::kDeepSpeed),
       (std::vector<std::string>{
           "DeepSpeed numbers ranks tensor-parallel fastest, then data-parallel, then "
           "pipeline rank; hetplan's plan runs them on these devices:",
@@ -895,14 +898,14 @@ TEST(ExportPlacement, PartNodesGapsAndNoCluster) {
           "start the nodes so that every rank runs on its device"}));
   // A homogeneous cluster in device order needs one line; a strategy without devices none.
   const ClusterSpec four = load_cluster("g4dn.12xlarge:4");
-  const Strategy in_order = strategy(R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 1,
+  const Strategy in_order = read_strategy(R"({"dp": 4, "tp": 1, "pp": 2, "micro_batch": 1,
     "global_batch": 8, "stages": [{"devices": [0, 1, 2, 3]}, {"devices": [4, 5, 6, 7]}]})");
   EXPECT_EQ(export_detail::placement_lines(in_order, export_detail::rank_placement(in_order, &four),
                                            "Megatron-LM", Launcher::kTorchrun),
             std::vector<std::string>{
                 "rank r runs on hetplan device r (4 ranks per node, nodes in cluster order): the "
                 "launcher's default order, with node i started as torchrun --node-rank i"});
-  EXPECT_TRUE(export_megatron(gpt2(), strategy(kUneven), {}).placement.empty());
+  EXPECT_TRUE(export_megatron(gpt2(), read_strategy(kUneven), {}).placement.empty());
 }
 
 // From search to export on the command line.

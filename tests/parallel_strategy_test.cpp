@@ -24,10 +24,7 @@ namespace {
 using testing::contains;
 using testing::error_of;
 
-Strategy read(const std::string& json) {
-  const Json j = Json::parse(json);
-  return strategy_from_json(ObjectReader(j, "s.json"));
-}
+using testing::read_strategy;
 
 struct Planned {
   ModelSpec model;
@@ -43,7 +40,7 @@ struct Planned {
 };
 
 TEST(ParallelStrategy, ReadsAndWritesTheNewKeys) {
-  const Strategy s = read(R"({"dp": 4, "tp": 2, "pp": 2, "cp": 2, "ep": 8, "etp": 1,
+  const Strategy s = read_strategy(R"({"dp": 4, "tp": 2, "pp": 2, "cp": 2, "ep": 8, "etp": 1,
       "cp_comm": "a2a+p2p", "cp_a2a": 2, "moe_dispatcher": "allgather", "moe_imbalance": 1.25,
       "precision": "fp8-blockwise", "micro_batch": 1, "global_batch": 16})");
   EXPECT_EQ(s.devices(), 4 * 2 * 2 * 2);
@@ -63,7 +60,8 @@ TEST(ParallelStrategy, ReadsAndWritesTheNewKeys) {
   EXPECT_EQ(j["precision"], "fp8-blockwise");
   EXPECT_EQ(j["moe_imbalance"], 1.25);
   // Defaults: no context or expert parallelism, bf16, the all-to-all dispatcher; etp follows tp.
-  const Strategy d = read(R"({"dp": 2, "tp": 4, "pp": 1, "micro_batch": 1, "global_batch": 2})");
+  const Strategy d =
+      read_strategy(R"({"dp": 2, "tp": 4, "pp": 1, "micro_batch": 1, "global_batch": 2})");
   EXPECT_EQ(d.cp, 1);
   EXPECT_EQ(d.ep, 1);
   EXPECT_EQ(d.etp, 0);
@@ -74,17 +72,19 @@ TEST(ParallelStrategy, ReadsAndWritesTheNewKeys) {
   EXPECT_EQ(framework_switches(s), " fp8-blockwise");
   // Bad values name the file and the key.
   EXPECT_TRUE(contains(error_of([] {
-                         read(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
+                         read_strategy(
+                             R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
                                   "precision": "fp6"})");
                        }),
                        "s.json: precision: expected one of"));
   EXPECT_TRUE(contains(error_of([] {
-                         read(R"({"dp": 1, "tp": 1, "pp": 1, "cp": 0, "micro_batch": 1,
+                         read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "cp": 0, "micro_batch": 1,
                                   "global_batch": 1})");
                        }),
                        "s.json: cp:"));
   EXPECT_TRUE(contains(error_of([] {
-                         read(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
+                         read_strategy(
+                             R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
                                   "moe_imbalance": 0.5})");
                        }),
                        "s.json: moe_imbalance:"));
@@ -94,7 +94,7 @@ TEST(ParallelStrategy, ReadsAndWritesTheNewKeys) {
 TEST(ParallelStrategy, BrokenRulesAreInfeasibleWithTheirCode) {
   const Planned moe("qwen3-30b-a3b", "dgx-h100:2");
   const auto broken = [&](const Planned& x, const std::string& json) {
-    const Prediction p = x.ev.predict(read(json));
+    const Prediction p = x.ev.predict(read_strategy(json));
     EXPECT_FALSE(p.feasible) << json;
     EXPECT_EQ(p.kind, Infeasible::kRule) << json;
     return p.rule + ": " + p.reason;
@@ -147,7 +147,7 @@ TEST(ParallelStrategy, BrokenRulesAreInfeasibleWithTheirCode) {
 // tokens, so half the activations, and attention's key-value exchange joins its passes.
 TEST(ParallelStrategy, ContextParallelismHalvesEachRanksActivations) {
   const Planned x("llama3-8b", "dgx-h100:2");
-  Strategy s = read(R"({"dp": 8, "tp": 2, "pp": 1, "micro_batch": 1, "global_batch": 64,
+  Strategy s = read_strategy(R"({"dp": 8, "tp": 2, "pp": 1, "micro_batch": 1, "global_batch": 64,
                         "sequence_parallel": true, "zero": 1})");
   Strategy c = s;
   c.dp = 4;
@@ -173,7 +173,7 @@ TEST(ParallelStrategy, ContextParallelismHalvesEachRanksActivations) {
 // and the experts' gradients have no replica to be reduced with (expert_dp 1).
 TEST(ParallelStrategy, ExpertsAreShardedOverEpAndReducedOverTheirReplicas) {
   const Planned x("qwen3-30b-a3b", "dgx-h100:2");
-  Strategy s = read(R"({"dp": 16, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 64,
+  Strategy s = read_strategy(R"({"dp": 16, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 64,
                         "zero": 1})");
   Strategy e = s;
   e.ep = 16;
@@ -247,7 +247,7 @@ TEST(ParallelStrategy, DeviceMemoryShardsExpertsOverTheirReplicas) {
 // their weights beside the bf16 ones, and keeps their inputs for backward in fp8.
 TEST(ParallelStrategy, Fp8IsFasterAndKeepsWeightCopies) {
   const Planned x("llama3-8b", "dgx-h100:1");
-  Strategy s = read(R"({"dp": 4, "tp": 2, "pp": 1, "micro_batch": 1, "global_batch": 64,
+  Strategy s = read_strategy(R"({"dp": 4, "tp": 2, "pp": 1, "micro_batch": 1, "global_batch": 64,
                         "zero": 1, "sequence_parallel": true})");
   Strategy f = s;
   f.precision = Precision::kFp8Current;

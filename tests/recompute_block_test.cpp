@@ -21,22 +21,21 @@ namespace {
 using testing::contains;
 using testing::error_of;
 
-Strategy read(const std::string& json) {
-  const Json j = Json::parse(json);
-  return strategy_from_json(ObjectReader(j, "s.json"));
-}
+using testing::read_strategy;
 
 TEST(RecomputeBlock, TheKeyNeedsFullRecomputationAndRoundTrips) {
-  const Strategy s = read(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+  const Strategy s =
+      read_strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
                               "recompute": "full", "recompute_num_layers": 3})");
   EXPECT_EQ(s.recompute_num_layers, 3);
   EXPECT_EQ(s.recompute_label(), "full(3 a stage)");
   EXPECT_EQ(to_json(s)["recompute_num_layers"], 3);
-  EXPECT_FALSE(to_json(read(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
+  EXPECT_FALSE(
+      to_json(read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
                                 "recompute": "full"})"))
-                   .contains("recompute_num_layers"));
+          .contains("recompute_num_layers"));
   const std::string e = error_of([] {
-    read(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
+    read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
              "recompute": "selective", "recompute_num_layers": 2})");
   });
   EXPECT_TRUE(contains(e, "recompute_num_layers")) << e;
@@ -108,7 +107,8 @@ TEST(RecomputeBlock, EachBlockIsItsShareOfFullAndPlain) {
 
 TEST(RecomputeBlock, ExportsAsTheBlockMethod) {
   const ModelSpec model = load_model("gpt2-medium");
-  const Strategy s = read(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+  const Strategy s =
+      read_strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
                               "recompute": "full", "recompute_num_layers": 3})");
   const ExportResult m = find_exporter("megatron").run(model, s, {});
   EXPECT_TRUE(contains(m.text, "--recompute-granularity full")) << m.text;

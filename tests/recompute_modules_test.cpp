@@ -117,31 +117,30 @@ TEST(RecomputeModules, MlaUpProjectionsAndSharedExperts) {
   EXPECT_EQ(modules_of(llama), (std::vector<M>{M::kCoreAttn, M::kMlp}));
 }
 
-Strategy read(const std::string& json) {
-  const Json j = Json::parse(json);
-  return strategy_from_json(ObjectReader(j, "s.json"));
-}
+using testing::read_strategy;
 
 TEST(RecomputeModules, StrategyKeyReadsWritesAndNamesWhatItExpects) {
-  const Strategy s = read(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
+  const Strategy s =
+      read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
                "recompute": "selective", "recompute_modules": ["mlp", "mla_up_proj"]})");
   EXPECT_EQ(s.recomputation(), selective({M::kMlp, M::kMlaUpProj}));
   EXPECT_EQ(s.recompute_label(), "selective(mla_up_proj,mlp)");
   EXPECT_EQ(to_json(s)["recompute_modules"], Json::parse(R"(["mla_up_proj", "mlp"])"));
   // Selective alone writes no modules, as before.
-  const Strategy old = read(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
+  const Strategy old =
+      read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
                                 "recompute": "selective"})");
   EXPECT_FALSE(to_json(old).contains("recompute_modules"));
   EXPECT_EQ(old.recomputation(), Recomputation(Recompute::kSelective));
   const std::string unknown = error_of([] {
-    read(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
+    read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
              "recompute": "selective", "recompute_modules": ["moe_layer"]})");
   });
   EXPECT_TRUE(contains(unknown, "recompute_modules")) << unknown;
   EXPECT_TRUE(contains(unknown, "core_attn, moe_act, layernorm")) << unknown;
   EXPECT_TRUE(contains(unknown, "\"moe_layer\"")) << unknown;
   const std::string full = error_of([] {
-    read(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
+    read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
              "recompute": "full", "recompute_modules": ["mlp"]})");
   });
   EXPECT_TRUE(contains(full, "needs recompute \"selective\", found \"full\"")) << full;
@@ -172,7 +171,7 @@ TEST(RecomputeModules, RulesRefuseModulesTheModelOrFrameworkLacks) {
 
 TEST(RecomputeModules, MegatronExportSpellsOutTheModules) {
   const ModelSpec m = load_model("deepseek-v3");
-  Strategy s = read(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
+  Strategy s = read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1,
                         "recompute": "selective",
                         "recompute_modules": ["mla_up_proj", "mlp"]})");
   const std::string text = export_megatron(m, s, {}).text;

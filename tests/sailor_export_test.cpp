@@ -13,10 +13,7 @@ namespace {
 
 using testing::contains;
 
-Strategy strategy(const std::string& json) {
-  const Json j = Json::parse(json);
-  return strategy_from_json(ObjectReader(j, "s.json"));
-}
+using testing::read_strategy;
 
 // Two stages of gpt2-medium's 24 blocks, two replicas each: stage 0 one A100 at tp 1 beside two
 // V100s at tp 2, stage 1 two A100s at tp 1 (group g of each stage is pipeline g); 8 samples a
@@ -38,7 +35,7 @@ bool has_line(const std::vector<std::string>& lines, const std::string& part) {
 
 TEST(SailorExport, ReplicaGroupsBecomeStagesOfReplicasOfRanks) {
   const ModelSpec model = load_model("gpt2-medium");
-  const ExportResult r = find_exporter("sailor").run(model, strategy(kReplicas), {});
+  const ExportResult r = find_exporter("sailor").run(model, read_strategy(kReplicas), {});
   EXPECT_TRUE(r.unsupported.empty()) << r.unsupported.front();
   // One agent per replica in stage order, tp fastest: agents of tp 1, 2, 1, 1.
   EXPECT_EQ(Json::parse(r.text), Json::parse("[[[0], [1, 2]], [[3], [4]]]"));
@@ -57,7 +54,8 @@ TEST(SailorExport, ReplicaGroupsBecomeStagesOfReplicasOfRanks) {
 TEST(SailorExport, AUniformStrategyIsItsOwnTopology) {
   const ModelSpec model = load_model("gpt2-medium");
   const ExportResult r = find_exporter("sailor").run(
-      model, strategy(R"({"dp": 2, "tp": 2, "pp": 2, "micro_batch": 1, "global_batch": 8})"), {});
+      model, read_strategy(R"({"dp": 2, "tp": 2, "pp": 2, "micro_batch": 1, "global_batch": 8})"),
+      {});
   EXPECT_TRUE(r.unsupported.empty());
   EXPECT_EQ(Json::parse(r.text), Json::parse("[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]"));
   EXPECT_TRUE(has_line(r.instructions, "NODE_TP of agents 0..3: 2 2 2 2"));
@@ -74,12 +72,12 @@ TEST(SailorExport, WhatTheForkRunsOneOfIsSaid) {
     {"layers": [13, 25], "replicas": [
       {"gpu_type": "a100-40gb", "devices": [1], "tp": 1, "micro_batch": 2, "samples": 8},
       {"gpu_type": "a100-40gb", "devices": [2], "tp": 1, "micro_batch": 1, "samples": 8}]}]})";
-  const ExportResult mb = find_exporter("sailor").run(model, strategy(uneven), {});
+  const ExportResult mb = find_exporter("sailor").run(model, read_strategy(uneven), {});
   ASSERT_FALSE(mb.unsupported.empty());
   EXPECT_TRUE(contains(mb.unsupported.front(), "train_micro_batch_size_per_gpu"))
       << mb.unsupported.front();
   const ExportResult v = find_exporter("sailor").run(
-      model, strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
+      model, read_strategy(R"({"dp": 1, "tp": 1, "pp": 2, "micro_batch": 1, "global_batch": 8,
                    "schedule": "interleaved", "chunks": 2})"),
       {});
   EXPECT_TRUE(has_line(v.unsupported, "runs 1F1B"));

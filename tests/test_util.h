@@ -1,5 +1,5 @@
 // Small helpers shared by tests: substring checks, the message of the InputError a call throws,
-// runs of device indices, and a LLaMA-style block to cost.
+// runs of device indices, a strategy from its JSON text, and LLaMA-style blocks to cost.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
+#include "search/strategy.h"
 
 namespace hetplan::testing {
 
@@ -32,6 +33,12 @@ inline std::vector<int64_t> range(int64_t from, int64_t to) {
   std::vector<int64_t> out;
   for (int64_t i = from; i < to; ++i) out.push_back(i);
   return out;
+}
+
+// A strategy from its JSON text, as a strategy file "s.json" holding it would be read.
+inline Strategy read_strategy(const std::string& json) {
+  const Json j = Json::parse(json);
+  return strategy_from_json(ObjectReader(j, "s.json"));
 }
 
 // A LLaMA-style block: hidden 1024, 16 heads of 64 (4 KV heads), SwiGLU 2816, RMSNorm, rotary, no
