@@ -146,7 +146,7 @@ void collect_attention(GpuFit& fit, const CalibrationFile& f,
   if ((fwd.empty() && bwd.empty()) || !known_gpu) return;
   std::string source = "hetplan kernels";
   if (have_sdpa && std::string(backend) == "flash_attention") {
-    source = "torch sdpa, FLASH_ATTENTION backend";
+    source = kAttentionSdpaFlash;
   } else if (have_sdpa) {
     source = "torch sdpa, default backend";
     for (const auto& k : f.kernels)

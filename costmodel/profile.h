@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "costmodel/attention_model.h"
@@ -29,6 +30,10 @@ struct KernelFit {
   int64_t points = 0;
   double median_rel_error = 0;
 };
+
+// GpuFit::attention_source of the priors, and of torch SDPA's FLASH_ATTENTION backend's timings.
+inline constexpr std::string_view kAttentionPrior = "prior";
+inline constexpr std::string_view kAttentionSdpaFlash = "torch sdpa, FLASH_ATTENTION backend";
 
 struct GpuFit {
   std::string gpu_type;
@@ -83,7 +88,12 @@ struct GpuFit {
   // Which attention the efficiencies describe: "prior", "hetplan kernels" (kernels/), or
   // "torch sdpa (...)": PyTorch's scaled_dot_product_attention, which frameworks run, preferred
   // where measured.
-  std::string attention_source = "prior";
+  std::string attention_source = std::string(kAttentionPrior);
+  // Whether that is FlashAttention-2: torch SDPA's flash backend, or the priors (which take its
+  // efficiency), the kernel a framework's attention_kernels are rated against.
+  bool attention_is_flash2() const {
+    return attention_source == kAttentionPrior || attention_source == kAttentionSdpaFlash;
+  }
   // Whole-layer timings, which correct the cost model's layer times (costmodel/layer_correction.h):
   std::vector<LayerMeasurement> layers;                // F, B and W (hetplan's profiler)
   std::vector<LayerForwardMeasurement> layer_forward;  // forward only (imported: AMP)

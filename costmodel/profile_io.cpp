@@ -158,7 +158,7 @@ GpuFit gpu_from(ObjectReader r, const std::string& type) {
   g.attention_in_layer_factor = r.positive_or("attention_in_layer_factor", 1);
   g.attention_bwd_in_layer_factor =
       r.positive_or("attention_bwd_in_layer_factor", g.attention_in_layer_factor);
-  g.attention_source = r.string_or("attention_source", "prior");
+  g.attention_source = r.string_or("attention_source", std::string(kAttentionPrior));
   if (auto q = r.optional_object("attention_quality")) {
     const char* passes[2] = {"forward", "backward"};
     for (int i = 0; i < 2; ++i)

@@ -87,9 +87,6 @@ std::vector<int64_t> sailor_blocks_per_stage(const ModelSpec& model, const Strat
   std::vector<int64_t> counts;
   for (const StageBlocks& b : export_detail::pipeline_segments(model, s, out))
     counts.push_back(b.blocks);
-  if (counts.empty() && s.pp > 1 && !s.stages.empty() && s.stages.front().first_layer >= 0)
-    for (const StageBlocks& b : strategy_stage_blocks(s, model.num_blocks()))
-      counts.push_back(b.blocks);
   return counts;
 }
 
@@ -160,20 +157,17 @@ ExportResult export_sailor(const ModelSpec& model, const Strategy& s, const Expo
         "the fork adds the embedding and the loss itself)",
         fmt::join(counts, ", ")));
   // Where each agent runs.
+  const std::vector<Device> devices =
+      o.cluster ? cluster_devices(*o.cluster) : std::vector<Device>{};
   int64_t agent = 0;
   for (const auto& rs : stages)
     for (const auto& r : rs) {
       if (!r.devices.empty()) {
         std::vector<std::string> where;
-        for (int64_t d : r.devices) {
-          std::string name = fmt::format("device {}", d);
-          if (o.cluster) {
-            const auto devices = cluster_devices(*o.cluster);
-            if (d >= 0 && d < static_cast<int64_t>(devices.size()))
-              name = fmt::format("node {} gpu {}", devices[d].node, devices[d].local);
-          }
-          where.push_back(name);
-        }
+        for (int64_t d : r.devices)
+          where.push_back(d >= 0 && d < static_cast<int64_t>(devices.size())
+                              ? fmt::format("node {} gpu {}", devices[d].node, devices[d].local)
+                              : fmt::format("device {}", d));
         out.placement.push_back(fmt::format("agent {} (stage {}, {} x {}): {}", agent, r.stage,
                                             r.gpu_type, r.tp, fmt::join(where, ", ")));
       }

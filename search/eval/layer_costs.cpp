@@ -13,9 +13,7 @@ const AttentionKernel* attention_kernel(const FrameworkSpec& framework, const Gp
                                         const CostModel& cost) {
   const AttentionKernel* k = framework.attention_kernel(gpu.compute_capability);
   if (!k || k->kernel == "flash2") return nullptr;
-  const std::string& timed = cost.fit(gpu).attention_source;
-  const bool flash2 = timed == "prior" || timed == "torch sdpa, FLASH_ATTENTION backend";
-  return flash2 ? k : nullptr;
+  return cost.fit(gpu).attention_is_flash2() ? k : nullptr;
 }
 
 LayerShape layer_shape(const Strategy& s, Dtype dtype, const FrameworkSpec& framework) {
