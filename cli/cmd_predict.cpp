@@ -1,5 +1,8 @@
 // hetplan predict: one strategy's iteration time, throughput, MFU and memory per device.
 
+#include <algorithm>
+#include <tuple>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -9,6 +12,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
 #include "costmodel/model.h"
+#include "report/layer_ops_text.h"
 #include "report/run_documents.h"
 #include "report/run_text.h"
 #include "search/evaluate.h"
@@ -22,7 +26,40 @@ struct PredictOptions {
   std::vector<std::string> calibration;
   int64_t seq_len = 0;
   bool no_default_calibration = false;
+  bool layer_ops = false;
 };
+
+// Each distinct layer's ops on every GPU type the prediction's stages run on (each replica
+// group's type at its own tensor width and micro-batch), in stage order.
+std::string layer_ops_of(const Evaluator& evaluator, const Strategy& strategy,
+                         const Prediction& p) {
+  std::vector<std::tuple<std::string, int64_t, int64_t>> shown;  // type, tp, micro-batch
+  std::string out;
+  const auto show = [&](const std::string& type, int64_t tp, int64_t micro_batch) {
+    const auto key = std::make_tuple(type, tp, micro_batch);
+    if (std::find(shown.begin(), shown.end(), key) != shown.end()) return;
+    shown.push_back(key);
+    const ClusterSpec& cluster = evaluator.cluster();
+    Strategy s = strategy;
+    s.tp = tp;
+    s.micro_batch = micro_batch;
+    for (size_t g = 0; g < cluster.groups.size(); ++g)
+      if (cluster.groups[g].node.gpu.name == type) {
+        const std::string title =
+            strategy.stages.size() > 0 && !strategy.stages[0].replicas.empty()
+                ? fmt::format("{} at tp {}, micro-batch {}", type, tp, micro_batch)
+                : type;
+        out += layer_ops_text(evaluator.model(), title,
+                              evaluator.layer_ops(static_cast<int64_t>(g), s));
+        return;
+      }
+  };
+  for (const StagePrediction& stage : p.stages) {
+    if (stage.stage.replicas.empty()) show(stage.stage.gpu_type, strategy.tp, strategy.micro_batch);
+    for (const ReplicaGroup& r : stage.stage.replicas) show(r.gpu_type, r.tp, r.micro_batch);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -43,6 +80,9 @@ CommandRunner declare_predict(CLI::App& app) {
   app.add_flag("--no-default-calibration", o->no_default_calibration,
                "Do not load the shipped calibration_data/");
   app.add_option("--json", o->json, "Write the prediction as JSON to FILE ('-' for stdout)");
+  app.add_flag("--layer-ops", o->layer_ops,
+               "Also print each distinct layer's ops (GEMMs, kernels, attention, collectives) with "
+               "their times on each GPU type the stages use");
   return [o]() {
     std::vector<std::string> inputs = {o->strategy, o->model, o->cluster};
     inputs.insert(inputs.end(), o->calibration.begin(), o->calibration.end());
@@ -74,6 +114,7 @@ CommandRunner declare_predict(CLI::App& app) {
       if (!strategy.stages.empty() && strategy.devices() < cluster.num_gpus())
         fmt::print("note: the strategy uses {} of the {} GPUs; {}\n", strategy.devices(),
                    cluster.num_gpus(), idle_groups_text(cluster, strategy));
+      if (o->layer_ops) fmt::print("{}", layer_ops_of(evaluator, strategy, p));
     }
     if (!o->json.empty()) write_json_output(document, o->json);
     return 0;

@@ -161,6 +161,28 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
   return *it->second;
 }
 
+std::vector<LayerOps> Evaluator::layer_ops(int64_t group, const Strategy& s) const {
+  const NodeGroup& ng = cluster_.groups.at(static_cast<size_t>(group));
+  const GpuSpec& gpu = ng.node.gpu;
+  const Dtype dtype = cost_.compute_dtype(gpu, model_.dtype);
+  const int64_t tp_nodes = (s.tp + ng.node.gpus - 1) / ng.node.gpus;
+  const LayerGroups groups = representative_groups(group, tp_nodes, s);
+  const std::vector<LayerCost>& costs = layer_costs(group, tp_nodes, s);
+  std::vector<LayerOps> out;
+  std::map<int64_t, size_t> index;  // canonical layer -> its entry
+  for (size_t i = 0; i < model_.layers.size(); ++i) {
+    const int64_t c = canonical_layer_[i];
+    if (auto it = index.find(c); it != index.end()) {
+      ++out[it->second].count;
+      continue;
+    }
+    index.emplace(c, out.size());
+    const LayerWork w = eval::layer_work_under(model_.layers[i], s, gpu, cost_, dtype, framework_);
+    out.push_back({static_cast<int64_t>(i), 1, op_times(cost_, gpu, w, groups, dtype), costs[i]});
+  }
+  return out;
+}
+
 LayerGroups Evaluator::representative_groups(int64_t group, int64_t tp_nodes,
                                              const Strategy& s) const {
   const NodeGroup& ng = cluster_.groups[group];

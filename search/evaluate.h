@@ -12,6 +12,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/framework.h"
 #include "costmodel/model.h"
+#include "costmodel/op_times.h"
 #include "costmodel/topology.h"
 #include "search/rules.h"
 #include "search/strategy.h"
@@ -35,6 +36,14 @@ struct LayerCost {
   // Kernels launched per micro-batch, recomputation included (costmodel/layer_ops.h).
   double kernel_launches = 0;
   double total_s() const { return times.pass_s[0] + times.pass_s[1] + times.pass_s[2]; }
+};
+
+// One distinct layer of a model on one node kind under a strategy: its ops' times (before
+// corrections and overlaps) and its cost (after them).
+struct LayerOps {
+  int64_t first_layer = 0, count = 0;  // the first layer of its kind, and how many are alike
+  std::vector<OpTime> ops;
+  LayerCost cost;
 };
 
 struct PredictOptions {
@@ -64,6 +73,10 @@ class Evaluator {
   // a tensor-parallel group spans. Cached: safe to call from several threads.
   const std::vector<LayerCost>& layer_costs(int64_t group, int64_t tp_nodes,
                                             const Strategy& s) const;
+
+  // Every distinct layer's ops and cost on node kind `group`, a tensor-parallel group spanning
+  // as few nodes as it can (what `hetplan predict --layer-ops` prints).
+  std::vector<LayerOps> layer_ops(int64_t group, const Strategy& s) const;
 
   // The communicators a layer of node kind `group` uses: the tensor group over `tp_nodes` nodes,
   // and the context, expert and expert-tensor groups of a pipeline rank laid out in a row there.

@@ -91,12 +91,17 @@ void host_sync_stall(const LayerWork& w, const Recomputation& recompute, double 
   t.pass_s[kF] += t.host_sync_s;
 }
 
+LayerWork layer_work_under(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
+                           const CostModel& cost, Dtype dtype, const FrameworkSpec& framework) {
+  LayerShape shape = layer_shape(s, dtype, framework);
+  shape.attention_kernel = attention_kernel(framework, gpu, cost);
+  return layer_work(layer, shape);
+}
+
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
                      const LayerGroups& groups, const CostModel& cost, Dtype dtype,
                      const FrameworkSpec& framework, double host_s_per_kernel) {
-  LayerShape shape = layer_shape(s, dtype, framework);
-  shape.attention_kernel = attention_kernel(framework, gpu, cost);
-  const LayerWork w = layer_work(layer, shape);
+  const LayerWork w = layer_work_under(layer, s, gpu, cost, dtype, framework);
   LayerCost c;
   c.times = cost.layer_times(gpu, w, s.recomputation(), groups, dtype);
   if (s.tp_comm_overlap) overlap_tp_comm(gpu, w, cost, dtype, c.times);

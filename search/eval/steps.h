@@ -61,6 +61,9 @@ std::vector<LayerRange> given_ranges(const Strategy& s, int64_t layers);
 // excess over the device's own forward goes into t.pass_s[F] and t.host_sync_s.
 void host_sync_stall(const LayerWork& w, const Recomputation& recompute, double host_s_per_kernel,
                      LayerTimes& t);
+// The ops `layer` runs under the strategy and the framework on `gpu` (what cost_layer costs).
+LayerWork layer_work_under(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
+                           const CostModel& cost, Dtype dtype, const FrameworkSpec& framework);
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
                      const LayerGroups& groups, const CostModel& cost, Dtype dtype,
                      const FrameworkSpec& framework, double host_s_per_kernel);
