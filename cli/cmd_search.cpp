@@ -33,7 +33,7 @@ struct SearchCliOptions {
   int max_zero = 3;
   bool exhaustive = false, no_default_calibration = false, quiet = false;
   bool allow_idle_nodes = false;
-  bool mixed_replicas = false;
+  bool mixed_replicas = false, even_replica_shares = false;
   bool no_grad_accumulation_fusion = false;
   bool no_overlap_grad_reduce = false;
   bool no_sequence_parallel = false;
@@ -134,6 +134,10 @@ CommandRunner declare_search(CLI::App& app) {
                "Also search plans whose stages hold replica groups of several GPU types, each "
                "at its own tp and micro-batch, the batch split by speed; report the gain over "
                "the best uniform plan");
+  app.add_flag("--even-replica-shares", o->even_replica_shares,
+               "With --mixed-replicas: every replica takes the same samples at one micro-batch, "
+               "as Sailor's framework runs them (export --format sailor)")
+      ->needs("--mixed-replicas");
   app.add_flag("--quiet", o->quiet, "No progress on stderr (shown only on a terminal)");
   return [o]() {
     std::vector<std::string> inputs = {o->model, o->cluster};
@@ -206,7 +210,8 @@ CommandRunner declare_search(CLI::App& app) {
         run_context("search", profile), o->model, o->cluster, model, cluster, framework};
     Json document = search_document(in, o->global_batch, r);
     if (o->mixed_replicas)
-      document["mixed_replicas"] = mixed_replicas_json(evaluator, o->global_batch, r);
+      document["mixed_replicas"] =
+          mixed_replicas_json(evaluator, o->global_batch, r, o->even_replica_shares);
     if (o->json != "-") {
       fmt::print("{} ({:.2f}B parameters, sequence {}, global batch {}) on {} ({} GPUs) under {}\n",
                  model.name, model.parameters() / 1e9, model.seq_len, o->global_batch, cluster.name,

@@ -18,9 +18,9 @@ std::string bytes_text(double bytes) { return fmt::format("{:.1f} MB", bytes / 1
 
 std::string comm_what(const CommOp& c, const LayerGroups& groups) {
   const CommGroup& g = groups.of(c.scope);
-  std::string out = fmt::format("{} {} over {} ({} ranks, {} node{})", to_string(c.kind),
-                                bytes_text(c.bytes), to_string(c.scope), g.size, g.nodes,
-                                g.nodes == 1 ? "" : "s");
+  std::string out =
+      fmt::format("{} {} over {} ({} ranks, {} node{})", to_string(c.kind), bytes_text(c.bytes),
+                  to_string(c.scope), g.size, g.nodes, g.nodes == 1 ? "" : "s");
   if (c.repeats > 1) out += fmt::format(", {} transfers", c.repeats);
   if (c.dedup_experts > 0) out += ", a token once per destination";
   if (c.overlap == CommOverlap::kAttention) out += ", before hiding behind attention";
@@ -36,15 +36,15 @@ std::vector<OpTime> op_times(const CostModel& cost, const GpuSpec& gpu, const La
     out.push_back({g.name, "gemm", g.pass, cost.gemm_op_s(gpu, dtype, g), gemm_what(g, dtype)});
   const double launch_s = cost.fit(gpu).launch_s;
   for (const MemoryOp& m : work.memory_ops) {
-    const double s = cost.memory_op_s(gpu, m.kernel, m.bytes) +
-                     static_cast<double>(m.launches - 1) * launch_s;
+    const double s =
+        cost.memory_op_s(gpu, m.kernel, m.bytes) + static_cast<double>(m.launches - 1) * launch_s;
     std::string what = bytes_text(m.bytes);
     if (m.launches > 1) what += fmt::format(", {} kernels", m.launches);
     out.push_back({m.kernel, "memory", m.pass, s, what});
   }
   for (const AttentionOp& a : work.attention) {
-    std::string what = fmt::format("b{} heads {}/{} s{} d{}", a.batch, a.heads, a.kv_heads,
-                                   a.seq_len, a.head_dim);
+    std::string what =
+        fmt::format("b{} heads {}/{} s{} d{}", a.batch, a.heads, a.kv_heads, a.seq_len, a.head_dim);
     if (a.kv_seq_len > 0) what += fmt::format(" kv{}", a.kv_seq_len);
     if (a.window > 0) what += fmt::format(" window {}", a.window);
     if (a.speed != 1) what += fmt::format(", kernel at {:.2f}x the calibrated", a.speed);

@@ -14,8 +14,8 @@ std::string layer_heading(const ModelSpec& model, const LayerOps& l) {
   const double total_s = l.cost.total_s();
   std::string out = fmt::format("layer {} {}", l.first_layer, first.name);
   if (l.count > 1) out += fmt::format(" and {} alike", l.count - 1);
-  out += fmt::format(": F {}  B {}  W {} = {} a micro-batch", format_seconds(l.cost.times.pass_s[0]),
-                     format_seconds(l.cost.times.pass_s[1]),
+  out += fmt::format(": F {}  B {}  W {} = {} a micro-batch",
+                     format_seconds(l.cost.times.pass_s[0]), format_seconds(l.cost.times.pass_s[1]),
                      format_seconds(l.cost.times.pass_s[2]), format_seconds(total_s));
   if (l.cost.times.recompute_s > 0)
     out += fmt::format(" (B re-runs {})", format_seconds(l.cost.times.recompute_s));

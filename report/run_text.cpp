@@ -226,8 +226,11 @@ std::string search_counts_text(const Json& document) { return counts_text(docume
 std::string mixed_replicas_text(const Json& document) {
   if (!document.contains("mixed_replicas") || document["mixed_replicas"].empty()) return "";
   const Json& m = document["mixed_replicas"];
-  const std::string costed = fmt::format("{} predictions in {}", m["evaluated"].get<int64_t>(),
-                                         format_seconds(m["elapsed_s"].get<double>()));
+  const bool even = m.value("even_shares", false);
+  const std::string costed = fmt::format(
+      "{} predictions in {}{}", m["evaluated"].get<int64_t>(),
+      format_seconds(m["elapsed_s"].get<double>()),
+      even ? "; every replica the same samples at one micro-batch, as Sailor runs them" : "");
   if (!m.contains("strategy"))
     return fmt::format("\nmixed replicas: no feasible plan with replica groups ({})\n", costed);
   const Json& predicted = m["strategy"]["predicted"];

@@ -94,22 +94,23 @@ Strategy type_alone(const ReplicaSearchOptions& o, const TypeDevices& t, const T
   return s;
 }
 
-// Each type's fastest shape (none when no shape of it fits).
-std::vector<std::optional<TypeShape>> fastest_shapes(
+// Each type's shapes that fit, one per tensor width and micro-batch: the fastest of its
+// recomputations (the base's, then more of it where that is what lets it fit).
+std::vector<std::vector<TypeShape>> fitting_shapes(
     const Evaluator& ev, const ReplicaSearchOptions& o, const std::vector<TypeDevices>& types,
     const std::vector<std::pair<int64_t, int64_t>>& ranges, int64_t& evaluated) {
   const auto pp = static_cast<int64_t>(ranges.size());
   int64_t all = 0;
   for (const auto& t : types) all += static_cast<int64_t>(t.devices.size());
-  std::vector<std::optional<TypeShape>> out(types.size());
-  // The base's recomputation, then more of it where that is what lets a type fit.
+  std::vector<std::vector<TypeShape>> out(types.size());
   std::vector<Recompute> recompute = {o.base.recompute};
   for (Recompute r : {Recompute::kSelective, Recompute::kFull})
     if (r > o.base.recompute) recompute.push_back(r);
   for (size_t i = 0; i < types.size(); ++i)
-    for (Recompute rc : recompute)
-      for (int64_t tp : o.tensor_widths)
-        for (int64_t mb : o.micro_batches) {
+    for (int64_t tp : o.tensor_widths)
+      for (int64_t mb : o.micro_batches) {
+        std::optional<TypeShape> best;
+        for (Recompute rc : recompute) {
           TypeShape shape{i, tp, mb, static_cast<int64_t>(types[i].devices.size()) / (pp * tp), rc};
           if (tp > types[i].node_gpus || shape.replicas < 1) continue;
           const double share = static_cast<double>(types[i].devices.size()) / all;
@@ -119,24 +120,53 @@ std::vector<std::optional<TypeShape>> fastest_shapes(
           const Prediction p = ev.predict(s);
           if (!p.feasible) continue;
           shape.samples_per_s = p.samples_per_s;
-          if (!out[i] || shape.samples_per_s > out[i]->samples_per_s) out[i] = shape;
+          if (!best || shape.samples_per_s > best->samples_per_s) best = shape;
         }
+        if (best) out[i].push_back(*best);
+      }
   return out;
 }
 
-// The strategy with one pipeline per type of `chosen`, the batch split by their speeds; none when
-// the split leaves a replica without a micro-batch.
-std::optional<Strategy> mixed_strategy(const ReplicaSearchOptions& o,
-                                       const std::vector<TypeDevices>& types,
-                                       const std::vector<TypeShape>& chosen,
-                                       const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+// Each type's fastest shape (none when no shape of it fits).
+std::vector<std::optional<TypeShape>> fastest_shapes(
+    const std::vector<std::vector<TypeShape>>& fitting) {
+  std::vector<std::optional<TypeShape>> out(fitting.size());
+  for (size_t i = 0; i < fitting.size(); ++i)
+    for (const TypeShape& shape : fitting[i])
+      if (!out[i] || shape.samples_per_s > out[i]->samples_per_s) out[i] = shape;
+  return out;
+}
+
+// Samples of each chosen type: in proportion to their speeds in whole micro-batches, or with
+// `even` the same for every replica (none where the batch does not divide so).
+std::vector<int64_t> type_samples(const std::vector<TypeShape>& chosen, int64_t global_batch,
+                                  bool even) {
+  if (even) {
+    int64_t replicas = 0;
+    for (const TypeShape& c : chosen) replicas += c.replicas;
+    const int64_t per_replica = global_batch / replicas;
+    if (per_replica * replicas != global_batch || per_replica % chosen[0].micro_batch != 0)
+      return {};
+    std::vector<int64_t> samples;
+    for (const TypeShape& c : chosen) samples.push_back(c.replicas * per_replica);
+    return samples;
+  }
   std::vector<double> speeds;
   std::vector<int64_t> granules;
   for (const TypeShape& c : chosen) {
     speeds.push_back(c.samples_per_s);
     granules.push_back(c.micro_batch);
   }
-  const std::vector<int64_t> samples = split_samples(speeds, granules, o.global_batch);
+  return split_samples(speeds, granules, global_batch);
+}
+
+// The strategy with one pipeline per type of `chosen`, the batch split by type_samples; none when
+// the split leaves a replica without a micro-batch.
+std::optional<Strategy> mixed_strategy(const ReplicaSearchOptions& o,
+                                       const std::vector<TypeDevices>& types,
+                                       const std::vector<TypeShape>& chosen,
+                                       const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  const std::vector<int64_t> samples = type_samples(chosen, o.global_batch, o.even_shares);
   if (samples.empty()) return std::nullopt;
   Strategy s = o.base;
   s.pp = static_cast<int64_t>(ranges.size());
@@ -163,6 +193,63 @@ std::optional<Strategy> mixed_strategy(const ReplicaSearchOptions& o,
   return s;
 }
 
+// One mixed plan of `chosen` costed (the split by the types' speeds alone, then again by the
+// pipelines' own speeds in the mixed plan, their micro-batch counts changing their bubbles, while
+// that helps; even shares do not move), the best kept in `out`.
+void try_mixed(const Evaluator& ev, const ReplicaSearchOptions& o,
+               const std::vector<TypeDevices>& types, std::vector<TypeShape> chosen,
+               const std::vector<std::pair<int64_t, int64_t>>& ranges, ReplicaSearchResult& out) {
+  const int refinements = o.even_shares ? 1 : kSplitRefinements;
+  for (int refine = 0; refine < refinements; ++refine) {
+    const std::optional<Strategy> s = mixed_strategy(o, types, chosen, ranges);
+    if (!s || ev.broken_rule(*s)) break;
+    ++out.evaluated;
+    Prediction p = ev.predict(*s);
+    if (!p.feasible) break;
+    ++out.feasible;
+    for (size_t g = 0; g < chosen.size(); ++g)
+      chosen[g].samples_per_s =
+          static_cast<double>(p.groups[g].spec.samples) / p.groups[g].pipeline_s;
+    const bool better = !out.best || p.iteration_s < out.best->predicted.iteration_s;
+    if (better) out.best = RankedStrategy{*s, std::move(p)};
+    if (!better && refine > 0) break;
+  }
+}
+
+// Every subset of two types or more of which each has a shape that fits (one type is a uniform
+// plan). Proportional shares: each type at its fastest shape. Even shares: every combination of
+// the types' shapes, since a type's own speed no longer sets its share (a slow type's wider
+// replicas, fewer of them, each take the same samples as a fast type's).
+void try_type_subsets(const Evaluator& ev, const ReplicaSearchOptions& o,
+                      const std::vector<TypeDevices>& types,
+                      const std::vector<std::vector<TypeShape>>& fitting,
+                      const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                      ReplicaSearchResult& out) {
+  const std::vector<std::optional<TypeShape>> fastest = fastest_shapes(fitting);
+  for (uint32_t mask = 1; mask < (1u << types.size()); ++mask) {
+    std::vector<size_t> members;
+    for (size_t i = 0; i < types.size(); ++i)
+      if ((mask >> i & 1u) && !fitting[i].empty()) members.push_back(i);
+    if (members.size() < 2 || members.size() != static_cast<size_t>(__builtin_popcount(mask)))
+      continue;
+    if (!o.even_shares) {
+      std::vector<TypeShape> chosen;
+      for (size_t i : members) chosen.push_back(*fastest[i]);
+      try_mixed(ev, o, types, std::move(chosen), ranges, out);
+      continue;
+    }
+    std::vector<size_t> pick(members.size(), 0);  // an odometer over the members' shapes
+    for (;;) {
+      std::vector<TypeShape> chosen;
+      for (size_t m = 0; m < members.size(); ++m) chosen.push_back(fitting[members[m]][pick[m]]);
+      try_mixed(ev, o, types, std::move(chosen), ranges, out);
+      size_t m = 0;
+      while (m < members.size() && ++pick[m] == fitting[members[m]].size()) pick[m++] = 0;
+      if (m == members.size()) break;
+    }
+  }
+}
+
 }  // namespace
 
 ReplicaSearchResult search_replicas(const Evaluator& ev, const ReplicaSearchOptions& o) {
@@ -183,30 +270,17 @@ ReplicaSearchResult search_replicas(const Evaluator& ev, const ReplicaSearchOpti
   for (int64_t pp : o.pipeline_depths) {
     if (pp > layers) continue;
     const auto ranges = balanced_ranges(costs, pp);
-    const auto shapes = fastest_shapes(ev, o, types, ranges, out.evaluated);
-    // Every subset of the types with a shape that fits, two types or more (one is a uniform plan).
-    for (uint32_t mask = 1; mask < (1u << types.size()); ++mask) {
-      std::vector<TypeShape> chosen;
-      for (size_t i = 0; i < types.size(); ++i)
-        if ((mask >> i & 1u) && shapes[i]) chosen.push_back(*shapes[i]);
-      if (chosen.size() < 2 || chosen.size() != static_cast<size_t>(__builtin_popcount(mask)))
-        continue;
-      // The split by each type's speed alone, then again by the pipelines' own speeds in the
-      // mixed plan (their micro-batch counts change their bubbles) while that helps.
-      for (int refine = 0; refine < kSplitRefinements; ++refine) {
-        const std::optional<Strategy> s = mixed_strategy(o, types, chosen, ranges);
-        if (!s || ev.broken_rule(*s)) break;
-        ++out.evaluated;
-        Prediction p = ev.predict(*s);
-        if (!p.feasible) break;
-        ++out.feasible;
-        for (size_t g = 0; g < chosen.size(); ++g)
-          chosen[g].samples_per_s =
-              static_cast<double>(p.groups[g].spec.samples) / p.groups[g].pipeline_s;
-        const bool better = !out.best || p.iteration_s < out.best->predicted.iteration_s;
-        if (better) out.best = RankedStrategy{*s, std::move(p)};
-        if (!better && refine > 0) break;
-      }
+    if (!o.even_shares) {
+      try_type_subsets(ev, o, types, fitting_shapes(ev, o, types, ranges, out.evaluated), ranges,
+                       out);
+      continue;
+    }
+    // Even shares: one micro-batch for every type.
+    for (int64_t mb : o.micro_batches) {
+      ReplicaSearchOptions one = o;
+      one.micro_batches = {mb};
+      try_type_subsets(ev, one, types, fitting_shapes(ev, one, types, ranges, out.evaluated),
+                       ranges, out);
     }
   }
   out.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -225,18 +299,21 @@ Strategy replica_base(const Strategy& best) {
   return s;
 }
 
-Json mixed_replicas_json(const Evaluator& ev, int64_t global_batch, const SearchResult& r) {
+Json mixed_replicas_json(const Evaluator& ev, int64_t global_batch, const SearchResult& r,
+                         bool even_shares) {
   Json out = Json::object();
   if (r.top.empty()) return out;
   ReplicaSearchOptions ro;
   ro.global_batch = global_batch;
   ro.base = replica_base(r.top.front().strategy);
+  ro.even_shares = even_shares;
   const ReplicaSearchResult m = search_replicas(ev, ro);
   const double uniform_s = r.top.front().predicted.iteration_s;
   out["evaluated"] = m.evaluated;
   out["feasible"] = m.feasible;
   out["elapsed_s"] = m.elapsed_s;
   out["best_uniform_iteration_s"] = uniform_s;
+  out["even_shares"] = even_shares;
   if (m.best) {
     Json strategy = to_json(m.best->strategy);
     strategy["predicted"] = to_json(m.best->predicted);

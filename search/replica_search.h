@@ -23,6 +23,11 @@ struct ReplicaSearchOptions {
   std::vector<int64_t> micro_batches = {1, 2, 4, 8};
   // Schedule, recomputation and switches every candidate takes (the framework's defaults).
   Strategy base;
+  // Every replica takes the same samples at one micro-batch, as Sailor's framework runs them
+  // (its DeepSpeed fork writes one train_micro_batch_size_per_gpu and gradient_accumulation_steps
+  // for every replica: report/export/sailor_export.cpp): the types' speeds choose their tensor
+  // widths, not their shares. false: shares in proportion to speed, each type its micro-batch.
+  bool even_shares = false;
 };
 
 struct ReplicaSearchResult {
@@ -40,8 +45,9 @@ Strategy replica_base(const Strategy& best);
 
 // `search --mixed-replicas`: the best plan with replica groups next to the search's best uniform
 // one, as the search document's "mixed_replicas": {"evaluated", "feasible", "elapsed_s",
-// "best_uniform_iteration_s", and where one fits "strategy" (with its "predicted") and
-// "gain_over_uniform"}; {} when the search found no uniform plan.
-Json mixed_replicas_json(const Evaluator& ev, int64_t global_batch, const SearchResult& r);
+// "best_uniform_iteration_s", "even_shares", and where one fits "strategy" (with its
+// "predicted") and "gain_over_uniform"}; {} when the search found no uniform plan.
+Json mixed_replicas_json(const Evaluator& ev, int64_t global_batch, const SearchResult& r,
+                         bool even_shares = false);
 
 }  // namespace hetplan

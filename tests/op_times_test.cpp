@@ -72,8 +72,8 @@ TEST(OpTimes, AlikeLayersAreListedOnce) {
   const ClusterSpec cluster = load_cluster("dgx-h100:1");
   const CostModel cost = datasheet_cost(cluster);
   const Evaluator ev(model, cluster, cost, load_framework("megatron-core"));
-  const Strategy s = testing::read_strategy(
-      R"({"dp": 2, "tp": 4, "pp": 1, "micro_batch": 1, "global_batch": 8})");
+  const Strategy s =
+      testing::read_strategy(R"({"dp": 2, "tp": 4, "pp": 1, "micro_batch": 1, "global_batch": 8})");
   const std::vector<LayerOps> layers = ev.layer_ops(0, s);
   // Embedding, 32 alike blocks, the head.
   ASSERT_EQ(layers.size(), 3u);

@@ -216,6 +216,35 @@ TEST_F(ReplicaCost, SearchSplitsTheBatchBetweenTypesByTheirSpeed) {
   EXPECT_GE(r.evaluated, r.feasible);
 }
 
+// As Sailor runs them: every replica the same samples at one micro-batch, and the types' widths
+// chosen for the plan, not for each type's own speed.
+TEST_F(ReplicaCost, EvenSharesGiveEveryReplicaTheSameSamples) {
+  const ClusterSpec cluster = load_cluster("p4d.24xlarge:1,p3.8xlarge:1");
+  const CostModel cost(profile_, cluster);
+  const Evaluator ev(model_, cluster, cost, testing::fixture_framework());
+  ReplicaSearchOptions o;
+  o.global_batch = 64;
+  o.even_shares = true;
+  const ReplicaSearchResult r = search_replicas(ev, o);
+  ASSERT_TRUE(r.best.has_value());
+  const auto& groups = r.best->predicted.groups;
+  ASSERT_GE(groups.size(), 2u);
+  int64_t samples = 0;
+  for (const auto& g : groups) {
+    if (g.stage == 0) samples += g.spec.samples;
+    EXPECT_EQ(g.spec.micro_batch, groups[0].spec.micro_batch);
+    EXPECT_EQ(g.spec.samples * groups[0].spec.replicas(),
+              groups[0].spec.samples * g.spec.replicas());
+  }
+  EXPECT_EQ(samples, 64);
+  // No faster than the proportional split, which may also give the types their own micro-batch.
+  ReplicaSearchOptions proportional = o;
+  proportional.even_shares = false;
+  const ReplicaSearchResult free = search_replicas(ev, proportional);
+  ASSERT_TRUE(free.best.has_value());
+  EXPECT_LE(free.best->predicted.iteration_s, r.best->predicted.iteration_s * (1 + 1e-12));
+}
+
 // Sailor's OPT-350M plan on its A100 + V100 cluster (examples/): predict writes every group's
 // figures; no export format runs it.
 TEST(ReplicaCli, PredictWritesTheGroupsAndExportRefuses) {
