@@ -30,11 +30,11 @@ struct PredictOptions {
 };
 
 // Each distinct layer's ops on every GPU type the prediction's stages run on (each replica
-// group's type at its own tensor width and micro-batch), in stage order.
-std::string layer_ops_of(const Evaluator& evaluator, const Strategy& strategy,
-                         const Prediction& p) {
+// group's type at its own tensor width and micro-batch), in stage order: the document's
+// "layer_ops".
+Json layer_ops_of(const Evaluator& evaluator, const Strategy& strategy, const Prediction& p) {
   std::vector<std::tuple<std::string, int64_t, int64_t>> shown;  // type, tp, micro-batch
-  std::string out;
+  Json out = Json::array();
   const auto show = [&](const std::string& type, int64_t tp, int64_t micro_batch) {
     const auto key = std::make_tuple(type, tp, micro_batch);
     if (std::find(shown.begin(), shown.end(), key) != shown.end()) return;
@@ -45,12 +45,8 @@ std::string layer_ops_of(const Evaluator& evaluator, const Strategy& strategy,
     s.micro_batch = micro_batch;
     for (size_t g = 0; g < cluster.groups.size(); ++g)
       if (cluster.groups[g].node.gpu.name == type) {
-        const std::string title =
-            strategy.stages.size() > 0 && !strategy.stages[0].replicas.empty()
-                ? fmt::format("{} at tp {}, micro-batch {}", type, tp, micro_batch)
-                : type;
-        out += layer_ops_text(evaluator.model(), title,
-                              evaluator.layer_ops(static_cast<int64_t>(g), s));
+        out.push_back(layer_ops_json(evaluator.model(), type, tp, micro_batch,
+                                     evaluator.layer_ops(static_cast<int64_t>(g), s)));
         return;
       }
   };
@@ -80,9 +76,10 @@ CommandRunner declare_predict(CLI::App& app) {
   app.add_flag("--no-default-calibration", o->no_default_calibration,
                "Do not load the shipped calibration_data/");
   app.add_option("--json", o->json, "Write the prediction as JSON to FILE ('-' for stdout)");
-  app.add_flag("--layer-ops", o->layer_ops,
-               "Also print each distinct layer's ops (GEMMs, kernels, attention, collectives) with "
-               "their times on each GPU type the stages use");
+  app.add_flag(
+      "--layer-ops", o->layer_ops,
+      "Also print each distinct layer's ops (GEMMs, kernels, attention, collectives) with "
+      "their times on each GPU type the stages use (and write them as the JSON's layer_ops)");
   return [o]() {
     std::vector<std::string> inputs = {o->strategy, o->model, o->cluster};
     inputs.insert(inputs.end(), o->calibration.begin(), o->calibration.end());
@@ -106,7 +103,8 @@ CommandRunner declare_predict(CLI::App& app) {
         naming_input(o->strategy, "stages", [&] { return evaluator.predict(strategy); });
     const RunDocumentInputs in{
         run_context("predict", profile), o->model, o->cluster, model, cluster, framework};
-    const Json document = prediction_document(in, strategy, p);
+    Json document = prediction_document(in, strategy, p);
+    if (o->layer_ops) document["layer_ops"] = layer_ops_of(evaluator, strategy, p);
     if (o->json != "-") {
       fmt::print("model {} ({:.2f}B parameters, sequence {}) on {} ({} GPUs)\n", model.name,
                  model.parameters() / 1e9, model.seq_len, cluster.name, cluster.num_gpus());
@@ -114,7 +112,7 @@ CommandRunner declare_predict(CLI::App& app) {
       if (!strategy.stages.empty() && strategy.devices() < cluster.num_gpus())
         fmt::print("note: the strategy uses {} of the {} GPUs; {}\n", strategy.devices(),
                    cluster.num_gpus(), idle_groups_text(cluster, strategy));
-      if (o->layer_ops) fmt::print("{}", layer_ops_of(evaluator, strategy, p));
+      fmt::print("{}", layer_ops_text(document, strategy.has_replicas()));
     }
     if (!o->json.empty()) write_json_output(document, o->json);
     return 0;

@@ -1,17 +1,28 @@
-// The table `hetplan predict --layer-ops` prints: each distinct layer's ops with their times per
-// micro-batch, heaviest first in each pass, against the layer's passes as the prediction takes
-// them (after whole-layer corrections, recomputation, overlap and host stalls).
+// `hetplan predict --layer-ops`: each distinct layer's ops with their times per micro-batch, as
+// the prediction document's "layer_ops" (docs/cli.md), and the table printed from it: heaviest
+// first in each pass, against the layer's passes as the prediction takes them (after whole-layer
+// corrections, recomputation, overlap and host stalls).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "costmodel/document.h"
 #include "costmodel/model.h"
 #include "search/evaluate.h"
 
 namespace hetplan {
 
-std::string layer_ops_text(const ModelSpec& model, const std::string& gpu_type,
-                           const std::vector<LayerOps>& layers);
+// One GPU type's entry of "layer_ops": {"gpu_type", "tp", "micro_batch", "layers": [{
+// "first_layer", "name", "count", "forward_s", "backward_input_s", "backward_weight_s",
+// "recompute_s", "host_sync_s", "corrected", "ops": [{"name", "kind", "pass", "seconds",
+// "what"}]}]}.
+Json layer_ops_json(const ModelSpec& model, const std::string& gpu_type, int64_t tp,
+                    int64_t micro_batch, const std::vector<LayerOps>& layers);
+
+// The table of a prediction document's "layer_ops" ("" where it has none); `replicas`: name each
+// type with its tp and micro-batch (they differ between replica groups).
+std::string layer_ops_text(const Json& document, bool replicas);
 
 }  // namespace hetplan

@@ -108,6 +108,29 @@ TEST(OpTimes, PredictPrintsThemWhenAsked) {
   EXPECT_TRUE(contains(shown.output, "and 23 alike")) << shown.output;
   EXPECT_TRUE(contains(shown.output, "backward_weight ops")) << shown.output;
   EXPECT_TRUE(contains(shown.output, "attention")) << shown.output;
+  // The same in the JSON (and nothing without the flag).
+  const auto json_path = dir / "p.json";
+  ASSERT_EQ(testing::run_hetplan(args + " --json " + json_path.string()).exit_code, 0);
+  EXPECT_FALSE(nlohmann::json::parse(std::ifstream(json_path)).contains("layer_ops"));
+  ASSERT_EQ(testing::run_hetplan(args + " --layer-ops --json " + json_path.string()).exit_code, 0);
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(json_path));
+  ASSERT_EQ(doc["layer_ops"].size(), 1u);
+  const nlohmann::json& type = doc["layer_ops"][0];
+  EXPECT_EQ(type["gpu_type"], "h100-sxm");
+  EXPECT_EQ(type["tp"], 1);
+  ASSERT_EQ(type["layers"].size(), 3u);  // embedding, 24 alike blocks, head
+  const nlohmann::json& block = type["layers"][1];
+  EXPECT_EQ(block["count"], 24);
+  // The shipped H100 calibration timed gpt2-medium's blocks whole: their passes are the ops
+  // scaled by those timings, and the table says so.
+  EXPECT_TRUE(block["corrected"].get<bool>());
+  EXPECT_TRUE(contains(shown.output, "and 23 alike: F")) << shown.output;
+  EXPECT_TRUE(contains(shown.output, "whole-layer timings scale its ops")) << shown.output;
+  double forward_s = 0;
+  for (const auto& op : block["ops"])
+    if (op["pass"] == "forward") forward_s += op["seconds"].get<double>();
+  EXPECT_GT(forward_s, 0);
+  EXPECT_GT(block["forward_s"].get<double>(), 0);
 }
 
 }  // namespace
