@@ -21,6 +21,8 @@ Json layer_json(const ModelSpec& model, const LayerOps& l) {
   j["recompute_s"] = l.cost.times.recompute_s;
   j["host_sync_s"] = l.cost.times.host_sync_s;
   j["corrected"] = l.cost.times.correction != nullptr;
+  j["kernels"] = l.cost.kernel_launches;
+  j["host_s"] = l.cost.kernel_launches * l.host_s_per_kernel;
   Json ops = Json::array();
   for (const OpTime& op : l.ops)
     ops.push_back({{"name", op.name},
@@ -48,6 +50,9 @@ std::string layer_heading(const Json& l) {
   if (const double h = l["host_sync_s"].get<double>(); h > 0)
     out += fmt::format(" (F waits {} for the host)", format_seconds(h));
   if (l["corrected"].get<bool>()) out += "; whole-layer timings scale its ops";
+  out += fmt::format("\n  {:.0f} kernels a micro-batch", l["kernels"].get<double>());
+  if (const double host_s = l["host_s"].get<double>(); host_s > 0)
+    out += fmt::format(", {} for the host to issue them", format_seconds(host_s));
   return out + "\n";
 }
 

@@ -16,8 +16,9 @@ namespace hetplan {
 
 // One GPU type's entry of "layer_ops": {"gpu_type", "tp", "micro_batch", "layers": [{
 // "first_layer", "name", "count", "forward_s", "backward_input_s", "backward_weight_s",
-// "recompute_s", "host_sync_s", "corrected", "ops": [{"name", "kind", "pass", "seconds",
-// "what"}]}]}.
+// "recompute_s", "host_sync_s", "corrected", "kernels", "host_s", "ops": [{"name", "kind", "pass",
+// "seconds", "what"}]}]}: "kernels" a micro-batch (recomputation included), "host_s" the host's
+// time to issue them.
 Json layer_ops_json(const ModelSpec& model, const std::string& gpu_type, int64_t tp,
                     int64_t micro_batch, const std::vector<LayerOps>& layers);
 

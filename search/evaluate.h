@@ -44,6 +44,7 @@ struct LayerOps {
   int64_t first_layer = 0, count = 0;  // the first layer of its kind, and how many are alike
   std::vector<OpTime> ops;
   LayerCost cost;
+  double host_s_per_kernel = 0;  // what the host takes to issue each of cost.kernel_launches
 };
 
 struct PredictOptions {

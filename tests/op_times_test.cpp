@@ -131,6 +131,10 @@ TEST(OpTimes, PredictPrintsThemWhenAsked) {
     if (op["pass"] == "forward") forward_s += op["seconds"].get<double>();
   EXPECT_GT(forward_s, 0);
   EXPECT_GT(block["forward_s"].get<double>(), 0);
+  // Its kernels and the host's time to issue them at the framework's 28 us a kernel (eager).
+  EXPECT_GT(block["kernels"].get<double>(), 10);
+  EXPECT_NEAR(block["host_s"].get<double>(), block["kernels"].get<double>() * 2.8e-5, 1e-12);
+  EXPECT_TRUE(contains(shown.output, "for the host to issue them")) << shown.output;
 }
 
 }  // namespace
