@@ -108,6 +108,11 @@ double CostModel::memory_op_s(const GpuSpec& gpu, const std::string& kernel, dou
   return f.launch_s + bytes / (gpu.memory_GBps * f.memory_efficiency * 1e9);
 }
 
+double CostModel::memory_op_s(const GpuSpec& gpu, const MemoryOp& op) const {
+  return memory_op_s(gpu, op.kernel, op.bytes) +
+         static_cast<double>(op.launches - 1) * cost(gpu).fit.launch_s;
+}
+
 double CostModel::attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp& op) const {
   const GpuFit& f = cost(gpu).fit;
   const double peak = gpu.peak_flops(compute_dtype(gpu, dtype));
@@ -191,10 +196,7 @@ LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& wo
     if (recomputed(recompute, g.pass, g.group)) recomputed_ops += s;
   }
   for (const auto& m : work.memory_ops) {
-    // An eager sequence of `launches` kernels pays the launch gap of each.
-    const double op_s = memory_op_s(gpu, m.kernel, m.bytes) +
-                        static_cast<double>(m.launches - 1) * cost(gpu).fit.launch_s;
-    const double s = scale.rate[static_cast<int>(m.pass)] * op_s;
+    const double s = scale.rate[static_cast<int>(m.pass)] * memory_op_s(gpu, m);
     t.pass_s[static_cast<int>(m.pass)] += s;
     if (recomputed(recompute, m.pass, m.group)) recomputed_ops += s;
   }

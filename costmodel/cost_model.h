@@ -80,6 +80,9 @@ class CostModel {
   // per-expert GEMMs (GemmOp::streams) side by side on their streams.
   double gemm_op_s(const GpuSpec& gpu, Dtype dtype, const GemmOp& op) const;
   double memory_op_s(const GpuSpec& gpu, const std::string& kernel, double bytes) const;
+  // A layer's memory-bound op: its kernel at its bytes, and an eager sequence of `launches`
+  // kernels the launch gap of each after the first.
+  double memory_op_s(const GpuSpec& gpu, const MemoryOp& op) const;
   double attention_s(const GpuSpec& gpu, Dtype dtype, const AttentionOp& op) const;
   // One layer's passes on `gpu` with its tensor-parallel group `tp`: the sum of its ops, corrected
   // per pass where the profile timed whole layers of this shape on this GPU type (a ratio, or a

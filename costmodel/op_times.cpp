@@ -34,13 +34,10 @@ std::vector<OpTime> op_times(const CostModel& cost, const GpuSpec& gpu, const La
   std::vector<OpTime> out;
   for (const GemmOp& g : work.gemms)
     out.push_back({g.name, "gemm", g.pass, cost.gemm_op_s(gpu, dtype, g), gemm_what(g, dtype)});
-  const double launch_s = cost.fit(gpu).launch_s;
   for (const MemoryOp& m : work.memory_ops) {
-    const double s =
-        cost.memory_op_s(gpu, m.kernel, m.bytes) + static_cast<double>(m.launches - 1) * launch_s;
     std::string what = bytes_text(m.bytes);
     if (m.launches > 1) what += fmt::format(", {} kernels", m.launches);
-    out.push_back({m.kernel, "memory", m.pass, s, what});
+    out.push_back({m.kernel, "memory", m.pass, cost.memory_op_s(gpu, m), what});
   }
   for (const AttentionOp& a : work.attention) {
     std::string what =
