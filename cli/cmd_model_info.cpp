@@ -107,9 +107,21 @@ std::string layer_line(const LayerSpec& l) {
                      h.output_bias ? " output-bias" : "");
 }
 
+// Under per-op recomputation (a framework's op_recompute), the share of the forward's work on the
+// layer's GEMMs, by FLOPs, that runs again in backward (0 without it).
+double op_rerun_share(const LayerWork& w) {
+  double all = 0, rerun = 0;
+  for (const auto& g : w.gemms)
+    if (g.pass == Pass::kForward) {
+      all += g.shape.flops();
+      rerun += g.shape.flops() * g.op_rerun;
+    }
+  return all > 0 ? rerun / all : 0;
+}
+
 // One layer's work as the cost model decomposes it (costmodel/layer_ops.h), for tools that compare
 // it with what a framework runs (scripts/harness_vs_model.py).
-Json work_json(const LayerWork& w) {
+Json work_json(const LayerWork& w, bool op_policy) {
   Json gemms = Json::array(), memory = Json::array(), attention = Json::array(),
        comms = Json::array();
   for (const auto& g : w.gemms) {
@@ -146,18 +158,24 @@ Json work_json(const LayerWork& w) {
                      {"pass", to_string(c.pass)},
                      {"kind", to_string(c.kind)},
                      {"bytes", whole_number_json(c.bytes)}});
-  return {{"gemms", gemms},
-          {"memory_ops", memory},
-          {"attention", attention},
-          {"comms", comms},
-          {"activation_bytes",
-           {{"none", whole_number_json(w.activation(Recompute::kNone))},
-            {"selective", whole_number_json(w.activation(Recompute::kSelective))},
-            {"full", whole_number_json(w.activation(Recompute::kFull))}}},
-          {"output_bytes", whole_number_json(w.output_bytes)},
-          {"transient_bytes", whole_number_json(w.transient_bytes)},
-          {"params", w.params},
-          {"model_flops", {w.model_flops[0], w.model_flops[1], w.model_flops[2]}}};
+  Json out = {{"gemms", gemms},
+              {"memory_ops", memory},
+              {"attention", attention},
+              {"comms", comms},
+              {"activation_bytes",
+               {{"none", whole_number_json(w.activation(Recompute::kNone))},
+                {"selective", whole_number_json(w.activation(Recompute::kSelective))},
+                {"full", whole_number_json(w.activation(Recompute::kFull))}}},
+
+              {"output_bytes", whole_number_json(w.output_bytes)},
+              {"transient_bytes", whole_number_json(w.transient_bytes)},
+              {"params", w.params},
+              {"model_flops", {w.model_flops[0], w.model_flops[1], w.model_flops[2]}}};
+  if (op_policy) {  // the framework recomputes per op (its op_recompute)
+    out["activation_bytes"]["op"] = whole_number_json(w.activation(Recompute::kOp));
+    out["op_rerun_share"] = op_rerun_share(w);
+  }
+  return out;
 }
 
 }  // namespace
@@ -261,7 +279,8 @@ CommandRunner declare_model_info(CLI::App& app) {
           j["work_shape"]["microbatches"] = shape.microbatches;
         }
         for (size_t i = 0; i < m.layers.size(); ++i)
-          j["layers"][i]["work"] = work_json(layer_work(m.layers[i], shape));
+          j["layers"][i]["work"] =
+              work_json(layer_work(m.layers[i], shape), framework && framework->op_recompute);
       }
       write_json_output(j, o->json);
       if (o->json == "-") return 0;

@@ -68,9 +68,10 @@ CommandRunner declare_search(CLI::App& app) {
                  "Pipeline schedules to consider (default: all the framework runs)")
       ->delimiter(',');
   app.add_option("--recompute", o->recompute,
-                 "Recomputation modes to consider: none, selective, full (default: all)")
+                 "Recomputation modes to consider: none, selective, full, op (default: all "
+                 "the framework runs)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"none", "selective", "full"}));
+      ->check(CLI::IsMember({"none", "selective", "full", "op"}));
   app.add_flag("--no-sequence-parallel", o->no_sequence_parallel,
                "Tensor parallelism without sequence parallelism only (frameworks that lack it)");
   app.add_option("--micro-batches", o->micro_batches,

@@ -193,18 +193,18 @@ LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& wo
   for (const auto& g : work.gemms) {
     const double s = scale.rate[static_cast<int>(g.pass)] * gemm_op_s(gpu, dtype, g);
     t.pass_s[static_cast<int>(g.pass)] += s;
-    if (recomputed(recompute, g.pass, g.group)) recomputed_ops += s;
+    recomputed_ops += s * rerun_share(recompute, g.pass, g.group, g.op_rerun);
   }
   for (const auto& m : work.memory_ops) {
     const double s = scale.rate[static_cast<int>(m.pass)] * memory_op_s(gpu, m);
     t.pass_s[static_cast<int>(m.pass)] += s;
-    if (recomputed(recompute, m.pass, m.group)) recomputed_ops += s;
+    recomputed_ops += s * rerun_share(recompute, m.pass, m.group, m.op_rerun);
   }
   for (const auto& a : work.attention) {
     const double s = scale.rate[static_cast<int>(a.pass)] * attention_s(gpu, dtype, a);
     t.pass_s[static_cast<int>(a.pass)] += s;
     attention_pass_s[static_cast<int>(a.pass)] += s;
-    if (recomputed(recompute, a.pass, OpGroup::kDefault)) recomputed_ops += s;
+    recomputed_ops += s * rerun_share(recompute, a.pass, OpGroup::kDefault, a.op_rerun);
   }
   constexpr int kF = static_cast<int>(Pass::kForward);
   double recomputed = recomputed_ops;  // and, below, the communication they bring
@@ -224,11 +224,11 @@ LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& wo
     t.pass_s[p] += s;
     t.comm_s[scope][p] += s;
     if (c.scope == CommScope::kTensor) t.tp_comm_s[p] += s;
-    if (hetplan::recomputed(recompute, c.pass, c.group)) {
-      recomputed += s;
+    if (const double share = rerun_share(recompute, c.pass, c.group, c.op_rerun); share > 0) {
+      recomputed += s * share;
       constexpr int kB = static_cast<int>(Pass::kBackwardInput);
-      t.comm_s[scope][kB] += s;
-      if (c.scope == CommScope::kTensor) t.tp_comm_s[kB] += s;
+      t.comm_s[scope][kB] += s * share;
+      if (c.scope == CommScope::kTensor) t.tp_comm_s[kB] += s * share;
     }
   }
   t.recompute_s = recomputed;

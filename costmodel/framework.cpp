@@ -76,7 +76,7 @@ bool FrameworkSpec::can_run_schedule(std::string_view schedule) const {
 
 namespace {
 
-const std::initializer_list<std::string_view> kRecompute = {"none", "selective", "full"};
+const std::initializer_list<std::string_view> kRecompute = {"none", "selective", "full", "op"};
 const std::initializer_list<std::string_view> kAttention = {"fused", "unfused"};
 const std::initializer_list<std::string_view> kHostModes = {"eager", "compiled", "cuda-graphs"};
 const std::initializer_list<std::string_view> kStates = {"weights", "gradients", "master",
@@ -343,6 +343,31 @@ ExpertGemms read_expert_gemms(ObjectReader r) {
   return e;
 }
 
+// op_recompute: {saves: [matmul, attention, ...], every_second_matmul: B, recomputed_linears:
+// [..]}.
+OpRecompute read_op_recompute(ObjectReader r) {
+  OpRecompute o;
+  for (const auto& op : choices(r, "saves",
+                                {"matmul", "quantized_matmul", "grouped_matmul", "attention",
+                                 "reduce_scatter", "all_to_all", "all_gather"})) {
+    o.matmuls |= op == "matmul";
+    o.quantized_matmuls |= op == "quantized_matmul";
+    o.grouped_matmuls |= op == "grouped_matmul";
+    o.attention |= op == "attention";
+    o.reduce_scatter |= op == "reduce_scatter";
+    o.all_to_all |= op == "all_to_all";
+    o.all_gather |= op == "all_gather";
+  }
+  o.every_second_matmul = r.boolean_or("every_second_matmul", false);
+  o.quantized_linears_as_matmuls =
+      r.choice_or("quantized_linears", {"matmul", "scaled_mm"}, "scaled_mm") == "matmul";
+  if (o.every_second_matmul && !o.matmuls)
+    r.fail("every_second_matmul", "re-runs every second saved matmul: saves lists no matmul");
+  if (r.has("recomputed_linears")) o.recomputed_linears = r.strings("recomputed_linears");
+  r.finish();
+  return o;
+}
+
 // speed_vs_flash2: {forward: {HEAD_DIM: SPEED, ...}, backward: {...}}.
 std::map<int64_t, double> read_speeds(ObjectReader r) {
   std::map<int64_t, double> out;
@@ -397,8 +422,9 @@ void check_sources(const Json& root, const std::map<std::string, std::string>& s
                                    "measurement) for {} or a section above it",
                                    path));
   };
-  for (const char* section : {"can_run", "defaults", "precision", "ops", "compiled_ops",
-                              "host_s_per_kernel", "expert_gemms", "attention_kernels", "memory"})
+  for (const char* section :
+       {"can_run", "defaults", "precision", "ops", "compiled_ops", "host_s_per_kernel",
+        "expert_gemms", "op_recompute", "attention_kernels", "memory"})
     if (root.contains(section)) check(section, root.at(section));
   for (const auto& [key, text] : sources)
     if (text.empty()) throw InputError(origin, "sources." + key, "a non-empty source");
@@ -426,6 +452,13 @@ FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
   if (auto ops = r.optional_object("compiled_ops")) f.compiled_ops = read_ops(*ops);
   f.host_s_per_kernel = read_host(r.object("host_s_per_kernel"), f.can_run);
   if (auto e = r.optional_object("expert_gemms")) f.expert_gemms = read_expert_gemms(*e);
+  if (auto o = r.optional_object("op_recompute")) f.op_recompute = read_op_recompute(*o);
+  const auto& modes = f.can_run.recompute;
+  if (f.op_recompute.has_value() != (std::find(modes.begin(), modes.end(), "op") != modes.end()))
+    throw InputError(doc.origin, "op_recompute",
+                     f.op_recompute ? "can_run.recompute to list op, which this section describes"
+                                    : "what per-op recomputation saves, since can_run.recompute "
+                                      "lists op");
   if (r.has("attention_kernels")) f.attention_kernels = read_attention_kernels(r);
   f.memory = read_memory(r.object("memory"));
   ObjectReader sources = r.object("sources");
@@ -456,14 +489,49 @@ const AttentionKernel* FrameworkSpec::attention_kernel(double cc) const {
   return nullptr;
 }
 
+namespace {
+
+// `over`'s keys replace `base`'s, objects merged key by key (a list or a value replaces whole).
+void merge_over(Json& base, const Json& over) {
+  for (const auto& [key, value] : over.items()) {
+    if (value.is_object() && base.contains(key) && base[key].is_object())
+      merge_over(base[key], value);
+    else
+      base[key] = value;
+  }
+}
+
+// A framework file may start from a preset (`base: NAME`) and set only what differs: its keys
+// replace the preset's, section by section (a release of the same framework, a fork).
+Document with_base(Document doc) {
+  if (!doc.root.is_object() || !doc.root.contains("base")) return doc;
+  const Json& name = doc.root.at("base");
+  const EmbeddedPreset* p =
+      name.is_string() ? find_preset("frameworks", name.get<std::string>()) : nullptr;
+  if (!p)
+    throw InputError(doc.origin, "base",
+                     fmt::format("the name of a framework preset to start from: one of {}",
+                                 framework_preset_names()));
+  Document base = parse_document(p->text, std::string(p->path), DocumentFormat::kYaml);
+  if (base.root.contains("base"))
+    throw InputError(std::string(p->path), "base", "a preset that starts from no other");
+  doc.root.erase("base");
+  merge_over(base.root, doc.root);
+  return {doc.origin, std::move(base.root)};
+}
+
+}  // namespace
+
 FrameworkSpec load_framework(const std::string& name_or_path) {
   if (const EmbeddedPreset* p = find_preset("frameworks", name_or_path)) {
     const Document doc = parse_document(p->text, std::string(p->path), DocumentFormat::kYaml);
-    return parse_framework(doc, name_or_path);
+    FrameworkSpec f = parse_framework(with_base(doc), name_or_path);
+    f.origin = std::string(p->path);
+    return f;
   }
   if (looks_like_file_path(name_or_path)) {
     const Document doc = load_document(name_or_path);
-    return parse_framework(doc, std::filesystem::path(name_or_path).stem().string());
+    return parse_framework(with_base(doc), std::filesystem::path(name_or_path).stem().string());
   }
   throw InputError(fmt::format("unknown framework \"{}\": expected one of {} or a framework file",
                                name_or_path, framework_preset_names()));

@@ -104,7 +104,7 @@ struct MemoryLayout {
 // What a framework can run; a strategy asking for anything else is infeasible with the reason.
 struct Capabilities {
   std::vector<std::string> schedules;  // pipeline schedules (any with one stage)
-  std::vector<std::string> recompute;  // none, selective, full
+  std::vector<std::string> recompute;  // none, selective, full, op
   // The modules selective recomputation re-runs that it runs (Megatron-Core's --recompute-modules:
   // costmodel/layer_ops.h RecomputeModule); a file without the key: core_attn where it runs
   // selective (the attention core, as Korthikanti et al. 2022 recompute it).
@@ -162,6 +162,24 @@ struct ExpertGemms {
   int64_t streams = 1;  // per_expert only
 };
 
+// Per-op selective recomputation (`recompute: op`; torchtitan's SelectiveAC): each block is
+// checkpointed whole, and its forward keeps only the block's input and the outputs of the ops
+// saved here; every other forward op runs again in backward. Matmuls are counted in the block's
+// order (a fused projection the model runs as separate linears counts each: wq, wk, wv; w1, w3),
+// and with `every_second_matmul` the even ones are re-run. Quantised linears count as matmuls
+// where they reach the policy as aten.mm on float8 tensor subclasses (`quantized_linears:
+// matmul`, torchao's Float8Linear), else as torch._scaled_mm, saved or re-run by their own entry
+// and not counted; grouped GEMMs (torch._grouped_mm) likewise. `recomputed_linears` names linear
+// layers always re-run and not counted (hetplan's names: "router").
+struct OpRecompute {
+  bool matmuls = false, every_second_matmul = false;
+  bool quantized_linears_as_matmuls = false;
+  bool quantized_matmuls = false, grouped_matmuls = false;
+  bool attention = false;
+  bool reduce_scatter = false, all_to_all = false, all_gather = false;
+  std::vector<std::string> recomputed_linears;
+};
+
 // The fused attention kernel a framework runs on GPUs of compute capability from
 // `min_compute_capability` to `max_compute_capability`, and its
 // speed against FlashAttention-2's (the kernel hetplan's calibration times through torch SDPA and
@@ -190,6 +208,7 @@ struct FrameworkSpec {
   std::map<std::string, OpRecipe> compiled_ops;  // under torch.compile
   std::map<HostMode, double> host_s_per_kernel;
   ExpertGemms expert_gemms;
+  std::optional<OpRecompute> op_recompute;  // where can_run.recompute lists op
   // First entry whose compute capability range holds the GPU's; none: FlashAttention-2.
   std::vector<AttentionKernel> attention_kernels;
   MemoryLayout memory;

@@ -32,7 +32,7 @@ Projected standard_projections(const TransformerLayer& b, const BlockSizes& z, B
   B.enter_tp_region("attn", z.x_bytes);
   const int64_t qkv_width = (heads + 2 * kv) * hd;
   B.autocast_input(z.Tr * z.h);
-  B.linear("qkv", T, z.h, qkv_width);
+  B.linear("qkv", T, z.h, qkv_width, {.parts = {heads * hd, kv * hd, kv * hd}});
   if (b.qkv_biased()) B.bias_grad(static_cast<double>(T), static_cast<double>(qkv_width));
   // Q, K and V are views of the projection's output; their gradients are joined again (a copy
   // kernel), in PyTorch as in Megatron-LM.
@@ -190,6 +190,8 @@ void core(const TransformerLayer& b, const BlockSizes& z, const Projected& p, Bu
     AttentionOp f{Pass::kForward, mb,   run_heads, run_kv, queries, hd, b.causal,
                   executed / cp,  keys, window};
     if (s.attention_kernel) f.speed = s.attention_kernel->speed(true, hd);
+    B.op_policy_attention(f, static_cast<double>(mb) * run_heads * queries * p.v_dim * act,
+                          static_cast<double>(mb) * run_heads * queries * 4);
     w.attention.push_back(f);
     // Backward recomputes P and runs dV, dP, dQ, dK: 2.5x the forward GEMM work.
     AttentionOp bwd = f;

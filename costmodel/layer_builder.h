@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,6 +34,10 @@ struct LinearOptions {
   bool shared_weight = false;
   bool quantizable = true;
   bool routed_expert = false;  // a routed expert's weights (LayerWork's expert_ parts)
+  // The output widths of the separate linears a PyTorch model runs for this fused projection, in
+  // its order (torchtitan's wq, wk, wv; w1, w3), for per-op recomputation's count of matmuls;
+  // all 0: one matmul.
+  std::array<int64_t, 3> parts = {0, 0, 0};
 };
 
 class Builder {
@@ -57,6 +62,7 @@ class Builder {
     const int64_t streams = expert_gemm_streams(o);
     gemm(name, Pass::kForward, {out, tokens, in, b, true, false}, OpGroup::kDefault,
          o.flop_fraction, low, streams);
+    w_.gemms.back().op_rerun = op_policy_rerun(name, tokens, out, o, low);
     if (o.input_gradient)
       gemm(name, Bi, {in, tokens, out, b, false, false}, OpGroup::kDefault, o.flop_fraction, low,
            streams);
@@ -144,7 +150,11 @@ class Builder {
 
   void memory(const std::string& kernel, Pass pass, double bytes, OpGroup group = OpGroup::kDefault,
               int64_t launches = 1) {
-    if (bytes > 0) w_.memory_ops.push_back({kernel, pass, bytes, in_scope(group), launches});
+    if (bytes <= 0) return;
+    w_.memory_ops.push_back({kernel, pass, bytes, in_scope(group), launches});
+    // Per-op recomputation saves no memory-bound op's output (a quantiser's amax, which
+    // torchtitan saves, is a few bytes of its work).
+    if (op_policy_ && pass == Pass::kForward) w_.memory_ops.back().op_rerun = 1;
   }
 
   // The framework's recipe for `family`, when it runs that family its own way (framework.h).
@@ -237,6 +247,7 @@ class Builder {
     if (spans(scope) && repeats > 0) {
       w_.comms.push_back({name, pass, kind, bytes, scope, overlap, repeats, group_ranks});
       w_.comms.back().group = in_scope(OpGroup::kDefault);
+      op_policy_collective(w_.comms.back());
     }
   }
 
@@ -255,6 +266,7 @@ class Builder {
       op.dedup_top_k = top_k;
     }
     w_.comms.push_back(op);
+    op_policy_collective(w_.comms.back());
   }
 
   // The Megatron "g" (forward reduce) and "f" (backward reduce) around a tensor-parallel region of
@@ -295,7 +307,23 @@ class Builder {
         it->second += bytes;
     }
   }
-  void keep_full(double bytes) { w_.activation_bytes[2] += bytes; }
+  // What full recomputation keeps: the layer's input, which per-op recomputation keeps too.
+  void keep_full(double bytes) {
+    w_.activation_bytes[static_cast<int>(Recompute::kFull)] += bytes;
+    w_.activation_bytes[static_cast<int>(Recompute::kOp)] += bytes;
+  }
+  // An output per-op recomputation saves (it keeps nothing else but the layer's input).
+  void keep_op(double bytes) { w_.activation_bytes[static_cast<int>(Recompute::kOp)] += bytes; }
+
+  // Fused attention under per-op recomputation: saved with its output (`output_bytes`) and
+  // logsumexp (`lse_bytes`) where the framework saves attention, else run again.
+  void op_policy_attention(AttentionOp& forward, double output_bytes, double lse_bytes) {
+    if (!op_policy_) return;
+    if (op_policy_->attention)
+      keep_op(output_bytes + lse_bytes);
+    else
+      forward.op_rerun = 1;
+  }
 
   // The ops and kept tensors of a module of Megatron-Core's --recompute-modules, for as long as
   // the scope lives: a checkpointed module's forward ops re-run and its kept tensors drop when it
@@ -336,8 +364,76 @@ class Builder {
   bool autocast_ = false;
   double stream_ = 2;
   OpGroup scope_ = OpGroup::kDefault;
+  // The framework's per-op recomputation and the matmuls of the layer counted so far.
+  const OpRecompute* op_policy_ =
+      s_.framework && s_.framework->op_recompute ? &*s_.framework->op_recompute : nullptr;
+  int64_t matmuls_ = 0;
 
   OpGroup in_scope(OpGroup group) const { return group | scope_; }
+
+  // The share of a linear's forward GEMM that per-op recomputation re-runs, keeping the saved
+  // outputs (OpRecompute: each matmul of `parts` counted; even ones re-run under
+  // every_second_matmul).
+  double op_policy_rerun(const std::string& name, int64_t tokens, int64_t out,
+                         const LinearOptions& o, bool quantized) {
+    if (!op_policy_) return 0;
+    const OpRecompute& p = *op_policy_;
+    const double rows = static_cast<double>(tokens) * o.batch;
+    const auto& forced = p.recomputed_linears;
+    if (std::find(forced.begin(), forced.end(), name) != forced.end()) return 1;
+    if ((quantized && !p.quantized_linears_as_matmuls) || o.batch > 1) {
+      // torch._scaled_mm, torch._grouped_mm: not counted
+      const bool saved = quantized ? p.quantized_matmuls : p.grouped_matmuls;
+      if (saved) keep_op(rows * static_cast<double>(out) * act_);
+      return saved ? 0 : 1;
+    }
+    int64_t rerun = 0;
+    const bool split = o.parts[0] > 0;
+    for (size_t i = 0; i < (split ? o.parts.size() : 1); ++i) {
+      const int64_t width = split ? o.parts[i] : out;
+      if (width <= 0) break;
+      ++matmuls_;
+      const bool saved = p.matmuls && !(p.every_second_matmul && matmuls_ % 2 == 0);
+      if (saved)
+        keep_op(rows * static_cast<double>(width) * act_);
+      else
+        rerun += width;
+    }
+    return static_cast<double>(rerun) / static_cast<double>(out);
+  }
+
+  // A forward collective under per-op recomputation: its output saved (the framework saves
+  // reduce-scatters or all-to-alls: no second transfer), else sent again.
+  void op_policy_collective(CommOp& c) {
+    if (!op_policy_ || c.pass != Pass::kForward) return;
+    const OpRecompute& p = *op_policy_;
+    const bool saved = (c.kind == CollectiveKind::kReduceScatter && p.reduce_scatter) ||
+                       (c.kind == CollectiveKind::kAllToAll && p.all_to_all) ||
+                       (c.kind == CollectiveKind::kAllGather && p.all_gather);
+    if (!saved) {
+      c.op_rerun = 1;
+      return;
+    }
+    // nccl-tests' sizes: a reduce-scatter's output is 1/n of `bytes`, an all-gather's and an
+    // all-to-all's the whole of it.
+    const double ranks =
+        static_cast<double>(c.group_ranks > 0 ? c.group_ranks : group_size(c.scope));
+    keep_op(c.kind == CollectiveKind::kReduceScatter ? c.bytes / ranks : c.bytes);
+  }
+
+  int64_t group_size(CommScope scope) const {
+    switch (scope) {
+      case CommScope::kTensor:
+        return s_.tp;
+      case CommScope::kContext:
+        return s_.cp;
+      case CommScope::kExpert:
+        return s_.ep;
+      case CommScope::kExpertTensor:
+        return s_.expert_tp();
+    }
+    return 1;
+  }
 };
 
 // A whole-block decomposition's common sizes on one rank.

@@ -25,7 +25,10 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
   const bool gated = is_gated(b.activation);
   const int64_t up = gated ? 2 * f : f;
   B.linear(prefix + "fc1", tokens, h, up,
-           {.batch = experts, .flop_fraction = flop_fraction, .routed_expert = routed});
+           {.batch = experts,
+            .flop_fraction = flop_fraction,
+            .routed_expert = routed,
+            .parts = {gated ? f : up, gated ? f : 0, 0}});
   const double rows = static_cast<double>(tokens) * experts;
   if (b.mlp_bias) B.bias_grad(rows, static_cast<double>(up));
   const double act_elems = rows * f;

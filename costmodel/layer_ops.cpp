@@ -94,12 +94,14 @@ std::string_view to_string(Recompute r) {
       return "selective";
     case Recompute::kFull:
       return "full";
+    case Recompute::kOp:
+      return "op";
   }
   return "?";
 }
 
 bool parse_recompute(std::string_view text, Recompute& out) {
-  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull, Recompute::kOp}) {
     if (text == to_string(r)) {
       out = r;
       return true;
@@ -385,6 +387,16 @@ std::string describe(const LayerKey& k) {
   return d;
 }
 
+namespace {
+void clear_op_policy(LayerWork& w) {
+  for (auto& g : w.gemms) g.op_rerun = 0;
+  for (auto& m : w.memory_ops) m.op_rerun = 0;
+  for (auto& a : w.attention) a.op_rerun = 0;
+  for (auto& c : w.comms) c.op_rerun = 0;
+  w.activation_bytes[static_cast<int>(Recompute::kOp)] = w.activation_bytes[0];
+}
+}  // namespace
+
 LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   if (shape.micro_batch <= 0 || shape.tp <= 0)
     throw InputError(fmt::format("micro-batch ({}) and tensor width ({}) must be > 0",
@@ -435,26 +447,34 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   } else if (added > 0) {
     B.memory("grad_accumulate", Pass::kBackwardWeight, static_cast<double>(added) * (B.act() + 8));
   }
-  // Full recomputation never keeps more than no recomputation.
-  w.activation_bytes[2] = std::min(w.activation_bytes[2], w.activation_bytes[0]);
+  // Full and per-op recomputation never keep more than no recomputation.
+  for (Recompute r : {Recompute::kFull, Recompute::kOp}) {
+    double& kept = w.activation_bytes[static_cast<int>(r)];
+    kept = std::min(kept, w.activation_bytes[0]);
+  }
+  // Per-op recomputation checkpoints the blocks alone (torchtitan wraps model.layers): the
+  // embedding and the head keep what they keep and run once.
+  if (!layer.block()) clear_op_policy(w);
   return w;
 }
 
 LayerKernels layer_kernels(const LayerWork& w, const Recomputation& mode) {
   LayerKernels k;
-  auto add = [&](Pass pass, OpGroup group, double n) {
+  // An op any share of which runs again launches again (a fused projection's re-run part is one
+  // of the framework's separate linears).
+  auto add = [&](Pass pass, OpGroup group, double op_rerun, double n) {
     k.pass[static_cast<int>(pass)] += n;
-    if (recomputed(mode, pass, group)) k.recompute += n;
+    if (rerun_share(mode, pass, group, op_rerun) > 0) k.recompute += n;
   };
   for (const auto& g : w.gemms)
-    add(g.pass, g.group, g.streams > 0 ? static_cast<double>(g.shape.batch) : 1.0);
+    add(g.pass, g.group, g.op_rerun, g.streams > 0 ? static_cast<double>(g.shape.batch) : 1.0);
   for (const auto& m : w.memory_ops)
-    add(m.pass, m.group,
+    add(m.pass, m.group, m.op_rerun,
         m.kernel == "grad_accumulate"
             ? static_cast<double>(w.accumulated_tensors) * w.accumulate_share
             : static_cast<double>(m.launches));
-  for (const auto& a : w.attention) add(a.pass, OpGroup::kDefault, 1);
-  for (const auto& c : w.comms) add(c.pass, c.group, static_cast<double>(c.repeats));
+  for (const auto& a : w.attention) add(a.pass, OpGroup::kDefault, a.op_rerun, 1);
+  for (const auto& c : w.comms) add(c.pass, c.group, c.op_rerun, static_cast<double>(c.repeats));
   return k;
 }
 

@@ -21,7 +21,10 @@ enum class Pass { kForward = 0, kBackwardInput = 1, kBackwardWeight = 2 };
 inline constexpr int kNumPasses = 3;
 std::string_view to_string(Pass pass);
 
-enum class Recompute { kNone, kSelective, kFull };
+// kOp: per-op selective recomputation (torchtitan's SelectiveAC): inside each block the outputs of
+// the ops its framework saves are kept and every other forward op runs again in backward
+// (FrameworkSpec::op_recompute says which; GemmOp::op_rerun and the others how much of each).
+enum class Recompute { kNone, kSelective, kFull, kOp };
 std::string_view to_string(Recompute r);
 bool parse_recompute(std::string_view text, Recompute& out);
 
@@ -149,11 +152,18 @@ struct LayerShape {
 };
 
 // Whether an op of `pass` and `group` runs again in backward under `r`: every forward op under
-// full recomputation, those of the recomputed modules under selective.
+// full recomputation, those of the recomputed modules under selective (per-op recomputation:
+// rerun_share).
 inline bool recomputed(const Recomputation& r, Pass pass, OpGroup group) {
   return pass == Pass::kForward &&
          (r.granularity == Recompute::kFull ||
           (r.granularity == Recompute::kSelective && intersects(group, r.modules)));
+}
+// The share of an op of `pass` and `group` that runs again in backward under `r`, where
+// `op_rerun` is its share under per-op recomputation.
+inline double rerun_share(const Recomputation& r, Pass pass, OpGroup group, double op_rerun) {
+  if (r.granularity == Recompute::kOp) return pass == Pass::kForward ? op_rerun : 0;
+  return recomputed(r, pass, group) ? 1 : 0;
 }
 
 // A GEMM in cuBLAS's column-major terms, as PyTorch issues it: forward of a linear layer
@@ -172,6 +182,10 @@ struct GemmOp {
   // GEMMs of their own, one kernel each, issued round-robin over n streams (a framework's
   // per-expert GEMMs, FrameworkSpec::expert_gemms).
   int64_t streams = 0;
+  // Under per-op recomputation (Recompute::kOp), the share of this forward GEMM's work that runs
+  // again in backward: the matmuls of a fused projection the framework runs apart (torchtitan's
+  // wq, wk, wv) are saved or re-run one by one.
+  double op_rerun = 0;
 };
 
 // A memory-bound kernel; `kernel` names a kernels/ registry entry (layernorm_fwd, gelu_bwd, ...),
@@ -182,6 +196,7 @@ struct MemoryOp {
   double bytes = 0;  // minimum bytes moved: inputs read once, outputs written once
   OpGroup group = OpGroup::kDefault;
   int64_t launches = 1;
+  double op_rerun = 0;  // 1: runs again in backward under per-op recomputation (GemmOp::op_rerun)
 };
 
 // Fused (flash-style) attention of one rank's heads. seq_len is its queries' length; under context
@@ -193,7 +208,8 @@ struct AttentionOp {
   double flops = 0;  // executed: causal attention skips the masked half
   int64_t kv_seq_len = 0;
   int64_t window = 0;
-  double speed = 1;  // the framework's kernel against the calibrated one (LayerShape)
+  double speed = 1;     // the framework's kernel against the calibrated one (LayerShape)
+  double op_rerun = 0;  // 1: runs again in backward under per-op recomputation (GemmOp::op_rerun)
 };
 
 // Its work as the attention time model takes it (costmodel/attention_model.h).
@@ -227,6 +243,7 @@ struct CommOp {
   // spread evenly over the group's ranks. 0: every copy is sent.
   int64_t dedup_experts = 0, dedup_top_k = 0;
   OpGroup group = OpGroup::kDefault;  // a recomputed module's forward collectives run again
+  double op_rerun = 0;  // 1: runs again in backward under per-op recomputation (GemmOp::op_rerun)
 };
 
 // What makes two layers the same for whole-layer timings (costmodel/layer_correction.h): the kind
@@ -260,8 +277,9 @@ struct LayerWork {
   std::vector<AttentionOp> attention;
   std::vector<CommOp> comms;  // empty at tp = cp = ep = etp = 1
   // Activation bytes kept for backward per micro-batch on one rank, by recomputation mode
-  // (selective: its default, core_attn).
-  double activation_bytes[3] = {0, 0, 0};  // indexed by Recompute
+  // (selective: its default, core_attn; op: the block's input and the outputs the framework's
+  // per-op policy saves).
+  double activation_bytes[4] = {0, 0, 0, 0};  // indexed by Recompute
   // Of activation_bytes[kNone], the bytes selective recomputation drops, by the modules whose
   // recomputation drops them (any one of them does).
   std::vector<std::pair<OpGroup, double>> dropped_bytes;

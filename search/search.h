@@ -41,7 +41,9 @@ struct SearchOptions {
   bool exhaustive = false;  // evaluate every valid candidate: no bound pruning
   // The space is what the evaluator's framework can run, narrowed by these:
   std::vector<std::string> schedules;  // empty: every schedule the framework runs
-  std::vector<Recompute> recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  // Each where the framework runs it (can_run.recompute).
+  std::vector<Recompute> recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull,
+                                      Recompute::kOp};
   bool sequence_parallel = true;  // also sequence parallelism where tp > 1
   int max_zero = 3;
   std::vector<int64_t> micro_batches;  // empty: the global batch's divisors up to 64 (each

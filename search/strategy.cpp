@@ -227,7 +227,7 @@ Strategy strategy_from_json(ObjectReader r) {
   s.micro_batch = r.integer_in("micro_batch", 1, kMaxBatchSamples);
   s.global_batch = r.integer_in("global_batch", 1, kMaxBatchSamples);
   s.schedule = r.string_or("schedule", "1f1b");
-  const std::string rc = r.choice_or("recompute", {"none", "selective", "full"}, "none");
+  const std::string rc = r.choice_or("recompute", {"none", "selective", "full", "op"}, "none");
   parse_recompute(rc, s.recompute);
   if (r.has("recompute_modules")) read_recompute_modules(r, s);
   if (r.has("recompute_num_layers")) {

@@ -138,6 +138,10 @@ void recompute_keys(const Strategy& s, Json& j, ExportResult& out) {
     out.approximations.push_back(
         "selective recomputation (attention core only) has no DeepSpeed "
         "config key; the model code must recompute it");
+  } else if (s.recompute == Recompute::kOp) {
+    out.unsupported.push_back(
+        "per-op selective recomputation (recompute op, torchtitan's SelectiveAC): DeepSpeed "
+        "checkpoints whole layers; no recomputation written");
   }
 }
 

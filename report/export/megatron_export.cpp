@@ -455,6 +455,10 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
       for (RecomputeModule m : modules_of(r.modules)) names.push_back(to_string(m));
       a.add("--recompute-modules", fmt::format("{}", fmt::join(names, " ")));
     }
+  } else if (s.recompute == Recompute::kOp) {
+    out.unsupported.push_back(
+        "per-op selective recomputation (recompute op, torchtitan's SelectiveAC): Megatron-Core "
+        "recomputes modules (--recompute-modules) or whole blocks; no recomputation written");
   } else if (s.recompute == Recompute::kFull) {
     a.add("--recompute-granularity", "full");
     if (s.recompute_num_layers > 0) {  // the first N blocks of each stage (TransformerConfig)

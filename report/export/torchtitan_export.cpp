@@ -122,9 +122,11 @@ std::string parallelism_lines(const ModelSpec& model, const Strategy& s, const L
 
 // config.activation_checkpoint: a policy's Config, or None.
 std::string checkpoint_line(const Strategy& s, std::vector<std::string>& imports) {
-  const char* policy = s.recompute == Recompute::kFull        ? "FullAC"
-                       : s.recompute == Recompute::kSelective ? "SelectiveAC"
-                                                              : nullptr;
+  // SelectiveAC is the per-op policy (recompute op); Megatron's selective runs as it too
+  // (tt::common_notes says so).
+  const char* policy = s.recompute == Recompute::kFull   ? "FullAC"
+                       : s.recompute == Recompute::kNone ? nullptr
+                                                         : "SelectiveAC";
   if (!policy) return "    config.activation_checkpoint = None\n";
   imports.push_back(
       fmt::format("from torchtitan.distributed.activation_checkpoint import {}", policy));

@@ -133,19 +133,19 @@ class Mapping(unittest.TestCase):
             "dp": 8, "tp": 8, "pp": 8, "cp": 1, "micro_batch": 4, "global_batch": 256,
             "schedule": "interleaved", "chunks": 2, "recompute": "full", "zero": 3,
             "sequence_parallel": True, "precision": "fp8-current", "host_mode": "compiled",
-            "tp_comm_overlap": True, "framework": "torchtitan"})
+            "tp_comm_overlap": True, "framework": "torchtitan-2024"})
         # Table 2: CP 8 on 8 GPUs at 262144 tokens, one sequence per step.
         r = self.runs["torchtitan:8"]
         self.assertEqual((r["strategy"]["dp"], r["strategy"]["cp"], r["strategy"]["cp_comm"],
                           r["strategy"]["global_batch"], r["seq_len"]), (1, 8, "all_gather", 1,
                                                                          262144))
-        # Table 1: eager FSDP, selective (op) AC predicted as none and said so.
+        # Table 1: eager FSDP with selective AC, the per-op policy of December 2024's release.
         r = self.runs["torchtitan:2"]
-        self.assertEqual((r["strategy"]["host_mode"], r["strategy"]["recompute"]),
-                         ("eager", "none"))
-        self.assertTrue(any("every second matmul" in a for a in r["assumptions"]))
-        # 3faaa1a: "2D FSDP2 + TP (FSDP ranks 16)" on 128 GPUs: tp 8.
+        self.assertEqual((r["strategy"]["host_mode"], r["strategy"]["recompute"],
+                          r["strategy"]["framework"]), ("eager", "op", "torchtitan-2024"))
+        # 3faaa1a: "2D FSDP2 + TP (FSDP ranks 16)" on 128 GPUs: tp 8, today's preset.
         self.assertEqual(self.runs["torchtitan:23"]["strategy"]["tp"], 8)
+        self.assertEqual(self.runs["torchtitan:23"]["strategy"]["framework"], "torchtitan")
         self.assertFalse(self.runs["torchtitan:20"]["target"])  # superseded 9515a14
         self.assertFalse(self.runs["torchtitan:26"]["target"])  # A100
 
