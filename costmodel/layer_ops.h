@@ -27,6 +27,13 @@ std::string_view to_string(Pass pass);
 enum class Recompute { kNone, kSelective, kFull, kOp };
 std::string_view to_string(Recompute r);
 bool parse_recompute(std::string_view text, Recompute& out);
+// The one of `a` and `b` that keeps less (none, selective, op, full in that order).
+constexpr Recompute keeps_less(Recompute a, Recompute b) {
+  constexpr auto rank = [](Recompute r) {
+    return r == Recompute::kNone ? 0 : r == Recompute::kSelective ? 1 : r == Recompute::kOp ? 2 : 3;
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
 
 // Megatron-Core's --recompute-modules: the parts of a block selective recomputation re-runs
 // (TransformerConfig.recompute_modules, megatron/core/transformer/transformer_config.py at

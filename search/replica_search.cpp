@@ -179,7 +179,7 @@ std::optional<Strategy> mixed_strategy(const ReplicaSearchOptions& o,
   s.tp = chosen[0].tp;
   s.micro_batch = chosen[0].micro_batch;
   // One recomputation for the strategy: the most any chosen type needs.
-  for (const TypeShape& c : chosen) s.recompute = std::max(s.recompute, c.recompute);
+  for (const TypeShape& c : chosen) s.recompute = keeps_less(s.recompute, c.recompute);
   s.stages.clear();
   for (int64_t k = 0; k < s.pp; ++k) {
     StageSpec st{ranges[k].first, ranges[k].second, "", {}, {}};

@@ -69,6 +69,10 @@ struct Candidate {
   size_t placement = 0;
   double lower_bound_s = 0;
   int64_t id = 0;  // enumeration order: the deterministic tie-break
+  // The candidates that differ only in their recomputation share `twin` (the id of the first of
+  // them); `recompute` is the index of this one's among the search's choices.
+  int64_t twin = 0;
+  size_t recompute = 0;
 };
 
 struct Outcome {
@@ -407,6 +411,9 @@ class TrainingSearch {
                       const std::vector<bool>& sp_choices,
                       const std::vector<ScheduleChoice>& schedules, int64_t& id) {
     const int64_t B = o_.global_batch, pp = base.pp;
+    // Candidates a recomputation choice apart are this many ids apart (the loops below).
+    const int64_t stride = static_cast<int64_t>(o_.max_zero + 1) *
+                           static_cast<int64_t>(sp_choices.size() * schedules.size());
     for (int64_t mb : mbs)
       for (size_t r = 0; r < recompute_.size(); ++r)
         for (int zero = 0; zero <= o_.max_zero; ++zero)
@@ -414,6 +421,8 @@ class TrainingSearch {
             for (const auto& [sched, chunks] : schedules) {
               Candidate c;
               c.id = id++;
+              c.twin = c.id - static_cast<int64_t>(r) * stride;
+              c.recompute = r;
               c.placement = shape;
               Strategy& s = c.strategy;
               s = base;
@@ -555,38 +564,13 @@ class TrainingSearch {
     std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
       return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.id < b.id;
     });
-    const int threads = std::max(1, o_.threads);
-    std::vector<Outcome> outcomes;
-    for (size_t begin = 0; begin < candidates_.size(); begin += kBatch) {
-      const size_t end = std::min(candidates_.size(), begin + kBatch);
-      const double bound = threshold();  // from earlier batches only: deterministic
-      if (!o_.exhaustive && candidates_[begin].lower_bound_s > bound) {
-        prune("time_bound", static_cast<int64_t>(candidates_.size() - begin));
-        break;
-      }
-      // Costed in batches, so the limit is overrun by one batch at most.
-      if (out_of_time()) {
-        prune("time_limit", static_cast<int64_t>(candidates_.size() - begin));
-        break;
-      }
-      outcomes.assign(end - begin, Outcome{});
-      std::atomic<size_t> next{begin};
-      auto work = [&]() {
-        for (size_t i = next++; i < end; i = next++) {
-          Outcome& out = outcomes[i - begin];
-          if (!o_.exhaustive && candidates_[i].lower_bound_s > bound) {
-            out.pruned = "time_bound";
-            continue;
-          }
-          out = evaluate(candidates_[i]);
-        }
-      };
-      run_on_threads(threads, work);
-      for (size_t i = begin; i < end; ++i) absorb(candidates_[i], std::move(outcomes[i - begin]));
-      if (o_.progress)
-        o_.progress(static_cast<int64_t>(end), static_cast<int64_t>(candidates_.size()),
-                    top_.empty() ? 0 : top_.front().second.predicted.iteration_s, false);
-    }
+    // Per-op recomputation after the rest, each part in bound order, so that its twins' outcomes
+    // are known when it comes (twin_decides).
+    const auto deferred = std::stable_partition(candidates_.begin(), candidates_.end(),
+                                                [&](const Candidate& c) { return !is_op(c); });
+    const size_t split = static_cast<size_t>(deferred - candidates_.begin());
+    if (cost_part(0, split)) cost_part(split, candidates_.size());
+
     // Every candidate dealt with: costed, or pruned by the bound or the time limit.
     if (o_.progress)
       o_.progress(static_cast<int64_t>(candidates_.size()),
@@ -600,6 +584,73 @@ class TrainingSearch {
     }
   }
 
+  bool is_op(const Candidate& c) const {
+    return recompute_[c.recompute].granularity == Recompute::kOp;
+  }
+
+  // Costs candidates [first, last) in batches of kBatch in their order, while their bounds can
+  // beat the top. Returns false when out of time (nothing more is costed).
+  bool cost_part(size_t first, size_t last) {
+    const int threads = std::max(1, o_.threads);
+    std::vector<Outcome> outcomes;
+    for (size_t begin = first; begin < last; begin += kBatch) {
+      const size_t end = std::min(last, begin + kBatch);
+      const double bound = threshold();  // from earlier batches only: deterministic
+      if (!o_.exhaustive && candidates_[begin].lower_bound_s > bound) {
+        prune("time_bound", static_cast<int64_t>(last - begin));
+        return true;
+      }
+      // Costed in batches, so the limit is overrun by one batch at most.
+      if (out_of_time()) {
+        prune("time_limit", static_cast<int64_t>(candidates_.size() - begin));
+        return false;
+      }
+      outcomes.assign(end - begin, Outcome{});
+      std::atomic<size_t> next{begin};
+      auto work = [&]() {
+        for (size_t i = next++; i < end; i = next++) {
+          Outcome& out = outcomes[i - begin];
+          if (!o_.exhaustive && candidates_[i].lower_bound_s > bound) {
+            out.pruned = "time_bound";
+          } else if (const char* why = twin_decides(candidates_[i])) {
+            out.pruned = why;
+          } else {
+            out = evaluate(candidates_[i]);
+          }
+        }
+      };
+      run_on_threads(threads, work);
+      for (size_t i = begin; i < end; ++i) absorb(candidates_[i], std::move(outcomes[i - begin]));
+      if (o_.progress)
+        o_.progress(static_cast<int64_t>(end), static_cast<int64_t>(candidates_.size()),
+                    top_.empty() ? 0 : top_.front().second.predicted.iteration_s, false);
+    }
+    return true;
+  }
+
+  // What a per-op recomputation candidate's twins already settle: with no recomputation fitting
+  // it can only be slower (each layer's time no less, the same partitions open to it), and where
+  // full recomputation fits no partition neither does it (each layer keeps no less: the block's
+  // input and more, and its backward's transient is less by no more than that one layer's
+  // difference). nullptr: to be costed.
+  const char* twin_decides(const Candidate& c) const {
+    if (o_.exhaustive || !is_op(c)) return nullptr;
+    const auto it = twin_state_.find(c.twin);
+    if (it == twin_state_.end()) return nullptr;
+    if (it->second & kNoneFits) return "recompute_twin";
+    if (it->second & kFullUnfit) return "memory_twin";
+    return nullptr;
+  }
+
+  // Notes what a plain none or full candidate's outcome says of its per-op twin.
+  void note_twin(const Candidate& c, const Outcome& out) {
+    const Recomputation& r = recompute_[c.recompute];
+    if (!out.evaluated || half_stage_[c.recompute] || r != Recomputation(r.granularity)) return;
+    if (r.granularity == Recompute::kNone && out.fits && out.result.predicted.feasible)
+      twin_state_[c.twin] |= kNoneFits;
+    if (r.granularity == Recompute::kFull && !out.fits) twin_state_[c.twin] |= kFullUnfit;
+  }
+
   double threshold() const {
     if (static_cast<int64_t>(top_.size()) < o_.top_k)
       return std::numeric_limits<double>::infinity();
@@ -607,6 +658,7 @@ class TrainingSearch {
   }
 
   void absorb(const Candidate& c, Outcome&& out) {
+    note_twin(c, out);
     if (!out.evaluated) {
       prune(out.pruned);
       return;
@@ -680,6 +732,9 @@ class TrainingSearch {
   const SearchOptions& o_;
   std::vector<std::string> schedules_;
   std::vector<Recomputation> recompute_;  // the options' that the framework runs, with modules
+  // What the plain none and full twins of each enumeration slot (Candidate::twin) came to.
+  static constexpr uint8_t kNoneFits = 1, kFullUnfit = 2;
+  std::map<int64_t, uint8_t> twin_state_;
   // Per entry of recompute_: full recomputation of half of each stage's blocks.
   std::vector<bool> half_stage_;
   std::string single_stage_schedule_;  // the one schedule tried with pp 1

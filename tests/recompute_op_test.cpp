@@ -180,6 +180,7 @@ TEST(RecomputeOp, OnlyAFrameworkWithThePolicyRunsItAndTheSearchTriesIt) {
   SearchOptions o;
   o.global_batch = 16;
   o.top_k = 100000;
+  o.exhaustive = true;  // every candidate costed: those a twin settles too
   const auto tries_op = [&](const char* framework) {
     const Evaluator ev(model, cluster, cost, load_framework(framework));
     for (const auto& t : search_training(ev, o).top)
@@ -188,6 +189,35 @@ TEST(RecomputeOp, OnlyAFrameworkWithThePolicyRunsItAndTheSearchTriesIt) {
   };
   EXPECT_TRUE(tries_op("torchtitan"));
   EXPECT_FALSE(tries_op("megatron-core"));
+}
+
+// Per-op candidates are costed after the rest and skipped where a twin settles them (no
+// recomputation fits: slower; full recomputation fits nowhere: neither do they). The best plans
+// are those of the exhaustive search.
+TEST(RecomputeOp, TheSearchSkipsWhatItsTwinsSettleAndFindsTheSameBest) {
+  const ModelSpec model = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100:2");
+  const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+  const Evaluator ev(model, cluster, cost, load_framework("torchtitan"));
+  SearchOptions o;
+  o.global_batch = 32;
+  o.top_k = 5;
+  const SearchResult fast = search_training(ev, o);
+  o.exhaustive = true;
+  const SearchResult all = search_training(ev, o);
+  ASSERT_EQ(fast.top.size(), 5u);
+  ASSERT_EQ(all.top.size(), 5u);
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(to_json(fast.top[k].strategy), to_json(all.top[k].strategy)) << k;
+    EXPECT_DOUBLE_EQ(fast.top[k].predicted.iteration_s, all.top[k].predicted.iteration_s) << k;
+  }
+  const auto& pruned = fast.stats.pruned;
+  const auto count = [&](const char* why) {
+    const auto it = pruned.find(why);
+    return it == pruned.end() ? 0 : it->second;
+  };
+  EXPECT_GT(count("recompute_twin") + count("memory_twin"), 0);
+  EXPECT_EQ(all.stats.pruned.count("recompute_twin"), 0u);
 }
 
 TEST(RecomputeOp, ExportsAsSelectiveAcWhereTorchtitanRunsIt) {
