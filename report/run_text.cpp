@@ -241,7 +241,12 @@ std::string mixed_replicas_text(const Json& document) {
       "throughput ({})\n",
       format_seconds(mixed_s), predicted["samples_per_s"].get<double>(),
       m["strategy"]["pp"].get<int64_t>(), format_seconds(uniform_s),
-      100 * (uniform_s / mixed_s - 1), costed);
+      100 * m["gain_over_uniform"].get<double>(), costed);
+  if (m.contains("global_batch_run"))
+    out += fmt::format(
+        "  it runs {} samples a step, the batch rounded down to a multiple of micro-batch x "
+        "replicas as Sailor's runtime does (its throughput compared per sample)\n",
+        m["global_batch_run"].get<int64_t>());
   for (const Json& g : predicted["replica_groups"])
     out += fmt::format(
         "  stage {} group {}: {} x {} at tp {}, micro-batch {}, {} samples ({} micro-batches), "

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <string>
 
 #include "search/replicas.h"
@@ -138,15 +139,19 @@ std::vector<std::optional<TypeShape>> fastest_shapes(
 }
 
 // Samples of each chosen type: in proportion to their speeds in whole micro-batches, or with
-// `even` the same for every replica (none where the batch does not divide so).
+// `even` the same for every replica, in whole micro-batches. Where micro-batch x replicas does not
+// divide the batch, even shares run what Sailor's runtime runs: the batch rounded down to a
+// multiple of it (sailor/Controller/trace_based/trace_controller.py at cf2c8e3, Varuna's rule:
+// global_batch_size // (micro_batch_size x data_parallel_size) x the same); none where not one
+// micro-batch each is left.
 std::vector<int64_t> type_samples(const std::vector<TypeShape>& chosen, int64_t global_batch,
                                   bool even) {
   if (even) {
     int64_t replicas = 0;
     for (const TypeShape& c : chosen) replicas += c.replicas;
-    const int64_t per_replica = global_batch / replicas;
-    if (per_replica * replicas != global_batch || per_replica % chosen[0].micro_batch != 0)
-      return {};
+    const int64_t mb = chosen[0].micro_batch;
+    const int64_t per_replica = global_batch / (replicas * mb) * mb;
+    if (per_replica == 0) return {};
     std::vector<int64_t> samples;
     for (const TypeShape& c : chosen) samples.push_back(c.replicas * per_replica);
     return samples;
@@ -170,7 +175,7 @@ std::optional<Strategy> mixed_strategy(const ReplicaSearchOptions& o,
   if (samples.empty()) return std::nullopt;
   Strategy s = o.base;
   s.pp = static_cast<int64_t>(ranges.size());
-  s.global_batch = o.global_batch;
+  s.global_batch = std::accumulate(samples.begin(), samples.end(), int64_t{0});
   s.dp = 0;
   for (size_t g = 0; g < chosen.size(); ++g) {
     if (samples[g] < chosen[g].replicas * chosen[g].micro_batch) return std::nullopt;
@@ -210,7 +215,8 @@ void try_mixed(const Evaluator& ev, const ReplicaSearchOptions& o,
     for (size_t g = 0; g < chosen.size(); ++g)
       chosen[g].samples_per_s =
           static_cast<double>(p.groups[g].spec.samples) / p.groups[g].pipeline_s;
-    const bool better = !out.best || p.iteration_s < out.best->predicted.iteration_s;
+    // Plans may run fewer samples than asked (even shares rounded down): compared per sample.
+    const bool better = !out.best || p.samples_per_s > out.best->predicted.samples_per_s;
     if (better) out.best = RankedStrategy{*s, std::move(p)};
     if (!better && refine > 0) break;
   }
@@ -309,6 +315,7 @@ Json mixed_replicas_json(const Evaluator& ev, int64_t global_batch, const Search
   ro.even_shares = even_shares;
   const ReplicaSearchResult m = search_replicas(ev, ro);
   const double uniform_s = r.top.front().predicted.iteration_s;
+  const double uniform_samples_per_s = r.top.front().predicted.samples_per_s;
   out["evaluated"] = m.evaluated;
   out["feasible"] = m.feasible;
   out["elapsed_s"] = m.elapsed_s;
@@ -318,7 +325,10 @@ Json mixed_replicas_json(const Evaluator& ev, int64_t global_batch, const Search
     Json strategy = to_json(m.best->strategy);
     strategy["predicted"] = to_json(m.best->predicted);
     out["strategy"] = strategy;
-    out["gain_over_uniform"] = uniform_s / m.best->predicted.iteration_s - 1;
+    // Per sample: an even-share plan may run its batch rounded down (type_samples).
+    out["gain_over_uniform"] = m.best->predicted.samples_per_s / uniform_samples_per_s - 1;
+    if (m.best->strategy.global_batch != global_batch)
+      out["global_batch_run"] = m.best->strategy.global_batch;
   }
   return out;
 }
