@@ -93,6 +93,10 @@ struct MemoryLayout {
   // Half-precision copies of the weights made for each micro-batch's forward and kept for its
   // backward (autocast over fp32 parameters), bytes per parameter.
   double cast_copy_bytes = 0;
+  // Under ZeRO-3 with a pipeline, the weights stay gathered (in the training dtype) from a step's
+  // first forward to its last backward, gathered once a step instead of before every pass of
+  // every micro-batch (FSDP2 with reshard_after_forward off, torchtitan's default with PP).
+  bool gathered_with_pipeline = false;
   // The caching allocator's reserve beyond its peak allocation, as a share of it.
   double fragmentation = 0;
   // CUDA context, library workspaces and NCCL buffers per device, before calibration measures

@@ -69,6 +69,10 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
       std::clamp(in.expert_low_precision_weight_bytes, 0.0, in.low_precision_weight_bytes);
   add_copies(in.low_precision_weight_bytes - expert_copies, only - expert_only, in.dp);
   add_copies(expert_copies, expert_only, in.expert_dp);
+  if (in.weights_gathered) {
+    m.weights += in.param_count * dtype_bytes(in.dtype);
+    m.gradients += in.param_count * in.accumulated_grad_bytes;
+  }
   m.activations = in.activation_bytes;
   m.transient = in.transient_bytes;
   m.fragmentation = m.allocated() * layout.fragmentation;

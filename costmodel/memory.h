@@ -33,7 +33,13 @@ struct MemoryInput {
   // experts' own weights).
   double expert_low_precision_weight_bytes = 0;
   double expert_low_precision_only_param_count = 0;
-  int zero = 0;                 // 0 (none) .. 3
+  int zero = 0;  // 0 (none) .. 3
+  // ZeRO-3's weights held gathered through the step (MemoryLayout::gathered_with_pipeline): a
+  // whole copy in the training dtype beside the shards, and the micro-batches' gradients added
+  // into whole (unsharded) gradients of `accumulated_grad_bytes` per parameter until the last
+  // one's reduce-scatter.
+  bool weights_gathered = false;
+  double accumulated_grad_bytes = 0;
   Dtype dtype = Dtype::kBf16;   // training precision of weights and activations
   double activation_bytes = 0;  // held at the pipeline's peak
   double transient_bytes = 0;   // working buffers of the layer being run (recomputed activations,

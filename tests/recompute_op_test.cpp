@@ -289,3 +289,55 @@ TEST(RecomputeOp, AFrameworkFileStartsFromAPreset) {
 
 }  // namespace
 }  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// torchtitan with a pipeline keeps FSDP2's gathered bf16 weights and whole fp32 gradients for the
+// step (memory.gathered_with_pipeline), and gathers once a step: a framework file that says
+// otherwise (base torchtitan) holds neither and gathers before every pass.
+TEST(GatheredWithPipeline, WeightsAndWholeGradientsStayAndAreGatheredOnce) {
+  const ModelSpec model = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100:4");
+  const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+  const auto path = std::filesystem::temp_directory_path() / "tt_resharded.yaml";
+  std::ofstream(path) << "base: torchtitan\n"
+                         "memory: {gathered_with_pipeline: false}\n"
+                         "sources: {memory.gathered_with_pipeline: \"test\"}\n";
+  const FrameworkSpec resharded = load_framework(path.string());
+  std::filesystem::remove(path);
+  const FrameworkSpec tt = load_framework("torchtitan");
+  ASSERT_TRUE(tt.memory.gathered_with_pipeline);
+  const Strategy s = read_strategy(R"({"dp": 8, "tp": 1, "pp": 4, "micro_batch": 1,
+                                       "global_batch": 64, "zero": 3, "recompute": "full",
+                                       "grad_accumulation_fusion": false})");
+  const Prediction kept = Evaluator(model, cluster, cost, tt).predict(s);
+  const Prediction freed = Evaluator(model, cluster, cost, resharded).predict(s);
+  ASSERT_TRUE(kept.feasible && freed.feasible) << kept.reason << freed.reason;
+  ASSERT_EQ(kept.stages.size(), freed.stages.size());
+  for (size_t j = 0; j < kept.stages.size(); ++j) {
+    const MemoryBreakdown& k = kept.stages[j].memory;
+    const MemoryBreakdown& f = freed.stages[j].memory;
+    // The same partition (a pipeline of alike blocks): bf16 weights (2 B) and fp32 gradients
+    // (4 B) of the stage's parameters on top: 6 B per parameter over 4 B of sharded weights.
+    EXPECT_NEAR((k.weights - f.weights) / 2, (k.gradients - f.gradients) / 4, 1.0) << j;
+    EXPECT_GT(k.weights, 1.4 * f.weights) << j;
+    // Without the per-layer gathers' transient.
+    EXPECT_LT(k.transient, f.transient) << j;
+    // One gather a step: a shorter forward and backward.
+    EXPECT_LT(kept.stages[j].forward_s, freed.stages[j].forward_s) << j;
+    EXPECT_LT(kept.stages[j].backward_input_s, freed.stages[j].backward_input_s) << j;
+  }
+  EXPECT_LT(kept.iteration_s, freed.iteration_s);
+  // Without a pipeline FSDP2 reshards after every forward: no difference.
+  Strategy flat = s;
+  flat.pp = 1;
+  flat.dp = 32;
+  const Prediction a = Evaluator(model, cluster, cost, tt).predict(flat);
+  const Prediction b = Evaluator(model, cluster, cost, resharded).predict(flat);
+  EXPECT_DOUBLE_EQ(a.iteration_s, b.iteration_s);
+  EXPECT_DOUBLE_EQ(a.stages[0].memory.total(), b.stages[0].memory.total());
+}
+
+}  // namespace
+}  // namespace hetplan

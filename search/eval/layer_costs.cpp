@@ -129,7 +129,10 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
         static_cast<double>(s.micro_batch) * (layer.seq_len / s.cp) * head->vocab / s.tp;
     c.transient_bytes += 2 * logits * dtype_bytes(dtype);
   }
-  if (s.zero >= 3) c.transient_bytes += 2 * c.param_count * dtype_bytes(dtype);  // gathered weights
+  // ZeRO-3 gathers the weights of the layer running and the next (prefetched), unless they stay
+  // gathered through the step (parameter_states counts them there).
+  if (s.zero >= 3 && !weights_stay_gathered(framework, s))
+    c.transient_bytes += 2 * c.param_count * dtype_bytes(dtype);
   // Weights cast to half precision for each forward are kept for its backward (autocast over
   // fp32 parameters), except where the forward is recomputed.
   if (s.recompute != Recompute::kFull)

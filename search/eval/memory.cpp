@@ -55,6 +55,11 @@ MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype
     mem.expert_low_precision_only_param_count = held.expert_quantized_params;
   }
   mem.zero = s.zero;
+  // FSDP2 without a reduce between micro-batches (the pipeline schedule's no-sync backward) adds
+  // each one's gradients into a whole gradient, in the reduce dtype where it differs from the
+  // parameters' (FSDPParam.to_accumulated_grad_if_needed: unsharded_accumulated_grad).
+  mem.weights_gathered = weights_stay_gathered(ev.framework(), s);
+  mem.accumulated_grad_bytes = s.fp32_grad_reduce ? 4.0 : dtype_bytes(dtype);
   mem.dtype = dtype;
   mem.layout = &ev.framework().memory;
   return mem;

@@ -91,11 +91,16 @@ void share_tied_table(const Evaluator& ev, const Strategy& s, const Placement& p
   t.problem.backward_weight_s.back() -= saved;
 }
 
-// ZeRO-3 gathers a device's weights before every forward and backward.
+// ZeRO-3 gathers a device's weights before every forward and backward; where they stay gathered
+// through the step, once a step (its first forward, spread here over the micro-batches'
+// forwards: stage times are per micro-batch).
 void gather_zero3_weights(const Evaluator& ev, const Strategy& s, const Placement& p,
                           const std::vector<Rank>& ranks, const std::vector<LayerRange>& ranges,
                           StageTimes& t) {
   if (!(s.zero >= 3 && s.grad_replicas() > 1)) return;
+  const bool once = weights_stay_gathered(ev.framework(), s);
+  const double forward_share = once ? 1.0 / static_cast<double>(s.microbatches()) : 1.0;
+  const double backward_share = once ? 0.0 : 1.0;
   for (size_t j = 0; j < p.rank_of_stage.size(); ++j) {
     const int64_t d = p.rank_of_stage[j];
     const CommGroup g = grad_group(ev, s, p.groups[d]);
@@ -104,10 +109,10 @@ void gather_zero3_weights(const Evaluator& ev, const Strategy& s, const Placemen
       stage_params += ranks[d].costs()[i].param_count;
     const double gather = ev.cost().collective_s(CollectiveKind::kAllGather,
                                                  stage_params * dtype_bytes(ranks[d].dtype), g);
-    t.stages[j].forward_s += gather;
-    t.stages[j].backward_input_s += gather;
-    t.problem.forward_s[j] += gather;
-    t.problem.backward_input_s[j] += gather;
+    t.stages[j].forward_s += gather * forward_share;
+    t.stages[j].backward_input_s += gather * backward_share;
+    t.problem.forward_s[j] += gather * forward_share;
+    t.problem.backward_input_s[j] += gather * backward_share;
   }
 }
 

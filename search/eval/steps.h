@@ -140,6 +140,12 @@ struct HeldParameters {
 HeldParameters held_by(const LayerCost& c);
 HeldParameters held_by(const StageTimes& t, size_t rank);
 
+// Whether the strategy's ZeRO-3 weights stay gathered through the step (a pipeline under a
+// framework whose memory.gathered_with_pipeline says so).
+inline bool weights_stay_gathered(const FrameworkSpec& f, const Strategy& s) {
+  return s.zero >= 3 && s.pp > 1 && f.memory.gathered_with_pipeline;
+}
+
 // The parameter states of `held` under the strategy's sharding: MemoryInput's first part.
 MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype,
                              const HeldParameters& held);
