@@ -168,7 +168,8 @@ CommandRunner declare_export(CLI::App& app) {
     const std::optional<ClusterSpec> cluster = export_cluster(*o, chosen);
     ExportOptions options;
     options.torchtitan_split_points = o->split_points;
-    options.torchtitan_toml = o->torchtitan_toml;
+    // A release that reads TOML gets TOML unless another format is asked for.
+    options.torchtitan_toml = o->torchtitan_toml || (o->format.empty() && framework.export_toml);
     options.cluster = cluster ? &*cluster : nullptr;
     // The stages' layer ranges are checked against the model as they are exported: name the file.
     const ExportResult r = naming_input(

@@ -8,6 +8,12 @@
 namespace hetplan::cli {
 namespace {
 
+// The framework's `export` as its file writes it.
+std::string export_name(const FrameworkSpec& f) {
+  if (f.export_format.empty()) return "none";
+  return f.export_toml ? f.export_format + "-toml" : f.export_format;
+}
+
 Json capabilities_json(const Capabilities& c) {
   std::vector<std::string> modes;
   for (HostMode m : c.host_modes) modes.emplace_back(to_string(m));
@@ -64,6 +70,25 @@ std::string attention_kernels_text(const std::vector<AttentionKernel>& kernels) 
   return fmt::format("{}; elsewhere FlashAttention-2", fmt::join(parts, "; "));
 }
 
+// What per-op recomputation saves (FrameworkSpec::op_recompute), as the file names it.
+Json op_recompute_json(const std::optional<OpRecompute>& o) {
+  if (!o) return nullptr;
+  std::vector<std::string> saves;
+  const std::pair<bool, const char*> kinds[] = {{o->matmuls, "matmul"},
+                                                {o->quantized_matmuls, "quantized_matmul"},
+                                                {o->grouped_matmuls, "grouped_matmul"},
+                                                {o->attention, "attention"},
+                                                {o->reduce_scatter, "reduce_scatter"},
+                                                {o->all_to_all, "all_to_all"},
+                                                {o->all_gather, "all_gather"}};
+  for (const auto& [saved, name] : kinds)
+    if (saved) saves.emplace_back(name);
+  return {{"saves", saves},
+          {"every_second_matmul", o->every_second_matmul},
+          {"quantized_linears", o->quantized_linears_as_matmuls ? "matmul" : "scaled_mm"},
+          {"recomputed_linears", o->recomputed_linears}};
+}
+
 Json framework_json(const FrameworkSpec& f) {
   Json host = Json::object();
   for (const auto& [mode, s] : f.host_s_per_kernel) host[std::string(to_string(mode))] = s;
@@ -74,20 +99,22 @@ Json framework_json(const FrameworkSpec& f) {
           {"description", f.description},
           {"version", f.version},
           {"origin", f.origin},
-          {"export", f.export_format.empty() ? "none" : f.export_format},
+          {"export", export_name(f)},
           {"can_run", capabilities_json(f.can_run)},
           {"eager_op_families", ops},
           {"compiled_op_families", compiled},
           {"host_s_per_kernel", host},
           {"expert_gemms", expert_gemms_json(f.expert_gemms)},
           {"attention_kernels", attention_kernels_json(f.attention_kernels)},
+          {"op_recompute", op_recompute_json(f.op_recompute)},
           {"memory_reported_peak", to_string(f.memory.reported_peak)},
+          {"memory_gathered_with_pipeline", f.memory.gathered_with_pipeline},
           {"sources", f.sources}};
 }
 
 void print_framework(const FrameworkSpec& f) {
   fmt::print("{}: {}\n  version: {}\n  export: {}\n", f.name, f.description, f.version,
-             f.export_format.empty() ? "none" : f.export_format);
+             export_name(f));
   const Capabilities& c = f.can_run;
   fmt::print("  schedules: {}\n  recompute: {}\n  ZeRO: {} (with a pipeline: {})\n",
              fmt::join(c.schedules, ", "), fmt::join(c.recompute, ", "), fmt::join(c.zero, ", "),
@@ -109,6 +136,14 @@ void print_framework(const FrameworkSpec& f) {
                                                 e.streams, e.streams == 1 ? "" : "s");
   fmt::print("  experts' GEMMs: {}\n", experts);
   fmt::print("  fused attention: {}\n", attention_kernels_text(f.attention_kernels));
+  if (f.op_recompute) {
+    const Json o = op_recompute_json(f.op_recompute);
+    fmt::print("  per-op recomputation keeps: {}{}\n",
+               fmt::join(o["saves"].get<std::vector<std::string>>(), ", "),
+               f.op_recompute->every_second_matmul ? " (every second matmul re-run)" : "");
+  }
+  if (f.memory.gathered_with_pipeline)
+    fmt::print("  ZeRO-3 with a pipeline: weights stay gathered through the step\n");
   for (const auto& [key, source] : f.sources) fmt::print("  source of {}: {}\n", key, source);
 }
 
@@ -129,15 +164,14 @@ CommandRunner declare_frameworks(CLI::App& app) {
       return 0;
     }
     Json out = Json::array();
-    if (!*json) fmt::print("{:<18} {:<10}  {}\n", "name", "export", "description");
+    if (!*json) fmt::print("{:<18} {:<15}  {}\n", "name", "export", "description");
     for (const auto& [preset, description] : framework_presets()) {
       const FrameworkSpec f = load_framework(preset);
       if (*json) {
         out.push_back(framework_json(f));
         continue;
       }
-      fmt::print("{:<18} {:<10}  {}\n", f.name, f.export_format.empty() ? "none" : f.export_format,
-                 f.description);
+      fmt::print("{:<18} {:<15}  {}\n", f.name, export_name(f), f.description);
     }
     if (*json) fmt::print("{}\n", out.dump(2));
     return 0;

@@ -82,7 +82,7 @@ const std::initializer_list<std::string_view> kHostModes = {"eager", "compiled",
 const std::initializer_list<std::string_view> kStates = {"weights", "gradients", "master",
                                                          "optimizer"};
 const std::initializer_list<std::string_view> kExports = {"megatron", "deepspeed", "torchtitan",
-                                                          "none"};
+                                                          "torchtitan-toml", "none"};
 
 // A list of strings, each one of `allowed`, at least one.
 std::vector<std::string> choices(ObjectReader& r, std::string_view key,
@@ -441,7 +441,8 @@ FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
   f.description = r.string("description");
   f.version = r.string("version");
   const std::string format = r.choice("export", kExports);
-  f.export_format = format == "none" ? "" : format;
+  f.export_toml = format == "torchtitan-toml";
+  f.export_format = format == "none" ? "" : f.export_toml ? "torchtitan" : format;
   f.can_run = read_capabilities(r.object("can_run"));
   f.defaults = read_defaults(r.object("defaults"), f.can_run);
   f.param_precision = r.choice_or("precision", {"half", "autocast"}, "half") == "autocast"

@@ -217,6 +217,9 @@ struct FrameworkSpec {
   std::vector<AttentionKernel> attention_kernels;
   MemoryLayout memory;
   std::string export_format;  // "megatron", "deepspeed", "torchtitan", or "" (none)
+  // torchtitan releases before its February 2026 refactor read a TOML job config (`export:
+  // torchtitan-toml`): the export writes that by default.
+  bool export_toml = false;
   std::map<std::string, std::string> sources;  // key path -> the file and commit, or measurement
 
   // The recipe of `family` under `mode` (`compiled_ops` when compiled, else `ops`); nullptr where

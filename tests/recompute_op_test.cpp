@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cli_test_util.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/framework.h"
 #include "costmodel/layer_ops.h"
@@ -337,6 +338,39 @@ TEST(GatheredWithPipeline, WeightsAndWholeGradientsStayAndAreGatheredOnce) {
   const Prediction b = Evaluator(model, cluster, cost, resharded).predict(flat);
   EXPECT_DOUBLE_EQ(a.iteration_s, b.iteration_s);
   EXPECT_DOUBLE_EQ(a.stages[0].memory.total(), b.stages[0].memory.total());
+}
+
+}  // namespace
+}  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// torchtitan-2024 reads TOML (its export says torchtitan-toml): an export of a strategy planned
+// for it writes the job config of the time, with its per-op recomputation; `frameworks` shows the
+// policy.
+TEST(RecomputeOp, TheDecemberTwentyFourReleaseExportsItsToml) {
+  const auto dir = testing::temp_dir("recompute_op_export");
+  const std::string strategy = (dir / "s.json").string();
+  std::ofstream(strategy) << R"({"dp": 8, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8,
+                                 "zero": 3, "recompute": "op", "framework": "torchtitan-2024"})";
+  const auto r = testing::run_hetplan("export --strategy " + strategy + " --model llama3-8b");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "[activation_checkpoint]")) << r.output;
+  EXPECT_TRUE(contains(r.output, "selective_ac_option = \"op\"")) << r.output;
+  const auto head = testing::run_hetplan("export --strategy " + strategy +
+                                         " --model llama3-8b --framework torchtitan");
+  ASSERT_EQ(head.exit_code, 0) << head.output;
+  EXPECT_TRUE(contains(head.output, "SelectiveAC.Config()")) << head.output;
+  const auto shown = testing::run_hetplan("frameworks torchtitan-2024");
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_TRUE(contains(shown.output, "export: torchtitan-toml")) << shown.output;
+  EXPECT_TRUE(contains(shown.output,
+                       "per-op recomputation keeps: matmul, attention, reduce_scatter (every "
+                       "second matmul re-run)"))
+      << shown.output;
+  EXPECT_TRUE(contains(shown.output, "ZeRO-3 with a pipeline: weights stay gathered"))
+      << shown.output;
 }
 
 }  // namespace
