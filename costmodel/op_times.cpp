@@ -30,14 +30,17 @@ std::string comm_what(const CommOp& c, const LayerGroups& groups) {
 }  // namespace
 
 std::vector<OpTime> op_times(const CostModel& cost, const GpuSpec& gpu, const LayerWork& work,
-                             const LayerGroups& groups, Dtype dtype) {
+                             const LayerGroups& groups, Dtype dtype,
+                             const Recomputation& recompute) {
   std::vector<OpTime> out;
   for (const GemmOp& g : work.gemms)
-    out.push_back({g.name, "gemm", g.pass, cost.gemm_op_s(gpu, dtype, g), gemm_what(g, dtype)});
+    out.push_back({g.name, "gemm", g.pass, cost.gemm_op_s(gpu, dtype, g), gemm_what(g, dtype),
+                   rerun_share(recompute, g.pass, g.group, g.op_rerun)});
   for (const MemoryOp& m : work.memory_ops) {
     std::string what = bytes_text(m.bytes);
     if (m.launches > 1) what += fmt::format(", {} kernels", m.launches);
-    out.push_back({m.kernel, "memory", m.pass, cost.memory_op_s(gpu, m), what});
+    out.push_back({m.kernel, "memory", m.pass, cost.memory_op_s(gpu, m), what,
+                   rerun_share(recompute, m.pass, m.group, m.op_rerun)});
   }
   for (const AttentionOp& a : work.attention) {
     std::string what =
@@ -45,10 +48,12 @@ std::vector<OpTime> op_times(const CostModel& cost, const GpuSpec& gpu, const La
     if (a.kv_seq_len > 0) what += fmt::format(" kv{}", a.kv_seq_len);
     if (a.window > 0) what += fmt::format(" window {}", a.window);
     if (a.speed != 1) what += fmt::format(", kernel at {:.2f}x the calibrated", a.speed);
-    out.push_back({"attention", "attention", a.pass, cost.attention_s(gpu, dtype, a), what});
+    out.push_back({"attention", "attention", a.pass, cost.attention_s(gpu, dtype, a), what,
+                   rerun_share(recompute, a.pass, OpGroup::kDefault, a.op_rerun)});
   }
   for (const CommOp& c : work.comms)
-    out.push_back({c.name, "comm", c.pass, cost.comm_op_s(c, groups), comm_what(c, groups)});
+    out.push_back({c.name, "comm", c.pass, cost.comm_op_s(c, groups), comm_what(c, groups),
+                   rerun_share(recompute, c.pass, c.group, c.op_rerun)});
   return out;
 }
 

@@ -19,11 +19,13 @@ struct OpTime {
   Pass pass = Pass::kForward;
   double seconds = 0;
   std::string what;  // its shape, bytes or group, as the model took it
+  double rerun = 0;  // the share of it that runs again in backward under the recomputation
 };
 
 // Every GEMM, memory-bound kernel, attention and collective of `work`, by kind, each kind in the
-// order the layer builder emitted them.
+// order the layer builder emitted them, with the share `recompute` re-runs of each.
 std::vector<OpTime> op_times(const CostModel& cost, const GpuSpec& gpu, const LayerWork& work,
-                             const LayerGroups& groups, Dtype dtype);
+                             const LayerGroups& groups, Dtype dtype,
+                             const Recomputation& recompute = Recompute::kNone);
 
 }  // namespace hetplan

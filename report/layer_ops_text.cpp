@@ -24,12 +24,14 @@ Json layer_json(const ModelSpec& model, const LayerOps& l) {
   j["kernels"] = l.cost.kernel_launches;
   j["host_s"] = l.cost.kernel_launches * l.host_s_per_kernel;
   Json ops = Json::array();
-  for (const OpTime& op : l.ops)
+  for (const OpTime& op : l.ops) {
     ops.push_back({{"name", op.name},
                    {"kind", op.kind},
                    {"pass", to_string(op.pass)},
                    {"seconds", op.seconds},
                    {"what", op.what}});
+    if (op.rerun > 0) ops.back()["rerun_share"] = op.rerun;
+  }
   j["ops"] = std::move(ops);
   return j;
 }
@@ -72,9 +74,12 @@ std::string pass_rows(const Json& l, Pass pass) {
   std::string out = fmt::format("  {} ops, {} in all:\n", name, format_seconds(sum_s));
   for (const Json* op : ops) {
     const double s = (*op)["seconds"].get<double>();
-    out += fmt::format("    {:>10} {:>5.1f}%  {:<9} {:<34} {}\n", format_seconds(s),
+    std::string rerun;
+    if (const double r = op->value("rerun_share", 0.0); r > 0)
+      rerun = r < 1 ? fmt::format("; {:.0f}% re-run in backward", 100 * r) : "; re-run in backward";
+    out += fmt::format("    {:>10} {:>5.1f}%  {:<9} {:<34} {}{}\n", format_seconds(s),
                        sum_s > 0 ? 100 * s / sum_s : 0.0, (*op)["kind"].get<std::string>(),
-                       (*op)["name"].get<std::string>(), (*op)["what"].get<std::string>());
+                       (*op)["name"].get<std::string>(), (*op)["what"].get<std::string>(), rerun);
   }
   return out;
 }

@@ -178,7 +178,8 @@ std::vector<LayerOps> Evaluator::layer_ops(int64_t group, const Strategy& s) con
     }
     index.emplace(c, out.size());
     const LayerWork w = eval::layer_work_under(model_.layers[i], s, gpu, cost_, dtype, framework_);
-    out.push_back({static_cast<int64_t>(i), 1, op_times(cost_, gpu, w, groups, dtype), costs[i],
+    out.push_back({static_cast<int64_t>(i), 1,
+                   op_times(cost_, gpu, w, groups, dtype, s.recomputation()), costs[i],
                    host_s_per_kernel(gpu, s.host_mode)});
   }
   return out;

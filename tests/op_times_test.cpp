@@ -67,6 +67,41 @@ TEST(OpTimes, OpTimesAddUpToTheLayersPasses) {
   EXPECT_TRUE(dispatch);
 }
 
+// Under per-op recomputation each op says the share of it that runs again, and those shares of
+// the forward ops add up to the layer's recomputation.
+TEST(OpTimes, EachOpSaysWhatOfItRunsAgain) {
+  const ClusterSpec cluster = load_cluster("dgx-h100:1");
+  const CostModel cost = datasheet_cost(cluster);
+  const GpuSpec& gpu = cluster.groups[0].node.gpu;
+  const auto devices = cluster_devices(cluster);
+  const LayerGroups groups(make_comm_group(cluster, devices, range(0, 2)));
+  const FrameworkSpec tt = load_framework("torchtitan");
+  LayerShape shape;
+  shape.tp = 2;
+  shape.sequence_parallel = true;
+  shape.framework = &tt;
+  const LayerWork w = layer_work(testing::llama_block(1024), shape);
+  const std::vector<OpTime> ops = op_times(cost, gpu, w, groups, Dtype::kBf16, Recompute::kOp);
+  double rerun_s = 0;
+  for (const OpTime& op : ops) {
+    if (op.pass != Pass::kForward) {
+      EXPECT_EQ(op.rerun, 0) << op.name;
+    }
+    rerun_s += op.seconds * op.rerun;
+    if (op.name == "qkv" && op.pass == Pass::kForward) {
+      EXPECT_DOUBLE_EQ(op.rerun, 1.0 / 6);
+    }
+    if (op.kind == "attention") {
+      EXPECT_EQ(op.rerun, 0);
+    }
+  }
+  const LayerTimes t = cost.layer_times_from_ops(gpu, w, Recompute::kOp, groups, Dtype::kBf16);
+  EXPECT_GT(t.recompute_s, 0);
+  EXPECT_NEAR(rerun_s, t.recompute_s, 1e-12);
+  // Without recomputation nothing runs again.
+  for (const OpTime& op : op_times(cost, gpu, w, groups, Dtype::kBf16)) EXPECT_EQ(op.rerun, 0);
+}
+
 TEST(OpTimes, AlikeLayersAreListedOnce) {
   const ModelSpec model = load_model("llama3-8b", 2048);
   const ClusterSpec cluster = load_cluster("dgx-h100:1");
