@@ -185,8 +185,9 @@ const std::vector<LayerTiming>& CostModel::layer_timings(const GpuSpec& gpu) con
 // fixed time that their ops are of the forward's (all of it for full recomputation).
 // Communication is not scaled.
 LayerTimes CostModel::scaled_layer_times(const GpuSpec& gpu, const LayerWork& work,
-                                         const Recomputation& recompute, const LayerGroups& groups,
+                                         const Recomputation& asked, const LayerGroups& groups,
                                          Dtype dtype, const PassScale& scale) const {
+  const Recomputation recompute = layer_recomputation(work, asked);
   LayerTimes t;
   double recomputed_ops = 0;                        // forward ops re-run inside B
   double attention_pass_s[kNumPasses] = {0, 0, 0};  // what ring attention's exchange hides behind

@@ -290,7 +290,6 @@ void embedding(const LayerSpec& layer, const EmbeddingLayer& e, const LayerShape
     B.keep(Tr * layer.hidden);
   }
   B.keep(static_cast<double>(T) * 8);  // token ids (int64)
-  B.keep_full(static_cast<double>(T) * 8);
   w.output_bytes = stream_bytes;
 }
 
@@ -326,7 +325,6 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
   }
   layer_detail::cross_entropy(static_cast<double>(T), v, B);
   w.transient_bytes = B.transient("cross_entropy", static_cast<double>(T) * v);
-  B.keep_full(Tr * h * B.stream());
   w.output_bytes = static_cast<double>(T) * 4;  // the loss per token
 }
 
@@ -388,12 +386,13 @@ std::string describe(const LayerKey& k) {
 }
 
 namespace {
-void clear_op_policy(LayerWork& w) {
+void uncheckpointed(LayerWork& w) {
+  w.checkpointed = false;
   for (auto& g : w.gemms) g.op_rerun = 0;
   for (auto& m : w.memory_ops) m.op_rerun = 0;
   for (auto& a : w.attention) a.op_rerun = 0;
   for (auto& c : w.comms) c.op_rerun = 0;
-  w.activation_bytes[static_cast<int>(Recompute::kOp)] = w.activation_bytes[0];
+  for (double& kept : w.activation_bytes) kept = w.activation_bytes[0];
 }
 }  // namespace
 
@@ -452,13 +451,14 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
     double& kept = w.activation_bytes[static_cast<int>(r)];
     kept = std::min(kept, w.activation_bytes[0]);
   }
-  // Per-op recomputation checkpoints the blocks alone (torchtitan wraps model.layers): the
-  // embedding and the head keep what they keep and run once.
-  if (!layer.block()) clear_op_policy(w);
+  // Recomputation checkpoints the blocks alone (LayerWork::checkpointed): the embedding and the
+  // head keep what they keep and run once.
+  if (!layer.block()) uncheckpointed(w);
   return w;
 }
 
-LayerKernels layer_kernels(const LayerWork& w, const Recomputation& mode) {
+LayerKernels layer_kernels(const LayerWork& w, const Recomputation& asked) {
+  const Recomputation mode = layer_recomputation(w, asked);
   LayerKernels k;
   // An op any share of which runs again launches again (a fused projection's re-run part is one
   // of the framework's separate linears).

@@ -324,6 +324,11 @@ struct LayerWork {
   // the next kernels): the device's queue runs dry there, and the host issues what follows while
   // the device waits (search/eval/layer_costs.cpp host_sync_stall).
   int64_t host_syncs = 0;
+  // Whether recomputation reaches the layer: the transformer blocks; the embedding and the head
+  // run outside the checkpointed blocks of every framework hetplan describes (Megatron's
+  // TransformerBlock, DeepSpeed's checkpointable ParallelTransformerLayerPipe, torchtitan's
+  // model.layers), so they keep what they keep and never run again.
+  bool checkpointed = true;
 
   double activation(Recompute r) const { return activation_bytes[static_cast<int>(r)]; }
   double activation(const Recomputation& r) const;
@@ -346,6 +351,11 @@ struct LayerKernels {
   double total() const { return pass[0] + pass[1] + pass[2] + recompute; }
 };
 LayerKernels layer_kernels(const LayerWork& work, const Recomputation& mode);
+
+// The recomputation `work` runs under `r`: `r`, or none where the layer is not checkpointed.
+inline Recomputation layer_recomputation(const LayerWork& work, const Recomputation& r) {
+  return work.checkpointed ? r : Recomputation(Recompute::kNone);
+}
 
 // Checks that tensor width `tp` divides every layer of `model`; returns the reason or "".
 std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp);

@@ -30,8 +30,8 @@ std::string comm_what(const CommOp& c, const LayerGroups& groups) {
 }  // namespace
 
 std::vector<OpTime> op_times(const CostModel& cost, const GpuSpec& gpu, const LayerWork& work,
-                             const LayerGroups& groups, Dtype dtype,
-                             const Recomputation& recompute) {
+                             const LayerGroups& groups, Dtype dtype, const Recomputation& asked) {
+  const Recomputation recompute = layer_recomputation(work, asked);
   std::vector<OpTime> out;
   for (const GemmOp& g : work.gemms)
     out.push_back({g.name, "gemm", g.pass, cost.gemm_op_s(gpu, dtype, g), gemm_what(g, dtype),

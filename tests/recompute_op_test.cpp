@@ -375,3 +375,41 @@ TEST(RecomputeOp, TheDecemberTwentyFourReleaseExportsItsToml) {
 
 }  // namespace
 }  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// No framework checkpoints the embedding or the head (Megatron's TransformerBlock, DeepSpeed's
+// ParallelTransformerLayerPipe, torchtitan's model.layers): under every recomputation they keep
+// what they keep without it and run once.
+TEST(RecomputeOp, TheEmbeddingAndTheHeadAreNeverRecomputed) {
+  const ModelSpec model = load_model("llama3-8b", 2048);
+  const ClusterSpec cluster = load_cluster("dgx-h100:1");
+  const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+  const FrameworkSpec tt = load_framework("torchtitan");
+  LayerShape shape;
+  shape.framework = &tt;
+  for (size_t i : {size_t{0}, model.layers.size() - 1}) {
+    const LayerWork w = layer_work(model.layers[i], shape);
+    EXPECT_FALSE(w.checkpointed) << i;
+    for (Recompute r : {Recompute::kSelective, Recompute::kFull, Recompute::kOp}) {
+      EXPECT_EQ(w.activation(r), w.activation(Recompute::kNone)) << i << " " << to_string(r);
+      EXPECT_EQ(layer_kernels(w, r).recompute, 0) << i << " " << to_string(r);
+    }
+  }
+  const LayerWork head = layer_work(model.layers.back(), shape);
+  EXPECT_GT(head.activation(Recompute::kNone), 1e8);  // the fp32 softmax of 2,048 x 128,256
+  const LayerWork block = layer_work(model.layers[1], shape);
+  EXPECT_TRUE(block.checkpointed);
+  EXPECT_LT(block.activation(Recompute::kFull), block.activation(Recompute::kNone));
+  const Evaluator ev(model, cluster, cost, tt);
+  const Strategy s = read_strategy(R"({"dp": 8, "tp": 1, "pp": 1, "micro_batch": 1,
+                                       "global_batch": 8, "zero": 3, "recompute": "full",
+                                       "grad_accumulation_fusion": false})");
+  const std::vector<LayerCost>& costs = ev.layer_costs(0, 1, s);
+  EXPECT_EQ(costs.back().times.recompute_s, 0);
+  EXPECT_GT(costs[1].times.recompute_s, 0);
+}
+
+}  // namespace
+}  // namespace hetplan

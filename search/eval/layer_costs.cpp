@@ -135,7 +135,7 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
     c.transient_bytes += 2 * c.param_count * dtype_bytes(dtype);
   // Weights cast to half precision for each forward are kept for its backward (autocast over
   // fp32 parameters), except where the forward is recomputed.
-  if (s.recompute != Recompute::kFull)
+  if (s.recompute != Recompute::kFull || !w.checkpointed)
     c.activation_bytes += c.param_count * framework.memory.cast_copy_bytes;
   return c;
 }
