@@ -73,17 +73,7 @@ std::string attention_kernels_text(const std::vector<AttentionKernel>& kernels) 
 // What per-op recomputation saves (FrameworkSpec::op_recompute), as the file names it.
 Json op_recompute_json(const std::optional<OpRecompute>& o) {
   if (!o) return nullptr;
-  std::vector<std::string> saves;
-  const std::pair<bool, const char*> kinds[] = {{o->matmuls, "matmul"},
-                                                {o->quantized_matmuls, "quantized_matmul"},
-                                                {o->grouped_matmuls, "grouped_matmul"},
-                                                {o->attention, "attention"},
-                                                {o->reduce_scatter, "reduce_scatter"},
-                                                {o->all_to_all, "all_to_all"},
-                                                {o->all_gather, "all_gather"}};
-  for (const auto& [saved, name] : kinds)
-    if (saved) saves.emplace_back(name);
-  return {{"saves", saves},
+  return {{"saves", saved_op_names(*o)},
           {"every_second_matmul", o->every_second_matmul},
           {"quantized_linears", o->quantized_linears_as_matmuls ? "matmul" : "scaled_mm"},
           {"recomputed_linears", o->recomputed_linears}};
@@ -136,12 +126,10 @@ void print_framework(const FrameworkSpec& f) {
                                                 e.streams, e.streams == 1 ? "" : "s");
   fmt::print("  experts' GEMMs: {}\n", experts);
   fmt::print("  fused attention: {}\n", attention_kernels_text(f.attention_kernels));
-  if (f.op_recompute) {
-    const Json o = op_recompute_json(f.op_recompute);
+  if (f.op_recompute)
     fmt::print("  per-op recomputation keeps: {}{}\n",
-               fmt::join(o["saves"].get<std::vector<std::string>>(), ", "),
+               fmt::join(saved_op_names(*f.op_recompute), ", "),
                f.op_recompute->every_second_matmul ? " (every second matmul re-run)" : "");
-  }
   if (f.memory.gathered_with_pipeline)
     fmt::print("  ZeRO-3 with a pipeline: weights stay gathered through the step\n");
   for (const auto& [key, source] : f.sources) fmt::print("  source of {}: {}\n", key, source);

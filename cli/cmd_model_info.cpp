@@ -166,7 +166,6 @@ Json work_json(const LayerWork& w, bool op_policy) {
                {{"none", whole_number_json(w.activation(Recompute::kNone))},
                 {"selective", whole_number_json(w.activation(Recompute::kSelective))},
                 {"full", whole_number_json(w.activation(Recompute::kFull))}}},
-
               {"output_bytes", whole_number_json(w.output_bytes)},
               {"transient_bytes", whole_number_json(w.transient_bytes)},
               {"params", w.params},

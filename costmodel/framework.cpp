@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
+#include <span>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -86,7 +87,7 @@ const std::initializer_list<std::string_view> kExports = {"megatron", "deepspeed
 
 // A list of strings, each one of `allowed`, at least one.
 std::vector<std::string> choices(ObjectReader& r, std::string_view key,
-                                 std::initializer_list<std::string_view> allowed) {
+                                 std::span<const std::string_view> allowed) {
   std::vector<std::string> out = r.strings(key);
   if (out.empty())
     r.fail(key, fmt::format("expected a list of one or more of {}", fmt::join(allowed, ", ")));
@@ -94,6 +95,10 @@ std::vector<std::string> choices(ObjectReader& r, std::string_view key,
     if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
       r.fail(key, fmt::format("expected values of {}, found \"{}\"", fmt::join(allowed, ", "), v));
   return out;
+}
+std::vector<std::string> choices(ObjectReader& r, std::string_view key,
+                                 std::initializer_list<std::string_view> allowed) {
+  return choices(r, key, std::span<const std::string_view>(allowed.begin(), allowed.size()));
 }
 
 std::vector<bool> booleans(ObjectReader& r, std::string_view key) {
@@ -344,21 +349,25 @@ ExpertGemms read_expert_gemms(ObjectReader r) {
   return e;
 }
 
+// The entries of op_recompute.saves and the flag each sets.
+constexpr std::pair<std::string_view, bool OpRecompute::*> kSavedOps[] = {
+    {"matmul", &OpRecompute::matmuls},
+    {"quantized_matmul", &OpRecompute::quantized_matmuls},
+    {"grouped_matmul", &OpRecompute::grouped_matmuls},
+    {"attention", &OpRecompute::attention},
+    {"reduce_scatter", &OpRecompute::reduce_scatter},
+    {"all_to_all", &OpRecompute::all_to_all},
+    {"all_gather", &OpRecompute::all_gather}};
+
 // op_recompute: {saves: [matmul, attention, ...], every_second_matmul: B, recomputed_linears:
 // [..]}.
 OpRecompute read_op_recompute(ObjectReader r) {
   OpRecompute o;
-  for (const auto& op : choices(r, "saves",
-                                {"matmul", "quantized_matmul", "grouped_matmul", "attention",
-                                 "reduce_scatter", "all_to_all", "all_gather"})) {
-    o.matmuls |= op == "matmul";
-    o.quantized_matmuls |= op == "quantized_matmul";
-    o.grouped_matmuls |= op == "grouped_matmul";
-    o.attention |= op == "attention";
-    o.reduce_scatter |= op == "reduce_scatter";
-    o.all_to_all |= op == "all_to_all";
-    o.all_gather |= op == "all_gather";
-  }
+  std::vector<std::string_view> names;
+  for (const auto& [name, flag] : kSavedOps) names.push_back(name);
+  for (const auto& op : choices(r, "saves", names))
+    for (const auto& [name, flag] : kSavedOps)
+      if (op == name) o.*flag = true;
   o.every_second_matmul = r.boolean_or("every_second_matmul", false);
   o.quantized_linears_as_matmuls =
       r.choice_or("quantized_linears", {"matmul", "scaled_mm"}, "scaled_mm") == "matmul";
@@ -432,6 +441,13 @@ void check_sources(const Json& root, const std::map<std::string, std::string>& s
 }
 
 }  // namespace
+
+std::vector<std::string> saved_op_names(const OpRecompute& o) {
+  std::vector<std::string> out;
+  for (const auto& [name, flag] : kSavedOps)
+    if (o.*flag) out.emplace_back(name);
+  return out;
+}
 
 FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
   ObjectReader r(doc);

@@ -183,6 +183,8 @@ struct OpRecompute {
   bool reduce_scatter = false, all_to_all = false, all_gather = false;
   std::vector<std::string> recomputed_linears;
 };
+// The `saves` entries of `o`, by the names its file gives them.
+std::vector<std::string> saved_op_names(const OpRecompute& o);
 
 // The fused attention kernel a framework runs on GPUs of compute capability from
 // `min_compute_capability` to `max_compute_capability`, and its

@@ -226,21 +226,21 @@ class Builder {
     memory("dropout_bwd", Pass::kBackwardInput, elements * (2 * v + 1));
   }
 
-  // Whether the group of `scope` has more than one rank in this shape.
-  bool spans(CommScope scope) const {
+  // The ranks of the group of `scope` in this shape, and whether it has more than one.
+  int64_t group_size(CommScope scope) const {
     switch (scope) {
       case CommScope::kTensor:
-        return s_.tp > 1;
+        return s_.tp;
       case CommScope::kContext:
-        return s_.cp > 1;
+        return s_.cp;
       case CommScope::kExpert:
-        return s_.ep > 1;
+        return s_.ep;
       case CommScope::kExpertTensor:
-        return s_.expert_tp() > 1;
+        return s_.expert_tp();
     }
-    return false;
+    return 1;
   }
-
+  bool spans(CommScope scope) const { return group_size(scope) > 1; }
   void comm(const std::string& name, Pass pass, CollectiveKind kind, double bytes,
             CommScope scope = CommScope::kTensor, CommOverlap overlap = CommOverlap::kNone,
             int64_t repeats = 1, int64_t group_ranks = 0) {
@@ -419,20 +419,6 @@ class Builder {
     const double ranks =
         static_cast<double>(c.group_ranks > 0 ? c.group_ranks : group_size(c.scope));
     keep_op(c.kind == CollectiveKind::kReduceScatter ? c.bytes / ranks : c.bytes);
-  }
-
-  int64_t group_size(CommScope scope) const {
-    switch (scope) {
-      case CommScope::kTensor:
-        return s_.tp;
-      case CommScope::kContext:
-        return s_.cp;
-      case CommScope::kExpert:
-        return s_.ep;
-      case CommScope::kExpertTensor:
-        return s_.expert_tp();
-    }
-    return 1;
   }
 };
 

@@ -158,19 +158,22 @@ struct LayerShape {
   int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 };
 
-// Whether an op of `pass` and `group` runs again in backward under `r`: every forward op under
-// full recomputation, those of the recomputed modules under selective (per-op recomputation:
-// rerun_share).
-inline bool recomputed(const Recomputation& r, Pass pass, OpGroup group) {
-  return pass == Pass::kForward &&
-         (r.granularity == Recompute::kFull ||
-          (r.granularity == Recompute::kSelective && intersects(group, r.modules)));
-}
-// The share of an op of `pass` and `group` that runs again in backward under `r`, where
-// `op_rerun` is its share under per-op recomputation.
+// The share of an op of `pass` and `group` that runs again in backward under `r`: all of every
+// forward op under full recomputation, of those of the recomputed modules under selective, and
+// under per-op recomputation its own share `op_rerun`.
 inline double rerun_share(const Recomputation& r, Pass pass, OpGroup group, double op_rerun) {
-  if (r.granularity == Recompute::kOp) return pass == Pass::kForward ? op_rerun : 0;
-  return recomputed(r, pass, group) ? 1 : 0;
+  if (pass != Pass::kForward) return 0;
+  switch (r.granularity) {
+    case Recompute::kNone:
+      return 0;
+    case Recompute::kSelective:
+      return intersects(group, r.modules) ? 1 : 0;
+    case Recompute::kFull:
+      return 1;
+    case Recompute::kOp:
+      return op_rerun;
+  }
+  return 0;
 }
 
 // A GEMM in cuBLAS's column-major terms, as PyTorch issues it: forward of a linear layer
