@@ -47,19 +47,19 @@ std::string groups_table(const Json& predicted) {
   };
   std::string out = fmt::format(
       "\n{:>5} {:>5} {:>10} {:>8} {:>3} {:>3} {:>7} {:>5} {:>10} {:>10} {:>10} {:>9} {:>10} {:>9} "
-      "{:>9} {:>9} {:>10}\n",
+      "{:>6} {:>6} {:>10}\n",
       "stage", "group", "gpu", "replicas", "tp", "mb", "samples", "m", "F", "B", "W", "p2p",
-      "pipeline", "group sync", "reshard", "cross", "memory");
+      "pipeline", "sync", "slices", "rounds", "memory");
   for (const Json& g : predicted["replica_groups"])
     out += fmt::format(
         "{:>5} {:>5} {:>10} {:>8} {:>3} {:>3} {:>7} {:>5} {:>10} {:>10} {:>10} {:>9} {:>10} {:>9} "
-        "{:>9} {:>9} {:>10}\n",
+        "{:>6} {:>6} {:>10}\n",
         g["stage"].get<int64_t>(), g["group"].get<int64_t>(), g["gpu_type"].get<std::string>(),
         g["replicas"].get<int64_t>(), g["tp"].get<int64_t>(), g["micro_batch"].get<int64_t>(),
         g["samples"].get<int64_t>(), g["microbatches"].get<int64_t>(), seconds(g, "forward_s"),
         seconds(g, "backward_input_s"), seconds(g, "backward_weight_s"), seconds(g, "p2p_s"),
-        seconds(g, "pipeline_s"), seconds(g, "group_sync_s"), seconds(g, "reshard_s"),
-        seconds(g, "cross_sync_s"), format_gib(g["peak_memory_bytes"].get<double>()));
+        seconds(g, "pipeline_s"), seconds(g, "sync_s"), g["sync_slices"].get<int64_t>(),
+        g["sync_rounds"].get<int64_t>(), format_gib(g["peak_memory_bytes"].get<double>()));
   return out;
 }
 

@@ -198,7 +198,7 @@ struct StagePrediction {
 };
 
 // Per replica group of a strategy with replicas (search/replicas.h): what the group runs. Its
-// gradient synchronisation is the stage's, in three parts (docs/costmodel.md, "Replica groups").
+// gradient synchronisation is the stage's, in slices (docs/costmodel.md, "Replica groups").
 struct GroupPrediction {
   int64_t stage = 0, group = 0;  // group g of every stage is pipeline g
   ReplicaGroup spec;
@@ -206,9 +206,9 @@ struct GroupPrediction {
   double forward_s = 0, backward_input_s = 0, backward_weight_s = 0;  // one micro-batch
   double p2p_s = 0;         // one activation to group g of the next stage
   double pipeline_s = 0;    // pipeline g's makespan (its micro-batches through every stage)
-  double group_sync_s = 0;  // the group's own replicas' all-reduce of their shard
-  double reshard_s = 0;     // gathering its tp shards to the stage's narrowest width
-  double cross_sync_s = 0;  // the stage's all-reduce between its groups
+  int64_t sync_slices = 1;  // the stage's gradients are all-reduced in slices of its widest tp
+  int64_t sync_rounds = 1;  // slice all-reduces each device of this group joins, one after another
+  double sync_s = 0;        // the stage's whole reduction over every replica of its groups
   double optimizer_s = 0;
   int64_t in_flight = 0;  // micro-batch activations held at the peak
   MemoryBreakdown memory;

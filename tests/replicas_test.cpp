@@ -10,6 +10,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/document.h"
 #include "costmodel/profile.h"
+#include "costmodel/topology.h"
 #include "search/evaluate.h"
 #include "search/replica_search.h"
 #include "search/replicas.h"
@@ -144,9 +145,9 @@ TEST_F(ReplicaCost, GradientsCrossTypesOverTheSlowerLink) {
       {"gpu_type": "v100", "devices": [8], "tp": 1, "micro_batch": 2, "samples": 4}]}]})");
   const Prediction p = ev.predict(s);
   ASSERT_EQ(p.groups.size(), 2u) << p.reason;
-  // One replica per group: nothing to reduce inside a group, nothing to re-shard at tp 1.
-  EXPECT_EQ(p.groups[0].group_sync_s, 0);
-  EXPECT_EQ(p.groups[1].reshard_s, 0);
+  // Both at tp 1: one slice, one round.
+  EXPECT_EQ(p.groups[0].sync_slices, 1);
+  EXPECT_EQ(p.groups[1].sync_rounds, 1);
   // A ring of 2 over the network: 2 steps of the p3's 30 us, 2 (n - 1) / n = 1 times the bytes
   // over 10 Gbit/s = 1.25 GB/s at the 0.85 network efficiency (the prior of
   // CostModel.CrossNodeAllReduceIsBoundByTheSharedNetwork).
@@ -156,12 +157,15 @@ TEST_F(ReplicaCost, GradientsCrossTypesOverTheSlowerLink) {
   for (const LayerCost& c : ev.layer_costs(1, 1, group_strategy(s, 0, 1))) params += c.param_count;
   const double bytes = 4 * params;
   const double expected = 2 * 30e-6 + bytes / (1.25e9 * 0.85);
-  EXPECT_NEAR(p.groups[0].cross_sync_s, expected, 1e-6 * expected);
-  EXPECT_EQ(p.groups[1].cross_sync_s, p.groups[0].cross_sync_s);
+  EXPECT_NEAR(p.groups[0].sync_s, expected, 1e-6 * expected);
+  EXPECT_EQ(p.groups[1].sync_s, p.groups[0].sync_s);
 }
 
-TEST_F(ReplicaCost, WiderGroupsReshardToTheNarrowest) {
-  // Stage 0 of two p3.8xlarge nodes: one node at tp 4 next to one at tp 1 x 4 replicas.
+TEST_F(ReplicaCost, MixedWidthsReduceInSlicesOfTheWidest) {
+  // Stage 0 of two p3.8xlarge nodes: one node at tp 4 next to one at tp 1 x 4 replicas. As
+  // Sailor's runtime runs it, the stage's gradients are cut in 4 slices (the widest tp); each tp-1
+  // device holds all 4 and all-reduces them in turn with the tp-4 device holding that slice: 4
+  // rounds of one ring over all 5 replicas, about a quarter of the stage's gradients each.
   const ClusterSpec cluster = load_cluster("p3.8xlarge:2");
   const CostModel cost(profile_, cluster);
   const Evaluator ev(model_, cluster, cost, testing::fixture_framework());
@@ -171,9 +175,27 @@ TEST_F(ReplicaCost, WiderGroupsReshardToTheNarrowest) {
       {"gpu_type": "v100", "devices": [4, 5, 6, 7], "tp": 1, "micro_batch": 1, "samples": 8}]}]})");
   const Prediction p = ev.predict(s);
   ASSERT_EQ(p.groups.size(), 2u) << p.reason;
-  EXPECT_GT(p.groups[0].reshard_s, 0);  // tp 4 gathers its 4 shards to width 1
-  EXPECT_EQ(p.groups[1].reshard_s, 0);
-  EXPECT_GT(p.groups[1].group_sync_s, 0);  // 4 replicas reduce inside their node
+  EXPECT_EQ(p.groups[0].sync_slices, 4);
+  EXPECT_EQ(p.groups[0].sync_rounds, 1);  // a tp-4 device holds one slice
+  EXPECT_EQ(p.groups[1].sync_rounds, 4);  // a tp-1 device holds all four
+  // Each ring moves what one tp-4 device holds (the cluster's group 0): a quarter of every split
+  // weight and the whole of every replicated one, the tied table's quarter once.
+  const LayerSpec& head = model_.layers.back();
+  double params = -static_cast<double>(head.head()->vocab) * head.hidden / 4;
+  for (const LayerCost& c : ev.layer_costs(0, 1, group_strategy(s, 0, 0))) params += c.param_count;
+  const double bytes = params * 4;  // fp32 gradients, as above
+  const CommGroup ring = make_comm_group(cluster, ev.devices(), {0, 4, 5, 6, 7});
+  EXPECT_EQ(ring.nodes, 2);
+  const double expected = 4 * cost.collective_s(CollectiveKind::kAllReduce, bytes, ring);
+  EXPECT_NEAR(p.groups[0].sync_s, expected, 1e-9 * expected);
+  EXPECT_EQ(p.groups[1].sync_s, p.groups[0].sync_s);
+  // The 4 rounds move about the bytes of one all-reduce of the whole stage over the same ring (a
+  // little more: the replicated tensors go in every round, and 4 rings' latency).
+  double stage = -static_cast<double>(head.head()->vocab) * head.hidden;  // a tp-1 device's
+  for (const LayerCost& c : ev.layer_costs(0, 1, group_strategy(s, 0, 1))) stage += c.param_count;
+  const double whole = cost.collective_s(CollectiveKind::kAllReduce, 4 * stage, ring);
+  EXPECT_GT(p.groups[0].sync_s, whole);
+  EXPECT_LT(p.groups[0].sync_s, 1.05 * whole);
 }
 
 TEST_F(ReplicaCost, TheFirstVersionRefusesWhatItDoesNotCost) {
@@ -261,7 +283,7 @@ TEST(ReplicaCli, PredictWritesTheGroupsAndExportRefuses) {
       src);
   const auto r = testing::run_hetplan("predict " + inputs + " --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "group sync")) << r.output;
+  EXPECT_TRUE(contains(r.output, "slices")) << r.output;
   nlohmann::json j;
   std::ifstream(json) >> j;
   const auto& groups = j["predicted"]["replica_groups"];
@@ -270,6 +292,11 @@ TEST(ReplicaCli, PredictWritesTheGroupsAndExportRefuses) {
   EXPECT_EQ(groups[1]["tp"], 4);
   EXPECT_EQ(groups[1]["replicas"], 24);
   EXPECT_EQ(groups[1]["microbatches"], 38);  // 904 samples over 24 replicas: 16 run 38
+  // Stage 0's gradients in 4 slices (the V100s' tp 4): the A100s at tp 1 reduce all 4 in turn.
+  EXPECT_EQ(groups[0]["sync_slices"], 4);
+  EXPECT_EQ(groups[0]["sync_rounds"], 4);
+  EXPECT_EQ(groups[1]["sync_rounds"], 1);
+  EXPECT_EQ(groups[0]["sync_s"], groups[1]["sync_s"]);
   EXPECT_EQ(testing::fractional_bytes(j), std::vector<std::string>{});
   const auto e = testing::run_hetplan("export --strategy " + json + " --format megatron");
   EXPECT_EQ(e.exit_code, 2) << e.output;

@@ -1,9 +1,8 @@
 // A prediction of a strategy whose stages hold replica groups (search/replicas.h). Pipeline g
 // (group g of every stage) runs the steps of a uniform strategy, each stage at its group's tensor
 // width on its GPU type, over the group's micro-batches; the step waits for the slowest pipeline.
-// Each stage's gradients are then reduced over all its groups (docs/costmodel.md, "Replica
-// groups"): inside every group, re-sharded to the narrowest width, and between the groups over
-// the slowest link among them.
+// Each stage's gradients are then all-reduced over every replica of all its groups, in slices of
+// the stage's widest tensor width, as Sailor's runtime does (docs/costmodel.md, "Replica groups").
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -71,55 +70,51 @@ GroupPipeline run_pipeline(const Evaluator& ev, const Strategy& s, size_t g, Not
   return out;
 }
 
-// One stage's gradient synchronisation over its groups, in three parts per group.
+// One stage's gradient synchronisation over its groups, as Sailor's runtime runs it.
 struct StageSync {
-  std::vector<double> group_s, reshard_s;  // per group
-  double cross_s = 0;
-  double total_s = 0;  // the slowest group's own parts, then the cross-group all-reduce
+  int64_t slices = 1;  // the stage's widest tp T: its gradients reduced in T slices
+  int64_t rounds = 1;  // slice all-reduces a device of the narrowest group runs in turn: T / w
+  double round_s = 0;  // one round: w slices at once, each over every replica of the stage
+  double total_s = 0;  // rounds x round_s
 };
 
 double grad_bytes_per_param(const Strategy& s, const Rank& r) {
   return s.fp32_grad_reduce ? 4.0 : dtype_bytes(r.dtype);
 }
 
-// Group g's replicas all-reduce their shard (the uniform model's data-parallel reduction, reduce
-// and broadcast around the cross-group part); a group wider than the stage's narrowest width w
-// then gathers its tp / w neighbouring shards into 1/w of the stage (all-gather inside its tensor
-// group; scattering back is a local slice); the groups' first w ranks all-reduce the stage's
-// gradients between them, 1/w each, over the slowest link among the groups (make_comm_group takes
-// the slowest network between the nodes), w such rings sharing a node's network.
+// Sailor's DeepSpeed (deepspeed/engine.py at eth-easl/sailor cf2c8e3, allreduce_gradients and
+// _broadcast_model) cuts every gradient of a stage at the stage's widest tensor width T and builds
+// one data-parallel group per slice, holding the device of every replica whose shard contains it.
+// A device at width t holds T / t slices and all-reduces them one after another (blocking
+// all-reduces, in 500M-element buckets); the slices' rings need every replica, so the stage runs
+// T / w rounds (w: its narrowest width), each of w slice rings at once over all its replicas.
+// Each ring moves a widest-group device's gradients: its shard of every split tensor and the whole
+// of every replicated one (layer norms, biases: the runtime reduces them in every slice's group,
+// `dim_param == -1`). The w rings of a round share a node's network (the w
+// devices of a narrow replica, w of a wide one's T). make_comm_group takes the slowest network
+// between the ring's nodes, so a ring crossing from A100 to V100 nodes runs at the slower link.
 StageSync stage_sync(const Evaluator& ev, const Strategy& s, const std::vector<GroupPipeline>& pl,
                      size_t k) {
   StageSync out;
-  const size_t G = pl.size();
   int64_t narrowest = pl[0].at[k].tp;
-  for (const GroupPipeline& p : pl) narrowest = std::min(narrowest, p.at[k].tp);
-  double stage_bytes = 0;
-  std::vector<int64_t> leaders;
+  double slice_bytes = 0;     // what one device of the widest group holds
+  std::vector<int64_t> ring;  // slice 0's ring: the first device of every replica
   for (const GroupPipeline& p : pl) {
     const Strategy& v = p.at[k];
-    const std::vector<int64_t>& devices = p.placement.groups[k];
-    const double bytes = p.times.params[k] * grad_bytes_per_param(s, p.ranks[k]);
-    stage_bytes = std::max(stage_bytes, bytes * static_cast<double>(v.tp));
-    out.group_s.push_back(
-        ev.cost().collective_s(CollectiveKind::kAllReduce, bytes, grad_group(ev, v, devices)));
-    double reshard = 0;
-    if (G > 1 && v.tp > narrowest) {
-      const std::vector<int64_t> shards(devices.begin(), devices.begin() + v.tp / narrowest);
-      reshard = ev.cost().collective_s(CollectiveKind::kAllGather,
-                                       bytes * static_cast<double>(v.tp / narrowest),
-                                       make_comm_group(ev.cluster(), ev.devices(), shards));
+    narrowest = std::min(narrowest, v.tp);
+    if (v.tp > out.slices || slice_bytes == 0) {
+      out.slices = std::max(out.slices, v.tp);
+      slice_bytes = p.times.params[k] * grad_bytes_per_param(s, p.ranks[k]);
     }
-    out.reshard_s.push_back(reshard);
-    leaders.push_back(devices.front());
-    out.total_s = std::max(out.total_s, out.group_s.back() + reshard);
+    const std::vector<int64_t>& devices = p.placement.groups[k];
+    for (size_t d = 0; d < devices.size(); d += static_cast<size_t>(v.tp))
+      ring.push_back(devices[d]);
   }
-  if (G > 1) {
-    const CommGroup cross = make_comm_group(ev.cluster(), ev.devices(), leaders, narrowest);
-    out.cross_s = ev.cost().collective_s(CollectiveKind::kAllReduce,
-                                         stage_bytes / static_cast<double>(narrowest), cross);
-  }
-  out.total_s += out.cross_s;
+  out.rounds = out.slices / narrowest;
+  out.round_s =
+      ev.cost().collective_s(CollectiveKind::kAllReduce, slice_bytes,
+                             make_comm_group(ev.cluster(), ev.devices(), ring, narrowest));
+  out.total_s = static_cast<double>(out.rounds) * out.round_s;
   return out;
 }
 
@@ -195,9 +190,9 @@ void group_figures(const Evaluator& ev, const Strategy& s, const std::vector<Gro
       gp.backward_weight_s = st.backward_weight_s;
       gp.p2p_s = st.p2p_s;
       gp.pipeline_s = p.result.makespan_s;
-      gp.group_sync_s = sync[k].group_s[g];
-      gp.reshard_s = sync[k].reshard_s[g];
-      gp.cross_sync_s = sync[k].cross_s;
+      gp.sync_slices = sync[k].slices;
+      gp.sync_rounds = sync[k].slices / p.at[k].tp;
+      gp.sync_s = sync[k].total_s;
       gp.optimizer_s = ev.cost().optimizer_s(*p.ranks[k].gpu, p.times.params[k]);
       gp.in_flight = p.result.peak_activation.empty() ? 0 : p.result.peak_activation[k];
       gp.memory = rank_memory_of(ev, mem, p.ranks[k], p.times, p.result, k, overflow);
@@ -284,7 +279,7 @@ Prediction predict_replicas(const Evaluator& ev, const Strategy& s, const Predic
   }
   notes.add(fmt::format(
       "replica groups: {} pipelines, the step waits for pipeline {}; each stage's gradients are "
-      "reduced inside its groups, then between them",
+      "all-reduced over all its replicas in slices of its widest tp, as Sailor's runtime does",
       pl.size(), last));
   out.notes = notes.take();
   return out;
