@@ -18,6 +18,7 @@ Json capabilities_json(const Capabilities& c) {
   std::vector<std::string> modes;
   for (HostMode m : c.host_modes) modes.emplace_back(to_string(m));
   return {{"schedules", c.schedules},
+          {"interleaved_order", c.interleaved_order},
           {"recompute", c.recompute},
           {"recompute_modules", c.recompute_modules},
           {"zero", c.zero},
@@ -106,8 +107,10 @@ void print_framework(const FrameworkSpec& f) {
   fmt::print("{}: {}\n  version: {}\n  export: {}\n", f.name, f.description, f.version,
              export_name(f));
   const Capabilities& c = f.can_run;
-  fmt::print("  schedules: {}\n  recompute: {}\n  ZeRO: {} (with a pipeline: {})\n",
-             fmt::join(c.schedules, ", "), fmt::join(c.recompute, ", "), fmt::join(c.zero, ", "),
+  fmt::print("  schedules: {}{}\n  recompute: {}\n  ZeRO: {} (with a pipeline: {})\n",
+             fmt::join(c.schedules, ", "),
+             c.interleaved_order == "pytorch" ? " (interleaved in PyTorch's rounds)" : "",
+             fmt::join(c.recompute, ", "), fmt::join(c.zero, ", "),
              fmt::join(c.zero_with_pipeline, ", "));
   std::vector<std::string_view> modes;
   for (HostMode m : c.host_modes) modes.push_back(to_string(m));

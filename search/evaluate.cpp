@@ -250,6 +250,7 @@ std::vector<double> Evaluator::stage_peaks(const Strategy& s) const {
   probe.devices = static_cast<int>(P);
   probe.microbatches = static_cast<int>(m);
   probe.chunks = static_cast<int>(v);
+  probe.interleaved = interleaved_order();
   probe.record_timeline = false;
   probe.forward_s = probe.backward_input_s = {1.0};
   probe.backward_weight_s = {pipeline::schedule_info(s.schedule).splits_backward ? 1.0 : 0.0};
@@ -284,6 +285,7 @@ Prediction Evaluator::predict(const Strategy& input, const PredictOptions& optio
   base.devices = static_cast<int>(s.pp);
   base.microbatches = static_cast<int>(s.microbatches());
   base.chunks = static_cast<int>(s.chunks_per_device());
+  base.interleaved = interleaved_order();
   base.record_timeline = false;
   eval::PartitionOutcome part = eval::partition(*this, s, placement, ranks, base, options);
   if (part.infeasible) return std::move(*part.infeasible);

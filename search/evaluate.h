@@ -14,6 +14,7 @@
 #include "costmodel/model.h"
 #include "costmodel/op_times.h"
 #include "costmodel/topology.h"
+#include "search/pipeline/schedule.h"
 #include "search/rules.h"
 #include "search/strategy.h"
 
@@ -104,6 +105,12 @@ class Evaluator {
   const ClusterSpec& cluster() const { return cluster_; }
   const FrameworkSpec& framework() const { return framework_; }
   const std::vector<Device>& devices() const { return devices_; }
+  // How the framework runs interleaved 1F1B (FrameworkSpec::can_run.interleaved_order).
+  pipeline::InterleavedOrder interleaved_order() const {
+    return framework_.can_run.interleaved_order == "pytorch"
+               ? pipeline::InterleavedOrder::kPyTorch
+               : pipeline::InterleavedOrder::kMegatron;
+  }
 
  private:
   const ModelSpec& model_;

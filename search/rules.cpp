@@ -138,10 +138,27 @@ std::string stages(const RuleContext& c, const Strategy& s) {
   return fmt::format("pp {} x {} chunks exceeds the model's {} layers", s.pp, v, layers);
 }
 
+// torch.distributed.pipelining's ScheduleInterleaved1F1B runs m micro-batches in max(1, m / pp)
+// rounds and raises unless the rounds divide m (schedules.py, its __init__).
+std::string pytorch_rounds(const RuleContext& c, const Strategy& s) {
+  if (c.framework.can_run.interleaved_order != "pytorch" || s.schedule != "interleaved" ||
+      s.chunks_per_device() == 1)
+    return "";
+  const int64_t m = s.microbatches(), rounds = std::max<int64_t>(1, m / s.pp);
+  if (m % rounds == 0) return "";
+  return fmt::format(
+      "{} runs interleaved 1F1B as torch.distributed.pipelining's ScheduleInterleaved1F1B: {} "
+      "micro-batches in max(1, {} / pp {}) = {} rounds, which it refuses unless the rounds divide "
+      "them",
+      c.framework.name, m, m, s.pp, rounds);
+}
+
 std::string schedule(const RuleContext& c, const Strategy& s) {
-  if (s.pp == 1 || c.framework.can_run_schedule(s.schedule)) return "";
-  return fmt::format("{} runs the pipeline schedules {}, not {}", c.framework.name,
-                     fmt::join(c.framework.can_run.schedules, ", "), s.schedule);
+  if (s.pp == 1) return "";
+  if (!c.framework.can_run_schedule(s.schedule))
+    return fmt::format("{} runs the pipeline schedules {}, not {}", c.framework.name,
+                       fmt::join(c.framework.can_run.schedules, ", "), s.schedule);
+  return pytorch_rounds(c, s);
 }
 
 std::string recompute(const RuleContext& c, const Strategy& s) {

@@ -304,6 +304,39 @@ TEST(FrameworkSearch, TheSpaceIsWhatTheFrameworkRuns) {
   EXPECT_TRUE(contains(host_error, ", not compiled")) << host_error;
 }
 
+// torchtitan's Interleaved1F1B is PyTorch's ScheduleInterleaved1F1B: it refuses a micro-batch count
+// its rounds, max(1, m / pp), do not divide; Megatron-Core runs it (padding its groups of pp).
+TEST(FrameworkRules, TorchtitanRefusesMicroBatchesItsRoundsDoNotDivide) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("p4d.24xlarge:1");
+  const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+  Strategy s;
+  s.dp = 2;
+  s.pp = 4;
+  s.micro_batch = 1;
+  s.global_batch = 18;  // 9 micro-batches per replica: 2 rounds of 4.5
+  s.schedule = "interleaved";
+  s.chunks = 2;
+  s.zero = 3;
+  const Evaluator titan(model, cluster, cost, load_framework("torchtitan"));
+  Strategy t = s;
+  t.overlap_grad_reduce = true;
+  t.grad_accumulation_fusion = false;
+  const Prediction refused = titan.predict(t);
+  EXPECT_FALSE(refused.feasible);
+  EXPECT_EQ(refused.reason_code(), "schedule") << refused.reason;
+  EXPECT_TRUE(contains(refused.reason, "9 micro-batches in max(1, 9 / pp 4) = 2 rounds"))
+      << refused.reason;
+  t.global_batch = 20;  // 10: 2 rounds of 5
+  const Prediction ran = titan.predict(t);
+  EXPECT_TRUE(ran.feasible) << ran.reason;
+  s.zero = 1;
+  s.global_batch = 18;
+  const Prediction megatron =
+      Evaluator(model, cluster, cost, load_framework("megatron-core")).predict(s);
+  EXPECT_TRUE(megatron.feasible) << megatron.reason;
+}
+
 // An op family the framework runs as eager kernels costs its launches and bytes: the
 // megatron-core file fuses bias, dropout and add into one forward kernel (3 activations and a
 // one-byte mask per element) where the fixture runs a dropout kernel and an add.

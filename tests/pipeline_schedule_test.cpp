@@ -62,6 +62,43 @@ TEST(PipelineSchedule, InterleavedBubble) {
     }
 }
 
+// torch.distributed.pipelining's ScheduleInterleaved1F1B (torchtitan's Interleaved1F1B): rank r
+// warms up with (v-1) x micro-batches per round + 2(p-1-r) forwards, at most m v, and has no
+// all-forward case; Megatron-LM runs every forward first when m == p.
+TEST(PipelineSchedule, InterleavedInPyTorchsRounds) {
+  PipelineProblem pr = uniform(4, 4, 1, 1, 1);
+  pr.chunks = 2;
+  const PipelineResult megatron = simulate("interleaved", pr);
+  pr.interleaved = InterleavedOrder::kPyTorch;
+  const PipelineResult pytorch = simulate("interleaved", pr);
+  ASSERT_TRUE(megatron.feasible && pytorch.feasible) << pytorch.reason;
+  // Megatron: all 8 chunk forwards in flight on every device.
+  for (int peak : megatron.peak_activation) EXPECT_EQ(peak, 8);
+  // PyTorch: min(8, 4 + 2(3 - r)) warm-up forwards, then one more before the first backward: 8, 8,
+  // 7 and 5 on ranks 0-3.
+  EXPECT_EQ(pytorch.peak_activation, std::vector<int>({8, 8, 7, 5}));
+  EXPECT_NE(pytorch.variant.find("PyTorch"), std::string::npos) << pytorch.variant;
+  // With m a multiple of p the two orders are the same (rounds of p micro-batches).
+  for (int m : {8, 12}) {
+    PipelineProblem q = uniform(4, m, 1, 1.5, 0.5);
+    q.chunks = 2;
+    const PipelineResult a = simulate("interleaved", q);
+    q.interleaved = InterleavedOrder::kPyTorch;
+    const PipelineResult b = simulate("interleaved", q);
+    EXPECT_DOUBLE_EQ(a.makespan_s, b.makespan_s) << m;
+    EXPECT_EQ(a.peak_activation, b.peak_activation) << m;
+  }
+  // 6 micro-batches over 4 ranks: one round of 6 (Megatron: groups of 4 and 2, padded); the last
+  // rank warms up with 6 forwards and so holds 7.
+  PipelineProblem r = uniform(4, 6, 1, 1, 1);
+  r.chunks = 2;
+  r.interleaved = InterleavedOrder::kPyTorch;
+  const PipelineResult six = simulate("interleaved", r);
+  ASSERT_TRUE(six.feasible) << six.reason;
+  EXPECT_EQ(six.peak_activation[3], 7);
+  EXPECT_EQ(minimum_activation_limit("interleaved", r), 7);
+}
+
 // Peak chunk activations with F = B = W, Qi et al., "Pipeline Parallelism with Controllable
 // Memory" (NeurIPS 2024), Table 1 / the authors' playground: V-Min (p+4)//3, V-Half (p+2)//2 and
 // V-ZB p micro-batches of a device's two chunks.

@@ -45,7 +45,7 @@ Candidates own_1f1b(const Shape& s) {
   return single(one_f_one_b_order(s.devices, s.microbatches, 0), false);
 }
 Candidates own_interleaved(const Shape& s) {
-  return single(interleaved_order(s.devices, s.microbatches, s.chunks, 0), false);
+  return single(interleaved_order(s.devices, s.microbatches, s.chunks, 0, s.interleaved), false);
 }
 Candidates own_zb(const Shape& s, const ZbRule& rule, const char* name) {
   PassOrder o = zb_order(s.devices, s.microbatches, rule);
@@ -171,7 +171,7 @@ Candidates family_candidates(const Shape& s, Family family) {
       if (m <= k) c.orders.push_back(gpipe_order(p, m));
       return c;
     case Family::kInterleaved:
-      c.orders.push_back(interleaved_order(p, m, s.chunks, k));
+      c.orders.push_back(interleaved_order(p, m, s.chunks, k, s.interleaved));
       return c;
     case Family::kZeroBubble: {
       if (2 * p - 1 <= k) c.orders.push_back(own_zb_h2(s).orders.front());
@@ -223,6 +223,7 @@ Shape resolve_shape(std::string_view schedule, const PipelineProblem& problem) {
   s.microbatches = problem.microbatches;
   s.chunks = problem.chunks == 0 ? e.info.default_chunks : problem.chunks;
   s.limit = problem.activation_limit;
+  if (e.family == Family::kInterleaved) s.interleaved = problem.interleaved;
   if (e.family != Family::kInterleaved && s.chunks != e.info.default_chunks)
     throw InputError(fmt::format("chunks: {} runs {} chunk(s) per device, not {}", e.info.name,
                                  e.info.default_chunks, s.chunks));
@@ -241,7 +242,7 @@ int minimum_limit(const Shape& s) {
     case Family::kVShape:
       return 2;
     case Family::kInterleaved:
-      return interleaved_min_in_flight(s.devices, s.microbatches, s.chunks);
+      return interleaved_min_in_flight(s.devices, s.microbatches, s.chunks, s.interleaved);
     default:
       return 1;
   }

@@ -23,6 +23,7 @@ struct Candidates {
 struct Shape {
   const ScheduleInfo* info = nullptr;
   int devices = 1, microbatches = 1, chunks = 1, limit = 0;
+  InterleavedOrder interleaved = InterleavedOrder::kMegatron;
   // Above kLargePasses passes only the first (primary) construction is built and it is timed
   // exactly, so that one simulation stays within tens of milliseconds.
   bool large = false;

@@ -54,26 +54,36 @@ PassOrder one_f_one_b_order(int p, int m, int in_flight) {
   return o;
 }
 
-int interleaved_min_in_flight(int p, int m, int v) {
-  // The first backward (micro-batch 0, last chunk) needs micro-batch 0's forward on every chunk,
-  // which comes after (v-1) groups' worth of forwards in the sequence.
-  return (v - 1) * std::min(p, m) + 1;
+int interleaved_group(int p, int m, InterleavedOrder order) {
+  if (order == InterleavedOrder::kMegatron) return p;
+  const int rounds = std::max(1, m / p);  // ScheduleInterleaved1F1B.number_of_rounds
+  return m % rounds == 0 ? m / rounds : p;
 }
 
-PassOrder interleaved_order(int p, int m, int v, int in_flight) {
+int interleaved_min_in_flight(int p, int m, int v, InterleavedOrder order) {
+  // The first backward (micro-batch 0, last chunk) needs micro-batch 0's forward on every chunk,
+  // which comes after (v-1) groups' worth of forwards in the sequence.
+  return (v - 1) * std::min(interleaved_group(p, m, order), m) + 1;
+}
+
+PassOrder interleaved_order(int p, int m, int v, int in_flight, InterleavedOrder order) {
   PassOrder o = make_order(Placement::kLinear, p, v, m, false);
   o.variant = v == 1 ? "interleaved (1 chunk = 1f1b)" : fmt::format("interleaved, {} chunks", v);
+  if (v > 1 && order == InterleavedOrder::kPyTorch) o.variant += " (PyTorch's rounds)";
+  const int group = interleaved_group(p, m, order);
   // A last group smaller than p can deadlock the 1F1B alternation, so such an order is built for
   // m rounded up to whole groups and the passes of the padding micro-batches are then dropped
-  // (dropping passes from a deadlock-free order keeps it deadlock-free).
-  const int padded = m > p && m % p != 0 ? (m / p + 1) * p : m;
-  const auto fwd = interleaved_sequence(p, padded, v, false);
-  const auto bwd = interleaved_sequence(p, padded, v, true);
+  // (dropping passes from a deadlock-free order keeps it deadlock-free). PyTorch's groups are
+  // whole by its own rule.
+  const int padded = m > group && m % group != 0 ? (m / group + 1) * group : m;
+  const auto fwd = interleaved_sequence(group, padded, v, false);
+  const auto bwd = interleaved_sequence(group, padded, v, true);
   const int total = padded * v;
-  const int floor_warmup = interleaved_min_in_flight(p, m, v) - 1;
+  const int floor_warmup = interleaved_min_in_flight(p, m, v, order) - 1;
   for (int d = 0; d < p; ++d) {
-    int warmup = std::min(total, 2 * (p - 1 - d) + (v - 1) * p);
-    if (padded == p) warmup = total;  // as Megatron-LM does: one group fits entirely in flight
+    int warmup = std::min(total, 2 * (p - 1 - d) + (v - 1) * group);
+    // As Megatron-LM does: one group fits entirely in flight. PyTorch has no such case.
+    if (padded == p && order == InterleavedOrder::kMegatron) warmup = total;
     if (in_flight > 0) warmup = std::min(warmup, std::max(in_flight - 1, floor_warmup));
     auto& seq = o.per_device[d];
     seq.reserve(2 * static_cast<size_t>(m) * v);

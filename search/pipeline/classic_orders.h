@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "search/pipeline/pass_order.h"
+#include "search/pipeline/schedule.h"
 
 namespace hetplan::pipeline {
 
@@ -16,13 +17,19 @@ PassOrder gpipe_order(int devices, int microbatches);
 // B+W). in_flight = 0 means p. Peak min(p-i, in_flight, m) on device i.
 PassOrder one_f_one_b_order(int devices, int microbatches, int in_flight);
 
-// Megatron-LM's interleaved 1F1B with `chunks` virtual stages per device (stage j on device
-// j mod p): micro-batches go in groups of p through every chunk; device d runs
-// 2(p-1-d) + (chunks-1)p warm-up forwards, lowered to in_flight-1 when in_flight > 0 (never below
-// what the order needs to proceed). Backward not split.
-PassOrder interleaved_order(int devices, int microbatches, int chunks, int in_flight);
+// Interleaved 1F1B with `chunks` virtual stages per device (stage j on device j mod p):
+// micro-batches go in groups through every chunk; device d runs 2(p-1-d) + (chunks-1) x group
+// warm-up forwards, lowered to in_flight-1 when in_flight > 0 (never below what the order needs to
+// proceed). The group and the warm-up's cap are `order`'s (schedule.h InterleavedOrder): p and
+// Megatron-LM's all-forward case at m == p, or PyTorch's rounds. Backward not split.
+PassOrder interleaved_order(int devices, int microbatches, int chunks, int in_flight,
+                            InterleavedOrder order = InterleavedOrder::kMegatron);
 // Fewest chunk activations per device the interleaved order can run with.
-int interleaved_min_in_flight(int devices, int microbatches, int chunks);
+int interleaved_min_in_flight(int devices, int microbatches, int chunks,
+                              InterleavedOrder order = InterleavedOrder::kMegatron);
+// Micro-batches per group of the interleaved order: p (Megatron-LM), or m / max(1, m / p)
+// (PyTorch's microbatches_per_round, where the rounds divide m; p otherwise).
+int interleaved_group(int devices, int microbatches, InterleavedOrder order);
 
 // One-chunk schedules with B and W split. Device i runs warmup[i] forwards before its first B,
 // then one B and one F per step; after each B it runs W passes until at most lag[i] are pending,

@@ -135,7 +135,8 @@ class ScheduleCache {
  public:
   std::shared_ptr<const CachedSchedule> get(const Shape& s) {
     const std::string key =
-        fmt::format("{}|{}|{}|{}|{}", s.info->name, s.devices, s.microbatches, s.chunks, s.limit);
+        fmt::format("{}|{}|{}|{}|{}|{}", s.info->name, s.devices, s.microbatches, s.chunks, s.limit,
+                    static_cast<int>(s.interleaved));
     {
       std::lock_guard lock(mutex_);
       if (auto it = entries_.find(key); it != entries_.end()) return it->second;

@@ -10,6 +10,14 @@
 
 namespace hetplan::pipeline {
 
+// How interleaved 1F1B groups its micro-batches and warms up (docs/schedules.md):
+//   kMegatron  Megatron-Core's: groups of p micro-batches (m rounded up to whole groups), device d
+//              warms up with 2(p-1-d) + (chunks-1)p forwards, and with m == p every forward first;
+//   kPyTorch   torch.distributed.pipelining's ScheduleInterleaved1F1B: max(1, m / p) rounds of
+//              m / rounds micro-batches (m a multiple of the rounds), device d warms up with
+//              (chunks-1) x that + 2(p-1-d) forwards, at most m x chunks; no all-forward case.
+enum class InterleavedOrder { kMegatron, kPyTorch };
+
 // One pipeline to simulate. Times are seconds; vectors of size 1 apply to every stage (boundary).
 struct PipelineProblem {
   int devices = 1;       // p, pipeline devices
@@ -27,6 +35,8 @@ struct PipelineProblem {
   // the name selects the family (placement, split backward) and the result is the lowest-makespan
   // schedule of that family whose per-device peak stays within it.
   int activation_limit = 0;
+  InterleavedOrder interleaved = InterleavedOrder::kMegatron;  // the framework's (schedule
+                                                               // "interleaved" only)
   bool record_timeline = true;
 };
 
