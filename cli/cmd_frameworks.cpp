@@ -18,7 +18,7 @@ Json capabilities_json(const Capabilities& c) {
   std::vector<std::string> modes;
   for (HostMode m : c.host_modes) modes.emplace_back(to_string(m));
   return {{"schedules", c.schedules},
-          {"interleaved_order", c.interleaved_order},
+          {"pipeline_runtime", c.pipeline_runtime},
           {"recompute", c.recompute},
           {"recompute_modules", c.recompute_modules},
           {"zero", c.zero},
@@ -109,7 +109,7 @@ void print_framework(const FrameworkSpec& f) {
   const Capabilities& c = f.can_run;
   fmt::print("  schedules: {}{}\n  recompute: {}\n  ZeRO: {} (with a pipeline: {})\n",
              fmt::join(c.schedules, ", "),
-             c.interleaved_order == "pytorch" ? " (interleaved in PyTorch's rounds)" : "",
+             c.pipeline_runtime == "pytorch" ? " (torch.distributed.pipelining's)" : "",
              fmt::join(c.recompute, ", "), fmt::join(c.zero, ", "),
              fmt::join(c.zero_with_pipeline, ", "));
   std::vector<std::string_view> modes;

@@ -146,8 +146,8 @@ Capabilities read_capabilities(ObjectReader r) {
   // (search/framework_rules.h): costmodel does not know them.
   c.schedules = r.strings("schedules");
   if (c.schedules.empty()) r.fail("schedules", "expected the pipeline schedules it runs");
-  if (r.has("interleaved_order"))
-    c.interleaved_order = r.choice("interleaved_order", {"megatron", "pytorch"});
+  if (r.has("pipeline_runtime"))
+    c.pipeline_runtime = r.choice("pipeline_runtime", {"megatron", "pytorch"});
   c.recompute = choices(r, "recompute", kRecompute);
   read_recompute_modules(r, c);
   c.zero = zero_stages(r, "zero");

@@ -108,10 +108,11 @@ struct MemoryLayout {
 // What a framework can run; a strategy asking for anything else is infeasible with the reason.
 struct Capabilities {
   std::vector<std::string> schedules;  // pipeline schedules (any with one stage)
-  // How it runs interleaved 1F1B (search/pipeline/schedule.h InterleavedOrder): "megatron"
-  // (Megatron-Core's groups of pp micro-batches) or "pytorch" (torch.distributed.pipelining's
-  // ScheduleInterleaved1F1B rounds).
-  std::string interleaved_order = "megatron";
+  // Whose schedule classes run its pipelines: "megatron" (hetplan's orders as Megatron-Core runs
+  // them) or "pytorch" (torch.distributed.pipelining's: Schedule1F1B needs at least pp
+  // micro-batches, ScheduleInterleaved1F1B runs them in rounds; search/pipeline/schedule.h
+  // InterleavedOrder).
+  std::string pipeline_runtime = "megatron";
   std::vector<std::string> recompute;  // none, selective, full, op
   // The modules selective recomputation re-runs that it runs (Megatron-Core's --recompute-modules:
   // costmodel/layer_ops.h RecomputeModule); a file without the key: core_attn where it runs

@@ -105,11 +105,10 @@ class Evaluator {
   const ClusterSpec& cluster() const { return cluster_; }
   const FrameworkSpec& framework() const { return framework_; }
   const std::vector<Device>& devices() const { return devices_; }
-  // How the framework runs interleaved 1F1B (FrameworkSpec::can_run.interleaved_order).
+  // How the framework runs interleaved 1F1B (FrameworkSpec::can_run.pipeline_runtime).
   pipeline::InterleavedOrder interleaved_order() const {
-    return framework_.can_run.interleaved_order == "pytorch"
-               ? pipeline::InterleavedOrder::kPyTorch
-               : pipeline::InterleavedOrder::kMegatron;
+    return framework_.can_run.pipeline_runtime == "pytorch" ? pipeline::InterleavedOrder::kPyTorch
+                                                            : pipeline::InterleavedOrder::kMegatron;
   }
 
  private:

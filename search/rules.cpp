@@ -138,13 +138,19 @@ std::string stages(const RuleContext& c, const Strategy& s) {
   return fmt::format("pp {} x {} chunks exceeds the model's {} layers", s.pp, v, layers);
 }
 
-// torch.distributed.pipelining's ScheduleInterleaved1F1B runs m micro-batches in max(1, m / pp)
-// rounds and raises unless the rounds divide m (schedules.py, its __init__).
-std::string pytorch_rounds(const RuleContext& c, const Strategy& s) {
-  if (c.framework.can_run.interleaved_order != "pytorch" || s.schedule != "interleaved" ||
-      s.chunks_per_device() == 1)
-    return "";
-  const int64_t m = s.microbatches(), rounds = std::max<int64_t>(1, m / s.pp);
+// torch.distributed.pipelining (schedules.py, the classes' __init__): Schedule1F1B raises with
+// fewer micro-batches than stages; ScheduleInterleaved1F1B runs m micro-batches in max(1, m / pp)
+// rounds and raises unless the rounds divide m.
+std::string pytorch_schedule(const RuleContext& c, const Strategy& s) {
+  if (c.framework.can_run.pipeline_runtime != "pytorch") return "";
+  const int64_t m = s.microbatches();
+  if (s.schedule == "1f1b" && m < s.pp)
+    return fmt::format(
+        "{} runs 1F1B as torch.distributed.pipelining's Schedule1F1B, which refuses {} "
+        "micro-batch{} over pp {} (at least one a stage)",
+        c.framework.name, m, m == 1 ? "" : "es", s.pp);
+  if (s.schedule != "interleaved" || s.chunks_per_device() == 1) return "";
+  const int64_t rounds = std::max<int64_t>(1, m / s.pp);
   if (m % rounds == 0) return "";
   return fmt::format(
       "{} runs interleaved 1F1B as torch.distributed.pipelining's ScheduleInterleaved1F1B: {} "
@@ -158,7 +164,7 @@ std::string schedule(const RuleContext& c, const Strategy& s) {
   if (!c.framework.can_run_schedule(s.schedule))
     return fmt::format("{} runs the pipeline schedules {}, not {}", c.framework.name,
                        fmt::join(c.framework.can_run.schedules, ", "), s.schedule);
-  return pytorch_rounds(c, s);
+  return pytorch_schedule(c, s);
 }
 
 std::string recompute(const RuleContext& c, const Strategy& s) {

@@ -306,6 +306,7 @@ TEST(FrameworkSearch, TheSpaceIsWhatTheFrameworkRuns) {
 
 // torchtitan's Interleaved1F1B is PyTorch's ScheduleInterleaved1F1B: it refuses a micro-batch count
 // its rounds, max(1, m / pp), do not divide; Megatron-Core runs it (padding its groups of pp).
+// Its 1F1B, Schedule1F1B, refuses fewer micro-batches than stages.
 TEST(FrameworkRules, TorchtitanRefusesMicroBatchesItsRoundsDoNotDivide) {
   const ModelSpec model = load_model("gpt2-medium");
   const ClusterSpec cluster = load_cluster("p4d.24xlarge:1");
@@ -330,6 +331,13 @@ TEST(FrameworkRules, TorchtitanRefusesMicroBatchesItsRoundsDoNotDivide) {
   t.global_batch = 20;  // 10: 2 rounds of 5
   const Prediction ran = titan.predict(t);
   EXPECT_TRUE(ran.feasible) << ran.reason;
+  // Its 1F1B is Schedule1F1B, which needs a micro-batch per stage at least: 3 over pp 4 is refused.
+  t.schedule = "1f1b";
+  t.chunks = 1;
+  t.global_batch = 6;
+  const Prediction few = titan.predict(t);
+  EXPECT_FALSE(few.feasible);
+  EXPECT_TRUE(contains(few.reason, "refuses 3 micro-batches over pp 4")) << few.reason;
   s.zero = 1;
   s.global_batch = 18;
   const Prediction megatron =
