@@ -75,6 +75,32 @@ std::vector<int64_t> stage_devices(const TypeDevices& t, const TypeShape& shape,
   return {t.devices.begin() + k * n, t.devices.begin() + (k + 1) * n};
 }
 
+// One pipeline group of a mixed plan: per stage its GPU type, devices and tensor width (a type's
+// own pipelines keep one type; a chain changes type from stage to stage, as Sailor's V100 stage 0
+// feeding A100s does), with the micro-batch, replicas, recomputation and speed of the whole.
+struct GroupPlan {
+  std::vector<std::string> type;
+  std::vector<std::vector<int64_t>> devices;
+  std::vector<int64_t> tp;
+  int64_t micro_batch = 1, replicas = 0;
+  Recompute recompute = Recompute::kNone;
+  double samples_per_s = 0;
+};
+
+GroupPlan type_group(const TypeDevices& t, const TypeShape& shape, int64_t pp) {
+  GroupPlan g;
+  for (int64_t k = 0; k < pp; ++k) {
+    g.type.push_back(t.name);
+    g.devices.push_back(stage_devices(t, shape, k));
+    g.tp.push_back(shape.tp);
+  }
+  g.micro_batch = shape.micro_batch;
+  g.replicas = shape.replicas;
+  g.recompute = shape.recompute;
+  g.samples_per_s = shape.samples_per_s;
+  return g;
+}
+
 // The type alone as a uniform strategy at this shape, with about its share of the global batch by
 // devices: its samples per second.
 Strategy type_alone(const ReplicaSearchOptions& o, const TypeDevices& t, const TypeShape& shape,
@@ -95,6 +121,14 @@ Strategy type_alone(const ReplicaSearchOptions& o, const TypeDevices& t, const T
   return s;
 }
 
+// The recomputations a shape tries: the base's, then more of it where that is what lets it fit.
+std::vector<Recompute> recomputations(const ReplicaSearchOptions& o) {
+  std::vector<Recompute> out = {o.base.recompute};
+  for (Recompute r : {Recompute::kSelective, Recompute::kFull})
+    if (r > o.base.recompute) out.push_back(r);
+  return out;
+}
+
 // Each type's shapes that fit, one per tensor width and micro-batch: the fastest of its
 // recomputations (the base's, then more of it where that is what lets it fit).
 std::vector<std::vector<TypeShape>> fitting_shapes(
@@ -104,9 +138,7 @@ std::vector<std::vector<TypeShape>> fitting_shapes(
   int64_t all = 0;
   for (const auto& t : types) all += static_cast<int64_t>(t.devices.size());
   std::vector<std::vector<TypeShape>> out(types.size());
-  std::vector<Recompute> recompute = {o.base.recompute};
-  for (Recompute r : {Recompute::kSelective, Recompute::kFull})
-    if (r > o.base.recompute) recompute.push_back(r);
+  const std::vector<Recompute> recompute = recomputations(o);
   for (size_t i = 0; i < types.size(); ++i)
     for (int64_t tp : o.tensor_widths)
       for (int64_t mb : o.micro_batches) {
@@ -144,32 +176,31 @@ std::vector<std::optional<TypeShape>> fastest_shapes(
 // multiple of it (sailor/Controller/trace_based/trace_controller.py at cf2c8e3, Varuna's rule:
 // global_batch_size // (micro_batch_size x data_parallel_size) x the same); none where not one
 // micro-batch each is left.
-std::vector<int64_t> type_samples(const std::vector<TypeShape>& chosen, int64_t global_batch,
+std::vector<int64_t> type_samples(const std::vector<GroupPlan>& chosen, int64_t global_batch,
                                   bool even) {
   if (even) {
     int64_t replicas = 0;
-    for (const TypeShape& c : chosen) replicas += c.replicas;
+    for (const GroupPlan& c : chosen) replicas += c.replicas;
     const int64_t mb = chosen[0].micro_batch;
     const int64_t per_replica = global_batch / (replicas * mb) * mb;
     if (per_replica == 0) return {};
     std::vector<int64_t> samples;
-    for (const TypeShape& c : chosen) samples.push_back(c.replicas * per_replica);
+    for (const GroupPlan& c : chosen) samples.push_back(c.replicas * per_replica);
     return samples;
   }
   std::vector<double> speeds;
   std::vector<int64_t> granules;
-  for (const TypeShape& c : chosen) {
+  for (const GroupPlan& c : chosen) {
     speeds.push_back(c.samples_per_s);
     granules.push_back(c.micro_batch);
   }
   return split_samples(speeds, granules, global_batch);
 }
 
-// The strategy with one pipeline per type of `chosen`, the batch split by type_samples; none when
+// The strategy with the pipeline groups of `chosen`, the batch split by type_samples; none when
 // the split leaves a replica without a micro-batch.
 std::optional<Strategy> mixed_strategy(const ReplicaSearchOptions& o,
-                                       const std::vector<TypeDevices>& types,
-                                       const std::vector<TypeShape>& chosen,
+                                       const std::vector<GroupPlan>& chosen,
                                        const std::vector<std::pair<int64_t, int64_t>>& ranges) {
   const std::vector<int64_t> samples = type_samples(chosen, o.global_batch, o.even_shares);
   if (samples.empty()) return std::nullopt;
@@ -181,17 +212,16 @@ std::optional<Strategy> mixed_strategy(const ReplicaSearchOptions& o,
     if (samples[g] < chosen[g].replicas * chosen[g].micro_batch) return std::nullopt;
     s.dp += chosen[g].replicas;
   }
-  s.tp = chosen[0].tp;
+  s.tp = chosen[0].tp[0];
   s.micro_batch = chosen[0].micro_batch;
-  // One recomputation for the strategy: the most any chosen type needs.
-  for (const TypeShape& c : chosen) s.recompute = keeps_less(s.recompute, c.recompute);
+  // One recomputation for the strategy: the most any chosen group needs.
+  for (const GroupPlan& c : chosen) s.recompute = keeps_less(s.recompute, c.recompute);
   s.stages.clear();
   for (int64_t k = 0; k < s.pp; ++k) {
     StageSpec st{ranges[k].first, ranges[k].second, "", {}, {}};
     for (size_t g = 0; g < chosen.size(); ++g) {
-      const TypeShape& c = chosen[g];
-      st.replicas.push_back({types[c.type].name, stage_devices(types[c.type], c, k), c.tp,
-                             c.micro_batch, samples[g]});
+      const GroupPlan& c = chosen[g];
+      st.replicas.push_back({c.type[k], c.devices[k], c.tp[k], c.micro_batch, samples[g]});
     }
     s.stages.push_back(std::move(st));
   }
@@ -201,12 +231,11 @@ std::optional<Strategy> mixed_strategy(const ReplicaSearchOptions& o,
 // One mixed plan of `chosen` costed (the split by the types' speeds alone, then again by the
 // pipelines' own speeds in the mixed plan, their micro-batch counts changing their bubbles, while
 // that helps; even shares do not move), the best kept in `out`.
-void try_mixed(const Evaluator& ev, const ReplicaSearchOptions& o,
-               const std::vector<TypeDevices>& types, std::vector<TypeShape> chosen,
+void try_mixed(const Evaluator& ev, const ReplicaSearchOptions& o, std::vector<GroupPlan> chosen,
                const std::vector<std::pair<int64_t, int64_t>>& ranges, ReplicaSearchResult& out) {
   const int refinements = o.even_shares ? 1 : kSplitRefinements;
   for (int refine = 0; refine < refinements; ++refine) {
-    const std::optional<Strategy> s = mixed_strategy(o, types, chosen, ranges);
+    const std::optional<Strategy> s = mixed_strategy(o, chosen, ranges);
     if (!s || ev.broken_rule(*s)) break;
     ++out.evaluated;
     Prediction p = ev.predict(*s);
@@ -238,22 +267,148 @@ void try_type_subsets(const Evaluator& ev, const ReplicaSearchOptions& o,
       if ((mask >> i & 1u) && !fitting[i].empty()) members.push_back(i);
     if (members.size() < 2 || members.size() != static_cast<size_t>(__builtin_popcount(mask)))
       continue;
+    const auto pp = static_cast<int64_t>(ranges.size());
     if (!o.even_shares) {
-      std::vector<TypeShape> chosen;
-      for (size_t i : members) chosen.push_back(*fastest[i]);
-      try_mixed(ev, o, types, std::move(chosen), ranges, out);
+      std::vector<GroupPlan> chosen;
+      for (size_t i : members) chosen.push_back(type_group(types[i], *fastest[i], pp));
+      try_mixed(ev, o, std::move(chosen), ranges, out);
       continue;
     }
     std::vector<size_t> pick(members.size(), 0);  // an odometer over the members' shapes
     for (;;) {
-      std::vector<TypeShape> chosen;
-      for (size_t m = 0; m < members.size(); ++m) chosen.push_back(fitting[members[m]][pick[m]]);
-      try_mixed(ev, o, types, std::move(chosen), ranges, out);
+      std::vector<GroupPlan> chosen;
+      for (size_t m = 0; m < members.size(); ++m)
+        chosen.push_back(type_group(types[members[m]], fitting[members[m]][pick[m]], pp));
+      try_mixed(ev, o, std::move(chosen), ranges, out);
       size_t m = 0;
       while (m < members.size() && ++pick[m] == fitting[members[m]].size()) pick[m++] = 0;
       if (m == members.size()) break;
     }
   }
+}
+
+// Chains: pipelines whose first c stages run on one type and the rest on another, at a tensor
+// width of each, as Sailor's plan feeds a V100 stage 0 at tp 4 into A100s at tp 1. Tried up to
+// this depth (every split c of it).
+constexpr int64_t kChainMaxDepth = 4;
+
+// The chain a -> b over `pp` stages split at c (stages 0..c-1 on a at width ta, the rest on b at
+// tb): as many replicas as the scarcer side holds, each stage's devices from the front of its
+// type's list; none where a width leaves its node or no replica fits.
+std::optional<GroupPlan> chain_group(const TypeDevices& a, const TypeDevices& b, int64_t pp,
+                                     int64_t c, int64_t ta, int64_t tb) {
+  if (ta > a.node_gpus || tb > b.node_gpus) return std::nullopt;
+  const auto on_a = static_cast<int64_t>(a.devices.size()) / (c * ta);
+  const auto on_b = static_cast<int64_t>(b.devices.size()) / ((pp - c) * tb);
+  const int64_t replicas = std::min(on_a, on_b);
+  if (replicas < 1) return std::nullopt;
+  GroupPlan g;
+  for (int64_t k = 0; k < pp; ++k) {
+    const bool first = k < c;
+    const TypeDevices& t = first ? a : b;
+    const int64_t tp = first ? ta : tb, slot = first ? k : k - c, n = replicas * tp;
+    g.type.push_back(t.name);
+    g.devices.emplace_back(t.devices.begin() + slot * n, t.devices.begin() + (slot + 1) * n);
+    g.tp.push_back(tp);
+  }
+  g.replicas = replicas;
+  return g;
+}
+
+// The chain's samples per second: it alone as a strategy with replicas, with about its share of
+// the global batch by devices (0 where it breaks a rule or does not fit).
+double chain_speed(const Evaluator& ev, const ReplicaSearchOptions& o, const GroupPlan& g,
+                   const std::vector<std::pair<int64_t, int64_t>>& ranges, double share,
+                   int64_t& evaluated) {
+  ReplicaSearchOptions alone = o;
+  alone.even_shares = false;
+  const int64_t per_step = g.replicas * g.micro_batch;
+  alone.global_batch =
+      std::max<int64_t>(1, static_cast<int64_t>(share * static_cast<double>(o.global_batch) /
+                                                static_cast<double>(per_step))) *
+      per_step;
+  GroupPlan one = g;
+  one.samples_per_s = 1;
+  const std::optional<Strategy> s = mixed_strategy(alone, {one}, ranges);
+  if (!s || ev.broken_rule(*s)) return 0;
+  ++evaluated;
+  const Prediction p = ev.predict(*s);
+  return p.feasible ? p.samples_per_s : 0;
+}
+
+// The fastest chain a -> b split at c over its widths, micro-batches and recomputations.
+std::optional<GroupPlan> fastest_chain(const Evaluator& ev, const ReplicaSearchOptions& o,
+                                       const TypeDevices& a, const TypeDevices& b, int64_t c,
+                                       const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                                       double all_devices, int64_t& evaluated) {
+  const auto pp = static_cast<int64_t>(ranges.size());
+  std::optional<GroupPlan> best;
+  for (int64_t ta : o.tensor_widths)
+    for (int64_t tb : o.tensor_widths) {
+      std::optional<GroupPlan> g = chain_group(a, b, pp, c, ta, tb);
+      if (!g) continue;
+      const double used = static_cast<double>(g->replicas * (c * ta + (pp - c) * tb));
+      for (int64_t mb : o.micro_batches)
+        for (Recompute rc : recomputations(o)) {
+          g->micro_batch = mb;
+          g->recompute = rc;
+          const double speed = chain_speed(ev, o, *g, ranges, used / all_devices, evaluated);
+          if (speed <= 0) continue;
+          g->samples_per_s = speed;
+          if (!best || speed > best->samples_per_s) best = *g;
+          break;  // more recomputation is only for what does not fit
+        }
+    }
+  return best;
+}
+
+// The fastest of a type's shapes (over all its devices, `fitting`) on the `left` devices a chain
+// leaves of it: replicas and speed scaled to what fits there.
+std::optional<GroupPlan> leftover_group(const TypeDevices& t, int64_t used,
+                                        const std::vector<TypeShape>& fitting, int64_t pp) {
+  TypeDevices left = t;
+  left.devices.erase(left.devices.begin(), left.devices.begin() + used);
+  std::optional<TypeShape> best;
+  for (const TypeShape& shape : fitting) {
+    TypeShape scaled = shape;
+    scaled.replicas = static_cast<int64_t>(left.devices.size()) / (pp * shape.tp);
+    if (scaled.replicas < 1) continue;
+    scaled.samples_per_s *= static_cast<double>(scaled.replicas) / shape.replicas;
+    if (!best || scaled.samples_per_s > best->samples_per_s) best = scaled;
+  }
+  if (!best) return std::nullopt;
+  return type_group(left, *best, pp);
+}
+
+// Plans with one chain: for every ordered pair of types and split, the fastest chain, the
+// devices it leaves of the two types as their own pipelines, and every other type whole.
+void try_chains(const Evaluator& ev, const ReplicaSearchOptions& o,
+                const std::vector<TypeDevices>& types,
+                const std::vector<std::vector<TypeShape>>& fitting,
+                const std::vector<std::pair<int64_t, int64_t>>& ranges, ReplicaSearchResult& out) {
+  const auto pp = static_cast<int64_t>(ranges.size());
+  if (!o.chains || pp < 2 || pp > kChainMaxDepth || types.size() < 2) return;
+  double all = 0;
+  for (const auto& t : types) all += static_cast<double>(t.devices.size());
+  const std::vector<std::optional<TypeShape>> fastest = fastest_shapes(fitting);
+  for (size_t a = 0; a < types.size(); ++a)
+    for (size_t b = 0; b < types.size(); ++b) {
+      if (a == b) continue;
+      for (int64_t c = 1; c < pp; ++c) {
+        const std::optional<GroupPlan> chain =
+            fastest_chain(ev, o, types[a], types[b], c, ranges, all, out.evaluated);
+        if (!chain) continue;
+        std::vector<GroupPlan> groups = {*chain};
+        const int64_t used_a = c * chain->replicas * chain->tp.front();
+        const int64_t used_b = (pp - c) * chain->replicas * chain->tp.back();
+        if (auto g = leftover_group(types[a], used_a, fitting[a], pp)) groups.push_back(*g);
+        if (auto g = leftover_group(types[b], used_b, fitting[b], pp)) groups.push_back(*g);
+        for (size_t i = 0; i < types.size(); ++i)
+          if (i != a && i != b && fastest[i])
+            groups.push_back(type_group(types[i], *fastest[i], pp));
+        try_mixed(ev, o, std::move(groups), ranges, out);
+      }
+    }
 }
 
 }  // namespace
@@ -277,16 +432,18 @@ ReplicaSearchResult search_replicas(const Evaluator& ev, const ReplicaSearchOpti
     if (pp > layers) continue;
     const auto ranges = balanced_ranges(costs, pp);
     if (!o.even_shares) {
-      try_type_subsets(ev, o, types, fitting_shapes(ev, o, types, ranges, out.evaluated), ranges,
-                       out);
+      const auto fitting = fitting_shapes(ev, o, types, ranges, out.evaluated);
+      try_type_subsets(ev, o, types, fitting, ranges, out);
+      try_chains(ev, o, types, fitting, ranges, out);
       continue;
     }
     // Even shares: one micro-batch for every type.
     for (int64_t mb : o.micro_batches) {
       ReplicaSearchOptions one = o;
       one.micro_batches = {mb};
-      try_type_subsets(ev, one, types, fitting_shapes(ev, one, types, ranges, out.evaluated),
-                       ranges, out);
+      const auto fitting = fitting_shapes(ev, one, types, ranges, out.evaluated);
+      try_type_subsets(ev, one, types, fitting, ranges, out);
+      try_chains(ev, one, types, fitting, ranges, out);
     }
   }
   out.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -3,8 +3,10 @@
 // every stage on type g, the layer ranges shared and balanced by layer time), chooses each type's
 // tensor width and micro-batch from a small set by that type's own predicted speed, splits the
 // global batch between the types in proportion to those speeds in whole micro-batches
-// (split_samples), and costs the strategy with replicas. Plans that mix types along one pipeline
-// (Sailor's V100 stage feeding A100s) are not in this space.
+// (split_samples), and costs the strategy with replicas. Up to depth 4 it also tries chains:
+// pipelines whose first stages run on one type and the rest on another, each at its own width
+// (Sailor's V100 stage feeding A100s), beside the devices they leave as their types' own
+// pipelines.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,7 @@ struct ReplicaSearchOptions {
   // for every replica: report/export/sailor_export.cpp): the types' speeds choose their tensor
   // widths, not their shares. false: shares in proportion to speed, each type its micro-batch.
   bool even_shares = false;
+  bool chains = true;  // also pipelines that change GPU type from stage to stage
 };
 
 struct ReplicaSearchResult {

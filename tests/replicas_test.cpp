@@ -226,6 +226,7 @@ TEST_F(ReplicaCost, SearchSplitsTheBatchBetweenTypesByTheirSpeed) {
   const Evaluator ev(model_, cluster, cost, testing::fixture_framework());
   ReplicaSearchOptions o;
   o.global_batch = 64;
+  o.chains = false;  // each type its own pipelines (a chain of the two wins here otherwise)
   const ReplicaSearchResult r = search_replicas(ev, o);
   ASSERT_TRUE(r.best.has_value());
   const Strategy& s = r.best->strategy;
@@ -236,6 +237,48 @@ TEST_F(ReplicaCost, SearchSplitsTheBatchBetweenTypesByTheirSpeed) {
   EXPECT_GT(groups[0].spec.samples, groups[1].spec.samples);
   EXPECT_TRUE(r.best->predicted.feasible);
   EXPECT_GE(r.evaluated, r.feasible);
+}
+
+// Pipelines that change GPU type from stage to stage (Sailor's V100 stage 0 feeding A100s): with
+// one GPU of each type neither type alone holds a two-stage pipeline, and a chain of the two does.
+TEST_F(ReplicaCost, SearchFindsPipelinesThatChangeTypeFromStageToStage) {
+  const auto dir = testing::temp_dir("replica_chain");
+  const auto file = dir / "two.yaml";
+  std::ofstream(file) << R"(name: two
+node_types:
+  a1: {gpu: a100-40gb, gpus: 1, fabric: pcie, intra_GBps: 16, intra_latency_us: 5,
+       network_gbit: 100, network_latency_us: 10, host_link_GBps: 16}
+  v1: {gpu: v100, gpus: 1, fabric: pcie, intra_GBps: 16, intra_latency_us: 5,
+       network_gbit: 100, network_latency_us: 10, host_link_GBps: 16}
+nodes:
+  - {type: a1, count: 1}
+  - {type: v1, count: 1}
+)";
+  const ClusterSpec cluster = load_cluster(file.string());
+  const CostModel cost(profile_, cluster);
+  const Evaluator ev(model_, cluster, cost, testing::fixture_framework());
+  ReplicaSearchOptions o;
+  o.global_batch = 16;
+  o.pipeline_depths = {2};
+  const ReplicaSearchResult r = search_replicas(ev, o);
+  ASSERT_TRUE(r.best.has_value());
+  const Strategy& s = r.best->strategy;
+  ASSERT_EQ(s.stages.size(), 2u);
+  ASSERT_EQ(s.stages[0].replicas.size(), 1u);
+  const ReplicaGroup &first = s.stages[0].replicas[0], &second = s.stages[1].replicas[0];
+  EXPECT_NE(first.gpu_type, second.gpu_type);
+  EXPECT_EQ(first.devices.size(), 1u);
+  EXPECT_EQ(second.devices.size(), 1u);
+  EXPECT_EQ(first.samples, 16);
+  EXPECT_TRUE(r.best->predicted.feasible) << r.best->predicted.reason;
+  // The better of the two orders: its prediction is no slower than the other chain's.
+  Strategy other = s;
+  std::swap(other.stages[0].replicas, other.stages[1].replicas);
+  const Prediction reversed = ev.predict(other);
+  if (reversed.feasible) EXPECT_LE(r.best->predicted.iteration_s, reversed.iteration_s * 1.000001);
+  // Beyond kChainMaxDepth no chain is tried: at depth 8 no plan exists here at all.
+  o.pipeline_depths = {8};
+  EXPECT_FALSE(search_replicas(ev, o).best.has_value());
 }
 
 // As Sailor runs them: every replica the same samples at one micro-batch, and the types' widths
