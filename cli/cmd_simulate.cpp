@@ -29,6 +29,7 @@ struct SimulateOptions {
   int stages = 0, microbatches = 0, chunks = 0, activation_limit = 0;
   std::vector<double> forward, backward_input, backward_weight, p2p{0.0}, activation_bytes;
   std::string json_path;
+  std::string interleaved_order = "megatron";
   int width = 120;
 };
 
@@ -51,6 +52,8 @@ nlohmann::json to_json(const SimulateOptions& o, const pl::PipelineProblem& prob
   j["stages"] = problem.devices;
   j["microbatches"] = problem.microbatches;
   j["chunks"] = problem.chunks;
+  j["interleaved_order"] =
+      problem.interleaved == pl::InterleavedOrder::kPyTorch ? "pytorch" : "megatron";
   j["activation_limit"] = o.activation_limit > 0 ? nlohmann::json(o.activation_limit) : nullptr;
   j["time_unit"] = "as given on the command line (seconds by convention)";
   j["feasible"] = r.feasible;
@@ -105,6 +108,14 @@ int run_simulate(const SimulateOptions& o) {
   problem.p2p_s = o.p2p;
   problem.activation_bytes = o.activation_bytes;
   problem.activation_limit = o.activation_limit;
+  if (o.interleaved_order == "pytorch") {
+    if (o.schedule != "interleaved")
+      throw InputError(
+          fmt::format("--interleaved-order pytorch: only schedule interleaved takes it, "
+                      "not {}",
+                      o.schedule));
+    problem.interleaved = pl::InterleavedOrder::kPyTorch;
+  }
   const bool small = o.microbatches > 0 && o.stages > 0 &&
                      static_cast<long>(o.stages) * o.microbatches <= kTimelineMaxPassesPerDevice;
   problem.record_timeline = small || !o.json_path.empty();
@@ -175,6 +186,11 @@ CommandRunner declare_simulate(CLI::App& app) {
   app.add_option("--chunks", o->chunks,
                  "virtual stages per device (interleaved only: 2 or more; default 2)")
       ->check(kPositive);
+  app.add_option("--interleaved-order", o->interleaved_order,
+                 "how interleaved groups its micro-batches: megatron (groups of p, every forward "
+                 "first when m == p) or pytorch (torch.distributed.pipelining's rounds; "
+                 "torchtitan's)")
+      ->check(CLI::IsMember({"megatron", "pytorch"}));
   app.add_option("--activation-bytes", o->activation_bytes,
                  "activation bytes one micro-batch keeps per virtual stage, to report peak bytes")
       ->delimiter(',');

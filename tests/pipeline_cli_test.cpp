@@ -64,6 +64,28 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
   EXPECT_NE(out.find("d0 |FFFF"), std::string::npos) << out;
 }
 
+// --interleaved-order pytorch runs torch.distributed.pipelining's rounds (torchtitan's schedule):
+// at m == p the last devices warm up with fewer forwards than Megatron-LM's all-forward case.
+TEST_F(SimulateCli, InterleavedInPyTorchsRounds) {
+  const fs::path json = dir / "pt.json", text = dir / "pt.txt";
+  ASSERT_EQ(run("--schedule interleaved --stages 4 --microbatches 4 --forward 1 "
+                "--backward-input 1 --backward-weight 1 --interleaved-order pytorch --json " +
+                    json.string(),
+                text),
+            0)
+      << slurp(text);
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j.at("interleaved_order"), "pytorch");
+  EXPECT_EQ(j.at("peak_activation"), (nlohmann::json{8, 8, 7, 5}));
+  // Another schedule does not take it.
+  EXPECT_EQ(run("--schedule 1f1b --stages 4 --microbatches 4 --forward 1 --backward-input 1 "
+                "--backward-weight 1 --interleaved-order pytorch",
+                text),
+            2);
+  EXPECT_NE(slurp(text).find("only schedule interleaved takes it"), std::string::npos)
+      << slurp(text);
+}
+
 // Peak activation bytes are held activations x --activation-bytes, to the nearest whole byte.
 TEST_F(SimulateCli, PeakActivationBytesAreWhole) {
   const fs::path json = dir / "b.json", text = dir / "b.txt";
