@@ -100,6 +100,7 @@ Json framework_json(const FrameworkSpec& f) {
           {"op_recompute", op_recompute_json(f.op_recompute)},
           {"memory_reported_peak", to_string(f.memory.reported_peak)},
           {"memory_gathered_with_pipeline", f.memory.gathered_with_pipeline},
+          {"compiled_parts", f.compiled_parts},
           {"sources", f.sources}};
 }
 
@@ -114,8 +115,11 @@ void print_framework(const FrameworkSpec& f) {
              fmt::join(c.zero_with_pipeline, ", "));
   std::vector<std::string_view> modes;
   for (HostMode m : c.host_modes) modes.push_back(to_string(m));
-  fmt::print("  attention: {}  host modes: {}\n", fmt::join(c.attention, ", "),
-             fmt::join(modes, ", "));
+  fmt::print("  attention: {}  host modes: {}{}\n", fmt::join(c.attention, ", "),
+             fmt::join(modes, ", "),
+             f.compiled_parts.empty()
+                 ? ""
+                 : fmt::format(" (torch.compile covers: {})", fmt::join(f.compiled_parts, ", ")));
   fmt::print("  context parallel: {}  expert parallel: {}{}  precisions: {}\n",
              c.context_parallel.empty() ? std::string("no")
                                         : fmt::format("{}", fmt::join(c.context_parallel, ", ")),

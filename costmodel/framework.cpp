@@ -70,6 +70,13 @@ const OpRecipe* FrameworkSpec::recipe(std::string_view family, HostMode mode) co
   return it == table.end() ? nullptr : &it->second;
 }
 
+HostMode FrameworkSpec::mode_for(std::string_view part, HostMode mode) const {
+  if (mode != HostMode::kCompiled || compiled_parts.empty()) return mode;
+  const bool covered =
+      std::find(compiled_parts.begin(), compiled_parts.end(), part) != compiled_parts.end();
+  return covered ? mode : HostMode::kEager;
+}
+
 bool FrameworkSpec::can_run_schedule(std::string_view schedule) const {
   return std::find(can_run.schedules.begin(), can_run.schedules.end(), schedule) !=
          can_run.schedules.end();
@@ -435,8 +442,8 @@ void check_sources(const Json& root, const std::map<std::string, std::string>& s
                                    path));
   };
   for (const char* section :
-       {"can_run", "defaults", "precision", "ops", "compiled_ops", "host_s_per_kernel",
-        "expert_gemms", "op_recompute", "attention_kernels", "memory"})
+       {"can_run", "defaults", "precision", "ops", "compiled_ops", "compiled_parts",
+        "host_s_per_kernel", "expert_gemms", "op_recompute", "attention_kernels", "memory"})
     if (root.contains(section)) check(section, root.at(section));
   for (const auto& [key, text] : sources)
     if (text.empty()) throw InputError(origin, "sources." + key, "a non-empty source");
@@ -470,6 +477,8 @@ FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
   if (f.harness == "none") f.harness.clear();
   if (auto ops = r.optional_object("ops")) f.ops = read_ops(*ops);
   if (auto ops = r.optional_object("compiled_ops")) f.compiled_ops = read_ops(*ops);
+  if (r.has("compiled_parts"))
+    f.compiled_parts = choices(r, "compiled_parts", {"blocks", "embedding", "head", "loss"});
   f.host_s_per_kernel = read_host(r.object("host_s_per_kernel"), f.can_run);
   if (auto e = r.optional_object("expert_gemms")) f.expert_gemms = read_expert_gemms(*e);
   if (auto o = r.optional_object("op_recompute")) f.op_recompute = read_op_recompute(*o);

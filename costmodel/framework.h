@@ -217,6 +217,10 @@ struct FrameworkSpec {
   std::string harness;
   std::map<std::string, OpRecipe> ops;           // eager (and CUDA-graph) kernels, by family
   std::map<std::string, OpRecipe> compiled_ops;  // under torch.compile
+  // What torch.compile covers under host mode compiled: "blocks" (the transformer blocks),
+  // "embedding", "head" (the final norm and output projection), "loss" (the cross-entropy). The
+  // parts it leaves out run their eager recipes (`ops`). Empty: all of them.
+  std::vector<std::string> compiled_parts;
   std::map<HostMode, double> host_s_per_kernel;
   ExpertGemms expert_gemms;
   std::optional<OpRecompute> op_recompute;  // where can_run.recompute lists op
@@ -233,6 +237,8 @@ struct FrameworkSpec {
   // the framework runs hetplan's fused kernel (under torch.compile every family not listed in
   // compiled_ops: Inductor fuses a norm's or an activation's pointwise and reduction ops).
   const OpRecipe* recipe(std::string_view family, HostMode mode) const;
+  // The mode a model `part` (as compiled_parts names them) runs in under the strategy's `mode`.
+  HostMode mode_for(std::string_view part, HostMode mode) const;
   bool can_run_schedule(std::string_view schedule) const;
   // The attention kernel it runs on a GPU of compute capability `cc` (nullptr: FlashAttention-2).
   const AttentionKernel* attention_kernel(double cc) const;

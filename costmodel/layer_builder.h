@@ -157,9 +157,22 @@ class Builder {
     if (op_policy_ && pass == Pass::kForward) w_.memory_ops.back().op_rerun = 1;
   }
 
-  // The framework's recipe for `family`, when it runs that family its own way (framework.h).
+  // The framework's recipe for `family`, when it runs that family its own way (framework.h), in
+  // the mode the layer's part runs in (torch.compile may cover the blocks alone).
   const OpRecipe* recipe(std::string_view family) const {
-    return s_.framework ? s_.framework->recipe(family, s_.host_mode) : nullptr;
+    if (!s_.framework) return nullptr;
+    return s_.framework->recipe(family, s_.framework->mode_for(part_of(family), s_.host_mode));
+  }
+  // The part of the model (FrameworkSpec::compiled_parts) `family` runs in on this layer.
+  std::string_view part_of(std::string_view family) const {
+    switch (w_.key.kind) {
+      case LayerKind::kEmbedding:
+        return "embedding";
+      case LayerKind::kLmHead:
+        return family == "cross_entropy" ? "loss" : "head";
+      default:
+        return "blocks";
+    }
   }
 
   // One pass of `family` over `elements` values: the framework's eager sequence where its recipe

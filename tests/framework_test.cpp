@@ -376,5 +376,38 @@ TEST(FrameworkOps, BiasDropoutAddFusionIsOneKernelOfItsBytes) {
             layer_kernels(plain, Recompute::kNone).pass[0]);
 }
 
+// torch.compile covers what the framework compiles: torchtitan at 9dec370 compiled its blocks
+// alone, so its loss keeps the eager cross-entropy (the fp32 upcast a transient the size of the
+// fp32 logits); at its head the loss is compiled too (compiled_parts: blocks, loss).
+TEST(FrameworkOps, TorchCompileCoversTheFrameworksCompiledParts) {
+  const ModelSpec model = load_model("llama3-8b");
+  const FrameworkSpec dec2024 = load_framework("torchtitan-2024");
+  const FrameworkSpec head = load_framework("torchtitan");
+  EXPECT_EQ(dec2024.compiled_parts, std::vector<std::string>({"blocks"}));
+  EXPECT_EQ(dec2024.mode_for("loss", HostMode::kCompiled), HostMode::kEager);
+  EXPECT_EQ(dec2024.mode_for("blocks", HostMode::kCompiled), HostMode::kCompiled);
+  EXPECT_EQ(head.mode_for("loss", HostMode::kCompiled), HostMode::kCompiled);
+  EXPECT_EQ(head.mode_for("head", HostMode::kCompiled), HostMode::kEager);
+  EXPECT_EQ(load_framework("megatron-core").mode_for("loss", HostMode::kCompiled),
+            HostMode::kCompiled);  // no compiled_parts: everything
+  LayerShape shape;
+  shape.micro_batch = 1;
+  shape.host_mode = HostMode::kCompiled;
+  const LayerSpec& lm_head = model.layers.back();
+  shape.framework = &dec2024;
+  const LayerWork eager_loss = layer_work(lm_head, shape);
+  shape.framework = &head;
+  const LayerWork compiled_loss = layer_work(lm_head, shape);
+  const double logits = static_cast<double>(lm_head.seq_len) * lm_head.head()->vocab;
+  // torchtitan's eager recipe: one fp32 value a logit held beside the kept softmax.
+  EXPECT_DOUBLE_EQ(eager_loss.transient_bytes - compiled_loss.transient_bytes, 4 * logits);
+  // The blocks are compiled under both: the same work.
+  shape.framework = &dec2024;
+  const LayerWork a = layer_work(model.layers[1], shape);
+  shape.framework = &head;
+  const LayerWork b = layer_work(model.layers[1], shape);
+  EXPECT_EQ(layer_kernels(a, Recompute::kNone).total(), layer_kernels(b, Recompute::kNone).total());
+}
+
 }  // namespace
 }  // namespace hetplan
