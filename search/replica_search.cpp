@@ -328,7 +328,7 @@ double chain_speed(const Evaluator& ev, const ReplicaSearchOptions& o, const Gro
                                                 static_cast<double>(per_step))) *
       per_step;
   GroupPlan one = g;
-  one.samples_per_s = 1;
+  one.samples_per_s = 1;  // any speed: a single group takes the whole split
   const std::optional<Strategy> s = mixed_strategy(alone, {one}, ranges);
   if (!s || ev.broken_rule(*s)) return 0;
   ++evaluated;

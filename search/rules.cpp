@@ -150,7 +150,7 @@ std::string pytorch_schedule(const RuleContext& c, const Strategy& s) {
         "micro-batch{} over pp {} (at least one a stage)",
         c.framework.name, m, m == 1 ? "" : "es", s.pp);
   if (s.schedule != "interleaved" || s.chunks_per_device() == 1) return "";
-  const int64_t rounds = std::max<int64_t>(1, m / s.pp);
+  const int64_t rounds = pipeline::pytorch_interleaved_rounds(m, s.pp);
   if (m % rounds == 0) return "";
   return fmt::format(
       "{} runs interleaved 1F1B as torch.distributed.pipelining's ScheduleInterleaved1F1B: {} "

@@ -275,7 +275,9 @@ nodes:
   Strategy other = s;
   std::swap(other.stages[0].replicas, other.stages[1].replicas);
   const Prediction reversed = ev.predict(other);
-  if (reversed.feasible) EXPECT_LE(r.best->predicted.iteration_s, reversed.iteration_s * 1.000001);
+  if (reversed.feasible) {
+    EXPECT_LE(r.best->predicted.iteration_s, reversed.iteration_s * 1.000001);
+  }
   // Beyond kChainMaxDepth no chain is tried: at depth 8 no plan exists here at all.
   o.pipeline_depths = {8};
   EXPECT_FALSE(search_replicas(ev, o).best.has_value());

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "search/pipeline/schedule.h"
+
 namespace hetplan::export_detail::torchtitan {
 
 std::string schedule_name(const Strategy& s, ExportResult& out) {
@@ -34,7 +36,7 @@ void check_microbatches(const Strategy& s, std::string_view schedule, ExportResu
   } else if (schedule == "Interleaved1F1B" || schedule == "InterleavedZeroBubble") {
     // ScheduleInterleaved1F1B.__init__: rounds = max(1, M // pp), and "Interleaved 1F1B requires
     // the number of microbatches to be a multiple of the number of rounds".
-    const int64_t rounds = std::max<int64_t>(1, m / s.pp);
+    const int64_t rounds = pipeline::pytorch_interleaved_rounds(m, s.pp);
     if (m % rounds != 0)
       out.unsupported.push_back(fmt::format(
           "{} micro-batches over {} pipeline ranks: torch.distributed.pipelining's {} runs them "

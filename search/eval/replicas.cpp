@@ -97,20 +97,21 @@ StageSync stage_sync(const Evaluator& ev, const Strategy& s, const std::vector<G
                      size_t k) {
   StageSync out;
   int64_t narrowest = pl[0].at[k].tp;
-  double slice_bytes = 0;     // what one device of the widest group holds
+  size_t widest = 0;
   std::vector<int64_t> ring;  // slice 0's ring: the first device of every replica
-  for (const GroupPipeline& p : pl) {
-    const Strategy& v = p.at[k];
+  for (size_t g = 0; g < pl.size(); ++g) {
+    const Strategy& v = pl[g].at[k];
     narrowest = std::min(narrowest, v.tp);
-    if (v.tp > out.slices || slice_bytes == 0) {
-      out.slices = std::max(out.slices, v.tp);
-      slice_bytes = p.times.params[k] * grad_bytes_per_param(s, p.ranks[k]);
-    }
-    const std::vector<int64_t>& devices = p.placement.groups[k];
+    if (v.tp > pl[widest].at[k].tp) widest = g;
+    const std::vector<int64_t>& devices = pl[g].placement.groups[k];
     for (size_t d = 0; d < devices.size(); d += static_cast<size_t>(v.tp))
       ring.push_back(devices[d]);
   }
+  out.slices = pl[widest].at[k].tp;
   out.rounds = out.slices / narrowest;
+  // What one device of the widest group holds.
+  const double slice_bytes =
+      pl[widest].times.params[k] * grad_bytes_per_param(s, pl[widest].ranks[k]);
   out.round_s =
       ev.cost().collective_s(CollectiveKind::kAllReduce, slice_bytes,
                              make_comm_group(ev.cluster(), ev.devices(), ring, narrowest));

@@ -56,7 +56,7 @@ PassOrder one_f_one_b_order(int p, int m, int in_flight) {
 
 int interleaved_group(int p, int m, InterleavedOrder order) {
   if (order == InterleavedOrder::kMegatron) return p;
-  const int rounds = std::max(1, m / p);  // ScheduleInterleaved1F1B.number_of_rounds
+  const auto rounds = static_cast<int>(pytorch_interleaved_rounds(m, p));
   return m % rounds == 0 ? m / rounds : p;
 }
 

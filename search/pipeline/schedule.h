@@ -4,6 +4,7 @@
 // times that order against per-stage durations and point-to-point delays. See docs/schedules.md.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,12 @@ namespace hetplan::pipeline {
 //              m / rounds micro-batches (m a multiple of the rounds), device d warms up with
 //              (chunks-1) x that + 2(p-1-d) forwards, at most m x chunks; no all-forward case.
 enum class InterleavedOrder { kMegatron, kPyTorch };
+
+// ScheduleInterleaved1F1B's rounds of `microbatches` over `devices` ranks, max(1, m / p)
+// (schedules.py number_of_rounds); it refuses an m they do not divide.
+inline int64_t pytorch_interleaved_rounds(int64_t microbatches, int64_t devices) {
+  return microbatches / devices > 1 ? microbatches / devices : 1;
+}
 
 // One pipeline to simulate. Times are seconds; vectors of size 1 apply to every stage (boundary).
 struct PipelineProblem {
