@@ -165,6 +165,8 @@ CommandRunner declare_export(CLI::App& app) {
                                    "sailor; docs/exports.md, \"Replica groups\")",
                                    exporter.format));
     const ModelSpec model = export_model(*o, chosen);
+    // Defaults the model's dtype rules out give way (a fp32 model's attention is unfused).
+    chosen.strategy = with_framework_defaults(chosen.strategy, framework, &model);
     const std::optional<ClusterSpec> cluster = export_cluster(*o, chosen);
     ExportOptions options;
     options.torchtitan_split_points = o->split_points;

@@ -126,7 +126,8 @@ CommandRunner declare_measure(CLI::App& app) {
                        fmt::format("a framework the reference harness runs as (reference or "
                                    "pytorch: one with a `harness` style), found \"{}\"",
                                    o->framework));
-    const Strategy strategy = with_framework_defaults(load_strategy(o->strategy), framework);
+    const Strategy strategy =
+        with_framework_defaults(load_strategy(o->strategy), framework, &model);
     if (const auto broken = first_broken_rule({model, framework}, strategy))
       throw InputError(o->strategy, broken->key, broken->reason);
     // What the reference harness runs (docs/measure.md): one kind of parallelism at a time, and

@@ -88,7 +88,7 @@ CommandRunner declare_predict(CLI::App& app) {
     const ClusterSpec cluster = load_cluster(o->cluster);
     const Strategy loaded = load_strategy(o->strategy);
     const FrameworkSpec framework = load_run_framework(o->framework, loaded.framework);
-    const Strategy strategy = with_framework_defaults(loaded, framework);
+    const Strategy strategy = with_framework_defaults(loaded, framework, &model);
     const Profile profile = load_run_profile(o->calibration, cluster, o->no_default_calibration);
     const CostModel cost(profile, cluster);
     const Evaluator evaluator(model, cluster, cost, framework);

@@ -159,8 +159,10 @@ ModelSpec parse_model(const Document& doc) {
     r.fail("vocab", fmt::format("expected at most {} (hetplan's limit), found {}",
                                 model_limits::kVocab, vocab));
   const std::string dtype = r.string_or("dtype", "bf16");
-  if (!parse_dtype(dtype, m.dtype) || m.dtype == Dtype::kTf32 || m.dtype == Dtype::kFp4)
-    r.fail("dtype", fmt::format("expected fp32, fp16, bf16 or fp8, found \"{}\"", dtype));
+  // tf32: fp32 weights and activations whose GEMMs run on TF32 tensor cores where the GPU has
+  // them (PyTorch's torch.backends.cuda.matmul.allow_tf32, or a container that overrides it).
+  if (!parse_dtype(dtype, m.dtype) || m.dtype == Dtype::kFp4)
+    r.fail("dtype", fmt::format("expected fp32, tf32, fp16, bf16 or fp8, found \"{}\"", dtype));
   const bool tied = r.boolean_or("tie_embeddings", false);
   // DeepSeek's first_k_dense_replace and num_nextn_predict_layers.
   const int64_t dense = r.integer_or("dense_layers", 0);

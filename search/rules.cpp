@@ -243,6 +243,14 @@ std::string grad_accumulation_fusion(const RuleContext& c, const Strategy& s) {
 }
 
 std::string attention(const RuleContext& c, const Strategy& s) {
+  // Transformer Engine picks UnfusedDotProductAttention for fp32 inputs; FlashAttention and
+  // cuDNN's fused attention take fp16 and bf16 (transformer_engine/pytorch/attention, backend
+  // selection); Megatron-LM's fused softmax likewise needs half precision.
+  if (s.flash_attention && !fused_attention_dtype(c.model.dtype))
+    return fmt::format(
+        "{}'s activations are {}: fused attention takes fp16 or bf16, so its "
+        "attention runs unfused (flash_attention false)",
+        c.model.name, to_string(c.model.dtype));
   const std::string kernel = s.flash_attention ? "fused" : "unfused";
   if (contains(c.framework.can_run.attention, kernel)) return "";
   return fmt::format("{} runs {} attention only", c.framework.name,
@@ -361,9 +369,11 @@ std::string framework_reference(const FrameworkSpec& framework) {
   return framework.origin.rfind("presets/", 0) == 0 ? framework.name : framework.origin;
 }
 
-Strategy with_framework_defaults(Strategy s, const FrameworkSpec& framework) {
+Strategy with_framework_defaults(Strategy s, const FrameworkSpec& framework,
+                                 const ModelSpec* model) {
   const FrameworkDefaults& d = framework.defaults;
-  if (!(s.given & kGivenFlashAttention)) s.flash_attention = d.flash_attention;
+  if (!(s.given & kGivenFlashAttention))
+    s.flash_attention = d.flash_attention && (!model || fused_attention_dtype(model->dtype));
   if (!(s.given & kGivenGradAccumulationFusion))
     s.grad_accumulation_fusion = d.grad_accumulation_fusion;
   if (!(s.given & kGivenOverlapGradReduce)) s.overlap_grad_reduce = d.overlap_grad_reduce;

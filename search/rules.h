@@ -58,7 +58,10 @@ std::string framework_problem(const FrameworkSpec& framework);
 std::string framework_reference(const FrameworkSpec& framework);
 
 // The strategy with every switch it did not set itself (Strategy::given) taken from the
-// framework's defaults, and `framework` set to its name.
-Strategy with_framework_defaults(Strategy s, const FrameworkSpec& framework);
+// framework's defaults, and `framework` set to its name. With the model, a default the model's
+// dtype rules out gives way: a fp32 or tf32 model's attention is unfused, whatever the
+// framework's default kernel (fused kernels take fp16 and bf16 only).
+Strategy with_framework_defaults(Strategy s, const FrameworkSpec& framework,
+                                 const ModelSpec* model = nullptr);
 
 }  // namespace hetplan

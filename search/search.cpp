@@ -723,7 +723,7 @@ class TrainingSearch {
     given(o_.fp32_grad_reduce, s.fp32_grad_reduce, kGivenFp32GradReduce);
     given(o_.host_mode, s.host_mode, kGivenHostMode);
     s.tp_comm_overlap = s.tp_comm_overlap && s.sequence_parallel;
-    s = with_framework_defaults(std::move(s), ev_.framework());
+    s = with_framework_defaults(std::move(s), ev_.framework(), &ev_.model());
     s.given = 0;  // a searched strategy sets every switch
     return s;
   }

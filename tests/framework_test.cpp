@@ -186,6 +186,32 @@ TEST(FrameworkDefaults, FillWhatTheStrategyLeftOut) {
             std::string(HETPLAN_TEST_DATA) + "/framework_fixture.yaml");
 }
 
+// A fp32 or tf32 model's attention is unfused whatever the framework's default (fused kernels take
+// fp16 and bf16), and a strategy that asks for fused attention there breaks the attention rule.
+TEST(FrameworkDefaults, AFp32ModelsAttentionIsUnfused) {
+  const FrameworkSpec mc = load_framework("megatron-core");
+  ModelSpec model = load_model(std::string(HETPLAN_SOURCE_DIR) + "/examples/models/opt-350m.yaml");
+  ASSERT_EQ(model.dtype, Dtype::kTf32);
+  EXPECT_TRUE(with_framework_defaults(file_strategy(0), mc).flash_attention);
+  EXPECT_FALSE(with_framework_defaults(file_strategy(0), mc, &model).flash_attention);
+  model.dtype = Dtype::kBf16;
+  EXPECT_TRUE(with_framework_defaults(file_strategy(0), mc, &model).flash_attention);
+  model.dtype = Dtype::kFp32;
+  Strategy fused = file_strategy(kGivenFlashAttention);
+  fused.global_batch = 8;
+  fused.flash_attention = true;
+  fused = with_framework_defaults(fused, mc, &model);
+  EXPECT_TRUE(fused.flash_attention);  // what the file sets stays, and is refused
+  const auto v = first_broken_rule({model, mc, 8}, fused);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->key, "flash_attention");
+  EXPECT_EQ(v->reason,
+            "opt-350m's activations are fp32: fused attention takes fp16 or bf16, so its "
+            "attention runs unfused (flash_attention false)");
+  fused.flash_attention = false;
+  EXPECT_FALSE(first_broken_rule({model, mc, 8}, fused).has_value());
+}
+
 TEST(StrategyRules, EachFrameworkRuleSaysWhatTheFrameworkRuns) {
   const ModelSpec model = load_model("gpt2-medium");
   const FrameworkSpec mc = load_framework("megatron-core"), ref = load_framework("reference");

@@ -455,5 +455,42 @@ TEST(ListCli, ModelsAndClustersListThePresets) {
     EXPECT_NE(r.output.find(name), std::string::npos) << name;
 }
 
+// A tf32 model (fp32 weights and activations, TF32 GEMMs where the GPU has them: how Sailor
+// trains OPT-350M): its GEMMs run tf32 on an A100 and fp32 on a V100, which has no TF32 units;
+// every activation byte is 4, and the states are fp32 training's 16 B per parameter.
+TEST(Predict, ATf32ModelRunsTf32GemmsWhereTheGpuHasThem) {
+  const std::string model = std::string(HETPLAN_SOURCE_DIR) + "/examples/models/opt-350m.yaml";
+  const auto dir = temp_dir("predict_tf32");
+  const std::string strategy =
+      write(dir, "s.json", R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 1})");
+  auto r = run_hetplan("predict --model " + model + " --cluster a2-highgpu-4g:1 --strategy " +
+                       strategy + " --layer-ops");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("unfused-attention"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("m4096 n2048 k1024 tf32"), std::string::npos) << r.output;  // fc1
+  // The residual gradients' add reads two and writes one 2048 x 1024 tensor of 4-byte values.
+  EXPECT_NE(r.output.find("residual_grad_add                  25.2 MB"), std::string::npos)
+      << r.output;
+  r = run_hetplan("predict --model " + model + " --cluster n1-v100x4:1 --strategy " + strategy +
+                  " --layer-ops");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("m4096 n2048 k1024 fp32"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("note: tf32 runs as fp32 on v100"), std::string::npos) << r.output;
+
+  const ModelSpec m = load_model(model);
+  const ClusterSpec cluster = load_cluster("a2-highgpu-4g:1");
+  const CostModel cost(shipped_profile(), cluster);
+  const Evaluator ev(m, cluster, cost, load_framework("megatron-core"));
+  Strategy s;
+  s.global_batch = 1;
+  s.flash_attention = false;
+  const Prediction p = ev.predict(s);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  const double params = static_cast<double>(m.parameters());
+  // Weights 4 + gradients 4 + Adam's two moments 8, no master copy (megatron-core's fp32 layout).
+  const MemoryBreakdown& mem = p.stages.front().memory;
+  EXPECT_NEAR(mem.weights + mem.gradients + mem.optimizer, 16 * params, 1e-6 * params);
+}
+
 }  // namespace
 }  // namespace hetplan
