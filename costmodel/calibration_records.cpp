@@ -305,6 +305,8 @@ Json to_json(const LayerForwardMeasurement& m) {
             {"dtype", to_string(m.dtype)},
             {"forward", to_json(m.forward_s)}};
   if (!m.node_type.empty()) j["node_type"] = m.node_type;
+  if (m.ffn_hidden > 0) j["ffn_hidden"] = m.ffn_hidden;
+  if (!m.activation.empty()) j["activation"] = m.activation;
   return j;
 }
 
@@ -323,6 +325,9 @@ LayerForwardMeasurement layer_forward_from_json(ObjectReader r) {
   m.dtype = read_dtype(r, "dtype");
   m.forward_s = distribution_from_json(r.object("forward"));
   m.node_type = r.string_or("node_type", "");
+  m.ffn_hidden = r.integer_or("ffn_hidden", 0);
+  if (m.ffn_hidden < 0) r.fail("ffn_hidden", "expected the MLP's width >= 0 (0: 4 x hidden)");
+  if (r.has("activation")) m.activation = r.choice("activation", {"gelu", "relu"});
   if (m.entry < 0 || m.layer < -1) r.fail("entry", "expected entry >= 0 and layer >= -1");
   r.finish();
   return m;

@@ -105,6 +105,10 @@ struct LayerForwardMeasurement {
   int64_t layer = -1;  // hetplan layer index it belongs to; -1 when it maps to none
   std::string kind;    // "embedding", "transformer", "lm_head" or "other"
   int64_t hidden = 0, heads = 0, seq_len = 0, vocab = 0;  // 0 where not applicable or unknown
+  // A transformer entry's MLP: its width (0: 4 x hidden, GPT-2's) and activation ("gelu" or
+  // "relu"; "": gelu).
+  int64_t ffn_hidden = 0;
+  std::string activation;
   int64_t micro_batch = 1, tp = 1;
   Dtype dtype = Dtype::kFp16;
   Distribution forward_s;

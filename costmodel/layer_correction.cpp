@@ -66,8 +66,9 @@ namespace {
 
 // AMP's layers as Megatron-LM v1.1.5 ran them under DeepSpeed (AMP's profiling script passes no
 // dropout flags, so Megatron-LM's defaults hold: hidden and attention dropout 0.1; attention is
-// unfused: two batched GEMMs around a softmax, as every attention was in 2020). nullopt, with the
-// reason, for entries the cost model cannot rebuild as AMP measured them.
+// unfused: two batched GEMMs around a softmax, as every attention was in 2020). Sailor's OPT
+// layers are the same block with a ReLU MLP (OPT's dropout 0.1, attention unfused in fp32).
+// nullopt, with the reason, for entries the cost model cannot rebuild as AMP measured them.
 std::optional<LayerSpec> imported_layer(const LayerForwardMeasurement& m, std::string& why) {
   LayerSpec layer;
   layer.name = "imported";
@@ -79,10 +80,11 @@ std::optional<LayerSpec> imported_layer(const LayerForwardMeasurement& m, std::s
       why = "the record does not give the block's hidden size, heads and sequence length";
       return std::nullopt;
     }
-    TransformerLayer b;  // GPT-2: LayerNorm, biases, GeLU, 4x MLP, causal
+    TransformerLayer b;  // GPT-2: LayerNorm, biases, GeLU, 4x MLP, causal (OPT: ReLU)
     b.heads = b.kv_heads = m.heads;
     b.head_dim = m.hidden / m.heads;
-    b.ffn_hidden = 4 * m.hidden;
+    b.ffn_hidden = m.ffn_hidden > 0 ? m.ffn_hidden : 4 * m.hidden;
+    if (m.activation == "relu") b.activation = MlpActivation::kRelu;
     b.dropout = kMegatronDropout;
     layer.op = b;
     return layer;

@@ -179,6 +179,100 @@ TEST(AmpImport, ModelNamesLengthsAndDegreesAreChecked) {
                 "; --tp gives every file the same degree): one file per model and degree");
 }
 
+// Sailor's OPT-350 profiles (examples/external/sailor): the GPU and its node from the folder,
+// OPT's layer list mapped onto opt-350m's layers, fp32 read as tf32.
+TEST(SailorImport, MapsOptEntriesAndTakesTheGpuFromTheFolder) {
+  const CalibrationFile cal = import_sailor_profiles({kExternal / "sailor/OPT-350/V100-16"}, {});
+  EXPECT_EQ(cal.context.source, "imported:sailor");
+  EXPECT_EQ(cal.context.gpu_type, "v100");
+  EXPECT_EQ(cal.context.node_type, "n1-v100x4");
+  ASSERT_EQ(cal.layer_forward.size(), 4u * 26u);  // profile_1, _2, _4, _8
+  const auto& emb = cal.layer_forward[0];
+  EXPECT_EQ(emb.kind, "embedding");
+  EXPECT_EQ(emb.vocab, 50272);
+  EXPECT_EQ(emb.dtype, Dtype::kTf32);
+  const auto& block = cal.layer_forward[1];
+  EXPECT_EQ(block.layer, 1);
+  EXPECT_EQ(block.kind, "transformer");
+  EXPECT_EQ(block.hidden, 1024);
+  EXPECT_EQ(block.heads, 16);
+  EXPECT_EQ(block.seq_len, 2048);
+  EXPECT_EQ(block.ffn_hidden, 4096);
+  EXPECT_EQ(block.activation, "relu");
+  EXPECT_EQ(block.tp, 1);
+  const NpyArray a = read_npy(kExternal / "sailor/OPT-350/V100-16/profile_1.npy");
+  EXPECT_DOUBLE_EQ(block.forward_s.median, a.values[1]);
+  EXPECT_EQ(cal.layer_forward[25].kind, "lm_head");
+  EXPECT_EQ(cal.layer_forward[25].layer, 25);
+  EXPECT_EQ(cal.layer_forward[26].tp, 2);
+  EXPECT_EQ(cal.layer_forward[103].tp, 8);
+
+  // The MLP's width and activation go through the calibration format.
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("hetplan_sailor_" + std::to_string(::getpid()) + ".json");
+  save_calibration(cal, path);
+  const CalibrationFile back = load_calibration(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(back.layer_forward.size(), 104u);
+  EXPECT_EQ(back.layer_forward[1].ffn_hidden, 4096);
+  EXPECT_EQ(back.layer_forward[1].activation, "relu");
+  EXPECT_EQ(back.layer_forward[1].dtype, Dtype::kTf32);
+
+  // A GPU whose node the repository does not give: no node, said in the notes.
+  const CalibrationFile titan =
+      import_sailor_profiles({kExternal / "sailor/OPT-350/Titan-RTX/profile_1.npy"}, {});
+  EXPECT_EQ(titan.context.gpu_type, "titan-rtx");
+  EXPECT_EQ(titan.context.node_type, "");
+  EXPECT_NE(titan.context.notes.find("the node is not known"), std::string::npos);
+}
+
+TEST(SailorImport, UnknownGpusNamesAndMixedFoldersAreRefused) {
+  const auto rtx2080 = kExternal / "sailor/OPT-350/RTX-2080/profile_1.npy";
+  EXPECT_NE(error_of([&] {
+              import_sailor_profiles({rtx2080}, {});
+            }).find("the GPU folder \"RTX-2080\" is none hetplan knows of Sailor's"),
+            std::string::npos);
+  ProfileImportOptions o;
+  o.gpu_type = "rtx-2080ti";
+  EXPECT_EQ(import_sailor_profiles({rtx2080}, o).context.gpu_type, "rtx-2080ti");
+  EXPECT_NE(error_of([] {
+              import_sailor_profiles({kExternal / "sailor/OPT-350/V100-16/profile_1.npy",
+                                      kExternal / "sailor/OPT-350/A100-40/profile_1.npy"},
+                                     {});
+            }).find("GPU folder A100-40 differs from V100-16"),
+            std::string::npos);
+
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("hetplan_sailor_checks_" + std::to_string(::getpid()));
+  const auto gpu = dir / "OPT-350" / "V100-16";
+  std::filesystem::create_directories(gpu);
+  const auto short_file = gpu / "profile_1.npy";
+  std::ofstream(short_file, std::ios::binary)
+      << npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (25,), }", 25 * 8);
+  EXPECT_EQ(error_of([&] { import_sailor_profiles({short_file}, {}); }),
+            short_file.string() +
+                ": header.shape: expected a vector of 26 per-layer times (OPT-350's embedding, "
+                "24 layers and head), found 25 values in 1 dimensions");
+  const auto misnamed = gpu / "times_1.npy";
+  std::filesystem::copy_file(kExternal / "sailor/OPT-350/V100-16/profile_1.npy", misnamed);
+  EXPECT_EQ(error_of([&] { import_sailor_profiles({misnamed}, {}); }),
+            misnamed.string() +
+                ": expected a Sailor profile named profile_<tp>.npy (e.g. profile_2.npy)");
+  const auto tp3 = gpu / "profile_3.npy";
+  std::filesystem::copy_file(kExternal / "sailor/OPT-350/V100-16/profile_1.npy", tp3);
+  EXPECT_EQ(error_of([&] { import_sailor_profiles({tp3}, {}); }),
+            tp3.string() + ": tensor-parallel degree 3: expected a divisor of OPT-350's 16 heads");
+  const auto other_model = dir / "GPT-Neo-2.7" / "V100-16";
+  std::filesystem::create_directories(other_model);
+  std::filesystem::copy_file(kExternal / "sailor/OPT-350/V100-16/profile_1.npy",
+                             other_model / "profile_1.npy");
+  EXPECT_NE(error_of([&] {
+              import_sailor_profiles({other_model}, {});
+            }).find("unknown Sailor model \"GPT-Neo-2.7\""),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(HelixImport, ReadsPromptAndDecodeTables) {
   const CalibrationFile cal =
       import_helix_profiles({kExternal / "helix/profiles/llama2_70b/a100"}, {});

@@ -888,6 +888,39 @@ TEST(ImportedLayers, PredictionsSayWhichLayersWereScaled) {
   EXPECT_TRUE(block && embedding) << fmt::format("{}", fmt::join(p.notes, " | "));
 }
 
+// Sailor's OPT-350 layers (fp32, ReLU MLP) correct opt-350m's own blocks: the imported records'
+// width and activation rebuild the same layer, and its ratio is Sailor's time over the ops.
+TEST(ImportedLayers, SailorsOptLayersCorrectOpt350m) {
+  const CalibrationFile sailor =
+      import_sailor_profiles({kExternal / "sailor/OPT-350/V100-16/profile_1.npy"}, {});
+  const ClusterSpec cluster = load_cluster("n1-v100x4:1");
+  const CostModel cost(fit_profile({datasheet("v100"), sailor}), cluster);
+  const auto& timings = cost.layer_timings(cluster.groups[0].node.gpu);
+  const LayerTiming* block = nullptr;
+  for (const auto& t : timings)
+    if (t.what.find("transformer; entries 1)") != std::string::npos) block = &t;
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(block->unused, "");
+  EXPECT_EQ(block->dtype, Dtype::kFp32);  // tf32 on a V100 runs fp32
+  EXPECT_DOUBLE_EQ(block->measured_s[0], sailor.layer_forward[1].forward_s.median);
+  EXPECT_DOUBLE_EQ(block->ratio(0), block->measured_s[0] / block->predicted_s[0]);  // tp 1
+
+  const ModelSpec model =
+      load_model(std::string(HETPLAN_SOURCE_DIR) + "/examples/models/opt-350m.yaml");
+  const Evaluator eval(model, cluster, cost, testing::fixture_framework());
+  Strategy s;
+  s.global_batch = 1;
+  s.flash_attention = false;
+  s.recompute = Recompute::kFull;  // fp32 scores of 24 unfused layers fill 16 GB otherwise
+  const Prediction p = eval.predict(s);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  bool corrected = false;
+  for (const auto& n : p.notes)
+    corrected |= n.rfind("block h1024 a16 s2048 ffn4096 tp1 unfused on v100", 0) == 0 &&
+                 n.find("whole-layer timings (imported") != std::string::npos;
+  EXPECT_TRUE(corrected) << fmt::format("{}", fmt::join(p.notes, " | "));
+}
+
 // A prediction at a width that was not timed says whose line corrects the block.
 TEST(ImportedLayers, PredictionsSayWhenAWidthWasNotTimed) {
   std::vector<std::filesystem::path> files = {kExternal / "amp/known_cost/gpt2_G4_1.npy",

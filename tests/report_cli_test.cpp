@@ -82,9 +82,10 @@ TEST(ImportCli, BadInputIsExitTwoWithFileAndLine) {
       << r.output;
   r = run_hetplan("import --format nemo " + log.string() + " --out x.json");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("unknown format \"nemo\" (expected megatron, deepspeed, amp, helix, "
-                          "kernel-bench, torch-sdpa)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("unknown format \"nemo\" (expected megatron, deepspeed, amp, sailor, helix, "
+                    "kernel-bench, torch-sdpa)"),
+      std::string::npos)
       << r.output;
   std::filesystem::remove_all(dir);
 }

@@ -94,19 +94,7 @@ CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& 
   std::string notes, aliases;
   std::map<std::pair<std::string, int64_t>, std::string> seen;  // (model, tp) -> file
   // A folder stands for its .npy files (AMP's src/known_cost), in name order.
-  std::vector<std::filesystem::path> arrays;
-  for (const auto& input : inputs) {
-    if (!std::filesystem::is_directory(input)) {
-      arrays.push_back(input);
-      continue;
-    }
-    std::vector<std::filesystem::path> found;
-    for (const auto& e : std::filesystem::directory_iterator(input))
-      if (e.is_regular_file() && e.path().extension() == ".npy") found.push_back(e.path());
-    if (found.empty()) throw InputError(input.string(), "", "no .npy file in this folder");
-    std::sort(found.begin(), found.end());
-    arrays.insert(arrays.end(), found.begin(), found.end());
-  }
+  const std::vector<std::filesystem::path> arrays = npy_files(inputs);
   for (const auto& path : arrays) {
     const std::string name = path.filename().string();
     const std::string origin = path.string();

@@ -27,6 +27,12 @@ const std::vector<ImporterSpec>& importers() {
          return ImportResult{std::nullopt, import_amp_known_cost(r.inputs, r.profile)};
        },
        "--model --gpu-type --tp"},
+      {"sailor",
+       "Sailor's per-layer profiles (profiles/<model>/<GPU>/profile_<tp>.npy) -> calibration",
+       [](const ImportRequest& r) {
+         return ImportResult{std::nullopt, import_sailor_profiles(r.inputs, r.profile)};
+       },
+       "--model --gpu-type --tp"},
       {"helix", "Helix serving profiles ({prompt,decode}_bs2time.csv) -> calibration",
        [](const ImportRequest& r) {
          return ImportResult{std::nullopt, import_helix_profiles(r.inputs, r.profile)};

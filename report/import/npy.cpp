@@ -1,5 +1,6 @@
 #include "report/import/npy.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -127,6 +128,23 @@ NpyArray parse_npy(std::string_view bytes, const std::string& origin) {
 
 NpyArray read_npy(const std::filesystem::path& path) {
   return parse_npy(logs::read_text_file(path), path.string());
+}
+
+std::vector<std::filesystem::path> npy_files(const std::vector<std::filesystem::path>& inputs) {
+  std::vector<std::filesystem::path> arrays;
+  for (const auto& input : inputs) {
+    if (!std::filesystem::is_directory(input)) {
+      arrays.push_back(input);
+      continue;
+    }
+    std::vector<std::filesystem::path> found;
+    for (const auto& e : std::filesystem::directory_iterator(input))
+      if (e.is_regular_file() && e.path().extension() == ".npy") found.push_back(e.path());
+    if (found.empty()) throw InputError(input.string(), "", "no .npy file in this folder");
+    std::sort(found.begin(), found.end());
+    arrays.insert(arrays.end(), found.begin(), found.end());
+  }
+  return arrays;
 }
 
 }  // namespace hetplan

@@ -22,4 +22,8 @@ struct NpyArray {
 NpyArray parse_npy(std::string_view bytes, const std::string& origin);
 NpyArray read_npy(const std::filesystem::path& path);
 
+// The arrays `inputs` name: a file stands for itself, a folder for its .npy files in name order
+// (InputError naming a folder that holds none).
+std::vector<std::filesystem::path> npy_files(const std::vector<std::filesystem::path>& inputs);
+
 }  // namespace hetplan

@@ -26,6 +26,16 @@ struct ProfileImportOptions {
 CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& inputs,
                                       const ProfileImportOptions& options);
 
+// Sailor's per-layer profiles, sailor/Planner/baselines/AMP/profiles/<model>/<GPU>/
+// profile_<tp>.npy (github:eth-easl/sailor; AMP's layout): forward seconds at micro-batch 1 of
+// each entry of the model's layer list (OPT-350: embedding, 24 layers, head), fp32 with TF32
+// GEMMs where the GPU has them. The GPU comes from the folder name (V100-16, A100-40, A100-80,
+// GH-96, RTX-3090, Titan-RTX) unless --gpu-type names it, the model from the folder above
+// unless --model does; the node a GPU folder ran on, where the repository says, gives the
+// tensor-parallel links. Inputs are GPU folders or the files, all of one GPU type.
+CalibrationFile import_sailor_profiles(const std::vector<std::filesystem::path>& inputs,
+                                       const ProfileImportOptions& options);
+
 // Helix's profiles/<model>/<gpu>/{prompt,decode}_bs2time.csv (rows "tokens,milliseconds" for one
 // transformer layer served by vLLM on one machine). Inputs are such folders or the CSV files
 // themselves, all of one GPU type (a100, v100, l4, t4; "l4x2" = two L4s in one machine).
