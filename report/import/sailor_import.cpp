@@ -24,9 +24,9 @@ struct SailorGpu {
   const char* node_type;
 };
 constexpr SailorGpu kSailorGpus[] = {
-    {"V100-16", "v100", "n1-v100x4"},         {"A100-40", "a100-40gb", "a2-highgpu-4g"},
-    {"A100-80", "a100-80gb", ""},             {"GH-96", "gh200-96gb", "gh200-superchip-4"},
-    {"RTX-3090", "rtx-3090", ""},             {"Titan-RTX", "titan-rtx", ""},
+    {"V100-16", "v100", "n1-v100x4"}, {"A100-40", "a100-40gb", "a2-highgpu-4g"},
+    {"A100-80", "a100-80gb", ""},     {"GH-96", "gh200-96gb", "gh200-superchip-4"},
+    {"RTX-3090", "rtx-3090", ""},     {"Titan-RTX", "titan-rtx", ""},
 };
 
 // A model folder and its layer list: OPT-350M (Sailor's training_config_opt_350.json: hidden
@@ -141,11 +141,11 @@ CalibrationFile import_sailor_profiles(const std::vector<std::filesystem::path>&
     const NpyArray a = read_npy(path);
     const auto entries = static_cast<size_t>(model.blocks + 2);
     if (a.shape.size() != 1 || a.values.size() != entries)
-      throw InputError(origin, "header.shape",
-                       fmt::format("expected a vector of {} per-layer times ({}'s embedding, {} "
-                                   "layers and head), found {} values in {} dimensions",
-                                   entries, model.folder, model.blocks, a.values.size(),
-                                   a.shape.size()));
+      throw InputError(
+          origin, "header.shape",
+          fmt::format("expected a vector of {} per-layer times ({}'s embedding, {} "
+                      "layers and head), found {} values in {} dimensions",
+                      entries, model.folder, model.blocks, a.values.size(), a.shape.size()));
     for (size_t i = 0; i < a.values.size(); ++i) {
       if (!(a.values[i] > 0 && a.values[i] <= kMaxMeasuredSeconds))
         throw InputError(

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""hetplan against Sailor's measured OPT-350M layers, and Sailor's plan against hetplan's search.
+
+Sailor (SOSP'25) published per-layer forward times of OPT-350M (fp32, TF32 GEMMs where the GPU has
+them; micro-batch 1, sequence 2048) on six GPU types at tensor widths 1-8
+(examples/external/sailor/README.md). This script imports them (`hetplan import --format
+sailor`), fits them with the shipped priors (`hetplan fit`) and prints each GPU's decoder layer and
+embedding, measured against hetplan's prior with the tensor-parallel all-reduces it predicts. Then
+it predicts Sailor's own plan for 32 A100-40GB + 96 V100-16GB (examples/strategies/
+opt-350m-sailor-replicas.json) and searches the same problem (global batch 1024, uniform and
+`--mixed-replicas`), once on the shipped priors and once with Sailor's V100 and A100 layers, on
+Sailor's Google Cloud network (examples/clusters/sailor-gcp.yaml).
+
+  python3 scripts/sailor_opt350.py --out-dir DIR [--framework F] [--json FILE]
+
+Needs the hetplan binary (HETPLAN_BINARY, default build/cli/hetplan).
+"""
+
+import argparse
+import json
+import os
+import statistics
+
+from compare_util import binary, run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "examples", "external", "sailor", "OPT-350")
+MODEL = os.path.join(ROOT, "examples", "models", "opt-350m.yaml")
+CLUSTER = os.path.join(ROOT, "examples", "clusters", "sailor-gcp.yaml")
+PLAN = os.path.join(ROOT, "examples", "strategies", "opt-350m-sailor-replicas.json")
+GLOBAL_BATCH = 1024
+# Sailor's GPU folders and the hetplan GPU each is (report/import/sailor_import.cpp); RTX-2080 is
+# left out (the repository does not say which card it is), A100-80 is not on the cluster.
+GPUS = {"V100-16": "v100", "A100-40": "a100-40gb", "GH-96": "gh200-96gb", "RTX-3090": "rtx-3090",
+        "Titan-RTX": "titan-rtx"}
+ON_THE_CLUSTER = ["V100-16", "A100-40"]
+
+
+def import_all(out_dir):
+    """One calibration file per GPU folder; returns {folder: path}."""
+    files = {}
+    for folder in GPUS:
+        path = os.path.join(out_dir, f"sailor-{folder}.json")
+        run([binary(), "import", "--format", "sailor", os.path.join(DATA, folder), "--out", path])
+        files[folder] = path
+    return files
+
+
+def layer_rows(fit_quality):
+    """The fit report's imported timings as rows: GPU, layer kind, tp, and the medians over the
+    layer's entries of measured and predicted forward seconds and predicted tp all-reduces. Entries
+    the cost model could not use (a node not known, the head) are left out."""
+    rows = []
+    for gpu in GPUS.values():
+        groups = {}
+        for t in fit_quality["gpus"][gpu]["layers"]:
+            if t.get("source") != "imported" or t.get("unused"):
+                continue
+            kind = t["what"].split("(")[1].split(";")[0]
+            tp = int(t["what"].rsplit("tp ", 1)[1])
+            groups.setdefault((kind, tp), []).append(t)
+        for (kind, tp), ts in sorted(groups.items()):
+            med = lambda key: statistics.median(x[key][0] for x in ts)  # noqa: E731
+            rows.append({"gpu": gpu, "layer": "block" if kind == "transformer" else kind,
+                         "entries": len(ts), "tp": tp, "measured_s": med("measured_s"),
+                         "predicted_s": med("predicted_s"), "tp_comm_s": med("tp_comm_s")})
+    return rows
+
+
+def print_rows(rows):
+    print("| GPU | layer | tp | Sailor measured (median) | hetplan prior | of which tp all-reduces "
+          "| error | ratio of the ops |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        ops = r["predicted_s"] - r["tp_comm_s"]
+        ratio = (r["measured_s"] - r["tp_comm_s"]) / ops if ops > 0 else float("nan")
+        print(f"| {r['gpu']} | {r['layer']} ({r['entries']}) | {r['tp']} | "
+              f"{r['measured_s'] * 1e3:.3f} ms | {r['predicted_s'] * 1e3:.3f} ms | "
+              f"{r['tp_comm_s'] * 1e3:.3f} ms | {(r['predicted_s'] / r['measured_s'] - 1):+.0%} | "
+              f"{ratio:.2f} |")
+
+
+def plans(out_dir, name, calibration, framework):
+    """Sailor's plan predicted, and the best uniform and mixed plans searched, under one set of
+    calibration files."""
+    cal = [a for c in calibration for a in ("--calibration", c)]
+    fw = ["--framework", framework] if framework else []
+    pred = os.path.join(out_dir, f"sailor-plan-{name}.json")
+    run([binary(), "predict", "--model", MODEL, "--cluster", CLUSTER, "--strategy", PLAN,
+         "--json", pred] + cal + fw)
+    with open(pred) as f:
+        sailor_s = json.load(f)["predicted"]["iteration_s"]
+    found = os.path.join(out_dir, f"search-{name}.json")
+    run([binary(), "search", "--model", MODEL, "--cluster", CLUSTER, "--global-batch",
+         str(GLOBAL_BATCH), "--threads", "2", "--mixed-replicas", "--json", found] + cal + fw)
+    with open(found) as f:
+        s = json.load(f)
+    uniform = s["strategies"][0]
+    mixed = s.get("mixed_replicas", {})
+    return {"calibration": name, "sailor_plan_s": sailor_s,
+            "sailor_plan_samples_per_s": GLOBAL_BATCH / sailor_s,
+            "uniform_s": uniform["predicted"]["iteration_s"],
+            "uniform_samples_per_s": uniform["predicted"]["samples_per_s"],
+            "uniform": {k: uniform.get(k) for k in
+                        ("dp", "tp", "pp", "micro_batch", "schedule", "recompute")},
+            "mixed_gain_over_uniform": mixed.get("gain_over_uniform")}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out-dir", required=True, help="calibration files, fit and search outputs")
+    ap.add_argument("--framework", default="", help="framework to predict and search under "
+                    "(default: the strategy file's, else megatron-core)")
+    ap.add_argument("--json", help="also write the comparison as JSON to FILE")
+    args = ap.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    files = import_all(args.out_dir)
+    quality = os.path.join(args.out_dir, "fit-quality.json")
+    run([binary(), "fit"] + list(files.values()) +
+        ["--out", os.path.join(args.out_dir, "profile.json"), "--json", quality])
+    with open(quality) as f:
+        rows = layer_rows(json.load(f))
+    print_rows(rows)
+    results = [plans(args.out_dir, "priors", [], args.framework),
+               plans(args.out_dir, "sailor-layers", [files[g] for g in ON_THE_CLUSTER],
+                     args.framework)]
+    print()
+    for r in results:
+        gain = r["mixed_gain_over_uniform"]
+        print(f"{r['calibration']}: Sailor's plan {r['sailor_plan_s']:.3f} s "
+              f"({r['sailor_plan_samples_per_s']:.1f} samples/s), best uniform "
+              f"{r['uniform_s']:.3f} s ({r['uniform_samples_per_s']:.1f} samples/s: "
+              f"{r['uniform']}), best mixed "
+              f"{'n/a' if gain is None else f'{gain:+.1%}'} against it")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"layers": rows, "plans": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
