@@ -19,6 +19,7 @@ Needs the hetplan binary (HETPLAN_BINARY, default build/cli/hetplan).
 import argparse
 import json
 import os
+import re
 import statistics
 
 from compare_util import binary, run
@@ -80,6 +81,85 @@ def print_rows(rows):
               f"{ratio:.2f} |")
 
 
+# Sailor's Metis-format profiles of the same model (examples/external/sailor/metis/OPT-350/<GPU>/
+# mbs<M>_tmp<T>.json): each layer's forward and backward together, per micro-batch and width. The
+# node each GPU's tensor-parallel timings crossed, where the repository says (as the importer's);
+# the others are compared at tp 1 on a one-GPU node of their own.
+METIS = os.path.join(ROOT, "examples", "external", "sailor", "metis", "OPT-350")
+METIS_NODES = {"V100-16": "n1-v100x4", "A100-40": "a2-highgpu-4g", "GH-96": "gh200-superchip-4"}
+METIS_TP1_ONLY = {"A100-80": "a100-80gb", "RTX-3090": "rtx-3090", "Titan-RTX": "titan-rtx"}
+
+
+def metis_profiles(folder):
+    """{(tp, micro_batch): (median decoder layer fwd+bwd seconds, median layer memory MiB)}."""
+    out = {}
+    for name in sorted(os.listdir(os.path.join(METIS, folder))):
+        m = re.match(r"mbs(\d+)_tmp(\d+)\.json$", name)
+        if not m:
+            continue
+        with open(os.path.join(METIS, folder, name)) as f:
+            d = json.load(f)
+        layers = d["execution_time"]["layer_compute_total_ms"][1:-1]
+        memory = d["execution_memory"]["layer_memory_total_mb"][1:-1]
+        out[(int(m[2]), int(m[1]))] = (statistics.median(layers) / 1e3, statistics.median(memory))
+    return out
+
+
+def one_gpu_cluster(out_dir, gpu):
+    """A cluster file of one node of one `gpu` (its links do not matter at tp 1)."""
+    path = os.path.join(out_dir, f"one-{gpu}.yaml")
+    with open(path, "w") as f:
+        f.write(f"name: one-{gpu}\nnode_types:\n  box: {{gpu: {gpu}, gpus: 1, fabric: pcie, "
+                "intra_GBps: 16, intra_latency_us: 5, network_gbit: 10, network_latency_us: 30, "
+                "host_link_GBps: 16}\nnodes:\n  - {type: box, count: 1}\n")
+    return path
+
+
+def predicted_block(out_dir, cluster, tp, micro_batch, framework):
+    """hetplan's prior for one decoder layer's forward and backward at (tp, micro-batch): its ops
+    (tensor-parallel all-reduces included, before any correction) and the host's time for them."""
+    strategy = os.path.join(out_dir, "layer-strategy.json")
+    with open(strategy, "w") as f:
+        json.dump({"dp": 1, "tp": tp, "pp": 1, "micro_batch": micro_batch,
+                   "global_batch": micro_batch, "recompute": "none"}, f)
+    out = os.path.join(out_dir, "layer-prediction.json")
+    run([binary(), "predict", "--model", MODEL, "--cluster", cluster, "--strategy", strategy,
+         "--framework", framework or "deepspeed", "--no-default-calibration", "--calibration",
+         os.path.join(ROOT, "calibration_data"), "--layer-ops", "--json", out])
+    with open(out) as f:
+        layers = json.load(f)["layer_ops"][0]["layers"]
+    block = next(x for x in layers if x["name"] == "block0")
+    comm = sum(op["seconds"] for op in block["ops"] if op["kind"] == "comm")
+    return (block["forward_s"] + block["backward_input_s"] + block["backward_weight_s"], comm,
+            block["host_s"])
+
+
+def metis_rows(out_dir, framework):
+    rows = []
+    for folder in list(METIS_NODES) + list(METIS_TP1_ONLY):
+        gpu = GPUS.get(folder) or METIS_TP1_ONLY[folder]
+        node = METIS_NODES.get(folder)
+        cluster = f"{node}:1" if node else one_gpu_cluster(out_dir, gpu)
+        for (tp, mb), (measured, memory) in sorted(metis_profiles(folder).items()):
+            if (not node and tp > 1) or mb > 8 or tp > 4:
+                continue
+            predicted, comm, host = predicted_block(out_dir, cluster, tp, mb, framework)
+            rows.append({"gpu": gpu, "tp": tp, "micro_batch": mb, "measured_s": measured,
+                         "predicted_s": predicted, "tp_comm_s": comm, "host_s": host,
+                         "measured_memory_mib": memory})
+    return rows
+
+
+def print_metis_rows(rows):
+    print("| GPU | tp | micro-batch | Sailor measured F+B (median) | hetplan prior F+B+W | of which "
+          "tp all-reduces | host's issue time | error |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['gpu']} | {r['tp']} | {r['micro_batch']} | {r['measured_s'] * 1e3:.2f} ms | "
+              f"{r['predicted_s'] * 1e3:.2f} ms | {r['tp_comm_s'] * 1e3:.2f} ms | "
+              f"{r['host_s'] * 1e3:.2f} ms | {(r['predicted_s'] / r['measured_s'] - 1):+.0%} |")
+
+
 def plans(out_dir, name, calibration, framework):
     """Sailor's plan predicted, and the best uniform and mixed plans searched, under one set of
     calibration files."""
@@ -121,6 +201,9 @@ def main():
     with open(quality) as f:
         rows = layer_rows(json.load(f))
     print_rows(rows)
+    print()
+    steps = metis_rows(args.out_dir, args.framework)
+    print_metis_rows(steps)
     results = [plans(args.out_dir, "priors", [], args.framework),
                plans(args.out_dir, "sailor-layers", [files[g] for g in ON_THE_CLUSTER],
                      args.framework)]
@@ -134,7 +217,7 @@ def main():
               f"{'n/a' if gain is None else f'{gain:+.1%}'} against it")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"layers": rows, "plans": results}, f, indent=1)
+            json.dump({"layers": rows, "layer_steps": steps, "plans": results}, f, indent=1)
 
 
 if __name__ == "__main__":
