@@ -85,6 +85,18 @@ void map_gpt2_entry(LayerForwardMeasurement& m) {
 
 }  // namespace
 
+LayerForwardMeasurement known_cost_record(const std::string& origin, size_t entry, double seconds) {
+  if (!(seconds > 0 && seconds <= kMaxMeasuredSeconds))
+    throw InputError(
+        origin, fmt::format("[{}]", entry),
+        fmt::format("expected a forward time > 0 s, at most a day, found {}", seconds));
+  LayerForwardMeasurement lf;
+  lf.entry = static_cast<int64_t>(entry);
+  lf.micro_batch = 1;
+  lf.forward_s = summarize({seconds});
+  return lf;
+}
+
 CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& inputs,
                                       const ProfileImportOptions& options) {
   static const std::regex kName(R"(^(.+)_([A-Za-z0-9]+)_(\d+)\.npy$)");
@@ -161,19 +173,12 @@ CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& 
           "gpt2 only); ",
           name, a.values.size());
     for (size_t i = 0; i < a.values.size(); ++i) {
-      if (!(a.values[i] > 0 && a.values[i] <= kMaxMeasuredSeconds))
-        throw InputError(
-            origin, fmt::format("[{}]", i),
-            fmt::format("expected a forward time > 0 s, at most a day, found {}", a.values[i]));
-      LayerForwardMeasurement lf;
+      LayerForwardMeasurement lf = known_cost_record(origin, i, a.values[i]);
       lf.model = model.name;
-      lf.entry = static_cast<int64_t>(i);
       lf.kind = "other";
       if (gpt2) map_gpt2_entry(lf);
-      lf.micro_batch = 1;
       lf.tp = tp;
       lf.dtype = Dtype::kFp16;
-      lf.forward_s = summarize({a.values[i]});
       cal.layer_forward.push_back(lf);
     }
     cal.context.citations[name] =

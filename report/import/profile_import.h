@@ -26,6 +26,12 @@ struct ProfileImportOptions {
 CalibrationFile import_amp_known_cost(const std::vector<std::filesystem::path>& inputs,
                                       const ProfileImportOptions& options);
 
+// One entry of a known-cost array (AMP's layout, which Sailor's profiles share): `seconds`, the
+// entry's forward time at micro-batch 1, as a layer_forward record with `entry` set and the rest
+// left to the caller; InputError naming `origin` and the index for a time that is not > 0 s and
+// at most a day.
+LayerForwardMeasurement known_cost_record(const std::string& origin, size_t entry, double seconds);
+
 // Sailor's per-layer profiles, sailor/Planner/baselines/AMP/profiles/<model>/<GPU>/
 // profile_<tp>.npy (github:eth-easl/sailor; AMP's layout): forward seconds at micro-batch 1 of
 // each entry of the model's layer list (OPT-350: embedding, 24 layers, head), fp32 with TF32

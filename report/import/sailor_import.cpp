@@ -147,18 +147,11 @@ CalibrationFile import_sailor_profiles(const std::vector<std::filesystem::path>&
                       "layers and head), found {} values in {} dimensions",
                       entries, model.folder, model.blocks, a.values.size(), a.shape.size()));
     for (size_t i = 0; i < a.values.size(); ++i) {
-      if (!(a.values[i] > 0 && a.values[i] <= kMaxMeasuredSeconds))
-        throw InputError(
-            origin, fmt::format("[{}]", i),
-            fmt::format("expected a forward time > 0 s, at most a day, found {}", a.values[i]));
-      LayerForwardMeasurement lf;
+      LayerForwardMeasurement lf = known_cost_record(origin, i, a.values[i]);
       lf.model = model.folder;
-      lf.entry = static_cast<int64_t>(i);
       map_entry(model, lf);
-      lf.micro_batch = 1;
       lf.tp = tp;
       lf.dtype = Dtype::kTf32;  // fp32 training, TF32 GEMMs where the GPU has them
-      lf.forward_s = summarize({a.values[i]});
       cal.layer_forward.push_back(lf);
     }
     cal.context.citations[fmt::format("{}/{}", gpu_name, path.filename().string())] =
