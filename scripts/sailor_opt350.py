@@ -85,19 +85,24 @@ def print_rows(rows):
 # mbs<M>_tmp<T>.json): each layer's forward and backward together, per micro-batch and width. The
 # node each GPU's tensor-parallel timings crossed, where the repository says (as the importer's);
 # the others are compared at tp 1 on a one-GPU node of their own.
-METIS = os.path.join(ROOT, "examples", "external", "sailor", "metis", "OPT-350")
+METIS = os.path.join(ROOT, "examples", "external", "sailor", "metis")
+# The models of those profiles and the hetplan model files that describe them as Sailor ran them.
+METIS_MODELS = {"OPT-350": MODEL,
+                "GPT-Neo-2.7": os.path.join(ROOT, "examples", "models", "gpt-neo-2.7b-sailor.yaml")}
 METIS_NODES = {"V100-16": "n1-v100x4", "A100-40": "a2-highgpu-4g", "GH-96": "gh200-superchip-4"}
 METIS_TP1_ONLY = {"A100-80": "a100-80gb", "RTX-3090": "rtx-3090", "Titan-RTX": "titan-rtx"}
 
 
-def metis_profiles(folder):
-    """{(tp, micro_batch): (median decoder layer fwd+bwd seconds, median layer memory MiB)}."""
+def metis_profiles(model, folder):
+    """{(tp, micro_batch): (median decoder layer fwd+bwd seconds, median layer memory MiB)} of one
+    model's profiles on one GPU folder ({} where there are none)."""
     out = {}
-    for name in sorted(os.listdir(os.path.join(METIS, folder))):
+    path = os.path.join(METIS, model, folder)
+    for name in sorted(os.listdir(path)) if os.path.isdir(path) else []:
         m = re.match(r"mbs(\d+)_tmp(\d+)\.json$", name)
         if not m:
             continue
-        with open(os.path.join(METIS, folder, name)) as f:
+        with open(os.path.join(path, name)) as f:
             d = json.load(f)
         layers = d["execution_time"]["layer_compute_total_ms"][1:-1]
         memory = d["execution_memory"]["layer_memory_total_mb"][1:-1]
@@ -115,7 +120,7 @@ def one_gpu_cluster(out_dir, gpu):
     return path
 
 
-def predicted_block(out_dir, cluster, tp, micro_batch, framework):
+def predicted_block(out_dir, model, cluster, tp, micro_batch, framework):
     """hetplan's prior for one decoder layer's forward and backward at (tp, micro-batch): its ops
     (tensor-parallel all-reduces included, before any correction) and the host's time for them."""
     strategy = os.path.join(out_dir, "layer-strategy.json")
@@ -123,7 +128,7 @@ def predicted_block(out_dir, cluster, tp, micro_batch, framework):
         json.dump({"dp": 1, "tp": tp, "pp": 1, "micro_batch": micro_batch,
                    "global_batch": micro_batch, "recompute": "none"}, f)
     out = os.path.join(out_dir, "layer-prediction.json")
-    run([binary(), "predict", "--model", MODEL, "--cluster", cluster, "--strategy", strategy,
+    run([binary(), "predict", "--model", model, "--cluster", cluster, "--strategy", strategy,
          "--framework", framework or "deepspeed", "--no-default-calibration", "--calibration",
          os.path.join(ROOT, "calibration_data"), "--layer-ops", "--json", out])
     with open(out) as f:
@@ -136,26 +141,29 @@ def predicted_block(out_dir, cluster, tp, micro_batch, framework):
 
 def metis_rows(out_dir, framework):
     rows = []
-    for folder in list(METIS_NODES) + list(METIS_TP1_ONLY):
-        gpu = GPUS.get(folder) or METIS_TP1_ONLY[folder]
-        node = METIS_NODES.get(folder)
-        cluster = f"{node}:1" if node else one_gpu_cluster(out_dir, gpu)
-        for (tp, mb), (measured, memory) in sorted(metis_profiles(folder).items()):
-            if (not node and tp > 1) or mb > 8 or tp > 4:
-                continue
-            predicted, comm, host = predicted_block(out_dir, cluster, tp, mb, framework)
-            rows.append({"gpu": gpu, "tp": tp, "micro_batch": mb, "measured_s": measured,
-                         "predicted_s": predicted, "tp_comm_s": comm, "host_s": host,
-                         "measured_memory_mib": memory})
+    for model, model_file in METIS_MODELS.items():
+        for folder in list(METIS_NODES) + list(METIS_TP1_ONLY):
+            gpu = GPUS.get(folder) or METIS_TP1_ONLY[folder]
+            node = METIS_NODES.get(folder)
+            cluster = f"{node}:1" if node else one_gpu_cluster(out_dir, gpu)
+            for (tp, mb), (measured, memory) in sorted(metis_profiles(model, folder).items()):
+                if (not node and tp > 1) or mb > 8 or tp > 4:
+                    continue
+                predicted, comm, host = predicted_block(out_dir, model_file, cluster, tp, mb,
+                                                        framework)
+                rows.append({"model": model, "gpu": gpu, "tp": tp, "micro_batch": mb,
+                             "measured_s": measured, "predicted_s": predicted, "tp_comm_s": comm,
+                             "host_s": host, "measured_memory_mib": memory})
     return rows
 
 
 def print_metis_rows(rows):
-    print("| GPU | tp | micro-batch | Sailor measured F+B (median) | hetplan prior F+B+W | of which "
-          "tp all-reduces | host's issue time | error |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| model | GPU | tp | micro-batch | Sailor measured F+B (median) | hetplan prior F+B+W | "
+          "of which tp all-reduces | host's issue time | error |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['gpu']} | {r['tp']} | {r['micro_batch']} | {r['measured_s'] * 1e3:.2f} ms | "
+        print(f"| {r['model']} | {r['gpu']} | {r['tp']} | {r['micro_batch']} | "
+              f"{r['measured_s'] * 1e3:.2f} ms | "
               f"{r['predicted_s'] * 1e3:.2f} ms | {r['tp_comm_s'] * 1e3:.2f} ms | "
               f"{r['host_s'] * 1e3:.2f} ms | {(r['predicted_s'] / r['measured_s'] - 1):+.0%} |")
 

@@ -78,13 +78,17 @@ class EndToEnd(unittest.TestCase):
                          set(sailor.GPUS.values()))
         self.assertEqual({x["tp"] for x in j["layers"] if x["gpu"] == "titan-rtx"}, {1})
         # The Metis-format profiles: each layer's forward and backward, per micro-batch.
-        with open(os.path.join(sailor.METIS, "V100-16", "mbs2_tmp4.json")) as f:
+        with open(os.path.join(sailor.METIS, "OPT-350", "V100-16", "mbs2_tmp4.json")) as f:
             layers = sorted(json.load(f)["execution_time"]["layer_compute_total_ms"][1:25])
         step = next(x for x in j["layer_steps"]
-                    if (x["gpu"], x["tp"], x["micro_batch"]) == ("v100", 4, 2))
+                    if (x["model"], x["gpu"], x["tp"], x["micro_batch"]) ==
+                    ("OPT-350", "v100", 4, 2))
         self.assertAlmostEqual(step["measured_s"], (layers[11] + layers[12]) / 2e3)
         self.assertGreater(step["tp_comm_s"], 0)  # tp 4 on the V100 VM's NVLink
         self.assertEqual({x["tp"] for x in j["layer_steps"] if x["gpu"] == "rtx-3090"}, {1})
+        # GPT-Neo 2.7B's profiles on the three GPUs with a node, its 32 layers' median.
+        self.assertEqual({x["gpu"] for x in j["layer_steps"] if x["model"] == "GPT-Neo-2.7"},
+                         {"v100", "a100-40gb", "gh200-96gb"})
         self.assertEqual([p["calibration"] for p in j["plans"]], ["priors", "sailor-layers"])
         for p in j["plans"]:
             self.assertAlmostEqual(p["sailor_plan_samples_per_s"], 1024 / p["sailor_plan_s"])
