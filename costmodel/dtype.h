@@ -15,11 +15,6 @@ double dtype_bytes(Dtype dtype);
 std::string_view to_string(Dtype dtype);
 // Parses "fp32", "tf32", "fp16", "bf16", "fp8", "fp4"; returns false when unknown.
 bool parse_dtype(std::string_view text, Dtype& out);
-// Whether fused attention kernels (FlashAttention, cuDNN's, Transformer Engine's) take
-// activations of this dtype: fp16 and bf16 (fp8 runs its attention in bf16), not fp32 or tf32.
-inline bool fused_attention_dtype(Dtype dtype) {
-  return dtype != Dtype::kFp32 && dtype != Dtype::kTf32;
-}
 // The dtypes hetplan measures (calibration sweeps, `calibrate --dtypes`): fp4 has datasheet peaks
 // and GEMM priors only (no GPU hetplan has calibrated runs it).
 constexpr Dtype kAllDtypes[] = {Dtype::kFp32, Dtype::kTf32, Dtype::kFp16, Dtype::kBf16,

@@ -180,6 +180,8 @@ Capabilities read_capabilities(ObjectReader r) {
   c.recompute_block = r.boolean_or("recompute_block", false);
   if (r.has("moe_dispatchers"))
     c.moe_dispatchers = choices(r, "moe_dispatchers", {"allgather", "alltoall", "flex"});
+  if (r.has("fused_attention_dtypes"))
+    c.fused_attention_dtypes = choices(r, "fused_attention_dtypes", {"fp16", "bf16", "fp32"});
   if (r.has("precisions"))
     c.precisions = choices(
         r, "precisions", {"bf16", "fp8-delayed", "fp8-current", "fp8-blockwise", "mxfp8", "nvfp4"});
@@ -581,6 +583,15 @@ std::string framework_preset_names() {
     if (p.kind == "frameworks") names.push_back(p.name);
   std::sort(names.begin(), names.end());
   return fmt::format("{}", fmt::join(names, ", "));
+}
+
+bool Capabilities::fused_attention_takes(Dtype model_dtype) const {
+  // fp8 recipes run their attention in bf16; tf32 is fp32 storage.
+  const Dtype d = model_dtype == Dtype::kFp8    ? Dtype::kBf16
+                  : model_dtype == Dtype::kTf32 ? Dtype::kFp32
+                                                : model_dtype;
+  return std::find(fused_attention_dtypes.begin(), fused_attention_dtypes.end(),
+                   std::string(to_string(d))) != fused_attention_dtypes.end();
 }
 
 }  // namespace hetplan

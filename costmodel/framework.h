@@ -129,6 +129,10 @@ struct Capabilities {
   std::vector<bool> overlap_grad_reduce;       // the values it runs
   std::vector<bool> grad_accumulation_fusion;  // the values it runs
   std::vector<std::string> attention;          // "fused" and/or "unfused"
+  // The activation dtypes its fused attention takes (FlashAttention, cuDNN and Transformer
+  // Engine: fp16 and bf16; PyTorch's SDPA also fp32, in its memory-efficient kernel).
+  std::vector<std::string> fused_attention_dtypes = {"fp16", "bf16"};
+  bool fused_attention_takes(Dtype model_dtype) const;
   std::vector<HostMode> host_modes;
   // Context parallelism's ways of moving keys and values it runs (--cp-comm-type: p2p,
   // all_gather, a2a, a2a+p2p); empty: none.

@@ -243,14 +243,13 @@ std::string grad_accumulation_fusion(const RuleContext& c, const Strategy& s) {
 }
 
 std::string attention(const RuleContext& c, const Strategy& s) {
-  // Transformer Engine picks UnfusedDotProductAttention for fp32 inputs; FlashAttention and
-  // cuDNN's fused attention take fp16 and bf16 (transformer_engine/pytorch/attention, backend
-  // selection); Megatron-LM's fused softmax likewise needs half precision.
-  if (s.flash_attention && !fused_attention_dtype(c.model.dtype))
+  // The dtypes a framework's fused kernel takes (can_run.fused_attention_dtypes).
+  if (s.flash_attention && !c.framework.can_run.fused_attention_takes(c.model.dtype))
     return fmt::format(
-        "{}'s activations are {}: fused attention takes fp16 or bf16, so its "
+        "{}'s activations are {}: {}'s fused attention takes {}, so its "
         "attention runs unfused (flash_attention false)",
-        c.model.name, to_string(c.model.dtype));
+        c.model.name, to_string(c.model.dtype), c.framework.name,
+        fmt::join(c.framework.can_run.fused_attention_dtypes, " or "));
   const std::string kernel = s.flash_attention ? "fused" : "unfused";
   if (contains(c.framework.can_run.attention, kernel)) return "";
   return fmt::format("{} runs {} attention only", c.framework.name,
@@ -373,7 +372,8 @@ Strategy with_framework_defaults(Strategy s, const FrameworkSpec& framework,
                                  const ModelSpec* model) {
   const FrameworkDefaults& d = framework.defaults;
   if (!(s.given & kGivenFlashAttention))
-    s.flash_attention = d.flash_attention && (!model || fused_attention_dtype(model->dtype));
+    s.flash_attention =
+        d.flash_attention && (!model || framework.can_run.fused_attention_takes(model->dtype));
   if (!(s.given & kGivenGradAccumulationFusion))
     s.grad_accumulation_fusion = d.grad_accumulation_fusion;
   if (!(s.given & kGivenOverlapGradReduce)) s.overlap_grad_reduce = d.overlap_grad_reduce;

@@ -59,8 +59,9 @@ std::string framework_reference(const FrameworkSpec& framework);
 
 // The strategy with every switch it did not set itself (Strategy::given) taken from the
 // framework's defaults, and `framework` set to its name. With the model, a default the model's
-// dtype rules out gives way: a fp32 or tf32 model's attention is unfused, whatever the
-// framework's default kernel (fused kernels take fp16 and bf16 only).
+// dtype rules out gives way: where the framework's fused attention does not take the model's
+// dtype (can_run.fused_attention_dtypes; Transformer Engine's and FlashAttention's take fp16 and
+// bf16), its attention is unfused.
 Strategy with_framework_defaults(Strategy s, const FrameworkSpec& framework,
                                  const ModelSpec* model = nullptr);
 

@@ -206,10 +206,14 @@ TEST(FrameworkDefaults, AFp32ModelsAttentionIsUnfused) {
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->key, "flash_attention");
   EXPECT_EQ(v->reason,
-            "opt-350m's activations are fp32: fused attention takes fp16 or bf16, so its "
-            "attention runs unfused (flash_attention false)");
+            "opt-350m's activations are fp32: megatron-core's fused attention takes fp16 or "
+            "bf16, so its attention runs unfused (flash_attention false)");
   fused.flash_attention = false;
   EXPECT_FALSE(first_broken_rule({model, mc, 8}, fused).has_value());
+  // PyTorch's SDPA takes fp32 in its memory-efficient kernel: torchtitan keeps it fused.
+  const FrameworkSpec tt = load_framework("torchtitan");
+  EXPECT_TRUE(tt.can_run.fused_attention_takes(Dtype::kTf32));
+  EXPECT_TRUE(with_framework_defaults(file_strategy(0), tt, &model).flash_attention);
 }
 
 TEST(StrategyRules, EachFrameworkRuleSaysWhatTheFrameworkRuns) {
