@@ -47,6 +47,12 @@ TEST(SailorExport, ReplicaGroupsBecomeStagesOfReplicasOfRanks) {
   EXPECT_TRUE(has_line(r.instructions, "--num-layers 24 "));
   EXPECT_TRUE(has_line(r.instructions, "--hidden-size 1024 --num-attention-heads 16"));
   EXPECT_TRUE(has_line(r.placement, "agent 1 (stage 0, v100 x 2): device 8, device 9"));
+  // The fork's script trains in fp32: a bf16 model says what to add.
+  EXPECT_TRUE(has_line(r.instructions, "for bf16 add --bf16 to CONSTANT_ARGS"));
+  ModelSpec fp32 = model;
+  fp32.dtype = Dtype::kTf32;
+  EXPECT_TRUE(has_line(find_exporter("sailor").run(fp32, read_strategy(kReplicas), {}).instructions,
+                       "precision: the script trains in fp32 as it is (tf32 here"));
   EXPECT_TRUE(find_exporter("sailor").replica_groups);
   EXPECT_FALSE(find_exporter("megatron").replica_groups);
 }

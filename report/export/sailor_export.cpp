@@ -90,6 +90,26 @@ std::vector<int64_t> sailor_blocks_per_stage(const ModelSpec& model, const Strat
   return counts;
 }
 
+// The script trains in fp32 as it is: run_from_file.sh at cf2c8e3 passes neither --fp16 nor
+// --bf16, and the ds_config.json it writes has no fp16 or bf16 section (Sailor's own OPT-350M
+// runs are fp32; NVIDIA's PyTorch image it builds on runs their GEMMs in TF32).
+std::string sailor_precision(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kFp32:
+    case Dtype::kTf32:
+      return fmt::format(
+          "precision: the script trains in fp32 as it is ({} here; TF32 GEMMs where NVIDIA's "
+          "PyTorch image, which Sailor's Dockerfile builds on, turns them on)",
+          to_string(dtype));
+    case Dtype::kFp16:
+      return "precision: the script trains in fp32 as it is; for fp16 add --fp16 to "
+             "CONSTANT_ARGS and \"fp16\": {\"enabled\": true} to the ds_config.json it writes";
+    default:
+      return "precision: the script trains in fp32 as it is; for bf16 add --bf16 to "
+             "CONSTANT_ARGS and \"bf16\": {\"enabled\": true} to the ds_config.json it writes";
+  }
+}
+
 }  // namespace
 
 ExportResult export_sailor(const ModelSpec& model, const Strategy& s, const ExportOptions& o) {
@@ -151,6 +171,7 @@ ExportResult export_sailor(const ModelSpec& model, const Strategy& s, const Expo
         model.num_blocks(), model.num_blocks(), block->hidden, b.heads, block->seq_len,
         block->seq_len));
   }
+  out.instructions.push_back(sailor_precision(model.dtype));
   if (const auto counts = sailor_blocks_per_stage(model, s, out); !counts.empty())
     out.instructions.push_back(fmt::format(
         "add --layers-per-stage '[{}]' to the script's arguments (transformer blocks per stage; "
