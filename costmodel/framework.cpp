@@ -58,6 +58,9 @@ const std::vector<OpFamilyInfo>& op_families() {
       {"rotary", "a rotated query or key value (tokens x (heads + KV heads) x head size)"},
       {"swiglu", "an output of the gate (tokens x MLP width on the rank)"},
       {"softmax", "an attention score of unfused attention (heads x sequence^2 per sample)"},
+      {"softmax_fp32",
+       "an attention score of unfused attention in a fp32 or tf32 model, where the framework's "
+       "fused scale-mask-softmax takes half precision only (heads x sequence^2 per sample)"},
       {"bias_dropout_add", "a token's hidden value of the residual branch, where it has dropout"},
       {"cross_entropy", "a logit (tokens x vocabulary on the rank)"},
   };

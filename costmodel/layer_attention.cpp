@@ -222,19 +222,24 @@ void core(const TransformerLayer& b, const BlockSizes& z, const Projected& p, Bu
       B.memory("softcap_bwd", Pass::kBackwardInput, 3 * scores * act);
       B.keep(scores * act, OpGroup::kCoreAttention);
     }
-    B.op("softmax", &OpRecipe::forward, Pass::kForward, "softmax_fwd", scores, 2 * scores * act,
+    // fp32 scores where the framework's fused scale-mask-softmax kernel takes fp16 and bf16 only
+    // take its other sequence (family softmax_fp32: Megatron-LM's torch path, scale, mask and
+    // softmax as kernels of their own).
+    const std::string_view softmax =
+        act >= 4 && B.recipe("softmax_fp32") ? "softmax_fp32" : "softmax";
+    B.op(softmax, &OpRecipe::forward, Pass::kForward, "softmax_fwd", scores, 2 * scores * act,
          core_group);
     if (dropout) B.memory("dropout_fwd", Pass::kForward, scores * (2 * act + 1), core_group);
     B.gemm("context", Pass::kForward, {p.v_dim, seq, seq, bh, false, false}, core_group);
     B.gemm("context_dprobs", Pass::kBackwardInput, {seq, seq, p.v_dim, bh, true, false});
     B.gemm("context_dv", Pass::kBackwardInput, {p.v_dim, seq, seq, bh, false, true});
     if (dropout) B.memory("dropout_bwd", Pass::kBackwardInput, scores * (2 * act + 1));
-    B.op("softmax", &OpRecipe::backward, Pass::kBackwardInput, "softmax_bwd", scores,
+    B.op(softmax, &OpRecipe::backward, Pass::kBackwardInput, "softmax_bwd", scores,
          3 * scores * act);
     B.gemm("scores_dq", Pass::kBackwardInput, {hd, seq, seq, bh, false, false});
     B.gemm("scores_dk", Pass::kBackwardInput, {hd, seq, seq, bh, false, true});
     // Softmax output, dropout mask and dropout output (Korthikanti et al. 2022, 5as^2b/t).
-    B.keep(scores * act + B.kept("softmax", scores), OpGroup::kCoreAttention);
+    B.keep(scores * act + B.kept(softmax, scores), OpGroup::kCoreAttention);
     if (dropout) B.keep(scores * (1 + act), OpGroup::kCoreAttention);
   }
 }

@@ -13,6 +13,9 @@ Sailor's Google Cloud network (examples/clusters/sailor-gcp.yaml).
 
   python3 scripts/sailor_opt350.py --out-dir DIR [--framework F] [--json FILE]
 
+Predictions run under --framework (default deepspeed: Sailor's runtime is a Megatron-DeepSpeed
+fork, and its fp32 attention runs Megatron's unfused scale, mask and softmax).
+
 Needs the hetplan binary (HETPLAN_BINARY, default build/cli/hetplan).
 """
 
@@ -129,7 +132,7 @@ def predicted_block(out_dir, model, cluster, tp, micro_batch, framework):
                    "global_batch": micro_batch, "recompute": "none"}, f)
     out = os.path.join(out_dir, "layer-prediction.json")
     run([binary(), "predict", "--model", model, "--cluster", cluster, "--strategy", strategy,
-         "--framework", framework or "deepspeed", "--no-default-calibration", "--calibration",
+         "--framework", framework, "--no-default-calibration", "--calibration",
          os.path.join(ROOT, "calibration_data"), "--layer-ops", "--json", out])
     with open(out) as f:
         layers = json.load(f)["layer_ops"][0]["layers"]
@@ -172,7 +175,7 @@ def plans(out_dir, name, calibration, framework):
     """Sailor's plan predicted, and the best uniform and mixed plans searched, under one set of
     calibration files."""
     cal = [a for c in calibration for a in ("--calibration", c)]
-    fw = ["--framework", framework] if framework else []
+    fw = ["--framework", framework]
     pred = os.path.join(out_dir, f"sailor-plan-{name}.json")
     run([binary(), "predict", "--model", MODEL, "--cluster", CLUSTER, "--strategy", PLAN,
          "--json", pred] + cal + fw)
@@ -197,8 +200,9 @@ def plans(out_dir, name, calibration, framework):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out-dir", required=True, help="calibration files, fit and search outputs")
-    ap.add_argument("--framework", default="", help="framework to predict and search under "
-                    "(default: the strategy file's, else megatron-core)")
+    ap.add_argument("--framework", default="deepspeed",
+                    help="framework to predict and search under (default deepspeed: Sailor's "
+                    "runtime is a Megatron-DeepSpeed fork)")
     ap.add_argument("--json", help="also write the comparison as JSON to FILE")
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)

@@ -406,6 +406,34 @@ TEST(FrameworkOps, BiasDropoutAddFusionIsOneKernelOfItsBytes) {
             layer_kernels(plain, Recompute::kNone).pass[0]);
 }
 
+// fp32 scores take Megatron's torch softmax path (FusedScaleMaskSoftmax fuses for half precision
+// only): the layer-scaling multiply, the mask and the softmax under Megatron-DeepSpeed, the mask
+// and the softmax under Megatron-Core; bf16 scores keep the one fused kernel.
+TEST(FrameworkOps, Fp32ScoresTakeMegatronsUnfusedSoftmax) {
+  const ModelSpec model = load_model("gpt2-medium");  // 16 heads, sequence 1024
+  LayerShape shape;
+  shape.flash_attention = false;
+  auto softmax = [&](const char* framework, Dtype dtype, Pass pass) {
+    const FrameworkSpec f = load_framework(framework);
+    shape.framework = &f;
+    shape.dtype = dtype;
+    const LayerWork w = layer_work(model.layers[1], shape);
+    for (const auto& m : w.memory_ops)
+      if (m.pass == pass && m.kernel.find("softmax") != std::string::npos)
+        return std::make_pair(m.bytes, m.launches);
+    return std::make_pair(0.0, int64_t{0});
+  };
+  const double scores = 16.0 * 1024 * 1024;
+  EXPECT_EQ(softmax("deepspeed", Dtype::kFp32, Pass::kForward),
+            std::make_pair(scores * 6 * 4, int64_t{3}));
+  EXPECT_EQ(softmax("deepspeed", Dtype::kFp32, Pass::kBackwardInput),
+            std::make_pair(scores * 7 * 4, int64_t{3}));
+  EXPECT_EQ(softmax("megatron-core", Dtype::kTf32, Pass::kForward),
+            std::make_pair(scores * 4 * 4, int64_t{2}));
+  EXPECT_EQ(softmax("deepspeed", Dtype::kBf16, Pass::kForward),
+            std::make_pair(scores * 2 * 2, int64_t{1}));
+}
+
 // torch.compile covers what the framework compiles: torchtitan at 9dec370 compiled its blocks
 // alone, so its loss keeps the eager cross-entropy (the fp32 upcast a transient the size of the
 // fp32 logits); at its head the loss is compiled too (compiled_parts: blocks, loss).
