@@ -307,6 +307,8 @@ Json to_json(const LayerForwardMeasurement& m) {
   if (!m.node_type.empty()) j["node_type"] = m.node_type;
   if (m.ffn_hidden > 0) j["ffn_hidden"] = m.ffn_hidden;
   if (!m.activation.empty()) j["activation"] = m.activation;
+  if (m.forward_backward) j["forward_backward"] = true;
+  if (!m.framework.empty()) j["framework"] = m.framework;
   return j;
 }
 
@@ -328,6 +330,8 @@ LayerForwardMeasurement layer_forward_from_json(ObjectReader r) {
   m.ffn_hidden = r.integer_or("ffn_hidden", 0);
   if (m.ffn_hidden < 0) r.fail("ffn_hidden", "expected the MLP's width >= 0 (0: 4 x hidden)");
   if (r.has("activation")) m.activation = r.choice("activation", {"gelu", "relu"});
+  m.forward_backward = r.boolean_or("forward_backward", false);
+  m.framework = r.string_or("framework", "");
   if (m.entry < 0 || m.layer < -1) r.fail("entry", "expected entry >= 0 and layer >= -1");
   r.finish();
   return m;

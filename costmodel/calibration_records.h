@@ -109,6 +109,12 @@ struct LayerForwardMeasurement {
   // "relu"; "": gelu).
   int64_t ffn_hidden = 0;
   std::string activation;
+  // forward_s holds the forward and backward together (Sailor's Metis-format profiles): its
+  // correction is one ratio of the totals for every pass.
+  bool forward_backward = false;
+  // The framework preset whose kernels the layer ran ("": hetplan's own fused ones): the layer
+  // is rebuilt with them when it is compared with the prediction.
+  std::string framework;
   int64_t micro_batch = 1, tp = 1;
   Dtype dtype = Dtype::kFp16;
   Distribution forward_s;

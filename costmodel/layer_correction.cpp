@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "costmodel/cost_model.h"
 #include "costmodel/errors.h"
+#include "costmodel/framework.h"
 #include "costmodel/linear_fit.h"
 #include "costmodel/stats.h"
 
@@ -140,6 +143,16 @@ std::string tp_problem(const LayerSpec& layer, int64_t tp, Dtype dtype) {
   return tensor_parallel_problem(ModelSpec{"", "", "", "", layer.seq_len, dtype, {layer}}, tp);
 }
 
+// A framework preset by name, loaded once (cost models are built on several threads).
+const FrameworkSpec& framework_named(const std::string& name) {
+  static std::mutex guard;
+  static std::map<std::string, FrameworkSpec> loaded;
+  const std::lock_guard<std::mutex> lock(guard);
+  auto it = loaded.find(name);
+  if (it == loaded.end()) it = loaded.emplace(name, load_framework(name)).first;
+  return it->second;
+}
+
 void predict(LayerTiming& t, const CostModel& cost, const GpuSpec& gpu, const LayerWork& w,
              const CommGroup& tp) {
   t.key = w.key;
@@ -147,6 +160,12 @@ void predict(LayerTiming& t, const CostModel& cost, const GpuSpec& gpu, const La
   for (int i = 0; i < kNumPasses; ++i) {
     t.predicted_s[i] = p.pass_s[i];
     t.comm_s[i] = p.tp_comm_s[i];
+  }
+  if (!t.whole_step) return;
+  // Forward and backward timed together: the sums stand in pass 0's place.
+  for (int i = 1; i < kNumPasses; ++i) {
+    t.predicted_s[0] += std::exchange(t.predicted_s[i], 0);
+    t.comm_s[0] += std::exchange(t.comm_s[i], 0);
   }
 }
 
@@ -172,25 +191,32 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
   }
 
   // Imported forward times: the entries of one hetplan layer are summed.
-  using Group = std::tuple<std::string, int64_t, int64_t, int64_t, Dtype, std::string, std::string>;
+  using Group =
+      std::tuple<std::string, int64_t, int64_t, int64_t, Dtype, std::string, std::string, bool>;
   std::map<Group, std::vector<const LayerForwardMeasurement*>> groups;
   for (const auto& m : fit.layer_forward)
     groups[{m.model, m.layer, m.tp, m.micro_batch, m.dtype, m.node_type,
-            m.layer >= 0 ? m.kind : "other"}]
+            m.layer >= 0 ? m.kind : "other", m.forward_backward}]
         .push_back(&m);
   for (const auto& [g, records] : groups) {
     const LayerForwardMeasurement& m = *records.front();
     LayerTiming t;
     t.source = "imported";
     t.forward_only = true;
+    t.whole_step = m.forward_backward;
     std::string entries;
     for (const auto* r : records) {
       t.measured_s[0] += r->forward_s.median;
       entries += (entries.empty() ? "" : ", ") + std::to_string(r->entry);
     }
-    t.what = m.layer >= 0 ? fmt::format("{} layer {} ({}; entries {}), tp {}", m.model, m.layer,
-                                        m.kind, entries, m.tp)
-                          : fmt::format("{}: {} entries, tp {}", m.model, records.size(), m.tp);
+    t.what = m.layer >= 0
+                 ? fmt::format(
+                       "{} layer {} ({}; entries {}), {}tp {}", m.model, m.layer, m.kind, entries,
+                       m.forward_backward
+                           ? fmt::format("forward and backward, micro-batch {}, ", m.micro_batch)
+                           : "",
+                       m.tp)
+                 : fmt::format("{}: {} entries, tp {}", m.model, records.size(), m.tp);
     t.dtype = cost.compute_dtype(gpu, m.dtype);
     t.micro_batch = m.micro_batch;
     std::string why = "maps onto no hetplan layer";
@@ -207,6 +233,15 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
     shape.tp = m.tp;
     shape.dtype = t.dtype;
     shape.flash_attention = false;
+    if (!m.framework.empty()) {
+      try {
+        shape.framework = &framework_named(m.framework);
+      } catch (const InputError& e) {
+        t.unused = fmt::format("its framework {}: {}", m.framework, e.what());
+        out.push_back(t);
+        continue;
+      }
+    }
     if (std::string p = tp_problem(*layer, m.tp, t.dtype); !p.empty())
       t.unused = p;
     else
@@ -324,18 +359,26 @@ namespace {
 // The timings one correction is made of: one shape and dtype, the best source.
 struct ShapeTimings {
   bool measured = false;
+  bool whole_step = false;  // imported forward-and-backward totals
   std::vector<const LayerTiming*> timings;
 };
 using ShapeKey = std::pair<LayerKey, Dtype>;
 
 std::map<ShapeKey, ShapeTimings> timings_by_shape(const std::vector<LayerTiming>& timings) {
   std::map<ShapeKey, ShapeTimings> out;
+  // A shape's best source: the profiler's timings, else imported forward-and-backward totals,
+  // else imported forward times.
+  const auto rank = [](const LayerTiming& t) {
+    return t.source == "measured" ? 2 : t.whole_step ? 1 : 0;
+  };
+  std::map<ShapeKey, int> best;
+  for (const auto& t : timings)
+    if (t.unused.empty()) best[{t.key, t.dtype}] = std::max(best[{t.key, t.dtype}], rank(t));
   for (const auto& t : timings) {
-    if (!t.unused.empty()) continue;
+    if (!t.unused.empty() || rank(t) != best[{t.key, t.dtype}]) continue;
     ShapeTimings& a = out[{t.key, t.dtype}];
-    const bool measured = t.source == "measured";
-    if (a.measured && !measured) continue;
-    if (measured && !a.measured) a = ShapeTimings{true, {}};
+    a.measured = t.source == "measured";
+    a.whole_step = t.whole_step;
     a.timings.push_back(&t);
   }
   return out;
@@ -348,7 +391,9 @@ LayerCorrection ratio_correction(const ShapeKey& key, const ShapeTimings& a) {
   LayerCorrection c;
   c.key = key.first;
   c.dtype = key.second;
-  c.source = a.measured ? "measured" : "imported (forward; B and W take its correction)";
+  c.source = a.measured     ? "measured"
+             : a.whole_step ? "imported (forward and backward; every pass takes its ratio)"
+                            : "imported (forward; B and W take its correction)";
   std::map<int64_t, std::array<std::vector<double>, kNumPasses>> ratios;
   for (const LayerTiming* t : a.timings) {
     auto& r = ratios[t->micro_batch];
@@ -379,6 +424,14 @@ LayerKey without_tp(LayerKey key) {
 // say why.
 void fit_pooled(const std::vector<const ShapeTimings*>& shapes,
                 std::vector<LayerCorrection*>& corrections) {
+  // A fixed time per pass cannot be read off forward-and-backward totals: they keep their ratios
+  // (Sailor's such timings grow with the micro-batch as the work does).
+  if (std::any_of(shapes.begin(), shapes.end(),
+                  [](const ShapeTimings* s) { return s->whole_step; })) {
+    for (LayerCorrection* c : corrections)
+      c->why_ratio = "forward and backward timed together: one ratio for every pass";
+    return;
+  }
   // Per (tensor width, micro-batch): the median predicted and measured ops time of each pass.
   std::map<std::pair<int64_t, int64_t>, std::array<std::vector<double>, 2 * kNumPasses>> cells;
   std::vector<int64_t> widths;
@@ -442,13 +495,14 @@ std::vector<LayerCorrection> layer_corrections(const std::vector<LayerTiming>& t
     for (auto& c : out) c.why_ratio = "fixed + rate not asked for";
     return out;
   }
-  // Pool each layer's tensor widths, per source (profiler timings and imported ones never mix).
-  std::map<std::tuple<LayerKey, Dtype, bool>,
+  // Pool each layer's tensor widths, per source (profiler timings, imported forward times and
+  // imported forward-and-backward totals never mix).
+  std::map<std::tuple<LayerKey, Dtype, bool, bool>,
            std::pair<std::vector<const ShapeTimings*>, std::vector<LayerCorrection*>>>
       pools;
   size_t i = 0;
   for (const auto& [key, a] : shapes) {
-    auto& pool = pools[{without_tp(key.first), key.second, a.measured}];
+    auto& pool = pools[{without_tp(key.first), key.second, a.measured, a.whole_step}];
     pool.first.push_back(&a);
     pool.second.push_back(&out[i++]);
   }

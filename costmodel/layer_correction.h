@@ -49,7 +49,10 @@ struct LayerTiming {
   LayerKey key;
   Dtype dtype = Dtype::kBf16;  // the dtype the GPU computes in
   int64_t micro_batch = 1;
-  bool forward_only = false;
+  bool forward_only = false;  // one timing stands for every pass (imported)
+  // Forward and backward timed together (Sailor's Metis-format profiles): measured_s[0],
+  // predicted_s[0] and comm_s[0] are the sums over the passes.
+  bool whole_step = false;
   double measured_s[kNumPasses] = {0, 0, 0};   // 0: not measured
   double predicted_s[kNumPasses] = {0, 0, 0};  // from ops, communication included
   double comm_s[kNumPasses] = {0, 0, 0};       // of which predicted tensor-parallel communication

@@ -8,8 +8,9 @@ sailor`), fits them with the shipped priors (`hetplan fit`) and prints each GPU'
 embedding, measured against hetplan's prior with the tensor-parallel all-reduces it predicts. Then
 it predicts Sailor's own plan for 32 A100-40GB + 96 V100-16GB (examples/strategies/
 opt-350m-sailor-replicas.json) and searches the same problem (global batch 1024, uniform and
-`--mixed-replicas`), once on the shipped priors and once with Sailor's V100 and A100 layers, on
-Sailor's Google Cloud network (examples/clusters/sailor-gcp.yaml).
+`--mixed-replicas`), once on the shipped priors and once with Sailor's V100 and A100 layers (its
+forward-and-backward profiles at micro-batches 1-8, imported), on Sailor's Google Cloud network
+(examples/clusters/sailor-gcp.yaml).
 
   python3 scripts/sailor_opt350.py --out-dir DIR [--framework F] [--json FILE]
 
@@ -216,9 +217,15 @@ def main():
     print()
     steps = metis_rows(args.out_dir, args.framework)
     print_metis_rows(steps)
+    # Sailor's forward-and-backward profiles of the cluster's GPUs, at every micro-batch.
+    steps_files = []
+    for folder in ON_THE_CLUSTER:
+        path = os.path.join(args.out_dir, f"sailor-metis-{folder}.json")
+        run([binary(), "import", "--format", "sailor", os.path.join(METIS, "OPT-350", folder),
+             "--out", path])
+        steps_files.append(path)
     results = [plans(args.out_dir, "priors", [], args.framework),
-               plans(args.out_dir, "sailor-layers", [files[g] for g in ON_THE_CLUSTER],
-                     args.framework)]
+               plans(args.out_dir, "sailor-layers", steps_files, args.framework)]
     print()
     for r in results:
         gain = r["mixed_gain_over_uniform"]

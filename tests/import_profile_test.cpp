@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "costmodel/document.h"
 #include "costmodel/errors.h"
 #include "report/import/npy.h"
 #include "report/import/profile_import.h"
@@ -226,6 +227,43 @@ TEST(SailorImport, MapsOptEntriesAndTakesTheGpuFromTheFolder) {
   EXPECT_NE(titan.context.notes.find("the node is not known"), std::string::npos);
 }
 
+// Sailor's Metis-format profiles: forward and backward per layer, in milliseconds, by micro-batch.
+TEST(SailorImport, MetisProfilesAreForwardAndBackwardTotalsByMicroBatch) {
+  const auto gpu = kExternal / "sailor/metis/GPT-Neo-2.7/GH-96";
+  const CalibrationFile cal = import_sailor_profiles({gpu / "mbs4_tmp2.json"}, {});
+  EXPECT_EQ(cal.context.gpu_type, "gh200-96gb");
+  EXPECT_EQ(cal.context.node_type, "gh200-superchip-4");
+  ASSERT_EQ(cal.layer_forward.size(), 34u);  // embedding, 32 layers, head
+  const auto& block = cal.layer_forward[1];
+  EXPECT_EQ(block.model, "GPT-Neo-2.7");
+  EXPECT_EQ(block.kind, "transformer");
+  EXPECT_EQ(block.hidden, 2560);
+  EXPECT_EQ(block.heads, 32);
+  EXPECT_EQ(block.ffn_hidden, 10240);
+  EXPECT_EQ(block.activation, "gelu");
+  EXPECT_EQ(block.micro_batch, 4);
+  EXPECT_EQ(block.tp, 2);
+  EXPECT_TRUE(block.forward_backward);
+  EXPECT_EQ(block.framework, "deepspeed");
+  const Document doc = load_document(gpu / "mbs4_tmp2.json");
+  const double ms = doc.root["execution_time"]["layer_compute_total_ms"][1].get<double>();
+  EXPECT_DOUBLE_EQ(block.forward_s.median, ms / 1e3);
+  EXPECT_EQ(cal.layer_forward[33].kind, "lm_head");
+  EXPECT_NE(cal.context.notes.find("forward and backward together"), std::string::npos);
+
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("hetplan_sailor_metis_" + std::to_string(::getpid()));
+  const auto folder = dir / "OPT-350" / "V100-16";
+  std::filesystem::create_directories(folder);
+  const auto short_file = folder / "mbs2_tmp1.json";
+  std::ofstream(short_file) << R"({"execution_time": {"layer_compute_total_ms": [1, 2, 3]}})";
+  EXPECT_EQ(error_of([&] { import_sailor_profiles({short_file}, {}); }),
+            short_file.string() +
+                ": execution_time.layer_compute_total_ms: expected 26 per-layer times (OPT-350's "
+                "embedding, 24 layers and head), found 3");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SailorImport, UnknownGpusNamesAndMixedFoldersAreRefused) {
   const auto rtx2080 = kExternal / "sailor/OPT-350/RTX-2080/profile_1.npy";
   EXPECT_NE(error_of([&] {
@@ -257,18 +295,19 @@ TEST(SailorImport, UnknownGpusNamesAndMixedFoldersAreRefused) {
   std::filesystem::copy_file(kExternal / "sailor/OPT-350/V100-16/profile_1.npy", misnamed);
   EXPECT_EQ(error_of([&] { import_sailor_profiles({misnamed}, {}); }),
             misnamed.string() +
-                ": expected a Sailor profile named profile_<tp>.npy (e.g. profile_2.npy)");
+                ": expected a Sailor profile named profile_<tp>.npy (e.g. profile_2.npy) or "
+                "mbs<M>_tmp<T>.json (e.g. mbs4_tmp2.json)");
   const auto tp3 = gpu / "profile_3.npy";
   std::filesystem::copy_file(kExternal / "sailor/OPT-350/V100-16/profile_1.npy", tp3);
   EXPECT_EQ(error_of([&] { import_sailor_profiles({tp3}, {}); }),
             tp3.string() + ": tensor-parallel degree 3: expected a divisor of OPT-350's 16 heads");
-  const auto other_model = dir / "GPT-Neo-2.7" / "V100-16";
+  const auto other_model = dir / "LLAMA-3-8" / "V100-16";
   std::filesystem::create_directories(other_model);
   std::filesystem::copy_file(kExternal / "sailor/OPT-350/V100-16/profile_1.npy",
                              other_model / "profile_1.npy");
   EXPECT_NE(error_of([&] {
               import_sailor_profiles({other_model}, {});
-            }).find("unknown Sailor model \"GPT-Neo-2.7\""),
+            }).find("unknown Sailor model \"LLAMA-3-8\""),
             std::string::npos);
   std::filesystem::remove_all(dir);
 }

@@ -13,9 +13,11 @@
 #include <gtest/gtest.h>
 
 #include "costmodel/cost_model.h"
+#include "costmodel/framework.h"
 #include "costmodel/layer_correction.h"
 #include "costmodel/profile.h"
 #include "costmodel/profile_quality.h"
+#include "costmodel/stats.h"
 #include "report/import/profile_import.h"
 #include "search/evaluate.h"
 #include "tests/framework_fixture.h"
@@ -919,6 +921,53 @@ TEST(ImportedLayers, SailorsOptLayersCorrectOpt350m) {
     corrected |= n.rfind("block h1024 a16 s2048 ffn4096 tp1 unfused on v100", 0) == 0 &&
                  n.find("whole-layer timings (imported") != std::string::npos;
   EXPECT_TRUE(corrected) << fmt::format("{}", fmt::join(p.notes, " | "));
+}
+
+// Sailor's forward-and-backward totals: one ratio of the totals for every pass, against the
+// layer as its framework (deepspeed) runs it, and no fixed + rate.
+TEST(ImportedLayers, ForwardAndBackwardTotalsCorrectEveryPassByOneRatio) {
+  const auto folder = kExternal / "sailor/metis/OPT-350/A100-40";
+  const CalibrationFile sailor =
+      import_sailor_profiles({folder / "mbs1_tmp1.json", folder / "mbs4_tmp1.json"}, {});
+  const ClusterSpec cluster = load_cluster("a2-highgpu-4g:1");
+  const CostModel cost(fit_profile({datasheet("a100-40gb"), sailor}), cluster);
+  const GpuSpec& gpu = cluster.groups[0].node.gpu;
+  const LayerTiming* block = nullptr;
+  for (const auto& t : cost.layer_timings(gpu))
+    if (t.what.find("transformer; entries 1), forward and backward, micro-batch 4") !=
+        std::string::npos)
+      block = &t;
+  ASSERT_NE(block, nullptr);
+  EXPECT_TRUE(block->whole_step);
+  EXPECT_EQ(block->unused, "");
+  EXPECT_DOUBLE_EQ(block->measured_s[0], sailor.layer_forward[26 + 1].forward_s.median);
+  EXPECT_EQ(block->predicted_s[1], 0);  // the passes' sum stands in pass 0
+  // The totals against deepspeed's layer (its fp32 softmax's three kernels each way).
+  const FrameworkSpec ds = load_framework("deepspeed");
+  const ModelSpec model =
+      load_model(std::string(HETPLAN_SOURCE_DIR) + "/examples/models/opt-350m.yaml");
+  LayerShape shape;
+  shape.micro_batch = 4;
+  shape.dtype = Dtype::kTf32;
+  shape.flash_attention = false;
+  shape.framework = &ds;
+  const LayerTimes p = cost.layer_times_from_ops(gpu, layer_work(model.layers[1], shape),
+                                                 Recompute::kNone, CommGroup{}, Dtype::kTf32);
+  EXPECT_NEAR(block->predicted_s[0], p.pass_s[0] + p.pass_s[1] + p.pass_s[2],
+              1e-9 * block->predicted_s[0]);
+  const LayerCorrection* c = cost.layer_correction(gpu, block->key, Dtype::kTf32);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->model, LayerCorrection::Model::kRatio);
+  EXPECT_EQ(c->why_ratio, "forward and backward timed together: one ratio for every pass");
+  const auto r = c->at(4);
+  EXPECT_DOUBLE_EQ(r[0], r[1]);
+  EXPECT_DOUBLE_EQ(r[0], r[2]);
+  // The median over the 24 blocks' totals at micro-batch 4 (one predicted time for them all).
+  std::vector<double> measured;
+  for (const auto& m : sailor.layer_forward)
+    if (m.micro_batch == 4 && m.kind == "transformer") measured.push_back(m.forward_s.median);
+  ASSERT_EQ(measured.size(), 24u);
+  EXPECT_NEAR(r[0], summarize(measured).median / block->predicted_s[0], 1e-9);
 }
 
 // A prediction at a width that was not timed says whose line corrects the block.
