@@ -130,21 +130,30 @@ NpyArray read_npy(const std::filesystem::path& path) {
   return parse_npy(logs::read_text_file(path), path.string());
 }
 
-std::vector<std::filesystem::path> npy_files(const std::vector<std::filesystem::path>& inputs) {
-  std::vector<std::filesystem::path> arrays;
+std::vector<std::filesystem::path> files_in(const std::vector<std::filesystem::path>& inputs,
+                                            std::initializer_list<std::string_view> extensions,
+                                            std::string_view what) {
+  std::vector<std::filesystem::path> out;
   for (const auto& input : inputs) {
     if (!std::filesystem::is_directory(input)) {
-      arrays.push_back(input);
+      out.push_back(input);
       continue;
     }
     std::vector<std::filesystem::path> found;
     for (const auto& e : std::filesystem::directory_iterator(input))
-      if (e.is_regular_file() && e.path().extension() == ".npy") found.push_back(e.path());
-    if (found.empty()) throw InputError(input.string(), "", "no .npy file in this folder");
+      if (e.is_regular_file() && std::find(extensions.begin(), extensions.end(),
+                                           e.path().extension().string()) != extensions.end())
+        found.push_back(e.path());
+    if (found.empty())
+      throw InputError(input.string(), "", fmt::format("no {} in this folder", what));
     std::sort(found.begin(), found.end());
-    arrays.insert(arrays.end(), found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
   }
-  return arrays;
+  return out;
+}
+
+std::vector<std::filesystem::path> npy_files(const std::vector<std::filesystem::path>& inputs) {
+  return files_in(inputs, {".npy"}, ".npy file");
 }
 
 }  // namespace hetplan

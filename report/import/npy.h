@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,8 +23,13 @@ struct NpyArray {
 NpyArray parse_npy(std::string_view bytes, const std::string& origin);
 NpyArray read_npy(const std::filesystem::path& path);
 
-// The arrays `inputs` name: a file stands for itself, a folder for its .npy files in name order
-// (InputError naming a folder that holds none).
+// The files `inputs` name: a file stands for itself, a folder for its files with one of
+// `extensions` (".npy") in name order (InputError naming a folder that holds none, `what` saying
+// what was looked for).
+std::vector<std::filesystem::path> files_in(const std::vector<std::filesystem::path>& inputs,
+                                            std::initializer_list<std::string_view> extensions,
+                                            std::string_view what);
+// The arrays `inputs` name: files_in with .npy.
 std::vector<std::filesystem::path> npy_files(const std::vector<std::filesystem::path>& inputs);
 
 }  // namespace hetplan

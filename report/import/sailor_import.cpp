@@ -65,28 +65,6 @@ const SailorModel& sailor_model(const std::string& name, const std::string& orig
                                name));
 }
 
-// The files `inputs` name: a file stands for itself, a folder for its .npy (AMP-format) and .json
-// (Metis-format) files in name order.
-std::vector<std::filesystem::path> sailor_files(const std::vector<std::filesystem::path>& inputs) {
-  std::vector<std::filesystem::path> out;
-  for (const auto& input : inputs) {
-    if (!std::filesystem::is_directory(input)) {
-      out.push_back(input);
-      continue;
-    }
-    std::vector<std::filesystem::path> found;
-    for (const auto& e : std::filesystem::directory_iterator(input))
-      if (e.is_regular_file() &&
-          (e.path().extension() == ".npy" || e.path().extension() == ".json"))
-        found.push_back(e.path());
-    if (found.empty())
-      throw InputError(input.string(), "", "no Sailor profile (.npy or .json) in this folder");
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
-  }
-  return out;
-}
-
 void map_entry(const SailorModel& model, LayerForwardMeasurement& m) {
   m.hidden = model.hidden;
   m.seq_len = model.seq_len;
@@ -189,7 +167,7 @@ CalibrationFile import_sailor_profiles(const std::vector<std::filesystem::path>&
   // (model, fwd+bwd, micro-batch, tp) -> file: two files of one shape would sum their times.
   std::map<std::tuple<std::string, bool, int64_t, int64_t>, std::string> seen;
   bool forward_only = false, forward_backward = false;
-  for (const auto& path : sailor_files(inputs)) {
+  for (const auto& path : files_in(inputs, {".npy", ".json"}, "Sailor profile (.npy or .json)")) {
     const std::string origin = path.string();
     const std::filesystem::path folder = path.parent_path();
     const std::string gpu_name = folder.filename().string();
