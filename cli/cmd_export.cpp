@@ -136,7 +136,6 @@ CommandRunner declare_export(CLI::App& app) {
     // that framework's export unless --format names another.
     const bool named = !o->framework.empty() || !chosen.strategy.framework.empty();
     const FrameworkSpec framework = load_run_framework(o->framework, chosen.strategy.framework);
-    chosen.strategy = with_framework_defaults(chosen.strategy, framework);
     if (o->format.empty() && framework.export_format.empty())
       throw InputError("--format", "",
                        fmt::format("a format to write: framework {} has no export of its own "
@@ -165,7 +164,8 @@ CommandRunner declare_export(CLI::App& app) {
                                    "sailor; docs/exports.md, \"Replica groups\")",
                                    exporter.format));
     const ModelSpec model = export_model(*o, chosen);
-    // Defaults the model's dtype rules out give way (a fp32 model's attention is unfused).
+    // The framework's defaults for what the strategy leaves out, as far as the model's dtype
+    // allows (a fp32 model's attention is unfused).
     chosen.strategy = with_framework_defaults(chosen.strategy, framework, &model);
     const std::optional<ClusterSpec> cluster = export_cluster(*o, chosen);
     ExportOptions options;

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <span>
 
 #include <fmt/format.h>
@@ -586,6 +588,15 @@ std::string framework_preset_names() {
     if (p.kind == "frameworks") names.push_back(p.name);
   std::sort(names.begin(), names.end());
   return fmt::format("{}", fmt::join(names, ", "));
+}
+
+const FrameworkSpec& loaded_framework(const std::string& name_or_path) {
+  static std::mutex guard;
+  static std::map<std::string, FrameworkSpec> loaded;
+  const std::lock_guard<std::mutex> lock(guard);
+  auto it = loaded.find(name_or_path);
+  if (it == loaded.end()) it = loaded.emplace(name_or_path, load_framework(name_or_path)).first;
+  return it->second;
 }
 
 bool Capabilities::fused_attention_takes(Dtype model_dtype) const {

@@ -254,6 +254,9 @@ inline constexpr std::string_view kDefaultFramework = "megatron-core";
 // Reads a framework: a preset name (presets/frameworks) or a framework file (YAML or JSON).
 // Throws InputError naming the file and key when it is malformed, or when a value has no source.
 FrameworkSpec load_framework(const std::string& name_or_path);
+// load_framework's result, read once per name or path for the process (safe from several
+// threads); a framework that fails to load throws each time, as load_framework does.
+const FrameworkSpec& loaded_framework(const std::string& name_or_path);
 FrameworkSpec parse_framework(const Document& doc, const std::string& name);
 // The framework presets: name and one-line description, sorted by name.
 std::vector<std::pair<std::string, std::string>> framework_presets();

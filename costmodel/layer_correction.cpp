@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <mutex>
 #include <tuple>
 #include <utility>
 
@@ -143,16 +142,6 @@ std::string tp_problem(const LayerSpec& layer, int64_t tp, Dtype dtype) {
   return tensor_parallel_problem(ModelSpec{"", "", "", "", layer.seq_len, dtype, {layer}}, tp);
 }
 
-// A framework preset by name, loaded once (cost models are built on several threads).
-const FrameworkSpec& framework_named(const std::string& name) {
-  static std::mutex guard;
-  static std::map<std::string, FrameworkSpec> loaded;
-  const std::lock_guard<std::mutex> lock(guard);
-  auto it = loaded.find(name);
-  if (it == loaded.end()) it = loaded.emplace(name, load_framework(name)).first;
-  return it->second;
-}
-
 void predict(LayerTiming& t, const CostModel& cost, const GpuSpec& gpu, const LayerWork& w,
              const CommGroup& tp) {
   t.key = w.key;
@@ -235,7 +224,7 @@ std::vector<LayerTiming> compare_layer_timings(const CostModel& cost, const GpuS
     shape.flash_attention = false;
     if (!m.framework.empty()) {
       try {
-        shape.framework = &framework_named(m.framework);
+        shape.framework = &loaded_framework(m.framework);
       } catch (const InputError& e) {
         t.unused = fmt::format("its framework {}: {}", m.framework, e.what());
         out.push_back(t);

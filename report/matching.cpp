@@ -1,7 +1,5 @@
 #include "report/matching.h"
 
-#include <map>
-
 #include <fmt/format.h>
 
 #include "costmodel/errors.h"
@@ -14,16 +12,13 @@ namespace {
 // defaults (as predict reads a strategy file). Without a framework it stays as written.
 Strategy as_run(Strategy s, const std::string& origin) {
   if (s.framework.empty()) return s;
-  static std::map<std::string, FrameworkSpec> loaded;
-  auto it = loaded.find(s.framework);
-  if (it == loaded.end()) {
-    try {
-      it = loaded.emplace(s.framework, load_framework(s.framework)).first;
-    } catch (const InputError& e) {
-      throw InputError(origin, "framework", e.what());
-    }
+  const FrameworkSpec* framework = nullptr;
+  try {
+    framework = &loaded_framework(s.framework);
+  } catch (const InputError& e) {
+    throw InputError(origin, "framework", e.what());
   }
-  return with_framework_defaults(std::move(s), it->second);
+  return with_framework_defaults(std::move(s), *framework);
 }
 
 // Frameworks named on both sides must be the same one.

@@ -133,8 +133,7 @@ def predicted_block(out_dir, model, cluster, tp, micro_batch, framework):
                    "global_batch": micro_batch, "recompute": "none"}, f)
     out = os.path.join(out_dir, "layer-prediction.json")
     run([binary(), "predict", "--model", model, "--cluster", cluster, "--strategy", strategy,
-         "--framework", framework, "--no-default-calibration", "--calibration",
-         os.path.join(ROOT, "calibration_data"), "--layer-ops", "--json", out])
+         "--framework", framework, "--layer-ops", "--json", out])
     with open(out) as f:
         layers = json.load(f)["layer_ops"][0]["layers"]
     block = next(x for x in layers if x["name"] == "block0")

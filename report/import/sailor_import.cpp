@@ -54,6 +54,19 @@ std::string sailor_gpu_list() {
   return out;
 }
 
+// The GPU a folder name is (nullptr where --gpu-type names it instead).
+const SailorGpu* sailor_gpu(const std::string& origin, const std::string& folder,
+                            const ProfileImportOptions& options) {
+  for (const auto& k : kSailorGpus)
+    if (folder == k.folder) return &k;
+  if (!options.gpu_type.empty()) return nullptr;
+  throw InputError(origin, "",
+                   fmt::format("the GPU folder \"{}\" is none hetplan knows of Sailor's ({}); give "
+                               "--gpu-type (Sailor's RTX-2080 does not say whether it is a 2080 "
+                               "or a 2080 Ti)",
+                               folder, sailor_gpu_list()));
+}
+
 const SailorModel& sailor_model(const std::string& name, const std::string& origin) {
   for (const auto& m : kSailorModels)
     if (name == m.folder || name == m.hetplan_model) return m;
@@ -171,15 +184,7 @@ CalibrationFile import_sailor_profiles(const std::vector<std::filesystem::path>&
     const std::string origin = path.string();
     const std::filesystem::path folder = path.parent_path();
     const std::string gpu_name = folder.filename().string();
-    const SailorGpu* g = nullptr;
-    for (const auto& k : kSailorGpus)
-      if (gpu_name == k.folder) g = &k;
-    if (!g && options.gpu_type.empty())
-      throw InputError(origin, "",
-                       fmt::format("the GPU folder \"{}\" is none hetplan knows of Sailor's ({}); "
-                                   "give --gpu-type (Sailor's RTX-2080 does not say whether it "
-                                   "is a 2080 or a 2080 Ti)",
-                                   gpu_name, sailor_gpu_list()));
+    const SailorGpu* g = sailor_gpu(origin, gpu_name, options);
     if (!gpu_folder.empty() && gpu_name != gpu_folder)
       throw InputError(origin, "",
                        fmt::format("GPU folder {} differs from {}: one calibration file holds "
