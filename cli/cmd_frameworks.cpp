@@ -33,7 +33,8 @@ Json capabilities_json(const Capabilities& c) {
           {"context_parallel", c.context_parallel},
           {"expert_parallel", c.expert_parallel},
           {"expert_tensor_parallel", c.expert_tensor_parallel},
-          {"precisions", c.precisions}};
+          {"precisions", c.precisions},
+          {"lora", c.lora}};
 }
 
 Json expert_gemms_json(const ExpertGemms& e) {
@@ -120,12 +121,12 @@ void print_framework(const FrameworkSpec& f) {
              f.compiled_parts.empty()
                  ? ""
                  : fmt::format(" (torch.compile covers: {})", fmt::join(f.compiled_parts, ", ")));
-  fmt::print("  context parallel: {}  expert parallel: {}{}  precisions: {}\n",
+  fmt::print("  context parallel: {}  expert parallel: {}{}  precisions: {}  LoRA: {}\n",
              c.context_parallel.empty() ? std::string("no")
                                         : fmt::format("{}", fmt::join(c.context_parallel, ", ")),
              c.expert_parallel ? "yes" : "no",
              c.expert_tensor_parallel ? " (with its own tensor width)" : "",
-             fmt::join(c.precisions, ", "));
+             fmt::join(c.precisions, ", "), c.lora ? "yes" : "no");
   const ExpertGemms& e = f.expert_gemms;
   const std::string experts = e.kernels == ExpertGemmKernels::kGrouped
                                   ? std::string("one grouped kernel")

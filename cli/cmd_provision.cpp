@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/lora_options.h"
 #include "cli/progress_line.h"
 #include "cli/validators.h"
 #include "costmodel/model.h"
@@ -24,6 +25,7 @@ CommandRunner declare_provision(CLI::App& app) {
     double budget = 0, time_limit_s = 0;
     int threads = 1;
     bool no_default_calibration = false, quiet = false;
+    LoraCliOptions lora;
   };
   auto o = std::make_shared<Options>();
   app.add_option("--model", o->model, "Model preset, model file or Hugging Face config.json")
@@ -60,6 +62,7 @@ CommandRunner declare_provision(CLI::App& app) {
   app.add_option("--time-limit", o->time_limit_s,
                  "Seconds for all the mixes (default: none); then the best of those searched")
       ->check(kNonNegative);
+  add_lora_options(app, o->lora);
   app.add_flag("--quiet", o->quiet, "No progress on stderr (shown only on a terminal)");
   return [o]() {
     std::vector<std::string> inputs = {o->model};
@@ -77,6 +80,7 @@ CommandRunner declare_provision(CLI::App& app) {
     if (!o->network.empty()) po.network = load_network(o->network);
     po.search.global_batch = o->global_batch;
     po.search.threads = o->threads;
+    po.search.lora = lora_of(o->lora);
     po.framework = load_run_framework(o->framework);
     po.time_limit_s = o->time_limit_s;
     ProgressLine progress(!o->quiet);

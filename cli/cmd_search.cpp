@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/lora_options.h"
 #include "cli/progress_line.h"
 #include "cli/validators.h"
 #include "costmodel/cost_model.h"
@@ -40,6 +41,7 @@ struct SearchCliOptions {
   bool no_flash_attention = false;
   bool tp_comm_overlap = false;
   bool half_grad_reduce = false;
+  LoraCliOptions lora;
 };
 
 }  // namespace
@@ -139,6 +141,7 @@ CommandRunner declare_search(CLI::App& app) {
                "With --mixed-replicas: every replica takes the same samples at one micro-batch, "
                "as Sailor's framework runs them (export --format sailor)")
       ->needs("--mixed-replicas");
+  add_lora_options(app, o->lora);
   app.add_flag("--quiet", o->quiet, "No progress on stderr (shown only on a terminal)");
   return [o]() {
     std::vector<std::string> inputs = {o->model, o->cluster};
@@ -190,6 +193,7 @@ CommandRunner declare_search(CLI::App& app) {
       opts.precisions.push_back(p);
     }
     opts.max_zero = o->max_zero;
+    opts.lora = lora_of(o->lora);
     opts.time_limit_s = o->time_limit_s;
     ProgressLine progress(!o->quiet);
     const auto started = std::chrono::steady_clock::now();
@@ -214,9 +218,10 @@ CommandRunner declare_search(CLI::App& app) {
       document["mixed_replicas"] =
           mixed_replicas_json(evaluator, o->global_batch, r, o->even_replica_shares);
     if (o->json != "-") {
-      fmt::print("{} ({:.2f}B parameters, sequence {}, global batch {}) on {} ({} GPUs) under {}\n",
-                 model.name, model.parameters() / 1e9, model.seq_len, o->global_batch, cluster.name,
-                 cluster.num_gpus(), framework.name);
+      fmt::print(
+          "{} ({:.2f}B parameters, sequence {}, global batch {}) on {} ({} GPUs) under {}{}\n",
+          model.name, model.parameters() / 1e9, model.seq_len, o->global_batch, cluster.name,
+          cluster.num_gpus(), framework.name, lora_label(opts.lora));
       fmt::print("{}", search_table_text(document));
       if (!r.top.empty()) {
         const Strategy& bs = r.top.front().strategy;

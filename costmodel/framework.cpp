@@ -183,6 +183,7 @@ Capabilities read_capabilities(ObjectReader r) {
   c.expert_tensor_parallel = r.boolean_or("expert_tensor_parallel", false);
   c.ep_comm_overlap = r.boolean_or("ep_comm_overlap", false);
   c.recompute_block = r.boolean_or("recompute_block", false);
+  c.lora = r.boolean_or("lora", false);
   if (r.has("moe_dispatchers"))
     c.moe_dispatchers = choices(r, "moe_dispatchers", {"allgather", "alltoall", "flex"});
   if (r.has("fused_attention_dtypes"))

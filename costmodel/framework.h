@@ -148,6 +148,9 @@ struct Capabilities {
   // Full recomputation of the first N blocks of each stage only (Megatron-Core's
   // --recompute-method block --recompute-num-layers; Strategy::recompute_num_layers).
   bool recompute_block = false;
+  // LoRA fine-tuning (a strategy's `lora`: frozen weights, trained low-rank adapters), through the
+  // framework's own PEFT or the library its users run it with.
+  bool lora = false;
   std::vector<std::string> precisions = {"bf16"};  // low-precision recipes (costmodel/precision.h)
 };
 

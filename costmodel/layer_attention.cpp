@@ -33,6 +33,7 @@ Projected standard_projections(const TransformerLayer& b, const BlockSizes& z, B
   const int64_t qkv_width = (heads + 2 * kv) * hd;
   B.autocast_input(z.Tr * z.h);
   B.linear("qkv", T, z.h, qkv_width, {.parts = {heads * hd, kv * hd, kv * hd}});
+  B.lora_adapter(LoraTarget::kQkv, T, z.h, qkv_width, /*column_parallel=*/true);
   if (b.qkv_biased()) B.bias_grad(static_cast<double>(T), static_cast<double>(qkv_width));
   // Q, K and V are views of the projection's output; their gradients are joined again (a copy
   // kernel), in PyTorch as in Megatron-LM.
@@ -306,6 +307,7 @@ void attention_part(const LayerSpec& layer, const TransformerLayer& b, const Blo
   core(b, z, p, B);
   const double out_in_bytes = static_cast<double>(z.T) * p.heads * p.v_dim * B.linear_input();
   B.linear("attn_out", z.T, p.heads * p.v_dim, z.h);
+  B.lora_adapter(LoraTarget::kProj, z.T, p.heads * p.v_dim, z.h, /*column_parallel=*/false);
   B.keep(out_in_bytes);
   B.leave_tp_region("attn", z.x_bytes);
   if (b.post_norms) B.kept_norm(b.norm, z.Tr, z.h);  // Gemma's post_attention_layernorm

@@ -95,10 +95,74 @@ class Builder {
       if (o.input_gradient) keep(weights * act_);
       memory("autocast_weight_grad_cast", W, weights * (act_ + 4), OpGroup::kDefault, b);
     }
+    if (adapter_scope_) {
+      w_.adapter_params += in * out * b;
+      w_.adapter_tensors += b;
+      return;
+    }
     w_.gemm_weight_params += in * out * b;
     w_.param_tensors += b;
     w_.gemm_weight_tensors += b;
   }
+
+  // A LoRA adapter beside targeted linear layer `t`, whose shard on this rank is `in` -> `out` over
+  // `tokens` rows (a column-parallel layer's `out`, a row-parallel one's `in` split over tp), as
+  // Megatron-Bridge's ParallelLinearAdapter runs it (src/megatron/bridge/peft/utils.py at
+  // 067f987df03b). Beside a column-parallel layer (linear_qkv, linear_fc1) A is a
+  // ColumnParallelLinear of rank / tp outputs gathered (gather_output: an all-gather of tokens x
+  // rank) and B one of the layer's `out` outputs; A reads the norm's output the base layer
+  // gathered (Transformer Engine's return_layernorm_output_gathered), and without sequence
+  // parallelism its input gradient is all-reduced over the group (copy_to_tensor_model_parallel
+  // _region; disable_grad_reduce under sequence parallelism). Beside a row-parallel layer
+  // (linear_proj, linear_fc2) A is a RowParallelLinear (its tokens x rank output all-reduced) and
+  // B a ColumnParallelLinear whose output is gathered (an all-gather of tokens x out), then
+  // scattered back to the sequence shard under sequence parallelism (a split). Each B's input
+  // gradient is all-reduced (tokens x rank). The output is scaled by alpha / rank and added to
+  // the layer's (two elementwise kernels). Adapters run in the activations' dtype (plain Megatron
+  // linear layers: no low-precision recipe), and keep A's output for B's weight gradient (A's
+  // input is the base layer's, kept already).
+  void lora_adapter(LoraTarget t, int64_t tokens, int64_t in, int64_t out, bool column_parallel) {
+    if (!s_.lora.targets_module(t) || tokens <= 0) return;
+    AdapterScope adapter(*this);
+    const int64_t r = s_.lora.rank, tp = s_.tp;
+    const double rows = static_cast<double>(tokens);
+    const std::string name(to_string(t));
+    if (column_parallel) {
+      linear(name + "_lora_a", tokens, in, r / tp, {.quantizable = false});
+      comm(name + "_lora_a_gather", Pass::kForward, CollectiveKind::kAllGather, rows * r * act_);
+      if (!s_.sequence_parallel)
+        comm(name + "_lora_a_grad_allreduce", Pass::kBackwardInput, CollectiveKind::kAllReduce,
+             rows * in * act_);
+      linear(name + "_lora_b", tokens, r, out, {.quantizable = false});
+    } else {
+      linear(name + "_lora_a", tokens, in, r, {.quantizable = false});
+      comm(name + "_lora_a_allreduce", Pass::kForward, CollectiveKind::kAllReduce, rows * r * act_);
+      linear(name + "_lora_b", tokens, r, out / tp, {.quantizable = false});
+      comm(name + "_lora_b_gather", Pass::kForward, CollectiveKind::kAllGather, rows * out * act_);
+    }
+    comm(name + "_lora_b_grad_allreduce", Pass::kBackwardInput, CollectiveKind::kAllReduce,
+         rows * r * act_);
+    keep(rows * r * act_);  // B's input
+    const double outputs = rows * (column_parallel ? out : out / tp);
+    memory("lora_scale_fwd", Pass::kForward, 2 * outputs * act_);
+    memory("lora_add_fwd", Pass::kForward, 3 * outputs * act_);
+    memory("lora_scale_bwd", Pass::kBackwardInput, 2 * outputs * act_);
+  }
+
+  // Work of the passes that train a LoRA adapter while the base weights stay frozen.
+  class AdapterScope {
+   public:
+    explicit AdapterScope(Builder& b) : b_(b), outer_(b.adapter_scope_) {
+      b_.adapter_scope_ = true;
+    }
+    ~AdapterScope() { b_.adapter_scope_ = outer_; }
+    AdapterScope(const AdapterScope&) = delete;
+    AdapterScope& operator=(const AdapterScope&) = delete;
+
+   private:
+    Builder& b_;
+    bool outer_;
+  };
 
   // GemmOp::streams of a linear layer: the framework's per-expert GEMMs for routed experts (one
   // kernel for all of them otherwise, and for every other batched GEMM).
@@ -141,6 +205,7 @@ class Builder {
 
   void gemm(const std::string& name, Pass pass, GemmShape shape, OpGroup group = OpGroup::kDefault,
             double flop_fraction = 1, bool quantized = false, int64_t streams = 0) {
+    if (frozen(pass)) return;
     group = in_scope(group);
     w_.gemms.push_back({name, pass, shape, group, quantized,
                         quantized ? quantized_dtype(s_.precision) : s_.dtype, streams});
@@ -150,7 +215,7 @@ class Builder {
 
   void memory(const std::string& kernel, Pass pass, double bytes, OpGroup group = OpGroup::kDefault,
               int64_t launches = 1) {
-    if (bytes <= 0) return;
+    if (bytes <= 0 || frozen(pass)) return;
     w_.memory_ops.push_back({kernel, pass, bytes, in_scope(group), launches});
     // Per-op recomputation saves no memory-bound op's output (a quantiser's amax, which
     // torchtitan saves, is a few bytes of its work).
@@ -257,7 +322,7 @@ class Builder {
   void comm(const std::string& name, Pass pass, CollectiveKind kind, double bytes,
             CommScope scope = CommScope::kTensor, CommOverlap overlap = CommOverlap::kNone,
             int64_t repeats = 1, int64_t group_ranks = 0) {
-    if (spans(scope) && repeats > 0) {
+    if (spans(scope) && repeats > 0 && !frozen(pass)) {
       w_.comms.push_back({name, pass, kind, bytes, scope, overlap, repeats, group_ranks});
       w_.comms.back().group = in_scope(OpGroup::kDefault);
       op_policy_collective(w_.comms.back());
@@ -377,12 +442,19 @@ class Builder {
   bool autocast_ = false;
   double stream_ = 2;
   OpGroup scope_ = OpGroup::kDefault;
+  bool adapter_scope_ = false;  // inside a LoRA adapter (AdapterScope)
   // The framework's per-op recomputation and the matmuls of the layer counted so far.
   const OpRecompute* op_policy_ =
       s_.framework && s_.framework->op_recompute ? &*s_.framework->op_recompute : nullptr;
   int64_t matmuls_ = 0;
 
   OpGroup in_scope(OpGroup group) const { return group | scope_; }
+  // Under LoRA the base weights are frozen: their weight-gradient work (GEMMs, bias and norm
+  // gradients, the embedding's scatter, the gradients' adds and the collectives that feed them)
+  // does not run; the adapters' does.
+  bool frozen(Pass pass) const {
+    return pass == Pass::kBackwardWeight && s_.lora.enabled() && !adapter_scope_;
+  }
 
   // The share of a linear's forward GEMM that per-op recomputation re-runs, keeping the saved
   // outputs (OpRecompute: each matmul of `parts` counted; even ones re-run under

@@ -29,6 +29,7 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
             .flop_fraction = flop_fraction,
             .routed_expert = routed,
             .parts = {gated ? f : up, gated ? f : 0, 0}});
+  if (!routed) B.lora_adapter(LoraTarget::kFc1, tokens, h, up, /*column_parallel=*/true);
   const double rows = static_cast<double>(tokens) * experts;
   if (b.mlp_bias) B.bias_grad(rows, static_cast<double>(up));
   const double act_elems = rows * f;
@@ -54,6 +55,7 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
   moe_act.reset();
   B.linear(prefix + "fc2", tokens, f, h,
            {.batch = experts, .flop_fraction = flop_fraction, .routed_expert = routed});
+  if (!routed) B.lora_adapter(LoraTarget::kFc2, tokens, f, h, /*column_parallel=*/false);
 }
 
 // Shared experts (one MLP of shared_experts x shared_ffn_hidden, tensor-parallel like a dense

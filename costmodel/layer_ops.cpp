@@ -1,6 +1,7 @@
 #include "costmodel/layer_ops.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -152,6 +153,45 @@ std::string recompute_module_names() {
   std::vector<std::string_view> names;
   for (RecomputeModule m : kModuleOrder) names.push_back(to_string(m));
   return fmt::format("{}", fmt::join(names, ", "));
+}
+
+constexpr LoraTarget kLoraOrder[] = {LoraTarget::kQkv, LoraTarget::kProj, LoraTarget::kFc1,
+                                     LoraTarget::kFc2};
+
+std::string_view to_string(LoraTarget t) {
+  switch (t) {
+    case LoraTarget::kQkv:
+      return "linear_qkv";
+    case LoraTarget::kProj:
+      return "linear_proj";
+    case LoraTarget::kFc1:
+      return "linear_fc1";
+    case LoraTarget::kFc2:
+      return "linear_fc2";
+  }
+  return "?";
+}
+
+bool parse_lora_target(std::string_view text, LoraTarget& out) {
+  for (LoraTarget t : kLoraOrder)
+    if (to_string(t) == text) {
+      out = t;
+      return true;
+    }
+  return false;
+}
+
+std::string lora_target_names() {
+  std::vector<std::string_view> names;
+  for (LoraTarget t : kLoraOrder) names.push_back(to_string(t));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::vector<LoraTarget> lora_targets_of(uint32_t mask) {
+  std::vector<LoraTarget> out;
+  for (LoraTarget t : kLoraOrder)
+    if ((mask & static_cast<uint32_t>(t)) != 0) out.push_back(t);
+  return out;
 }
 
 std::vector<RecomputeModule> modules_of(OpGroup set) {
@@ -396,6 +436,37 @@ void uncheckpointed(LayerWork& w) {
 }
 }  // namespace
 
+namespace {
+
+// lora_problem for one layer ("" for a layer that is not a block).
+std::string lora_layer_problem(const LayerSpec& l, const Lora& lora, int64_t tp) {
+  const auto* b = l.block();
+  if (b == nullptr || !lora.enabled()) return "";
+  // ParallelLinearAdapter's A beside a column-parallel layer is a ColumnParallelLinear of `rank`
+  // outputs, which Megatron divides over the tensor-parallel group.
+  const bool column_target =
+      lora.targets_module(LoraTarget::kQkv) || lora.targets_module(LoraTarget::kFc1);
+  if (column_target && tp > 1 && lora.rank % tp != 0)
+    return fmt::format(
+        "LoRA rank {} beside linear_qkv or linear_fc1 splits over the tensor-parallel group: "
+        "tp {} must divide it",
+        lora.rank, tp);
+  if (b->mla.enabled() && lora.targets_module(LoraTarget::kQkv))
+    return fmt::format(
+        "{} is an MLA block: it has no linear_qkv (Megatron-Bridge's LoRA targets its "
+        "linear_q_proj, linear_kv_down_proj and the others, which hetplan does not model)",
+        l.name);
+  const bool fc = lora.targets_module(LoraTarget::kFc1) || lora.targets_module(LoraTarget::kFc2);
+  if (b->is_moe() && fc)
+    return fmt::format(
+        "{} is an MoE block: LoRA adapters on its routed experts (Megatron-Bridge's "
+        "GroupedExpertLinearAdapter) are not modelled; target linear_qkv and linear_proj",
+        l.name);
+  return "";
+}
+
+}  // namespace
+
 LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   if (shape.micro_batch <= 0 || shape.tp <= 0)
     throw InputError(fmt::format("micro-batch ({}) and tensor width ({}) must be > 0",
@@ -416,6 +487,8 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
         fmt::format("a2a+p2p needs an all-to-all group of 2..cp/2 ranks dividing cp "
                     "({}), found {}",
                     shape.cp, shape.cp_a2a));
+  if (std::string problem = lora_layer_problem(layer, shape.lora, shape.tp); !problem.empty())
+    throw InputError(problem);
   LayerWork w;
   w.key = layer_key(layer, shape);
   w.micro_batch = shape.micro_batch;
@@ -432,10 +505,20 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   // Each micro-batch's gradients are added into fp32 main gradients (Megatron-LM's and the
   // harness's mixed precision): reads the gradient and the main gradient, writes the latter. With
   // gradient-accumulation fusion the weight-gradient GEMMs write into them directly, and only the
-  // other parameters (norms, biases, embedding tables) take the add.
-  const int64_t added = shape.grad_accumulation_fusion ? w.params - w.gemm_weight_params : w.params;
+  // other parameters (norms, biases, embedding tables) take the add. Under LoRA only the adapters
+  // have gradients, all of them of GEMM weights.
+  int64_t added = shape.grad_accumulation_fusion ? w.params - w.gemm_weight_params : w.params;
   w.accumulated_tensors =
       shape.grad_accumulation_fusion ? w.param_tensors - w.gemm_weight_tensors : w.param_tensors;
+  std::optional<Builder::AdapterScope> adapters;
+  if (shape.lora.enabled()) {
+    w.frozen_params = w.params;
+    w.expert_frozen_params = w.expert_params;
+    w.params += w.adapter_params;
+    added = shape.grad_accumulation_fusion ? 0 : w.adapter_params;
+    w.accumulated_tensors = shape.grad_accumulation_fusion ? 0 : w.adapter_tensors;
+    adapters.emplace(B);
+  }
   if (added > 0 && B.autocast()) {
     // Autograd accumulates the fp32 gradients (cast back from the half-precision GEMMs above)
     // into .grad: the first micro-batch's become .grad, each later one is added (12 B).
@@ -446,6 +529,7 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   } else if (added > 0) {
     B.memory("grad_accumulate", Pass::kBackwardWeight, static_cast<double>(added) * (B.act() + 8));
   }
+  adapters.reset();
   // Full and per-op recomputation never keep more than no recomputation.
   for (Recompute r : {Recompute::kFull, Recompute::kOp}) {
     double& kept = w.activation_bytes[static_cast<int>(r)];
@@ -528,6 +612,17 @@ std::string expert_parallel_problem(const ModelSpec& model, int64_t ep, int64_t 
   return "";
 }
 
+std::string lora_problem(const ModelSpec& model, const Lora& lora, int64_t tp) {
+  if (!lora.enabled()) return "";
+  bool blocks = false;
+  for (const auto& l : model.layers) {
+    if (std::string problem = lora_layer_problem(l, lora, tp); !problem.empty()) return problem;
+    blocks = blocks || l.block() != nullptr;
+  }
+  if (!blocks) return "LoRA needs transformer blocks to adapt: the model has none";
+  return "";
+}
+
 OpGroup recompute_modules_of(const ModelSpec& model) {
   OpGroup out = OpGroup::kCoreAttention;
   const auto add = [&](RecomputeModule m) { out = out | module_group(m); };
@@ -574,10 +669,11 @@ std::string_view absent_module_reason(RecomputeModule m) {
   return "";
 }
 
-double model_flops_per_sample(const ModelSpec& model) {
+double model_flops_per_sample(const ModelSpec& model, const Lora& lora) {
   double total = 0;
   LayerShape one;
   one.pad_vocab = false;  // count the real vocabulary, not Megatron's padding
+  one.lora = lora;
   for (const auto& l : model.layers) {
     LayerWork w = layer_work(l, one);
     for (double f : w.model_flops) total += f;

@@ -117,6 +117,35 @@ inline bool moe_in_tensor_region(int64_t ep, int64_t expert_tp, int64_t tp, MoeD
   return ep == 1 && expert_tp == tp && d == MoeDispatcher::kAllGather;
 }
 
+// LoRA fine-tuning (Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models"): the
+// model's weights are frozen and beside each targeted linear layer W (in -> out) a low-rank
+// adapter trains, A (in -> rank) then B (rank -> out), its output added to W's. The targets are
+// Megatron-Bridge's module names (src/megatron/bridge/peft/lora.py at 067f987df03b: LoRA's
+// target_modules, default all four; NeMo 1.x's attention_qkv, attention_dense, mlp_fc1 and
+// mlp_fc2 are the same layers).
+enum class LoraTarget : uint32_t {
+  kQkv = 1u << 0,
+  kProj = 1u << 1,
+  kFc1 = 1u << 2,
+  kFc2 = 1u << 3
+};
+inline constexpr uint32_t kAllLoraTargets = 0xf;
+std::string_view to_string(LoraTarget t);  // "linear_qkv", "linear_proj", "linear_fc1", ...
+bool parse_lora_target(std::string_view text, LoraTarget& out);
+std::string lora_target_names();  // "linear_qkv, linear_proj, linear_fc1, linear_fc2"
+// The targets of `mask` in Megatron's order.
+std::vector<LoraTarget> lora_targets_of(uint32_t mask);
+
+struct Lora {
+  int64_t rank = 0;  // 0: no LoRA (every parameter trains)
+  uint32_t targets = kAllLoraTargets;
+  bool enabled() const { return rank > 0; }
+  bool targets_module(LoraTarget t) const {
+    return enabled() && (targets & static_cast<uint32_t>(t)) != 0;
+  }
+  bool operator==(const Lora&) const = default;
+};
+
 // How a layer runs: micro-batch, tensor width, options.
 struct LayerShape {
   int64_t micro_batch = 1;
@@ -154,6 +183,8 @@ struct LayerShape {
   // Micro-batches per iteration, where the framework's precision is autocast: autograd's first
   // micro-batch's gradients become .grad, later ones are added (0: every micro-batch adds).
   int64_t microbatches = 0;
+  // LoRA: the base weights frozen, adapters beside the targeted linear layers train.
+  Lora lora;
 
   int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 };
@@ -300,6 +331,11 @@ struct LayerWork {
   int64_t expert_params = 0;       // of those, the routed experts' (their gradients reduce over the
                                    // expert data-parallel group, dp x cp x tp / (ep x etp) ranks)
   int64_t gemm_weight_params = 0;  // of those, the weights of its GEMMs (linear layers)
+  // Under LoRA: of `params`, the frozen ones (weights alone: no gradient, master copy or optimizer
+  // state), and of those the routed experts'; and the adapters' parameters and tensors (the rest
+  // of `params`, the ones that train).
+  int64_t frozen_params = 0, expert_frozen_params = 0;
+  int64_t adapter_params = 0, adapter_tensors = 0;
   // Parameter tensors (a weight, a bias, a norm's gain: what a gradient hook fires for) and, of
   // them, the tensors whose gradients are added into the fp32 main gradients by a kernel of their
   // own: the `grad_accumulate` op is one kernel per such tensor.
@@ -371,6 +407,11 @@ std::string context_parallel_problem(const ModelSpec& model, int64_t cp, int64_t
 // (0: tp) their MLP width. Returns the reason or "".
 std::string expert_parallel_problem(const ModelSpec& model, int64_t ep, int64_t etp = 1);
 
+// Checks LoRA on `model` at tensor width `tp`: the rank splits over tp beside column-parallel
+// targets, and the targets are layers hetplan models (not MLA's projections, not routed experts).
+// Returns the reason or "".
+std::string lora_problem(const ModelSpec& model, const Lora& lora, int64_t tp);
+
 // The modules of Megatron-Core's --recompute-modules whose recomputation changes something in
 // `model` (core_attn always: it is the default).
 OpGroup recompute_modules_of(const ModelSpec& model);
@@ -378,7 +419,8 @@ OpGroup recompute_modules_of(const ModelSpec& model);
 // it has them); "" for core_attn.
 std::string_view absent_module_reason(RecomputeModule m);
 
-// Model FLOPs of one training step for `samples` samples (forward + backward, no recompute).
-double model_flops_per_sample(const ModelSpec& model);
+// Model FLOPs of one training step for `samples` samples (forward + backward, no recompute);
+// under LoRA, those it runs: the frozen weights' gradients are not computed, the adapters' are.
+double model_flops_per_sample(const ModelSpec& model, const Lora& lora = {});
 
 }  // namespace hetplan

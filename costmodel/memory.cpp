@@ -54,9 +54,20 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
                        ? params * (b.master + b.optimizer) / share(sh.master)
                        : params * (b.master / share(sh.master) + b.optimizer / share(sh.optimizer));
   };
+  // Frozen parameters hold their weights alone (as the layout stores weights), sharded as the
+  // weights are.
+  const auto add_frozen = [&](double params, int64_t replicas) {
+    const double dp = static_cast<double>(replicas > 0 ? replicas : 1);
+    m.weights += params * b.weights / (sh.weights ? dp : 1.0);
+  };
   const double experts = std::clamp(in.expert_param_count, 0.0, in.param_count);
-  add_states(in.param_count - experts, in.dp);
-  add_states(experts, in.expert_dp);
+  const double expert_frozen = std::clamp(in.expert_frozen_param_count, 0.0, experts);
+  const double frozen =
+      std::clamp(in.frozen_param_count - expert_frozen, 0.0, in.param_count - experts);
+  add_states(in.param_count - experts - frozen, in.dp);
+  add_states(experts - expert_frozen, in.expert_dp);
+  add_frozen(frozen, in.dp);
+  add_frozen(expert_frozen, in.expert_dp);
   // A recipe's weight copies beside (or, for the copies-only parameters, instead of) the
   // half-precision weights, sharded as those are.
   const auto add_copies = [&](double copy_bytes, double only_params, int64_t replicas) {
@@ -71,7 +82,8 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
   add_copies(expert_copies, expert_only, in.expert_dp);
   if (in.weights_gathered) {
     m.weights += in.param_count * dtype_bytes(in.dtype);
-    m.gradients += in.param_count * in.accumulated_grad_bytes;
+    m.gradients +=
+        std::max(0.0, in.param_count - in.frozen_param_count) * in.accumulated_grad_bytes;
   }
   m.activations = in.activation_bytes;
   m.transient = in.transient_bytes;

@@ -23,6 +23,10 @@ struct MemoryInput {
   // group).
   double expert_param_count = 0;
   int64_t expert_dp = 1;
+  // Of `param_count`, those frozen (LoRA's base weights), and of `expert_param_count` the
+  // experts' frozen ones (within the first): their weights
+  // alone (the layout's weight bytes), with no gradient, master copy or optimizer state.
+  double frozen_param_count = 0, expert_frozen_param_count = 0;
   // fp8 / fp4 copies of the weights a low-precision recipe keeps beside them (sharded with the
   // weights under ZeRO-3).
   double low_precision_weight_bytes = 0;

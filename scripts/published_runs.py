@@ -223,6 +223,9 @@ def search_run(run, out_dir, calibration, time_limit, help_text):
             published = (p.get("tokens_per_s") or 0) / run["num_gpus"]
     if s.get("host_mode") and s["host_mode"] != "eager":
         cmd += ["--host-mode", s["host_mode"]]
+    if s.get("lora"):  # the same fine-tuning: LoRA of the row's rank on its layers
+        cmd += ["--lora-rank", str(s["lora"]["rank"]),
+                "--lora-modules", ",".join(s["lora"]["target_modules"])]
     rc, out, err = hetplan(cmd)
     if rc != 0:
         run["search_error"] = (err or out).strip().splitlines()[-1:]

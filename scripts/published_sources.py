@@ -249,14 +249,29 @@ def mbridge_runs(path=None):
     return runs
 
 
+# The LoRA of the fine-tuning rows: rank (dim) and target modules, with where they come from.
+LORA = {
+    "megatron-bridge": ({"rank": 32, "target_modules": ["linear_qkv"]},
+                        "LoRA dim 32 on linear_qkv, as Megatron-Bridge's recipe sets it today "
+                        "(perf_recipes/llama/h100/llama3.py llama3_70b_peft_8gpu_h100_fp8cs_config "
+                        "at 067f987df03b: peft.target_modules, recipes/common.py's dim 32); the "
+                        "release's own recipe may differ"),
+    "nemo-24.07": ({"rank": 32, "target_modules": ["linear_qkv"]},
+                   "LoRA adapter_dim 32 on attention_qkv: NeMo's fine-tuning config at the "
+                   "table's commit (examples/nlp/language_modeling/tuning/conf/"
+                   "megatron_gpt_finetuning_config.yaml at 8e3d65dcfe35: peft.lora_tuning); the "
+                   "launcher's performance configs were not checked"),
+}
+
+
 def finish_megatron(run, task):
     """The model, cluster and the reasons a Megatron row cannot be expressed."""
     model, _, why = MODELS.get(run["model_published"], (None, False, None))
     if task.startswith("LoRA"):
-        run["reason"] = ("LoRA fine-tuning: frozen base weights (no weight-gradient GEMMs, "
-                         "gradients or optimizer state for them) with low-rank adapters; "
-                         "hetplan's strategy trains every parameter")
-        return
+        run["lora"], note = LORA[run["source"]]
+        run["assumptions"].append(note)
+        run["assumptions"].append("LoRA fine-tuning on packed sequences, predicted over the "
+                                  "whole pack with a causal mask")
     if why:
         run["reason"] = why
         return
@@ -277,6 +292,8 @@ def finish_megatron(run, task):
 def add_megatron_strategy(run):
     moe = MODELS[run["model_published"]][1]
     run["strategy"] = megatron_strategy(run, moe)
+    if "lora" in run:
+        run["strategy"]["lora"] = run["lora"]
 
 
 def nemo_runs(pretrain=None, finetune=None):

@@ -108,7 +108,9 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
                      static_cast<int>(s.precision),
                      moe ? s.moe_imbalance : 1.0,
                      framework_.param_precision == ParamPrecision::kAutocast ? s.microbatches() : 0,
-                     share};
+                     share,
+                     s.lora.rank,
+                     s.lora.enabled() ? s.lora.targets : 0};
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;

@@ -27,6 +27,9 @@ struct LayerCost {
   double transient_bytes = 0;     // working bytes while this layer runs
   double param_count = 0;         // parameters held on one rank
   double expert_param_count = 0;  // of those, the routed experts' (reduced over their replicas)
+  // Of those, the frozen ones (LoRA's base weights: no gradient or optimizer state), and of the
+  // routed experts' the frozen ones.
+  double frozen_param_count = 0, expert_frozen_param_count = 0;
   // fp8 / fp4 copies of the weights a low-precision recipe keeps, and the bytes its per-step
   // quantisation of them moves (costmodel/layer_ops.h).
   double low_precision_weight_bytes = 0, weight_quantize_bytes = 0;
@@ -129,6 +132,8 @@ class Evaluator {
     double moe_imbalance;
     int64_t autocast_microbatches;
     double recompute_share;  // of each block, under full recomputation of N blocks a stage
+    int64_t lora_rank;
+    uint32_t lora_targets;
     auto operator<=>(const CacheKey&) const = default;
   };
   mutable std::mutex cache_mutex_;

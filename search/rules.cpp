@@ -197,6 +197,17 @@ std::string recompute_modules(const RuleContext& c, const Strategy& s) {
   return "";
 }
 
+// LoRA: a framework that runs it, on layers hetplan models, at a rank the tensor width divides.
+std::string lora(const RuleContext& c, const Strategy& s) {
+  if (!s.lora.enabled()) return "";
+  if (!c.framework.can_run.lora)
+    return fmt::format(
+        "{} does not run LoRA fine-tuning as hetplan models it (can_run.lora; `hetplan "
+        "frameworks {}` gives its source)",
+        c.framework.name, c.framework.name);
+  return lora_problem(c.model, s.lora, s.tp);
+}
+
 std::string zero(const RuleContext& c, const Strategy& s) {
   const Capabilities& can = c.framework.can_run;
   const auto& stages = s.pp > 1 ? can.zero_with_pipeline : can.zero;
@@ -278,6 +289,7 @@ const std::vector<StrategyRule>& strategy_rules() {
       {"ep", "sequence_parallel", moe_sequence_parallel},
       {"moe_dispatcher", "moe_dispatcher", moe_dispatcher},
       {"precision", "precision", precision},
+      {"lora", "lora", lora},
       {"chunks", "chunks", chunks},
       {"pp", "pp", stages},
       {"zero", "zero", zero},

@@ -483,6 +483,10 @@ class TrainingSearch {
     eval::HeldParameters held;
     held.params = params / static_cast<double>(s.pp);
     held.expert_params = experts / static_cast<double>(s.pp);
+    if (s.lora.enabled()) {  // the model's weights frozen (the adapters' states are left out)
+      held.frozen_params = held.params;
+      held.expert_frozen_params = held.expert_params;
+    }
     const MemoryInput states = eval::parameter_states(ev_, s, ev_.model().dtype, held);
     const double per_stage = device_memory(states).allocated();
     if (per_stage <= p.max_memory_bytes) return false;
@@ -723,6 +727,7 @@ class TrainingSearch {
     given(o_.fp32_grad_reduce, s.fp32_grad_reduce, kGivenFp32GradReduce);
     given(o_.host_mode, s.host_mode, kGivenHostMode);
     s.tp_comm_overlap = s.tp_comm_overlap && s.sequence_parallel;
+    s.lora = o_.lora;
     s = with_framework_defaults(std::move(s), ev_.framework(), &ev_.model());
     s.given = 0;  // a searched strategy sets every switch
     return s;
@@ -781,6 +786,13 @@ void check_framework_runs(const Evaluator& ev, const SearchOptions& o) {
     check("tp_comm_overlap", "tp_comm_overlap",
           with(&Strategy::tp_comm_overlap, *o.tp_comm_overlap));
   if (o.host_mode) check("host_mode", "host_mode", with(&Strategy::host_mode, *o.host_mode));
+  if (o.lora.enabled()) {  // the framework and the model's layers (the rank's split is per tp)
+    Strategy lora = probe;
+    lora.tp = 1;
+    lora.sequence_parallel = false;
+    lora.lora = o.lora;
+    check("lora", "lora", lora);
+  }
 }
 
 }  // namespace

@@ -69,6 +69,8 @@ struct SearchOptions {
   std::optional<bool> tp_comm_overlap;           // where sequence parallel, as the Strategy's
   std::optional<bool> fp32_grad_reduce;          // as Strategy::fp32_grad_reduce
   std::optional<HostMode> host_mode;
+  // LoRA fine-tuning for every candidate (rank 0: every parameter trains).
+  Lora lora;
   // Also plans that leave whole node groups idle (every non-empty subset of the cluster's groups
   // is placed): a slow node kind may cost more in pipeline stages and links than it adds.
   bool allow_idle_nodes = false;

@@ -79,6 +79,11 @@ std::string framework_switches(const Strategy& s) {
   if (!s.fp32_grad_reduce) words += " half-grad-reduce";
   if (s.host_mode != HostMode::kEager) words += fmt::format(" {}", to_string(s.host_mode));
   if (s.precision != Precision::kBf16) words += fmt::format(" {}", to_string(s.precision));
+  if (s.lora.enabled()) {
+    std::vector<std::string_view> targets;
+    for (LoraTarget t : lora_targets_of(s.lora.targets)) targets.push_back(to_string(t));
+    words += fmt::format(" lora-{}({})", s.lora.rank, fmt::join(targets, ","));
+  }
   return words;
 }
 
@@ -168,6 +173,11 @@ Json to_json(const Strategy& s) {
   j["tp_comm_overlap"] = s.tp_comm_overlap;
   j["fp32_grad_reduce"] = s.fp32_grad_reduce;
   j["host_mode"] = to_string(s.host_mode);
+  if (s.lora.enabled()) {
+    Json targets = Json::array();
+    for (LoraTarget t : lora_targets_of(s.lora.targets)) targets.push_back(to_string(t));
+    j["lora"] = {{"rank", s.lora.rank}, {"target_modules", targets}};
+  }
   if (!s.framework.empty()) j["framework"] = s.framework;
   Json stages = Json::array();
   for (const auto& st : s.stages) {
@@ -196,6 +206,28 @@ std::string Strategy::recompute_label() const {
   std::vector<std::string_view> names;
   for (RecomputeModule m : modules_of(r.modules)) names.push_back(to_string(m));
   return fmt::format("selective({})", fmt::join(names, ","));
+}
+
+// The strategy key `lora`: {"rank": R, "target_modules": [...]} (Megatron-Bridge's LoRA dim and
+// target_modules; the modules default to its four).
+static Lora read_lora(ObjectReader r) {
+  Lora lora;
+  lora.rank = r.integer_in("rank", 1, kMaxLoraRank);
+  if (r.has("target_modules")) {
+    const std::string expected =
+        fmt::format("expected a list of one or more of {}", lora_target_names());
+    const std::vector<std::string> names = r.strings("target_modules");
+    if (names.empty()) r.fail("target_modules", expected);
+    lora.targets = 0;
+    for (const auto& name : names) {
+      LoraTarget t;
+      if (!parse_lora_target(name, t))
+        r.fail("target_modules", fmt::format("{}, found \"{}\"", expected, name));
+      lora.targets |= static_cast<uint32_t>(t);
+    }
+  }
+  r.finish();
+  return lora;
 }
 
 static void read_recompute_modules(ObjectReader& r, Strategy& s) {
@@ -287,6 +319,7 @@ Strategy strategy_from_json(ObjectReader r) {
     parse_host_mode(r.choice("host_mode", {"eager", "compiled", "cuda-graphs"}), s.host_mode);
   }
   s.framework = r.string_or("framework", "");
+  if (r.has("lora")) s.lora = read_lora(r.object("lora"));
   std::vector<ObjectReader> stage_readers = r.objects_or_empty("stages");
   std::vector<std::vector<ObjectReader>> group_readers;
   for (auto& st : stage_readers) {

@@ -26,6 +26,9 @@ inline constexpr int64_t kMaxParallelDegree = int64_t{1} << 20;
 // micro_batch, global_batch (samples): 2^20, 16 times the largest batch of a published
 // transformer run we know of (65,536 sequences: BERT with LAMB, You et al., ICLR 2020).
 inline constexpr int64_t kMaxBatchSamples = int64_t{1} << 20;
+// LoRA's rank: 2^16, far above the ranks LoRA is run at (Hu et al. 2021 use 1-64; Megatron-Bridge
+// defaults to 32) and below any model's width that hetplan holds.
+inline constexpr int64_t kMaxLoraRank = int64_t{1} << 16;
 
 // One group of a stage's data-parallel replicas (issue 38, as Sailor, Metis and Cephalo plan
 // them): replicas on one GPU type at their own tensor width and micro-batch, taking `samples` of
@@ -117,6 +120,9 @@ struct Strategy {
   bool fp32_grad_reduce = true;
   // How the host issues the kernels: eager, torch.compile, CUDA graphs (the host floor).
   HostMode host_mode = HostMode::kEager;
+  // LoRA fine-tuning: the model's weights frozen, low-rank adapters beside the targeted linear
+  // layers train (costmodel/layer_ops.h); rank 0: every parameter trains.
+  Lora lora;
   // The framework it runs under (a preset name or a framework file; "" where not recorded).
   std::string framework;
   uint32_t given = 0;             // GivenSwitch bits of the switches the strategy set itself
@@ -170,8 +176,8 @@ std::string stage_devices_problem(const Strategy& s, size_t& stage);
 
 // The framework switches that differ from hetplan's defaults, each as a word after a space
 // (" unfused-attention", " unfused-grad-add", " serial-grad-reduce", " tp-comm-overlap",
-// " compiled", " cuda-graphs"), or "" when none does: what predict prints and the report's
-// matching key ends with.
+// " compiled", " cuda-graphs"), the recipe and LoRA (" fp8-current", " lora-32(linear_qkv)"),
+// or "" when none does: what predict prints and the report's matching key ends with.
 std::string framework_switches(const Strategy& s);
 
 Json to_json(const Strategy& s);

@@ -258,6 +258,10 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
   if (model.dtype == Dtype::kBf16) j["bf16"] = {{"enabled", true}};
   if (model.dtype == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
   if (model.dtype == Dtype::kFp8) out.unsupported.push_back("training in fp8");
+  export_detail::lora_notes(s, "DeepSpeed",
+                            "DeepSpeed's config has no LoRA of the adapters hetplan predicted "
+                            "(deepspeed.linear's LoRAOptimizedLinear shards the frozen weights)",
+                            out);
   zero_keys(s, j, out);
   tensor_parallel_keys(s, j, out);
   context_and_expert_notes(model, s, out);

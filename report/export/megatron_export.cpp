@@ -420,6 +420,8 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
   a.add("--tensor-model-parallel-size", s.tp);
   a.add("--pipeline-model-parallel-size", s.pp);
   parallel_and_precision_args(model, s, a, out);
+  export_detail::lora_notes(
+      s, "Megatron-LM", "Megatron-LM's arguments have no PEFT (every parameter would train)", out);
   if (s.pp > 1) {
     if (s.schedule == "gpipe")
       out.approximations.push_back(

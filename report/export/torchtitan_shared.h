@@ -27,6 +27,11 @@ std::vector<std::string> stage_modules(const StageBlocks& b, std::string_view he
 // The notes both forms add for what torchtitan runs differently from hetplan's prediction
 // (selective recomputation, unfused attention, gradient reduction, gradient accumulation).
 void common_notes(const Strategy& s, ExportResult& out);
+
+// Why neither form writes a strategy's LoRA.
+inline constexpr std::string_view kTorchtitanLora =
+    "torchtitan's LoRAConverter (torchtitan/components/lora.py at b5bcd76c6) adapts wq, wk and wv "
+    "apart and keeps a column-parallel layer's A replicated: not the adapters hetplan predicted";
 // What the current Trainer.Config cannot say of context and expert parallelism, and the
 // low-precision recipe, which torchtitan applies where the model registry builds the model
 // (quantization=[...Converter.Config()]): instructions with the converters to name there.

@@ -34,6 +34,7 @@ LayerShape layer_shape(const Strategy& s, Dtype dtype, const FrameworkSpec& fram
   shape.dispatcher = s.moe_dispatcher;
   shape.moe_imbalance = s.moe_imbalance;
   shape.precision = s.precision;
+  shape.lora = s.lora;
   if (framework.param_precision == ParamPrecision::kAutocast) shape.microbatches = s.microbatches();
   return shape;
 }
@@ -110,6 +111,8 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
   c.activation_bytes = w.activation(s.recomputation());
   c.param_count = static_cast<double>(w.params);
   c.expert_param_count = static_cast<double>(w.expert_params);
+  c.frozen_param_count = static_cast<double>(w.frozen_params);
+  c.expert_frozen_param_count = static_cast<double>(w.expert_frozen_params);
   c.low_precision_weight_bytes = w.low_precision_weight_bytes;
   c.weight_quantize_bytes = w.weight_quantize_bytes;
   c.quantized_param_count = static_cast<double>(w.quantized_weight_params);

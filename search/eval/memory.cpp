@@ -26,6 +26,8 @@ std::string overflow_reason(int64_t d, const GpuSpec& gpu, const MemoryBreakdown
 HeldParameters held_by(const LayerCost& c) {
   return {c.param_count,
           c.expert_param_count,
+          c.frozen_param_count,
+          c.expert_frozen_param_count,
           c.low_precision_weight_bytes,
           c.expert_low_precision_weight_bytes,
           c.quantized_param_count,
@@ -35,6 +37,8 @@ HeldParameters held_by(const LayerCost& c) {
 HeldParameters held_by(const StageTimes& t, size_t d) {
   return {t.params[d],
           t.expert_params[d],
+          t.frozen_params[d],
+          t.expert_frozen_params[d],
           t.low_precision_bytes[d],
           t.expert_low_precision_bytes[d],
           t.quantized_params[d],
@@ -48,6 +52,8 @@ MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype
   mem.dp = s.grad_replicas();
   mem.expert_param_count = held.expert_params;
   mem.expert_dp = s.expert_dp();
+  mem.frozen_param_count = held.frozen_params;
+  mem.expert_frozen_param_count = held.expert_frozen_params;
   mem.low_precision_weight_bytes = held.low_precision_bytes;
   mem.expert_low_precision_weight_bytes = held.expert_low_precision_bytes;
   if (s.low_precision_params && is_quantized(s.precision)) {

@@ -111,7 +111,7 @@ StageSync stage_sync(const Evaluator& ev, const Strategy& s, const std::vector<G
   out.rounds = out.slices / narrowest;
   // What one device of the widest group holds.
   const double slice_bytes =
-      pl[widest].times.params[k] * grad_bytes_per_param(s, pl[widest].ranks[k]);
+      trained(pl[widest].times, k) * grad_bytes_per_param(s, pl[widest].ranks[k]);
   out.round_s =
       ev.cost().collective_s(CollectiveKind::kAllReduce, slice_bytes,
                              make_comm_group(ev.cluster(), ev.devices(), ring, narrowest));
@@ -159,7 +159,7 @@ Synchronisation synchronise_stages(const Evaluator& ev, const Strategy& s,
                        ends;
     for (const GroupPipeline& p : pl)
       out.optimizer_s[k] =
-          std::max(out.optimizer_s[k], ev.cost().optimizer_s(*p.ranks[k].gpu, p.times.params[k]));
+          std::max(out.optimizer_s[k], ev.cost().optimizer_s(*p.ranks[k].gpu, trained(p.times, k)));
     if (out.exposed_s[k] + out.optimizer_s[k] > out.tail_s) {
       out.tail_s = out.exposed_s[k] + out.optimizer_s[k];
       out.tail_rank = static_cast<int64_t>(k);
@@ -194,7 +194,7 @@ void group_figures(const Evaluator& ev, const Strategy& s, const std::vector<Gro
       gp.sync_slices = sync[k].slices;
       gp.sync_rounds = sync[k].slices / p.at[k].tp;
       gp.sync_s = sync[k].total_s;
-      gp.optimizer_s = ev.cost().optimizer_s(*p.ranks[k].gpu, p.times.params[k]);
+      gp.optimizer_s = ev.cost().optimizer_s(*p.ranks[k].gpu, trained(p.times, k));
       gp.in_flight = p.result.peak_activation.empty() ? 0 : p.result.peak_activation[k];
       gp.memory = rank_memory_of(ev, mem, p.ranks[k], p.times, p.result, k, overflow);
       out.peak_memory_bytes[k] = std::max(out.peak_memory_bytes[k], gp.memory.total());
@@ -254,7 +254,7 @@ Prediction predict_replicas(const Evaluator& ev, const Strategy& s, const Predic
   out.host_s = each[last].host_s;
   out.samples_per_s = static_cast<double>(s.global_batch) / out.iteration_s;
   out.tokens_per_s = out.samples_per_s * static_cast<double>(ev.model().seq_len);
-  out.mfu = model_flops_per_sample(ev.model()) * static_cast<double>(s.global_batch) /
+  out.mfu = model_flops_per_sample(ev.model(), s.lora) * static_cast<double>(s.global_batch) /
             (out.iteration_s * peak_flops_all(ev, pl));
   group_figures(ev, s, pl, stage_syncs, out);
   // Per stage: the slowest pipeline's passes, with every group's devices and GPU types.

@@ -46,6 +46,8 @@ void sum_stages(const Evaluator& ev, const Placement& p, const std::vector<Rank>
       t.transient[d] = std::max(t.transient[d], c.transient_bytes);
       t.params[d] += c.param_count;
       t.expert_params[d] += c.expert_param_count;
+      t.frozen_params[d] += c.frozen_param_count;
+      t.expert_frozen_params[d] += c.expert_frozen_param_count;
       t.low_precision_bytes[d] += c.low_precision_weight_bytes;
       t.weight_quantize_bytes[d] += c.weight_quantize_bytes;
       t.quantized_params[d] += c.quantized_param_count;
@@ -78,6 +80,7 @@ void share_tied_table(const Evaluator& ev, const Strategy& s, const Placement& p
   const int64_t d = dev.front();
   const double table = static_cast<double>(last.head()->vocab) * last.hidden / s.tp;
   t.params[d] -= table;
+  t.frozen_params[d] -= std::min(table, t.frozen_params[d]);  // LoRA: the table is frozen
   if (s.grad_accumulation_fusion) return;
   // Its two uses' gradients meet in one parameter's gradient (autograd adds the second to the
   // first: read 2, write 1 activation-sized element) before the one add into the fp32 main
@@ -142,6 +145,8 @@ StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& 
   t.problem = base;
   t.params.assign(ranks.size(), 0);
   t.expert_params.assign(ranks.size(), 0);
+  t.frozen_params.assign(ranks.size(), 0);
+  t.expert_frozen_params.assign(ranks.size(), 0);
   t.transient.assign(ranks.size(), 0);
   t.low_precision_bytes.assign(ranks.size(), 0);
   t.weight_quantize_bytes.assign(ranks.size(), 0);

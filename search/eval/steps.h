@@ -111,7 +111,10 @@ struct StageTimes {
   pipeline::PipelineProblem problem;
   std::vector<double> params;         // per rank
   std::vector<double> expert_params;  // per rank, of `params` the routed experts'
-  std::vector<double> transient;      // per rank, bytes
+  // Per rank, of `params` the frozen ones (LoRA's base weights), and of `expert_params` the
+  // frozen ones.
+  std::vector<double> frozen_params, expert_frozen_params;
+  std::vector<double> transient;  // per rank, bytes
   // Per rank: a low-precision recipe's weight copies, and the bytes their quantisation moves once
   // per step.
   std::vector<double> low_precision_bytes, weight_quantize_bytes;
@@ -119,6 +122,17 @@ struct StageTimes {
   // Per rank, of the copies and their parameters the routed experts'.
   std::vector<double> expert_low_precision_bytes, expert_quantized_params;
 };
+// The parameters of rank `d` that train (their gradients are reduced and the optimizer steps
+// them): the dense ones, and the routed experts'.
+inline double trained_dense_params(const StageTimes& t, size_t d) {
+  return (t.params[d] - t.expert_params[d]) - (t.frozen_params[d] - t.expert_frozen_params[d]);
+}
+inline double trained_expert_params(const StageTimes& t, size_t d) {
+  return t.expert_params[d] - t.expert_frozen_params[d];
+}
+inline double trained(const StageTimes& t, size_t d) {
+  return trained_dense_params(t, d) + trained_expert_params(t, d);
+}
 StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& p,
                        const std::vector<Rank>& ranks, const std::vector<LayerRange>& ranges,
                        const pipeline::PipelineProblem& base);
@@ -134,6 +148,7 @@ CommGroup expert_grad_group(const Evaluator& ev, const Strategy& s,
 // with the routed experts' share.
 struct HeldParameters {
   double params = 0, expert_params = 0;
+  double frozen_params = 0, expert_frozen_params = 0;  // of those, LoRA's frozen ones
   double low_precision_bytes = 0, expert_low_precision_bytes = 0;
   double quantized_params = 0, expert_quantized_params = 0;  // the parameters of those copies
 };

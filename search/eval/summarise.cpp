@@ -31,7 +31,7 @@ void summarise(const Evaluator& ev, const Strategy& s, const Placement& p, const
   out.iteration_s = device_s + host_wait;
   out.samples_per_s = static_cast<double>(s.global_batch) / out.iteration_s;
   out.tokens_per_s = out.samples_per_s * static_cast<double>(ev.model().seq_len);
-  out.mfu = model_flops_per_sample(ev.model()) * static_cast<double>(s.global_batch) /
+  out.mfu = model_flops_per_sample(ev.model(), s.lora) * static_cast<double>(s.global_batch) /
             (out.iteration_s * peak_flops(ev, p));
   out.bubble_rate = pipe.bubble_rate;
   // The busiest device bounds the makespan; what is left is pipeline fill, drain and waiting.

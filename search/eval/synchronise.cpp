@@ -61,9 +61,9 @@ CommGroup expert_grad_group(const Evaluator& ev, const Strategy& s,
 }
 
 double optimizer_params(const Strategy& s, const StageTimes& t, size_t d) {
-  if (s.zero < 1) return t.params[d];
-  const double experts = t.expert_params[d];
-  return (t.params[d] - experts) / static_cast<double>(s.grad_replicas()) +
+  const double dense = trained_dense_params(t, d), experts = trained_expert_params(t, d);
+  if (s.zero < 1) return dense + experts;
+  return dense / static_cast<double>(s.grad_replicas()) +
          experts / static_cast<double>(s.expert_dp());
 }
 
@@ -80,11 +80,10 @@ Synchronisation synchronise(const Evaluator& ev, const Strategy& s, const Placem
   out.exposed_s.assign(P, 0);
   out.optimizer_s.assign(P, 0);
   for (size_t d = 0; d < P; ++d) {
-    const double experts = t.expert_params[d];
-    const auto [dense_reduce, dense_gather] =
-        dp_collectives_s(ev, s, grad_group(ev, s, p.groups[d]), ranks[d], t.params[d] - experts);
-    const auto [expert_reduce, expert_gather] =
-        dp_collectives_s(ev, s, expert_grad_group(ev, s, p.groups[d]), ranks[d], experts);
+    const auto [dense_reduce, dense_gather] = dp_collectives_s(
+        ev, s, grad_group(ev, s, p.groups[d]), ranks[d], trained_dense_params(t, d));
+    const auto [expert_reduce, expert_gather] = dp_collectives_s(
+        ev, s, expert_grad_group(ev, s, p.groups[d]), ranks[d], trained_expert_params(t, d));
     const double reduce = dense_reduce + expert_reduce, gather = dense_gather + expert_gather;
     // Gradient buckets are reduced while the last micro-batch's backward still runs (PyTorch DDP,
     // Megatron-LM --overlap-grad-reduce), or after it (overlap_grad_reduce false). The tied
