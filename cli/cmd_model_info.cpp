@@ -79,6 +79,11 @@ std::string layer_line(const LayerSpec& l) {
     return fmt::format("embedding  vocab {} positions {} token types {} norm {} dropout {}",
                        e->vocab, e->max_positions, e->token_types, to_string(e->norm), e->dropout);
   if (const auto* b = l.block()) {
+    if (const Mamba2Spec& m = b->mamba; m.enabled())
+      return fmt::format(
+          "mamba2     hidden {} seq {} heads {} head_dim {} state {} groups {} conv {} chunk {} {}",
+          l.hidden, l.seq_len, m.heads, m.head_dim, m.state, m.groups, m.conv_kernel, m.chunk,
+          to_string(b->norm));
     std::string extra;
     if (b->window > 0) extra += fmt::format(" window {}", b->window);
     if (b->mla.enabled())

@@ -524,6 +524,8 @@ BlockSizes block_sizes(const LayerSpec& layer, const LayerShape& s, double act);
 void attention_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z,
                     Builder& B);
 void mlp_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z, Builder& B);
+// A hybrid model's Mamba-2 layer: its norm to its residual add (costmodel/layer_mamba.cpp).
+void mamba_part(const TransformerLayer& b, const BlockSizes& z, Builder& B);
 void mtp_prologue(const TransformerLayer& b, const BlockSizes& z, Builder& B);
 void mtp_epilogue(const TransformerLayer& b, const BlockSizes& z, Builder& B);
 // The residual branch after a row-parallel projection: bias gradient, dropout, add.

@@ -275,6 +275,9 @@ void check_divides(const LayerSpec& layer, const char* what, int64_t value, int6
 void check_context_parallel(const LayerSpec& layer, const TransformerLayer* b,
                             const LayerShape& s) {
   if (s.cp <= 1) return;
+  if (b != nullptr && b->mamba.enabled())
+    throw InputError(
+        fmt::format("context parallelism over the Mamba-2 layer {} is not modelled", layer.name));
   const bool causal = b == nullptr || b->causal;
   const int64_t chunks = causal ? 2 * s.cp : s.cp;
   if (layer.seq_len % chunks != 0)
@@ -291,11 +294,16 @@ void transformer(const LayerSpec& layer, const TransformerLayer& b, const LayerS
   check_divides(layer, "the heads", b.heads, t);
   check_divides(layer, "the KV heads", b.kv_heads, t);
   if (!b.is_moe()) check_divides(layer, "the MLP width", b.ffn_hidden, t);
+  if (b.mamba.enabled()) {
+    check_divides(layer, "the Mamba-2 heads", b.mamba.heads, t);
+    check_divides(layer, "the Mamba-2 groups", b.mamba.groups, t);
+  }
   check_context_parallel(layer, &b, s);
   const BlockSizes z = layer_detail::block_sizes(layer, s, B.act());
   if (b.mtp_vocab > 0) layer_detail::mtp_prologue(b, z, B);
-  layer_detail::attention_part(layer, b, z, B);
-  layer_detail::mlp_part(layer, b, z, B);
+  if (b.has_attention()) layer_detail::attention_part(layer, b, z, B);
+  if (b.mamba.enabled()) layer_detail::mamba_part(b, z, B);
+  if (b.has_mlp()) layer_detail::mlp_part(layer, b, z, B);
   B.keep_full(z.Tr * z.h * B.stream());  // full recomputation keeps the layer input only
   if (b.mtp_vocab > 0) layer_detail::mtp_epilogue(b, z, B);
   w.output_bytes = static_cast<double>(z.T) * z.h * B.stream();
@@ -390,6 +398,9 @@ LayerKey layer_key(const LayerSpec& layer, const LayerShape& shape) {
     k.kv_lora_rank = b->mla.kv_lora_rank;
     k.shared_experts = b->shared_experts;
     k.mtp = b->mtp_vocab > 0;
+    k.mamba_heads = b->mamba.heads;
+    k.mamba_head_dim = b->mamba.head_dim;
+    k.mamba_state = b->mamba.state;
     if (b->is_moe()) {
       k.top_k = b->top_k;
       k.ep = shape.ep;
@@ -408,6 +419,9 @@ std::string describe(const LayerKey& k) {
     case LayerKind::kTransformer:
       break;
   }
+  if (k.mamba_heads > 0)
+    return fmt::format("mamba2 h{} m{}x{} n{} s{} tp{}", k.hidden, k.mamba_heads, k.mamba_head_dim,
+                       k.mamba_state, k.seq_len, k.tp);
   std::string d = fmt::format("block h{} a{}", k.hidden, k.heads);
   if (k.kv_heads != k.heads) d += fmt::format(" kv{}", k.kv_heads);
   if (k.head_dim * k.heads != k.hidden) d += fmt::format(" d{}", k.head_dim);
@@ -572,6 +586,9 @@ std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp) {
       if (!b->is_moe() && b->ffn_hidden % tp)  // the experts' width is etp's (the ep rule)
         return fmt::format("tp {} does not divide the MLP width {} of {}", tp, b->ffn_hidden,
                            l.name);
+      if (b->mamba.enabled() && (b->mamba.heads % tp || b->mamba.groups % tp))
+        return fmt::format("tp {} does not divide the {} Mamba-2 heads and {} groups of {}", tp,
+                           b->mamba.heads, b->mamba.groups, l.name);
     }
   }
   return "";
@@ -588,7 +605,10 @@ std::string context_parallel_problem(const ModelSpec& model, int64_t cp, int64_t
       return fmt::format("cp {} needs the sequence of {} ({}) to divide into {} chunks{}", cp,
                          l.name, l.seq_len, chunks,
                          causal ? " (2 x cp, causal load balancing)" : "");
-    if (b == nullptr || (comm != CpComm::kA2a && comm != CpComm::kA2aP2p)) continue;
+    if (b != nullptr && b->mamba.enabled())
+      return fmt::format("context parallelism over the Mamba-2 layer {} is not modelled", l.name);
+    if (b == nullptr || !b->has_attention() || (comm != CpComm::kA2a && comm != CpComm::kA2aP2p))
+      continue;
     const int64_t group = comm == CpComm::kA2a ? cp : cp_a2a;
     if ((b->heads / tp) % group != 0 || (b->kv_heads / tp) % group != 0)
       return fmt::format(

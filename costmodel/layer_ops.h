@@ -304,6 +304,8 @@ struct LayerKey {
   int64_t window = 0, kv_lora_rank = 0, shared_experts = 0, top_k = 1;
   bool mtp = false;
   int64_t cp = 1, ep = 1, etp = 1;
+  // A Mamba-2 layer's mixer (0 elsewhere): its heads, head size and state.
+  int64_t mamba_heads = 0, mamba_head_dim = 0, mamba_state = 0;
 
   auto operator<=>(const LayerKey&) const = default;
 };

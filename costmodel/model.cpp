@@ -63,6 +63,7 @@ int64_t norm_parameters(NormKind kind, int64_t hidden) {
 // row-parallel output, replicated output bias, MLA's down-projections and their norms replicated
 // (Megatron-Core runs them duplicated on every tensor rank), q/k norms of one head's width.
 int64_t attention_parameters(const TransformerLayer& b, int64_t hidden, int64_t tp) {
+  if (!b.has_attention()) return 0;
   const int64_t heads = b.heads;
   int64_t p = 0;
   int64_t out_in = heads * b.head_dim;  // the output projection's input width
@@ -105,9 +106,25 @@ int64_t routed_expert_parameters(const TransformerLayer& b, int64_t hidden, int6
   return mlp_parameters(b, hidden, b.ffn_hidden, etp) * (b.experts / ep);
 }
 
+// A Mamba-2 mixer on one tensor-parallel rank (Megatron-Core's MambaMixer): in_proj
+// column-parallel over z, x, B, C and dt (heads, groups and their channels split tp ways), the
+// conv1d's weights and biases over x, B and C, dt_bias, A_log and D per head, the gated norm's
+// gain over d_inner, out_proj row-parallel; no biases on the projections.
+int64_t mamba_parameters(const Mamba2Spec& m, int64_t hidden, int64_t tp) {
+  const int64_t in_proj = 2 * m.inner() + 2 * m.groups * m.state + m.heads;
+  return hidden * in_proj / tp + m.conv_channels() * (m.conv_kernel + 1) / tp + 3 * m.heads / tp +
+         m.inner() / tp + m.inner() * hidden / tp;
+}
+
 int64_t block_parameters(const TransformerLayer& b, int64_t hidden, int64_t tp, int64_t ep,
                          int64_t etp) {
+  if (b.mamba.enabled())  // the mixer and its pre-norm
+    return mamba_parameters(b.mamba, hidden, tp) + norm_parameters(b.norm, hidden);
   int64_t p = attention_parameters(b, hidden, tp);
+  if (!b.has_mlp()) {
+    // An attention-only layer (a hybrid model's *): its pre-norm (and post-norm) alone.
+    return p + (1 + (b.post_norms ? 1 : 0)) * norm_parameters(b.norm, hidden);
+  }
   if (b.is_moe()) {
     p += routed_expert_parameters(b, hidden, ep, etp);
     p += hidden * b.experts;  // router, replicated
@@ -116,7 +133,8 @@ int64_t block_parameters(const TransformerLayer& b, int64_t hidden, int64_t tp, 
   } else {
     p += mlp_parameters(b, hidden, b.ffn_hidden, tp);
   }
-  const int64_t norms = 2 + (b.post_norms ? 2 : 0);
+  const int64_t mixers = b.has_attention() ? 2 : 1;  // an MLP-only layer (- or E): one pre-norm
+  const int64_t norms = mixers * (b.post_norms ? 2 : 1);
   p += norms * norm_parameters(b.norm, hidden);
   if (b.mtp_vocab > 0) {
     // The next tokens' norm and the incoming hidden state's, the projection of the two joined
@@ -181,6 +199,44 @@ bool ModelSpec::is_moe() const {
 }
 
 namespace {
+
+// What a block mixes with: attention, a Mamba-2 mixer or an MLP, at least one, and a Mamba-2
+// layer alone (a hybrid model's M).
+template <typename Fail, typename AtMost>
+void validate_mixers(const TransformerLayer& b, const std::string& at, const Fail& fail,
+                     const AtMost& at_most) {
+  namespace lim = model_limits;
+  const Mamba2Spec& m = b.mamba;
+  if (m.enabled()) {
+    if (b.has_attention() || b.has_mlp() || b.is_moe())
+      fail(at + ".mamba", "a Mamba-2 layer holds its mixer alone: expected heads 0 and no MLP");
+    at_most(at + ".mamba.heads", m.heads, lim::kHeads);
+    at_most(at + ".mamba.head_dim", m.head_dim, lim::kWidth);
+    at_most(at + ".mamba.state", m.state, lim::kWidth);
+    if (m.head_dim <= 0) fail(at + ".mamba.head_dim", "expected a head size > 0");
+    if (m.state <= 0) fail(at + ".mamba.state", "expected a state size > 0");
+    if (m.groups <= 0 || m.heads % m.groups != 0)
+      fail(at + ".mamba.groups",
+           fmt::format("expected a divisor of the Mamba heads ({}), found {}", m.heads, m.groups));
+    if (m.conv_kernel <= 0 || m.conv_kernel > 64)
+      fail(at + ".mamba.conv_kernel", "expected a convolution width of 1..64");
+    if (m.chunk <= 0 || m.chunk > lim::kSeqLen)
+      fail(at + ".mamba.chunk", "expected a scan chunk of tokens > 0");
+    return;
+  }
+  if (!b.has_attention() && !b.has_mlp())
+    fail(at + ".heads", "expected attention heads > 0, an MLP (ffn_hidden > 0) or a Mamba-2 mixer");
+  if (b.has_attention()) {
+    if (b.kv_heads <= 0 || b.heads % b.kv_heads != 0)
+      fail(at + ".kv_heads",
+           fmt::format("expected a divisor of heads ({}), found {}", b.heads, b.kv_heads));
+    if (b.head_dim <= 0) fail(at + ".head_dim", "expected a head size > 0");
+  } else if (b.heads < 0) {
+    fail(at + ".heads", "expected a head count >= 0");
+  }
+  if (b.ffn_hidden < 0) fail(at + ".ffn_hidden", "expected an MLP width >= 0");
+  if (b.is_moe() && !b.has_mlp()) fail(at + ".ffn_hidden", "expected the experts' MLP width > 0");
+}
 
 // The attention variants, MLA, shared experts and MTP of one block.
 template <typename Fail, typename AtMost>
@@ -249,12 +305,7 @@ void validate_model(const ModelSpec& m) {
       at_most(at + ".head_dim", b->head_dim, lim::kWidth);
       at_most(at + ".ffn_hidden", b->ffn_hidden, lim::kWidth);
       at_most(at + ".experts", b->experts, lim::kHeads);
-      if (b->heads <= 0) fail(at + ".heads", "expected a head count > 0");
-      if (b->kv_heads <= 0 || b->heads % b->kv_heads != 0)
-        fail(at + ".kv_heads",
-             fmt::format("expected a divisor of heads ({}), found {}", b->heads, b->kv_heads));
-      if (b->head_dim <= 0) fail(at + ".head_dim", "expected a head size > 0");
-      if (b->ffn_hidden <= 0) fail(at + ".ffn_hidden", "expected an MLP width > 0");
+      validate_mixers(*b, at, fail, at_most);
       if (b->experts <= 0) fail(at + ".experts", "expected 1 (dense) or more experts");
       if (b->top_k <= 0 || b->top_k > b->experts)
         fail(at + ".top_k", fmt::format("expected 1..{} (the expert count)", b->experts));

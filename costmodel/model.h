@@ -48,8 +48,30 @@ struct MlaSpec {
   bool operator==(const MlaSpec&) const = default;
 };
 
+// A Mamba-2 mixer (Dao and Gu 2024, "Transformers are SSMs", the SSD layer; Megatron-Core's
+// MambaMixer): in_proj to z, x, B, C and dt (2 x heads x head_dim + 2 x groups x state + heads),
+// a causal depthwise conv1d of conv_kernel over x, B and C, the chunked state-space scan over
+// chunks of `chunk` tokens, a gated RMSNorm of its output with z, and out_proj.
+struct Mamba2Spec {
+  int64_t heads = 0;  // > 0: the block is a Mamba-2 layer
+  int64_t head_dim = 0;
+  int64_t state = 0;   // the state's size per group (d_state)
+  int64_t groups = 1;  // B and C shared by heads / groups heads each (n_groups)
+  int64_t conv_kernel = 4;
+  int64_t chunk = 128;  // the scan's chunk of tokens (chunk_size)
+
+  bool enabled() const { return heads > 0; }
+  int64_t inner() const { return heads * head_dim; }  // d_inner
+  // The convolved channels: x, B and C.
+  int64_t conv_channels() const { return inner() + 2 * groups * state; }
+  bool operator==(const Mamba2Spec&) const = default;
+};
+
 // Pre-norm transformer block: attention and MLP (dense or mixture of experts), Megatron-style
 // tensor parallelism (column-parallel QKV and up-projections, row-parallel output projections).
+// A hybrid model's layer holds one mixer alone (Megatron-Core's hybrid_override_pattern: M a
+// Mamba-2 mixer, * attention, - an MLP, E a mixture of experts): heads 0 has no attention,
+// ffn_hidden 0 no MLP.
 struct TransformerLayer {
   int64_t heads = 0;
   int64_t kv_heads = 0;    // < heads: grouped-query attention
@@ -73,6 +95,7 @@ struct TransformerLayer {
   double attn_softcap = 0;  // tanh soft-capping of the attention logits at this value (Gemma 2)
   bool attention_sinks = false;  // a learned logit per head joins each softmax (GPT-OSS)
   MlaSpec mla;
+  Mamba2Spec mamba;  // a hybrid model's Mamba-2 layer (then no attention and no MLP)
 
   // Mixture of experts beyond the routed ones: experts every token runs (DeepSeek, Qwen2-MoE),
   // each shared_ffn_hidden wide, and Qwen2-MoE's sigmoid gate on their output.
@@ -88,6 +111,8 @@ struct TransformerLayer {
   int64_t mtp_vocab = 0;
 
   bool is_moe() const { return experts > 1; }
+  bool has_attention() const { return heads > 0; }
+  bool has_mlp() const { return ffn_hidden > 0; }
   bool qkv_biased() const { return bias || qkv_bias; }
   bool operator==(const TransformerLayer&) const = default;
 };

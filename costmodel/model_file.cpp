@@ -144,6 +144,74 @@ TransformerLayer block_at(const BlockFields& g, int64_t index, int64_t dense) {
   return b;
 }
 
+Mamba2Spec read_mamba(ObjectReader r) {
+  Mamba2Spec m;
+  m.heads = r.positive_integer("heads");
+  m.head_dim = r.positive_integer("head_dim");
+  m.state = r.positive_integer("state");
+  m.groups = r.positive_integer_or("groups", 1);
+  m.conv_kernel = r.positive_integer_or("conv_kernel", 4);
+  m.chunk = r.positive_integer_or("chunk", 128);
+  r.finish();
+  return m;
+}
+
+// One layer of a hybrid model from its letter in the pattern (Megatron-Core's
+// hybrid_override_pattern, megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols): M a
+// Mamba-2 mixer, * attention alone, - a dense MLP alone, E the block's mixture of experts alone.
+TransformerLayer hybrid_layer(const BlockFields& g, char letter, const Mamba2Spec& mamba) {
+  TransformerLayer b = g.block;
+  const auto no_attention = [&b] { b.heads = b.kv_heads = b.head_dim = 0; };
+  const auto no_mlp = [&b] {
+    b.ffn_hidden = 0;
+    b.experts = b.top_k = 1;
+    b.shared_experts = b.shared_ffn_hidden = 0;
+    b.shared_expert_gate = false;
+  };
+  switch (letter) {
+    case 'M':
+      no_attention();
+      no_mlp();
+      b.mamba = mamba;
+      break;
+    case '*':
+      no_mlp();
+      break;
+    case '-':
+      no_attention();
+      b.experts = b.top_k = 1;
+      b.shared_experts = b.shared_ffn_hidden = 0;
+      b.shared_expert_gate = false;
+      break;
+    default:  // 'E'
+      no_attention();
+      if (g.moe_ffn_hidden > 0) b.ffn_hidden = g.moe_ffn_hidden;
+      break;
+  }
+  return b;
+}
+
+// The blocks of `hybrid_pattern`: one per letter, from the block description and `mamba`.
+void hybrid_blocks(ObjectReader& r, const std::string& pattern, const BlockFields& g,
+                   ModelSpec& m) {
+  if (pattern.empty() || static_cast<int64_t>(pattern.size()) > model_limits::kBlocks)
+    r.fail("hybrid_pattern", fmt::format("expected 1 to {} letters", model_limits::kBlocks));
+  const bool has_mamba = pattern.find('M') != std::string::npos;
+  const Mamba2Spec mamba = has_mamba ? read_mamba(r.object("mamba")) : Mamba2Spec{};
+  if (!has_mamba && r.has("mamba")) r.fail("mamba", "a Mamba-2 mixer needs an M in hybrid_pattern");
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c != 'M' && c != '*' && c != '-' && c != 'E')
+      r.fail("hybrid_pattern",
+             fmt::format("expected letters M (Mamba-2), * (attention), - (MLP) and E (mixture of "
+                         "experts), found '{}' at {}",
+                         c, i));
+    if (c == 'E' && !g.block.is_moe())
+      r.fail("hybrid_pattern", "an E layer needs experts > 1 in block:");
+    m.layers.push_back({fmt::format("block{}", i), g.hidden, g.seq_len, hybrid_layer(g, c, mamba)});
+  }
+}
+
 }  // namespace
 
 ModelSpec parse_model(const Document& doc) {
@@ -223,10 +291,20 @@ ModelSpec parse_model(const Document& doc) {
   m.layers.push_back({"embedding", first_hidden, m.seq_len, emb});
 
   int64_t index = 0;
-  for (const auto& [count, g] : groups) {
-    for (int64_t i = 0; i < count; ++i, ++index)
-      m.layers.push_back(
-          {fmt::format("block{}", index), g.hidden, g.seq_len, block_at(g, index, dense)});
+  if (r.has("hybrid_pattern")) {
+    const std::string pattern = r.string("hybrid_pattern");
+    if (r.has("blocks")) r.fail("hybrid_pattern", "give blocks or hybrid_pattern, not both");
+    if (groups.front().first != static_cast<int64_t>(pattern.size()))
+      r.fail("layers", fmt::format("expected the {} layers of hybrid_pattern, found {}",
+                                   pattern.size(), groups.front().first));
+    hybrid_blocks(r, pattern, groups.front().second, m);
+    index = static_cast<int64_t>(pattern.size());
+  } else {
+    for (const auto& [count, g] : groups) {
+      for (int64_t i = 0; i < count; ++i, ++index)
+        m.layers.push_back(
+            {fmt::format("block{}", index), g.hidden, g.seq_len, block_at(g, index, dense)});
+    }
   }
   if (dense > index)
     r.fail("dense_layers", fmt::format("expected at most the {} blocks, found {}", index, dense));

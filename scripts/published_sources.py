@@ -25,10 +25,9 @@ NEMO_FINAL = "8e3d65dcfe3504689bfc5b6e67d502780aacad41"  # the last version, kep
 GPUS_PER_NODE = 8
 NODES = {"H100": "dgx-h100", "B200": "dgx-b200"}
 
-HYBRID_MAMBA = ("a hybrid Mamba-2 / attention / MoE model (the Nemotron-H architecture: most "
-                "layers are Mamba-2 state-space mixers, a few are attention, the MLPs are MoE); "
-                "hetplan's model has transformer blocks only (attention with a dense or MoE MLP), "
-                "no state-space layer")
+SUPER_UNKNOWN = ("a hybrid Mamba-2 / attention / MoE model whose config.json is not available "
+                 "here (Megatron-Bridge reads it from Hugging Face; its recipes and docs give no "
+                 "sizes): no preset, where Nemotron 3 Nano's is nemotron3-nano-30b-a3b")
 
 # Published model name -> (hetplan model: a preset or a file under examples/models/published,
 # mixture of experts, reason when hetplan cannot model it).
@@ -40,8 +39,8 @@ MODELS = {
     "Qwen3_30B_a3B": ("qwen3-30b-a3b", True, None),
     "Qwen3_235B_a22B": ("qwen3-235b-a22b", True, None),
     "GPT OSS 120B": ("gpt-oss-120b", True, None),
-    "Nemotron_3_Nano": (None, True, "Nemotron 3 Nano is " + HYBRID_MAMBA),
-    "Nemotron_3_Super": (None, True, "Nemotron 3 Super is " + HYBRID_MAMBA),
+    "Nemotron_3_Nano": ("nemotron3-nano-30b-a3b", True, None),
+    "Nemotron_3_Super": (None, True, "Nemotron 3 Super is " + SUPER_UNKNOWN),
     "GPT3-5B": (os.path.join(MODELS_DIR, "gpt3-5b.yaml"), False, None),
     "GPT3-20B": (os.path.join(MODELS_DIR, "gpt3-20b.yaml"), False, None),
     "GPT3-175B": ("gpt3-175b", False, None),
@@ -88,6 +87,8 @@ MBRIDGE_RECOMPUTE = {
     ("GPT OSS 120B", "H100", None): (
         ["layernorm", "moe_act"],
         "gpt_oss/h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config and _fp8cs_"),
+    ("Nemotron_3_Nano", "H100", "fp8-current"): (
+        ["layernorm"], "nemotronh/h100/nemotronh.py nemotron_3_nano_pretrain_16gpu_h100_fp8cs_config"),
     ("GPT OSS 120B", "B200", None): (
         ["layernorm", "moe_act"],
         "gpt_oss/b200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b200_bf16_config and _fp8mx_"),

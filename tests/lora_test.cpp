@@ -82,10 +82,11 @@ TEST(Lora, OnlyTheAdaptersComputeWeightGradients) {
 }
 
 TEST(Lora, BesideAColumnParallelLayerTheRankSplitsAndIsGathered) {
-  const LayerWork w = layer_work(gpt2_block(), lora_shape(2, static_cast<uint32_t>(LoraTarget::kQkv)));
+  const LayerWork w =
+      layer_work(gpt2_block(), lora_shape(2, static_cast<uint32_t>(LoraTarget::kQkv)));
   const auto weight = gemms_of(w, Pass::kBackwardWeight);
   ASSERT_EQ(weight.size(), 2u);
-  EXPECT_EQ(weight[0]->shape, (GemmShape{1024, 8, 1024, 1, false, true}));  // A: rank / tp
+  EXPECT_EQ(weight[0]->shape, (GemmShape{1024, 8, 1024, 1, false, true}));   // A: rank / tp
   EXPECT_EQ(weight[1]->shape, (GemmShape{16, 1536, 1024, 1, false, true}));  // B: out / tp
   const CommOp* gather = comm_named(w, "linear_qkv_lora_a_gather");
   ASSERT_NE(gather, nullptr);
@@ -171,8 +172,8 @@ TEST(Lora, TheStrategyKeyRoundTripsAndNamesWhatIsWrong) {
   EXPECT_EQ(j["lora"]["target_modules"],
             Json::parse(R"(["linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"])"));
   EXPECT_EQ(read_strategy(j.dump()).lora, s.lora);
-  EXPECT_TRUE(contains(framework_switches(s),
-                       " lora-32(linear_qkv,linear_proj,linear_fc1,linear_fc2)"));
+  EXPECT_TRUE(
+      contains(framework_switches(s), " lora-32(linear_qkv,linear_proj,linear_fc1,linear_fc2)"));
   EXPECT_FALSE(to_json(read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1,
                                          "global_batch": 1})"))
                    .contains("lora"));

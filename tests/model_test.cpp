@@ -46,7 +46,9 @@ TEST(ModelPresets, AllListedPresetsLoad) {
                          "cmpp-98.5b", "funnel-uneven",
                          // Today's families (2026-12): tests/model_families_test.cpp.
                          "llama3-8b", "llama3-70b", "llama3.1-405b", "qwen3-30b-a3b",
-                         "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b", "mixtral-8x22b"};
+                         "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b", "mixtral-8x22b",
+                         // Hybrid Mamba-2 models: tests/hybrid_mamba_test.cpp.
+                         "nemotron3-nano-30b-a3b"};
   for (const char* n : names) {
     SCOPED_TRACE(n);
     ModelSpec m = load_model(n);
