@@ -297,9 +297,9 @@ class EndToEnd(unittest.TestCase):
                     self.assertEqual(json.load(f), x["strategy"])
             self.assertEqual(doc["summary"]["coverage"], {
                 "rows": 4, "expressible": 3, "fraction": 0.75,
-                "not_expressible": [{"id": "megatron-bridge:4", "model": "Nemotron_3_Nano",
-                                     "gpu": "H100",
-                                     "reason": runs["megatron-bridge:4"]["reason"]}]})
+                "not_expressible": [{"id": "megatron-bridge:18", "model": "Nemotron_3_Super",
+                                     "gpu": "B200",
+                                     "reason": runs["megatron-bridge:18"]["reason"]}]})
             with open(os.path.join(out, "runs.csv")) as f:
                 self.assertEqual(len(f.read().strip().splitlines()), 1 + 4)
             self.assertIn("coverage: 3 of 4 targeted rows expressible", r.stdout)
