@@ -258,6 +258,70 @@ Parts read_gpt_oss(ObjectReader& r) {
   return p;
 }
 
+// Nemotron-H and Nemotron 3 (NemotronHConfig: model_type nemotron_h): a hybrid of Mamba-2,
+// attention, MLP and MoE layers by hybrid_override_pattern (or the newer layers_block_type list of
+// "mamba", "attention", "mlp", "moe"), squared-ReLU MLPs (mlp_hidden_act relu2, costed as ReLU),
+// RMSNorm, no biases; the MoE layers' routed experts at moe_intermediate_size, one shared expert of
+// moe_shared_expert_intermediate_size where it is given.
+Parts read_nemotron_h(ObjectReader& r) {
+  Parts p = read_decoder(r, MlpActivation::kRelu);
+  TransformerLayer& b = p.block;
+  const std::string act = r.string_or("mlp_hidden_act", "relu2");
+  if (act != "relu2")
+    r.fail("mlp_hidden_act", fmt::format("expected relu2 (squared ReLU), found \"{}\"", act));
+  b.bias = r.boolean_or("attention_bias", false);
+  b.mlp_bias = r.boolean_or("mlp_bias", false);
+  // Megatron-Bridge's bridge (models/nemotronh/nemotron_h_bridge.py at 067f987df03b): "Mamba
+  // doesn't use position embeddings" (position_embedding_type none).
+  b.rotary = false;
+  if (r.has("moe_latent_size"))
+    r.fail("moe_latent_size", "LatentMoE (experts in a latent space) is not modelled");
+  if (r.integer_or("num_nextn_predict_layers", 0) > 0)
+    r.fail("num_nextn_predict_layers", "Nemotron-H's multi-token prediction is not modelled");
+  int64_t moe_ffn = 0;
+  if (r.has("n_routed_experts")) {
+    b.experts = r.positive_integer("n_routed_experts");
+    b.top_k = r.positive_integer("num_experts_per_tok");
+    moe_ffn = r.positive_integer("moe_intermediate_size");
+    if (const int64_t shared = r.integer_or("moe_shared_expert_intermediate_size", 0); shared > 0) {
+      b.shared_experts = r.positive_integer_or("n_shared_experts", 1);
+      b.shared_ffn_hidden = shared;
+    }
+  }
+  Mamba2Spec mamba;
+  mamba.heads = r.positive_integer("mamba_num_heads");
+  mamba.head_dim = r.positive_integer("mamba_head_dim");
+  mamba.state = r.positive_integer("ssm_state_size");
+  mamba.groups = r.positive_integer_or("n_groups", 1);
+  mamba.conv_kernel = r.positive_integer_or("conv_kernel", 4);
+  mamba.chunk = r.positive_integer_or("chunk_size", 128);
+  std::string pattern;
+  if (r.has("layers_block_type")) {
+    for (const std::string& t : r.strings("layers_block_type")) {
+      const char c = t == "mamba"       ? 'M'
+                     : t == "attention" ? '*'
+                     : t == "mlp"       ? '-'
+                     : t == "moe"       ? 'E'
+                                        : '?';
+      if (c == '?')
+        r.fail("layers_block_type",
+               fmt::format("expected mamba, attention, mlp or moe, found \"{}\"", t));
+      pattern += c;
+    }
+  } else {
+    pattern = r.string("hybrid_override_pattern");
+  }
+  if (static_cast<int64_t>(pattern.size()) != p.layers)
+    r.fail(r.has("layers_block_type") ? "layers_block_type" : "hybrid_override_pattern",
+           fmt::format("expected one entry per layer ({}), found {}", p.layers, pattern.size()));
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (const std::string why = hybrid_letter_problem(b, pattern[i]); !why.empty())
+      r.fail("hybrid_override_pattern", fmt::format("{} at {}", why, i));
+    p.blocks.push_back(hybrid_layer(b, pattern[i], mamba, moe_ffn));
+  }
+  return p;
+}
+
 Parts read_opt(ObjectReader& r) {
   Parts p;
   p.hidden = r.positive_integer("hidden_size");
@@ -304,7 +368,7 @@ Parts read_bert(ObjectReader& r) {
 
 constexpr const char* kSupportedTypes =
     "gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, "
-    "gemma2, gemma3, gemma3_text, phi3, gpt_oss, opt, bert";
+    "gemma2, gemma3, gemma3_text, phi3, gpt_oss, nemotron_h, opt, bert";
 
 // The model type a config names, or its architecture's family when model_type is missing.
 std::string model_type(ObjectReader& r) {
@@ -317,12 +381,13 @@ std::string model_type(ObjectReader& r) {
   // Longer names first: "qwen2moe" before "qwen2", "mixtral" before "mistral".
   for (const char* t :
        {"gpt2", "mixtral", "mistral", "llama", "opt", "bert", "qwen3moe", "qwen2moe", "qwen3",
-        "qwen2", "deepseekv3", "deepseekv2", "gemma3", "gemma2", "phi3", "gptoss"}) {
+        "qwen2", "deepseekv3", "deepseekv2", "gemma3", "gemma2", "phi3", "gptoss", "nemotronh"}) {
     if (a.find(t) == std::string::npos) continue;
     std::string name = t;
-    for (auto [from, to] : {std::pair{"qwen3moe", "qwen3_moe"}, std::pair{"qwen2moe", "qwen2_moe"},
-                            std::pair{"deepseekv3", "deepseek_v3"},
-                            std::pair{"deepseekv2", "deepseek_v2"}, std::pair{"gptoss", "gpt_oss"}})
+    for (auto [from, to] :
+         {std::pair{"qwen3moe", "qwen3_moe"}, std::pair{"qwen2moe", "qwen2_moe"},
+          std::pair{"deepseekv3", "deepseek_v3"}, std::pair{"deepseekv2", "deepseek_v2"},
+          std::pair{"gptoss", "gpt_oss"}, std::pair{"nemotronh", "nemotron_h"}})
       if (name == from) name = to;
     return name;
   }
@@ -343,6 +408,7 @@ Parts read_parts(ObjectReader& r, const std::string& type) {
   if (type == "gemma3_text") return read_gemma(r, true);
   if (type == "phi3") return read_phi3(r);
   if (type == "gpt_oss") return read_gpt_oss(r);
+  if (type == "nemotron_h") return read_nemotron_h(r);
   if (type == "opt") return read_opt(r);
   if (type == "bert") return read_bert(r);
   r.fail("model_type",
@@ -370,8 +436,8 @@ ModelSpec model_from_hf_config(const Document& doc) {
                        model_limits::kBlocks, p.layers));
   expand(p);
   for (auto& b : p.blocks) {
-    if (b.kv_heads == 0) b.kv_heads = b.heads;
-    if (b.head_dim == 0) {
+    if (b.kv_heads == 0 && b.has_attention()) b.kv_heads = b.heads;
+    if (b.head_dim == 0 && b.has_attention()) {
       if (p.hidden % b.heads != 0)
         throw InputError(doc.origin, "num_attention_heads",
                          "expected a divisor of the hidden size");

@@ -50,7 +50,7 @@ void mamba_part(const TransformerLayer& b, const BlockSizes& z, Builder& B) {
   const int64_t heads = m.heads / tp, groups = m.groups / tp;
   const int64_t inner = heads * m.head_dim;
   const int64_t conv = inner + 2 * groups * m.state;  // x, B, C on this rank
-  const int64_t in_width = inner + conv + heads;       // z, x, B, C, dt
+  const int64_t in_width = inner + conv + heads;      // z, x, B, C, dt
   const double act = B.act();
   const double T = static_cast<double>(z.T);
   B.kept_norm(b.norm, z.Tr, z.h);
@@ -64,9 +64,9 @@ void mamba_part(const TransformerLayer& b, const BlockSizes& z, Builder& B) {
   B.memory("mamba_conv1d_fwd", Pass::kForward, 2 * channels * act);
   B.memory("mamba_conv1d_bwd", Pass::kBackwardInput, 3 * channels * act);
   B.memory("mamba_conv1d_bwd_weight", Pass::kBackwardWeight, 2 * channels * act);
-  B.keep(channels * act);       // the conv's input
-  B.keep(channels * act);       // x, B and C after it (the scan's inputs)
-  B.keep(T * heads * 4);        // dt
+  B.keep(channels * act);  // the conv's input
+  B.keep(channels * act);  // x, B and C after it (the scan's inputs)
+  B.keep(T * heads * 4);   // dt
   chunked_scan(m, z.T, heads, groups, B);
   // The gated RMSNorm over the heads' outputs y with z (RMSNormGated, group-wise per the groups):
   // reads y and z, writes the normed product; backward reads the gradient, y and z and writes

@@ -166,6 +166,48 @@ int64_t expert_parameters(const LayerSpec& layer, int64_t ep, int64_t etp) {
   return b ? routed_expert_parameters(*b, layer.hidden, ep, etp) : 0;
 }
 
+TransformerLayer hybrid_layer(const TransformerLayer& block, char letter, const Mamba2Spec& mamba,
+                              int64_t moe_ffn_hidden) {
+  TransformerLayer b = block;
+  const auto no_attention = [&b] { b.heads = b.kv_heads = b.head_dim = 0; };
+  const auto dense = [&b] {
+    b.experts = b.top_k = 1;
+    b.shared_experts = b.shared_ffn_hidden = 0;
+    b.shared_expert_gate = false;
+  };
+  switch (letter) {
+    case 'M':
+      no_attention();
+      dense();
+      b.ffn_hidden = 0;
+      b.mamba = mamba;
+      break;
+    case '*':
+      dense();
+      b.ffn_hidden = 0;
+      break;
+    case '-':
+      no_attention();
+      dense();
+      break;
+    default:  // 'E'
+      no_attention();
+      if (moe_ffn_hidden > 0) b.ffn_hidden = moe_ffn_hidden;
+      break;
+  }
+  return b;
+}
+
+std::string hybrid_letter_problem(const TransformerLayer& block, char letter) {
+  if (letter != 'M' && letter != '*' && letter != '-' && letter != 'E')
+    return fmt::format(
+        "expected letters M (Mamba-2), * (attention), - (MLP) and E (mixture of experts), found "
+        "'{}'",
+        letter);
+  if (letter == 'E' && !block.is_moe()) return "an E layer needs experts > 1";
+  return "";
+}
+
 int64_t ModelSpec::num_blocks() const {
   int64_t n = 0;
   for (const auto& l : layers) n += l.kind() == LayerKind::kTransformer;

@@ -117,6 +117,15 @@ struct TransformerLayer {
   bool operator==(const TransformerLayer&) const = default;
 };
 
+// One layer of a hybrid model from its letter in the pattern (Megatron-Core's
+// hybrid_override_pattern, megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols): M a
+// Mamba-2 mixer, * `block`'s attention alone, - its dense MLP alone, E its mixture of experts
+// alone (at `moe_ffn_hidden` where > 0). hybrid_letter_problem says what is wrong with a letter
+// ("" when nothing is).
+TransformerLayer hybrid_layer(const TransformerLayer& block, char letter, const Mamba2Spec& mamba,
+                              int64_t moe_ffn_hidden = 0);
+std::string hybrid_letter_problem(const TransformerLayer& block, char letter);
+
 // Final norm, output projection to the vocabulary, and cross-entropy loss.
 struct LmHeadLayer {
   int64_t vocab = 0;

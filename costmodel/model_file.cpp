@@ -156,41 +156,6 @@ Mamba2Spec read_mamba(ObjectReader r) {
   return m;
 }
 
-// One layer of a hybrid model from its letter in the pattern (Megatron-Core's
-// hybrid_override_pattern, megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols): M a
-// Mamba-2 mixer, * attention alone, - a dense MLP alone, E the block's mixture of experts alone.
-TransformerLayer hybrid_layer(const BlockFields& g, char letter, const Mamba2Spec& mamba) {
-  TransformerLayer b = g.block;
-  const auto no_attention = [&b] { b.heads = b.kv_heads = b.head_dim = 0; };
-  const auto no_mlp = [&b] {
-    b.ffn_hidden = 0;
-    b.experts = b.top_k = 1;
-    b.shared_experts = b.shared_ffn_hidden = 0;
-    b.shared_expert_gate = false;
-  };
-  switch (letter) {
-    case 'M':
-      no_attention();
-      no_mlp();
-      b.mamba = mamba;
-      break;
-    case '*':
-      no_mlp();
-      break;
-    case '-':
-      no_attention();
-      b.experts = b.top_k = 1;
-      b.shared_experts = b.shared_ffn_hidden = 0;
-      b.shared_expert_gate = false;
-      break;
-    default:  // 'E'
-      no_attention();
-      if (g.moe_ffn_hidden > 0) b.ffn_hidden = g.moe_ffn_hidden;
-      break;
-  }
-  return b;
-}
-
 // The blocks of `hybrid_pattern`: one per letter, from the block description and `mamba`.
 void hybrid_blocks(ObjectReader& r, const std::string& pattern, const BlockFields& g,
                    ModelSpec& m) {
@@ -201,14 +166,10 @@ void hybrid_blocks(ObjectReader& r, const std::string& pattern, const BlockField
   if (!has_mamba && r.has("mamba")) r.fail("mamba", "a Mamba-2 mixer needs an M in hybrid_pattern");
   for (size_t i = 0; i < pattern.size(); ++i) {
     const char c = pattern[i];
-    if (c != 'M' && c != '*' && c != '-' && c != 'E')
-      r.fail("hybrid_pattern",
-             fmt::format("expected letters M (Mamba-2), * (attention), - (MLP) and E (mixture of "
-                         "experts), found '{}' at {}",
-                         c, i));
-    if (c == 'E' && !g.block.is_moe())
-      r.fail("hybrid_pattern", "an E layer needs experts > 1 in block:");
-    m.layers.push_back({fmt::format("block{}", i), g.hidden, g.seq_len, hybrid_layer(g, c, mamba)});
+    if (const std::string why = hybrid_letter_problem(g.block, c); !why.empty())
+      r.fail("hybrid_pattern", fmt::format("{} at {}", why, i));
+    m.layers.push_back({fmt::format("block{}", i), g.hidden, g.seq_len,
+                        hybrid_layer(g.block, c, mamba, g.moe_ffn_hidden)});
   }
 }
 

@@ -28,6 +28,10 @@ ModelSpec hybrid(const std::string& extra) {
   return parse_model(parse_document(text, "h.yaml", DocumentFormat::kYaml));
 }
 
+ModelSpec parse_model_text_hf(const std::string& json) {
+  return model_from_hf_config(parse_document(json, "config.json", DocumentFormat::kJson));
+}
+
 const char* const kMamba = "mamba: {heads: 32, head_dim: 64, state: 128, groups: 4}\n";
 
 TEST(HybridMamba, ThePatternBuildsOneMixerALayer) {
@@ -52,7 +56,8 @@ TEST(HybridMamba, ThePatternBuildsOneMixerALayer) {
 }
 
 TEST(HybridMamba, BadPatternsNameTheKey) {
-  std::string e = error_of([] { hybrid(std::string(kMamba) + "hybrid_pattern: \"MX\"\nlayers: 2\n"); });
+  std::string e =
+      error_of([] { hybrid(std::string(kMamba) + "hybrid_pattern: \"MX\"\nlayers: 2\n"); });
   EXPECT_TRUE(contains(e, "hybrid_pattern")) << e;
   EXPECT_TRUE(contains(e, "found 'X' at 1")) << e;
   e = error_of([] { hybrid(std::string(kMamba) + "hybrid_pattern: \"M*\"\nlayers: 3\n"); });
@@ -60,10 +65,10 @@ TEST(HybridMamba, BadPatternsNameTheKey) {
   e = error_of([] { hybrid("hybrid_pattern: \"M*\"\nlayers: 2\n"); });
   EXPECT_TRUE(contains(e, "mamba")) << e;
   e = error_of([] {
-    parse_model(parse_document(
-        "name: d\nseq_len: 1024\nvocab: 100\nblock: {hidden: 64, heads: 2}\n"
-        "hybrid_pattern: \"E*\"\nlayers: 2\n",
-        "d.yaml", DocumentFormat::kYaml));
+    parse_model(
+        parse_document("name: d\nseq_len: 1024\nvocab: 100\nblock: {hidden: 64, heads: 2}\n"
+                       "hybrid_pattern: \"E*\"\nlayers: 2\n",
+                       "d.yaml", DocumentFormat::kYaml));
   });
   EXPECT_TRUE(contains(e, "an E layer needs experts > 1")) << e;
 }
@@ -78,7 +83,8 @@ TEST(HybridMamba, TheMixersParametersAreMegatronCores) {
   const int64_t expected =
       2688 * 10304 + 6144 * 5 + 3 * 64 + 4096 + 4096 * 2688 + 2688;  // 38,744,896
   EXPECT_EQ(layer_parameters(mamba), expected);
-  EXPECT_EQ(layer_parameters(mamba, 2), (2688 * 10304 + 6144 * 5 + 3 * 64 + 4096 + 4096 * 2688) / 2 + 2688);
+  EXPECT_EQ(layer_parameters(mamba, 2),
+            (2688 * 10304 + 6144 * 5 + 3 * 64 + 4096 + 4096 * 2688) / 2 + 2688);
   // The whole model: 31.58B, 3.23B activated without the input embedding.
   EXPECT_NEAR(static_cast<double>(m.parameters()) / 1e9, 31.58, 0.01);
   EXPECT_NEAR(static_cast<double>(m.activated_parameters()) / 1e9, 3.23, 0.01);
@@ -126,6 +132,25 @@ TEST(HybridMamba, AMambaLayersWorkIsItsProjectionsAndItsScan) {
   EXPECT_TRUE(reduced);  // out_proj's row-parallel output
   for (const GemmOp& g : half.gemms)
     if (g.name == "mamba_in_proj" && g.pass == Pass::kForward) EXPECT_EQ(g.shape.m, 10304 / 2);
+}
+
+TEST(HybridMamba, ANemotronHConfigIsThePreset) {
+  const ModelSpec a =
+      load_model(std::string(HETPLAN_TEST_DATA) + "/hf/nemotron3-nano-30b-a3b/config.json");
+  const ModelSpec b = load_model("nemotron3-nano-30b-a3b");
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (size_t i = 1; i + 1 < a.layers.size(); ++i)
+    EXPECT_EQ(*a.layers[i].block(), *b.layers[i].block()) << i;
+  EXPECT_EQ(a.parameters(), b.parameters());
+  EXPECT_EQ(a.seq_len, 4096);  // a long-context config's default; the preset trains at 8192
+  const std::string e = error_of([] {
+    parse_model_text_hf(R"({"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+        "mamba_num_heads": 2, "mamba_head_dim": 32, "ssm_state_size": 16,
+        "hybrid_override_pattern": "M*M"})");
+  });
+  EXPECT_TRUE(contains(e, "hybrid_override_pattern")) << e;
+  EXPECT_TRUE(contains(e, "expected one entry per layer (2), found 3")) << e;
 }
 
 TEST(HybridMamba, TheRulesNameTheMambaLayer) {
