@@ -62,6 +62,9 @@ Json layer_json(const LayerSpec& l, size_t index) {
     j["shared_ffn_hidden"] = b->shared_ffn_hidden;
     j["shared_expert_gate"] = b->shared_expert_gate;
     j["mtp"] = b->mtp_vocab > 0;
+    if (const Mamba2Spec& m = b->mamba; m.enabled())
+      j["mamba"] = {{"heads", m.heads},   {"head_dim", m.head_dim},       {"state", m.state},
+                    {"groups", m.groups}, {"conv_kernel", m.conv_kernel}, {"chunk", m.chunk}};
   } else if (const auto* h = l.head()) {
     j["vocab"] = h->vocab;
     j["final_norm"] = to_string(h->final_norm);

@@ -57,18 +57,21 @@ def load_model_info(path):
 def unbuilt_features(layer):
     """The model-info keys of `layer` (hetplan's families of 2026-12) that the harness does not
     build: MLA, sliding windows, q/k norms, post-norms, soft-capping, sinks, GeGLU, q/k/v biases
-    without the output's, shared experts, MTP modules. Empty: the harness builds the layer."""
+    without the output's, shared experts, MTP modules, a hybrid model's Mamba-2 layers and its
+    layers of one mixer (no attention, or no MLP). Empty: the harness builds the layer."""
     out = []
     if layer.get("kind") == "lm_head" and layer.get("logit_softcap", 0):
         out.append("logit_softcap")
     if layer.get("kind") != "transformer":
         return out
-    for key in ("mla", "qk_norm", "post_norms", "attention_sinks", "mtp"):
+    for key in ("mla", "qk_norm", "post_norms", "attention_sinks", "mtp", "mamba"):
         if layer.get(key):
             out.append(key)
     for key in ("window", "attn_softcap", "shared_experts"):
         if layer.get(key, 0):
             out.append(key)
+    if "mamba" not in layer and (layer.get("heads") == 0 or layer.get("ffn_hidden") == 0):
+        out.append("heads" if layer.get("heads") == 0 else "ffn_hidden")
     if layer.get("activation") == "geglu":
         out.append("activation")
     if layer.get("qkv_bias") and not layer.get("bias"):
