@@ -260,11 +260,11 @@ Parts read_gpt_oss(ObjectReader& r) {
 
 // Nemotron-H and Nemotron 3 (NemotronHConfig: model_type nemotron_h): a hybrid of Mamba-2,
 // attention, MLP and MoE layers by hybrid_override_pattern (or the newer layers_block_type list of
-// "mamba", "attention", "mlp", "moe"), squared-ReLU MLPs (mlp_hidden_act relu2, costed as ReLU),
+// "mamba", "attention", "mlp", "moe"), squared-ReLU MLPs (mlp_hidden_act relu2),
 // RMSNorm, no biases; the MoE layers' routed experts at moe_intermediate_size, one shared expert of
 // moe_shared_expert_intermediate_size where it is given.
 Parts read_nemotron_h(ObjectReader& r) {
-  Parts p = read_decoder(r, MlpActivation::kRelu);
+  Parts p = read_decoder(r, MlpActivation::kSquaredRelu);
   TransformerLayer& b = p.block;
   const std::string act = r.string_or("mlp_hidden_act", "relu2");
   if (act != "relu2")

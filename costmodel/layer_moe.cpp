@@ -47,6 +47,7 @@ void mlp_gemms(const TransformerLayer& b, int64_t h, int64_t tokens, int64_t f, 
       B.elementwise("gelu", act_elems, 1, 1, 1);
       break;
     case MlpActivation::kRelu:
+    case MlpActivation::kSquaredRelu:  // one kernel each way too, moving the same bytes
       B.elementwise("relu", act_elems, 1, 1, 1);
       break;
   }

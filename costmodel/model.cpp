@@ -29,6 +29,8 @@ std::string_view to_string(MlpActivation a) {
       return "swiglu";
     case MlpActivation::kGeglu:
       return "geglu";
+    case MlpActivation::kSquaredRelu:
+      return "relu2";
   }
   return "?";
 }

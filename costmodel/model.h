@@ -15,8 +15,9 @@
 namespace hetplan {
 
 enum class NormKind { kNone, kLayerNorm, kRmsNorm };
-// GeGLU is Gemma's gated GeLU (gate and up projections, as SwiGLU has).
-enum class MlpActivation { kGelu, kRelu, kSwiglu, kGeglu };
+// GeGLU is Gemma's gated GeLU (gate and up projections, as SwiGLU has); squared ReLU is
+// Nemotron-H's (relu2, Megatron-LM's --squared-relu).
+enum class MlpActivation { kGelu, kRelu, kSwiglu, kGeglu, kSquaredRelu };
 // Whether the MLP is gated: three GEMMs (gate, up, down) instead of two.
 inline bool is_gated(MlpActivation a) {
   return a == MlpActivation::kSwiglu || a == MlpActivation::kGeglu;

@@ -18,10 +18,11 @@ NormKind read_norm(ObjectReader& r, std::string_view key, NormKind fallback) {
 }
 
 MlpActivation read_activation(ObjectReader& r, MlpActivation fallback) {
-  const std::string v = r.choice_or("activation", {"gelu", "relu", "swiglu", "geglu"},
+  const std::string v = r.choice_or("activation", {"gelu", "relu", "relu2", "swiglu", "geglu"},
                                     std::string(to_string(fallback)));
   return v == "gelu"     ? MlpActivation::kGelu
          : v == "relu"   ? MlpActivation::kRelu
+         : v == "relu2"  ? MlpActivation::kSquaredRelu
          : v == "swiglu" ? MlpActivation::kSwiglu
                          : MlpActivation::kGeglu;
 }

@@ -102,6 +102,28 @@ TEST(MegatronExport, ParallelismRecomputeAndOptimizerFlags) {
 
 // Megatron-FSDP (ZeRO 2 and 3) asserts CUDA_DEVICE_MAX_CONNECTIONS unset or above 1, whatever the
 // GPU; with tp > 1 it only warns of the clash with tp's "1" (validate_args).
+TEST(MegatronExport, SquaredReluIsItsFlagAndPlainReluIsRefused) {
+  // Nemotron-4's squared-ReLU MLP (activation relu2) is Megatron-LM's --squared-relu; a plain ReLU
+  // MLP has no flag (Megatron-LM has GeLU, SwiGLU and squared ReLU).
+  const std::string text =
+      "name: m\nseq_len: 1024\nvocab: 1000\nlayers: 2\n"
+      "block: {hidden: 256, heads: 4, activation: ACT, bias: false}\n";
+  const auto model = [&](const std::string& act) {
+    std::string t = text;
+    t.replace(t.find("ACT"), 3, act);
+    return parse_model(parse_document(t, "m.yaml", DocumentFormat::kYaml));
+  };
+  const Strategy s = read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1,
+                                       "global_batch": 1})");
+  const ExportResult squared = export_megatron(model("relu2"), s, {});
+  EXPECT_NE(squared.text.find("  --squared-relu\n"), std::string::npos) << squared.text;
+  EXPECT_TRUE(squared.unsupported.empty());
+  const ExportResult plain = export_megatron(model("relu"), s, {});
+  EXPECT_EQ(plain.text.find("--squared-relu"), std::string::npos);
+  ASSERT_EQ(plain.unsupported.size(), 1u);
+  EXPECT_NE(plain.unsupported[0].find("ReLU MLPs"), std::string::npos);
+}
+
 TEST(MegatronExport, FsdpUnsetsTheConnectionLimit) {
   const ExportResult r = export_megatron(
       gpt2(), read_strategy(R"({"dp": 4, "tp": 2, "pp": 1, "micro_batch": 1, "global_batch": 8,

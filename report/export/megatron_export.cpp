@@ -215,6 +215,7 @@ void model_args(const ModelSpec& model, const LayerSpec& layer, const Strategy& 
   if (b.norm == NormKind::kRmsNorm) a.add("--normalization", "RMSNorm");
   if (b.norm == NormKind::kNone) out.unsupported.push_back("blocks without normalisation");
   if (b.activation == MlpActivation::kSwiglu) a.add("--swiglu");
+  if (b.activation == MlpActivation::kSquaredRelu) a.add("--squared-relu");
   if (b.activation == MlpActivation::kRelu)
     out.unsupported.push_back("ReLU MLPs (Megatron-LM has GeLU, SwiGLU and squared ReLU)");
   // --disable-bias-linear drops every projection's bias; --add-qkv-bias gives QKV alone one.
