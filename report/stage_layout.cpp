@@ -17,6 +17,30 @@ std::string layer_structure_problem(const ModelSpec& model) {
   return "";
 }
 
+std::string hybrid_export_problem(const ModelSpec& model) {
+  std::string pattern;
+  bool hybrid = false;
+  for (const auto& l : model.layers) {
+    const TransformerLayer* b = l.block();
+    if (!b) continue;
+    const char c = b->mamba.enabled()   ? 'M'
+                   : !b->has_mlp()      ? '*'
+                   : b->has_attention() ? 'T'
+                   : b->is_moe()        ? 'E'
+                                        : '-';
+    hybrid = hybrid || c != 'T';
+    pattern += c;
+  }
+  if (!hybrid) return "";
+  if (pattern.size() > 60) pattern = pattern.substr(0, 57) + "...";
+  return fmt::format(
+      "model {} is a hybrid model (layers {}: M Mamba-2, * attention, - MLP, E MoE); Megatron-LM "
+      "trains it with pretrain_hybrid.py and --hybrid-layer-pattern, which hetplan's exports do "
+      "not "
+      "write yet",
+      model.name, pattern);
+}
+
 std::vector<StageBlocks> split_by_counts(const std::vector<int64_t>& counts) {
   std::vector<StageBlocks> out;
   int64_t next = 0;

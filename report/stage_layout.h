@@ -22,6 +22,9 @@ struct StageBlocks {
 
 // Checks that `model` is [embedding, blocks..., head]; returns the problem or "".
 std::string layer_structure_problem(const ModelSpec& model);
+// Where `model` is a hybrid of Mamba-2, attention, MLP and MoE layers (layers of one mixer):
+// that no export writes it yet, with its pattern (Megatron-Core's M, *, -, E); "" otherwise.
+std::string hybrid_export_problem(const ModelSpec& model);
 
 // Megatron-LM's even split: num_blocks / stages blocks each, embedding on the first stage and head
 // on the last. Empty when the blocks do not divide.

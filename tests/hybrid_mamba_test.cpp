@@ -9,6 +9,7 @@
 #include "costmodel/layer_ops.h"
 #include "costmodel/model.h"
 #include "costmodel/profile.h"
+#include "report/export/exporters.h"
 #include "search/evaluate.h"
 #include "search/search.h"
 #include "test_util.h"
@@ -160,6 +161,21 @@ TEST(HybridMamba, TheRulesNameTheMambaLayer) {
   EXPECT_EQ(tensor_parallel_problem(m, 2), "");
   why = context_parallel_problem(m, 2);
   EXPECT_TRUE(contains(why, "context parallelism over the Mamba-2 layer block0")) << why;
+}
+
+TEST(HybridMamba, ExportsSayTheyDoNotWriteAHybridModel) {
+  const ModelSpec m = load_model("nemotron3-nano-30b-a3b");
+  Strategy s;
+  s.dp = 16;
+  s.ep = 8;
+  s.global_batch = 16;
+  for (const ExportResult& r : {export_megatron(m, s, {}), export_torchtitan(m, s, {})}) {
+    ASSERT_FALSE(r.unsupported.empty());
+    EXPECT_TRUE(contains(r.unsupported.front(),
+                         "is a hybrid model (layers MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*"))
+        << r.unsupported.front();
+    EXPECT_TRUE(contains(r.unsupported.front(), "--hybrid-layer-pattern")) << r.unsupported.front();
+  }
 }
 
 TEST(HybridMamba, TheSearchPlansAHybridModel) {

@@ -36,10 +36,11 @@ const ExporterSpec& find_exporter(std::string_view format) {
 namespace export_detail {
 
 const LayerSpec* uniform_block(const ModelSpec& model, ExportResult& out) {
-  if (const std::string problem = layer_structure_problem(model); !problem.empty()) {
-    out.unsupported.push_back(problem);
-    return nullptr;
-  }
+  for (const std::string& problem : {layer_structure_problem(model), hybrid_export_problem(model)})
+    if (!problem.empty()) {
+      out.unsupported.push_back(problem);
+      return nullptr;
+    }
   const LayerSpec& first = model.layers[1];
   for (size_t i = 2; i + 1 < model.layers.size(); ++i) {
     const LayerSpec& l = model.layers[i];

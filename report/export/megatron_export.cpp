@@ -145,10 +145,11 @@ void parallel_and_precision_args(const ModelSpec& model, const Strategy& s, Args
 // attention and norms, every dense block its MLP, and every MoE block its experts (Megatron-Core
 // builds dense and MoE layers by --moe-layer-freq); nullptr, with the reason, otherwise.
 const LayerSpec* megatron_block(const ModelSpec& model, ExportResult& out) {
-  if (const std::string problem = layer_structure_problem(model); !problem.empty()) {
-    out.unsupported.push_back(problem);
-    return nullptr;
-  }
+  for (const std::string& problem : {layer_structure_problem(model), hybrid_export_problem(model)})
+    if (!problem.empty()) {
+      out.unsupported.push_back(problem);
+      return nullptr;
+    }
   const LayerSpec* first = nullptr;
   const TransformerLayer *dense = nullptr, *moe = nullptr;
   for (const auto& l : model.layers) {
