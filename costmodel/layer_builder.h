@@ -105,7 +105,8 @@ class Builder {
     w_.gemm_weight_tensors += b;
   }
 
-  // A LoRA adapter beside targeted linear layer `t`, whose shard on this rank is `in` -> `out` over
+  // A LoRA adapter beside targeted linear layer `t` (costmodel/layer_lora.cpp), whose shard on
+  // this rank is `in` -> `out` over
   // `tokens` rows (a column-parallel layer's `out`, a row-parallel one's `in` split over tp), as
   // Megatron-Bridge's ParallelLinearAdapter runs it (src/megatron/bridge/peft/utils.py at
   // 067f987df03b). Beside a column-parallel layer (linear_qkv, linear_fc1) A is a
@@ -121,33 +122,7 @@ class Builder {
   // the layer's (two elementwise kernels). Adapters run in the activations' dtype (plain Megatron
   // linear layers: no low-precision recipe), and keep A's output for B's weight gradient (A's
   // input is the base layer's, kept already).
-  void lora_adapter(LoraTarget t, int64_t tokens, int64_t in, int64_t out, bool column_parallel) {
-    if (!s_.lora.targets_module(t) || tokens <= 0) return;
-    AdapterScope adapter(*this);
-    const int64_t r = s_.lora.rank, tp = s_.tp;
-    const double rows = static_cast<double>(tokens);
-    const std::string name(to_string(t));
-    if (column_parallel) {
-      linear(name + "_lora_a", tokens, in, r / tp, {.quantizable = false});
-      comm(name + "_lora_a_gather", Pass::kForward, CollectiveKind::kAllGather, rows * r * act_);
-      if (!s_.sequence_parallel)
-        comm(name + "_lora_a_grad_allreduce", Pass::kBackwardInput, CollectiveKind::kAllReduce,
-             rows * in * act_);
-      linear(name + "_lora_b", tokens, r, out, {.quantizable = false});
-    } else {
-      linear(name + "_lora_a", tokens, in, r, {.quantizable = false});
-      comm(name + "_lora_a_allreduce", Pass::kForward, CollectiveKind::kAllReduce, rows * r * act_);
-      linear(name + "_lora_b", tokens, r, out / tp, {.quantizable = false});
-      comm(name + "_lora_b_gather", Pass::kForward, CollectiveKind::kAllGather, rows * out * act_);
-    }
-    comm(name + "_lora_b_grad_allreduce", Pass::kBackwardInput, CollectiveKind::kAllReduce,
-         rows * r * act_);
-    keep(rows * r * act_);  // B's input
-    const double outputs = rows * (column_parallel ? out : out / tp);
-    memory("lora_scale_fwd", Pass::kForward, 2 * outputs * act_);
-    memory("lora_add_fwd", Pass::kForward, 3 * outputs * act_);
-    memory("lora_scale_bwd", Pass::kBackwardInput, 2 * outputs * act_);
-  }
+  void lora_adapter(LoraTarget t, int64_t tokens, int64_t in, int64_t out, bool column_parallel);
 
   // Work of the passes that train a LoRA adapter while the base weights stay frozen.
   class AdapterScope {
@@ -524,6 +499,9 @@ BlockSizes block_sizes(const LayerSpec& layer, const LayerShape& s, double act);
 void attention_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z,
                     Builder& B);
 void mlp_part(const LayerSpec& layer, const TransformerLayer& b, const BlockSizes& z, Builder& B);
+// Why LoRA cannot adapt `layer` at tensor width `tp` ("" when it can, or the layer is not a
+// block): costmodel/layer_lora.cpp.
+std::string lora_layer_problem(const LayerSpec& layer, const Lora& lora, int64_t tp);
 // A hybrid model's Mamba-2 layer: its norm to its residual add (costmodel/layer_mamba.cpp).
 void mamba_part(const TransformerLayer& b, const BlockSizes& z, Builder& B);
 void mtp_prologue(const TransformerLayer& b, const BlockSizes& z, Builder& B);

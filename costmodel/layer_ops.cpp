@@ -155,45 +155,6 @@ std::string recompute_module_names() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-constexpr LoraTarget kLoraOrder[] = {LoraTarget::kQkv, LoraTarget::kProj, LoraTarget::kFc1,
-                                     LoraTarget::kFc2};
-
-std::string_view to_string(LoraTarget t) {
-  switch (t) {
-    case LoraTarget::kQkv:
-      return "linear_qkv";
-    case LoraTarget::kProj:
-      return "linear_proj";
-    case LoraTarget::kFc1:
-      return "linear_fc1";
-    case LoraTarget::kFc2:
-      return "linear_fc2";
-  }
-  return "?";
-}
-
-bool parse_lora_target(std::string_view text, LoraTarget& out) {
-  for (LoraTarget t : kLoraOrder)
-    if (to_string(t) == text) {
-      out = t;
-      return true;
-    }
-  return false;
-}
-
-std::string lora_target_names() {
-  std::vector<std::string_view> names;
-  for (LoraTarget t : kLoraOrder) names.push_back(to_string(t));
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
-std::vector<LoraTarget> lora_targets_of(uint32_t mask) {
-  std::vector<LoraTarget> out;
-  for (LoraTarget t : kLoraOrder)
-    if ((mask & static_cast<uint32_t>(t)) != 0) out.push_back(t);
-  return out;
-}
-
 std::vector<RecomputeModule> modules_of(OpGroup set) {
   std::vector<RecomputeModule> out;
   for (RecomputeModule m : kModuleOrder)
@@ -450,37 +411,6 @@ void uncheckpointed(LayerWork& w) {
 }
 }  // namespace
 
-namespace {
-
-// lora_problem for one layer ("" for a layer that is not a block).
-std::string lora_layer_problem(const LayerSpec& l, const Lora& lora, int64_t tp) {
-  const auto* b = l.block();
-  if (b == nullptr || !lora.enabled()) return "";
-  // ParallelLinearAdapter's A beside a column-parallel layer is a ColumnParallelLinear of `rank`
-  // outputs, which Megatron divides over the tensor-parallel group.
-  const bool column_target =
-      lora.targets_module(LoraTarget::kQkv) || lora.targets_module(LoraTarget::kFc1);
-  if (column_target && tp > 1 && lora.rank % tp != 0)
-    return fmt::format(
-        "LoRA rank {} beside linear_qkv or linear_fc1 splits over the tensor-parallel group: "
-        "tp {} must divide it",
-        lora.rank, tp);
-  if (b->mla.enabled() && lora.targets_module(LoraTarget::kQkv))
-    return fmt::format(
-        "{} is an MLA block: it has no linear_qkv (Megatron-Bridge's LoRA targets its "
-        "linear_q_proj, linear_kv_down_proj and the others, which hetplan does not model)",
-        l.name);
-  const bool fc = lora.targets_module(LoraTarget::kFc1) || lora.targets_module(LoraTarget::kFc2);
-  if (b->is_moe() && fc)
-    return fmt::format(
-        "{} is an MoE block: LoRA adapters on its routed experts (Megatron-Bridge's "
-        "GroupedExpertLinearAdapter) are not modelled; target linear_qkv and linear_proj",
-        l.name);
-  return "";
-}
-
-}  // namespace
-
 LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   if (shape.micro_batch <= 0 || shape.tp <= 0)
     throw InputError(fmt::format("micro-batch ({}) and tensor width ({}) must be > 0",
@@ -501,7 +431,8 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
         fmt::format("a2a+p2p needs an all-to-all group of 2..cp/2 ranks dividing cp "
                     "({}), found {}",
                     shape.cp, shape.cp_a2a));
-  if (std::string problem = lora_layer_problem(layer, shape.lora, shape.tp); !problem.empty())
+  if (std::string problem = layer_detail::lora_layer_problem(layer, shape.lora, shape.tp);
+      !problem.empty())
     throw InputError(problem);
   LayerWork w;
   w.key = layer_key(layer, shape);
@@ -629,17 +560,6 @@ std::string expert_parallel_problem(const ModelSpec& model, int64_t ep, int64_t 
       return fmt::format("etp {} does not divide the experts' MLP width {} of {}", etp,
                          b->ffn_hidden, l.name);
   }
-  return "";
-}
-
-std::string lora_problem(const ModelSpec& model, const Lora& lora, int64_t tp) {
-  if (!lora.enabled()) return "";
-  bool blocks = false;
-  for (const auto& l : model.layers) {
-    if (std::string problem = lora_layer_problem(l, lora, tp); !problem.empty()) return problem;
-    blocks = blocks || l.block() != nullptr;
-  }
-  if (!blocks) return "LoRA needs transformer blocks to adapt: the model has none";
   return "";
 }
 
