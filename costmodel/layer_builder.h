@@ -107,8 +107,9 @@ class Builder {
 
   // A LoRA adapter beside targeted linear layer `t` (costmodel/layer_lora.cpp), whose shard on
   // this rank is `in` -> `out` over `tokens` rows (a column-parallel layer's `out`, a row-parallel
-  // one's `in` split over tp), as Megatron-Bridge's ParallelLinearAdapter runs it (src/megatron/bridge/peft/utils.py at
-  // 067f987df03b). Beside a column-parallel layer (linear_qkv, linear_fc1) A is a
+  // one's `in` split over tp), as Megatron-Bridge's ParallelLinearAdapter runs it
+  // (src/megatron/bridge/peft/utils.py at 067f987df03b). Beside a column-parallel layer
+  // (linear_qkv, linear_fc1) A is a
   // ColumnParallelLinear of rank / tp outputs gathered (gather_output: an all-gather of tokens x
   // rank) and B one of the layer's `out` outputs; A reads the norm's output the base layer
   // gathered (Transformer Engine's return_layernorm_output_gathered), and without sequence
