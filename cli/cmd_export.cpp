@@ -135,7 +135,8 @@ CommandRunner declare_export(CLI::App& app) {
     // The strategy as its framework runs it (switches it leaves out are the framework's), and
     // that framework's export unless --format names another.
     const bool named = !o->framework.empty() || !chosen.strategy.framework.empty();
-    const FrameworkSpec framework = load_run_framework(o->framework, chosen.strategy.framework);
+    const FrameworkSpec framework =
+        load_run_framework(o->framework, chosen.strategy.framework, o->strategy);
     if (o->format.empty() && framework.export_format.empty())
       throw InputError("--format", "",
                        fmt::format("a format to write: framework {} has no export of its own "

@@ -87,7 +87,7 @@ CommandRunner declare_predict(CLI::App& app) {
     const ModelSpec model = load_model(o->model, o->seq_len);
     const ClusterSpec cluster = load_cluster(o->cluster);
     const Strategy loaded = load_strategy(o->strategy);
-    const FrameworkSpec framework = load_run_framework(o->framework, loaded.framework);
+    const FrameworkSpec framework = load_run_framework(o->framework, loaded.framework, o->strategy);
     const Strategy strategy = with_framework_defaults(loaded, framework, &model);
     const Profile profile = load_run_profile(o->calibration, cluster, o->no_default_calibration);
     const CostModel cost(profile, cluster);

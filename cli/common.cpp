@@ -40,10 +40,16 @@ Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpe
   return run.profile;
 }
 
-FrameworkSpec load_run_framework(const std::string& flag, const std::string& recorded) {
-  return load_framework(!flag.empty()       ? flag
-                        : !recorded.empty() ? recorded
-                                            : std::string(kDefaultFramework));
+FrameworkSpec load_run_framework(const std::string& flag, const std::string& recorded,
+                                 const std::string& recorded_in) {
+  if (!flag.empty() || recorded.empty())
+    return load_framework(flag.empty() ? std::string(kDefaultFramework) : flag);
+  try {
+    return load_framework(recorded);
+  } catch (const InputError& e) {
+    if (recorded_in.empty() || !e.origin().empty()) throw;
+    throw InputError(recorded_in, "framework", e.what());
+  }
 }
 
 void write_json_output(const Json& j, const std::string& path) {

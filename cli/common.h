@@ -20,9 +20,11 @@ namespace hetplan::cli {
 Profile load_run_profile(const std::vector<std::string>& extra, const ClusterSpec& cluster,
                          bool no_default);
 
-// The framework a command runs under: `flag` (its --framework), else `recorded` (what a strategy
-// file names), else Megatron-Core. Throws InputError naming the file and key when it is bad.
-FrameworkSpec load_run_framework(const std::string& flag, const std::string& recorded = "");
+// The framework a command runs under: `flag` (its --framework), else `recorded` (what the strategy
+// file `recorded_in` names), else Megatron-Core. Throws InputError naming the file and key when it
+// is bad (the strategy file and its key `framework` for a recorded name).
+FrameworkSpec load_run_framework(const std::string& flag, const std::string& recorded = "",
+                                 const std::string& recorded_in = "");
 // The help text of every command's --framework option.
 inline constexpr const char* kFrameworkHelp =
     "Framework the strategy runs under: a preset (hetplan frameworks) or a framework file "

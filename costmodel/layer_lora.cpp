@@ -113,7 +113,8 @@ std::string lora_problem(const ModelSpec& model, const Lora& lora, int64_t tp) {
   if (!lora.enabled()) return "";
   bool blocks = false;
   for (const auto& l : model.layers) {
-    if (std::string problem = layer_detail::lora_layer_problem(l, lora, tp); !problem.empty()) return problem;
+    if (std::string problem = layer_detail::lora_layer_problem(l, lora, tp); !problem.empty())
+      return problem;
     blocks = blocks || l.block() != nullptr;
   }
   if (!blocks) return "LoRA needs transformer blocks to adapt: the model has none";
