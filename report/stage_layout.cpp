@@ -34,10 +34,9 @@ std::string hybrid_export_problem(const ModelSpec& model) {
   if (!hybrid) return "";
   if (pattern.size() > 60) pattern = pattern.substr(0, 57) + "...";
   return fmt::format(
-      "model {} is a hybrid model (layers {}: M Mamba-2, * attention, - MLP, E MoE); Megatron-LM "
-      "trains it with pretrain_hybrid.py and --hybrid-layer-pattern, which hetplan's exports do "
-      "not "
-      "write yet",
+      "model {} is a hybrid model (layers {}: M Mamba-2, * attention, - MLP, E MoE), which this "
+      "framework's configuration has no layers for; Megatron-LM trains it with pretrain_hybrid.py "
+      "and --hybrid-layer-pattern (export --format megatron)",
       model.name, pattern);
 }
 

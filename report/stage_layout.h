@@ -23,7 +23,8 @@ struct StageBlocks {
 // Checks that `model` is [embedding, blocks..., head]; returns the problem or "".
 std::string layer_structure_problem(const ModelSpec& model);
 // Where `model` is a hybrid of Mamba-2, attention, MLP and MoE layers (layers of one mixer):
-// that no export writes it yet, with its pattern (Megatron-Core's M, *, -, E); "" otherwise.
+// that the DeepSpeed, torchtitan and Sailor exports cannot write it, with its pattern
+// (Megatron-Core's M, *, -, E; the Megatron export writes it); "" otherwise.
 std::string hybrid_export_problem(const ModelSpec& model);
 
 // Megatron-LM's even split: num_blocks / stages blocks each, embedding on the first stage and head

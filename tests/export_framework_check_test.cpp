@@ -608,6 +608,38 @@ TEST(ExportFrameworkCheck, EveryFlagAndKeyOfABroadMatrixIsOneTheFrameworkAccepts
 // Issue 37: context and expert parallelism and the low-precision recipes of 2026's runs, through
 // every exporter, checked as the matrix above: DeepSeek-V3 (MLA, dense first layers, shared
 // experts, MTP), Qwen3-30B-A3B (q/k norms, 128 experts), Llama 3.1 405B, GPT-OSS-120B.
+TEST(ExportFrameworkCheck, AHybridModelIsMegatronsHybridLayerPattern) {
+  // Nemotron 3 Nano (Mamba-2, attention and MoE layers): pretrain_hybrid.py's pattern and Mamba
+  // flags, each one Megatron-LM's arguments.py declares; under a pipeline the strategy's stages
+  // become the pattern's | segments.
+  const ModelSpec m = load_model("nemotron3-nano-30b-a3b");
+  Strategy s;
+  s.dp = 4, s.pp = 4, s.ep = 4, s.etp = 1;
+  s.micro_batch = 1;
+  s.global_batch = 64;
+  s.moe_dispatcher = MoeDispatcher::kAllToAll;
+  for (int64_t i = 0; i < 4; ++i) {
+    StageSpec st;
+    st.first_layer = i == 0 ? 0 : 1 + 13 * i;
+    st.last_layer = i == 3 ? 53 : 13 * (i + 1);
+    s.stages.push_back(st);
+  }
+  const ExportResult r = export_megatron(m, s, {});
+  EXPECT_TRUE(r.unsupported.empty()) << r.unsupported.front();
+  EXPECT_TRUE(testing::megatron_problems(r.text, megatron()).empty()) << r.text;
+  for (const char* expected :
+       {"pretrain_hybrid.py",
+        "  --hybrid-layer-pattern \"MEMEM*EMEMEM*|EMEMEM*EMEMEM|*EMEMEM*EMEME|MEM*EMEMEMEME\"\n",
+        "  --mamba-num-heads 64\n", "  --mamba-head-dim 64\n", "  --mamba-state-dim 128\n",
+        "  --mamba-num-groups 8\n", "  --squared-relu\n", "  --position-embedding-type none\n",
+        "  --num-experts 128\n", "  --moe-shared-expert-intermediate-size 3712\n"})
+    EXPECT_NE(r.text.find(expected), std::string::npos) << expected << "\n" << r.text;
+  // The pattern places the MoE layers: no --moe-layer-freq, no partition flags beside it.
+  for (const char* absent : {"--moe-layer-freq", "--decoder-first-pipeline-num-layers",
+                             "--pipeline-model-parallel-layout"})
+    EXPECT_EQ(r.text.find(absent), std::string::npos) << absent;
+}
+
 TEST(ExportFrameworkCheck, ContextExpertParallelismAndPrecisionsAreFlagsTheFrameworksAccept) {
   std::vector<ModelSpec> models;
   for (const char* name : {"deepseek-v3", "qwen3-30b-a3b", "llama3.1-405b", "gpt-oss-120b"})

@@ -1,4 +1,6 @@
 // Megatron-LM command-line arguments. Flag names as in megatron/training/arguments.py.
+#include <map>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -23,8 +25,11 @@ struct Args {
 struct MegatronBlocks {
   std::vector<const TransformerLayer*> decoder;
   int64_t mtp = 0;
-  const TransformerLayer* dense = nullptr;  // the first dense block, if any
+  const TransformerLayer* dense = nullptr;  // the first dense block (an MLP, no experts), if any
   const TransformerLayer* moe = nullptr;    // the first MoE block, if any
+  // A hybrid model (Mamba-2, attention, MLP and MoE layers of one mixer each): its layers are
+  // --hybrid-layer-pattern's letters, and Megatron-LM runs it with pretrain_hybrid.py.
+  bool hybrid = false;
 };
 
 MegatronBlocks megatron_blocks(const ModelSpec& model) {
@@ -37,7 +42,8 @@ MegatronBlocks megatron_blocks(const ModelSpec& model) {
       }
       m.decoder.push_back(b);
       if (b->is_moe() && !m.moe) m.moe = b;
-      if (!b->is_moe() && !m.dense) m.dense = b;
+      if (!b->is_moe() && b->has_mlp() && !m.dense) m.dense = b;
+      m.hybrid = m.hybrid || b->mamba.enabled() || !b->has_attention() || !b->has_mlp();
     }
   return m;
 }
@@ -52,7 +58,7 @@ void moe_args(const MegatronBlocks& m, const Strategy& s, Args& a, ExportResult&
   if (e.shared_experts > 0)
     a.add("--moe-shared-expert-intermediate-size", e.shared_experts * e.shared_ffn_hidden);
   if (e.shared_expert_gate) a.add("--moe-shared-expert-gate");
-  if (m.dense) {
+  if (m.dense && !m.hybrid) {  // a hybrid model's pattern places its MoE layers
     std::vector<int> pattern;  // 1: an MoE layer, 0: dense, in decoder order
     for (const auto* b : m.decoder) pattern.push_back(b->is_moe() ? 1 : 0);
     a.add("--moe-layer-freq", fmt::format("\"[{}]\"", fmt::join(pattern, ",")));
@@ -144,12 +150,57 @@ void parallel_and_precision_args(const ModelSpec& model, const Strategy& s, Args
 // The block Megatron-LM's flags describe: the first decoder block, when every decoder block has its
 // attention and norms, every dense block its MLP, and every MoE block its experts (Megatron-Core
 // builds dense and MoE layers by --moe-layer-freq); nullptr, with the reason, otherwise.
-const LayerSpec* megatron_block(const ModelSpec& model, ExportResult& out) {
-  for (const std::string& problem : {layer_structure_problem(model), hybrid_export_problem(model)})
-    if (!problem.empty()) {
-      out.unsupported.push_back(problem);
+// A hybrid model's letter for block `b`: M (Mamba-2), * (attention), - (MLP), E (MoE); 0 for a
+// block holding attention and an MLP together, which --hybrid-layer-pattern has no letter for.
+char hybrid_letter(const TransformerLayer& b) {
+  if (b.mamba.enabled()) return 'M';
+  if (!b.has_mlp()) return '*';
+  if (b.has_attention()) return 0;
+  return b.is_moe() ? 'E' : '-';
+}
+
+// A hybrid model's block the attention flags describe (its first attention layer), when every
+// layer of each letter is alike (Megatron-Core builds one spec per letter); nullptr, with the
+// reason, otherwise.
+const LayerSpec* hybrid_block(const ModelSpec& model, ExportResult& out) {
+  const LayerSpec* attention = nullptr;
+  std::map<char, const LayerSpec*> first;
+  for (const auto& l : model.layers) {
+    const TransformerLayer* b = l.block();
+    if (!b) continue;
+    const char c = hybrid_letter(*b);
+    if (c == 0) {
+      out.unsupported.push_back(fmt::format(
+          "model {}: layer {} holds attention and an MLP together, which --hybrid-layer-pattern "
+          "has no letter for (a hybrid model's layers hold one mixer each)",
+          model.name, l.name));
       return nullptr;
     }
+    const auto [it, fresh] = first.emplace(c, &l);
+    if (!fresh && (*it->second->block() != *b || it->second->hidden != l.hidden ||
+                   it->second->seq_len != l.seq_len)) {
+      out.unsupported.push_back(fmt::format(
+          "model {}: layer {} differs in shape from the other '{}' layers; Megatron-Core builds "
+          "one layer spec per letter of --hybrid-layer-pattern",
+          model.name, l.name, c));
+      return nullptr;
+    }
+    if (c == '*' && !attention) attention = &l;
+  }
+  if (!attention)
+    out.unsupported.push_back(fmt::format(
+        "model {}: a hybrid model without attention layers (hetplan's export takes the attention "
+        "flags from one)",
+        model.name));
+  return attention;
+}
+
+const LayerSpec* megatron_block(const ModelSpec& model, ExportResult& out) {
+  if (const std::string problem = layer_structure_problem(model); !problem.empty()) {
+    out.unsupported.push_back(problem);
+    return nullptr;
+  }
+  if (megatron_blocks(model).hybrid) return hybrid_block(model, out);
   const LayerSpec* first = nullptr;
   const TransformerLayer *dense = nullptr, *moe = nullptr;
   for (const auto& l : model.layers) {
@@ -177,6 +228,50 @@ const LayerSpec* megatron_block(const ModelSpec& model, ExportResult& out) {
   return first;
 }
 
+// A hybrid model's --hybrid-layer-pattern, its stages separated by | where the strategy gives its
+// partition (flexible virtual pipeline parallelism: one segment per virtual stage), and its
+// Mamba-2 mixers' flags (Megatron-Core's MambaMixer runs d_conv 4 and chunk_size 128).
+void hybrid_args(const ModelSpec& model, const Strategy& s, Args& a, ExportResult& out) {
+  std::string letters;
+  const Mamba2Spec* mamba = nullptr;
+  for (const auto& l : model.layers)
+    if (const TransformerLayer* b = l.block(); b && b->mtp_vocab == 0) {
+      letters += hybrid_letter(*b);
+      if (b->mamba.enabled() && !mamba) mamba = &b->mamba;
+    }
+  std::string pattern = letters;
+  bool from_strategy = false;
+  const auto segments = s.pp > 1 ? export_detail::pipeline_segments(model, s, out, &from_strategy)
+                                 : std::vector<StageBlocks>{};
+  if (!segments.empty()) {
+    pattern.clear();
+    for (const StageBlocks& seg : segments) {
+      if (seg.blocks == 0)
+        out.unsupported.push_back(
+            "a pipeline stage without layers (the embedding or the head alone): "
+            "--hybrid-layer-pattern has no empty segment");
+      if (!pattern.empty()) pattern += '|';
+      pattern +=
+          letters.substr(static_cast<size_t>(seg.first_block), static_cast<size_t>(seg.blocks));
+    }
+  } else if (s.pp > 1) {
+    out.approximations.push_back(
+        "the strategy leaves the layer partition to hetplan: --hybrid-layer-pattern without | "
+        "separators, Megatron-LM's even split");
+  }
+  a.add("--hybrid-layer-pattern", fmt::format("\"{}\"", pattern));
+  if (!mamba) return;
+  a.add("--mamba-num-heads", mamba->heads);
+  a.add("--mamba-head-dim", mamba->head_dim);
+  a.add("--mamba-state-dim", mamba->state);
+  a.add("--mamba-num-groups", mamba->groups);
+  if (mamba->conv_kernel != 4 || mamba->chunk != 128)
+    out.approximations.push_back(fmt::format(
+        "the Mamba-2 mixers' conv1d of {} taps and scan chunks of {} tokens: Megatron-Core's "
+        "MambaMixer runs 4 and 128 (no flag sets them)",
+        mamba->conv_kernel, mamba->chunk));
+}
+
 void model_args(const ModelSpec& model, const LayerSpec& layer, const Strategy& s, Args& a,
                 ExportResult& out) {
   const TransformerLayer& b = *layer.block();
@@ -189,9 +284,12 @@ void model_args(const ModelSpec& model, const LayerSpec& layer, const Strategy& 
     out.approximations.push_back(
         "Megatron-LM builds the multi-token-prediction layers on the last pipeline stage, beside "
         "its share of --num-layers; the partition flags count decoder layers only");
+  if (blocks.hybrid) hybrid_args(model, s, a, out);
   if (blocks.moe) moe_args(blocks, s, a, out);
   a.add("--hidden-size", layer.hidden);
-  a.add("--ffn-hidden-size", blocks.dense ? blocks.dense->ffn_hidden : b.ffn_hidden);
+  a.add("--ffn-hidden-size", blocks.dense ? blocks.dense->ffn_hidden
+                             : blocks.moe ? blocks.moe->ffn_hidden
+                                          : b.ffn_hidden);
   a.add("--num-attention-heads", b.heads);
   if (b.mla.enabled())
     mla_args(b, a);
@@ -438,7 +536,7 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
                        : ""));
     if (s.schedule == "interleaved" && s.chunks < 2)
       out.unsupported.push_back("schedule interleaved with chunks 1");
-    if (layer) partition_args(model, s, a, out);
+    if (layer && !megatron_blocks(model).hybrid) partition_args(model, s, a, out);
     if (s.chunks > 1) microbatch_group_args(s, a, out);
     if (s.chunks > 1 && s.pp == 2) {
       // validate_args: interleaving over 2 pipeline ranks needs p2p overlap, which is on unless
@@ -493,10 +591,11 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
       "# Megatron-LM arguments for {}: {}\n"
       "# exported by hetplan. Launch on {} GPUs (Megatron-LM derives the data-parallel size {} "
       "from them), e.g.\n"
-      "#   torchrun --nproc-per-node <GPUs per node> --nnodes <nodes> pretrain_gpt.py "
+      "#   torchrun --nproc-per-node <GPUs per node> --nnodes <nodes> {} "
       "\"${{MEGATRON_ARGS[@]}}\" "
       "<data, tokenizer, optimizer flags>\n",
-      model.name, export_detail::strategy_summary(s), s.devices(), s.dp);
+      model.name, export_detail::strategy_summary(s), s.devices(), s.dp,
+      megatron_blocks(model).hybrid ? "pretrain_hybrid.py" : "pretrain_gpt.py");
   if (const auto* emb = model.layers.front().embedding())
     text += fmt::format("# vocabulary {}: from the tokenizer\n", emb->vocab);
   const std::string environment = environment_text(s, out);
