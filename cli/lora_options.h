@@ -24,11 +24,20 @@ inline void add_lora_options(CLI::App& app, LoraCliOptions& o) {
                      "Fine-tune with LoRA adapters of this rank beside the targeted linear layers, "
                      "the model's weights frozen (Megatron-Bridge's LoRA dim)")
           ->check(CLI::Range(int64_t{1}, kMaxLoraRank));
+  // The names are costmodel's (parse_lora_target), not a second list.
+  const CLI::Validator target(
+      [](std::string& text) -> std::string {
+        LoraTarget t;
+        return parse_lora_target(text, t)
+                   ? ""
+                   : "expected one of " + lora_target_names() + ", got " + text;
+      },
+      "TARGET", "LORA_TARGET");
   app.add_option("--lora-modules", o.modules,
-                 "With --lora-rank: the layers adapted, of linear_qkv, linear_proj, linear_fc1, "
-                 "linear_fc2 (default: all four, Megatron-Bridge's target_modules)")
+                 "With --lora-rank: the layers adapted, of " + lora_target_names() +
+                     " (default: all four, Megatron-Bridge's target_modules)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"}))
+      ->check(target)
       ->needs(rank);
 }
 
@@ -48,7 +57,7 @@ inline Lora lora_of(const LoraCliOptions& o) {
   lora.targets = 0;
   for (const auto& name : o.modules) {
     LoraTarget t;
-    parse_lora_target(name, t);  // checked by the option's IsMember
+    parse_lora_target(name, t);  // checked by the option's validator
     lora.targets |= static_cast<uint32_t>(t);
   }
   return lora;

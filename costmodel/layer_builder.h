@@ -109,19 +109,18 @@ class Builder {
   // this rank is `in` -> `out` over `tokens` rows (a column-parallel layer's `out`, a row-parallel
   // one's `in` split over tp), as Megatron-Bridge's ParallelLinearAdapter runs it
   // (src/megatron/bridge/peft/utils.py at 067f987df03b). Beside a column-parallel layer
-  // (linear_qkv, linear_fc1) A is a
-  // ColumnParallelLinear of rank / tp outputs gathered (gather_output: an all-gather of tokens x
-  // rank) and B one of the layer's `out` outputs; A reads the norm's output the base layer
-  // gathered (Transformer Engine's return_layernorm_output_gathered), and without sequence
-  // parallelism its input gradient is all-reduced over the group (copy_to_tensor_model_parallel
-  // _region; disable_grad_reduce under sequence parallelism). Beside a row-parallel layer
-  // (linear_proj, linear_fc2) A is a RowParallelLinear (its tokens x rank output all-reduced) and
-  // B a ColumnParallelLinear whose output is gathered (an all-gather of tokens x out), then
-  // scattered back to the sequence shard under sequence parallelism (a split). Each B's input
-  // gradient is all-reduced (tokens x rank). The output is scaled by alpha / rank and added to
-  // the layer's (two elementwise kernels). Adapters run in the activations' dtype (plain Megatron
-  // linear layers: no low-precision recipe), and keep A's output for B's weight gradient (A's
-  // input is the base layer's, kept already).
+  // (linear_qkv, linear_fc1) A is a ColumnParallelLinear of rank / tp outputs gathered
+  // (gather_output: an all-gather of tokens x rank) and B one of the layer's `out` outputs; A reads
+  // the norm's output the base layer gathered (Transformer Engine's
+  // return_layernorm_output_gathered), and without sequence parallelism its input gradient is
+  // all-reduced over the group (copy_to_tensor_model_parallel_region; disable_grad_reduce under
+  // sequence parallelism). Beside a row-parallel layer (linear_proj, linear_fc2) A is a
+  // RowParallelLinear (its tokens x rank output all-reduced) and B a ColumnParallelLinear whose
+  // output is gathered (an all-gather of tokens x out), then scattered back to the sequence shard
+  // under sequence parallelism (a split). Each B's input gradient is all-reduced (tokens x rank).
+  // The output is scaled by alpha / rank and added to the layer's (two elementwise kernels).
+  // Adapters run in the activations' dtype (plain Megatron linear layers: no low-precision recipe),
+  // and keep A's output for B's weight gradient (A's input is the base layer's, kept already).
   void lora_adapter(LoraTarget t, int64_t tokens, int64_t in, int64_t out, bool column_parallel);
 
   // Work of the passes that train a LoRA adapter while the base weights stay frozen.

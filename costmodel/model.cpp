@@ -200,6 +200,13 @@ TransformerLayer hybrid_layer(const TransformerLayer& block, char letter, const 
   return b;
 }
 
+char hybrid_letter(const TransformerLayer& b) {
+  if (b.mamba.enabled()) return 'M';
+  if (!b.has_mlp()) return '*';
+  if (b.has_attention()) return 0;
+  return b.is_moe() ? 'E' : '-';
+}
+
 std::string hybrid_letter_problem(const TransformerLayer& block, char letter) {
   if (letter != 'M' && letter != '*' && letter != '-' && letter != 'E')
     return fmt::format(
@@ -234,6 +241,12 @@ int64_t ModelSpec::activated_parameters(bool with_embedding) const {
       n -= (b->experts - b->top_k) * mlp_parameters(*b, l.hidden, b->ffn_hidden, 1);
   }
   return n;
+}
+
+bool ModelSpec::is_hybrid() const {
+  for (const auto& l : layers)
+    if (const auto* b = l.block(); b && hybrid_letter(*b) != 0) return true;
+  return false;
 }
 
 bool ModelSpec::is_moe() const {

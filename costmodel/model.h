@@ -125,6 +125,9 @@ struct TransformerLayer {
 // ("" when nothing is).
 TransformerLayer hybrid_layer(const TransformerLayer& block, char letter, const Mamba2Spec& mamba,
                               int64_t moe_ffn_hidden = 0);
+// The inverse: a block's letter (M, *, -, E); 0 for a block holding attention and an MLP together,
+// which the pattern has no letter for.
+char hybrid_letter(const TransformerLayer& b);
 std::string hybrid_letter_problem(const TransformerLayer& block, char letter);
 
 // Final norm, output projection to the vocabulary, and cross-entropy loss.
@@ -170,6 +173,8 @@ struct ModelSpec {
   int64_t activated_parameters(bool with_embedding = false) const;
   // Whether any block is a mixture of experts.
   bool is_moe() const;
+  // Any block holds one mixer alone (a hybrid model's layer: costmodel/model.h hybrid_layer).
+  bool is_hybrid() const;
 };
 
 // Parameters held by one layer on one rank: tensor-parallel width `tp`, and for the routed experts

@@ -18,20 +18,13 @@ std::string layer_structure_problem(const ModelSpec& model) {
 }
 
 std::string hybrid_export_problem(const ModelSpec& model) {
+  if (!model.is_hybrid()) return "";
   std::string pattern;
-  bool hybrid = false;
-  for (const auto& l : model.layers) {
-    const TransformerLayer* b = l.block();
-    if (!b) continue;
-    const char c = b->mamba.enabled()   ? 'M'
-                   : !b->has_mlp()      ? '*'
-                   : b->has_attention() ? 'T'
-                   : b->is_moe()        ? 'E'
-                                        : '-';
-    hybrid = hybrid || c != 'T';
-    pattern += c;
-  }
-  if (!hybrid) return "";
+  for (const auto& l : model.layers)
+    if (const TransformerLayer* b = l.block()) {
+      const char c = hybrid_letter(*b);
+      pattern += c != 0 ? c : 'T';  // T: attention and an MLP together
+    }
   if (pattern.size() > 60) pattern = pattern.substr(0, 57) + "...";
   return fmt::format(
       "model {} is a hybrid model (layers {}: M Mamba-2, * attention, - MLP, E MoE), which this "

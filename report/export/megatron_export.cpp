@@ -27,13 +27,14 @@ struct MegatronBlocks {
   int64_t mtp = 0;
   const TransformerLayer* dense = nullptr;  // the first dense block (an MLP, no experts), if any
   const TransformerLayer* moe = nullptr;    // the first MoE block, if any
-  // A hybrid model (Mamba-2, attention, MLP and MoE layers of one mixer each): its layers are
-  // --hybrid-layer-pattern's letters, and Megatron-LM runs it with pretrain_hybrid.py.
+  // A hybrid model (ModelSpec::is_hybrid): its layers are --hybrid-layer-pattern's letters, and
+  // Megatron-LM runs it with pretrain_hybrid.py.
   bool hybrid = false;
 };
 
 MegatronBlocks megatron_blocks(const ModelSpec& model) {
   MegatronBlocks m;
+  m.hybrid = model.is_hybrid();
   for (const auto& l : model.layers)
     if (const auto* b = l.block()) {
       if (b->mtp_vocab > 0) {
@@ -43,7 +44,6 @@ MegatronBlocks megatron_blocks(const ModelSpec& model) {
       m.decoder.push_back(b);
       if (b->is_moe() && !m.moe) m.moe = b;
       if (!b->is_moe() && b->has_mlp() && !m.dense) m.dense = b;
-      m.hybrid = m.hybrid || b->mamba.enabled() || !b->has_attention() || !b->has_mlp();
     }
   return m;
 }
@@ -150,15 +150,6 @@ void parallel_and_precision_args(const ModelSpec& model, const Strategy& s, Args
 // The block Megatron-LM's flags describe: the first decoder block, when every decoder block has its
 // attention and norms, every dense block its MLP, and every MoE block its experts (Megatron-Core
 // builds dense and MoE layers by --moe-layer-freq); nullptr, with the reason, otherwise.
-// A hybrid model's letter for block `b`: M (Mamba-2), * (attention), - (MLP), E (MoE); 0 for a
-// block holding attention and an MLP together, which --hybrid-layer-pattern has no letter for.
-char hybrid_letter(const TransformerLayer& b) {
-  if (b.mamba.enabled()) return 'M';
-  if (!b.has_mlp()) return '*';
-  if (b.has_attention()) return 0;
-  return b.is_moe() ? 'E' : '-';
-}
-
 // A hybrid model's block the attention flags describe (its first attention layer), when every
 // layer of each letter is alike (Megatron-Core builds one spec per letter); nullptr, with the
 // reason, otherwise.
@@ -200,7 +191,7 @@ const LayerSpec* megatron_block(const ModelSpec& model, ExportResult& out) {
     out.unsupported.push_back(problem);
     return nullptr;
   }
-  if (megatron_blocks(model).hybrid) return hybrid_block(model, out);
+  if (model.is_hybrid()) return hybrid_block(model, out);
   const LayerSpec* first = nullptr;
   const TransformerLayer *dense = nullptr, *moe = nullptr;
   for (const auto& l : model.layers) {
@@ -536,7 +527,7 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
                        : ""));
     if (s.schedule == "interleaved" && s.chunks < 2)
       out.unsupported.push_back("schedule interleaved with chunks 1");
-    if (layer && !megatron_blocks(model).hybrid) partition_args(model, s, a, out);
+    if (layer && !model.is_hybrid()) partition_args(model, s, a, out);
     if (s.chunks > 1) microbatch_group_args(s, a, out);
     if (s.chunks > 1 && s.pp == 2) {
       // validate_args: interleaving over 2 pipeline ranks needs p2p overlap, which is on unless
@@ -595,7 +586,7 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
       "\"${{MEGATRON_ARGS[@]}}\" "
       "<data, tokenizer, optimizer flags>\n",
       model.name, export_detail::strategy_summary(s), s.devices(), s.dp,
-      megatron_blocks(model).hybrid ? "pretrain_hybrid.py" : "pretrain_gpt.py");
+      model.is_hybrid() ? "pretrain_hybrid.py" : "pretrain_gpt.py");
   if (const auto* emb = model.layers.front().embedding())
     text += fmt::format("# vocabulary {}: from the tokenizer\n", emb->vocab);
   const std::string environment = environment_text(s, out);
