@@ -258,7 +258,7 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
   if (model.dtype == Dtype::kBf16) j["bf16"] = {{"enabled", true}};
   if (model.dtype == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
   if (model.dtype == Dtype::kFp8) out.unsupported.push_back("training in fp8");
-  export_detail::lora_notes(s, "DeepSpeed",
+  export_detail::lora_notes(s,
                             "DeepSpeed's config has no LoRA of the adapters hetplan predicted "
                             "(deepspeed.linear's LoRAOptimizedLinear shards the frozen weights)",
                             out);

@@ -81,19 +81,17 @@ std::vector<StageBlocks> pipeline_segments(const ModelSpec& model, const Strateg
   return split_by_counts(counts);
 }
 
-void lora_notes(const Strategy& s, std::string_view framework, std::string_view why,
-                ExportResult& out) {
-  if (!s.lora.enabled()) return;
+std::string lora_targets_text(const Lora& lora) {
   std::vector<std::string> targets;
-  for (LoraTarget t : lora_targets_of(s.lora.targets))
+  for (LoraTarget t : lora_targets_of(lora.targets))
     targets.push_back(fmt::format("\"{}\"", to_string(t)));
+  return fmt::format("{}", fmt::join(targets, ", "));
+}
+
+void lora_notes(const Strategy& s, std::string_view why, ExportResult& out) {
+  if (!s.lora.enabled()) return;
   out.unsupported.push_back(fmt::format("LoRA (rank {}, {}): not written: {}", s.lora.rank,
-                                        fmt::join(targets, ", "), why));
-  if (framework == "Megatron-LM")
-    out.instructions.push_back(fmt::format(
-        "LoRA runs through Megatron-Bridge on these parallel settings: cfg.peft = LoRA(target_"
-        "modules=[{}], dim={}, alpha={}) (megatron.bridge.peft.lora at 067f987df03b)",
-        fmt::join(targets, ", "), s.lora.rank, s.lora.rank));
+                                        lora_targets_text(s.lora), why));
 }
 
 std::string strategy_summary(const Strategy& s) {

@@ -115,10 +115,10 @@ std::vector<int64_t> rank_devices(const RankPlacement& p);
 // "dp 2 x tp 2 x pp 2 = 8 GPUs, micro-batch 4, global batch 64, 1f1b, recompute selective"
 std::string strategy_summary(const Strategy& s);
 
-// A strategy's LoRA, which none of the exported files carries: `unsupported` says so with `why`,
-// and for Megatron-LM an instruction gives Megatron-Bridge's LoRA of the same rank and targets.
-void lora_notes(const Strategy& s, std::string_view framework, std::string_view why,
-                ExportResult& out);
+// The LoRA's targets as Python strings: "\"linear_qkv\", \"linear_proj\"".
+std::string lora_targets_text(const Lora& lora);
+// A strategy's LoRA, which none of the exported files carries: `unsupported` says so with `why`.
+void lora_notes(const Strategy& s, std::string_view why, ExportResult& out);
 
 }  // namespace export_detail
 }  // namespace hetplan

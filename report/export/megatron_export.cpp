@@ -511,8 +511,13 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
   a.add("--tensor-model-parallel-size", s.tp);
   a.add("--pipeline-model-parallel-size", s.pp);
   parallel_and_precision_args(model, s, a, out);
-  export_detail::lora_notes(
-      s, "Megatron-LM", "Megatron-LM's arguments have no PEFT (every parameter would train)", out);
+  export_detail::lora_notes(s, "Megatron-LM's arguments have no PEFT (every parameter would train)",
+                            out);
+  if (s.lora.enabled())
+    out.instructions.push_back(fmt::format(
+        "LoRA runs through Megatron-Bridge on these parallel settings: cfg.peft = LoRA(target_"
+        "modules=[{}], dim={}, alpha={}) (megatron.bridge.peft.lora at 067f987df03b)",
+        export_detail::lora_targets_text(s.lora), s.lora.rank, s.lora.rank));
   if (s.pp > 1) {
     if (s.schedule == "gpipe")
       out.approximations.push_back(

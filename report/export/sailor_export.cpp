@@ -115,7 +115,7 @@ std::string sailor_precision(Dtype dtype) {
 ExportResult export_sailor(const ModelSpec& model, const Strategy& s, const ExportOptions& o) {
   ExportResult out;
   const LayerSpec* block = export_detail::uniform_block(model, out);
-  export_detail::lora_notes(s, "Sailor", "Sailor's fork of Megatron-DeepSpeed has no PEFT", out);
+  export_detail::lora_notes(s, "Sailor's fork of Megatron-DeepSpeed has no PEFT", out);
   if (s.chunks_per_device() > 1 || s.schedule != "1f1b")
     out.unsupported.push_back(fmt::format(
         "schedule {}: Sailor's pipeline engine (DeepSpeed's TrainSchedule) runs 1F1B", s.schedule));

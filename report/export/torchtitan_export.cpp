@@ -163,7 +163,7 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
   const std::string parallelism = parallelism_lines(model, s, layer, out);
   const std::string checkpoint = checkpoint_line(s, imports);
   export_detail::torchtitan::common_notes(s, out);
-  export_detail::lora_notes(s, "torchtitan", export_detail::torchtitan::kTorchtitanLora, out);
+  export_detail::lora_notes(s, export_detail::torchtitan::kTorchtitanLora, out);
   std::string text = header(model, layer, s);
   text += export_detail::torchtitan::comment_lines(s, o, out);
   text += "import importlib\nimport os\n\n";

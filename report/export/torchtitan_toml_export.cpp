@@ -154,7 +154,7 @@ ExportResult export_torchtitan_toml(const ModelSpec& model, const Strategy& s,
     t.put("selective_ac_option", std::string("op"));
   }
   tt::common_notes(s, out);
-  export_detail::lora_notes(s, "torchtitan", export_detail::torchtitan::kTorchtitanLora, out);
+  export_detail::lora_notes(s, export_detail::torchtitan::kTorchtitanLora, out);
 
   std::string head = fmt::format(
       "# torchtitan job config for {}: {}\n# exported by hetplan for torchtitan before its "
