@@ -61,6 +61,7 @@ Json layer_json(const LayerSpec& l, size_t index) {
     j["shared_experts"] = b->shared_experts;
     j["shared_ffn_hidden"] = b->shared_ffn_hidden;
     j["shared_expert_gate"] = b->shared_expert_gate;
+    j["moe_latent"] = b->moe_latent;
     j["mtp"] = b->mtp_vocab > 0;
     if (const Mamba2Spec& m = b->mamba; m.enabled())
       j["mamba"] = {{"heads", m.heads},   {"head_dim", m.head_dim},       {"state", m.state},
@@ -98,6 +99,7 @@ std::string layer_line(const LayerSpec& l) {
     if (b->attention_sinks) extra += " sinks";
     if (b->shared_experts > 0)
       extra += fmt::format(" shared {}x{}", b->shared_experts, b->shared_ffn_hidden);
+    if (b->moe_latent > 0) extra += fmt::format(" latent {}", b->moe_latent);
     if (b->mtp_vocab > 0) extra += " mtp";
     return fmt::format(
         "{}      hidden {} seq {} heads {} kv heads {} head_dim {} ffn {} {} {}{}{}{} "

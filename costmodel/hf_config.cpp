@@ -4,6 +4,7 @@
 // name what hetplan does not model. Each family's keys and defaults follow its configuration
 // class in Hugging Face transformers (src/transformers/models/<family>/configuration_*.py).
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -25,6 +26,8 @@ struct Parts {
   int64_t layers = 0;
   int64_t seq_len = 0;
   int64_t mtp_layers = 0;  // DeepSeek-V3's multi-token-prediction modules
+  // Their block where it is not the main model's last one (Nemotron 3's mtp pattern).
+  std::optional<TransformerLayer> mtp_block;
 };
 
 void expand(Parts& p) {
@@ -57,14 +60,17 @@ Parts read_gpt2(ObjectReader& r) {
 }
 
 // The decoder every family below shares: RMSNorm, rotary, gated MLP, untied head by default.
-Parts read_decoder(ObjectReader& r, MlpActivation activation = MlpActivation::kSwiglu) {
+// `dense_mlp` false: intermediate_size may be left out (a hybrid model without MLP layers).
+Parts read_decoder(ObjectReader& r, MlpActivation activation = MlpActivation::kSwiglu,
+                   bool dense_mlp = true) {
   Parts p;
   p.hidden = r.positive_integer("hidden_size");
   p.layers = r.positive_integer("num_hidden_layers");
   p.block.heads = r.positive_integer("num_attention_heads");
   p.block.kv_heads = r.positive_integer_or("num_key_value_heads", p.block.heads);
   p.block.head_dim = r.positive_integer_or("head_dim", p.hidden / p.block.heads);
-  p.block.ffn_hidden = r.positive_integer("intermediate_size");
+  p.block.ffn_hidden = dense_mlp ? r.positive_integer("intermediate_size")
+                                 : r.positive_integer_or("intermediate_size", 0);
   p.block.activation = activation;
   p.block.norm = NormKind::kRmsNorm;
   p.block.bias = false;
@@ -258,36 +264,29 @@ Parts read_gpt_oss(ObjectReader& r) {
   return p;
 }
 
-// Nemotron-H and Nemotron 3 (NemotronHConfig: model_type nemotron_h): a hybrid of Mamba-2,
-// attention, MLP and MoE layers by hybrid_override_pattern (or the newer layers_block_type list of
-// "mamba", "attention", "mlp", "moe"), squared-ReLU MLPs (mlp_hidden_act relu2),
-// RMSNorm, no biases; the MoE layers' routed experts at moe_intermediate_size, one shared expert of
-// moe_shared_expert_intermediate_size where it is given.
-Parts read_nemotron_h(ObjectReader& r) {
-  Parts p = read_decoder(r, MlpActivation::kSquaredRelu);
-  TransformerLayer& b = p.block;
-  const std::string act = r.string_or("mlp_hidden_act", "relu2");
-  if (act != "relu2")
-    r.fail("mlp_hidden_act", fmt::format("expected relu2 (squared ReLU), found \"{}\"", act));
-  b.bias = r.boolean_or("attention_bias", false);
-  b.mlp_bias = r.boolean_or("mlp_bias", false);
-  // Megatron-Bridge's bridge (models/nemotronh/nemotron_h_bridge.py at 067f987df03b): "Mamba
-  // doesn't use position embeddings" (position_embedding_type none).
-  b.rotary = false;
-  if (r.has("moe_latent_size"))
-    r.fail("moe_latent_size", "LatentMoE (experts in a latent space) is not modelled");
-  if (r.integer_or("num_nextn_predict_layers", 0) > 0)
-    r.fail("num_nextn_predict_layers", "Nemotron-H's multi-token prediction is not modelled");
-  int64_t moe_ffn = 0;
-  if (r.has("n_routed_experts")) {
-    b.experts = r.positive_integer("n_routed_experts");
-    b.top_k = r.positive_integer("num_experts_per_tok");
-    moe_ffn = r.positive_integer("moe_intermediate_size");
-    if (const int64_t shared = r.integer_or("moe_shared_expert_intermediate_size", 0); shared > 0) {
-      b.shared_experts = r.positive_integer_or("n_shared_experts", 1);
-      b.shared_ffn_hidden = shared;
-    }
+// Nemotron-H's MoE fields into `b` (routed experts, the shared expert where
+// moe_shared_expert_intermediate_size is given, Nemotron 3 Super's LatentMoE width, which
+// Megatron-Bridge's bridge maps as it is); returns the routed experts' width (0: no experts).
+int64_t read_nemotron_moe(ObjectReader& r, TransformerLayer& b) {
+  if (!r.has("n_routed_experts")) {
+    if (r.optional_integer("moe_latent_size"))
+      r.fail("moe_latent_size", "a latent needs routed experts (n_routed_experts)");
+    return 0;
   }
+  b.experts = r.positive_integer("n_routed_experts");
+  b.top_k = r.positive_integer("num_experts_per_tok");
+  if (const int64_t shared = r.integer_or("moe_shared_expert_intermediate_size", 0); shared > 0) {
+    b.shared_experts = r.positive_integer_or("n_shared_experts", 1);
+    b.shared_ffn_hidden = shared;
+  }
+  if (const auto latent = r.optional_integer("moe_latent_size")) {
+    if (*latent <= 0) r.fail("moe_latent_size", "expected null (no latent) or a width > 0");
+    b.moe_latent = *latent;
+  }
+  return r.positive_integer("moe_intermediate_size");
+}
+
+Mamba2Spec read_nemotron_mamba(ObjectReader& r) {
   Mamba2Spec mamba;
   mamba.heads = r.positive_integer("mamba_num_heads");
   mamba.head_dim = r.positive_integer("mamba_head_dim");
@@ -295,8 +294,15 @@ Parts read_nemotron_h(ObjectReader& r) {
   mamba.groups = r.positive_integer_or("n_groups", 1);
   mamba.conv_kernel = r.positive_integer_or("conv_kernel", 4);
   mamba.chunk = r.positive_integer_or("chunk_size", 128);
+  return mamba;
+}
+
+// The layers' letters: hybrid_override_pattern, or the newer layers_block_type list of "mamba",
+// "attention", "mlp" and "moe"; one per layer.
+std::string read_hybrid_pattern(ObjectReader& r, int64_t layers) {
   std::string pattern;
-  if (r.has("layers_block_type")) {
+  const bool listed = r.has("layers_block_type");
+  if (listed) {
     for (const std::string& t : r.strings("layers_block_type")) {
       const char c = t == "mamba"       ? 'M'
                      : t == "attention" ? '*'
@@ -311,13 +317,45 @@ Parts read_nemotron_h(ObjectReader& r) {
   } else {
     pattern = r.string("hybrid_override_pattern");
   }
-  if (static_cast<int64_t>(pattern.size()) != p.layers)
-    r.fail(r.has("layers_block_type") ? "layers_block_type" : "hybrid_override_pattern",
-           fmt::format("expected one entry per layer ({}), found {}", p.layers, pattern.size()));
+  if (static_cast<int64_t>(pattern.size()) != layers)
+    r.fail(listed ? "layers_block_type" : "hybrid_override_pattern",
+           fmt::format("expected one entry per layer ({}), found {}", layers, pattern.size()));
+  return pattern;
+}
+
+// Nemotron-H and Nemotron 3 (NemotronHConfig: model_type nemotron_h): a hybrid of Mamba-2,
+// attention, MLP and MoE layers by their pattern, squared-ReLU MLPs (mlp_hidden_act relu2),
+// RMSNorm, no biases; MoE layers as read_nemotron_moe reads them; num_nextn_predict_layers
+// multi-token-prediction modules of mtp_hybrid_override_pattern (Nemotron 3 Super: one, "*E").
+Parts read_nemotron_h(ObjectReader& r) {
+  Parts p = read_decoder(r, MlpActivation::kSquaredRelu, /*dense_mlp=*/false);
+  TransformerLayer& b = p.block;
+  const std::string act = r.string_or("mlp_hidden_act", "relu2");
+  if (act != "relu2")
+    r.fail("mlp_hidden_act", fmt::format("expected relu2 (squared ReLU), found \"{}\"", act));
+  b.bias = r.boolean_or("attention_bias", false);
+  b.mlp_bias = r.boolean_or("mlp_bias", false);
+  // Megatron-Bridge's bridge (models/nemotronh/nemotron_h_bridge.py at 067f987df03b): "Mamba
+  // doesn't use position embeddings" (position_embedding_type none).
+  b.rotary = false;
+  const int64_t moe_ffn = read_nemotron_moe(r, b);
+  const Mamba2Spec mamba = read_nemotron_mamba(r);
+  const std::string pattern = read_hybrid_pattern(r, p.layers);
+  if (b.ffn_hidden == 0 && pattern.find('-') != std::string::npos)
+    r.fail("intermediate_size", "missing: expected the MLP width of the pattern's - layers");
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (const std::string why = hybrid_letter_problem(b, pattern[i]); !why.empty())
       r.fail("hybrid_override_pattern", fmt::format("{} at {}", why, i));
     p.blocks.push_back(hybrid_layer(b, pattern[i], mamba, moe_ffn));
+  }
+  p.mtp_layers = r.integer_or("num_nextn_predict_layers", 0);
+  if (p.mtp_layers < 0 || p.mtp_layers > model_limits::kBlocks)
+    r.fail("num_nextn_predict_layers", "expected 0 or more multi-token-prediction modules");
+  if (p.mtp_layers > 0) {
+    const std::string mtp = r.string("mtp_hybrid_override_pattern");
+    if (const std::string why = hybrid_mtp_problem(b, mtp); !why.empty())
+      r.fail("mtp_hybrid_override_pattern", why);
+    p.mtp_block = hybrid_mtp_layer(b, mtp, mamba, moe_ffn);
   }
   return p;
 }
@@ -465,7 +503,8 @@ ModelSpec model_from_hf_config(const Document& doc) {
     m.layers.push_back(
         {fmt::format("block{}", i), p.hidden, m.seq_len, p.blocks[static_cast<size_t>(i)]});
   for (int64_t i = 0; i < p.mtp_layers; ++i) {
-    TransformerLayer b = p.blocks.back();  // DeepSeek-V3: the main model's last layer's structure
+    // DeepSeek-V3: the main model's last layer's structure; Nemotron 3: its own pattern's.
+    TransformerLayer b = p.mtp_block ? *p.mtp_block : p.blocks.back();
     b.mtp_vocab = p.embedding.vocab;
     m.layers.push_back({fmt::format("mtp{}", i), p.hidden, m.seq_len, b});
   }

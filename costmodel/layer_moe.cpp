@@ -114,6 +114,22 @@ CommScope expert_tensor_scope(const LayerShape& s) {
   return s.expert_tp() == s.tp ? CommScope::kTensor : CommScope::kExpertTensor;
 }
 
+// LatentMoE's projection of the router's input into the latent (TELinear, parallel_mode
+// duplicated: the whole weight on every tensor-parallel rank over that rank's `tokens`; the
+// norm's output it reads is kept already); returns the width the experts work at.
+int64_t latent_down(const TransformerLayer& b, int64_t h, int64_t tokens, Builder& B) {
+  if (b.moe_latent <= 0) return h;
+  B.linear("moe_latent_down", tokens, h, b.moe_latent);
+  return b.moe_latent;
+}
+
+// And back after the combine, before the shared experts' output is added; it keeps its input.
+void latent_up(const TransformerLayer& b, int64_t h, int64_t tokens, Builder& B) {
+  if (b.moe_latent <= 0) return;
+  B.keep(static_cast<double>(tokens) * b.moe_latent * B.linear_input());
+  B.linear("moe_latent_up", tokens, b.moe_latent, h);
+}
+
 // Megatron-Core's allgather dispatcher at ep = 1 with the experts split tp ways: the MLP's own
 // tensor-parallel region gathers the tokens, every rank routes all of them and runs its shard
 // of every expert (hetplan's MoE before 2026-12, and at these widths still).
@@ -122,13 +138,15 @@ void moe_tensor_region(const TransformerLayer& b, const BlockSizes& z, Builder& 
   B.enter_tp_region("mlp", z.x_bytes);
   B.linear("router", T, h, b.experts, {.quantizable = false});
   B.memory("router_topk", Pass::kForward, static_cast<double>(T) * b.experts * 4);
+  const int64_t d = latent_down(b, h, T, B);
   const double copies = static_cast<double>(T) * b.top_k;
-  permute(copies, h, B);
+  permute(copies, d, B);
   const auto [tokens, fraction] = expert_tokens(T * b.top_k, b.experts, B.shape().moe_imbalance);
   experts_token_counts(B);
-  B.keep(copies * h * B.linear_input());  // dispatched expert inputs
-  mlp_gemms(b, h, tokens, b.ffn_hidden / B.shape().tp, b.experts, fraction, "", B, true);
-  unpermute(copies, static_cast<double>(T), h, B);
+  B.keep(copies * d * B.linear_input());  // dispatched expert inputs
+  mlp_gemms(b, d, tokens, b.ffn_hidden / B.shape().tp, b.experts, fraction, "", B, true);
+  unpermute(copies, static_cast<double>(T), d, B);
+  latent_up(b, h, T, B);
   shared_experts(b, h, T, B);
   B.leave_tp_region("mlp", z.x_bytes);
 }
@@ -147,12 +165,13 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
   const Pass F = Pass::kForward, Bi = Pass::kBackwardInput;
   B.linear("router", N, h, E, {.quantizable = false});
   B.memory("router_topk", F, static_cast<double>(N) * E * 4);
+  const int64_t d = latent_down(b, h, N, B);
   experts_token_counts(B);
   int64_t routed = 0;  // routed copies this rank's experts receive
   if (s.dispatcher == MoeDispatcher::kAllGather) {
     // Gather the hidden states of the expert-tensor and expert groups (hierarchically: etp,
     // then ep), run the local experts on the copies routed to them, reduce-scatter back.
-    const double gathered_etp = static_cast<double>(N) * etp * h * act;
+    const double gathered_etp = static_cast<double>(N) * etp * d * act;
     const double gathered = gathered_etp * ep;
     B.comm("moe_allgather_etp", F, CollectiveKind::kAllGather, gathered_etp, et);
     B.comm("moe_allgather_ep", F, CollectiveKind::kAllGather, gathered, CommScope::kExpert);
@@ -160,14 +179,14 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
            CommScope::kExpert);
     B.comm("moe_allgather_etp_grad", Bi, CollectiveKind::kReduceScatter, gathered_etp, et);
     routed = N * etp * ep * k / ep;
-    permute(static_cast<double>(routed), h, B);
+    permute(static_cast<double>(routed), d, B);
   } else {
     // All-to-all: permute this rank's copies, send them to their experts' ranks, gather them
     // over the expert tensor group, and sort them by local expert (Megatron-Core's
     // sort_chunks_by_idxs); the same back after the experts. The flex dispatcher moves the
     // same copies, a token once per destination node and GPU (the copies made there).
-    const double sent = static_cast<double>(N) * k * h * act;
-    permute(static_cast<double>(N) * k, h, B);
+    const double sent = static_cast<double>(N) * k * d * act;
+    permute(static_cast<double>(N) * k, d, B);
     B.routed_all_to_all("moe_dispatch_a2a", F, sent, E, k);
     B.routed_all_to_all("moe_dispatch_a2a_grad", Bi, sent, E, k);
     B.comm("moe_dispatch_allgather_etp", F, CollectiveKind::kAllGather, sent * etp, et);
@@ -175,16 +194,16 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
            et);
     routed = N * k * etp;
     if (ep > 1 && local > 1) {
-      B.memory("moe_sort_chunks", F, 2.0 * routed * h * act);
-      B.memory("moe_sort_chunks_grad", Bi, 2.0 * routed * h * act);
+      B.memory("moe_sort_chunks", F, 2.0 * routed * d * act);
+      B.memory("moe_sort_chunks_grad", Bi, 2.0 * routed * d * act);
     }
   }
   const auto [tokens, fraction] = expert_tokens(routed, local, s.moe_imbalance);
-  B.keep(static_cast<double>(routed) * h * B.linear_input());  // the experts' inputs
-  mlp_gemms(b, h, tokens, b.ffn_hidden / etp, local, fraction, "", B, true);
+  B.keep(static_cast<double>(routed) * d * B.linear_input());  // the experts' inputs
+  mlp_gemms(b, d, tokens, b.ffn_hidden / etp, local, fraction, "", B, true);
   if (s.dispatcher == MoeDispatcher::kAllGather) {
-    unpermute(static_cast<double>(routed), static_cast<double>(N) * etp * ep, h, B);
-    const double gathered_etp = static_cast<double>(N) * etp * h * act;
+    unpermute(static_cast<double>(routed), static_cast<double>(N) * etp * ep, d, B);
+    const double gathered_etp = static_cast<double>(N) * etp * d * act;
     B.comm("moe_reducescatter_ep", F, CollectiveKind::kReduceScatter, gathered_etp * ep,
            CommScope::kExpert);
     B.comm("moe_reducescatter_etp", F, CollectiveKind::kReduceScatter, gathered_etp, et);
@@ -192,17 +211,18 @@ void moe_expert_parallel(const TransformerLayer& b, const BlockSizes& z, Builder
     B.comm("moe_reducescatter_ep_grad", Bi, CollectiveKind::kAllGather, gathered_etp * ep,
            CommScope::kExpert);
   } else {
-    const double sent = static_cast<double>(N) * k * h * act;
+    const double sent = static_cast<double>(N) * k * d * act;
     if (ep > 1 && local > 1) {
-      B.memory("moe_unsort_chunks", F, 2.0 * routed * h * act);
-      B.memory("moe_unsort_chunks_grad", Bi, 2.0 * routed * h * act);
+      B.memory("moe_unsort_chunks", F, 2.0 * routed * d * act);
+      B.memory("moe_unsort_chunks_grad", Bi, 2.0 * routed * d * act);
     }
     B.comm("moe_combine_reducescatter_etp", F, CollectiveKind::kReduceScatter, sent * etp, et);
     B.comm("moe_combine_allgather_etp_grad", Bi, CollectiveKind::kAllGather, sent * etp, et);
     B.routed_all_to_all("moe_combine_a2a", F, sent, E, k);
     B.routed_all_to_all("moe_combine_a2a_grad", Bi, sent, E, k);
-    unpermute(static_cast<double>(N) * k, static_cast<double>(N), h, B);
+    unpermute(static_cast<double>(N) * k, static_cast<double>(N), d, B);
   }
+  latent_up(b, h, N, B);
   if (b.shared_experts > 0) {
     // Shared experts in a tensor-parallel region of their own (their linear layers' gathers and
     // reductions, re-run with them).

@@ -105,7 +105,7 @@ int64_t mlp_parameters(const TransformerLayer& b, int64_t hidden, int64_t ffn, i
 int64_t routed_expert_parameters(const TransformerLayer& b, int64_t hidden, int64_t ep,
                                  int64_t etp) {
   if (!b.is_moe()) return 0;
-  return mlp_parameters(b, hidden, b.ffn_hidden, etp) * (b.experts / ep);
+  return mlp_parameters(b, b.expert_width(hidden), b.ffn_hidden, etp) * (b.experts / ep);
 }
 
 // A Mamba-2 mixer on one tensor-parallel rank (Megatron-Core's MambaMixer): in_proj
@@ -130,6 +130,9 @@ int64_t block_parameters(const TransformerLayer& b, int64_t hidden, int64_t tp, 
   if (b.is_moe()) {
     p += routed_expert_parameters(b, hidden, ep, etp);
     p += hidden * b.experts;  // router, replicated
+    // LatentMoE's projections into the latent and back (TELinear parallel_mode duplicated: whole
+    // on every tensor-parallel rank; moe_layer.py at d98e8a64dd).
+    if (b.moe_latent > 0) p += 2 * hidden * b.moe_latent;
     p += mlp_parameters(b, hidden, b.shared_ffn_hidden, tp) * b.shared_experts;
     if (b.shared_expert_gate) p += hidden;
   } else {
@@ -176,6 +179,7 @@ TransformerLayer hybrid_layer(const TransformerLayer& block, char letter, const 
     b.experts = b.top_k = 1;
     b.shared_experts = b.shared_ffn_hidden = 0;
     b.shared_expert_gate = false;
+    b.moe_latent = 0;
   };
   switch (letter) {
     case 'M':
@@ -217,6 +221,35 @@ std::string hybrid_letter_problem(const TransformerLayer& block, char letter) {
   return "";
 }
 
+std::string hybrid_mtp_problem(const TransformerLayer& block, const std::string& pattern) {
+  const bool pair =
+      pattern.size() == 2 && pattern[0] == '*' && (pattern[1] == '-' || pattern[1] == 'E');
+  if (pattern.size() != 1 && !pair)
+    return fmt::format(
+        "expected one letter, or * followed by - or E (one transformer block), "
+        "found \"{}\"",
+        pattern);
+  for (char c : pattern)
+    if (std::string why = hybrid_letter_problem(block, c); !why.empty()) return why;
+  return "";
+}
+
+TransformerLayer hybrid_mtp_layer(const TransformerLayer& block, const std::string& pattern,
+                                  const Mamba2Spec& mamba, int64_t moe_ffn_hidden) {
+  if (pattern.size() == 1) return hybrid_layer(block, pattern[0], mamba, moe_ffn_hidden);
+  // * with - or E: the block's attention and its MLP (the - layer keeps what * drops).
+  TransformerLayer b = hybrid_layer(block, pattern[1], mamba, moe_ffn_hidden);
+  b.heads = block.heads;
+  b.kv_heads = block.kv_heads;
+  b.head_dim = block.head_dim;
+  return b;
+}
+
+std::string hybrid_mtp_pattern(const TransformerLayer& b) {
+  if (const char c = hybrid_letter(b); c != 0) return std::string(1, c);
+  return b.is_moe() ? "*E" : "*-";
+}
+
 int64_t ModelSpec::num_blocks() const {
   int64_t n = 0;
   for (const auto& l : layers) n += l.kind() == LayerKind::kTransformer;
@@ -238,7 +271,8 @@ int64_t ModelSpec::activated_parameters(bool with_embedding) const {
     }
     n += layer_parameters(l);
     if (const auto* b = l.block(); b && b->is_moe())
-      n -= (b->experts - b->top_k) * mlp_parameters(*b, l.hidden, b->ffn_hidden, 1);
+      n -=
+          (b->experts - b->top_k) * mlp_parameters(*b, b->expert_width(l.hidden), b->ffn_hidden, 1);
   }
   return n;
 }
@@ -330,6 +364,10 @@ void validate_block_variants(const TransformerLayer& b, const std::string& at, c
     fail(at + ".shared_ffn_hidden", "expected the shared experts' MLP width > 0");
   if (b.shared_expert_gate && b.shared_experts == 0)
     fail(at + ".shared_expert_gate", "a gate on shared experts needs shared_experts > 0");
+  if (b.moe_latent < 0) fail(at + ".moe_latent", "expected 0 (no latent) or a width > 0");
+  at_most(at + ".moe_latent", b.moe_latent, lim::kWidth);
+  if (b.moe_latent > 0 && !b.is_moe())
+    fail(at + ".moe_latent", "a latent belongs to a mixture of experts (experts > 1)");
   if (b.mtp_vocab < 0) fail(at + ".mtp_vocab", "expected >= 0");
   at_most(at + ".mtp_vocab", b.mtp_vocab, lim::kVocab);
 }

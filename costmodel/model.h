@@ -103,6 +103,12 @@ struct TransformerLayer {
   int64_t shared_experts = 0;
   int64_t shared_ffn_hidden = 0;
   bool shared_expert_gate = false;
+  // > 0: LatentMoE (Nemotron 3 Super; Megatron-Core's moe_latent_size): the routed experts work in
+  // a latent space of this width. A projection (hidden -> latent, replicated over the tensor
+  // group) follows the router, the tokens are dispatched, run through the experts (latent ->
+  // ffn_hidden -> latent) and combined at this width, and a second projection (latent -> hidden)
+  // precedes the shared experts' add, which run on the full hidden state.
+  int64_t moe_latent = 0;
 
   // > 0: a multi-token-prediction module (DeepSeek-V3's MTP, num_nextn_predict_layers): before
   // the block, the embedding of the next tokens (the main model's table, not held here), a norm of
@@ -112,6 +118,8 @@ struct TransformerLayer {
   int64_t mtp_vocab = 0;
 
   bool is_moe() const { return experts > 1; }
+  // The width of the routed experts' input and output (the latent under LatentMoE).
+  int64_t expert_width(int64_t hidden) const { return moe_latent > 0 ? moe_latent : hidden; }
   bool has_attention() const { return heads > 0; }
   bool has_mlp() const { return ffn_hidden > 0; }
   bool qkv_biased() const { return bias || qkv_bias; }
@@ -129,6 +137,15 @@ TransformerLayer hybrid_layer(const TransformerLayer& block, char letter, const 
 // which the pattern has no letter for.
 char hybrid_letter(const TransformerLayer& b);
 std::string hybrid_letter_problem(const TransformerLayer& block, char letter);
+// A hybrid model's multi-token-prediction block from its pattern (Nemotron 3 Super's
+// mtp_hybrid_override_pattern "*E": attention, then the mixture of experts): one letter, or an
+// attention followed by an MLP or MoE (* then - or E), which together are one pre-norm transformer
+// block. hybrid_mtp_problem says what is wrong with a pattern ("" when nothing is).
+TransformerLayer hybrid_mtp_layer(const TransformerLayer& block, const std::string& pattern,
+                                  const Mamba2Spec& mamba, int64_t moe_ffn_hidden = 0);
+std::string hybrid_mtp_problem(const TransformerLayer& block, const std::string& pattern);
+// The inverse: a block's pattern (its letter, or "*-" / "*E" for attention with an MLP or MoE).
+std::string hybrid_mtp_pattern(const TransformerLayer& b);
 
 // Final norm, output projection to the vocabulary, and cross-entropy loss.
 struct LmHeadLayer {

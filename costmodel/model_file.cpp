@@ -91,6 +91,8 @@ BlockFields read_block(ObjectReader& r, const BlockFields& defaults) {
   b.shared_ffn_hidden =
       r.positive_integer_or("shared_ffn_hidden", defaults.block.shared_ffn_hidden);
   b.shared_expert_gate = r.boolean_or("shared_expert_gate", defaults.block.shared_expert_gate);
+  b.moe_latent = r.integer_or("moe_latent", defaults.block.moe_latent);
+  if (b.moe_latent < 0) r.fail("moe_latent", "expected 0 (no latent) or a width > 0");
   return out;
 }
 
@@ -139,6 +141,7 @@ TransformerLayer block_at(const BlockFields& g, int64_t index, int64_t dense) {
     b.shared_experts = 0;
     b.shared_ffn_hidden = 0;
     b.shared_expert_gate = false;
+    b.moe_latent = 0;
   } else if (b.is_moe() && g.moe_ffn_hidden > 0) {
     b.ffn_hidden = g.moe_ffn_hidden;
   }
@@ -271,10 +274,23 @@ ModelSpec parse_model(const Document& doc) {
   if (dense > index)
     r.fail("dense_layers", fmt::format("expected at most the {} blocks, found {}", index, dense));
   // MTP modules after the main model's last block: its block (DeepSeek-V3: "structure identical
-  // to the main model's hidden layers") with the next tokens' embedding and the head's loss.
+  // to the main model's hidden layers"), or in a hybrid model the block of mtp_pattern (Nemotron
+  // 3 Super's "*E"), with the next tokens' embedding and the head's loss.
   const LayerSpec last_block = m.layers.back();
+  TransformerLayer mtp_block = *last_block.block();
+  if (r.has("mtp_pattern")) {
+    if (!r.has("hybrid_pattern"))
+      r.fail("mtp_pattern", "belongs to a hybrid model (hybrid_pattern)");
+    const std::string pattern = r.string("mtp_pattern");
+    const BlockFields& g = groups.front().second;
+    if (const std::string why = hybrid_mtp_problem(g.block, pattern); !why.empty())
+      r.fail("mtp_pattern", why);
+    const Mamba2Spec mamba =
+        pattern.find('M') != std::string::npos ? read_mamba(r.object("mamba")) : Mamba2Spec{};
+    mtp_block = hybrid_mtp_layer(g.block, pattern, mamba, g.moe_ffn_hidden);
+  }
   for (int64_t i = 0; i < mtp; ++i) {
-    TransformerLayer b = *last_block.block();
+    TransformerLayer b = mtp_block;
     b.mtp_vocab = vocab;
     m.layers.push_back({fmt::format("mtp{}", i), last_block.hidden, last_block.seq_len, b});
   }

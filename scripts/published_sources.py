@@ -25,10 +25,6 @@ NEMO_FINAL = "8e3d65dcfe3504689bfc5b6e67d502780aacad41"  # the last version, kep
 GPUS_PER_NODE = 8
 NODES = {"H100": "dgx-h100", "B200": "dgx-b200"}
 
-SUPER_UNKNOWN = ("a hybrid Mamba-2 / attention / MoE model whose config.json is not available "
-                 "here (Megatron-Bridge reads it from Hugging Face; its recipes and docs give no "
-                 "sizes): no preset, where Nemotron 3 Nano's is nemotron3-nano-30b-a3b")
-
 # Published model name -> (hetplan model: a preset or a file under examples/models/published,
 # mixture of experts, reason when hetplan cannot model it).
 MODELS = {
@@ -40,7 +36,7 @@ MODELS = {
     "Qwen3_235B_a22B": ("qwen3-235b-a22b", True, None),
     "GPT OSS 120B": ("gpt-oss-120b", True, None),
     "Nemotron_3_Nano": ("nemotron3-nano-30b-a3b", True, None),
-    "Nemotron_3_Super": (None, True, "Nemotron 3 Super is " + SUPER_UNKNOWN),
+    "Nemotron_3_Super": ("nemotron3-super-120b-a12b", True, None),
     "GPT3-5B": (os.path.join(MODELS_DIR, "gpt3-5b.yaml"), False, None),
     "GPT3-20B": (os.path.join(MODELS_DIR, "gpt3-20b.yaml"), False, None),
     "GPT3-175B": ("gpt3-175b", False, None),
@@ -89,6 +85,9 @@ MBRIDGE_RECOMPUTE = {
         "gpt_oss/h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config and _fp8cs_"),
     ("Nemotron_3_Nano", "H100", "fp8-current"): (
         ["layernorm"], "nemotronh/h100/nemotronh.py nemotron_3_nano_pretrain_16gpu_h100_fp8cs_config"),
+    ("Nemotron_3_Super", "B200", "mxfp8"): (
+        ["moe_act", "layernorm"],
+        "nemotronh/b200/nemotronh.py nemotron_3_super_pretrain_64gpu_b200_fp8mx_config"),
     ("GPT OSS 120B", "B200", None): (
         ["layernorm", "moe_act"],
         "gpt_oss/b200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b200_bf16_config and _fp8mx_"),
@@ -265,6 +264,17 @@ LORA = {
 }
 
 
+# Rows whose recipe runs more multi-token-prediction depths than the model's config holds.
+MTP_REPEATS = {
+    "Nemotron_3_Super": (
+        "the recipe runs the config's one MTP module twice with shared weights (mtp_num_layers 2, "
+        "mtp_use_repeated_layer: recipes/nemotronh/h100/nemotron_3_super.py at 067f987df03b, which "
+        "the B200 performance recipes build on); hetplan runs it once, so the second depth's "
+        "attention and LatentMoE layers and its logits (about 4% of the step's FLOPs) are not "
+        "counted"),
+}
+
+
 def finish_megatron(run, task):
     """The model, cluster and the reasons a Megatron row cannot be expressed."""
     model, _, why = MODELS.get(run["model_published"], (None, False, None))
@@ -288,6 +298,8 @@ def finish_megatron(run, task):
     if task.startswith("SFT"):
         run["assumptions"].append("SFT: full-parameter training on packed sequences, predicted "
                                   "as pre-training with a causal mask over the whole pack")
+    if run["model_published"] in MTP_REPEATS:
+        run["assumptions"].append(MTP_REPEATS[run["model_published"]])
 
 
 def add_megatron_strategy(run):

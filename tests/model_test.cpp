@@ -48,7 +48,9 @@ TEST(ModelPresets, AllListedPresetsLoad) {
                          "llama3-8b", "llama3-70b", "llama3.1-405b", "qwen3-30b-a3b",
                          "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b", "mixtral-8x22b",
                          // Hybrid Mamba-2 models: tests/hybrid_mamba_test.cpp.
-                         "nemotron3-nano-30b-a3b"};
+                         "nemotron3-nano-30b-a3b",
+                         // LatentMoE and a hybrid MTP block: tests/latent_moe_test.cpp.
+                         "nemotron3-super-120b-a12b"};
   for (const char* n : names) {
     SCOPED_TRACE(n);
     ModelSpec m = load_model(n);

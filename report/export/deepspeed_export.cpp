@@ -230,6 +230,11 @@ void context_and_expert_notes(const ModelSpec& model, const Strategy& s, ExportR
     out.unsupported.push_back(fmt::format(
         "expert tensor width {}: DeepSpeed's experts are not tensor-parallel on their own",
         s.expert_tp()));
+  if (moe && moe->moe_latent > 0)
+    out.instructions.push_back(fmt::format(
+        "LatentMoE (experts over a latent of {}): deepspeed.moe.layer.MoE has no latent "
+        "projections; the model code must project its input down and its output back",
+        moe->moe_latent));
   if (s.cp > 1) {
     if (s.cp_comm == CpComm::kA2a)
       out.instructions.push_back(fmt::format(

@@ -58,6 +58,7 @@ void moe_args(const MegatronBlocks& m, const Strategy& s, Args& a, ExportResult&
   if (e.shared_experts > 0)
     a.add("--moe-shared-expert-intermediate-size", e.shared_experts * e.shared_ffn_hidden);
   if (e.shared_expert_gate) a.add("--moe-shared-expert-gate");
+  if (e.moe_latent > 0) a.add("--moe-latent-size", e.moe_latent);
   if (m.dense && !m.hybrid) {  // a hybrid model's pattern places its MoE layers
     std::vector<int> pattern;  // 1: an MoE layer, 0: dense, in decoder order
     for (const auto* b : m.decoder) pattern.push_back(b->is_moe() ? 1 : 0);
@@ -158,7 +159,7 @@ const LayerSpec* hybrid_block(const ModelSpec& model, ExportResult& out) {
   std::map<char, const LayerSpec*> first;
   for (const auto& l : model.layers) {
     const TransformerLayer* b = l.block();
-    if (!b) continue;
+    if (!b || b->mtp_vocab > 0) continue;  // MTP modules: their own pattern after a /
     const char c = hybrid_letter(*b);
     if (c == 0) {
       out.unsupported.push_back(fmt::format(
@@ -207,7 +208,8 @@ const LayerSpec* megatron_block(const ModelSpec& model, ExportResult& out) {
                                 b->activation == f.activation;
     const bool same_mlp = b->ffn_hidden == kind->ffn_hidden && b->experts == kind->experts &&
                           b->top_k == kind->top_k && b->shared_experts == kind->shared_experts &&
-                          b->shared_ffn_hidden == kind->shared_ffn_hidden;
+                          b->shared_ffn_hidden == kind->shared_ffn_hidden &&
+                          b->moe_latent == kind->moe_latent;
     if (!same_attention || !same_mlp) {
       out.unsupported.push_back(fmt::format(
           "model {}: layer {} differs in shape from the other {} blocks; Megatron-LM builds one "
@@ -223,13 +225,20 @@ const LayerSpec* megatron_block(const ModelSpec& model, ExportResult& out) {
 // partition (flexible virtual pipeline parallelism: one segment per virtual stage), and its
 // Mamba-2 mixers' flags (Megatron-Core's MambaMixer runs d_conv 4 and chunk_size 128).
 void hybrid_args(const ModelSpec& model, const Strategy& s, Args& a, ExportResult& out) {
-  std::string letters;
+  std::string letters, mtp;
   const Mamba2Spec* mamba = nullptr;
-  for (const auto& l : model.layers)
-    if (const TransformerLayer* b = l.block(); b && b->mtp_vocab == 0) {
-      letters += hybrid_letter(*b);
-      if (b->mamba.enabled() && !mamba) mamba = &b->mamba;
+  for (const auto& l : model.layers) {
+    const TransformerLayer* b = l.block();
+    if (!b) continue;
+    if (b->mtp_vocab > 0) {
+      // Each MTP depth's pattern after a / (hybrid_layer_allocation.py's MTP_SEPARATOR at
+      // d98e8a64dd; Megatron-LM infers --mtp-num-layers from them).
+      mtp += "/" + hybrid_mtp_pattern(*b);
+      continue;
     }
+    letters += hybrid_letter(*b);
+    if (b->mamba.enabled() && !mamba) mamba = &b->mamba;
+  }
   std::string pattern = letters;
   bool from_strategy = false;
   const auto segments = s.pp > 1 ? export_detail::pipeline_segments(model, s, out, &from_strategy)
@@ -250,7 +259,7 @@ void hybrid_args(const ModelSpec& model, const Strategy& s, Args& a, ExportResul
         "the strategy leaves the layer partition to hetplan: --hybrid-layer-pattern without | "
         "separators, Megatron-LM's even split");
   }
-  a.add("--hybrid-layer-pattern", fmt::format("\"{}\"", pattern));
+  a.add("--hybrid-layer-pattern", fmt::format("\"{}{}\"", pattern, mtp));
   if (!mamba) return;
   a.add("--mamba-num-heads", mamba->heads);
   a.add("--mamba-head-dim", mamba->head_dim);
@@ -270,7 +279,7 @@ void model_args(const ModelSpec& model, const LayerSpec& layer, const Strategy& 
   const LmHeadLayer& head = *model.layers.back().head();
   const MegatronBlocks blocks = megatron_blocks(model);
   a.add("--num-layers", static_cast<int64_t>(blocks.decoder.size()));
-  if (blocks.mtp > 0) a.add("--mtp-num-layers", blocks.mtp);
+  if (blocks.mtp > 0 && !blocks.hybrid) a.add("--mtp-num-layers", blocks.mtp);
   if (blocks.mtp > 0 && s.pp > 1)
     out.approximations.push_back(
         "Megatron-LM builds the multi-token-prediction layers on the last pipeline stage, beside "
