@@ -348,6 +348,7 @@ MemoryLayout read_memory(ObjectReader r) {
   sharding.finish();
   m.cast_copy_bytes = r.number_in("cast_copy_bytes", 0, 16);
   m.gathered_with_pipeline = r.boolean_or("gathered_with_pipeline", false);
+  m.gradients_in_reduce_dtype = r.boolean_or("gradients_in_reduce_dtype", false);
   m.fragmentation = r.number_in("fragmentation", 0, 1);
   m.context_bytes = r.number_in("context_bytes", 0, 64.0 * (1ull << 30));
   m.communicator_bytes = r.number_in("communicator_bytes", 0, 16.0 * (1ull << 30));

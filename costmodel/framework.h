@@ -97,6 +97,10 @@ struct MemoryLayout {
   // first forward to its last backward, gathered once a step instead of before every pass of
   // every micro-batch (FSDP2 with reshard_after_forward off, torchtitan's default with PP).
   bool gathered_with_pipeline = false;
+  // The gradient buffer is of the dtype gradients are reduced in (Strategy::fp32_grad_reduce): its
+  // `states` gradient bytes under fp32 reduction, the training dtype's otherwise (Megatron-Core's
+  // grad_dtype: fp32 with grad_reduce_in_fp32, else the parameters' dtype).
+  bool gradients_in_reduce_dtype = false;
   // The caching allocator's reserve beyond its peak allocation, as a share of it.
   double fragmentation = 0;
   // CUDA context, library workspaces and NCCL buffers per device, before calibration measures

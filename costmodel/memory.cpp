@@ -41,7 +41,8 @@ ShardedStates sharded_states(const MemoryLayout& layout, int zero) {
 
 MemoryBreakdown device_memory(const MemoryInput& in) {
   const MemoryLayout& layout = in.layout ? *in.layout : megatron_memory_layout();
-  const StateBytes b = state_bytes(layout, in.dtype);
+  StateBytes b = state_bytes(layout, in.dtype);
+  if (in.gradient_bytes > 0) b.gradients = in.gradient_bytes;
   const ShardedStates sh = sharded_states(layout, in.zero);
   MemoryBreakdown m;
   // The dense parameters shard over dp, the routed experts over their own replicas.

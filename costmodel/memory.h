@@ -44,6 +44,10 @@ struct MemoryInput {
   // one's reduce-scatter.
   bool weights_gathered = false;
   double accumulated_grad_bytes = 0;
+  // > 0: the gradient buffer's bytes per parameter in place of the layout's (a layout whose
+  // gradients are of the reduce dtype, MemoryLayout::gradients_in_reduce_dtype, reducing in half
+  // precision).
+  double gradient_bytes = 0;
   Dtype dtype = Dtype::kBf16;   // training precision of weights and activations
   double activation_bytes = 0;  // held at the pipeline's peak
   double transient_bytes = 0;   // working buffers of the layer being run (recomputed activations,

@@ -302,9 +302,20 @@ def finish_megatron(run, task):
         run["assumptions"].append(MTP_REPEATS[run["model_published"]])
 
 
+# Megatron-Bridge's performance recipes hold and reduce gradients in bf16: _perf_precision sets
+# grad_reduce_in_fp32 = False for every precision (src/megatron/bridge/perf_recipes/_common.py at
+# MBRIDGE_RECIPES; scripts/performance/utils/precision.py get_precision_config alike).
+MBRIDGE_GRAD_REDUCE = ("gradients held and reduced in bf16, as Megatron-Bridge's performance "
+                       "recipes set them (perf_recipes/_common.py _perf_precision at "
+                       f"{MBRIDGE_RECIPES[:10]}: grad_reduce_in_fp32 = False)")
+
+
 def add_megatron_strategy(run):
     moe = MODELS[run["model_published"]][1]
     run["strategy"] = megatron_strategy(run, moe)
+    if run["source"] == "megatron-bridge":
+        run["strategy"]["fp32_grad_reduce"] = False
+        run["assumptions"].append(MBRIDGE_GRAD_REDUCE)
     if "lora" in run:
         run["strategy"]["lora"] = run["lora"]
 

@@ -516,6 +516,11 @@ TEST(Export, GradientReductionOverlapInEachFramework) {
   EXPECT_TRUE(has(export_megatron(gpt2(), dp(0, true), {}), "  --overlap-grad-reduce\n"));
   EXPECT_TRUE(has(export_megatron(gpt2(), dp(1, true), {}), "  --overlap-grad-reduce\n"));
   EXPECT_FALSE(has(export_megatron(gpt2(), dp(0, false), {}), "--overlap-grad-reduce"));
+  // Gradients reduced in bf16: --grad-reduce-in-bf16 (fp32 is Megatron-LM's default).
+  EXPECT_FALSE(has(export_megatron(gpt2(), dp(1, true), {}), "--grad-reduce-in-bf16"));
+  Strategy half = dp(1, true);
+  half.fp32_grad_reduce = false;
+  EXPECT_TRUE(has(export_megatron(gpt2(), half, {}), "  --grad-reduce-in-bf16\n"));
   EXPECT_FALSE(
       has(export_megatron(gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1,
                                                 "global_batch": 8})"),

@@ -153,6 +153,37 @@ TEST(DeviceMemory, AllocatedReservedAndDevice) {
   EXPECT_DOUBLE_EQ(m.total(), 21e9 * 1.05 + 1.5e9);
 }
 
+// Megatron-Core's gradient buffer is of the reduce dtype (param_and_grad_buffer.py at d98e8a64dd:
+// fp32 with grad_reduce_in_fp32, else the parameters' bf16): reducing in bf16 saves 2 B of every
+// parameter the device holds, before the allocator's share. DeepSpeed's bf16 optimizer keeps fp32
+// gradients whatever it reduces in.
+TEST(DeviceMemory, MegatronsGradientBufferIsOfTheReduceDtype) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("dgx-h100:1");
+  const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+  Strategy s;
+  s.dp = 8;
+  s.zero = 1;
+  s.global_batch = 8;
+  s.given = kGivenFp32GradReduce;
+  const auto peak = [&](const std::string& framework, bool fp32) {
+    Strategy t = s;
+    t.fp32_grad_reduce = fp32;
+    if (framework == "deepspeed") {  // it adds the weight gradients in kernels of their own
+      t.grad_accumulation_fusion = false;
+      t.given |= kGivenGradAccumulationFusion;
+    }
+    const Prediction p = Evaluator(model, cluster, cost, load_framework(framework)).predict(t);
+    EXPECT_TRUE(p.feasible) << p.reason;
+    return p.peak_memory_bytes.at(0);
+  };
+  const FrameworkSpec mc = load_framework("megatron-core");
+  const double held = static_cast<double>(model.parameters());  // one stage: the tied table once
+  EXPECT_NEAR(peak("megatron-core", true) - peak("megatron-core", false),
+              2 * held * (1 + mc.memory.fragmentation), 0.01 * held);
+  EXPECT_DOUBLE_EQ(peak("deepspeed", true), peak("deepspeed", false));
+}
+
 Strategy file_strategy(uint32_t given) {
   Strategy s;
   s.dp = 2;

@@ -83,7 +83,7 @@ TEST(LatentMoe, TheExpertsRunAtTheLatentWidth) {
   const LayerWork l = layer_work(latent.layers[1], shape);
   const GemmOp* down = gemm(l, "moe_latent_down", Pass::kForward);
   ASSERT_NE(down, nullptr);
-  EXPECT_EQ(down->shape.m, 256);  // out
+  EXPECT_EQ(down->shape.m, 256);   // out
   EXPECT_EQ(down->shape.k, 1024);  // in
   const GemmOp* up = gemm(l, "moe_latent_up", Pass::kForward);
   ASSERT_NE(up, nullptr);
@@ -100,10 +100,10 @@ TEST(LatentMoe, TheExpertsRunAtTheLatentWidth) {
 
 TEST(LatentMoe, BadLatentsAndMtpPatternsNameTheirKeys) {
   std::string e = error_of([] {
-    parse_model(parse_document(
-        "name: d\nseq_len: 128\nvocab: 100\nlayers: 1\n"
-        "block: {hidden: 64, heads: 2, ffn_hidden: 128, moe_latent: 32}\n",
-        "d.yaml", DocumentFormat::kYaml));
+    parse_model(
+        parse_document("name: d\nseq_len: 128\nvocab: 100\nlayers: 1\n"
+                       "block: {hidden: 64, heads: 2, ffn_hidden: 128, moe_latent: 32}\n",
+                       "d.yaml", DocumentFormat::kYaml));
   });
   EXPECT_TRUE(contains(e, "moe_latent")) << e;
   EXPECT_TRUE(contains(e, "a latent belongs to a mixture of experts")) << e;
@@ -119,8 +119,8 @@ TEST(LatentMoe, BadLatentsAndMtpPatternsNameTheirKeys) {
   EXPECT_TRUE(contains(e, "moe_latent_size: a latent needs routed experts")) << e;
   e = error_of([&] {
     model_from_hf_config(parse_document(
-        base + R"(, "num_nextn_predict_layers": 1, "mtp_hybrid_override_pattern": "**"})",
-        "c.json", DocumentFormat::kJson));
+        base + R"(, "num_nextn_predict_layers": 1, "mtp_hybrid_override_pattern": "**"})", "c.json",
+        DocumentFormat::kJson));
   });
   EXPECT_TRUE(contains(e, "mtp_hybrid_override_pattern")) << e;
   EXPECT_TRUE(contains(e, "expected one letter, or * followed by - or E")) << e;

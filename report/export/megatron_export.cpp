@@ -587,6 +587,9 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
   if (!s.grad_accumulation_fusion) a.add("--no-gradient-accumulation-fusion");
   // Megatron-LM reduces gradients after the backward unless told to overlap (its default is off).
   if (s.dp > 1 && s.overlap_grad_reduce) a.add("--overlap-grad-reduce");
+  // Gradients held and reduced in bf16 (Megatron-Bridge's performance recipes' grad_reduce_in_fp32
+  // = False); fp32 is Megatron-LM's default for bf16 training.
+  if (!s.fp32_grad_reduce && model.dtype == Dtype::kBf16) a.add("--grad-reduce-in-bf16");
   // Megatron-LM reads no --use-flash-attn (it is still parsed): --attention-backend picks the
   // kernel. auto lets Transformer Engine take FlashAttention or cuDNN fused attention, whichever
   // runs the shape (language_module.py enables NVTE_FLASH_ATTN and NVTE_FUSED_ATTN for it).

@@ -66,6 +66,8 @@ MemoryInput parameter_states(const Evaluator& ev, const Strategy& s, Dtype dtype
   // parameters' (FSDPParam.to_accumulated_grad_if_needed: unsharded_accumulated_grad).
   mem.weights_gathered = weights_stay_gathered(ev.framework(), s);
   mem.accumulated_grad_bytes = s.fp32_grad_reduce ? 4.0 : dtype_bytes(dtype);
+  if (ev.framework().memory.gradients_in_reduce_dtype && !s.fp32_grad_reduce)
+    mem.gradient_bytes = dtype_bytes(dtype);
   mem.dtype = dtype;
   mem.layout = &ev.framework().memory;
   return mem;

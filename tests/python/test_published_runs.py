@@ -43,7 +43,8 @@ class Mapping(unittest.TestCase):
         self.assertEqual(r["strategy"], {
             "dp": 2, "tp": 4, "pp": 8, "cp": 1, "micro_batch": 1, "global_batch": 256,
             "schedule": "interleaved", "chunks": 5, "recompute": "none", "zero": 1,
-            "sequence_parallel": True, "precision": "fp8-current", "framework": "megatron-core"})
+            "sequence_parallel": True, "precision": "fp8-current", "framework": "megatron-core",
+            "fp32_grad_reduce": False})
         self.assertIn("current scaling", r["assumptions"][0])
 
     def test_megatron_bridge_moe_row(self):
@@ -79,12 +80,14 @@ class Mapping(unittest.TestCase):
     def test_megatron_bridge_precisions_fsdp_and_25_09(self):
         r = self.runs["megatron-bridge:55"]  # 25.11 H100 LLAMA3_8B FP8-CS, FSDP 8
         self.assertEqual((r["strategy"]["zero"], r["strategy"]["precision"]), (3, "fp8-current"))
-        # Its one assumption: the recipe's full recomputation of 5 layers a stage (block method;
-        # llama/h100/llama3.py llama3_8b_pretrain_8gpu_h100_fp8cs_config at 067f987df0).
+        # Its two assumptions: the recipes' bf16 gradients, and this recipe's full recomputation
+        # of 5 layers a stage (block method; llama/h100/llama3.py
+        # llama3_8b_pretrain_8gpu_h100_fp8cs_config at 067f987df0).
         self.assertEqual((r["strategy"]["recompute"], r["strategy"]["recompute_num_layers"]),
                          ("full", 5))
-        self.assertEqual(len(r["assumptions"]), 1)
-        self.assertIn("block method", r["assumptions"][0])
+        self.assertEqual(len(r["assumptions"]), 2)
+        self.assertIn("reduced in bf16", r["assumptions"][0])
+        self.assertIn("block method", r["assumptions"][1])
         # 25.09 has no precision column: the primary number FP8-CS, the parenthesized one the
         # note's block scaling (H100: fp8-blockwise; B200: labelled FP8-MX in 25.11).
         self.assertEqual(self.runs["megatron-bridge:73"]["strategy"]["precision"], "fp8-current")
@@ -92,6 +95,14 @@ class Mapping(unittest.TestCase):
         self.assertEqual(self.runs["megatron-bridge:62"]["strategy"]["precision"], "mxfp8")
         self.assertEqual(self.runs["megatron-bridge:48"]["strategy"]["precision"], "mxfp8")
         self.assertEqual(self.runs["megatron-bridge:10"]["strategy"]["precision"], "bf16")
+
+    def test_megatron_bridge_rows_reduce_gradients_in_bf16(self):
+        # perf_recipes/_common.py _perf_precision: grad_reduce_in_fp32 = False, every precision.
+        for r in self.runs.values():
+            if r["strategy"] is None:
+                continue
+            expected = False if r["source"] == "megatron-bridge" else None
+            self.assertEqual(r["strategy"].get("fp32_grad_reduce"), expected, r["id"])
 
     def test_nemotron_3_rows(self):
         # Nemotron 3 Super (a preset since LatentMoE and the hybrid MTP block): its recipes' ep 64,
