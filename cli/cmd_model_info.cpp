@@ -63,6 +63,7 @@ Json layer_json(const LayerSpec& l, size_t index) {
     j["shared_expert_gate"] = b->shared_expert_gate;
     j["moe_latent"] = b->moe_latent;
     j["mtp"] = b->mtp_vocab > 0;
+    j["mtp_repeat"] = b->mtp_repeat;
     if (const Mamba2Spec& m = b->mamba; m.enabled())
       j["mamba"] = {{"heads", m.heads},   {"head_dim", m.head_dim},       {"state", m.state},
                     {"groups", m.groups}, {"conv_kernel", m.conv_kernel}, {"chunk", m.chunk}};
@@ -100,7 +101,7 @@ std::string layer_line(const LayerSpec& l) {
     if (b->shared_experts > 0)
       extra += fmt::format(" shared {}x{}", b->shared_experts, b->shared_ffn_hidden);
     if (b->moe_latent > 0) extra += fmt::format(" latent {}", b->moe_latent);
-    if (b->mtp_vocab > 0) extra += " mtp";
+    if (b->mtp_vocab > 0) extra += b->mtp_repeat ? " mtp (repeats the one before)" : " mtp";
     return fmt::format(
         "{}      hidden {} seq {} heads {} kv heads {} head_dim {} ffn {} {} {}{}{}{} "
         "dropout {}{}{}",

@@ -157,7 +157,10 @@ int64_t layer_parameters(const LayerSpec& layer, int64_t tp, bool unique, int64_
     return e->vocab * h / tp + e->max_positions * h + e->token_types * h +
            norm_parameters(e->norm, h);
   }
-  if (const auto* b = layer.block()) return block_parameters(*b, h, tp, ep, etp > 0 ? etp : tp);
+  if (const auto* b = layer.block()) {
+    if (b->mtp_repeat && unique) return 0;
+    return block_parameters(*b, h, tp, ep, etp > 0 ? etp : tp);
+  }
   const auto& head = std::get<LmHeadLayer>(layer.op);
   int64_t p = norm_parameters(head.final_norm, h);
   if (head.transform) p += h * h + h + norm_parameters(NormKind::kLayerNorm, h);
@@ -269,6 +272,7 @@ int64_t ModelSpec::activated_parameters(bool with_embedding) const {
       n += layer_parameters(l) - e->vocab * l.hidden;  // positions and norms are added, not indexed
       continue;
     }
+    if (const auto* b = l.block(); b && b->mtp_repeat) continue;  // the weights it repeats
     n += layer_parameters(l);
     if (const auto* b = l.block(); b && b->is_moe())
       n -=
@@ -374,6 +378,17 @@ void validate_block_variants(const TransformerLayer& b, const std::string& at, c
 
 }  // namespace
 
+// A repeated MTP module follows the one it repeats, alike but for the flag.
+template <typename Fail>
+void validate_mtp_repeat(const ModelSpec& m, size_t i, const std::string& at, const Fail& fail) {
+  const TransformerLayer* prev = i > 0 ? m.layers[i - 1].block() : nullptr;
+  TransformerLayer b = *m.layers[i].block();
+  b.mtp_repeat = prev ? prev->mtp_repeat : false;
+  if (!prev || prev->mtp_vocab == 0 || b != *prev || m.layers[i - 1].hidden != m.layers[i].hidden)
+    fail(at + ".mtp_repeat",
+         "expected right after an MTP module of the same shape (the one it repeats)");
+}
+
 void validate_model(const ModelSpec& m) {
   auto fail = [&](const std::string& key, const std::string& what) {
     throw InputError(m.origin, key, what);
@@ -406,6 +421,7 @@ void validate_model(const ModelSpec& m) {
         fail(at + ".top_k", fmt::format("expected 1..{} (the expert count)", b->experts));
       if (b->dropout < 0 || b->dropout >= 1) fail(at + ".dropout", "expected 0 <= dropout < 1");
       validate_block_variants(*b, at, fail, at_most);
+      if (b->mtp_repeat) validate_mtp_repeat(m, i, at, fail);
     } else if (const auto* e = l.embedding()) {
       if (e->vocab <= 0) fail(at + ".vocab", "expected a vocabulary size > 0");
       if (e->max_positions < 0) fail(at + ".max_positions", "expected >= 0");

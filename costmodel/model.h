@@ -116,6 +116,9 @@ struct TransformerLayer {
   // after it the final norm, the logits over this vocabulary (the LM head's weights, not held
   // here) and their loss.
   int64_t mtp_vocab = 0;
+  // An MTP module that runs the one before it again, its weights shared (Megatron-Core's
+  // --mtp-use-repeated-layer): its work counts, its parameters are the other's.
+  bool mtp_repeat = false;
 
   bool is_moe() const { return experts > 1; }
   // The width of the routed experts' input and output (the latent under LatentMoE).
@@ -197,7 +200,9 @@ struct ModelSpec {
 // Parameters held by one layer on one rank: tensor-parallel width `tp`, and for the routed experts
 // of an MoE block `ep` expert-parallel ranks each holding experts / ep of them at the expert
 // tensor width `etp` (0: tp, Megatron-Core's default). A tied head holds a copy of the embedding
-// on its own stage, as Megatron-LM does; `unique` = false counts that copy.
+// on its own stage, as Megatron-LM does; `unique` = false counts that copy, and a repeated MTP
+// module's (TransformerLayer::mtp_repeat) weights, which `unique` counts at the module it
+// repeats.
 int64_t layer_parameters(const LayerSpec& layer, int64_t tp = 1, bool unique = true, int64_t ep = 1,
                          int64_t etp = 0);
 // Of those, the routed experts' (sharded over ep x etp, their gradients reduced over the expert

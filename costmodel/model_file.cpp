@@ -201,6 +201,9 @@ ModelSpec parse_model(const Document& doc) {
   const int64_t dense = r.integer_or("dense_layers", 0);
   if (dense < 0) r.fail("dense_layers", "expected >= 0 (leading blocks without experts)");
   const int64_t mtp = r.integer_or("mtp_layers", 0);
+  // Megatron-Core's --mtp-use-repeated-layer: the modules run one module's weights in turn.
+  const bool mtp_repeated = r.boolean_or("mtp_repeated", false);
+  if (mtp_repeated && mtp < 2) r.fail("mtp_repeated", "expected mtp_layers of 2 or more to repeat");
   if (mtp < 0 || mtp > model_limits::kBlocks)
     r.fail("mtp_layers", fmt::format("expected 0..{} multi-token-prediction modules, found {}",
                                      model_limits::kBlocks, mtp));
@@ -292,6 +295,7 @@ ModelSpec parse_model(const Document& doc) {
   for (int64_t i = 0; i < mtp; ++i) {
     TransformerLayer b = mtp_block;
     b.mtp_vocab = vocab;
+    b.mtp_repeat = mtp_repeated && i > 0;
     m.layers.push_back({fmt::format("mtp{}", i), last_block.hidden, last_block.seq_len, b});
   }
 

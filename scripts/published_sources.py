@@ -36,7 +36,9 @@ MODELS = {
     "Qwen3_235B_a22B": ("qwen3-235b-a22b", True, None),
     "GPT OSS 120B": ("gpt-oss-120b", True, None),
     "Nemotron_3_Nano": ("nemotron3-nano-30b-a3b", True, None),
-    "Nemotron_3_Super": ("nemotron3-super-120b-a12b", True, None),
+    # Super as its recipes train it: the MTP module twice over shared weights (the file's source).
+    "Nemotron_3_Super": (os.path.join(MODELS_DIR, "nemotron3-super-120b-a12b-mtp2.yaml"), True,
+                         None),
     "GPT3-5B": (os.path.join(MODELS_DIR, "gpt3-5b.yaml"), False, None),
     "GPT3-20B": (os.path.join(MODELS_DIR, "gpt3-20b.yaml"), False, None),
     "GPT3-175B": ("gpt3-175b", False, None),
@@ -264,17 +266,6 @@ LORA = {
 }
 
 
-# Rows whose recipe runs more multi-token-prediction depths than the model's config holds.
-MTP_REPEATS = {
-    "Nemotron_3_Super": (
-        "the recipe runs the config's one MTP module twice with shared weights (mtp_num_layers 2, "
-        "mtp_use_repeated_layer: recipes/nemotronh/h100/nemotron_3_super.py at 067f987df03b, which "
-        "the B200 performance recipes build on); hetplan runs it once, so the second depth's "
-        "attention and LatentMoE layers and its logits (about 4% of the step's FLOPs) are not "
-        "counted"),
-}
-
-
 def finish_megatron(run, task):
     """The model, cluster and the reasons a Megatron row cannot be expressed."""
     model, _, why = MODELS.get(run["model_published"], (None, False, None))
@@ -298,8 +289,6 @@ def finish_megatron(run, task):
     if task.startswith("SFT"):
         run["assumptions"].append("SFT: full-parameter training on packed sequences, predicted "
                                   "as pre-training with a causal mask over the whole pack")
-    if run["model_published"] in MTP_REPEATS:
-        run["assumptions"].append(MTP_REPEATS[run["model_published"]])
 
 
 # Megatron-Bridge's performance recipes hold and reduce gradients in bf16: _perf_precision sets

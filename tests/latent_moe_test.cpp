@@ -4,9 +4,13 @@
 // name their keys, and the Megatron export's flags.
 #include <gtest/gtest.h>
 
+#include "costmodel/cost_model.h"
+#include "costmodel/framework.h"
 #include "costmodel/layer_ops.h"
 #include "costmodel/model.h"
+#include "costmodel/profile.h"
 #include "report/export/exporters.h"
+#include "search/evaluate.h"
 #include "test_util.h"
 
 namespace hetplan {
@@ -149,6 +153,75 @@ TEST(LatentMoe, TheMegatronExportWritesTheLatentAndTheMtpPattern) {
   EXPECT_TRUE(contains(r.text, "EMEMEMEME/*E\"")) << r.text;
   EXPECT_FALSE(contains(r.text, "--mtp-num-layers")) << r.text;
   EXPECT_TRUE(contains(r.text, "--num-layers 88")) << r.text;
+}
+
+}  // namespace
+}  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// Megatron-Bridge's Super recipes run the config's one MTP module twice over shared weights
+// (mtp_num_layers 2, mtp_use_repeated_layer): examples/models/published's model file.
+const std::string kSuperMtp2 = std::string(HETPLAN_SOURCE_DIR) +
+                               "/examples/models/published/nemotron3-super-120b-a12b-mtp2.yaml";
+
+TEST(RepeatedMtp, TheSecondDepthRunsTheFirstsWeights) {
+  const ModelSpec one = load_model("nemotron3-super-120b-a12b");
+  const ModelSpec two = load_model(kSuperMtp2);
+  EXPECT_EQ(two.num_blocks(), one.num_blocks() + 1);
+  EXPECT_EQ(two.parameters(), one.parameters());
+  EXPECT_EQ(two.activated_parameters(), one.activated_parameters());
+  const LayerSpec& repeat = two.layers[90];
+  ASSERT_TRUE(repeat.block() && repeat.block()->mtp_repeat);
+  EXPECT_EQ(layer_parameters(repeat), 0);
+  EXPECT_EQ(layer_parameters(repeat, 1, /*unique=*/false), layer_parameters(two.layers[89]));
+  // Its work is the first depth's.
+  LayerShape shape;
+  shape.ep = 64;
+  shape.dispatcher = MoeDispatcher::kAllToAll;
+  EXPECT_EQ(layer_work(repeat, shape).gemms.size(), layer_work(two.layers[89], shape).gemms.size());
+  // The Megatron export repeats the MTP pattern per depth and says the weights are shared.
+  Strategy s;
+  s.dp = 64;
+  s.ep = 64;
+  s.global_batch = 64;
+  const ExportResult r = export_megatron(two, s, {});
+  EXPECT_TRUE(r.unsupported.empty()) << r.unsupported.front();
+  EXPECT_TRUE(contains(r.text, "EMEMEMEME/*E/*E\"")) << r.text;
+  EXPECT_TRUE(contains(r.text, "--mtp-use-repeated-layer")) << r.text;
+}
+
+TEST(RepeatedMtp, TheDeviceHoldsTheSharedWeightsOnce) {
+  const ModelSpec two = load_model(kSuperMtp2);
+  ModelSpec separate = two;
+  std::get<TransformerLayer>(separate.layers[90].op).mtp_repeat = false;
+  const ClusterSpec cluster = load_cluster("dgx-b200:8");
+  const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+  Strategy s;
+  s.dp = 64;
+  s.ep = 64;
+  s.global_batch = 64;
+  s.zero = 1;
+  const Prediction shared =
+      Evaluator(two, cluster, cost, load_framework("megatron-core")).predict(s);
+  const Prediction apart =
+      Evaluator(separate, cluster, cost, load_framework("megatron-core")).predict(s);
+  ASSERT_FALSE(shared.peak_memory_bytes.empty());
+  // At least its bf16 weights and fp32 gradients (6 B) of the module's share on a rank.
+  const double held = static_cast<double>(layer_parameters(two.layers[90], 1, false, 64));
+  EXPECT_GT(apart.peak_memory_bytes[0] - shared.peak_memory_bytes[0], 6 * held);
+}
+
+TEST(RepeatedMtp, ARepeatNeedsAModuleToRepeat) {
+  const std::string e = error_of([] {
+    parse_model(parse_document(
+        "name: d\nseq_len: 128\nvocab: 100\nlayers: 1\nmtp_layers: 1\nmtp_repeated: true\n"
+        "block: {hidden: 64, heads: 2, ffn_hidden: 128}\n",
+        "d.yaml", DocumentFormat::kYaml));
+  });
+  EXPECT_TRUE(contains(e, "d.yaml")) << e;
+  EXPECT_TRUE(contains(e, "mtp_repeated: expected mtp_layers of 2 or more")) << e;
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ struct Args {
 struct MegatronBlocks {
   std::vector<const TransformerLayer*> decoder;
   int64_t mtp = 0;
+  bool mtp_repeated = false;                // --mtp-use-repeated-layer
   const TransformerLayer* dense = nullptr;  // the first dense block (an MLP, no experts), if any
   const TransformerLayer* moe = nullptr;    // the first MoE block, if any
   // A hybrid model (ModelSpec::is_hybrid): its layers are --hybrid-layer-pattern's letters, and
@@ -39,6 +40,7 @@ MegatronBlocks megatron_blocks(const ModelSpec& model) {
     if (const auto* b = l.block()) {
       if (b->mtp_vocab > 0) {
         ++m.mtp;
+        m.mtp_repeated = m.mtp_repeated || b->mtp_repeat;
         continue;
       }
       m.decoder.push_back(b);
@@ -280,6 +282,7 @@ void model_args(const ModelSpec& model, const LayerSpec& layer, const Strategy& 
   const MegatronBlocks blocks = megatron_blocks(model);
   a.add("--num-layers", static_cast<int64_t>(blocks.decoder.size()));
   if (blocks.mtp > 0 && !blocks.hybrid) a.add("--mtp-num-layers", blocks.mtp);
+  if (blocks.mtp_repeated) a.add("--mtp-use-repeated-layer");
   if (blocks.mtp > 0 && s.pp > 1)
     out.approximations.push_back(
         "Megatron-LM builds the multi-token-prediction layers on the last pipeline stage, beside "

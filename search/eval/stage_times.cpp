@@ -94,6 +94,34 @@ void share_tied_table(const Evaluator& ev, const Strategy& s, const Placement& p
   t.problem.backward_weight_s.back() -= saved;
 }
 
+// A repeated MTP module (TransformerLayer::mtp_repeat) on the device of the module it repeats
+// runs that module's weights: held, reduced and stepped once.
+void share_repeated_mtp(const Evaluator& ev, const Placement& p,
+                        const std::vector<LayerRange>& ranges, const std::vector<Rank>& ranks,
+                        StageTimes& t) {
+  const auto device_of = [&](int64_t layer) {
+    for (size_t j = 0; j < ranges.size(); ++j)
+      if (layer >= ranges[j].first && layer <= ranges[j].second) return p.rank_of_stage[j];
+    return int64_t{-1};
+  };
+  const auto& layers = ev.model().layers;
+  for (int64_t i = 1; i < static_cast<int64_t>(layers.size()); ++i) {
+    const TransformerLayer* b = layers[static_cast<size_t>(i)].block();
+    if (!b || !b->mtp_repeat) continue;
+    const int64_t d = device_of(i);
+    if (d < 0 || d != device_of(i - 1)) continue;
+    const LayerCost& c = ranks[d].costs()[i];
+    t.params[d] -= c.param_count;
+    t.expert_params[d] -= c.expert_param_count;
+    t.frozen_params[d] -= c.frozen_param_count;
+    t.expert_frozen_params[d] -= c.expert_frozen_param_count;
+    t.low_precision_bytes[d] -= c.low_precision_weight_bytes;
+    t.quantized_params[d] -= c.quantized_param_count;
+    t.expert_low_precision_bytes[d] -= c.expert_low_precision_weight_bytes;
+    t.expert_quantized_params[d] -= c.expert_quantized_param_count;
+  }
+}
+
 // ZeRO-3 gathers a device's weights before every forward and backward; where they stay gathered
 // through the step, once a step (its first forward, spread here over the micro-batches'
 // forwards: stage times are per micro-batch).
@@ -155,6 +183,7 @@ StageTimes stage_times(const Evaluator& ev, const Strategy& s, const Placement& 
   t.expert_quantized_params.assign(ranks.size(), 0);
   sum_stages(ev, p, ranks, ranges, t);
   share_tied_table(ev, s, p, ranks, t);
+  share_repeated_mtp(ev, p, ranges, ranks, t);
   gather_zero3_weights(ev, s, p, ranks, ranges, t);
   if (!ev.framework().can_run.p2p_overlap) hold_stages_for_p2p(t);
   if (p.rank_of_stage.size() == 1) t.problem.p2p_s = {0.0};
