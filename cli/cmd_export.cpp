@@ -174,6 +174,8 @@ CommandRunner declare_export(CLI::App& app) {
     // A release that reads TOML gets TOML unless another format is asked for.
     options.torchtitan_toml = o->torchtitan_toml || (o->format.empty() && framework.export_toml);
     options.cluster = cluster ? &*cluster : nullptr;
+    // A framework whose loss is a kernel of its own (ops.cross_entropy) runs the fused loss.
+    options.fused_cross_entropy = framework.recipe("cross_entropy", HostMode::kEager) != nullptr;
     // The stages' layer ranges are checked against the model as they are exported: name the file.
     const ExportResult r = naming_input(
         chosen.origin, "stages", [&] { return exporter.run(model, chosen.strategy, options); });

@@ -521,6 +521,12 @@ TEST(Export, GradientReductionOverlapInEachFramework) {
   Strategy half = dp(1, true);
   half.fp32_grad_reduce = false;
   EXPECT_TRUE(has(export_megatron(gpt2(), half, {}), "  --grad-reduce-in-bf16\n"));
+  // A framework whose loss is its own fused kernel (megatron-core's ops.cross_entropy).
+  EXPECT_FALSE(has(export_megatron(gpt2(), half, {}), "--cross-entropy-loss-fusion"));
+  ExportOptions fused;
+  fused.fused_cross_entropy = true;
+  EXPECT_TRUE(has(export_megatron(gpt2(), half, fused),
+                  "  --cross-entropy-loss-fusion\n  --cross-entropy-fusion-impl te\n"));
   EXPECT_FALSE(
       has(export_megatron(gpt2(), read_strategy(R"({"dp": 1, "tp": 1, "pp": 1, "micro_batch": 1,
                                                 "global_batch": 8})"),

@@ -437,6 +437,28 @@ TEST(FrameworkOps, BiasDropoutAddFusionIsOneKernelOfItsBytes) {
             layer_kernels(plain, Recompute::kNone).pass[0]);
 }
 
+// Megatron-Core as Megatron-Bridge runs it: Transformer Engine's fused cross-entropy, two kernels
+// each way (transformer_engine/pytorch/triton/cross_entropy.py at d0067d0da): forward reads the
+// bf16 logits twice and writes their fp32 gradient; backward scales it in place and casts it.
+TEST(FrameworkOps, MegatronCoresLossIsTransformerEnginesFusedKernel) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const FrameworkSpec mc = load_framework("megatron-core");
+  LayerShape shape;
+  const LayerWork plain = layer_work(model.layers.back(), shape);
+  shape.framework = &mc;
+  const LayerWork fused = layer_work(model.layers.back(), shape);
+  const auto op = [](const LayerWork& w, const std::string& kernel) {
+    for (const auto& m : w.memory_ops)
+      if (m.kernel == kernel) return std::make_pair(m.bytes, m.launches);
+    return std::make_pair(0.0, int64_t{0});
+  };
+  const double logits = 1024.0 * 50304;  // tokens x the padded vocabulary
+  EXPECT_EQ(op(fused, "eager_cross_entropy_fwd"), std::make_pair(logits * (2 * 2 + 4), int64_t{2}));
+  EXPECT_EQ(op(fused, "eager_cross_entropy_bwd"), std::make_pair(logits * (2 + 3 * 4), int64_t{2}));
+  EXPECT_EQ(op(fused, "ce_exp").second, 0);
+  EXPECT_EQ(op(plain, "ce_exp"), std::make_pair(logits * 8, int64_t{1}));
+}
+
 // fp32 scores take Megatron's torch softmax path (FusedScaleMaskSoftmax fuses for half precision
 // only): the layer-scaling multiply, the mask and the softmax under Megatron-DeepSpeed, the mask
 // and the softmax under Megatron-Core; bf16 scores keep the one fused kernel.

@@ -36,6 +36,9 @@ struct ExportOptions {
   // The cluster the plan was made for: names the node of every device in the placement. nullptr:
   // devices are named by their hetplan index and GPU type only.
   const ClusterSpec* cluster = nullptr;
+  // Megatron-LM: the framework runs Transformer Engine's fused cross-entropy (its ops give the
+  // loss a kernel of its own): --cross-entropy-loss-fusion --cross-entropy-fusion-impl te.
+  bool fused_cross_entropy = false;
 };
 
 struct ExporterSpec {

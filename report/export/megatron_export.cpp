@@ -597,6 +597,10 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
   // kernel. auto lets Transformer Engine take FlashAttention or cuDNN fused attention, whichever
   // runs the shape (language_module.py enables NVTE_FLASH_ATTN and NVTE_FUSED_ATTN for it).
   a.add("--attention-backend", s.flash_attention ? "auto" : "unfused");
+  if (o.fused_cross_entropy) {
+    a.add("--cross-entropy-loss-fusion");
+    a.add("--cross-entropy-fusion-impl", "te");
+  }
 
   std::string text = fmt::format(
       "# Megatron-LM arguments for {}: {}\n"
