@@ -102,6 +102,31 @@ TEST(MegatronExport, ParallelismRecomputeAndOptimizerFlags) {
 
 // Megatron-FSDP (ZeRO 2 and 3) asserts CUDA_DEVICE_MAX_CONNECTIONS unset or above 1, whatever the
 // GPU; with tp > 1 it only warns of the clash with tp's "1" (validate_args).
+// GPT-OSS: 128-key windows on every other layer (layer_types) and learned sinks; Megatron-LM takes
+// TE's (left, right) window, (127, 0) for 128 keys, with the full layers as 0 in
+// --window-attn-skip-freq, and softmax_type learnable (Megatron-Bridge's GPT-OSS bridge).
+TEST(MegatronExport, SlidingWindowsAndSinks) {
+  const ModelSpec m = load_model("gpt-oss-120b");
+  const ExportResult r =
+      export_megatron(m, read_strategy(R"({"dp": 8, "tp": 1, "pp": 1, "ep": 8, "micro_batch": 1,
+                          "global_batch": 8})"),
+                      {});
+  EXPECT_TRUE(r.unsupported.empty()) << r.unsupported.front();
+  EXPECT_NE(r.text.find("  --window-size \"127,0\"\n"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("  --window-attn-skip-freq \"[1,0,1,0,"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("  --softmax-type learnable\n"), std::string::npos) << r.text;
+  // Two window sizes cannot be said.
+  ModelSpec odd = m;
+  std::get<TransformerLayer>(odd.layers[3].op).window = 64;
+  const ExportResult bad =
+      export_megatron(odd, read_strategy(R"({"dp": 8, "tp": 1, "pp": 1, "ep": 8, "micro_batch": 1,
+                            "global_batch": 8})"),
+                      {});
+  ASSERT_FALSE(bad.unsupported.empty());
+  EXPECT_NE(bad.unsupported.front().find("sliding windows of 128 and 64 keys"), std::string::npos)
+      << bad.unsupported.front();
+}
+
 TEST(MegatronExport, SquaredReluIsItsFlagAndPlainReluIsRefused) {
   // Nemotron-4's squared-ReLU MLP (activation relu2) is Megatron-LM's --squared-relu; a plain ReLU
   // MLP has no flag (Megatron-LM has GeLU, SwiGLU and squared ReLU).

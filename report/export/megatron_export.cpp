@@ -274,6 +274,32 @@ void hybrid_args(const ModelSpec& model, const Strategy& s, Args& a, ExportResul
         mamba->conv_kernel, mamba->chunk));
 }
 
+// Sliding-window attention: --window-size as Transformer Engine's (left, right) pair, a window of
+// W keys being (W - 1, 0) (Megatron-Bridge's Gemma 2 bridge: sliding_window - 1), and where some
+// layers attend to every earlier key, --window-attn-skip-freq's list (1: the window, 0: full).
+void window_args(const MegatronBlocks& m, Args& a, ExportResult& out) {
+  int64_t window = 0;
+  bool full = false;
+  std::vector<int> pattern;
+  for (const TransformerLayer* b : m.decoder) {  // the list counts every layer
+    pattern.push_back(b->window > 0 ? 1 : 0);
+    if (!b->has_attention()) continue;
+    if (b->window == 0) {
+      full = true;
+    } else if (window == 0) {
+      window = b->window;
+    } else if (b->window != window) {
+      out.unsupported.push_back(
+          fmt::format("sliding windows of {} and {} keys: Megatron-LM takes one --window-size",
+                      window, b->window));
+      return;
+    }
+  }
+  if (window == 0) return;
+  a.add("--window-size", fmt::format("\"{},0\"", window - 1));
+  if (full) a.add("--window-attn-skip-freq", fmt::format("\"[{}]\"", fmt::join(pattern, ",")));
+}
+
 void model_args(const ModelSpec& model, const LayerSpec& layer, const Strategy& s, Args& a,
                 ExportResult& out) {
   const TransformerLayer& b = *layer.block();
@@ -299,11 +325,10 @@ void model_args(const ModelSpec& model, const LayerSpec& layer, const Strategy& 
   else if (b.head_dim * b.heads != layer.hidden)
     a.add("--kv-channels", b.head_dim);
   if (b.qk_norm) a.add("--qk-layernorm");
-  if (b.window > 0)
-    out.unsupported.push_back(fmt::format(
-        "sliding-window attention ({} keys): --window-size takes Transformer Engine's (left, "
-        "right) pair and hetplan does not write it",
-        b.window));
+  window_args(blocks, a, out);
+  // GPT-OSS's learned sink logit per head (Megatron-Bridge's gpt_oss_bridge.py at 067f987df03b:
+  // softmax_type learnable).
+  if (b.attention_sinks) a.add("--softmax-type", "learnable");
   if (b.kv_heads != b.heads) {
     a.add("--group-query-attention");
     a.add("--num-query-groups", b.kv_heads);
