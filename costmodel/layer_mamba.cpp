@@ -64,9 +64,11 @@ void mamba_part(const TransformerLayer& b, const BlockSizes& z, Builder& B) {
   B.memory("mamba_conv1d_fwd", Pass::kForward, 2 * channels * act);
   B.memory("mamba_conv1d_bwd", Pass::kBackwardInput, 3 * channels * act);
   B.memory("mamba_conv1d_bwd_weight", Pass::kBackwardWeight, 2 * channels * act);
-  B.keep(channels * act);  // the conv's input
-  B.keep(channels * act);  // x, B and C after it (the scan's inputs)
-  B.keep(T * heads * 4);   // dt
+  // Megatron-Core trains through mamba_ssm's memory-efficient path (use_mamba_mem_eff_path, on by
+  // default: mamba_mixer.py _ssm_training at d98e8a64dd): MambaSplitConv1dScanCombinedFn keeps
+  // in_proj's whole output (z, x, B, C and dt, in the activation dtype) and the scan's output,
+  // and recomputes the conv's output in backward (ssd_combined.py at state-spaces/mamba e9594ce).
+  B.keep(T * static_cast<double>(in_width) * act);  // z, x, B, C, dt: the conv's input among them
   chunked_scan(m, z.T, heads, groups, B);
   // The gated RMSNorm over the heads' outputs y with z (RMSNormGated, group-wise per the groups):
   // reads y and z, writes the normed product; backward reads the gradient, y and z and writes
@@ -75,7 +77,9 @@ void mamba_part(const TransformerLayer& b, const BlockSizes& z, Builder& B) {
   B.memory("mamba_gated_norm_fwd", Pass::kForward, 3 * y * act + T * kNormStatBytes);
   B.memory("mamba_gated_norm_bwd", Pass::kBackwardInput, 5 * y * act + T * kNormStatBytes);
   B.memory("mamba_gated_norm_bwd_weight", Pass::kBackwardWeight, 2 * y * act);
-  B.keep(2 * y * act + T * kNormStatBytes);  // y and z (with the statistics)
+  // The scan's output before its gate with z (the combined function's out_x), and the gated
+  // output the RMSNorm reads, with its statistics (ExtendedRMSNorm after the combined function).
+  B.keep(2 * y * act + T * kNormStatBytes);
   B.linear("mamba_out_proj", z.T, inner, z.h);
   B.keep(y * B.linear_input());  // out_proj's input
   B.leave_tp_region("mamba", z.x_bytes);

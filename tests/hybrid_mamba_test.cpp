@@ -20,6 +20,8 @@ namespace {
 using testing::contains;
 using testing::error_of;
 
+constexpr double kNormStatBytesForTests = 8;  // mean and rstd per token, fp32
+
 ModelSpec hybrid(const std::string& extra) {
   const std::string text =
       "name: tiny-hybrid\nseq_len: 1024\nvocab: 32000\n"
@@ -133,6 +135,21 @@ TEST(HybridMamba, AMambaLayersWorkIsItsProjectionsAndItsScan) {
   EXPECT_TRUE(reduced);  // out_proj's row-parallel output
   for (const GemmOp& g : half.gemms)
     if (g.name == "mamba_in_proj" && g.pass == Pass::kForward) EXPECT_EQ(g.shape.m, 10304 / 2);
+}
+
+// What a Mamba-2 layer keeps for backward, as Megatron-Core's memory-efficient path does
+// (mamba_mixer.py _ssm_training at d98e8a64dd; mamba_ssm's MambaSplitConv1dScanCombinedFn saves
+// in_proj's output and the scan's output, and recomputes the conv's): per token, bf16 values of
+// the pre-norm's input and in_proj's input (hidden each), in_proj's output (z, x, B, C, dt), the
+// scan's output and the gated output the norm reads (d_inner each), out_proj's input (d_inner),
+// and the two norms' fp32 statistics.
+TEST(HybridMamba, AMambaLayerKeepsWhatTheMemoryEfficientPathSaves) {
+  const ModelSpec m = load_model("nemotron3-nano-30b-a3b");
+  LayerShape shape;
+  const LayerWork w = layer_work(m.layers[1], shape);
+  const double T = 8192, h = 2688, inner = 64 * 64, in_width = 10304;
+  EXPECT_DOUBLE_EQ(w.activation(Recompute::kNone),
+                   T * (2 * (2 * h + in_width + 3 * inner) + 2 * kNormStatBytesForTests));
 }
 
 TEST(HybridMamba, ANemotronHConfigIsThePreset) {
