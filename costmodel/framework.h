@@ -230,7 +230,8 @@ struct FrameworkSpec {
   std::map<std::string, OpRecipe> compiled_ops;  // under torch.compile
   // What torch.compile covers under host mode compiled: "blocks" (the transformer blocks),
   // "embedding", "head" (the final norm and output projection), "loss" (the cross-entropy). The
-  // parts it leaves out run their eager recipes (`ops`). Empty: all of them.
+  // parts it leaves out run their eager recipes (`ops`), and their kernels cost the host its eager
+  // time each, as does the optimizer step (no part of these). Empty: all of them.
   std::vector<std::string> compiled_parts;
   std::map<HostMode, double> host_s_per_kernel;
   ExpertGemms expert_gemms;

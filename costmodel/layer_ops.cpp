@@ -332,7 +332,10 @@ void lm_head(const LayerSpec& layer, const LmHeadLayer& head, const LayerShape& 
     B.memory("logit_softcap_bwd", Pass::kBackwardInput, logits * 12);
     B.keep(logits * 4);
   }
+  const size_t before_loss = w.memory_ops.size();
   layer_detail::cross_entropy(static_cast<double>(T), v, B);
+  for (size_t i = before_loss; i < w.memory_ops.size(); ++i)
+    w.loss_launches += static_cast<double>(w.memory_ops[i].launches);
   w.transient_bytes = B.transient("cross_entropy", static_cast<double>(T) * v);
   w.output_bytes = static_cast<double>(T) * 4;  // the loss per token
 }

@@ -365,6 +365,9 @@ struct LayerWork {
   // the next kernels): the device's queue runs dry there, and the host issues what follows while
   // the device waits (search/eval/layer_costs.cpp host_sync_stall).
   int64_t host_syncs = 0;
+  // Of the memory-bound kernels a micro-batch, those of the loss (the head's cross-entropy): the
+  // part torch.compile may cover apart from the head (FrameworkSpec::compiled_parts `loss`).
+  double loss_launches = 0;
   // Whether recomputation reaches the layer: the transformer blocks; the embedding and the head
   // run outside the checkpointed blocks of every framework hetplan describes (Megatron's
   // TransformerBlock, DeepSpeed's checkpointable ParallelTransformerLayerPipe, torchtitan's

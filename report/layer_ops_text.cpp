@@ -22,7 +22,7 @@ Json layer_json(const ModelSpec& model, const LayerOps& l) {
   j["host_sync_s"] = l.cost.times.host_sync_s;
   j["corrected"] = l.cost.times.correction != nullptr;
   j["kernels"] = l.cost.kernel_launches;
-  j["host_s"] = l.cost.kernel_launches * l.host_s_per_kernel;
+  j["host_s"] = l.cost.host_s;
   Json ops = Json::array();
   for (const OpTime& op : l.ops) {
     ops.push_back({{"name", op.name},

@@ -72,6 +72,7 @@ LayerCost blended(const LayerCost& full, const LayerCost& none, double share) {
   c.activation_bytes = mix(full.activation_bytes, none.activation_bytes);
   c.transient_bytes = std::max(full.transient_bytes, none.transient_bytes);
   c.kernel_launches = mix(full.kernel_launches, none.kernel_launches);
+  c.host_s = mix(full.host_s, none.host_s);
   return c;
 }
 
@@ -140,7 +141,7 @@ const std::vector<LayerCost>& Evaluator::layer_costs(int64_t group, int64_t tp_n
     const size_t c = static_cast<size_t>(canonical_layer_[i]);
     (*costs)[i] = c < i ? (*costs)[c]
                         : eval::cost_layer(model_.layers[i], s, gpu, groups, cost_, dtype,
-                                           framework_, host_s_per_kernel(gpu, s.host_mode));
+                                           framework_, host_costs(gpu, s.host_mode));
     // Coefficients read in range give finite times; this names the files if some did not.
     for (int p = 0; p < kNumPasses; ++p)
       if (const double t = (*costs)[i].times.pass_s[p]; !(std::isfinite(t) && t >= 0)) {
@@ -181,8 +182,7 @@ std::vector<LayerOps> Evaluator::layer_ops(int64_t group, const Strategy& s) con
     index.emplace(c, out.size());
     const LayerWork w = eval::layer_work_under(model_.layers[i], s, gpu, cost_, dtype, framework_);
     out.push_back({static_cast<int64_t>(i), 1,
-                   op_times(cost_, gpu, w, groups, dtype, s.recomputation()), costs[i],
-                   host_s_per_kernel(gpu, s.host_mode)});
+                   op_times(cost_, gpu, w, groups, dtype, s.recomputation()), costs[i]});
   }
   return out;
 }

@@ -37,8 +37,11 @@ struct LayerCost {
   // Of the copies and their parameters, the routed experts'.
   double expert_low_precision_weight_bytes = 0, expert_quantized_param_count = 0;
   double output_bytes = 0;
-  // Kernels launched per micro-batch, recomputation included (costmodel/layer_ops.h).
+  // Kernels launched per micro-batch, recomputation included (costmodel/layer_ops.h), and the
+  // host's time to issue them, each at the cost of the mode its part of the model runs in
+  // (FrameworkSpec::mode_for: torch.compile may cover the blocks and not the head).
   double kernel_launches = 0;
+  double host_s = 0;
   double total_s() const { return times.pass_s[0] + times.pass_s[1] + times.pass_s[2]; }
 };
 
@@ -48,7 +51,14 @@ struct LayerOps {
   int64_t first_layer = 0, count = 0;  // the first layer of its kind, and how many are alike
   std::vector<OpTime> ops;
   LayerCost cost;
-  double host_s_per_kernel = 0;  // what the host takes to issue each of cost.kernel_launches
+};
+
+// What the host takes to issue one kernel, in the strategy's host mode and in eager mode (what the
+// parts of the model outside torch.compile run in: FrameworkSpec::mode_for).
+struct HostCosts {
+  HostMode mode = HostMode::kEager;  // the strategy's
+  double mode_s = 0, eager_s = 0;
+  double in(HostMode m) const { return m == mode ? mode_s : eager_s; }
 };
 
 struct PredictOptions {
@@ -102,6 +112,9 @@ class Evaluator {
   // The host's seconds per launched kernel under `mode`: a profile's measured figure for eager
   // mode on `gpu`'s machines where it has one, else the framework's.
   double host_s_per_kernel(const GpuSpec& gpu, HostMode mode) const;
+  HostCosts host_costs(const GpuSpec& gpu, HostMode mode) const {
+    return {mode, host_s_per_kernel(gpu, mode), host_s_per_kernel(gpu, HostMode::kEager)};
+  }
 
   const ModelSpec& model() const { return model_; }
   const CostModel& cost() const { return cost_; }

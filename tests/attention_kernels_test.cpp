@@ -80,8 +80,8 @@ TEST(AttentionKernels, TheLayerCostTakesTheFrameworksKernelOnItsGpu) {
   Strategy s;
   const LayerSpec block = testing::llama_block(4096);
   const LayerGroups groups{CommGroup{}};
-  const LayerCost t = eval::cost_layer(block, s, gpu, groups, cost, Dtype::kBf16, tt, 0);
-  const LayerCost m = eval::cost_layer(block, s, gpu, groups, cost, Dtype::kBf16, mc, 0);
+  const LayerCost t = eval::cost_layer(block, s, gpu, groups, cost, Dtype::kBf16, tt, HostCosts{});
+  const LayerCost m = eval::cost_layer(block, s, gpu, groups, cost, Dtype::kBf16, mc, HostCosts{});
   LayerShape shape;
   const LayerWork w = layer_work(block, shape);
   const double launch = cost.fit(gpu).launch_s;

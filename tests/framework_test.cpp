@@ -12,6 +12,7 @@
 #include "costmodel/memory.h"
 #include "costmodel/model.h"
 #include "costmodel/profile.h"
+#include "search/eval/steps.h"
 #include "search/evaluate.h"
 #include "search/rules.h"
 #include "search/search.h"
@@ -518,6 +519,46 @@ TEST(FrameworkOps, TorchCompileCoversTheFrameworksCompiledParts) {
   shape.framework = &head;
   const LayerWork b = layer_work(model.layers[1], shape);
   EXPECT_EQ(layer_kernels(a, Recompute::kNone).total(), layer_kernels(b, Recompute::kNone).total());
+}
+
+// The host issues each part's kernels at the cost of the mode it runs in: under torchtitan at its
+// head (compiled_parts: blocks, loss) the head's norm and output projection are eager and its loss
+// compiled; at 9dec370 (blocks) the whole head is eager; megatron-core compiles everything.
+TEST(FrameworkHost, EachPartsKernelsCostTheHostOfItsMode) {
+  const ModelSpec model = load_model("llama3-8b");
+  const FrameworkSpec dec2024 = load_framework("torchtitan-2024");
+  const FrameworkSpec head = load_framework("torchtitan");
+  const FrameworkSpec megatron = load_framework("megatron-core");
+  const HostCosts host{HostMode::kCompiled, 1e-6, 10e-6};
+  LayerShape shape;
+  shape.micro_batch = 1;
+  shape.host_mode = HostMode::kCompiled;
+  const LayerSpec& lm_head = model.layers.back();
+  const LayerSpec& block = model.layers[1];
+  for (const FrameworkSpec* f : {&dec2024, &head, &megatron}) {
+    shape.framework = f;
+    const LayerWork w = layer_work(lm_head, shape);
+    const double kernels = layer_kernels(w, Recompute::kNone).total();
+    const double loss = w.loss_launches;
+    EXPECT_GT(loss, 0) << f->name;
+    EXPECT_LT(loss, kernels) << f->name;  // the norm and the projection's GEMMs beside it
+    const double expected = f == &dec2024 ? kernels * 10e-6
+                            : f == &head  ? (kernels - loss) * 10e-6 + loss * 1e-6
+                                          : kernels * 1e-6;
+    EXPECT_NEAR(eval::layer_host_s(lm_head, w, kernels, *f, host), expected, 1e-15) << f->name;
+    const LayerWork b = layer_work(block, shape);
+    const double block_kernels = layer_kernels(b, Recompute::kNone).total();
+    EXPECT_NEAR(eval::layer_host_s(block, b, block_kernels, *f, host), block_kernels * 1e-6,
+                1e-15)
+        << f->name;  // the blocks are compiled under all three
+  }
+  // In eager mode every part is eager.
+  shape.host_mode = HostMode::kEager;
+  shape.framework = &head;
+  const LayerWork w = layer_work(lm_head, shape);
+  const double kernels = layer_kernels(w, Recompute::kNone).total();
+  EXPECT_NEAR(eval::layer_host_s(lm_head, w, kernels, head, {HostMode::kEager, 10e-6, 10e-6}),
+              kernels * 10e-6, 1e-15);
 }
 
 }  // namespace

@@ -29,18 +29,24 @@ HostFloor host_floor(const Evaluator& ev, const Strategy& s, const Placement& p,
                      const std::vector<Rank>& ranks, const std::vector<LayerRange>& ranges,
                      const StageTimes& t) {
   const double m = static_cast<double>(s.microbatches());
-  std::vector<double> kernels(ranks.size(), 0);
+  std::vector<double> kernels(ranks.size(), 0), host_s(ranks.size(), 0);
   for (size_t j = 0; j < p.rank_of_stage.size(); ++j) {
     const int64_t d = p.rank_of_stage[j];
-    for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i)
+    for (int64_t i = ranges[j].first; i <= ranges[j].second; ++i) {
       kernels[d] += m * ranks[d].costs()[i].kernel_launches;
+      host_s[d] += m * ranks[d].costs()[i].host_s;
+    }
   }
   HostFloor floor;
   for (size_t d = 0; d < ranks.size(); ++d) {
-    kernels[d] += optimizer_kernels(optimizer_params(s, t, d));
-    const double host_s = kernels[d] * ev.host_s_per_kernel(*ranks[d].gpu, s.host_mode);
-    if (host_s > floor.host_s || (floor.host_s == 0 && kernels[d] > floor.kernels)) {
-      floor.host_s = host_s;
+    // The optimizer step is no part torch.compile covers (compiled_parts): eager where the
+    // framework lists what it compiles, in the strategy's mode where it compiles all.
+    const double optimizer = optimizer_kernels(optimizer_params(s, t, d));
+    kernels[d] += optimizer;
+    host_s[d] += optimizer * ev.host_costs(*ranks[d].gpu, s.host_mode)
+                                 .in(ev.framework().mode_for("optimizer", s.host_mode));
+    if (host_s[d] > floor.host_s || (floor.host_s == 0 && kernels[d] > floor.kernels)) {
+      floor.host_s = host_s[d];
       floor.kernels = kernels[d];
     }
   }

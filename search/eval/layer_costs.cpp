@@ -92,6 +92,29 @@ void host_sync_stall(const LayerWork& w, const Recomputation& recompute, double 
   t.pass_s[kF] += t.host_sync_s;
 }
 
+namespace {
+
+// The part of the model (FrameworkSpec::compiled_parts) a layer's kernels run in, its loss's apart.
+std::string_view layer_part(const LayerSpec& layer) {
+  switch (layer.kind()) {
+    case LayerKind::kEmbedding:
+      return "embedding";
+    case LayerKind::kLmHead:
+      return "head";
+    default:
+      return "blocks";
+  }
+}
+
+}  // namespace
+
+double layer_host_s(const LayerSpec& layer, const LayerWork& w, double kernels,
+                    const FrameworkSpec& framework, const HostCosts& host) {
+  const double loss = std::min(w.loss_launches, kernels);
+  return (kernels - loss) * host.in(framework.mode_for(layer_part(layer), host.mode)) +
+         loss * host.in(framework.mode_for("loss", host.mode));
+}
+
 LayerWork layer_work_under(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
                            const CostModel& cost, Dtype dtype, const FrameworkSpec& framework) {
   LayerShape shape = layer_shape(s, dtype, framework);
@@ -101,8 +124,9 @@ LayerWork layer_work_under(const LayerSpec& layer, const Strategy& s, const GpuS
 
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
                      const LayerGroups& groups, const CostModel& cost, Dtype dtype,
-                     const FrameworkSpec& framework, double host_s_per_kernel) {
+                     const FrameworkSpec& framework, const HostCosts& host) {
   const LayerWork w = layer_work_under(layer, s, gpu, cost, dtype, framework);
+  const double host_s_per_kernel = host.in(framework.mode_for(layer_part(layer), host.mode));
   LayerCost c;
   c.times = cost.layer_times(gpu, w, s.recomputation(), groups, dtype);
   if (s.tp_comm_overlap) overlap_tp_comm(gpu, w, cost, dtype, c.times);
@@ -120,6 +144,7 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
   c.expert_quantized_param_count = static_cast<double>(w.expert_quantized_weight_params);
   c.output_bytes = w.output_bytes;
   c.kernel_launches = static_cast<double>(layer_kernels(w, s.recomputation()).total());
+  c.host_s = layer_host_s(layer, w, c.kernel_launches, framework, host);
   // Recomputed activations live while the layer's backward runs; gradients of the layer's input
   // and output are in flight (one rank's share under sequence parallelism).
   const double shard = s.sequence_parallel && s.tp > 1 ? static_cast<double>(s.tp) : 1.0;

@@ -64,9 +64,15 @@ void host_sync_stall(const LayerWork& w, const Recomputation& recompute, double 
 // The ops `layer` runs under the strategy and the framework on `gpu` (what cost_layer costs).
 LayerWork layer_work_under(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
                            const CostModel& cost, Dtype dtype, const FrameworkSpec& framework);
+// The host's time to issue one micro-batch's `kernels` of `layer`: each at the cost of the mode
+// its part runs in (FrameworkSpec::mode_for; the loss's kernels, LayerWork::loss_launches, in the
+// loss's mode).
+double layer_host_s(const LayerSpec& layer, const LayerWork& w, double kernels,
+                    const FrameworkSpec& framework, const HostCosts& host);
+// The layer's host sync stall is at the host cost of its part's mode.
 LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& gpu,
                      const LayerGroups& groups, const CostModel& cost, Dtype dtype,
-                     const FrameworkSpec& framework, double host_s_per_kernel);
+                     const FrameworkSpec& framework, const HostCosts& host);
 
 // Step 3. One pipeline rank as the cost model sees it. A rank whose data-parallel replicas run on
 // several node kinds takes, per layer and pass, the slowest kind's time (the replicas meet at
