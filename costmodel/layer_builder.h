@@ -204,14 +204,8 @@ class Builder {
   }
   // The part of the model (FrameworkSpec::compiled_parts) `family` runs in on this layer.
   std::string_view part_of(std::string_view family) const {
-    switch (w_.key.kind) {
-      case LayerKind::kEmbedding:
-        return "embedding";
-      case LayerKind::kLmHead:
-        return family == "cross_entropy" ? "loss" : "head";
-      default:
-        return "blocks";
-    }
+    return w_.key.kind == LayerKind::kLmHead && family == "cross_entropy" ? "loss"
+                                                                          : model_part(w_.key.kind);
   }
 
   // One pass of `family` over `elements` values: the framework's eager sequence where its recipe

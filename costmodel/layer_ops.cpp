@@ -489,6 +489,17 @@ LayerWork layer_work(const LayerSpec& layer, const LayerShape& shape) {
   return w;
 }
 
+std::string_view model_part(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::kEmbedding:
+      return "embedding";
+    case LayerKind::kLmHead:
+      return "head";
+    default:
+      return "blocks";
+  }
+}
+
 LayerKernels layer_kernels(const LayerWork& w, const Recomputation& asked) {
   const Recomputation mode = layer_recomputation(w, asked);
   LayerKernels k;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -395,6 +396,10 @@ struct LayerKernels {
   double total() const { return pass[0] + pass[1] + pass[2] + recompute; }
 };
 LayerKernels layer_kernels(const LayerWork& work, const Recomputation& mode);
+
+// The part of the model (FrameworkSpec::compiled_parts) a layer of `kind` runs in: "embedding",
+// "blocks" or "head"; the head's loss is the part "loss" (LayerWork::loss_launches).
+std::string_view model_part(LayerKind kind);
 
 // The recomputation `work` runs under `r`: `r`, or none where the layer is not checkpointed.
 inline Recomputation layer_recomputation(const LayerWork& work, const Recomputation& r) {

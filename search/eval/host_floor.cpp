@@ -43,8 +43,8 @@ HostFloor host_floor(const Evaluator& ev, const Strategy& s, const Placement& p,
     // framework lists what it compiles, in the strategy's mode where it compiles all.
     const double optimizer = optimizer_kernels(optimizer_params(s, t, d));
     kernels[d] += optimizer;
-    host_s[d] += optimizer * ev.host_costs(*ranks[d].gpu, s.host_mode)
-                                 .in(ev.framework().mode_for("optimizer", s.host_mode));
+    host_s[d] += optimizer * ev.host_s_per_kernel(
+                                 *ranks[d].gpu, ev.framework().mode_for("optimizer", s.host_mode));
     if (host_s[d] > floor.host_s || (floor.host_s == 0 && kernels[d] > floor.kernels)) {
       floor.host_s = host_s[d];
       floor.kernels = kernels[d];

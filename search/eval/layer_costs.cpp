@@ -92,26 +92,10 @@ void host_sync_stall(const LayerWork& w, const Recomputation& recompute, double 
   t.pass_s[kF] += t.host_sync_s;
 }
 
-namespace {
-
-// The part of the model (FrameworkSpec::compiled_parts) a layer's kernels run in, its loss's apart.
-std::string_view layer_part(const LayerSpec& layer) {
-  switch (layer.kind()) {
-    case LayerKind::kEmbedding:
-      return "embedding";
-    case LayerKind::kLmHead:
-      return "head";
-    default:
-      return "blocks";
-  }
-}
-
-}  // namespace
-
 double layer_host_s(const LayerSpec& layer, const LayerWork& w, double kernels,
                     const FrameworkSpec& framework, const HostCosts& host) {
   const double loss = std::min(w.loss_launches, kernels);
-  return (kernels - loss) * host.in(framework.mode_for(layer_part(layer), host.mode)) +
+  return (kernels - loss) * host.in(framework.mode_for(model_part(layer.kind()), host.mode)) +
          loss * host.in(framework.mode_for("loss", host.mode));
 }
 
@@ -126,7 +110,7 @@ LayerCost cost_layer(const LayerSpec& layer, const Strategy& s, const GpuSpec& g
                      const LayerGroups& groups, const CostModel& cost, Dtype dtype,
                      const FrameworkSpec& framework, const HostCosts& host) {
   const LayerWork w = layer_work_under(layer, s, gpu, cost, dtype, framework);
-  const double host_s_per_kernel = host.in(framework.mode_for(layer_part(layer), host.mode));
+  const double host_s_per_kernel = host.in(framework.mode_for(model_part(layer.kind()), host.mode));
   LayerCost c;
   c.times = cost.layer_times(gpu, w, s.recomputation(), groups, dtype);
   if (s.tp_comm_overlap) overlap_tp_comm(gpu, w, cost, dtype, c.times);
