@@ -861,6 +861,14 @@ TORCHTITAN_RULES = [
          anchor="CUDA graphs do not support pipeline parallelism yet",
          lines=["requires ParallelismConfig.pipeline_parallel_degree>1 "
                 "TrainingConfig.disable_cuda_graphs=True"]),
+    # The same check refuses expert parallelism with a dispatcher that synchronises with the host
+    # (the standard all-to-all, the one hetplan's export runs: its split sizes are read back by
+    # .tolist(), models/common/token_dispatcher.py); MinimalAsyncEP and HybridEP with a
+    # non-blocking capacity factor are allowed.
+    dict(why="trainer.py Trainer.Config._validate_cuda_graphs, the standard all-to-all dispatcher",
+         anchor="CUDA graphs support only expert parallel token dispatcher",
+         lines=["requires ParallelismConfig.expert_parallel_degree>1 "
+                "TrainingConfig.disable_cuda_graphs=True"]),
     dict(why="trainer.py Trainer.__init__: tokens per micro-batch over tp (sequence parallel)",
          anchor="The number of tokens per pipeline microbatch",
          lines=["divides ParallelismConfig.tensor_parallel_degree "
@@ -873,7 +881,15 @@ TORCHTITAN_RULES = [
                 "ParallelismConfig.num_pp_microbatches"]),
 ]
 
-TORCHTITAN_SECTIONS = {"training": "TrainingConfig", "parallelism": "ParallelismConfig"}
+# Rules of torchtitan/config/configs.py's dataclasses.
+TORCHTITAN_CONFIG_RULES = [
+    dict(why="config/configs.py CompileConfig.__post_init__",
+         anchor="Async TP requires 'model' in --compile.components",
+         lines=["requires CompileConfig.enable_async_tensor_parallel=True CompileConfig.enable=True"]),
+]
+
+TORCHTITAN_SECTIONS = {"training": "TrainingConfig", "parallelism": "ParallelismConfig",
+                       "compile": "CompileConfig"}
 
 
 def schedule_lines(args):
@@ -972,6 +988,8 @@ def torchtitan(source, args):
     lines += schedule_lines(args)
     trainer_text = modules.text(trainer_module)
     lines += ["", "# Rules"] + check_anchors(TORCHTITAN_RULES, trainer_text, "trainer.py")
+    lines += check_anchors(TORCHTITAN_CONFIG_RULES,
+                           modules.text("torchtitan.config.configs") or "", "config/configs.py")
     return lines
 
 

@@ -640,6 +640,47 @@ TEST(ExportFrameworkCheck, AHybridModelIsMegatronsHybridLayerPattern) {
     EXPECT_EQ(r.text.find(absent), std::string::npos) << absent;
 }
 
+// torchtitan captures each step's forward and backward in a CUDA graph unless
+// training.disable_cuda_graphs is set, and its check refuses that with a pipeline or with the
+// all-to-all dispatcher's host synchronisation (expert parallelism): an export with either turns
+// the graphs off; one with neither leaves torchtitan's default.
+TEST(ExportFrameworkCheck, TorchtitanTurnsCudaGraphsOffWhereItsCheckRefusesThem) {
+  const ModelSpec moe = load_model("qwen3-30b-a3b");
+  Strategy s;
+  s.dp = 8, s.tp = 2, s.pp = 1, s.cp = 2, s.ep = 8;
+  s.cp_comm = CpComm::kAllGather;
+  s.sequence_parallel = true;
+  s.micro_batch = 1;
+  s.global_batch = 128;
+  s.zero = 3;
+  s.framework = "torchtitan";
+  const ExportResult ep = export_torchtitan(moe, s, {});
+  ASSERT_TRUE(ep.unsupported.empty()) << ep.text;
+  const auto file = testing::torchtitan_python(ep.text, torchtitan());
+  EXPECT_TRUE(file.problems.empty()) << ep.text;
+  EXPECT_TRUE(testing::torchtitan_run_problems(file, torchtitan(), "ParallelismConfig.", 1).empty())
+      << ep.text;
+  EXPECT_NE(ep.text.find("config.training.disable_cuda_graphs = True"), std::string::npos);
+  s.ep = 1;
+  s.host_mode = HostMode::kCudaGraphs;  // the torchtitan framework's default
+  const ExportResult dense = export_torchtitan(moe, s, {});
+  EXPECT_EQ(dense.text.find("disable_cuda_graphs"), std::string::npos) << dense.text;
+  // Compiled, with async tensor parallelism: compile's fields, without graphs (as predicted).
+  s.host_mode = HostMode::kCompiled;
+  s.tp_comm_overlap = true;
+  const ExportResult compiled = export_torchtitan(moe, s, {});
+  ASSERT_TRUE(compiled.unsupported.empty()) << compiled.text;
+  const auto cfile = testing::torchtitan_python(compiled.text, torchtitan());
+  EXPECT_TRUE(cfile.problems.empty()) << compiled.text;
+  for (const char* line :
+       {"config.training.disable_cuda_graphs = True", "config.compile.enable = True",
+        "config.compile.enable_async_tensor_parallel = True"})
+    EXPECT_NE(compiled.text.find(line), std::string::npos) << line;
+  // Async tensor parallelism in eager mode: torchtitan has none.
+  s.host_mode = HostMode::kEager;
+  EXPECT_FALSE(export_torchtitan(moe, s, {}).unsupported.empty());
+}
+
 TEST(ExportFrameworkCheck, ContextExpertParallelismAndPrecisionsAreFlagsTheFrameworksAccept) {
   std::vector<ModelSpec> models;
   for (const char* name : {"deepseek-v3", "qwen3-30b-a3b", "llama3.1-405b", "gpt-oss-120b"})

@@ -421,7 +421,8 @@ TEST(TorchtitanExport, PythonTrainerConfig) {
   // parallelism says so.
   const ExportResult flat = export_torchtitan(
       gpt2(), read_strategy(R"({"dp": 8, "tp": 2, "pp": 1, "micro_batch": 4, "global_batch": 64,
-                          "zero": 3, "recompute": "selective", "sequence_parallel": false})"),
+                          "zero": 3, "recompute": "selective", "sequence_parallel": false,
+                          "host_mode": "cuda-graphs"})"),
       {});
   for (const char* line :
        {"    config.training.num_tokens_per_microbatch_per_dp_rank = 4096\n",
@@ -432,6 +433,7 @@ TEST(TorchtitanExport, PythonTrainerConfig) {
         "from torchtitan.distributed.activation_checkpoint import SelectiveAC\n",
         "    config.activation_checkpoint = SelectiveAC.Config()\n"})
     EXPECT_NE(flat.text.find(line), std::string::npos) << line << flat.text;
+  // torchtitan's default CUDA graphs, which the strategy's host mode asks for.
   EXPECT_EQ(flat.text.find("disable_cuda_graphs"), std::string::npos);
 }
 

@@ -69,8 +69,39 @@ std::string training_lines(const ModelSpec& model, const Strategy& s, ExportResu
   if (!fp32 && model.dtype != Dtype::kBf16)
     out.approximations.push_back(fmt::format(
         "training in {}: torchtitan's parameters are bfloat16 or float32", to_string(model.dtype)));
-  // Trainer.Config._validate_cuda_graphs: "CUDA graphs do not support pipeline parallelism yet".
-  if (s.pp > 1) text += set("disable_cuda_graphs", "True");
+  // torchtitan captures each step's forward and backward in a CUDA graph by default
+  // (trainer.py wrap_with_cuda_graph): host mode cuda-graphs. Trainer.Config._validate_cuda_graphs
+  // refuses that with a pipeline ("CUDA graphs do not support pipeline parallelism yet") and with
+  // expert parallelism over a dispatcher that synchronises with the host (the standard
+  // all-to-all, which this export runs).
+  const bool refused = s.pp > 1 || s.ep > 1;
+  if (s.host_mode == HostMode::kCudaGraphs && refused)
+    out.unsupported.push_back(
+        "CUDA graphs with a pipeline or expert parallelism: torchtitan's _validate_cuda_graphs "
+        "refuses them (predict with \"host_mode\": \"eager\")");
+  if (s.host_mode != HostMode::kCudaGraphs || refused) text += set("disable_cuda_graphs", "True");
+  return text;
+}
+
+// config.compile: torch.compile of the blocks and the loss under host mode compiled (its default
+// components, what the torchtitan framework's compiled_parts cost), and asynchronous tensor
+// parallelism, a torch.compile pass (CompileConfig.__post_init__: "Async TP requires 'model' in
+// --compile.components and --compile.enable").
+std::string compile_lines(const Strategy& s, ExportResult& out) {
+  std::string text;
+  const bool compiled = s.host_mode == HostMode::kCompiled;
+  if (compiled) {
+    text += "    config.compile.enable = True\n";
+    text += "    config.compile.components = [\"model\", \"loss\"]\n";
+  }
+  if (s.tp_comm_overlap) {
+    if (compiled)
+      text += "    config.compile.enable_async_tensor_parallel = True\n";
+    else
+      out.unsupported.push_back(
+          "asynchronous tensor parallelism without torch.compile: torchtitan runs it in a compiled "
+          "model only (predict with \"host_mode\": \"compiled\")");
+  }
   return text;
 }
 
@@ -161,6 +192,7 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
   std::vector<std::string> imports = {"from torchtitan.config import ParallelismConfig"};
   const std::string training = training_lines(model, s, out);
   const std::string parallelism = parallelism_lines(model, s, layer, out);
+  const std::string compile = compile_lines(s, out);
   const std::string checkpoint = checkpoint_line(s, imports);
   export_detail::torchtitan::common_notes(s, out);
   export_detail::lora_notes(s, export_detail::torchtitan::kTorchtitanLora, out);
@@ -176,7 +208,7 @@ ExportResult export_torchtitan(const ModelSpec& model, const Strategy& s, const 
       "function that builds the model\")\n"
       "    config = getattr(importlib.import_module(module), function)()\n",
       kFunction);
-  text += training + parallelism + checkpoint + "    return config\n";
+  text += training + compile + parallelism + checkpoint + "    return config\n";
   out.instructions.push_back(fmt::format(
       "save the file as {}.py where Python finds it, set HETPLAN_BASE_CONFIG to the torchtitan "
       "config function that builds the model, and run python -m torchtitan.train --module {} "

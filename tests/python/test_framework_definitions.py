@@ -250,6 +250,12 @@ class TrainingConfig:
 class ParallelismConfig:
     pipeline_parallel_schedule: str = "1F1B"
     module_fqns_per_model_part: list[list[str]] | None = None
+@dataclass(kw_only=True, slots=True)
+class CompileConfig:
+    enable: bool = False
+    enable_async_tensor_parallel: bool = False
+    def __post_init__(self):
+        raise ValueError("Async TP requires 'model' in --compile.components and --compile.enable")
 ''',
     "torchtitan/distributed/__init__.py": "",
     "torchtitan/distributed/activation_checkpoint.py": '''
@@ -280,16 +286,19 @@ class Decoder:
     "torchtitan/trainer.py": '''
 from dataclasses import dataclass, field
 from torchtitan.config import Configurable
-from torchtitan.config.configs import ParallelismConfig, TrainingConfig
+from torchtitan.config.configs import CompileConfig, ParallelismConfig, TrainingConfig
 from torchtitan.distributed.activation_checkpoint import ActivationCheckpointingConfig, FullAC
 class Trainer:
     @dataclass
     class Config(Configurable.Config):
         training: TrainingConfig = field(default_factory=TrainingConfig)
         parallelism: ParallelismConfig = field(default_factory=ParallelismConfig)
+        compile: CompileConfig = field(default_factory=CompileConfig)
         activation_checkpoint: ActivationCheckpointingConfig = field(default_factory=FullAC.Config)
         def _validate_cuda_graphs(self):
             raise ValueError("CUDA graphs do not support pipeline parallelism yet. ")
+            raise ValueError("CUDA graphs support only expert parallel token dispatcher "
+                             "configurations without CPU synchronization. ")
     def __init__(self):
         raise ValueError("The number of tokens per pipeline microbatch")
         raise ValueError("of tokens processed globally in one gradient accumulation ")
@@ -471,6 +480,12 @@ class DeepSpeedAndTorchtitanTest(unittest.TestCase):
         self.assertIn("schedule Interleaved1F1B rounds", lines)
         self.assertIn("requires ParallelismConfig.pipeline_parallel_degree>1 "
                       "TrainingConfig.disable_cuda_graphs=True", lines)
+        self.assertIn("requires ParallelismConfig.expert_parallel_degree>1 "
+                      "TrainingConfig.disable_cuda_graphs=True", lines)
+        self.assertIn("section compile CompileConfig", lines)
+        self.assertEqual(d["CompileConfig.enable_async_tensor_parallel"], "bool")
+        self.assertIn("requires CompileConfig.enable_async_tensor_parallel=True "
+                      "CompileConfig.enable=True", lines)
 
     def test_pytorch_schedules_file_is_checked_against_the_table(self):
         write_tree(self.dir, TORCHTITAN)
