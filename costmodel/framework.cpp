@@ -76,10 +76,23 @@ const OpRecipe* FrameworkSpec::recipe(std::string_view family, HostMode mode) co
 }
 
 HostMode FrameworkSpec::mode_for(std::string_view part, HostMode mode) const {
-  if (mode != HostMode::kCompiled || compiled_parts.empty()) return mode;
-  const bool covered =
-      std::find(compiled_parts.begin(), compiled_parts.end(), part) != compiled_parts.end();
+  const std::vector<std::string>* parts = mode == HostMode::kCompiled     ? &compiled_parts
+                                          : mode == HostMode::kCudaGraphs ? &graphed_parts
+                                                                          : nullptr;
+  if (!parts || parts->empty()) return mode;
+  const bool covered = std::find(parts->begin(), parts->end(), part) != parts->end();
   return covered ? mode : HostMode::kEager;
+}
+
+std::string FrameworkSpec::cuda_graphs_refusal(int64_t pp, int64_t ep) const {
+  if (pp > 1 && !can_run.cuda_graphs_pipeline)
+    return fmt::format("{} captures no pipeline in CUDA graphs", name);
+  if (ep > 1 && !can_run.cuda_graphs_expert_parallel)
+    return fmt::format(
+        "{}'s expert-parallel dispatch reads token counts back to the host, which a CUDA graph "
+        "cannot capture",
+        name);
+  return "";
 }
 
 bool FrameworkSpec::can_run_schedule(std::string_view schedule) const {
@@ -152,6 +165,11 @@ void read_recompute_modules(ObjectReader& r, Capabilities& c) {
            "modules are what selective recomputation re-runs: recompute lists no selective");
 }
 
+template <class T>
+bool contains(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
 Capabilities read_capabilities(ObjectReader r) {
   Capabilities c;
   // Checked against the pipeline schedules hetplan simulates where a framework is used
@@ -175,6 +193,25 @@ Capabilities read_capabilities(ObjectReader r) {
     HostMode mode;
     parse_host_mode(m, mode);
     c.host_modes.push_back(mode);
+  }
+  if (r.has("tp_comm_overlap_modes")) {
+    if (!c.tp_comm_overlap)
+      r.fail("tp_comm_overlap_modes", "expected no modes: tp_comm_overlap is false");
+    for (const auto& m : choices(r, "tp_comm_overlap_modes", kHostModes)) {
+      HostMode mode;
+      parse_host_mode(m, mode);
+      if (!contains(c.host_modes, mode))
+        r.fail("tp_comm_overlap_modes", "expected modes listed in host_modes");
+      c.tp_comm_overlap_modes.push_back(mode);
+    }
+  }
+  if (auto g = r.optional_object("cuda_graphs")) {
+    if (std::find(c.host_modes.begin(), c.host_modes.end(), HostMode::kCudaGraphs) ==
+        c.host_modes.end())
+      r.fail("cuda_graphs", "expected host_modes to list cuda-graphs, whose limits these are");
+    c.cuda_graphs_pipeline = g->boolean("pipeline");
+    c.cuda_graphs_expert_parallel = g->boolean("expert_parallel");
+    g->finish();
   }
   // Newer keys: a file without them runs none of it (bf16 only).
   if (r.has("context_parallel"))
@@ -201,11 +238,6 @@ HostMode host_mode(ObjectReader& r, std::string_view key) {
   return mode;
 }
 
-template <class T>
-bool contains(const std::vector<T>& v, const T& x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
 // The defaults must be values the framework can run.
 FrameworkDefaults read_defaults(ObjectReader r, const Capabilities& c) {
   FrameworkDefaults d;
@@ -230,6 +262,11 @@ FrameworkDefaults read_defaults(ObjectReader r, const Capabilities& c) {
   d.host_mode = host_mode(r, "host_mode");
   if (!contains(c.host_modes, d.host_mode))
     r.fail("host_mode", "expected a mode listed in can_run.host_modes");
+  const bool limited = !c.cuda_graphs_pipeline || !c.cuda_graphs_expert_parallel;
+  if (d.host_mode == HostMode::kCudaGraphs && limited && !contains(c.host_modes, HostMode::kEager))
+    r.fail("host_mode",
+           "expected can_run.host_modes to list eager too: a cuda-graphs default gives way to "
+           "eager where can_run.cuda_graphs refuses a strategy");
   r.finish();
   return d;
 }
@@ -349,6 +386,12 @@ MemoryLayout read_memory(ObjectReader r) {
   m.cast_copy_bytes = r.number_in("cast_copy_bytes", 0, 16);
   m.gathered_with_pipeline = r.boolean_or("gathered_with_pipeline", false);
   m.gradients_in_reduce_dtype = r.boolean_or("gradients_in_reduce_dtype", false);
+  if (r.has("gradients_freed_after_step"))
+    for (const auto& name : choices(r, "gradients_freed_after_step", kHostModes)) {
+      HostMode mode;
+      parse_host_mode(name, mode);
+      m.gradients_freed_after_step.push_back(mode);
+    }
   m.fragmentation = r.number_in("fragmentation", 0, 1);
   m.context_bytes = r.number_in("context_bytes", 0, 64.0 * (1ull << 30));
   m.communicator_bytes = r.number_in("communicator_bytes", 0, 16.0 * (1ull << 30));
@@ -450,9 +493,9 @@ void check_sources(const Json& root, const std::map<std::string, std::string>& s
                                    "measurement) for {} or a section above it",
                                    path));
   };
-  for (const char* section :
-       {"can_run", "defaults", "precision", "ops", "compiled_ops", "compiled_parts",
-        "host_s_per_kernel", "expert_gemms", "op_recompute", "attention_kernels", "memory"})
+  for (const char* section : {"can_run", "defaults", "precision", "ops", "compiled_ops",
+                              "compiled_parts", "graphed_parts", "host_s_per_kernel",
+                              "expert_gemms", "op_recompute", "attention_kernels", "memory"})
     if (root.contains(section)) check(section, root.at(section));
   for (const auto& [key, text] : sources)
     if (text.empty()) throw InputError(origin, "sources." + key, "a non-empty source");
@@ -488,6 +531,14 @@ FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
   if (auto ops = r.optional_object("compiled_ops")) f.compiled_ops = read_ops(*ops);
   if (r.has("compiled_parts"))
     f.compiled_parts = choices(r, "compiled_parts", {"blocks", "embedding", "head", "loss"});
+  if (r.has("graphed_parts")) {
+    f.graphed_parts =
+        choices(r, "graphed_parts", {"blocks", "embedding", "head", "loss", "optimizer"});
+    if (std::find(f.can_run.host_modes.begin(), f.can_run.host_modes.end(),
+                  HostMode::kCudaGraphs) == f.can_run.host_modes.end())
+      throw InputError(doc.origin, "graphed_parts",
+                       "can_run.host_modes to list cuda-graphs, whose capture this describes");
+  }
   f.host_s_per_kernel = read_host(r.object("host_s_per_kernel"), f.can_run);
   if (auto e = r.optional_object("expert_gemms")) f.expert_gemms = read_expert_gemms(*e);
   if (auto o = r.optional_object("op_recompute")) f.op_recompute = read_op_recompute(*o);
@@ -529,10 +580,13 @@ const AttentionKernel* FrameworkSpec::attention_kernel(double cc) const {
 
 namespace {
 
-// `over`'s keys replace `base`'s, objects merged key by key (a list or a value replaces whole).
+// `over`'s keys replace `base`'s, objects merged key by key (a list or a value replaces whole; a
+// null removes the key: what the base has and the release has not).
 void merge_over(Json& base, const Json& over) {
   for (const auto& [key, value] : over.items()) {
-    if (value.is_object() && base.contains(key) && base[key].is_object())
+    if (value.is_null())
+      base.erase(key);
+    else if (value.is_object() && base.contains(key) && base[key].is_object())
       merge_over(base[key], value);
     else
       base[key] = value;

@@ -101,6 +101,12 @@ struct MemoryLayout {
   // `states` gradient bytes under fp32 reduction, the training dtype's otherwise (Megatron-Core's
   // grad_dtype: fp32 with grad_reduce_in_fp32, else the parameters' dtype).
   bool gradients_in_reduce_dtype = false;
+  // The host modes in which the step ends with zero_grad(set_to_none=True) (PyTorch's default
+  // since 2.0): the gradients are freed after each optimizer step and allocated again by the next
+  // step's first gradient pass, so the activations its first micro-batches hold before that pass
+  // are held without them. Empty: the gradients live through the step (Megatron-Core's gradient
+  // buffer; torchtitan under CUDA graphs, whose captured step needs them in place).
+  std::vector<HostMode> gradients_freed_after_step;
   // The caching allocator's reserve beyond its peak allocation, as a share of it.
   double fragmentation = 0;
   // CUDA context, library workspaces and NCCL buffers per device, before calibration measures
@@ -127,6 +133,9 @@ struct Capabilities {
   bool tensor_parallel = true;
   bool sequence_parallel = true;
   bool tp_comm_overlap = false;
+  // The host modes it overlaps tensor-parallel communication in; empty: every one it runs
+  // (torchtitan's async tensor parallelism is a torch.compile pass: compiled only).
+  std::vector<HostMode> tp_comm_overlap_modes;
   // Pipeline sends and receives overlap compute (asynchronous, on their own stream); false: each
   // one holds both its stages until the transfer is done (DeepSpeed's synchronous p2p).
   bool p2p_overlap = true;
@@ -138,6 +147,10 @@ struct Capabilities {
   std::vector<std::string> fused_attention_dtypes = {"fp16", "bf16"};
   bool fused_attention_takes(Dtype model_dtype) const;
   std::vector<HostMode> host_modes;
+  // What its CUDA graphs (host mode cuda-graphs) can capture: a step with a pipeline, and one
+  // with expert parallelism over its dispatchers (a dispatcher that reads token counts back to
+  // the host cannot be captured). torchtitan refuses both (trainer.py _validate_cuda_graphs).
+  bool cuda_graphs_pipeline = true, cuda_graphs_expert_parallel = true;
   // Context parallelism's ways of moving keys and values it runs (--cp-comm-type: p2p,
   // all_gather, a2a, a2a+p2p); empty: none.
   std::vector<std::string> context_parallel;
@@ -169,6 +182,10 @@ struct FrameworkDefaults {
   // --fp8-param-gather / --fp4-param-gather: no bf16 copy beside the fp32 master weights).
   bool low_precision_params = false;
   bool ep_comm_overlap = false;  // where the strategy allows it (search/rules.h)
+  // Where the framework cannot capture a strategy in CUDA graphs (Capabilities::
+  // cuda_graphs_pipeline, cuda_graphs_expert_parallel), a cuda-graphs default gives way to
+  // eager: what the framework runs once told not to capture (torchtitan's
+  // training.disable_cuda_graphs).
   HostMode host_mode = HostMode::kEager;
 };
 
@@ -233,6 +250,11 @@ struct FrameworkSpec {
   // parts it leaves out run their eager recipes (`ops`), and their kernels cost the host its eager
   // time each, as does the optimizer step (no part of these). Empty: all of them.
   std::vector<std::string> compiled_parts;
+  // What its CUDA graphs capture under host mode cuda-graphs, by the same part names and
+  // "optimizer" (the optimizer step): the parts left out are issued eagerly, kernel by kernel.
+  // Empty: all of them (torchtitan graphs each micro-batch's forward and backward, not its
+  // optimizer step).
+  std::vector<std::string> graphed_parts;
   std::map<HostMode, double> host_s_per_kernel;
   ExpertGemms expert_gemms;
   std::optional<OpRecompute> op_recompute;  // where can_run.recompute lists op
@@ -249,8 +271,12 @@ struct FrameworkSpec {
   // the framework runs hetplan's fused kernel (under torch.compile every family not listed in
   // compiled_ops: Inductor fuses a norm's or an activation's pointwise and reduction ops).
   const OpRecipe* recipe(std::string_view family, HostMode mode) const;
-  // The mode a model `part` (as compiled_parts names them) runs in under the strategy's `mode`.
+  // The mode a model `part` (as compiled_parts and graphed_parts name them, or "optimizer") runs
+  // in under the strategy's `mode`.
   HostMode mode_for(std::string_view part, HostMode mode) const;
+  // Whether its CUDA graphs can capture a step with `pp` stages and `ep` expert ranks; the
+  // reason they cannot otherwise ("" where they can).
+  std::string cuda_graphs_refusal(int64_t pp, int64_t ep) const;
   bool can_run_schedule(std::string_view schedule) const;
   // The attention kernel it runs on a GPU of compute capability `cc` (nullptr: FlashAttention-2).
   const AttentionKernel* attention_kernel(double cc) const;

@@ -87,6 +87,14 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
         std::max(0.0, in.param_count - in.frozen_param_count) * in.accumulated_grad_bytes;
   }
   m.activations = in.activation_bytes;
+  if (in.activation_bytes_with_gradients >= 0) {
+    // Freed gradients: the peak activations before the first gradient pass, without them, or
+    // the gradients beside what is held after it; the breakdown shows the larger.
+    if (m.gradients + in.activation_bytes_with_gradients > in.activation_bytes)
+      m.activations = in.activation_bytes_with_gradients;
+    else
+      m.gradients = 0;
+  }
   m.transient = in.transient_bytes;
   m.fragmentation = m.allocated() * layout.fragmentation;
   m.reserve = in.reserve_bytes;

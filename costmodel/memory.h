@@ -50,8 +50,14 @@ struct MemoryInput {
   double gradient_bytes = 0;
   Dtype dtype = Dtype::kBf16;   // training precision of weights and activations
   double activation_bytes = 0;  // held at the pipeline's peak
-  double transient_bytes = 0;   // working buffers of the layer being run (recomputed activations,
-                                // gradients in flight, logits, p2p buffers, ZeRO-3 gathers)
+  // Where the framework frees the gradients after each step (MemoryLayout::
+  // gradients_freed_after_step lists the strategy's host mode): the most activations held from
+  // the first gradient pass on, when the gradients exist; before that pass the peak
+  // `activation_bytes` is held without them, and the peak is the larger of the two sums. < 0: the
+  // gradients live through the step, beside the peak activations.
+  double activation_bytes_with_gradients = -1;
+  double transient_bytes = 0;  // working buffers of the layer being run (recomputed activations,
+                               // gradients in flight, logits, p2p buffers, ZeRO-3 gathers)
   double reserve_bytes = kDefaultReserveBytes;  // CUDA context, libraries, NCCL buffers
   // The framework's layout of the parameter states and its allocator's fragmentation; nullptr:
   // Megatron-LM's (18 B per parameter, no fragmentation).

@@ -227,6 +227,13 @@ std::string tp_comm_overlap(const RuleContext& c, const Strategy& s) {
     return fmt::format("{} does not overlap tensor-parallel communication", c.framework.name);
   if (!(s.sequence_parallel && s.tp > 1))
     return "tensor-parallel communication overlap needs sequence parallelism and tp > 1";
+  const auto& modes = c.framework.can_run.tp_comm_overlap_modes;
+  if (!modes.empty() && !contains(modes, s.host_mode)) {
+    std::vector<std::string_view> names;
+    for (HostMode m : modes) names.push_back(to_string(m));
+    return fmt::format("{} overlaps tensor-parallel communication under host_mode {} only, not {}",
+                       c.framework.name, fmt::join(names, " or "), to_string(s.host_mode));
+  }
   return "";
 }
 
@@ -268,7 +275,11 @@ std::string attention(const RuleContext& c, const Strategy& s) {
 }
 
 std::string host_mode(const RuleContext& c, const Strategy& s) {
-  if (contains(c.framework.can_run.host_modes, s.host_mode)) return "";
+  if (contains(c.framework.can_run.host_modes, s.host_mode)) {
+    if (s.host_mode != HostMode::kCudaGraphs) return "";
+    const std::string why = c.framework.cuda_graphs_refusal(s.pp, s.ep);
+    return why.empty() ? "" : why + ": host_mode eager or compiled";
+  }
   std::vector<std::string_view> modes;
   for (HostMode m : c.framework.can_run.host_modes) modes.push_back(to_string(m));
   return fmt::format("{} runs {}, not {}", c.framework.name, fmt::join(modes, ", "),
@@ -391,7 +402,11 @@ Strategy with_framework_defaults(Strategy s, const FrameworkSpec& framework,
   if (!(s.given & kGivenOverlapGradReduce)) s.overlap_grad_reduce = d.overlap_grad_reduce;
   if (!(s.given & kGivenTpCommOverlap))
     s.tp_comm_overlap = d.tp_comm_overlap && s.sequence_parallel && s.tp > 1;
-  if (!(s.given & kGivenHostMode)) s.host_mode = d.host_mode;
+  if (!(s.given & kGivenHostMode)) {
+    s.host_mode = d.host_mode;
+    if (s.host_mode == HostMode::kCudaGraphs && !framework.cuda_graphs_refusal(s.pp, s.ep).empty())
+      s.host_mode = HostMode::kEager;  // FrameworkDefaults::host_mode
+  }
   if (!(s.given & kGivenFp32GradReduce)) s.fp32_grad_reduce = d.fp32_grad_reduce;
   if (!(s.given & kGivenLowPrecisionParams)) s.low_precision_params = d.low_precision_params;
   if (!(s.given & kGivenEpCommOverlap))

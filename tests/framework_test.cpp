@@ -563,3 +563,121 @@ TEST(FrameworkHost, EachPartsKernelsCostTheHostOfItsMode) {
 
 }  // namespace
 }  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// torchtitan at its head captures each micro-batch's forward and backward in a CUDA graph unless
+// told not to, and refuses to with a pipeline or with expert parallelism (trainer.py
+// _validate_cuda_graphs): its default host mode is cuda-graphs where it can be, eager where not;
+// the optimizer step stays eager. torchtitan of December 2024 had no graphs.
+TEST(FrameworkHost, TorchtitanCapturesItsStepInCudaGraphsWhereItCan) {
+  const FrameworkSpec head = load_framework("torchtitan");
+  const FrameworkSpec dec2024 = load_framework("torchtitan-2024");
+  const ModelSpec model = load_model("qwen3-30b-a3b");
+  EXPECT_EQ(head.defaults.host_mode, HostMode::kCudaGraphs);
+  EXPECT_EQ(head.mode_for("blocks", HostMode::kCudaGraphs), HostMode::kCudaGraphs);
+  EXPECT_EQ(head.mode_for("loss", HostMode::kCudaGraphs), HostMode::kCudaGraphs);
+  EXPECT_EQ(head.mode_for("optimizer", HostMode::kCudaGraphs), HostMode::kEager);
+  EXPECT_EQ(head.host_s_per_kernel.at(HostMode::kCudaGraphs), 0.0);
+  EXPECT_EQ(dec2024.defaults.host_mode, HostMode::kEager);
+  EXPECT_TRUE(dec2024.graphed_parts.empty());
+  EXPECT_EQ(std::count(dec2024.can_run.host_modes.begin(), dec2024.can_run.host_modes.end(),
+                       HostMode::kCudaGraphs),
+            0);
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 8;
+  s.zero = 3;  // FSDP2, the sharding torchtitan runs
+  EXPECT_EQ(with_framework_defaults(s, head).host_mode, HostMode::kCudaGraphs);
+  EXPECT_EQ(with_framework_defaults(s, dec2024).host_mode, HostMode::kEager);
+  Strategy piped = s;
+  piped.dp = 4, piped.pp = 2;
+  EXPECT_EQ(with_framework_defaults(piped, head).host_mode, HostMode::kEager);
+  Strategy experts = s;
+  experts.ep = 8;
+  EXPECT_EQ(with_framework_defaults(experts, head).host_mode, HostMode::kEager);
+  // Asked for, graphs with a pipeline break the host_mode rule.
+  piped.host_mode = HostMode::kCudaGraphs;
+  piped.given |= kGivenHostMode;
+  piped = with_framework_defaults(piped, head);
+  const auto v = first_broken_rule({model, head, 8}, piped);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->key, "host_mode");
+  EXPECT_EQ(v->reason,
+            "torchtitan captures no pipeline in CUDA graphs: host_mode eager or compiled");
+  // Async tensor parallelism is a torch.compile pass there.
+  Strategy async = s;
+  async.dp = 4, async.tp = 2;
+  async.sequence_parallel = true;
+  async.tp_comm_overlap = true;
+  async.given |= kGivenTpCommOverlap;
+  async = with_framework_defaults(async, head);
+  const auto t = first_broken_rule({model, head, 8}, async);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->key, "tp_comm_overlap");
+  async.host_mode = HostMode::kCompiled;
+  EXPECT_FALSE(first_broken_rule({model, head, 8}, async).has_value());
+}
+
+// A release's file removes what its base has and it has not with a null.
+TEST(FrameworkFiles, ANullInAReleaseRemovesTheBasesKey) {
+  const FrameworkSpec dec2024 = load_framework("torchtitan-2024");
+  EXPECT_EQ(dec2024.sources.count("graphed_parts"), 0u);
+  EXPECT_EQ(dec2024.host_s_per_kernel.count(HostMode::kCudaGraphs), 0u);
+  EXPECT_TRUE(dec2024.can_run.cuda_graphs_pipeline);  // no limits: no graphs at all
+}
+
+}  // namespace
+}  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// zero_grad(set_to_none=True) frees the gradients after each step: the next step's first forward
+// holds its activations without them, and they exist beside what is held from the first gradient
+// pass on (the larger of the two is the peak).
+TEST(DeviceMemory, GradientsFreedAfterTheStepAreNotBesideTheFirstForwardsActivations) {
+  const FrameworkSpec pt = load_framework("pytorch");
+  MemoryInput in;
+  in.param_count = 1e9;
+  in.layout = &pt.memory;
+  in.activation_bytes = 5e9;
+  in.activation_bytes_with_gradients = 0;  // one micro-batch on one device
+  MemoryBreakdown m = device_memory(in);
+  EXPECT_DOUBLE_EQ(m.gradients, 0);
+  EXPECT_DOUBLE_EQ(m.allocated(), 4e9 + 8e9 + 5e9);  // fp32 weights, two moments, activations
+  in.activation_bytes_with_gradients = 4.9e9;  // a second micro-batch after the first backward
+  m = device_memory(in);
+  EXPECT_DOUBLE_EQ(m.gradients, 4e9);
+  EXPECT_DOUBLE_EQ(m.activations, 4.9e9);
+  EXPECT_DOUBLE_EQ(m.allocated(), 4e9 + 4e9 + 8e9 + 4.9e9);
+  in.activation_bytes_with_gradients = -1;  // gradients through the step
+  EXPECT_DOUBLE_EQ(device_memory(in).allocated(), 4e9 + 4e9 + 8e9 + 5e9);
+}
+
+// Plain PyTorch on one GPU: one micro-batch a step has no gradients beside its activations, two
+// have (the second forward runs after the first backward); Megatron-Core's gradient buffer is
+// there either way.
+TEST(DeviceMemory, APlainPytorchStepOfOneMicroBatchPeaksWithoutItsGradients) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const ClusterSpec cluster = load_cluster("dgx-h100:1");
+  const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+  const auto peak = [&](const std::string& framework, int64_t global_batch) {
+    Strategy s;
+    s.micro_batch = 1;
+    s.global_batch = global_batch;
+    const FrameworkSpec f = load_framework(framework);
+    const Prediction p = Evaluator(model, cluster, cost, f).predict(with_framework_defaults(s, f));
+    EXPECT_TRUE(p.feasible) << p.reason;
+    return p.stages.at(0).memory;
+  };
+  const MemoryBreakdown one = peak("pytorch", 1), two = peak("pytorch", 2);
+  EXPECT_EQ(one.gradients, 0);
+  EXPECT_NEAR(two.gradients, 4.0 * static_cast<double>(model.parameters()), 1e3);
+  EXPECT_DOUBLE_EQ(one.activations, two.activations);
+  EXPECT_GT(peak("megatron-core", 1).gradients, 0);
+}
+
+}  // namespace
+}  // namespace hetplan

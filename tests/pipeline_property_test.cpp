@@ -194,6 +194,13 @@ TEST(PipelineProperties, ClosedFormsEqualTheSimulator) {
       ASSERT_EQ(e.peak_activation_bytes.size(), s.peak_activation_bytes.size());
       for (size_t d = 0; d < s.peak_activation_bytes.size(); ++d)
         EXPECT_NEAR(e.peak_activation_bytes[d], s.peak_activation_bytes[d], 1e-9);
+      // What a device holds from its first backward on: the closed forms' counts are the
+      // simulated ones.
+      ASSERT_EQ(e.activation_bytes_with_gradients.size(), s.activation_bytes_with_gradients.size());
+      for (size_t d = 0; d < s.activation_bytes_with_gradients.size(); ++d)
+        EXPECT_NEAR(e.activation_bytes_with_gradients[d], s.activation_bytes_with_gradients[d],
+                    1e-9)
+            << name << " trial " << trial << " device " << d;
     }
   }
 }

@@ -1,4 +1,6 @@
 // Step 8 of a prediction: the memory of each pipeline rank's devices at the schedule's peak.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "search/eval/steps.h"
@@ -79,6 +81,10 @@ MemoryBreakdown rank_memory_of(const Evaluator& ev, const Strategy& s, const Ran
   const GpuSpec& gpu = *rank.mem_gpu;
   MemoryInput mem = parameter_states(ev, s, rank.dtype, held_by(t, d));
   mem.activation_bytes = pipe.peak_activation_bytes.empty() ? 0 : pipe.peak_activation_bytes[d];
+  const auto& freed = ev.framework().memory.gradients_freed_after_step;
+  if (std::find(freed.begin(), freed.end(), s.host_mode) != freed.end() &&
+      d < pipe.activation_bytes_with_gradients.size())
+    mem.activation_bytes_with_gradients = pipe.activation_bytes_with_gradients[d];
   mem.transient_bytes = t.transient[d];
   mem.reserve_bytes = reserve_bytes(ev, s, gpu);
   const MemoryBreakdown memory = device_memory(mem);

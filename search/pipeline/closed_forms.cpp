@@ -6,9 +6,11 @@ namespace hetplan::pipeline {
 namespace {
 
 // Fills the rates and peaks from per-device first starts, last ends and busy times.
+// `after`: the chunk activations each device holds at most from its first backward on.
 PipelineResult summarize(const std::vector<double>& first, const std::vector<double>& last,
                          const std::vector<double>& busy, const std::vector<int>& peaks,
-                         const StageTimes& times, const char* variant) {
+                         const std::vector<int>& after, const StageTimes& times,
+                         const char* variant) {
   PipelineResult r;
   r.variant = variant;
   const int p = static_cast<int>(first.size());
@@ -23,8 +25,10 @@ PipelineResult summarize(const std::vector<double>& first, const std::vector<dou
   if (r.makespan_s > 0) r.bubble_rate = std::max(0.0, 1 - total / (p * r.makespan_s));
   r.peak_activation = peaks;
   if (!times.activation_bytes.empty())
-    for (int d = 0; d < p; ++d)
+    for (int d = 0; d < p; ++d) {
       r.peak_activation_bytes.push_back(peaks[d] * times.activation_bytes[d]);
+      r.activation_bytes_with_gradients.push_back(after[d] * times.activation_bytes[d]);
+    }
   return r;
 }
 
@@ -51,7 +55,9 @@ PipelineResult gpipe_closed_form(int p, int m, const StageTimes& t) {
     last[s] = forwards_end + tail + (m - 1) * max_backward;
     busy[s] = m * (t.forward_s[s] + backward[s]);
   }
-  return summarize(first, last, busy, std::vector<int>(p, m), t, "gpipe");
+  // Every forward before the first backward: the first backward leaves m - 1.
+  return summarize(first, last, busy, std::vector<int>(p, m), std::vector<int>(p, m - 1), t,
+                   "gpipe");
 }
 
 std::optional<PipelineResult> one_f_one_b_closed_form(int p, int m, const StageTimes& t) {
@@ -63,13 +69,15 @@ std::optional<PipelineResult> one_f_one_b_closed_form(int p, int m, const StageT
     if (c != 0) return std::nullopt;
   const double makespan = (m + p - 1) * (f + b);
   std::vector<double> first(p), last(p), busy(p, m * (f + b));
-  std::vector<int> peaks(p);
+  std::vector<int> peaks(p), after(p);
   for (int d = 0; d < p; ++d) {
     first[d] = d * f;
     last[d] = makespan - d * b;
     peaks[d] = std::min(p - d, m);
+    // The steady state's forwards bring a device back to its warm-up's count, if any remain.
+    after[d] = m > peaks[d] ? peaks[d] : peaks[d] - 1;
   }
-  return summarize(first, last, busy, peaks, t, "1f1b");
+  return summarize(first, last, busy, peaks, after, t, "1f1b");
 }
 
 }  // namespace hetplan::pipeline

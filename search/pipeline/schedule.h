@@ -67,7 +67,12 @@ struct PipelineResult {
   double max_device_bubble_rate = 0;  // worst device's idle share between its first and last pass
   std::vector<int> peak_activation;   // per device, in chunk (virtual-stage) activations
   std::vector<double> peak_activation_bytes;  // per device, when activation_bytes given
-  std::vector<TimedPass> timeline;            // device-major, in execution order
+  // Per device (when activation_bytes given), the most it holds from its first gradient pass on
+  // (the pass that releases a micro-batch's activations: W where the schedule splits the
+  // backward, else B), that pass's release counted: the activations beside which the gradients
+  // exist where a framework drops them after each step (MemoryLayout::gradients_dropped_in).
+  std::vector<double> activation_bytes_with_gradients;
+  std::vector<TimedPass> timeline;  // device-major, in execution order
 };
 
 struct ScheduleInfo {

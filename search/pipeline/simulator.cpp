@@ -24,7 +24,10 @@ PipelineResult Run::result(bool record) const {
   const bool bytes = !t_.activation_bytes.empty();
   double first = std::numeric_limits<double>::infinity(), last = 0, busy_total = 0;
   r.peak_activation.assign(p, 0);
-  if (bytes) r.peak_activation_bytes.assign(p, 0.0);
+  if (bytes) {
+    r.peak_activation_bytes.assign(p, 0.0);
+    r.activation_bytes_with_gradients.assign(p, 0.0);
+  }
   if (record) {
     size_t total = 0;
     for (const auto& seq : o_.per_device) total += seq.size();
@@ -35,6 +38,7 @@ PipelineResult Run::result(bool record) const {
     if (seq.empty()) continue;
     double busy = 0, held_bytes = 0;
     int held = 0;
+    bool gradients = false;  // a gradient pass has run on this device
     for (const Pass& ps : seq) {
       const size_t i = id(ps);
       busy += duration(ps);
@@ -46,8 +50,12 @@ PipelineResult Run::result(bool record) const {
         }
       } else if (ps.op == release) {
         --held;
+        gradients = true;
         if (bytes) held_bytes -= t_.activation_bytes[ps.stage];
       }
+      if (bytes && gradients)
+        r.activation_bytes_with_gradients[d] =
+            std::max(r.activation_bytes_with_gradients[d], held_bytes);
       if (record)
         r.timeline.push_back({d, "FBW"[static_cast<int>(ps.op)], ps.microbatch,
                               o_.chunk_of_stage[ps.stage], ps.stage, start_of(ps), end_[i]});
