@@ -543,6 +543,12 @@ part_c() {
   step plain_pytorch_sweep 330 20 env SWEEP_ARGS="--framework pytorch --style pytorch" \
     bash scripts/measure_sweep.sh "$work/sweep-pytorch" "${files[@]}"
   excerpt "$work/logs/plain_pytorch_sweep.log" '^( ?[0-9]+ |iteration time|peak memory|out of memory|hetplan predict)' 40
+  # The same, one micro-batch a step (quick set): plain PyTorch frees its gradients after each step
+  # (zero_grad(set_to_none=True)), so these peak without them (docs/costmodel.md step 7).
+  step plain_pytorch_one_microbatch 150 10 env \
+    SWEEP_ARGS="--framework pytorch --style pytorch --quick --one-microbatch" \
+    bash scripts/measure_sweep.sh "$work/sweep-pytorch-one-microbatch" "${files[@]}"
+  excerpt "$work/logs/plain_pytorch_one_microbatch.log" '^( ?[0-9]+ |iteration time|peak memory|out of memory)' 20
   step harness_vs_model_plain 90 10 python3 scripts/harness_vs_model.py --style pytorch \
     --model examples/models/llama-370m.yaml --micro-batch 1 --device cuda \
     --json "$work/harness_vs_model_plain_llama-370m.json"

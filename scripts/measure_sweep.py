@@ -277,6 +277,10 @@ def main(argv):
     p.add_argument("--style", default="reference", choices=["reference", "pytorch"],
                    help="how the harness runs (reference_train.py --style; pytorch: the way "
                         "plain PyTorch runs, to be predicted with --framework pytorch)")
+    p.add_argument("--one-microbatch", action="store_true",
+                   help="run each configuration with one micro-batch a step (global batch = "
+                        "micro-batch): where a framework frees the gradients after each step "
+                        "(zero_grad(set_to_none=True)) its peak holds no gradients")
     p.add_argument("--only", default="",
                    help="comma-separated indices of the configurations to run (e.g. 14,15,16,"
                         "17,18,19: the LLaMA-style ones)")
@@ -296,6 +300,8 @@ def main(argv):
         return 2
     configs = [CONFIGS[i] for i in only] if only else \
         [CONFIGS[i] for i in QUICK] if a.quick else CONFIGS
+    if a.one_microbatch:  # each step one micro-batch: the global batch is the micro-batch
+        configs = [(model, seq, mb, mb, recompute) for model, seq, mb, _, recompute in configs]
     t0 = time.time()
     if a.compare_only:
         if not os.path.exists(os.path.join(a.out, "plan.json")):

@@ -95,6 +95,23 @@ class Sweep(unittest.TestCase):
         with open(measured) as f, open(os.path.join(again, "measurements.json")) as g:
             self.assertEqual(json.load(f), json.load(g))
 
+    def test_one_microbatch_runs_each_configuration_as_one_micro_batch_a_step(self):
+        out = os.path.join(self.dir, "one")
+        fake = os.path.join(self.dir, "fake_python")
+        r = sweep("--out", out, "--python", fake, "--quick", "--one-microbatch",
+                  "--framework", "pytorch", "--style", "pytorch")
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        strategies = sorted(os.listdir(os.path.join(out, "strategies")))
+        self.assertEqual(len(strategies), 9)
+        for name in strategies:
+            with open(os.path.join(out, "strategies", name)) as f:
+                s = json.load(f)
+            self.assertEqual(s["global_batch"], s["micro_batch"], name)
+        # Plain PyTorch frees its gradients after the step: one micro-batch peaks without them.
+        with open(os.path.join(out, "predictions", "00.json")) as f:
+            mem = json.load(f)["predicted"]["stages"][0]["memory"]
+        self.assertEqual(mem["gradients_bytes"], 0)
+
     def test_measurements_of_other_configurations_are_bad_input(self):
         self.assertEqual(self.first.returncode, 0, self.first.stderr + self.first.stdout)
         measured = os.path.join(self.out, "measurements.json")
