@@ -681,6 +681,29 @@ TEST(ExportFrameworkCheck, TorchtitanTurnsCudaGraphsOffWhereItsCheckRefusesThem)
   EXPECT_FALSE(export_torchtitan(moe, s, {}).unsupported.empty());
 }
 
+// hetplan's cuda-graphs host mode is Megatron-Core's whole-forward-backward graph, with the NaN
+// check validate_args asks to be off beside it.
+TEST(ExportFrameworkCheck, MegatronCudaGraphsAreTheFullIterationGraph) {
+  const ModelSpec dense = load_model("llama3-8b");
+  Strategy s;
+  s.dp = 8, s.tp = 1, s.pp = 1;
+  s.micro_batch = 1;
+  s.global_batch = 16;
+  s.zero = 1;
+  s.host_mode = HostMode::kCudaGraphs;
+  const ExportResult mg = export_megatron(dense, s, {});
+  ASSERT_TRUE(mg.unsupported.empty()) << mg.text;
+  EXPECT_TRUE(testing::megatron_problems(mg.text, megatron()).empty()) << mg.text;
+  const auto options = testing::megatron_options(mg.text);
+  const auto has = [&](const std::string& flag, const std::string& value) {
+    return std::count(options.begin(), options.end(), std::make_pair(flag, value));
+  };
+  EXPECT_EQ(has("--cuda-graph-impl", "full_iteration"), 1) << mg.text;
+  EXPECT_EQ(has("--no-check-for-nan-in-loss-and-grad", ""), 1) << mg.text;
+  s.host_mode = HostMode::kEager;
+  EXPECT_EQ(export_megatron(dense, s, {}).text.find("--cuda-graph-impl"), std::string::npos);
+}
+
 TEST(ExportFrameworkCheck, ContextExpertParallelismAndPrecisionsAreFlagsTheFrameworksAccept) {
   std::vector<ModelSpec> models;
   for (const char* name : {"deepseek-v3", "qwen3-30b-a3b", "llama3.1-405b", "gpt-oss-120b"})

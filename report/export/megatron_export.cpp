@@ -150,6 +150,20 @@ void parallel_and_precision_args(const ModelSpec& model, const Strategy& s, Args
                     to_string(s.precision), to_string(model.dtype)));
 }
 
+// The host mode: hetplan's cuda-graphs replays the whole forward-backward, Megatron-Core's
+// --cuda-graph-impl full_iteration (FullCudaGraphWrapper around forward_backward_func;
+// validate_args asserts --no-check-for-nan-in-loss-and-grad with it); the optimizer step stays
+// eager either way.
+void host_args(const Strategy& s, Args& a, ExportResult& out) {
+  if (s.host_mode == HostMode::kCudaGraphs) {
+    a.add("--cuda-graph-impl", "full_iteration");
+    a.add("--no-check-for-nan-in-loss-and-grad");
+  } else if (s.host_mode == HostMode::kCompiled) {
+    out.approximations.push_back(
+        "Megatron-LM issues its kernels eagerly: hetplan predicted torch.compile's host cost");
+  }
+}
+
 // The block Megatron-LM's flags describe: the first decoder block, when every decoder block has its
 // attention and norms, every dense block its MLP, and every MoE block its experts (Megatron-Core
 // builds dense and MoE layers by --moe-layer-freq); nullptr, with the reason, otherwise.
@@ -548,6 +562,7 @@ ExportResult export_megatron(const ModelSpec& model, const Strategy& s, const Ex
   a.add("--tensor-model-parallel-size", s.tp);
   a.add("--pipeline-model-parallel-size", s.pp);
   parallel_and_precision_args(model, s, a, out);
+  host_args(s, a, out);
   export_detail::lora_notes(s, "Megatron-LM's arguments have no PEFT (every parameter would train)",
                             out);
   if (s.lora.enabled())
