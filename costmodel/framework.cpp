@@ -386,6 +386,7 @@ MemoryLayout read_memory(ObjectReader r) {
   m.cast_copy_bytes = r.number_in("cast_copy_bytes", 0, 16);
   m.gathered_with_pipeline = r.boolean_or("gathered_with_pipeline", false);
   m.gradients_in_reduce_dtype = r.boolean_or("gradients_in_reduce_dtype", false);
+  m.dp_bucket_bytes = r.number_in_or("dp_bucket_bytes", 0, 16, 0);
   if (r.has("gradients_freed_after_step"))
     for (const auto& name : choices(r, "gradients_freed_after_step", kHostModes)) {
       HostMode mode;

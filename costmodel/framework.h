@@ -107,6 +107,10 @@ struct MemoryLayout {
   // are held without them. Empty: the gradients live through the step (Megatron-Core's gradient
   // buffer; torchtitan under CUDA graphs, whose captured step needs them in place).
   std::vector<HostMode> gradients_freed_after_step;
+  // Bytes per trained parameter of the data-parallel communication buckets held beside the
+  // gradients where dp > 1 and nothing is sharded: PyTorch DDP copies each gradient into its
+  // bucket unless gradient_as_bucket_view (False by default). 0: the gradients are the buckets.
+  double dp_bucket_bytes = 0;
   // The caching allocator's reserve beyond its peak allocation, as a share of it.
   double fragmentation = 0;
   // CUDA context, library workspaces and NCCL buffers per device, before calibration measures

@@ -95,6 +95,10 @@ MemoryBreakdown device_memory(const MemoryInput& in) {
     else
       m.gradients = 0;
   }
+  // Data-parallel buckets beside the gradients (DDP without gradient_as_bucket_view): there
+  // through the step, whether or not the gradients are.
+  if (in.dp > 1 && in.zero == 0)
+    m.gradients += std::max(0.0, in.param_count - in.frozen_param_count) * layout.dp_bucket_bytes;
   m.transient = in.transient_bytes;
   m.fragmentation = m.allocated() * layout.fragmentation;
   m.reserve = in.reserve_bytes;

@@ -654,6 +654,14 @@ TEST(DeviceMemory, GradientsFreedAfterTheStepAreNotBesideTheFirstForwardsActivat
   EXPECT_DOUBLE_EQ(m.allocated(), 4e9 + 4e9 + 8e9 + 4.9e9);
   in.activation_bytes_with_gradients = -1;  // gradients through the step
   EXPECT_DOUBLE_EQ(device_memory(in).allocated(), 4e9 + 4e9 + 8e9 + 5e9);
+  // Under DDP (dp > 1, nothing sharded) its fp32 buckets stay beside them, freed or not.
+  in.dp = 2;
+  in.activation_bytes_with_gradients = 0;
+  m = device_memory(in);
+  EXPECT_DOUBLE_EQ(m.gradients, 4e9);
+  EXPECT_DOUBLE_EQ(m.allocated(), 4e9 + 4e9 + 8e9 + 5e9);
+  in.activation_bytes_with_gradients = -1;
+  EXPECT_DOUBLE_EQ(device_memory(in).gradients, 8e9);
 }
 
 // Plain PyTorch on one GPU: one micro-batch a step has no gradients beside its activations, two
