@@ -676,9 +676,18 @@ TEST(ExportFrameworkCheck, TorchtitanTurnsCudaGraphsOffWhereItsCheckRefusesThem)
        {"config.training.disable_cuda_graphs = True", "config.compile.enable = True",
         "config.compile.enable_async_tensor_parallel = True"})
     EXPECT_NE(compiled.text.find(line), std::string::npos) << line;
+  // The TOML releases: [compile] and parallelism's async TP key, no graphs.
+  ExportOptions toml;
+  toml.torchtitan_toml = true;
+  const ExportResult old = export_torchtitan(moe, s, toml);
+  ASSERT_TRUE(old.unsupported.empty()) << old.text;
+  EXPECT_TRUE(testing::torchtitan_toml(old.text, torchtitan_toml()).problems.empty()) << old.text;
+  for (const char* line : {"[compile]\nenable = true\n", "enable_async_tensor_parallel = true\n"})
+    EXPECT_NE(old.text.find(line), std::string::npos) << line << old.text;
   // Async tensor parallelism in eager mode: torchtitan has none.
   s.host_mode = HostMode::kEager;
   EXPECT_FALSE(export_torchtitan(moe, s, {}).unsupported.empty());
+  EXPECT_FALSE(export_torchtitan(moe, s, toml).unsupported.empty());
 }
 
 // hetplan's cuda-graphs host mode is Megatron-Core's whole-forward-backward graph, with the NaN

@@ -22,6 +22,9 @@ struct Toml {
   std::string text;
   void table(const std::string& name) { text += fmt::format("\n[{}]\n", name); }
   void put(const std::string& key, int64_t v) { text += fmt::format("{} = {}\n", key, v); }
+  void put(const std::string& key, bool v) {
+    text += fmt::format("{} = {}\n", key, v ? "true" : "false");
+  }
   void put(const std::string& key, const std::string& v) {
     text += fmt::format("{} = {}\n", key, toml_string(v));
   }
@@ -105,6 +108,8 @@ ExportResult export_torchtitan_toml(const ModelSpec& model, const Strategy& s,
           "gradients (ZeRO-2)");
   }
   t.put("tensor_parallel_degree", s.tp);
+  if (s.tp_comm_overlap && s.host_mode == HostMode::kCompiled)
+    t.put("enable_async_tensor_parallel", true);
   if (s.tp > 1 && !s.sequence_parallel)
     out.approximations.push_back(
         "torchtitan's tensor parallelism always shards the sequence "
@@ -153,6 +158,23 @@ ExportResult export_torchtitan_toml(const ModelSpec& model, const Strategy& s,
     t.put("mode", std::string("selective"));
     t.put("selective_ac_option", std::string("op"));
   }
+  // torch.compile of the blocks and the loss (host mode compiled), which async tensor
+  // parallelism needs (the TOML releases' parallelism.enable_async_tensor_parallel). These
+  // releases had no CUDA graph capture in their trainer.
+  if (s.host_mode == HostMode::kCompiled) {
+    t.table("compile");
+    t.put("enable", true);
+    t.put("components", std::vector<std::string>{"model", "loss"});
+  } else if (s.host_mode == HostMode::kCudaGraphs) {
+    out.approximations.push_back(
+        "CUDA graphs: torchtitan's TOML releases capture none (the core Trainer's came with "
+        "f84224af0, 2026-08-13), so the step runs eagerly (predict with \"host_mode\": "
+        "\"eager\" for its time)");
+  }
+  if (s.tp_comm_overlap && s.host_mode != HostMode::kCompiled)
+    out.unsupported.push_back(
+        "asynchronous tensor parallelism without torch.compile: torchtitan runs it in a compiled "
+        "model only (predict with \"host_mode\": \"compiled\")");
   tt::common_notes(s, out);
   export_detail::lora_notes(s, export_detail::torchtitan::kTorchtitanLora, out);
 
