@@ -85,6 +85,16 @@ TEST(Framework, BadFilesNameTheKeyAndWhatWasExpected) {
            {"export: none\n", "export: nemo\n", "export"},
            {"  sequence_parallel: true\n", "  sequence_parallel: true\n  pipelines: 4\n",
             "pipelines"},
+           // CUDA-graph limits and modes a file lists without the mode that uses them.
+           {"  host_modes: [eager]\n",
+            "  host_modes: [eager]\n  cuda_graphs: {pipeline: false, expert_parallel: false}\n",
+            "expected host_modes to list cuda-graphs"},
+           {"  tp_comm_overlap: false\n  p2p",
+            "  tp_comm_overlap: false\n"
+            "  tp_comm_overlap_modes: [eager]\n  p2p",
+            "expected no modes: tp_comm_overlap is false"},
+           {"sources:\n", "graphed_parts: [blocks]\nsources:\n  graphed_parts: \"x\"\n",
+            "graphed_parts"},
        }) {
     const std::string path = write_framework("bad", fixture_with(c.from, c.to));
     const std::string e = error_of([&] { load_framework(path); });
