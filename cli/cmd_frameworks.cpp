@@ -1,6 +1,7 @@
 // hetplan frameworks: the framework presets (presets/frameworks), or one framework in full.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
 
 #include "cli/command.h"
 #include "costmodel/framework.h"
@@ -102,7 +103,33 @@ Json framework_json(const FrameworkSpec& f) {
           {"memory_reported_peak", to_string(f.memory.reported_peak)},
           {"memory_gathered_with_pipeline", f.memory.gathered_with_pipeline},
           {"compiled_parts", f.compiled_parts},
+          {"graphed_parts", f.graphed_parts},
+          {"cuda_graphs",
+           {{"pipeline", f.can_run.cuda_graphs_pipeline},
+            {"expert_parallel", f.can_run.cuda_graphs_expert_parallel}}},
+          {"default_host_mode", to_string(f.defaults.host_mode)},
           {"sources", f.sources}};
+}
+
+// The default host mode, what its CUDA graphs capture and refuse, and the modes whose steps free
+// the gradients.
+void print_host_defaults(const FrameworkSpec& f) {
+  const Capabilities& c = f.can_run;
+  std::string graphs;
+  if (std::find(c.host_modes.begin(), c.host_modes.end(), HostMode::kCudaGraphs) !=
+      c.host_modes.end()) {
+    graphs = f.graphed_parts.empty()
+                 ? "; CUDA graphs capture the whole step"
+                 : fmt::format("; CUDA graphs capture: {}", fmt::join(f.graphed_parts, ", "));
+    if (!c.cuda_graphs_pipeline) graphs += ", not with a pipeline";
+    if (!c.cuda_graphs_expert_parallel) graphs += ", not with expert parallelism";
+  }
+  fmt::print("  default host mode: {}{}\n", to_string(f.defaults.host_mode), graphs);
+  if (!f.memory.gradients_freed_after_step.empty()) {
+    std::vector<std::string_view> modes;
+    for (HostMode m : f.memory.gradients_freed_after_step) modes.push_back(to_string(m));
+    fmt::print("  gradients freed after each step under: {}\n", fmt::join(modes, ", "));
+  }
 }
 
 void print_framework(const FrameworkSpec& f) {
@@ -140,6 +167,7 @@ void print_framework(const FrameworkSpec& f) {
                f.op_recompute->every_second_matmul ? " (every second matmul re-run)" : "");
   if (f.memory.gathered_with_pipeline)
     fmt::print("  ZeRO-3 with a pipeline: weights stay gathered through the step\n");
+  print_host_defaults(f);
   for (const auto& [key, source] : f.sources) fmt::print("  source of {}: {}\n", key, source);
 }
 

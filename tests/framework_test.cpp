@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cli_test_util.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/framework.h"
 #include "costmodel/layer_ops.h"
@@ -695,6 +696,31 @@ TEST(DeviceMemory, APlainPytorchStepOfOneMicroBatchPeaksWithoutItsGradients) {
   EXPECT_NEAR(two.gradients, 4.0 * static_cast<double>(model.parameters()), 1e3);
   EXPECT_DOUBLE_EQ(one.activations, two.activations);
   EXPECT_GT(peak("megatron-core", 1).gradients, 0);
+}
+
+}  // namespace
+}  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// `hetplan frameworks NAME` says the default host mode, what the graphs capture and refuse, and
+// where the step frees its gradients; the JSON holds the same.
+TEST(FrameworksCli, ShowsTheHostModeDefaultsAndFreedGradients) {
+  const auto shown = testing::run_hetplan("frameworks torchtitan");
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_TRUE(testing::contains(shown.output,
+                                "default host mode: cuda-graphs; CUDA graphs capture: embedding, "
+                                "blocks, head, loss, not with a pipeline, not with expert "
+                                "parallelism"))
+      << shown.output;
+  EXPECT_TRUE(testing::contains(shown.output,
+                                "gradients freed after each step under: eager, "
+                                "compiled"))
+      << shown.output;
+  const auto old = testing::run_hetplan("frameworks torchtitan-2024 --json");
+  ASSERT_EQ(old.exit_code, 0) << old.output;
+  EXPECT_TRUE(testing::contains(old.output, "\"default_host_mode\": \"eager\"")) << old.output;
 }
 
 }  // namespace
