@@ -70,7 +70,7 @@ struct PipelineResult {
   // Per device (when activation_bytes given), the most it holds from its first gradient pass on
   // (the pass that releases a micro-batch's activations: W where the schedule splits the
   // backward, else B), that pass's release counted: the activations beside which the gradients
-  // exist where a framework drops them after each step (MemoryLayout::gradients_dropped_in).
+  // exist where a framework drops them after each step (MemoryLayout::gradients_freed_after_step).
   std::vector<double> activation_bytes_with_gradients;
   std::vector<TimedPass> timeline;  // device-major, in execution order
 };
