@@ -58,6 +58,7 @@ GpuSpec parse_gpu(ObjectReader r, const std::string& name) {
   g.l2_bytes = r.positive("l2_mib") * (1 << 20);
   g.vendor = r.choice_or("vendor", {"nvidia", "amd"}, "nvidia");
   g.compute_capability = r.number_in_or("compute_capability", 1.0, 20.0, 0);
+  g.host_cost_factor = r.number_in_or("host_cost_factor", 0.1, 10, 1);
   read_citations(r, g.citations);
   r.finish();
   return g;

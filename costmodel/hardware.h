@@ -31,6 +31,11 @@ struct GpuSpec {
   // GPU, a cluster file's own type that does not say). Frameworks pick kernels by it
   // (FrameworkSpec::attention_kernels).
   double compute_capability = 0;
+  // The host's time to issue one kernel against an x86 server host's (the Xeon of a DGX H100),
+  // where the GPU only comes with one kind of host: a Grace-Hopper or Grace-Blackwell superchip's
+  // Arm CPU dispatches PyTorch ops more slowly. It scales a framework's per-kernel host cost (not
+  // a calibration's measured one, taken on that host). 1: an x86 host.
+  double host_cost_factor = 1;
   std::map<std::string, std::string> citations;
 
   // Whether hetplan's CUDA calibration kernels can run on it.

@@ -238,7 +238,8 @@ double Evaluator::host_s_per_kernel(const GpuSpec& gpu, HostMode mode) const {
   if (mode == HostMode::kEager)
     if (const double measured = cost_.fit(gpu).host_s_per_kernel; measured > 0) return measured;
   const auto it = framework_.host_s_per_kernel.find(mode);
-  return it == framework_.host_s_per_kernel.end() ? 0.0 : it->second;
+  // The framework's figure is an x86 host's; a GPU that comes with another host scales it.
+  return it == framework_.host_s_per_kernel.end() ? 0.0 : it->second * gpu.host_cost_factor;
 }
 
 std::vector<double> Evaluator::stage_peaks(const Strategy& s) const {

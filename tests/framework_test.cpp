@@ -725,3 +725,40 @@ TEST(FrameworksCli, ShowsTheHostModeDefaultsAndFreedGradients) {
 
 }  // namespace
 }  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// A Grace-Hopper superchip's host issues each kernel 2.46 times as slowly as a DGX H100's Xeon
+// (the GPU preset's host_cost_factor): the same eager step's host time scales by it; under CUDA
+// graphs only the optimizer step's kernels are left to it (Megatron-Core's full-iteration graph).
+TEST(FrameworkHost, AGraceHostIssuesKernelsMoreSlowly) {
+  const ModelSpec model = load_model("gpt2-medium");
+  const auto host = [&](const std::string& cluster_name, HostMode mode) {
+    const ClusterSpec cluster = load_cluster(cluster_name);
+    const CostModel cost(load_profile_inputs({default_calibration_dir().string()}), cluster);
+    const FrameworkSpec f = load_framework("megatron-core");
+    Strategy s;
+    s.dp = 4;
+    s.micro_batch = 1;
+    s.global_batch = 8;
+    s.host_mode = mode;
+    s.given |= kGivenHostMode;
+    const Prediction p = Evaluator(model, cluster, cost, f).predict(with_framework_defaults(s, f));
+    EXPECT_TRUE(p.feasible) << p.reason;
+    return p.host_s;
+  };
+  EXPECT_EQ(load_gpu("gh200-96gb").host_cost_factor, 2.46);
+  EXPECT_EQ(load_gpu("h100-sxm").host_cost_factor, 1.0);
+  // The datasheet GH200 has no measured host cost: the framework's figure, scaled. The H100's
+  // profile has none either (the framework's 28 us).
+  const double x86 = host("p5.48xlarge:1", HostMode::kEager);
+  ASSERT_GT(x86, 0);
+  EXPECT_NEAR(host("gh200-superchip-4:1", HostMode::kEager) / x86, 2.46, 1e-6);
+  const double graphed = host("gh200-superchip-4:1", HostMode::kCudaGraphs);
+  EXPECT_NEAR(graphed / host("p5.48xlarge:1", HostMode::kCudaGraphs), 2.46, 1e-6);
+  EXPECT_LT(graphed, 0.01 * host("gh200-superchip-4:1", HostMode::kEager));
+}
+
+}  // namespace
+}  // namespace hetplan
