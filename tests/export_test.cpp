@@ -1,6 +1,7 @@
 // Exports to Megatron-LM, DeepSpeed and torchtitan. Expected outputs written out by hand from the
 // flag mapping of docs/exports.md (flag names checked against Megatron-LM's arguments.py,
 // DeepSpeed's config docs and torchtitan's job_config.py).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -214,6 +215,24 @@ TEST(MegatronExport, InterleavedAndUnsupportedSchedules) {
             std::vector<std::string>{"biases on the attention projections only (Megatron-LM "
                                      "biases all four or none; QKV alone with --add-qkv-bias)"});
   EXPECT_EQ(biased.text.find("--disable-bias-linear"), std::string::npos);
+}
+
+// DeepSpeed has no training CUDA graphs or torch.compile in its config: another host mode is
+// written as eager, and said.
+TEST(DeepSpeedExport, AHostModeOtherThanEagerIsNoted) {
+  const ExportResult graphs = export_deepspeed(
+      gpt2(), read_strategy(R"({"dp": 8, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8,
+                                "host_mode": "cuda-graphs"})"),
+      {});
+  EXPECT_EQ(std::count_if(graphs.approximations.begin(), graphs.approximations.end(),
+                          [](const std::string& a) {
+                            return a.find("host mode cuda-graphs") != std::string::npos;
+                          }),
+            1);
+  const ExportResult eager = export_deepspeed(
+      gpt2(), read_strategy(R"({"dp": 8, "tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 8})"),
+      {});
+  for (const auto& a : eager.approximations) EXPECT_EQ(a.find("host mode"), std::string::npos);
 }
 
 TEST(DeepSpeedExport, ExplicitParts) {
