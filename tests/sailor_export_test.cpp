@@ -87,6 +87,12 @@ TEST(SailorExport, WhatTheForkRunsOneOfIsSaid) {
                    "schedule": "interleaved", "chunks": 2})"),
       {});
   EXPECT_TRUE(has_line(v.unsupported, "runs 1F1B"));
+  // Its engine issues kernels eagerly: another host mode is written as eager, and said.
+  const ExportResult graphs = find_exporter("sailor").run(
+      model, read_strategy(R"({"dp": 2, "tp": 2, "pp": 2, "micro_batch": 1, "global_batch": 8,
+                               "host_mode": "cuda-graphs"})"),
+      {});
+  EXPECT_TRUE(has_line(graphs.approximations, "host mode cuda-graphs"));
 }
 
 }  // namespace
