@@ -125,11 +125,9 @@ void print_host_defaults(const FrameworkSpec& f) {
     if (!c.cuda_graphs_expert_parallel) graphs += ", not with expert parallelism";
   }
   fmt::print("  default host mode: {}{}\n", to_string(f.defaults.host_mode), graphs);
-  if (!f.memory.gradients_freed_after_step.empty()) {
-    std::vector<std::string_view> modes;
-    for (HostMode m : f.memory.gradients_freed_after_step) modes.push_back(to_string(m));
-    fmt::print("  gradients freed after each step under: {}\n", fmt::join(modes, ", "));
-  }
+  if (!f.memory.gradients_freed_after_step.empty())
+    fmt::print("  gradients freed after each step under: {}\n",
+               fmt::join(host_mode_names(f.memory.gradients_freed_after_step), ", "));
 }
 
 void print_framework(const FrameworkSpec& f) {
@@ -141,10 +139,8 @@ void print_framework(const FrameworkSpec& f) {
              c.pipeline_runtime == "pytorch" ? " (torch.distributed.pipelining's)" : "",
              fmt::join(c.recompute, ", "), fmt::join(c.zero, ", "),
              fmt::join(c.zero_with_pipeline, ", "));
-  std::vector<std::string_view> modes;
-  for (HostMode m : c.host_modes) modes.push_back(to_string(m));
   fmt::print("  attention: {}  host modes: {}{}\n", fmt::join(c.attention, ", "),
-             fmt::join(modes, ", "),
+             fmt::join(host_mode_names(c.host_modes), ", "),
              f.compiled_parts.empty()
                  ? ""
                  : fmt::format(" (torch.compile covers: {})", fmt::join(f.compiled_parts, ", ")));

@@ -38,6 +38,12 @@ bool parse_host_mode(std::string_view text, HostMode& out) {
   return false;
 }
 
+std::vector<std::string_view> host_mode_names(const std::vector<HostMode>& modes) {
+  std::vector<std::string_view> names;
+  for (HostMode m : modes) names.push_back(to_string(m));
+  return names;
+}
+
 std::string_view to_string(PeakKind kind) {
   switch (kind) {
     case PeakKind::kAllocated:
@@ -126,6 +132,17 @@ std::vector<std::string> choices(ObjectReader& r, std::string_view key,
   return choices(r, key, std::span<const std::string_view>(allowed.begin(), allowed.size()));
 }
 
+// A list of host modes, each one hetplan knows, at least one.
+std::vector<HostMode> host_modes_of(ObjectReader& r, std::string_view key) {
+  std::vector<HostMode> out;
+  for (const auto& name : choices(r, key, kHostModes)) {
+    HostMode mode;
+    parse_host_mode(name, mode);
+    out.push_back(mode);
+  }
+  return out;
+}
+
 std::vector<bool> booleans(ObjectReader& r, std::string_view key) {
   const Json& raw = r.raw(key);
   std::vector<bool> out;
@@ -189,25 +206,17 @@ Capabilities read_capabilities(ObjectReader r) {
   c.overlap_grad_reduce = booleans(r, "overlap_grad_reduce");
   c.grad_accumulation_fusion = booleans(r, "grad_accumulation_fusion");
   c.attention = choices(r, "attention", kAttention);
-  for (const auto& m : choices(r, "host_modes", kHostModes)) {
-    HostMode mode;
-    parse_host_mode(m, mode);
-    c.host_modes.push_back(mode);
-  }
+  c.host_modes = host_modes_of(r, "host_modes");
   if (r.has("tp_comm_overlap_modes")) {
     if (!c.tp_comm_overlap)
       r.fail("tp_comm_overlap_modes", "expected no modes: tp_comm_overlap is false");
-    for (const auto& m : choices(r, "tp_comm_overlap_modes", kHostModes)) {
-      HostMode mode;
-      parse_host_mode(m, mode);
+    c.tp_comm_overlap_modes = host_modes_of(r, "tp_comm_overlap_modes");
+    for (HostMode mode : c.tp_comm_overlap_modes)
       if (!contains(c.host_modes, mode))
         r.fail("tp_comm_overlap_modes", "expected modes listed in host_modes");
-      c.tp_comm_overlap_modes.push_back(mode);
-    }
   }
   if (auto g = r.optional_object("cuda_graphs")) {
-    if (std::find(c.host_modes.begin(), c.host_modes.end(), HostMode::kCudaGraphs) ==
-        c.host_modes.end())
+    if (!contains(c.host_modes, HostMode::kCudaGraphs))
       r.fail("cuda_graphs", "expected host_modes to list cuda-graphs, whose limits these are");
     c.cuda_graphs_pipeline = g->boolean("pipeline");
     c.cuda_graphs_expert_parallel = g->boolean("expert_parallel");
@@ -388,11 +397,7 @@ MemoryLayout read_memory(ObjectReader r) {
   m.gradients_in_reduce_dtype = r.boolean_or("gradients_in_reduce_dtype", false);
   m.dp_bucket_bytes = r.number_in_or("dp_bucket_bytes", 0, 16, 0);
   if (r.has("gradients_freed_after_step"))
-    for (const auto& name : choices(r, "gradients_freed_after_step", kHostModes)) {
-      HostMode mode;
-      parse_host_mode(name, mode);
-      m.gradients_freed_after_step.push_back(mode);
-    }
+    m.gradients_freed_after_step = host_modes_of(r, "gradients_freed_after_step");
   m.fragmentation = r.number_in("fragmentation", 0, 1);
   m.context_bytes = r.number_in("context_bytes", 0, 64.0 * (1ull << 30));
   m.communicator_bytes = r.number_in("communicator_bytes", 0, 16.0 * (1ull << 30));
@@ -535,8 +540,7 @@ FrameworkSpec parse_framework(const Document& doc, const std::string& name) {
   if (r.has("graphed_parts")) {
     f.graphed_parts =
         choices(r, "graphed_parts", {"blocks", "embedding", "head", "loss", "optimizer"});
-    if (std::find(f.can_run.host_modes.begin(), f.can_run.host_modes.end(),
-                  HostMode::kCudaGraphs) == f.can_run.host_modes.end())
+    if (!contains(f.can_run.host_modes, HostMode::kCudaGraphs))
       throw InputError(doc.origin, "graphed_parts",
                        "can_run.host_modes to list cuda-graphs, whose capture this describes");
   }

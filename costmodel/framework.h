@@ -24,6 +24,8 @@ inline constexpr HostMode kAllHostModes[] = {HostMode::kEager, HostMode::kCompil
                                              HostMode::kCudaGraphs};
 std::string_view to_string(HostMode mode);
 bool parse_host_mode(std::string_view text, HostMode& out);
+// Each mode's name, in order (for messages and listings).
+std::vector<std::string_view> host_mode_names(const std::vector<HostMode>& modes);
 
 // Values per element of an op's tensor: `act_values` activation-sized values, `fp32_values` fp32
 // values and `bytes` single bytes (an eager RMSNorm under autocast works in fp32, a dropout mask

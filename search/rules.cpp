@@ -228,12 +228,10 @@ std::string tp_comm_overlap(const RuleContext& c, const Strategy& s) {
   if (!(s.sequence_parallel && s.tp > 1))
     return "tensor-parallel communication overlap needs sequence parallelism and tp > 1";
   const auto& modes = c.framework.can_run.tp_comm_overlap_modes;
-  if (!modes.empty() && !contains(modes, s.host_mode)) {
-    std::vector<std::string_view> names;
-    for (HostMode m : modes) names.push_back(to_string(m));
+  if (!modes.empty() && !contains(modes, s.host_mode))
     return fmt::format("{} overlaps tensor-parallel communication under host_mode {} only, not {}",
-                       c.framework.name, fmt::join(names, " or "), to_string(s.host_mode));
-  }
+                       c.framework.name, fmt::join(host_mode_names(modes), " or "),
+                       to_string(s.host_mode));
   return "";
 }
 
@@ -280,9 +278,8 @@ std::string host_mode(const RuleContext& c, const Strategy& s) {
     const std::string why = c.framework.cuda_graphs_refusal(s.pp, s.ep);
     return why.empty() ? "" : why + ": host_mode eager or compiled";
   }
-  std::vector<std::string_view> modes;
-  for (HostMode m : c.framework.can_run.host_modes) modes.push_back(to_string(m));
-  return fmt::format("{} runs {}, not {}", c.framework.name, fmt::join(modes, ", "),
+  return fmt::format("{} runs {}, not {}", c.framework.name,
+                     fmt::join(host_mode_names(c.framework.can_run.host_modes), ", "),
                      to_string(s.host_mode));
 }
 

@@ -572,12 +572,6 @@ TEST(FrameworkHost, EachPartsKernelsCostTheHostOfItsMode) {
               kernels * 10e-6, 1e-15);
 }
 
-}  // namespace
-}  // namespace hetplan
-
-namespace hetplan {
-namespace {
-
 // torchtitan at its head captures each micro-batch's forward and backward in a CUDA graph unless
 // told not to, and refuses to with a pipeline or with expert parallelism (trainer.py
 // _validate_cuda_graphs): its default host mode is cuda-graphs where it can be, eager where not;
@@ -639,12 +633,6 @@ TEST(FrameworkFiles, ANullInAReleaseRemovesTheBasesKey) {
   EXPECT_TRUE(dec2024.can_run.cuda_graphs_pipeline);  // no limits: no graphs at all
 }
 
-}  // namespace
-}  // namespace hetplan
-
-namespace hetplan {
-namespace {
-
 // zero_grad(set_to_none=True) frees the gradients after each step: the next step's first forward
 // holds its activations without them, and they exist beside what is held from the first gradient
 // pass on (the larger of the two is the peak).
@@ -698,12 +686,6 @@ TEST(DeviceMemory, APlainPytorchStepOfOneMicroBatchPeaksWithoutItsGradients) {
   EXPECT_GT(peak("megatron-core", 1).gradients, 0);
 }
 
-}  // namespace
-}  // namespace hetplan
-
-namespace hetplan {
-namespace {
-
 // `hetplan frameworks NAME` says the default host mode, what the graphs capture and refuse, and
 // where the step frees its gradients; the JSON holds the same.
 TEST(FrameworksCli, ShowsTheHostModeDefaultsAndFreedGradients) {
@@ -722,12 +704,6 @@ TEST(FrameworksCli, ShowsTheHostModeDefaultsAndFreedGradients) {
   ASSERT_EQ(old.exit_code, 0) << old.output;
   EXPECT_TRUE(testing::contains(old.output, "\"default_host_mode\": \"eager\"")) << old.output;
 }
-
-}  // namespace
-}  // namespace hetplan
-
-namespace hetplan {
-namespace {
 
 // A Grace-Hopper superchip's host issues each kernel 2.46 times as slowly as a DGX H100's Xeon
 // (the GPU preset's host_cost_factor): the same eager step's host time scales by it; under CUDA

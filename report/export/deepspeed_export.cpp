@@ -279,11 +279,7 @@ ExportResult export_deepspeed(const ModelSpec& model, const Strategy& s, const E
         "DeepSpeed adds each micro-batch's gradients with kernels of their own; hetplan predicted "
         "gradient-accumulation fusion (predict with \"grad_accumulation_fusion\": false for "
         "DeepSpeed's time)");
-  if (s.host_mode != HostMode::kEager)
-    out.approximations.push_back(fmt::format(
-        "DeepSpeed's training engine issues its kernels eagerly: hetplan predicted host mode {} "
-        "(predict with \"host_mode\": \"eager\" for DeepSpeed's time)",
-        to_string(s.host_mode)));
+  export_detail::eager_engine_notes(s, "DeepSpeed's training engine", out);
   const auto placement = export_detail::rank_placement(s, o.cluster);
   out.placement = export_detail::placement_lines(s, placement, "DeepSpeed",
                                                  export_detail::Launcher::kDeepSpeed);

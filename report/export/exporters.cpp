@@ -94,6 +94,14 @@ void lora_notes(const Strategy& s, std::string_view why, ExportResult& out) {
                                         lora_targets_text(s.lora), why));
 }
 
+void eager_engine_notes(const Strategy& s, std::string_view engine, ExportResult& out) {
+  if (s.host_mode == HostMode::kEager) return;
+  out.approximations.push_back(fmt::format(
+      "{} issues its kernels eagerly: hetplan predicted host mode {} (predict with \"host_mode\": "
+      "\"eager\" for its time)",
+      engine, to_string(s.host_mode)));
+}
+
 std::string strategy_summary(const Strategy& s) {
   return fmt::format(
       "dp {} x tp {} x pp {} = {} GPUs, micro-batch {}, global batch {}, {}{}, "

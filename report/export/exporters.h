@@ -122,6 +122,9 @@ std::string strategy_summary(const Strategy& s);
 std::string lora_targets_text(const Lora& lora);
 // A strategy's LoRA, which none of the exported files carries: `unsupported` says so with `why`.
 void lora_notes(const Strategy& s, std::string_view why, ExportResult& out);
+// A strategy whose host mode is not eager, for a runtime (`engine`, e.g. "DeepSpeed's training
+// engine") that issues its kernels eagerly: `approximations` says so.
+void eager_engine_notes(const Strategy& s, std::string_view engine, ExportResult& out);
 
 }  // namespace export_detail
 }  // namespace hetplan

@@ -158,9 +158,8 @@ void host_args(const Strategy& s, Args& a, ExportResult& out) {
   if (s.host_mode == HostMode::kCudaGraphs) {
     a.add("--cuda-graph-impl", "full_iteration");
     a.add("--no-check-for-nan-in-loss-and-grad");
-  } else if (s.host_mode == HostMode::kCompiled) {
-    out.approximations.push_back(
-        "Megatron-LM issues its kernels eagerly: hetplan predicted torch.compile's host cost");
+  } else {
+    export_detail::eager_engine_notes(s, "Megatron-LM", out);  // torch.compile
   }
 }
 

@@ -124,11 +124,7 @@ ExportResult export_sailor(const ModelSpec& model, const Strategy& s, const Expo
   if (s.zero > 1)
     out.unsupported.push_back(
         fmt::format("ZeRO {}: DeepSpeed's pipeline engine runs ZeRO 0 or 1", s.zero));
-  if (s.host_mode != HostMode::kEager)
-    out.approximations.push_back(fmt::format(
-        "Sailor's Megatron-DeepSpeed fork issues its kernels eagerly: hetplan predicted host mode "
-        "{} (predict with \"host_mode\": \"eager\" for its time)",
-        to_string(s.host_mode)));
+  export_detail::eager_engine_notes(s, "Sailor's Megatron-DeepSpeed fork", out);
   const auto stages = sailor_stage_replicas(s);
   if (stages.empty() || stages.front().empty()) {
     out.unsupported.push_back("no stage with a replica to export");
